@@ -1,0 +1,99 @@
+import { z } from "zod";
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid settings:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    this.name = "ConfigError";
+  }
+}
+
+/**
+ * Parses the environment once with a schema of exactly the settings one process reads.
+ * Throws ConfigError naming every bad setting; `loadConfigOrExit` prints it and exits 1.
+ */
+export function parseConfig<S extends z.ZodObject>(schema: S, env: Record<string, string | undefined> = process.env): z.output<S> {
+  const picked: Record<string, string | undefined> = {};
+  for (const key of Object.keys(schema.shape)) {
+    const v = env[key];
+    // An empty variable means "not set", as in most twelve-factor tooling.
+    picked[key] = v === "" ? undefined : v;
+  }
+  const r = schema.safeParse(picked);
+  if (!r.success) {
+    throw new ConfigError(r.error.issues.map((i) => `${i.path.join(".") || "(settings)"}: ${i.message} (got ${JSON.stringify(picked[String(i.path[0])] ?? null)})`));
+  }
+  return r.data;
+}
+
+export function loadConfigOrExit<S extends z.ZodObject>(schema: S, env: Record<string, string | undefined> = process.env): z.output<S> {
+  try {
+    return parseConfig(schema, env);
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      process.stderr.write(`${e.message}\n`);
+      process.exit(1);
+    }
+    throw e;
+  }
+}
+
+const DURATION_UNITS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/** "250ms", "5s", "5m", "2h", "5d" or a bare number of milliseconds → milliseconds. */
+export function parseDuration(text: string): number | null {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$/.exec(text.trim());
+  if (!m || m[1] === undefined) return null;
+  const unit = (m[2] ?? "ms") as keyof typeof DURATION_UNITS;
+  return Math.round(Number(m[1]) * DURATION_UNITS[unit]);
+}
+
+export const duration = (fallback: string) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((v, ctx) => {
+      const ms = parseDuration(v);
+      if (ms === null) {
+        ctx.addIssue({ code: "custom", message: "expected a duration such as 500ms, 5s, 5m, 2h or 5d" });
+        return z.NEVER;
+      }
+      return ms;
+    });
+
+const bool = (fallback: boolean) =>
+  z
+    .enum(["true", "false", "1", "0", "yes", "no"])
+    .optional()
+    .transform((v) => (v === undefined ? fallback : v === "true" || v === "1" || v === "yes"));
+
+const urlString = (protocols: string[]) =>
+  z.string().refine((v) => {
+      try {
+        return protocols.includes(new URL(v).protocol);
+      } catch {
+        return false;
+      }
+    }, `expected a URL with scheme ${protocols.join(" or ")}`);
+const url = (protocols: string[], fallback: string) => urlString(protocols).default(fallback);
+
+/** Setting definitions shared by processes (DESIGN.md section 6). Each process picks what it reads. */
+export const settings = {
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  DATABASE_URL: url(["postgres:", "postgresql:"], "postgres://localhost:5432/tasks"),
+  NATS_URL: z.string().default("nats://127.0.0.1:4222"),
+  NATS_NAMESPACE: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,32}$/, "letters, digits, _ and - only (it prefixes subjects and stream names)")
+    .default("tasksvc"),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  PUBLIC_BASE_URL: urlString(["http:", "https:"]).optional(),
+  OAUTH_ISSUER: z.string().min(1).default("tasksvc-dev"),
+  OAUTH_AUDIENCE: z.string().min(1).default("tasksvc-api"),
+  OAUTH_JWKS_URL: urlString(["https:", "http:"]).optional(),
+  OAUTH_PUBLIC_KEY: z.string().includes("BEGIN PUBLIC KEY", { message: "expected a PEM public key" }).optional(),
+  RPC_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(5000),
+  AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(5000),
+  bool,
+  duration,
+} as const;
+export * from "./runtime.js";

@@ -1,0 +1,81 @@
+import { z } from "zod";
+
+export const SCOPES = [
+  "workspaces:read",
+  "tasks:read",
+  "tasks:write",
+  "members:read",
+  "projects:read",
+  "projects:write",
+  "usage:read",
+  "api-keys:manage",
+  "webhooks:read",
+  "webhooks:write",
+] as const;
+export const Scope = z.enum(SCOPES);
+export type Scope = z.infer<typeof Scope>;
+
+/** Spec 4.1: a new key gets every scope except api-keys:manage unless asked for explicitly. */
+export const DEFAULT_KEY_SCOPES: readonly Scope[] = SCOPES.filter((s) => s !== "api-keys:manage");
+
+export const PLANS = ["free", "pro", "team"] as const;
+export const Plan = z.enum(PLANS);
+export type Plan = z.infer<typeof Plan>;
+
+export const ROLES = ["owner", "admin", "member"] as const;
+export const Role = z.enum(ROLES);
+export type Role = z.infer<typeof Role>;
+
+export const ENTITLEMENTS = ["public_api", "outbound_webhooks"] as const;
+export const Entitlement = z.enum(ENTITLEMENTS);
+export type Entitlement = z.infer<typeof Entitlement>;
+
+export interface PlanDefaults {
+  entitlements: readonly Entitlement[];
+  burst: number;
+  burstWindowSeconds: number;
+  quota: number;
+  maxFileSize: number;
+  storage: number;
+}
+
+const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
+
+/** DESIGN.md section 3; per-organization overrides come from `admin set-limits`. */
+export const PLAN_DEFAULTS: Record<Plan, PlanDefaults> = {
+  free: { entitlements: ["public_api"], burst: 60, burstWindowSeconds: 60, quota: 10_000, maxFileSize: 10 * MiB, storage: 100 * MiB },
+  pro: { entitlements: ["public_api", "outbound_webhooks"], burst: 120, burstWindowSeconds: 60, quota: 50_000, maxFileSize: 100 * MiB, storage: 10 * GiB },
+  team: { entitlements: ["public_api", "outbound_webhooks"], burst: 600, burstWindowSeconds: 60, quota: 500_000, maxFileSize: 250 * MiB, storage: 100 * GiB },
+};
+
+/** The billing period of the API-call allowance (DESIGN.md section 3). */
+export const QUOTA_PERIOD_SECONDS = 2_592_000;
+
+export const Limits = z.object({
+  burst: z.number().int().positive(),
+  burst_window_seconds: z.number().int().positive(),
+  quota: z.number().int().positive(),
+  max_file_size: z.number().int().positive(),
+  storage: z.number().int().positive(),
+});
+export type Limits = z.infer<typeof Limits>;
+
+/**
+ * Who is calling: what the gateway learns from a credential and passes to every service.
+ * `kind` tells an API key from an OAuth access token (different 401 codes, different caching).
+ */
+export const Identity = z.object({
+  kind: z.enum(["api_key", "access_token"]),
+  credential_id: z.string(),
+  organization_id: z.string(),
+  user_id: z.string(),
+  role: Role,
+  scopes: z.array(Scope),
+  plan: Plan,
+  entitlements: z.array(Entitlement),
+  limits: Limits,
+  /** When the credential stops being valid; caches must not outlive it. */
+  expires_at: z.iso.datetime().nullable(),
+});
+export type Identity = z.infer<typeof Identity>;

@@ -1,0 +1,28 @@
+/**
+ * The closed catalog of error codes. Append only: a code, once published, keeps its meaning.
+ * Status and title live beside each code so that one exhaustive table maps code → HTTP.
+ */
+export const ERROR_CATALOG = {
+  validation_failed: { status: 400, title: "Validation failed" },
+  missing_credentials: { status: 401, title: "Missing credentials" },
+  invalid_api_key: { status: 401, title: "Invalid API key" },
+  invalid_token: { status: 401, title: "Invalid access token" },
+  insufficient_scope: { status: 403, title: "Insufficient scope" },
+  feature_not_enabled: { status: 403, title: "Feature not enabled" },
+  resource_not_found: { status: 404, title: "Resource not found" },
+  route_not_found: { status: 404, title: "Route not found" },
+  method_not_allowed: { status: 405, title: "Method not allowed" },
+  idempotency_in_progress: { status: 409, title: "Idempotent request in progress" },
+  delivery_already_pending: { status: 409, title: "Delivery already pending" },
+  dependency_cycle: { status: 409, title: "Dependency cycle" },
+  payload_too_large: { status: 413, title: "Payload too large" },
+  unsupported_media_type: { status: 415, title: "Unsupported media type" },
+  idempotency_key_reused: { status: 422, title: "Idempotency key reused" },
+  rate_limited: { status: 429, title: "Rate limited" },
+  quota_exhausted: { status: 429, title: "Quota exhausted" },
+  internal_error: { status: 500, title: "Internal error" },
+  service_unavailable: { status: 503, title: "Service unavailable" },
+} as const satisfies Record<string, { status: number; title: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CATALOG;
+export const ERROR_CODES = Object.keys(ERROR_CATALOG) as ErrorCode[];

@@ -1,0 +1,5 @@
+export * from "./codes.js";
+export * from "./auth.js";
+export * from "./common.js";
+export * from "./rpc.js";
+export * from "./keys.js";

@@ -1,0 +1,53 @@
+import { z } from "zod";
+import { ERROR_CODES, type ErrorCode } from "./codes.js";
+import { FieldError } from "./common.js";
+import { Plan, Scope } from "./auth.js";
+
+/**
+ * DESIGN.md section 1: every request/reply message is `{ ctx, input }`.
+ * Administrative calls (the admin CLI) carry no organization: they run with the trust of NATS itself.
+ */
+export const RpcContext = z.object({
+  request_id: z.string().min(1),
+  organization_id: z.string().nullable(),
+  user_id: z.string().nullable(),
+  credential_id: z.string().nullable(),
+  scopes: z.array(Scope),
+  plan: Plan.nullable(),
+  idempotency_key: z.string().optional(),
+});
+export type RpcContext = z.infer<typeof RpcContext>;
+
+export const RpcRequest = z.object({ ctx: RpcContext, input: z.unknown() });
+
+export const RpcError = z.object({
+  status: z.number().int(),
+  code: z.enum(ERROR_CODES as [ErrorCode, ...ErrorCode[]]),
+  detail: z.string(),
+  errors: z.array(FieldError).optional(),
+});
+export type RpcError = z.infer<typeof RpcError>;
+
+export const RpcReply = z.discriminatedUnion("ok", [
+  z.object({ ok: z.literal(true), data: z.unknown() }),
+  z.object({ ok: z.literal(false), error: RpcError }),
+]);
+export type RpcReply = z.infer<typeof RpcReply>;
+
+export interface RpcOp {
+  input: z.ZodType;
+  output: z.ZodType;
+}
+export interface RpcCatalog {
+  service: string;
+  ops: Record<string, RpcOp>;
+}
+export type OpName<C extends RpcCatalog> = keyof C["ops"] & string;
+export type OpInput<C extends RpcCatalog, K extends OpName<C>> = z.input<C["ops"][K]["input"]>;
+export type OpParsedInput<C extends RpcCatalog, K extends OpName<C>> = z.output<C["ops"][K]["input"]>;
+export type OpOutput<C extends RpcCatalog, K extends OpName<C>> = z.output<C["ops"][K]["output"]>;
+
+/** Request/reply subject of one operation: `<namespace>.svc.<service>.<operation>`. */
+export function rpcSubject(namespace: string, service: string, op: string): string {
+  return `${namespace}.svc.${service}.${op}`;
+}

@@ -1,0 +1,98 @@
+import { ERROR_CATALOG, type ErrorCode, type FieldError, type RpcError } from "@tasksvc/contracts";
+import type { ZodError } from "zod";
+
+export interface AppErrorOptions {
+  errors?: FieldError[];
+  cause?: unknown;
+  /** Seconds, sent as Retry-After (429, 503). */
+  retryAfter?: number;
+}
+
+/** The only error services throw on purpose. It knows nothing of HTTP beyond its code's status. */
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly errors: FieldError[] | undefined;
+  readonly retryAfter: number | undefined;
+
+  constructor(code: ErrorCode, detail: string, opts: AppErrorOptions = {}) {
+    super(detail, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = "AppError";
+    this.code = code;
+    this.status = ERROR_CATALOG[code].status;
+    this.errors = opts.errors;
+    this.retryAfter = opts.retryAfter;
+  }
+
+  get detail(): string {
+    return this.message;
+  }
+
+  toRpc(): RpcError {
+    return { status: this.status, code: this.code, detail: this.message, ...(this.errors ? { errors: this.errors } : {}) };
+  }
+
+  static fromRpc(e: RpcError): AppError {
+    return new AppError(e.code, e.detail, e.errors ? { errors: e.errors } : {});
+  }
+}
+
+export function isAppError(e: unknown): e is AppError {
+  return e instanceof AppError;
+}
+
+/** Turns a path such as ["scopes", 2] into the RFC 6901 pointer "/scopes/2". */
+export function toPointer(path: ReadonlyArray<PropertyKey>, prefix = ""): string {
+  const tail = path.map((p) => "/" + String(p).replace(/~/g, "~0").replace(/\//g, "~1")).join("");
+  return prefix + tail;
+}
+
+/** Zod issues → field errors. `prefix` places them in the request (e.g. "" for the body, "/query" never: see gateway). */
+export function zodFieldErrors(err: ZodError, prefix = ""): FieldError[] {
+  return err.issues.flatMap((i) =>
+    // An unknown field is named by its own pointer, not by its parent's.
+    i.code === "unrecognized_keys"
+      ? i.keys.map((k) => ({ pointer: toPointer([...i.path, k], prefix), message: "is not a recognized field" }))
+      : [{ pointer: toPointer(i.path, prefix) || "/", message: i.message }],
+  );
+}
+
+export function validationError(err: ZodError, prefix = "", what = "The request"): AppError {
+  const errors = zodFieldErrors(err, prefix);
+  const first = errors[0];
+  const detail = first ? `${what} is invalid: ${first.pointer} ${first.message}` : `${what} is invalid`;
+  return new AppError("validation_failed", detail, { errors });
+}
+
+export function fieldError(pointer: string, message: string): AppError {
+  return new AppError("validation_failed", `${pointer} ${message}`, { errors: [{ pointer, message }] });
+}
+
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  code: ErrorCode;
+  detail: string;
+  request_id?: string;
+  errors?: FieldError[];
+}
+
+/**
+ * RFC 9457 problem object. `type` is a relative reference into the error catalog page, so it
+ * resolves against whatever host serves the API. Only 5xx carry request_id in the body; every
+ * response carries it in the x-request-id header.
+ */
+export function toProblem(err: AppError, requestId: string): Problem {
+  const entry = ERROR_CATALOG[err.code];
+  const problem: Problem = {
+    type: `/docs/errors#${err.code}`,
+    title: entry.title,
+    status: entry.status,
+    code: err.code,
+    detail: err.message,
+  };
+  if (err.errors && err.errors.length > 0) problem.errors = err.errors;
+  if (entry.status >= 500) problem.request_id = requestId;
+  return problem;
+}

@@ -1,0 +1,33 @@
+import { StartupError } from "@tasksvc/config";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+
+export type { NatsConnection };
+
+export class NatsUnreachableError extends StartupError {
+  constructor(url: string, cause: unknown) {
+    super(`cannot reach NATS at NATS_URL=${url} (${cause instanceof Error ? cause.message : String(cause)}): start nats-server with JetStream (-js) or set NATS_URL`);
+  }
+}
+
+export interface ConnectOptions {
+  url: string;
+  name: string;
+}
+
+/**
+ * Connects once; a server that is down at start is a configuration problem, reported with the
+ * setting to fix. Once connected the client reconnects forever (services outlive NATS restarts).
+ */
+export async function connectNats(opts: ConnectOptions): Promise<NatsConnection> {
+  try {
+    return await connect({
+      servers: opts.url.split(",").map((s) => s.trim()),
+      name: opts.name,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 500,
+      timeout: 5000,
+    });
+  } catch (e) {
+    throw new NatsUnreachableError(opts.url, e);
+  }
+}

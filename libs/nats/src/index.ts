@@ -1,0 +1,4 @@
+export * from "./connect.js";
+export * from "./serve.js";
+export * from "./client.js";
+export * from "./json.js";

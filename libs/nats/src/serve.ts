@@ -1,0 +1,102 @@
+import { headers as natsHeaders, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import {
+  RpcRequest,
+  rpcSubject,
+  type OpName,
+  type OpOutput,
+  type OpParsedInput,
+  type RpcCatalog,
+  type RpcContext,
+  type RpcReply,
+} from "@tasksvc/contracts";
+import { AppError, isAppError, validationError } from "@tasksvc/errors";
+import type { Logger } from "@tasksvc/logger";
+import { REQUEST_ID_HEADER, decodeJson, encodeJson } from "./json.js";
+
+export interface HandlerMeta {
+  log: Logger;
+}
+
+export type Handlers<C extends RpcCatalog> = {
+  [K in OpName<C>]: (input: OpParsedInput<C, K>, ctx: RpcContext, meta: HandlerMeta) => Promise<OpOutput<C, K>>;
+};
+
+export interface ServeOptions {
+  namespace: string;
+  log: Logger;
+}
+
+export interface Served {
+  /** Stops taking new requests and lets the ones in flight finish. */
+  drain(): Promise<void>;
+}
+
+/**
+ * Subscribes every operation of a catalog on `<ns>.svc.<service>.<op>` in the queue group named
+ * after the service, so replicas share the load. The handler map is complete at compile time.
+ * Handlers are awaited here (the nats.js service API only catches synchronous throws), and every
+ * failure becomes an `{ok:false}` reply: a bad message never crashes a service.
+ */
+export function serve<C extends RpcCatalog>(nc: NatsConnection, catalog: C, handlers: Handlers<C>, opts: ServeOptions): Served {
+  const subs: Subscription[] = [];
+  const inFlight = new Set<Promise<void>>();
+  for (const op of Object.keys(catalog.ops) as OpName<C>[]) {
+    const def = catalog.ops[op];
+    const handler = handlers[op];
+    if (!def || !handler) throw new Error(`serve(${catalog.service}): no handler for ${op}`);
+    const sub = nc.subscribe(rpcSubject(opts.namespace, catalog.service, op), {
+      queue: catalog.service,
+      callback: (err, msg) => {
+        if (err) {
+          opts.log.error({ err, op }, "subscription error");
+          return;
+        }
+        const p = handle(msg).finally(() => inFlight.delete(p));
+        inFlight.add(p);
+      },
+    });
+    subs.push(sub);
+
+    const handle = async (msg: Msg): Promise<void> => {
+      const requestId = msg.headers?.get(REQUEST_ID_HEADER) || "unknown";
+      let log = opts.log.child({ request_id: requestId, op: `${catalog.service}.${op}` });
+      let reply: RpcReply;
+      try {
+        const envelope = RpcRequest.safeParse(decodeJson(msg.data));
+        if (!envelope.success) throw validationError(envelope.error, "", "The RPC envelope");
+        const ctx = envelope.data.ctx;
+        if (ctx.organization_id) log = log.child({ organization_id: ctx.organization_id });
+        const input = def.input.safeParse(envelope.data.input);
+        if (!input.success) throw validationError(input.error);
+        const data: unknown = await handler(input.data as OpParsedInput<C, typeof op>, ctx, { log });
+        // The output contract is checked here too, so a service bug surfaces as its own 500
+        // with a log line, instead of a malformed body reaching a client.
+        const out = def.output.safeParse(data);
+        if (!out.success) throw new Error(`output of ${catalog.service}.${op} breaks its contract: ${out.error.message}`);
+        reply = { ok: true, data: out.data };
+      } catch (e) {
+        if (isAppError(e)) {
+          if (e.status >= 500) log.error({ err: e.cause ?? e }, e.message);
+          reply = { ok: false, error: e.toRpc() };
+        } else {
+          log.error({ err: e }, "unexpected error");
+          reply = { ok: false, error: new AppError("internal_error", "An unexpected error occurred.").toRpc() };
+        }
+      }
+      const h = natsHeaders();
+      h.set(REQUEST_ID_HEADER, requestId);
+      if (!reply.ok) {
+        // Same convention as the nats.js service framework, so generic NATS tooling sees failures.
+        h.set("Nats-Service-Error", reply.error.detail.slice(0, 256));
+        h.set("Nats-Service-Error-Code", String(reply.error.status));
+      }
+      msg.respond(encodeJson(reply), { headers: h });
+    };
+  }
+  return {
+    async drain() {
+      await Promise.all(subs.map((s) => s.drain()));
+      await Promise.allSettled([...inFlight]);
+    },
+  };
+}

@@ -1,0 +1,56 @@
+#!/usr/bin/env node
+// Runs the whole stack on local Postgres and NATS, one process per service (as in production),
+// with prefixed output. Ctrl-C stops everything; if one process dies, the others are stopped too.
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+// Start order matters only for readability of the first lines; each service waits for nothing.
+const services = ["keys", "gateway"];
+const children = new Map();
+let stopping = false;
+
+function stopAll(code) {
+  if (stopping) return;
+  stopping = true;
+  for (const child of children.values()) child.kill("SIGTERM");
+  const force = setTimeout(() => {
+    for (const child of children.values()) child.kill("SIGKILL");
+    process.exit(code);
+  }, 10_000);
+  force.unref();
+  const wait = setInterval(() => {
+    if (children.size === 0) {
+      clearInterval(wait);
+      process.exit(code);
+    }
+  }, 50);
+}
+
+function pipe(name, stream, out) {
+  let buf = "";
+  stream.on("data", (chunk) => {
+    buf += chunk;
+    let i;
+    while ((i = buf.indexOf("\n")) >= 0) {
+      out.write(`${name.padEnd(8)}| ${buf.slice(0, i)}\n`);
+      buf = buf.slice(i + 1);
+    }
+  });
+}
+
+for (const name of services) {
+  const child = spawn(process.execPath, [`services/${name}/dist/main.js`], { cwd: root, env: process.env, stdio: ["ignore", "pipe", "pipe"] });
+  children.set(name, child);
+  pipe(name, child.stdout, process.stdout);
+  pipe(name, child.stderr, process.stderr);
+  child.on("exit", (code, signal) => {
+    children.delete(name);
+    if (!stopping) {
+      process.stderr.write(`${name.padEnd(8)}| exited (${signal ?? code}); stopping the stack\n`);
+      stopAll(code || 1);
+    }
+  });
+}
+process.on("SIGINT", () => stopAll(0));
+process.on("SIGTERM", () => stopAll(0));

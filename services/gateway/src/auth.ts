@@ -1,0 +1,194 @@
+import { createHash } from "node:crypto";
+import {
+  Identity,
+  KeysInvalidation,
+  SCOPES,
+  hashApiKey,
+  keysInvalidationSubject,
+  keysRpc,
+  type RpcContext,
+  type Scope,
+} from "@tasksvc/contracts";
+import { AppError } from "@tasksvc/errors";
+import type { Logger } from "@tasksvc/logger";
+import { decodeJson, type NatsConnection, type RpcClient } from "@tasksvc/nats";
+import {
+  createLocalJWKSet,
+  createRemoteJWKSet,
+  errors as joseErrors,
+  importSPKI,
+  jwtVerify,
+  type JWTVerifyGetKey,
+  type JWTPayload,
+} from "jose";
+
+export interface AuthOptions {
+  nc: NatsConnection;
+  namespace: string;
+  keys: RpcClient<typeof keysRpc>;
+  log: Logger;
+  issuer: string;
+  audience: string;
+  jwksUrl?: string | undefined;
+  publicKeyPem?: string | undefined;
+  cacheTtlMs: number;
+}
+
+interface CacheEntry {
+  identity: Identity;
+  until: number;
+}
+
+const MAX_CACHE_ENTRIES = 50_000;
+const SCOPE_SET: ReadonlySet<string> = new Set(SCOPES);
+
+const missing = () => new AppError("missing_credentials", "Send a credential as Authorization: Bearer <API key or access token>.");
+const badKey = () => new AppError("invalid_api_key", "The API key is not valid: it is unknown, revoked or expired.");
+const badToken = (why: string) => new AppError("invalid_token", `The access token is not valid: ${why}.`);
+
+/**
+ * Resolves a bearer credential to an Identity. Identities are cached for a few seconds per
+ * replica, bounded by the credential's own expiry; the keys service broadcasts an invalidation for
+ * an organization on every revoke, role, plan or limit change, and the whole cache is dropped
+ * after a NATS reconnect (an invalidation may have been missed while disconnected).
+ */
+export function createAuthenticator(opts: AuthOptions) {
+  const cache = new Map<string, CacheEntry>();
+  const inflight = new Map<string, Promise<Identity | null>>();
+  let generation = 0;
+
+  const dropOrg = (orgId: string) => {
+    generation++;
+    for (const [k, v] of cache) if (v.identity.organization_id === orgId) cache.delete(k);
+  };
+  const invalidations = opts.nc.subscribe(keysInvalidationSubject(opts.namespace), {
+    callback: (err, msg) => {
+      if (err) return;
+      const parsed = KeysInvalidation.safeParse(decodeJson(msg.data));
+      if (parsed.success) dropOrg(parsed.data.organization_id);
+    },
+  });
+  void (async () => {
+    for await (const s of opts.nc.status()) {
+      if (s.type === "reconnect") {
+        generation++;
+        cache.clear();
+      }
+    }
+  })();
+
+  /** Cached, with concurrent misses for one credential sharing a single lookup. */
+  async function cached(cacheKey: string, load: () => Promise<Identity | null>): Promise<Identity | null> {
+    const hit = cache.get(cacheKey);
+    const now = Date.now();
+    if (hit && hit.until > now) return hit.identity;
+    if (hit) cache.delete(cacheKey);
+    let p = inflight.get(cacheKey);
+    if (!p) {
+      const startedAt = generation;
+      p = load()
+        .then((identity) => {
+          // An invalidation that arrived during the lookup may concern this very answer: don't keep it.
+          if (identity && opts.cacheTtlMs > 0 && startedAt === generation) {
+            const expiry = identity.expires_at ? Date.parse(identity.expires_at) : Infinity;
+            if (cache.size >= MAX_CACHE_ENTRIES) {
+              const oldest = cache.keys().next();
+              if (!oldest.done) cache.delete(oldest.value);
+            }
+            cache.set(cacheKey, { identity, until: Math.min(Date.now() + opts.cacheTtlMs, expiry) });
+          }
+          return identity;
+        })
+        .finally(() => inflight.delete(cacheKey));
+      inflight.set(cacheKey, p);
+    }
+    return p;
+  }
+
+  const verificationKey = buildKeyGetter(opts);
+
+  async function verifyAccessToken(token: string, ctx: RpcContext): Promise<Identity> {
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(token, await verificationKey(ctx), { issuer: opts.issuer, audience: opts.audience, requiredClaims: ["sub", "exp"] }));
+    } catch (e) {
+      if (e instanceof joseErrors.JWTExpired) throw badToken("it has expired");
+      if (e instanceof joseErrors.JWKSTimeout || !(e instanceof joseErrors.JOSEError)) {
+        // The issuer's key set could not be fetched: our problem, not the caller's token.
+        throw new AppError("service_unavailable", "The access-token issuer's keys could not be fetched; retry shortly.", { cause: e, retryAfter: 1 });
+      }
+      throw badToken("its signature, issuer or audience does not check out");
+    }
+    const orgId = payload["org_id"];
+    const scope = payload["scope"];
+    if (typeof orgId !== "string" || typeof payload.sub !== "string" || typeof payload.exp !== "number") throw badToken("it lacks the sub, org_id or exp claim");
+    // Unknown scope strings are ignored rather than fatal, as OAuth servers may add their own.
+    const scopes = (typeof scope === "string" ? scope.split(" ") : []).filter((s): s is Scope => SCOPE_SET.has(s));
+    const credentialId = `tok_${payload.jti ?? createHash("sha256").update(token).digest("hex").slice(0, 24)}`;
+    const identity = await cached(`tok:${credentialId}:${payload.sub}:${orgId}`, () =>
+      opts.keys.call(
+        "resolveMember",
+        { organization_id: orgId, user_id: payload.sub as string, credential_id: credentialId, scopes, expires_at: new Date((payload.exp as number) * 1000).toISOString() },
+        ctx,
+      ),
+    );
+    if (!identity) throw badToken("its user is not a member of its organization");
+    return identity;
+  }
+
+  return {
+    /** The credential is checked once, at the start of a request (spec 5.7). */
+    async authenticate(authorization: string | undefined, ctx: RpcContext): Promise<Identity> {
+      if (!authorization) throw missing();
+      const m = /^Bearer[ ]+(\S+)\s*$/i.exec(authorization);
+      if (!m || !m[1]) throw missing();
+      const token = m[1];
+      if (token.startsWith("svc_")) {
+        const keyHash = hashApiKey(token);
+        const identity = await cached(`key:${keyHash}`, () => opts.keys.call("authenticateKey", { key_hash: keyHash }, ctx));
+        if (!identity) throw badKey();
+        return identity;
+      }
+      return verifyAccessToken(token, ctx);
+    },
+    stop() {
+      invalidations.unsubscribe();
+    },
+  };
+}
+
+/**
+ * Where access-token signatures are checked against, in order: a JWKS URL (a real issuer), a
+ * configured PEM public key, or the development issuer's key fetched from the keys service.
+ */
+function buildKeyGetter(opts: AuthOptions): (ctx: RpcContext) => Promise<JWTVerifyGetKey> {
+  if (opts.jwksUrl) {
+    const remote = createRemoteJWKSet(new URL(opts.jwksUrl));
+    return async () => remote;
+  }
+  if (opts.publicKeyPem) {
+    const pem = opts.publicKeyPem;
+    const byAlg = new Map<string, ReturnType<typeof importSPKI>>();
+    const getter: JWTVerifyGetKey = (header) => {
+      const alg = header.alg;
+      let k = byAlg.get(alg);
+      if (!k) {
+        k = importSPKI(pem, alg);
+        byAlg.set(alg, k);
+      }
+      return k;
+    };
+    return async () => getter;
+  }
+  let dev: { at: number; getter: JWTVerifyGetKey } | undefined;
+  return async (ctx) => {
+    // Refreshed every five minutes so that a re-keyed development issuer is picked up.
+    if (!dev || Date.now() - dev.at > 300_000) {
+      const jwks = await opts.keys.call("devJwks", {}, ctx);
+      dev = { at: Date.now(), getter: createLocalJWKSet({ keys: jwks.keys as never }) };
+    }
+    return dev.getter;
+  };
+}
+
+export type Authenticator = ReturnType<typeof createAuthenticator>;

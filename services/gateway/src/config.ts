@@ -1,0 +1,19 @@
+import { settings } from "@tasksvc/config";
+import { z } from "zod";
+
+export const GatewayConfig = z.object({
+  PORT: settings.PORT,
+  DATABASE_URL: settings.DATABASE_URL,
+  NATS_URL: settings.NATS_URL,
+  NATS_NAMESPACE: settings.NATS_NAMESPACE,
+  LOG_LEVEL: settings.LOG_LEVEL,
+  OAUTH_ISSUER: settings.OAUTH_ISSUER,
+  OAUTH_AUDIENCE: settings.OAUTH_AUDIENCE,
+  OAUTH_JWKS_URL: settings.OAUTH_JWKS_URL,
+  OAUTH_PUBLIC_KEY: settings.OAUTH_PUBLIC_KEY,
+  RPC_TIMEOUT_MS: settings.RPC_TIMEOUT_MS,
+  AUTH_CACHE_TTL_MS: settings.AUTH_CACHE_TTL_MS,
+  /** Largest accepted request body; larger ones answer 413 payload_too_large. */
+  BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
+});
+export type GatewayConfig = z.output<typeof GatewayConfig>;

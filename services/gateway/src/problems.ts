@@ -1,0 +1,53 @@
+import { AppError, isAppError, toProblem } from "@tasksvc/errors";
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+
+/** Fastify's own failures (parsing, size, routing) as catalog errors. */
+function fromFastify(e: FastifyError): AppError | undefined {
+  switch (e.code) {
+    case "FST_ERR_CTP_INVALID_JSON_BODY":
+      return new AppError("validation_failed", `The request body is not valid JSON: ${e.message}`, { errors: [{ pointer: "/", message: "is not valid JSON" }] });
+    case "FST_ERR_CTP_EMPTY_JSON_BODY":
+      return new AppError("validation_failed", "The request body is empty but Content-Type says application/json.", { errors: [{ pointer: "/", message: "is empty" }] });
+    case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
+      return new AppError("unsupported_media_type", "Request bodies must be JSON: send Content-Type: application/json.");
+    case "FST_ERR_CTP_BODY_TOO_LARGE":
+      return new AppError("payload_too_large", "The request body is larger than this API accepts.");
+    case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
+      return new AppError("validation_failed", "The Content-Length header does not match the body.");
+    case "FST_ERR_BAD_URL":
+      return new AppError("route_not_found", "The URL could not be decoded.");
+    default:
+      return e.statusCode !== undefined && e.statusCode >= 400 && e.statusCode < 500
+        ? new AppError("validation_failed", e.message)
+        : undefined;
+  }
+}
+
+export function sendProblem(reply: FastifyReply, err: AppError): FastifyReply {
+  if (err.retryAfter !== undefined) reply.header("retry-after", String(err.retryAfter));
+  if (err.status === 401) reply.header("www-authenticate", 'Bearer realm="tasksvc"');
+  return reply
+    .code(err.status)
+    .type("application/problem+json")
+    .send(toProblem(err, String(reply.request.id)));
+}
+
+/**
+ * Every error leaves as application/problem+json. Unexpected errors are logged once, here, with
+ * their stack, and answer a bare 500 internal_error carrying request_id; 4xx are not logged as errors.
+ */
+export function registerProblemHandling(app: FastifyInstance): void {
+  app.setErrorHandler((e: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
+    const known = isAppError(e) ? e : fromFastify(e);
+    if (known && known.status < 500) return sendProblem(reply, known);
+    if (known?.code === "service_unavailable") {
+      req.log.warn({ err: known.cause ?? known }, known.message);
+      return sendProblem(reply, known);
+    }
+    req.log.error({ err: known?.cause ?? e }, "unexpected error");
+    return sendProblem(reply, known ?? new AppError("internal_error", "An unexpected error occurred. Quote the request id when contacting support."));
+  });
+  app.setNotFoundHandler((req, reply) =>
+    sendProblem(reply, new AppError("route_not_found", `No route ${req.method} ${req.url.split("?")[0] ?? ""}.`)),
+  );
+}

@@ -1,0 +1,49 @@
+import { StartupError } from "@tasksvc/config";
+import { keysRpc } from "@tasksvc/contracts";
+import { checkDb, createDb } from "@tasksvc/db";
+import type { Logger } from "@tasksvc/logger";
+import { client, connectNats } from "@tasksvc/nats";
+import { buildGateway } from "./app.js";
+import { createAuthenticator } from "./auth.js";
+import type { GatewayConfig } from "./config.js";
+
+/** Starts one gateway replica and listens on PORT (0 = any free port; see `url`). */
+export async function startGateway(cfg: GatewayConfig, log: Logger) {
+  const sql = createDb({ url: cfg.DATABASE_URL, schema: "gateway", max: 10 });
+  await checkDb(sql, cfg.DATABASE_URL);
+  const nc = await connectNats({ url: cfg.NATS_URL, name: "gateway" });
+  const rpc = { namespace: cfg.NATS_NAMESPACE, timeoutMs: cfg.RPC_TIMEOUT_MS };
+  const keys = client(nc, keysRpc, rpc);
+  const auth = createAuthenticator({
+    nc,
+    namespace: cfg.NATS_NAMESPACE,
+    keys,
+    log,
+    issuer: cfg.OAUTH_ISSUER,
+    audience: cfg.OAUTH_AUDIENCE,
+    jwksUrl: cfg.OAUTH_JWKS_URL,
+    publicKeyPem: cfg.OAUTH_PUBLIC_KEY,
+    cacheTtlMs: cfg.AUTH_CACHE_TTL_MS,
+  });
+  const app = buildGateway({ log, auth, clients: { keys }, sql, nc, bodyLimit: cfg.BODY_LIMIT_BYTES });
+  try {
+    await app.listen({ port: cfg.PORT, host: "0.0.0.0" });
+  } catch (e) {
+    await nc.drain();
+    await sql.end({ timeout: 1 });
+    if ((e as { code?: string }).code === "EADDRINUSE") throw new StartupError(`PORT ${cfg.PORT} is already in use: stop the other process or set PORT to a free port`);
+    throw e;
+  }
+  const address = app.server.address();
+  const port = typeof address === "object" && address ? address.port : cfg.PORT;
+  log.info({ port, namespace: cfg.NATS_NAMESPACE }, "gateway listening");
+  return {
+    url: `http://127.0.0.1:${port}`,
+    async stop() {
+      await app.close();
+      auth.stop();
+      await nc.drain();
+      await sql.end({ timeout: 5 });
+    },
+  };
+}

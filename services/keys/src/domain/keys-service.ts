@@ -1,0 +1,219 @@
+import {
+  DEFAULT_KEY_SCOPES,
+  PLAN_DEFAULTS,
+  SCOPES,
+  type ApiKey,
+  type CreateApiKeyBody,
+  type CreatedApiKey,
+  type Identity,
+  type Limits,
+  type Member,
+  type Organization,
+  type Page,
+  type Plan,
+  type Role,
+  type Scope,
+} from "@tasksvc/contracts";
+import { newId } from "@tasksvc/db";
+import { AppError } from "@tasksvc/errors";
+import { toApiKey, toOrganization, type KeysRepo, type OrgRow } from "../repo/keys-repo.js";
+import type { DevIssuer } from "./dev-issuer.js";
+import { hashKey, keyPrefix, mintKeySecret } from "./secrets.js";
+
+/** The caller as the gateway resolved it; every public operation is scoped to it. */
+export interface Tenant {
+  organizationId: string;
+  userId: string;
+}
+
+export interface KeysDeps {
+  repo: KeysRepo;
+  /** Runs `fn` in one transaction with a repo bound to it. */
+  tx<T>(fn: (repo: KeysRepo) => Promise<T>): Promise<T>;
+  issuer: DevIssuer;
+  /** Tells every gateway replica to drop cached identities of an organization; resolves once sent. */
+  invalidate(organizationId: string): Promise<void>;
+}
+
+export function effectiveLimits(org: OrgRow): Limits {
+  const d = PLAN_DEFAULTS[org.plan];
+  return {
+    burst: org.burst ?? d.burst,
+    burst_window_seconds: d.burstWindowSeconds,
+    quota: org.quota ?? d.quota,
+    max_file_size: Number(org.max_file_size ?? d.maxFileSize),
+    storage: Number(org.storage ?? d.storage),
+  };
+}
+
+function identity(kind: Identity["kind"], credentialId: string, org: OrgRow, userId: string, role: Role, scopes: Scope[], expiresAt: Date | null): Identity {
+  return {
+    kind,
+    credential_id: credentialId,
+    organization_id: org.id,
+    user_id: userId,
+    role,
+    scopes,
+    plan: org.plan,
+    entitlements: [...PLAN_DEFAULTS[org.plan].entitlements],
+    limits: effectiveLimits(org),
+    expires_at: expiresAt ? expiresAt.toISOString() : null,
+  };
+}
+
+const notFound = (what: string, id: string) => new AppError("resource_not_found", `No ${what} with id ${id} exists.`);
+
+export function keysService(deps: KeysDeps) {
+  const { repo } = deps;
+
+  async function orgOrThrow(orgId: string): Promise<OrgRow> {
+    const org = await repo.organization(orgId);
+    if (!org) throw notFound("organization", orgId);
+    return org;
+  }
+
+  async function mintKey(
+    r: KeysRepo,
+    a: { orgId: string; userId: string; name: string | null; scopes: readonly Scope[]; kind: "live" | "test" | "legacy"; expiresAt: Date | null },
+  ): Promise<CreatedApiKey> {
+    const secret = mintKeySecret(a.kind);
+    const row = await r.insertKey({
+      id: newId("key"),
+      organizationId: a.orgId,
+      userId: a.userId,
+      name: a.name,
+      keyHash: hashKey(secret),
+      keyPrefix: keyPrefix(secret),
+      scopes: a.scopes,
+      legacy: a.kind === "legacy",
+      testMode: a.kind === "test",
+      expiresAt: a.expiresAt,
+    });
+    return { ...toApiKey(row), key: secret };
+  }
+
+  return {
+    async authenticateKey(keyHash: string): Promise<Identity | null> {
+      const row = await repo.identityByKeyHash(keyHash);
+      if (!row) return null;
+      // last_used_at is best effort and coalesced; never fail or slow an authentication for it.
+      repo.touchKey(row.key_id).catch(() => {});
+      return identity("api_key", row.key_id, row, row.user_id, row.role, row.scopes, row.expires_at);
+    },
+
+    async resolveMember(a: { organization_id: string; user_id: string; credential_id: string; scopes: Scope[]; expires_at: string }): Promise<Identity | null> {
+      const m = await repo.membership(a.organization_id, a.user_id);
+      if (!m) return null;
+      return identity("access_token", a.credential_id, m.org, a.user_id, m.role, a.scopes, new Date(a.expires_at));
+    },
+
+    async listOrganizations(t: Tenant): Promise<Page<Organization>> {
+      // A credential sees exactly its own organization: always one page of one.
+      const org = await orgOrThrow(t.organizationId);
+      return { data: [toOrganization(org)], has_more: false, next_cursor: null };
+    },
+
+    async getOrganization(t: Tenant, orgId: string): Promise<Organization> {
+      if (orgId !== t.organizationId) throw notFound("organization", orgId);
+      return toOrganization(await orgOrThrow(orgId));
+    },
+
+    listMembers(t: Tenant, limit: number, after: string | undefined): Promise<Page<Member>> {
+      return repo.listMembers(t.organizationId, limit, after);
+    },
+
+    async createApiKey(t: Tenant, body: CreateApiKeyBody): Promise<CreatedApiKey> {
+      // Spec 4.1 / 5.6: the caller's user must be owner or admin NOW, whatever the key's scopes say.
+      const m = await repo.membership(t.organizationId, t.userId);
+      if (!m || (m.role !== "owner" && m.role !== "admin")) {
+        throw new AppError("insufficient_scope", `Minting API keys requires an owner or admin membership; the calling user is ${m ? `a ${m.role}` : "not a member"}.`);
+      }
+      const expiresAt = body.expires_in_days === undefined ? null : new Date(Date.now() + body.expires_in_days * 86_400_000);
+      return mintKey(repo, {
+        orgId: t.organizationId,
+        userId: t.userId,
+        name: body.name,
+        scopes: [...new Set(body.scopes ?? DEFAULT_KEY_SCOPES)],
+        kind: body.test_mode ? "test" : "live",
+        expiresAt,
+      });
+    },
+
+    listApiKeys(t: Tenant, limit: number, after: string | undefined): Promise<Page<ApiKey>> {
+      return repo.listKeys(t.organizationId, limit, after);
+    },
+
+    async revokeApiKey(t: Tenant, keyId: string): Promise<{ id: string; legacy: boolean }> {
+      const key = await repo.liveKey(t.organizationId, keyId);
+      if (!key) throw notFound("API key", keyId);
+      // Legacy rows are kept for audit (soft revoke); current keys are deleted outright.
+      const done = key.legacy ? await repo.softRevokeKey(key.id) : await repo.deleteKey(key.id);
+      if (!done) throw notFound("API key", keyId); // a concurrent revoke won the race
+      await deps.invalidate(t.organizationId);
+      return { id: key.id, legacy: key.legacy };
+    },
+
+    async devJwks() {
+      return { issuer: deps.issuer.issuer, keys: (await deps.issuer.publicJwks()) as Record<string, unknown>[] };
+    },
+
+    // ----- admin CLI (DESIGN.md section 2) -----
+
+    async bootstrap(a: { org: string; plan: Plan; email: string }) {
+      return deps.tx(async (r) => {
+        const orgId = newId("org");
+        await r.insertOrganization(orgId, a.org, a.plan);
+        const userId = await r.upsertUser(newId("usr"), a.email);
+        await r.upsertMembership(orgId, userId, "owner");
+        const key = await mintKey(r, { orgId, userId, name: "bootstrap", scopes: SCOPES, kind: "live", expiresAt: null });
+        return { organization_id: orgId, user_id: userId, api_key: key.key };
+      });
+    },
+
+    async addUser(a: { org: string; email: string; role: Role }) {
+      await orgOrThrow(a.org);
+      const out = await deps.tx(async (r) => {
+        const userId = await r.upsertUser(newId("usr"), a.email);
+        await r.upsertMembership(a.org, userId, a.role);
+        const key = await mintKey(r, { orgId: a.org, userId, name: a.email, scopes: DEFAULT_KEY_SCOPES, kind: "live", expiresAt: null });
+        return { user_id: userId, api_key: key.key };
+      });
+      await deps.invalidate(a.org);
+      return out;
+    },
+
+    async setRole(a: { org: string; user: string; role: Role }) {
+      if (!(await repo.setRole(a.org, a.user, a.role))) throw new AppError("resource_not_found", `User ${a.user} is not a member of organization ${a.org}.`);
+      await deps.invalidate(a.org);
+      return { user_id: a.user, role: a.role };
+    },
+
+    async setPlan(a: { org: string; plan: Plan }) {
+      if (!(await repo.setPlan(a.org, a.plan))) throw notFound("organization", a.org);
+      await deps.invalidate(a.org);
+      return { organization_id: a.org, plan: a.plan };
+    },
+
+    async setLimits(a: { org: string; burst?: number; quota?: number; max_file_size?: number; storage?: number }) {
+      const org = await repo.setLimits(a.org, a);
+      if (!org) throw notFound("organization", a.org);
+      await deps.invalidate(a.org);
+      return { organization_id: org.id, plan: org.plan, limits: effectiveLimits(org) };
+    },
+
+    async legacyKey(a: { org: string; user: string }) {
+      const m = await repo.membership(a.org, a.user);
+      if (!m) throw new AppError("resource_not_found", `User ${a.user} is not a member of organization ${a.org}.`);
+      const key = await mintKey(repo, { orgId: a.org, userId: a.user, name: null, scopes: DEFAULT_KEY_SCOPES, kind: "legacy", expiresAt: null });
+      return { id: key.id, api_key: key.key };
+    },
+
+    async issueToken(a: { org: string; user: string; scopes: Scope[]; ttl: number }) {
+      const m = await repo.membership(a.org, a.user);
+      if (!m) throw new AppError("resource_not_found", `User ${a.user} is not a member of organization ${a.org}.`);
+      const { token, expiresAt } = await deps.issuer.sign({ sub: a.user, org_id: a.org, scope: a.scopes.join(" "), jti: newId("tok") }, a.ttl);
+      return { access_token: token, expires_at: expiresAt.toISOString() };
+    },
+  };
+}
+export type KeysService = ReturnType<typeof keysService>;

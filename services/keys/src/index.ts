@@ -1,0 +1,1 @@
+export { startKeys, KeysConfig } from "./service.js";

@@ -1,0 +1,218 @@
+import type { Sql } from "@tasksvc/db";
+import { decodeKeyset, pageOf } from "@tasksvc/db";
+import type { ApiKey, Member, Organization, Page, Plan, Role, Scope } from "@tasksvc/contracts";
+
+export interface OrgRow {
+  id: string;
+  name: string;
+  plan: Plan;
+  burst: number | null;
+  quota: number | null;
+  max_file_size: string | null;
+  storage: string | null;
+  created_at: Date;
+}
+
+export interface KeyIdentityRow extends OrgRow {
+  key_id: string;
+  user_id: string;
+  scopes: Scope[];
+  expires_at: Date | null;
+  role: Role;
+}
+
+interface KeyRow {
+  id: string;
+  name: string | null;
+  key_prefix: string;
+  scopes: Scope[];
+  last_used_at: Date | null;
+  expires_at: Date | null;
+  created_at: Date;
+  legacy: boolean;
+}
+
+export interface NewKey {
+  id: string;
+  organizationId: string;
+  userId: string;
+  name: string | null;
+  keyHash: string;
+  keyPrefix: string;
+  scopes: readonly Scope[];
+  legacy: boolean;
+  testMode: boolean;
+  expiresAt: Date | null;
+}
+
+const iso = (d: Date) => d.toISOString();
+const isoOrNull = (d: Date | null) => (d ? d.toISOString() : null);
+
+export function toOrganization(r: OrgRow): Organization {
+  return { id: r.id, name: r.name, plan: r.plan, created_at: iso(r.created_at) };
+}
+
+export function toApiKey(r: KeyRow): ApiKey {
+  return {
+    id: r.id,
+    name: r.name,
+    key_prefix: r.key_prefix,
+    scopes: r.scopes,
+    last_used_at: isoOrNull(r.last_used_at),
+    expires_at: isoOrNull(r.expires_at),
+    created_at: iso(r.created_at),
+    legacy: r.legacy,
+  };
+}
+
+/** All SQL of the keys service. `sql` may be the pool or a transaction. */
+export function keysRepo(sql: Sql) {
+  return {
+    async identityByKeyHash(keyHash: string): Promise<KeyIdentityRow | undefined> {
+      // A key acts as its creator: no current membership, no identity (a removed user's keys stop).
+      const [row] = await sql<KeyIdentityRow[]>`
+        select k.id as key_id, k.user_id, k.scopes, k.expires_at, m.role,
+               o.id, o.name, o.plan, o.burst, o.quota, o.max_file_size, o.storage, o.created_at
+        from api_keys k
+        join organizations o on o.id = k.organization_id
+        join memberships m on m.organization_id = k.organization_id and m.user_id = k.user_id
+        where k.key_hash = ${keyHash}
+          and k.revoked_at is null
+          and (k.expires_at is null or k.expires_at > now())`;
+      return row;
+    },
+
+    /** Coalesced: at most one write per key per minute however many requests it serves. */
+    async touchKey(keyId: string): Promise<void> {
+      await sql`
+        update api_keys set last_used_at = now()
+        where id = ${keyId} and (last_used_at is null or last_used_at < now() - interval '60 seconds')`;
+    },
+
+    async membership(orgId: string, userId: string): Promise<{ org: OrgRow; role: Role } | undefined> {
+      const [row] = await sql<(OrgRow & { role: Role })[]>`
+        select o.*, m.role from memberships m join organizations o on o.id = m.organization_id
+        where m.organization_id = ${orgId} and m.user_id = ${userId}`;
+      if (!row) return undefined;
+      const { role, ...org } = row;
+      return { org, role };
+    },
+
+    async organization(orgId: string): Promise<OrgRow | undefined> {
+      const [row] = await sql<OrgRow[]>`select * from organizations where id = ${orgId}`;
+      return row;
+    },
+
+    async insertOrganization(id: string, name: string, plan: Plan): Promise<void> {
+      await sql`insert into organizations (id, name, plan) values (${id}, ${name}, ${plan})`;
+    },
+
+    /** Users are global (one person, several organizations); email is case-insensitive. */
+    async upsertUser(id: string, email: string): Promise<string> {
+      const [row] = await sql<{ id: string }[]>`
+        insert into users (id, email) values (${id}, ${email})
+        on conflict ((lower(email))) do update set email = users.email
+        returning id`;
+      if (!row) throw new Error("upsert returned no row");
+      return row.id;
+    },
+
+    async upsertMembership(orgId: string, userId: string, role: Role): Promise<void> {
+      await sql`
+        insert into memberships (organization_id, user_id, role) values (${orgId}, ${userId}, ${role})
+        on conflict (organization_id, user_id) do update set role = excluded.role`;
+    },
+
+    async setRole(orgId: string, userId: string, role: Role): Promise<boolean> {
+      const r = await sql`update memberships set role = ${role} where organization_id = ${orgId} and user_id = ${userId}`;
+      return r.count === 1;
+    },
+
+    async setPlan(orgId: string, plan: Plan): Promise<boolean> {
+      const r = await sql`update organizations set plan = ${plan} where id = ${orgId}`;
+      return r.count === 1;
+    },
+
+    async setLimits(orgId: string, l: { burst?: number; quota?: number; max_file_size?: number; storage?: number }): Promise<OrgRow | undefined> {
+      const [row] = await sql<OrgRow[]>`
+        update organizations set
+          burst = coalesce(${l.burst ?? null}::integer, burst),
+          quota = coalesce(${l.quota ?? null}::integer, quota),
+          max_file_size = coalesce(${l.max_file_size ?? null}::bigint, max_file_size),
+          storage = coalesce(${l.storage ?? null}::bigint, storage)
+        where id = ${orgId}
+        returning *`;
+      return row;
+    },
+
+    async insertKey(k: NewKey): Promise<KeyRow> {
+      const [row] = await sql<KeyRow[]>`
+        insert into api_keys (id, organization_id, user_id, name, key_hash, key_prefix, scopes, legacy, test_mode, expires_at)
+        values (${k.id}, ${k.organizationId}, ${k.userId}, ${k.name}, ${k.keyHash}, ${k.keyPrefix},
+                ${sql.array(k.scopes as Scope[])}, ${k.legacy}, ${k.testMode}, ${k.expiresAt})
+        returning id, name, key_prefix, scopes, last_used_at, expires_at, created_at, legacy`;
+      if (!row) throw new Error("insert returned no row");
+      return row;
+    },
+
+    async listKeys(orgId: string, limit: number, after: string | undefined): Promise<Page<ApiKey>> {
+      const [at, id] = after ? decodeKeyset(after, 2) : [null, null];
+      const rows = await sql<(KeyRow & { cursor_at: string })[]>`
+        select id, name, key_prefix, scopes, last_used_at, expires_at, created_at, legacy,
+               to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as cursor_at
+        from api_keys
+        where organization_id = ${orgId} and revoked_at is null
+          ${at === null ? sql`` : sql`and (created_at, id) < (${String(at)}::timestamp at time zone 'UTC', ${String(id)})`}
+        order by created_at desc, id desc
+        limit ${limit + 1}`;
+      return pageOf(rows, limit, toApiKey, (r) => [r.cursor_at, r.id]);
+    },
+
+    async liveKey(orgId: string, keyId: string): Promise<{ id: string; legacy: boolean } | undefined> {
+      const [row] = await sql<{ id: string; legacy: boolean }[]>`
+        select id, legacy from api_keys where id = ${keyId} and organization_id = ${orgId} and revoked_at is null`;
+      return row;
+    },
+
+    async softRevokeKey(keyId: string): Promise<boolean> {
+      const r = await sql`update api_keys set revoked_at = now() where id = ${keyId} and revoked_at is null`;
+      return r.count === 1;
+    },
+
+    async deleteKey(keyId: string): Promise<boolean> {
+      const r = await sql`delete from api_keys where id = ${keyId}`;
+      return r.count === 1;
+    },
+
+    async listMembers(orgId: string, limit: number, after: string | undefined): Promise<Page<Member>> {
+      const [at, id] = after ? decodeKeyset(after, 2) : [null, null];
+      const rows = await sql<{ user_id: string; email: string; role: Role; created_at: Date; cursor_at: string }[]>`
+        select m.user_id, u.email, m.role, m.created_at,
+               to_char(m.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as cursor_at
+        from memberships m join users u on u.id = m.user_id
+        where m.organization_id = ${orgId}
+          ${at === null ? sql`` : sql`and (m.created_at, m.user_id) > (${String(at)}::timestamp at time zone 'UTC', ${String(id)})`}
+        order by m.created_at, m.user_id
+        limit ${limit + 1}`;
+      return pageOf(
+        rows,
+        limit,
+        (r) => ({ user_id: r.user_id, email: r.email, role: r.role, created_at: iso(r.created_at) }),
+        (r) => [r.cursor_at, r.user_id],
+      );
+    },
+
+    async signingKey(): Promise<{ kid: string; private_jwk: Record<string, unknown>; public_jwk: Record<string, unknown> } | undefined> {
+      const [row] = await sql<{ kid: string; private_jwk: Record<string, unknown>; public_jwk: Record<string, unknown> }[]>`
+        select kid, private_jwk, public_jwk from signing_keys order by created_at limit 1`;
+      return row;
+    },
+
+    async insertSigningKey(kid: string, privateJwk: object, publicJwk: object): Promise<void> {
+      // Replicas starting together may both generate a key; the first one stored wins.
+      await sql`insert into signing_keys (kid, private_jwk, public_jwk) values (${kid}, ${sql.json(privateJwk as never)}, ${sql.json(publicJwk as never)})
+                on conflict do nothing`;
+    },
+  };
+}
+export type KeysRepo = ReturnType<typeof keysRepo>;

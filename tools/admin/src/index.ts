@@ -1,0 +1,1 @@
+export { runCli, COMMANDS } from "./cli.js";
