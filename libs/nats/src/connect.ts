@@ -2,6 +2,7 @@ import { StartupError } from "@tasksvc/config";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 
 export type { NatsConnection };
+export { connect };
 
 export class NatsUnreachableError extends StartupError {
   constructor(url: string, cause: unknown) {

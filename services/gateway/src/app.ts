@@ -17,6 +17,8 @@ export interface BuildOptions {
   sql: Sql;
   nc: NatsConnection;
   bodyLimit: number;
+  /** The route table; tests may mount extra routes on the same pipeline. */
+  routes?: RouteDef[];
 }
 
 function parse<S extends z.ZodType>(schema: S | undefined, value: unknown, what: string): z.output<S> | undefined {
@@ -79,7 +81,7 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
     return sendProblem(reply, err);
   });
 
-  for (const def of routes) {
+  for (const def of opts.routes ?? routes) {
     app.route({
       method: def.method,
       url: def.url,

@@ -1,0 +1,145 @@
+import { randomBytes } from "node:crypto";
+import { execSync } from "node:child_process";
+import { parseConfig } from "@tasksvc/config";
+import { ensureDatabase, quoteIdent, withDefaultUser } from "@tasksvc/db";
+import { GatewayConfig, startGateway } from "@tasksvc/gateway";
+import { KeysConfig, startKeys } from "@tasksvc/keys";
+import { createLogger, type Logger } from "@tasksvc/logger";
+import postgres from "postgres";
+import { connect } from "@tasksvc/nats";
+
+export interface StackInfo {
+  gatewayUrls: string[];
+  databaseUrl: string;
+  natsUrl: string;
+  namespace: string;
+}
+
+export interface StartedStack extends StackInfo {
+  stop(): Promise<void>;
+}
+
+async function reachable(check: () => Promise<unknown>): Promise<boolean> {
+  try {
+    await check();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Where the run's Postgres and NATS are: DATABASE_URL / NATS_URL (or the local defaults), and
+ * only when those are unreachable and a Docker engine exists, throwaway testcontainers.
+ */
+async function locateServices(): Promise<{ pgBase: string; natsUrl: string; cleanup: () => Promise<void> }> {
+  const pgBase = withDefaultUser(process.env["DATABASE_URL"] || "postgres://127.0.0.1:5432/postgres");
+  const natsUrl = process.env["NATS_URL"] || "nats://127.0.0.1:4222";
+  const pgOk = await reachable(async () => {
+    const sql = postgres(pgBase, { max: 1, connect_timeout: 3, onnotice: () => {} });
+    try {
+      await sql`select 1`;
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+  });
+  const natsOk = await reachable(async () => (await connect({ servers: natsUrl, timeout: 3000 })).close());
+  if (pgOk && natsOk) return { pgBase, natsUrl, cleanup: async () => {} };
+
+  let docker = false;
+  try {
+    execSync("docker info", { stdio: "ignore", timeout: 5000 });
+    docker = true;
+  } catch {
+    docker = false;
+  }
+  if (!docker) {
+    throw new Error(
+      `Tests need Postgres (${pgOk ? "ok" : `unreachable at ${pgBase}`}) and NATS with JetStream (${natsOk ? "ok" : `unreachable at ${natsUrl}`}); ` +
+        "start them (see docs/operations.md) or run where Docker can start testcontainers.",
+    );
+  }
+  const { GenericContainer, Wait } = await import("testcontainers");
+  const started: Array<{ stop(): Promise<unknown> }> = [];
+  let pg = pgBase;
+  let nats = natsUrl;
+  if (!pgOk) {
+    const c = await new GenericContainer("postgres:15")
+      .withEnvironment({ POSTGRES_HOST_AUTH_METHOD: "trust" })
+      .withExposedPorts(5432)
+      .withWaitStrategy(Wait.forLogMessage(/database system is ready to accept connections/, 2))
+      .start();
+    started.push(c);
+    pg = `postgres://postgres@${c.getHost()}:${c.getMappedPort(5432)}/postgres`;
+  }
+  if (!natsOk) {
+    const c = await new GenericContainer("nats:2.9").withCommand(["-js"]).withExposedPorts(4222).withWaitStrategy(Wait.forLogMessage(/Server is ready/)).start();
+    started.push(c);
+    nats = `nats://${c.getHost()}:${c.getMappedPort(4222)}`;
+  }
+  return { pgBase: pg, natsUrl: nats, cleanup: async () => void (await Promise.all(started.map((c) => c.stop()))) };
+}
+
+export interface StackOptions {
+  gateways?: number;
+  keysReplicas?: number;
+  log?: Logger;
+}
+
+/**
+ * The whole stack for one test run: its own database and NATS namespace, keys-service replicas
+ * and gateway replicas in this process (DESIGN.md allows one process in tests). stop() drops the
+ * database and everything the namespace created.
+ */
+export async function startStack(opts: StackOptions = {}): Promise<StartedStack> {
+  const { pgBase, natsUrl, cleanup } = await locateServices();
+  const suffix = `${Date.now().toString(36)}_${randomBytes(4).toString("hex")}`;
+  const dbUrl = new URL(pgBase);
+  dbUrl.pathname = `/tasksvc_test_${suffix}`;
+  const databaseUrl = dbUrl.toString();
+  const namespace = `t_${suffix}`;
+  const log = opts.log ?? createLogger({ service: "test", level: process.env["TEST_LOG_LEVEL"] ?? "silent" });
+  const env = { DATABASE_URL: databaseUrl, NATS_URL: natsUrl, NATS_NAMESPACE: namespace, PORT: "0", LOG_LEVEL: "silent" };
+
+  await ensureDatabase(databaseUrl);
+  const stoppers: Array<() => Promise<void>> = [];
+  try {
+    // Replicas start together on purpose: migrations must wait for each other, not fail.
+    const keys = await Promise.all(
+      Array.from({ length: opts.keysReplicas ?? 2 }, (_, i) => startKeys(parseConfig(KeysConfig, env), log.child({ service: "keys", replica: i }))),
+    );
+    stoppers.push(...keys.map((k) => () => k.stop()));
+    const gateways = await Promise.all(
+      Array.from({ length: opts.gateways ?? 2 }, (_, i) => startGateway(parseConfig(GatewayConfig, env), log.child({ service: "gateway", replica: i }))),
+    );
+    stoppers.push(...gateways.map((g) => () => g.stop()));
+    return {
+      gatewayUrls: gateways.map((g) => g.url),
+      databaseUrl,
+      natsUrl,
+      namespace,
+      async stop() {
+        await Promise.allSettled(stoppers.reverse().map((s) => s()));
+        await dropDatabase(databaseUrl);
+        await cleanup();
+      },
+    };
+  } catch (e) {
+    await Promise.allSettled(stoppers.map((s) => s()));
+    await dropDatabase(databaseUrl);
+    await cleanup();
+    throw e;
+  }
+}
+
+export async function dropDatabase(url: string): Promise<void> {
+  const u = new URL(url);
+  const name = decodeURIComponent(u.pathname.slice(1));
+  u.pathname = "/postgres";
+  const sql = postgres(u.toString(), { max: 1, onnotice: () => {} });
+  try {
+    await sql.unsafe(`drop database if exists ${quoteIdent(name)} with (force)`);
+  } finally {
+    await sql.end({ timeout: 1 });
+  }
+}

@@ -1,0 +1,85 @@
+import { PageQuery, keysRpc } from "@tasksvc/contracts";
+import { createDb } from "@tasksvc/db";
+import { createLogger } from "@tasksvc/logger";
+import { client, connectNats, type NatsConnection } from "@tasksvc/nats";
+import { factories } from "@tasksvc/testing";
+import type { FastifyInstance } from "fastify";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { buildGateway } from "../src/app.js";
+import { routes, type RouteDef } from "../src/routes.js";
+import { createAuthenticator } from "../src/auth.js";
+
+const stack = inject("stack");
+const f = factories(stack);
+const log = createLogger({ service: "gateway-test", level: "silent" });
+let nc: NatsConnection;
+let app: FastifyInstance;
+let slowApp: FastifyInstance;
+const sql = createDb({ url: stack.databaseUrl, schema: "gateway", max: 2 });
+
+/** A paid-feature route on the real pipeline (real NATS, real keys service). */
+const gated: RouteDef = {
+  method: "GET",
+  url: "/v1/test-only/webhooks-feature",
+  scope: "webhooks:read",
+  entitlement: "outbound_webhooks",
+  query: PageQuery,
+  status: 200,
+  forward: (c, { query, ctx }) => c.keys.call("listOrganizations", query as never, ctx),
+};
+
+beforeAll(async () => {
+  nc = await connectNats({ url: stack.natsUrl, name: "gateway-pipeline-test" });
+  const make = (namespace: string, timeoutMs: number) => {
+    const keys = client(nc, keysRpc, { namespace, timeoutMs });
+    const auth = createAuthenticator({ nc, namespace, keys, log, issuer: "tasksvc-dev", audience: "tasksvc-api", cacheTtlMs: 5000 });
+    return buildGateway({ log, auth, clients: { keys }, sql, nc, bodyLimit: 1024 * 1024, routes: [...routes, gated] });
+  };
+  app = make(stack.namespace, 5000);
+  // A namespace where no service listens: every call times out.
+  slowApp = make(`${stack.namespace}_void`, 300);
+});
+
+afterAll(async () => {
+  await app?.close();
+  await slowApp?.close();
+  await nc.drain();
+  await sql.end({ timeout: 1 });
+  await f.close();
+});
+
+describe("plan entitlements", () => {
+  it("when a free plan calls an outbound_webhooks operation, then 403 feature_not_enabled", async () => {
+    const t = await f.tenant("free");
+    const r = await app.inject({ method: "GET", url: "/v1/test-only/webhooks-feature", headers: { authorization: `Bearer ${t.apiKey}` } });
+    expect(r.statusCode, r.body).toBe(403);
+    expect(r.json()).toMatchObject({ code: "feature_not_enabled", status: 403 });
+  });
+
+  it("when a pro plan calls it, then it is forwarded", async () => {
+    const t = await f.tenant("pro");
+    const r = await app.inject({ method: "GET", url: "/v1/test-only/webhooks-feature", headers: { authorization: `Bearer ${t.apiKey}` } });
+    expect(r.statusCode, r.body).toBe(200);
+  });
+
+  it("when the plan changes to free, then the next request is refused (cached identity invalidated)", async () => {
+    const t = await f.tenant("pro");
+    const call = () => app.inject({ method: "GET", url: "/v1/test-only/webhooks-feature", headers: { authorization: `Bearer ${t.apiKey}` } });
+    expect((await call()).statusCode).toBe(200);
+    await f.admin("setPlan", { org: t.organizationId, plan: "free" });
+    const r = await call();
+    expect(r.statusCode, r.body).toBe(403);
+    expect(r.json().code).toBe("feature_not_enabled");
+  });
+});
+
+describe("service timeouts", () => {
+  it("when no service answers in time, then 503 service_unavailable with Retry-After, not a hang", async () => {
+    const r = await slowApp.inject({ method: "GET", url: "/v1/organizations", headers: { authorization: "Bearer svc_live_whatever000000000000000000000000000" } });
+    expect(r.statusCode, r.body).toBe(503);
+    expect(r.headers["content-type"]).toMatch(/^application\/problem\+json/);
+    expect(r.headers["retry-after"]).toBe("1");
+    expect(r.json()).toMatchObject({ code: "service_unavailable" });
+    expect(r.json().request_id).toBe(r.headers["x-request-id"]);
+  });
+});
