@@ -46,6 +46,8 @@ export interface NewKey {
 }
 
 const iso = (d: Date) => d.toISOString();
+// Keyset positions are microsecond text and cast from text in SQL: a parameter typed as timestamp
+// would go through a JS Date in postgres.js and lose the microseconds (and rows at page edges).
 const isoOrNull = (d: Date | null) => (d ? d.toISOString() : null);
 
 export function toOrganization(r: OrgRow): Organization {
@@ -162,7 +164,7 @@ export function keysRepo(sql: Sql) {
                to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as cursor_at
         from api_keys
         where organization_id = ${orgId} and revoked_at is null
-          ${at === null ? sql`` : sql`and (created_at, id) < (${String(at)}::timestamp at time zone 'UTC', ${String(id)})`}
+          ${at === null ? sql`` : sql`and (created_at, id) < (${String(at)}::text::timestamp at time zone 'UTC', ${String(id)})`}
         order by created_at desc, id desc
         limit ${limit + 1}`;
       return pageOf(rows, limit, toApiKey, (r) => [r.cursor_at, r.id]);
@@ -191,7 +193,7 @@ export function keysRepo(sql: Sql) {
                to_char(m.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as cursor_at
         from memberships m join users u on u.id = m.user_id
         where m.organization_id = ${orgId}
-          ${at === null ? sql`` : sql`and (m.created_at, m.user_id) > (${String(at)}::timestamp at time zone 'UTC', ${String(id)})`}
+          ${at === null ? sql`` : sql`and (m.created_at, m.user_id) > (${String(at)}::text::timestamp at time zone 'UTC', ${String(id)})`}
         order by m.created_at, m.user_id
         limit ${limit + 1}`;
       return pageOf(

@@ -1,0 +1,238 @@
+import { DEFAULT_KEY_SCOPES, SCOPES } from "@tasksvc/contracts";
+import { api, factories, itEnforcesAuth } from "@tasksvc/testing";
+import postgres from "postgres";
+import { afterAll, describe, expect, inject, it } from "vitest";
+
+const stack = inject("stack");
+const gw = api(stack.gatewayUrls[0] as string);
+const gw2 = api(stack.gatewayUrls[1] as string);
+const f = factories(stack);
+const db = postgres(stack.databaseUrl, { max: 1, onnotice: () => {} });
+afterAll(async () => {
+  await f.close();
+  await db.end({ timeout: 1 });
+});
+
+const listKeys = async (token: string) => (await gw.get("/v1/api-keys?limit=100", { token })).body.data as Array<Record<string, unknown>>;
+
+describe("POST /v1/api-keys", () => {
+  itEnforcesAuth(() => gw, () => f, { method: "POST", path: "/v1/api-keys", scope: "api-keys:manage", body: { name: "x" } });
+
+  it("when an owner mints a key, then 201 shows the secret once and it works", async () => {
+    const t = await f.tenant();
+    const r = await gw.post("/v1/api-keys", { name: "ci deploys" }, { token: t.apiKey });
+    expect(r.status, r.text).toBe(201);
+    expect(r.body.key).toMatch(/^svc_live_[0-9A-Za-z]{43}$/);
+    expect(r.body).toMatchObject({ name: "ci deploys", legacy: false, expires_at: null, last_used_at: null });
+    expect(r.body.key_prefix).toBe(r.body.key.slice(0, 12));
+    expect(r.body.id).toMatch(/^key_/);
+    // Default scopes: every scope except api-keys:manage (spec 4.1).
+    expect([...r.body.scopes].sort()).toEqual([...DEFAULT_KEY_SCOPES].sort());
+    expect(r.body.scopes).not.toContain("api-keys:manage");
+
+    const use = await gw.get("/v1/organizations", { token: r.body.key });
+    expect(use.status, use.text).toBe(200);
+    // Listings never carry the secret.
+    const listed = (await listKeys(t.apiKey)).find((k) => k.id === r.body.id);
+    expect(listed).toBeDefined();
+    expect(listed).not.toHaveProperty("key");
+    expect(JSON.stringify(await listKeys(t.apiKey))).not.toContain(r.body.key);
+  });
+
+  it("when only a hash is stored, then the database never holds the secret", async () => {
+    const t = await f.tenant();
+    const r = await gw.post("/v1/api-keys", { name: "hash check" }, { token: t.apiKey });
+    const rows = await db`select * from keys.api_keys where id = ${r.body.id}`;
+    expect(JSON.stringify(rows)).not.toContain(r.body.key);
+    expect(rows[0]?.["key_hash"]).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it("when api-keys:manage is asked for explicitly, then the new key can mint keys", async () => {
+    const t = await f.tenant();
+    const r = await gw.post("/v1/api-keys", { name: "admin", scopes: ["api-keys:manage"] }, { token: t.apiKey });
+    expect(r.status, r.text).toBe(201);
+    expect(r.body.scopes).toEqual(["api-keys:manage"]);
+    const again = await gw.post("/v1/api-keys", { name: "child" }, { token: r.body.key });
+    expect(again.status, again.text).toBe(201);
+  });
+
+  it("when test_mode is true, then the key has the sandbox prefix svc_test_", async () => {
+    const t = await f.tenant();
+    const r = await gw.post("/v1/api-keys", { name: "sandbox", test_mode: true }, { token: t.apiKey });
+    expect(r.status, r.text).toBe(201);
+    expect(r.body.key).toMatch(/^svc_test_/);
+    expect(r.body.key_prefix).toMatch(/^svc_test_/);
+    expect((await gw.get("/v1/organizations", { token: r.body.key })).status).toBe(200);
+  });
+
+  it("when expires_in_days is given, then expires_at is that many days ahead", async () => {
+    const t = await f.tenant();
+    const before = Date.now();
+    const r = await gw.post("/v1/api-keys", { name: "temp", expires_in_days: 30 }, { token: t.apiKey });
+    expect(r.status, r.text).toBe(201);
+    const at = Date.parse(r.body.expires_at);
+    expect(at).toBeGreaterThanOrEqual(before + 30 * 86_400_000 - 1000);
+    expect(at).toBeLessThanOrEqual(Date.now() + 30 * 86_400_000 + 1000);
+  });
+
+  it.each([
+    [{}, "/name"],
+    [{ name: "" }, "/name"],
+    [{ name: "x".repeat(201) }, "/name"],
+    [{ name: 42 }, "/name"],
+    [{ name: "x", scopes: ["tasks:read", "tasks:destroy"] }, "/scopes/1"],
+    [{ name: "x", scopes: [] }, "/scopes"],
+    [{ name: "x", expires_in_days: 0 }, "/expires_in_days"],
+    [{ name: "x", expires_in_days: 366 }, "/expires_in_days"],
+    [{ name: "x", expires_in_days: 1.5 }, "/expires_in_days"],
+    [{ name: "x", test_mode: "yes" }, "/test_mode"],
+    [{ name: "x", colour: "red" }, "/colour"],
+  ])("when the body is %j, then 400 names %s and no key is created", async (body, pointer) => {
+    const t = await f.tenant();
+    const before = await listKeys(t.apiKey);
+    const r = await gw.post("/v1/api-keys", body, { token: t.apiKey });
+    expect(r.status, r.text).toBe(400);
+    expect(r.body.code).toBe("validation_failed");
+    expect(r.body.errors.map((e: { pointer: string }) => e.pointer), r.text).toContain(pointer);
+    expect(await listKeys(t.apiKey)).toHaveLength(before.length);
+  });
+
+  it("when the calling user is a member (not owner or admin), then 403 insufficient_scope even with the scope", async () => {
+    const t = await f.tenant();
+    const m = await f.user(t.organizationId, "member");
+    const token = await f.token(t.organizationId, m.userId, ["api-keys:manage"]);
+    const r = await gw.post("/v1/api-keys", { name: "nope" }, { token });
+    expect(r.status, r.text).toBe(403);
+    expect(r.body.code).toBe("insufficient_scope");
+  });
+
+  it("when an admin is demoted, then the very next mint is refused", async () => {
+    const t = await f.tenant();
+    const a = await f.user(t.organizationId, "admin");
+    const token = await f.token(t.organizationId, a.userId, ["api-keys:manage"]);
+    const first = await gw.post("/v1/api-keys", { name: "as admin", scopes: ["api-keys:manage", "workspaces:read"] }, { token });
+    expect(first.status, first.text).toBe(201);
+    await f.admin("setRole", { org: t.organizationId, user: a.userId, role: "member" });
+    // Both the token and the key the admin minted act as the (now demoted) user.
+    for (const credential of [token, first.body.key as string]) {
+      const r = await gw.post("/v1/api-keys", { name: "after demotion" }, { token: credential });
+      expect(r.status, r.text).toBe(403);
+      expect(r.body.code).toBe("insufficient_scope");
+    }
+  });
+});
+
+describe("GET /v1/api-keys", () => {
+  itEnforcesAuth(() => gw, () => f, { method: "GET", path: "/v1/api-keys", scope: "api-keys:manage" });
+
+  it("when listing, then only this organization's keys appear, newest first, paginated", async () => {
+    const t = await f.tenant();
+    const other = await f.tenant();
+    for (const name of ["k1", "k2", "k3"]) expect((await gw.post("/v1/api-keys", { name }, { token: t.apiKey })).status).toBe(201);
+    const otherKeys = await listKeys(other.apiKey);
+    const all = await listKeys(t.apiKey);
+    expect(all.map((k) => k.name)).toEqual(["k3", "k2", "k1", "bootstrap"]);
+    expect(all.some((k) => otherKeys.some((o) => o.id === k.id))).toBe(false);
+
+    const p1 = await gw.get("/v1/api-keys?limit=3", { token: t.apiKey });
+    expect(p1.body.has_more).toBe(true);
+    expect(p1.body.data).toHaveLength(3);
+    const p2 = await gw.get(`/v1/api-keys?limit=3&after=${encodeURIComponent(p1.body.next_cursor)}`, { token: t.apiKey });
+    expect(p2.status, p2.text).toBe(200);
+    expect(p2.body.data.map((k: { name: string }) => k.name)).toEqual(["bootstrap"]);
+    expect(p2.body).toMatchObject({ has_more: false, next_cursor: null });
+  });
+});
+
+describe("DELETE /v1/api-keys/{key_id}", () => {
+  itEnforcesAuth(() => gw, () => f, { method: "DELETE", path: "/v1/api-keys/key_whatever", scope: "api-keys:manage" });
+
+  it("when a current key is revoked, then it is deleted and refused at once on every gateway replica", async () => {
+    const t = await f.tenant();
+    const k = (await gw.post("/v1/api-keys", { name: "doomed" }, { token: t.apiKey })).body;
+    // Warm the identity cache of both replicas.
+    expect((await gw.get("/v1/organizations", { token: k.key })).status).toBe(200);
+    expect((await gw2.get("/v1/organizations", { token: k.key })).status).toBe(200);
+    const del = await gw.delete(`/v1/api-keys/${k.id}`, { token: t.apiKey });
+    expect(del.status, del.text).toBe(200);
+    expect(del.body).toEqual({ id: k.id, legacy: false });
+    for (const g of [gw2, gw]) {
+      const r = await g.get("/v1/organizations", { token: k.key });
+      expect(r.status, r.text).toBe(401);
+      expect(r.body.code).toBe("invalid_api_key");
+    }
+    expect((await db`select 1 from keys.api_keys where id = ${k.id}`).length).toBe(0);
+    const again = await gw.delete(`/v1/api-keys/${k.id}`, { token: t.apiKey });
+    expect(again.status, again.text).toBe(404);
+  });
+
+  it("when a key revokes itself, then 200 and it is refused afterwards", async () => {
+    const t = await f.tenant();
+    const k = (await gw.post("/v1/api-keys", { name: "self", scopes: ["api-keys:manage"] }, { token: t.apiKey })).body;
+    const del = await gw2.delete(`/v1/api-keys/${k.id}`, { token: k.key });
+    expect(del.status, del.text).toBe(200);
+    const r = await gw2.get("/v1/api-keys", { token: k.key });
+    expect(r.status, r.text).toBe(401);
+  });
+
+  it("when a legacy key is revoked, then it is soft-revoked with legacy true", async () => {
+    const t = await f.tenant();
+    const legacy = await f.admin("legacyKey", { org: t.organizationId, user: t.userId });
+    expect(legacy.api_key).toMatch(/^svc_[0-9A-Za-z]{40}$/);
+    expect((await gw.get("/v1/organizations", { token: legacy.api_key })).status).toBe(200);
+    const listed = (await listKeys(t.apiKey)).find((k) => k.id === legacy.id);
+    expect(listed).toMatchObject({ legacy: true, key_prefix: legacy.api_key.slice(0, 12), name: null });
+
+    const del = await gw.delete(`/v1/api-keys/${legacy.id}`, { token: t.apiKey });
+    expect(del.status, del.text).toBe(200);
+    expect(del.body).toEqual({ id: legacy.id, legacy: true });
+    expect((await gw.get("/v1/organizations", { token: legacy.api_key })).status).toBe(401);
+    const rows = await db`select revoked_at from keys.api_keys where id = ${legacy.id}`;
+    expect(rows[0]?.["revoked_at"]).toBeInstanceOf(Date);
+    expect((await listKeys(t.apiKey)).some((k) => k.id === legacy.id)).toBe(false);
+    expect((await gw.delete(`/v1/api-keys/${legacy.id}`, { token: t.apiKey })).status).toBe(404);
+  });
+
+  it("when the id is unknown or another organization's, then 404 resource_not_found and nothing changes", async () => {
+    const a = await f.tenant();
+    const b = await f.tenant();
+    const bKey = (await gw.post("/v1/api-keys", { name: "b's" }, { token: b.apiKey })).body;
+    for (const id of [bKey.id, "key_doesnotexist"]) {
+      const r = await gw.delete(`/v1/api-keys/${id}`, { token: a.apiKey });
+      expect(r.status, r.text).toBe(404);
+      expect(r.body.code).toBe("resource_not_found");
+    }
+    expect((await gw.get("/v1/organizations", { token: bKey.key })).status).toBe(200);
+  });
+});
+
+describe("key lifetime", () => {
+  it("when a key's expiry has passed, then it is refused with invalid_api_key", async () => {
+    const t = await f.tenant();
+    const k = (await gw.post("/v1/api-keys", { name: "short", expires_in_days: 1 }, { token: t.apiKey })).body;
+    // Time travel for the row (the key was never used, so no replica has it cached).
+    await db`update keys.api_keys set expires_at = now() - interval '1 second' where id = ${k.id}`;
+    const r = await gw.get("/v1/organizations", { token: k.key });
+    expect(r.status, r.text).toBe(401);
+    expect(r.body.code).toBe("invalid_api_key");
+  });
+
+  it("when a key is used, then last_used_at is set", async () => {
+    const t = await f.tenant();
+    const k = (await gw.post("/v1/api-keys", { name: "used" }, { token: t.apiKey })).body;
+    await gw.get("/v1/organizations", { token: k.key });
+    const deadline = Date.now() + 5000;
+    let seen: unknown = null;
+    while (Date.now() < deadline && !seen) {
+      seen = (await listKeys(t.apiKey)).find((x) => x.id === k.id)?.["last_used_at"] ?? null;
+      if (!seen) await new Promise((res) => setTimeout(res, 50));
+    }
+    expect(typeof seen).toBe("string");
+  });
+
+  it("when bootstrap mints the first key, then it has every scope", async () => {
+    const t = await f.tenant();
+    const first = (await listKeys(t.apiKey)).find((k) => k.name === "bootstrap");
+    expect([...(first?.["scopes"] as string[])].sort()).toEqual([...SCOPES].sort());
+  });
+});
