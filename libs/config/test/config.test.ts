@@ -1,0 +1,47 @@
+import { z } from "zod";
+import { describe, expect, it } from "vitest";
+import { ConfigError, parseConfig, parseDuration, settings } from "../src/index.js";
+
+const Schema = z.object({ PORT: settings.PORT, LOG_LEVEL: settings.LOG_LEVEL, NATS_NAMESPACE: settings.NATS_NAMESPACE, DATABASE_URL: settings.DATABASE_URL });
+
+describe("parseConfig", () => {
+  it("when nothing is set, then DESIGN.md defaults apply", () => {
+    expect(parseConfig(Schema, {})).toEqual({ PORT: 8080, LOG_LEVEL: "info", NATS_NAMESPACE: "tasksvc", DATABASE_URL: "postgres://localhost:5432/tasks" });
+  });
+
+  it("when several settings are bad, then the error names every one with its value", () => {
+    try {
+      parseConfig(Schema, { PORT: "eighty", LOG_LEVEL: "loud", NATS_NAMESPACE: "a.b", DATABASE_URL: "mysql://x" });
+      expect.unreachable();
+    } catch (e) {
+      expect(e).toBeInstanceOf(ConfigError);
+      const msg = (e as Error).message;
+      for (const name of ["PORT", "LOG_LEVEL", "NATS_NAMESPACE", "DATABASE_URL"]) expect(msg).toContain(name);
+      expect(msg).toContain('"eighty"');
+    }
+  });
+
+  it("when a variable is empty, then it counts as unset", () => {
+    expect(parseConfig(Schema, { PORT: "" }).PORT).toBe(8080);
+  });
+
+  it("when other variables are present, then they are ignored (each process reads only its own)", () => {
+    expect(parseConfig(Schema, { SECRET_OF_SOMEONE_ELSE: "x" })).not.toHaveProperty("SECRET_OF_SOMEONE_ELSE");
+  });
+});
+
+describe("durations", () => {
+  it.each([
+    ["250ms", 250],
+    ["5s", 5000],
+    ["5m", 300_000],
+    ["2h", 7_200_000],
+    ["5d", 432_000_000],
+    ["1500", 1500],
+  ])("when %s is parsed, then it is %d ms", (text, ms) => expect(parseDuration(text)).toBe(ms));
+
+  it("when the text is not a duration, then null", () => {
+    expect(parseDuration("soon")).toBeNull();
+    expect(parseDuration("5 weeks")).toBeNull();
+  });
+});

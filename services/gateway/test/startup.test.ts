@@ -1,0 +1,70 @@
+import { spawn } from "node:child_process";
+import { createServer } from "node:net";
+import { fileURLToPath } from "node:url";
+import { describe, expect, inject, it } from "vitest";
+
+const stack = inject("stack");
+const entry = (svc: string) => fileURLToPath(new URL(`../../${svc}/dist/main.js`, import.meta.url));
+
+/** Starts a built service with the given settings and collects what it prints until it exits. */
+function run(svc: string, env: Record<string, string>, timeoutMs = 15_000): Promise<{ code: number | null; stderr: string; stdout: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [entry(svc)], { env: { PATH: process.env["PATH"] ?? "", LOG_LEVEL: "silent", ...env } });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr, stdout });
+    });
+  });
+}
+
+const base = () => ({ DATABASE_URL: stack.databaseUrl, NATS_URL: stack.natsUrl, NATS_NAMESPACE: `${stack.namespace}_startup` });
+const oneLine = (s: string) => s.trim().split("\n").length === 1 && !/\n\s+at /.test(s);
+
+describe("start-up failures are one clear line naming the setting", () => {
+  it("when Postgres is unreachable, then the gateway names DATABASE_URL", async () => {
+    const r = await run("gateway", { ...base(), DATABASE_URL: "postgres://postgres@127.0.0.1:1/x", PORT: "0" });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("DATABASE_URL");
+    expect(oneLine(r.stderr), r.stderr).toBe(true);
+  });
+
+  it("when Postgres is unreachable, then the keys service names DATABASE_URL", async () => {
+    const r = await run("keys", { ...base(), DATABASE_URL: "postgres://postgres@127.0.0.1:1/x" });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("DATABASE_URL");
+    expect(oneLine(r.stderr), r.stderr).toBe(true);
+  });
+
+  it("when NATS is unreachable, then it names NATS_URL", async () => {
+    const r = await run("keys", { ...base(), NATS_URL: "nats://127.0.0.1:1" });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("NATS_URL");
+    expect(oneLine(r.stderr), r.stderr).toBe(true);
+  });
+
+  it("when the port is taken, then the gateway names PORT", async () => {
+    const blocker = createServer();
+    await new Promise<void>((res) => blocker.listen(0, "0.0.0.0", () => res()));
+    const port = (blocker.address() as { port: number }).port;
+    try {
+      const r = await run("gateway", { ...base(), PORT: String(port) });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain(`PORT ${port}`);
+      expect(oneLine(r.stderr), r.stderr).toBe(true);
+    } finally {
+      blocker.close();
+    }
+  });
+
+  it("when a setting has a bad value, then the process names it and exits 1", async () => {
+    const r = await run("gateway", { ...base(), LOG_LEVEL: "loud", RPC_TIMEOUT_MS: "soon" });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("LOG_LEVEL");
+    expect(r.stderr).toContain("RPC_TIMEOUT_MS");
+  });
+});

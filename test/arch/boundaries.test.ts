@@ -1,0 +1,75 @@
+import { readFileSync, readdirSync, statSync } from "node:fs";
+import { join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import { ERROR_CODES } from "@tasksvc/contracts";
+import { describe, expect, it } from "vitest";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+const packages = ["libs", "services", "tools"].flatMap((d) => readdirSync(join(root, d)).map((p) => join(root, d, p)));
+
+function sources(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) return sources(p);
+    return p.endsWith(".ts") ? [p] : [];
+  });
+}
+
+const importsOf = (file: string) => [...readFileSync(file, "utf8").matchAll(/(?:from|import)\s*\(?\s*"([^"]+)"/g)].map((m) => m[1] as string);
+const pkgName = (spec: string) => (spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : (spec.split("/")[0] as string));
+
+/** STYLE.md "What may import what". jose also serves the keys service's development issuer. */
+const ALLOWED_ONLY_IN: Record<string, string[]> = {
+  fastify: ["services/gateway"],
+  jose: ["services/gateway", "services/keys"],
+};
+
+describe("package boundaries", () => {
+  for (const pkg of packages) {
+    const name = relative(root, pkg);
+    const manifest = JSON.parse(readFileSync(join(pkg, "package.json"), "utf8")) as { dependencies?: Record<string, string>; exports?: Record<string, unknown> };
+    const declared = new Set(Object.keys(manifest.dependencies ?? {}));
+
+    it(`when ${name} is packaged, then it exposes only "."`, () => {
+      expect(Object.keys(manifest.exports ?? {})).toEqual(["."]);
+    });
+
+    it(`when ${name}/src imports a package, then it declares it and the edge is allowed`, () => {
+      for (const file of sources(join(pkg, "src"))) {
+        for (const spec of importsOf(file)) {
+          if (spec.startsWith(".") || spec.startsWith("node:")) continue;
+          const dep = pkgName(spec);
+          expect(declared.has(dep), `${relative(root, file)} imports ${dep}, undeclared in ${name}/package.json`).toBe(true);
+          if (name.startsWith("services/") && dep.startsWith("@tasksvc/")) {
+            expect(dep.startsWith("@tasksvc/") && !["@tasksvc/gateway", "@tasksvc/keys"].includes(dep), `${name} imports another service (${dep})`).toBe(true);
+          }
+          if (name.startsWith("libs/") && name !== "libs/testing") {
+            expect(["@tasksvc/gateway", "@tasksvc/keys"].includes(dep), `${name} imports a service`).toBe(false);
+          }
+          const only = ALLOWED_ONLY_IN[dep];
+          if (only) expect(only, `${relative(root, file)} may not import ${dep}`).toContain(name);
+        }
+      }
+    });
+  }
+
+  it("when the code reads the environment, then it is only through the config lib or a process entry", () => {
+    for (const pkg of packages) {
+      for (const file of sources(join(pkg, "src"))) {
+        const rel = relative(root, file);
+        const text = readFileSync(file, "utf8");
+        if (/process\.env\b/.test(text)) {
+          expect(["libs/config/src/index.ts", "libs/db/src/pool.ts", "libs/testing/src/stack.ts", "libs/testing/src/global-setup.ts"], `${rel} reads process.env`).toContain(rel);
+        }
+      }
+    }
+  });
+});
+
+describe("error catalog", () => {
+  it("when a code exists, then docs/errors.md has a row for it, and no row is stale", () => {
+    const doc = readFileSync(join(root, "docs/errors.md"), "utf8");
+    const rows = [...doc.matchAll(/^\|\s*(\d{3})\s*\|\s*`([a-z_]+)`/gm)].map((m) => m[2]);
+    expect([...rows].sort()).toEqual([...ERROR_CODES].sort());
+  });
+});
