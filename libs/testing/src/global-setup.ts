@@ -1,12 +1,6 @@
-import type {} from "vitest";
 import type { TestProject } from "vitest/node";
-import { startStack, type StackInfo } from "./stack.js";
-
-declare module "vitest" {
-  export interface ProvidedContext {
-    stack: StackInfo;
-  }
-}
+import "./context.js";
+import { startStack } from "./stack.js";
 
 /** Vitest global setup: one stack per test run, shared by every test file. */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {

@@ -2,3 +2,4 @@ export * from "./stack.js";
 export * from "./http.js";
 export * from "./factories.js";
 export * from "./auth-cases.js";
+export * from "./context.js";

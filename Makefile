@@ -1,0 +1,35 @@
+# Run `make help` for the targets. Every target installs what it needs.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+node_modules/.installed: package.json package-lock.json $(wildcard libs/*/package.json services/*/package.json tools/*/package.json)
+	npm ci --no-audit --no-fund
+	@touch $@
+
+.PHONY: help install build run test bench services clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+install: node_modules/.installed ## install dependencies from the lock file
+
+build: install ## compile every package (tsc -b)
+	npx tsc -b
+
+services: ## make sure local Postgres and NATS (JetStream) are running
+	@bash scripts/ensure-services.sh
+
+run: build services ## run the whole stack (gateway on PORT, default 8080)
+	node scripts/start.mjs
+
+test: build services ## type-check the tests and run the whole suite against real Postgres and NATS
+	npx tsc -p tsconfig.test.json
+	@rm -f .vitest-results.json
+	npx vitest run --reporter=default --reporter=json --outputFile.json=.vitest-results.json; \
+	  status=$$?; node scripts/test-summary.mjs .vitest-results.json || status=1; exit $$status
+
+bench: build services ## print throughput and latency figures (asserts nothing)
+	node test/bench/run.mjs
+
+clean: ## remove build output
+	rm -rf libs/*/dist services/*/dist tools/*/dist .vitest-results.json
