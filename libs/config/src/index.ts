@@ -97,3 +97,11 @@ export const settings = {
   duration,
 } as const;
 export * from "./runtime.js";
+
+/** The settings every service process reads (database, NATS, logging); spread into its schema. */
+export const serviceSettings = {
+  DATABASE_URL: settings.DATABASE_URL,
+  NATS_URL: settings.NATS_URL,
+  NATS_NAMESPACE: settings.NATS_NAMESPACE,
+  LOG_LEVEL: settings.LOG_LEVEL,
+} as const;

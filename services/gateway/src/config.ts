@@ -1,12 +1,9 @@
-import { settings } from "@tasksvc/config";
+import { serviceSettings, settings } from "@tasksvc/config";
 import { z } from "zod";
 
 export const GatewayConfig = z.object({
+  ...serviceSettings,
   PORT: settings.PORT,
-  DATABASE_URL: settings.DATABASE_URL,
-  NATS_URL: settings.NATS_URL,
-  NATS_NAMESPACE: settings.NATS_NAMESPACE,
-  LOG_LEVEL: settings.LOG_LEVEL,
   OAUTH_ISSUER: settings.OAUTH_ISSUER,
   OAUTH_AUDIENCE: settings.OAUTH_AUDIENCE,
   OAUTH_JWKS_URL: settings.OAUTH_JWKS_URL,

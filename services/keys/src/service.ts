@@ -1,5 +1,5 @@
 import { fileURLToPath } from "node:url";
-import { settings } from "@tasksvc/config";
+import { serviceSettings, settings } from "@tasksvc/config";
 import { keysInvalidationSubject, keysRpc } from "@tasksvc/contracts";
 import { checkDb, createDb, ensureDatabase, migrate } from "@tasksvc/db";
 import type { Logger } from "@tasksvc/logger";
@@ -11,10 +11,7 @@ import { keysRepo } from "./repo/keys-repo.js";
 import { keysHandlers } from "./rpc.js";
 
 export const KeysConfig = z.object({
-  DATABASE_URL: settings.DATABASE_URL,
-  NATS_URL: settings.NATS_URL,
-  NATS_NAMESPACE: settings.NATS_NAMESPACE,
-  LOG_LEVEL: settings.LOG_LEVEL,
+  ...serviceSettings,
   OAUTH_ISSUER: settings.OAUTH_ISSUER,
   OAUTH_AUDIENCE: settings.OAUTH_AUDIENCE,
 });
