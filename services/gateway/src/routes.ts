@@ -1,5 +1,11 @@
 import {
+  ApiKey,
   CreateApiKeyBody,
+  CreatedApiKey,
+  Member,
+  Organization,
+  RevokedApiKey,
+  page,
   KeyIdParams,
   OrganizationIdParams,
   PageQuery,
@@ -32,6 +38,14 @@ export interface RouteDef<P extends z.ZodType = z.ZodType, Q extends z.ZodType =
   query?: Q;
   body?: B;
   status: number;
+  /** The success body's schema (OpenAPI and response tests). */
+  response: z.ZodType;
+  /** Spec (IK): accepts an Idempotency-Key. */
+  idempotent?: boolean;
+  /** A cursor list: `after` is verified and unwrapped, `next_cursor` signed and bound to the query. */
+  paginated?: boolean;
+  /** One line for the OpenAPI document. */
+  summary: string;
   forward(c: Clients, input: RouteInput<z.output<P>, z.output<Q>, z.output<B>>): Promise<unknown>;
 }
 
@@ -50,10 +64,13 @@ export const routes: RouteDef[] = [
   route({
     method: "GET",
     url: "/v1/organizations",
+    summary: "List the credential's organization (always one page)",
     scope: "workspaces:read",
     entitlement: "public_api",
     query: PageQuery.strict(),
     status: 200,
+    response: page(Organization),
+    paginated: true,
     forward: (c, { query, ctx }) => c.keys.call("listOrganizations", query, ctx),
   }),
   route({
@@ -61,18 +78,23 @@ export const routes: RouteDef[] = [
     url: "/v1/organizations/:organization_id",
     scope: "workspaces:read",
     entitlement: "public_api",
+    summary: "Get the credential's organization",
     params: OrganizationIdParams,
     query: NoQuery,
     status: 200,
+    response: Organization,
     forward: (c, { params, ctx }) => c.keys.call("getOrganization", params, ctx),
   }),
   route({
     method: "GET",
     url: "/v1/members",
+    summary: "List the organization's members",
     scope: "members:read",
     entitlement: "public_api",
     query: PageQuery.strict(),
     status: 200,
+    response: page(Member),
+    paginated: true,
     forward: (c, { query, ctx }) => c.keys.call("listMembers", query, ctx),
   }),
   route({
@@ -81,17 +103,23 @@ export const routes: RouteDef[] = [
     scope: "api-keys:manage",
     entitlement: "public_api",
     query: NoQuery,
+    summary: "Mint an API key (the secret is shown once)",
     body: CreateApiKeyBody,
     status: 201,
+    response: CreatedApiKey,
+    idempotent: true,
     forward: (c, { body, ctx }) => c.keys.call("createApiKey", body, ctx),
   }),
   route({
     method: "GET",
     url: "/v1/api-keys",
+    summary: "List API keys (legacy rows too; never the secret)",
     scope: "api-keys:manage",
     entitlement: "public_api",
     query: PageQuery.strict(),
     status: 200,
+    response: page(ApiKey),
+    paginated: true,
     forward: (c, { query, ctx }) => c.keys.call("listApiKeys", query, ctx),
   }),
   route({
@@ -99,9 +127,11 @@ export const routes: RouteDef[] = [
     url: "/v1/api-keys/:key_id",
     scope: "api-keys:manage",
     entitlement: "public_api",
+    summary: "Revoke an API key (legacy keys are soft-revoked)",
     params: KeyIdParams,
     query: NoQuery,
     status: 200,
+    response: RevokedApiKey,
     forward: (c, { params, ctx }) => c.keys.call("revokeApiKey", params, ctx),
   }),
 ];

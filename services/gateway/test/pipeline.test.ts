@@ -25,6 +25,8 @@ const gated: RouteDef = {
   entitlement: "outbound_webhooks",
   query: PageQuery,
   status: 200,
+  summary: "test only",
+  response: PageQuery,
   forward: (c, { query, ctx }) => c.keys.call("listOrganizations", query as never, ctx),
 };
 
