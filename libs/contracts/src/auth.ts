@@ -69,6 +69,8 @@ export const Identity = z.object({
   kind: z.enum(["api_key", "access_token"]),
   credential_id: z.string(),
   organization_id: z.string(),
+  /** Anchors the organization's 30-day billing periods. */
+  organization_created_at: z.iso.datetime(),
   user_id: z.string(),
   role: Role,
   scopes: z.array(Scope),

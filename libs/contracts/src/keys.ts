@@ -124,3 +124,14 @@ export function keysInvalidationSubject(namespace: string): string {
 export function hashApiKey(secret: string): string {
   return createHash("sha256").update(secret).digest("hex");
 }
+
+/** GET /v1/usage (DESIGN.md section 4): the caller's organization's consumption, this call included. */
+export const Usage = z.object({
+  plan: Plan,
+  period_start: Timestamp,
+  period_end: Timestamp,
+  calls_used: z.number().int(),
+  calls_allowance: z.number().int(),
+  burst: z.object({ limit: z.number().int(), window_seconds: z.number().int(), remaining: z.number().int(), reset_at: Timestamp }),
+});
+export type Usage = z.infer<typeof Usage>;

@@ -1,14 +1,25 @@
 import { randomUUID } from "node:crypto";
 import type { Identity, RpcContext } from "@tasksvc/contracts";
-import { AppError, validationError } from "@tasksvc/errors";
+import { AppError, isAppError, toProblem, validationError } from "@tasksvc/errors";
 import type { Sql } from "@tasksvc/db";
 import type { Logger } from "@tasksvc/logger";
 import type { NatsConnection } from "@tasksvc/nats";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from "fastify";
 import type { z } from "zod";
 import type { Authenticator } from "./auth.js";
+import type { CursorCodec } from "./policies/cursors.js";
+import { claimIdempotency, parseIdempotencyKey, requestFingerprint, type Claim } from "./policies/idempotency.js";
+import { chargeCall, rateLimitHeaders } from "./policies/limits.js";
 import { registerProblemHandling, sendProblem } from "./problems.js";
+import type { GatewayRepo } from "./repo/gateway-repo.js";
 import { routes, type Clients, type RouteDef } from "./routes.js";
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** The JSON body as received: Idempotency-Key compares bodies byte for byte. */
+    rawBody?: string;
+  }
+}
 
 export interface BuildOptions {
   log: Logger;
@@ -17,6 +28,10 @@ export interface BuildOptions {
   sql: Sql;
   nc: NatsConnection;
   bodyLimit: number;
+  repo: GatewayRepo;
+  cursors: CursorCodec;
+  /** How long an Idempotency-Key stays claimed by an execution that never reports back. */
+  idempotencyLeaseMs: number;
   /** The route table; tests may mount extra routes on the same pipeline. */
   routes?: RouteDef[];
 }
@@ -59,6 +74,13 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
   });
   // JSON only: fastify's text/plain parser would let a mislabelled body through.
   app.removeContentTypeParser("text/plain");
+  // Fastify's own JSON parsing (proto-poisoning checks included), keeping the raw text.
+  const parseJson = app.getDefaultJsonParser("error", "error");
+  app.removeContentTypeParser("application/json");
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (req, body, done) => {
+    req.rawBody = body as string;
+    parseJson(req, body as string, done);
+  });
 
   app.addHook("onRequest", async (req, reply) => {
     reply.header("x-request-id", req.id);
@@ -88,23 +110,66 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
       handler: async (req, reply) => {
         const base = baseContext(req);
         const identity = await opts.auth.authenticate(req.headers.authorization, base);
-        authorize(def, identity);
-        const ctx: RpcContext = {
-          ...base,
-          organization_id: identity.organization_id,
-          user_id: identity.user_id,
-          credential_id: identity.credential_id,
-          scopes: identity.scopes,
-          plan: identity.plan,
-        };
-        const input = {
-          params: parse(def.params, req.params, "The path"),
-          query: parse(def.query, req.query, "The query string"),
-          body: parse(def.body, req.body, "The request body"),
-          ctx,
-        };
-        const data = await def.forward(opts.clients, input);
-        return reply.code(def.status).send(data);
+
+        // An idempotent replay is answered before charging: replays are never charged (spec 8).
+        let claim: Claim | undefined;
+        const key = def.idempotent ? parseIdempotencyKey(req.headers["idempotency-key"]) : undefined;
+        if (key !== undefined) {
+          claim = await claimIdempotency(opts.repo, identity.credential_id, key, requestFingerprint(req.method, req.url, req.rawBody), opts.idempotencyLeaseMs);
+          if (claim.kind === "replay") {
+            return reply.code(claim.status).headers(claim.headers).header("idempotency-replayed", "true").send(claim.body);
+          }
+        }
+        const held = claim?.kind === "claimed" ? claim : undefined;
+
+        try {
+          const charge = await chargeCall(opts.repo, identity);
+          reply.headers(rateLimitHeaders(charge));
+          authorize(def, identity);
+          const ctx: RpcContext = {
+            ...base,
+            organization_id: identity.organization_id,
+            user_id: identity.user_id,
+            credential_id: identity.credential_id,
+            scopes: identity.scopes,
+            plan: identity.plan,
+            ...(key === undefined ? {} : { idempotency_key: key }),
+          };
+          const query = parse(def.query, req.query, "The query string") as Record<string, unknown> | undefined;
+          if (def.paginated && query && typeof query["after"] === "string") {
+            query["after"] = opts.cursors.unwrap(def.url, query, query["after"]);
+          }
+          const input = {
+            params: parse(def.params, req.params, "The path"),
+            query,
+            body: parse(def.body, req.body, "The request body"),
+            ctx,
+            identity,
+            charge,
+          };
+          const data = await def.forward(opts.clients, input);
+          if (def.paginated && query) {
+            const p = data as { next_cursor: string | null };
+            if (p.next_cursor !== null) p.next_cursor = opts.cursors.wrap(def.url, query, p.next_cursor);
+          }
+          const body = JSON.stringify(data);
+          if (held) await opts.repo.storeIdempotentOutcome(held.credentialId, held.key, def.status, body, { "content-type": "application/json; charset=utf-8" });
+          return reply.code(def.status).type("application/json; charset=utf-8").send(body);
+        } catch (e) {
+          if (held) {
+            // Outcomes the client caused are stored and replayed (400s included). A refusal before
+            // execution (429) or an unknown outcome (5xx) gives the key back: the retry runs again
+            // and the service's own idempotency record prevents a twin.
+            const stored = isAppError(e) && e.status < 500 && e.status !== 429;
+            if (stored) {
+              const problem = JSON.stringify(toProblem(e, String(req.id)));
+              await opts.repo.storeIdempotentOutcome(held.credentialId, held.key, e.status, problem, { "content-type": "application/problem+json; charset=utf-8" });
+            } else {
+              await opts.repo.releaseIdempotencyKey(held.credentialId, held.key).catch((err: unknown) => req.log.error({ err }, "could not release idempotency key"));
+            }
+          }
+          throw e;
+        }
       },
     });
   }

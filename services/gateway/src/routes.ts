@@ -5,7 +5,9 @@ import {
   Member,
   Organization,
   RevokedApiKey,
+  Usage,
   page,
+  type Identity,
   KeyIdParams,
   OrganizationIdParams,
   PageQuery,
@@ -15,6 +17,7 @@ import {
   type Scope,
 } from "@tasksvc/contracts";
 import type { RpcClient } from "@tasksvc/nats";
+import type { Charge } from "./policies/limits.js";
 import { z } from "zod";
 
 export interface Clients {
@@ -26,6 +29,9 @@ export interface RouteInput<P, Q, B> {
   query: Q;
   body: B;
   ctx: RpcContext;
+  identity: Identity;
+  /** This call's charge: the counters right after it was counted. */
+  charge: Charge;
 }
 
 /** One public operation: its HTTP shape, its policy, and where it is forwarded. */
@@ -133,5 +139,29 @@ export const routes: RouteDef[] = [
     status: 200,
     response: RevokedApiKey,
     forward: (c, { params, ctx }) => c.keys.call("revokeApiKey", params, ctx),
+  }),
+  route({
+    method: "GET",
+    url: "/v1/usage",
+    summary: "API-call consumption of the current billing period (this call included)",
+    scope: "usage:read",
+    entitlement: "public_api",
+    query: NoQuery,
+    status: 200,
+    response: Usage,
+    // The gateway owns the counters; nothing to forward.
+    forward: async (_c, { identity, charge }) => ({
+      plan: identity.plan,
+      period_start: charge.quota.periodStart.toISOString(),
+      period_end: charge.quota.periodEnd.toISOString(),
+      calls_used: charge.quota.used,
+      calls_allowance: charge.quota.limit,
+      burst: {
+        limit: charge.burst.limit,
+        window_seconds: charge.burst.windowSeconds,
+        remaining: charge.burst.remaining,
+        reset_at: charge.burst.resetAt.toISOString(),
+      },
+    }),
   }),
 ];

@@ -1,16 +1,26 @@
 import { StartupError } from "@tasksvc/config";
 import { keysRpc } from "@tasksvc/contracts";
-import { checkDb, createDb } from "@tasksvc/db";
+import { fileURLToPath } from "node:url";
+import { checkDb, createDb, ensureDatabase, migrate } from "@tasksvc/db";
 import type { Logger } from "@tasksvc/logger";
 import { client, connectNats } from "@tasksvc/nats";
 import { buildGateway } from "./app.js";
 import { createAuthenticator } from "./auth.js";
+import { cursorCodec } from "./policies/cursors.js";
+import { gatewayRepo } from "./repo/gateway-repo.js";
 import type { GatewayConfig } from "./config.js";
+
+const MIGRATIONS_DIR = fileURLToPath(new URL("../migrations", import.meta.url));
+const SWEEP_EVERY_MS = 60_000;
 
 /** Starts one gateway replica and listens on PORT (0 = any free port; see `url`). */
 export async function startGateway(cfg: GatewayConfig, log: Logger) {
+  await ensureDatabase(cfg.DATABASE_URL);
+  await migrate({ url: cfg.DATABASE_URL, schema: "gateway", dir: MIGRATIONS_DIR, log });
   const sql = createDb({ url: cfg.DATABASE_URL, schema: "gateway", max: 10 });
   await checkDb(sql, cfg.DATABASE_URL);
+  const repo = gatewayRepo(sql);
+  const cursors = cursorCodec(await repo.secret("cursor"));
   const nc = await connectNats({ url: cfg.NATS_URL, name: "gateway" });
   const rpc = { namespace: cfg.NATS_NAMESPACE, timeoutMs: cfg.RPC_TIMEOUT_MS };
   const keys = client(nc, keysRpc, rpc);
@@ -25,10 +35,26 @@ export async function startGateway(cfg: GatewayConfig, log: Logger) {
     publicKeyPem: cfg.OAUTH_PUBLIC_KEY,
     cacheTtlMs: cfg.AUTH_CACHE_TTL_MS,
   });
-  const app = buildGateway({ log, auth, clients: { keys }, sql, nc, bodyLimit: cfg.BODY_LIMIT_BYTES });
+  const app = buildGateway({
+    log,
+    auth,
+    clients: { keys },
+    sql,
+    nc,
+    bodyLimit: cfg.BODY_LIMIT_BYTES,
+    repo,
+    cursors,
+    // Past the RPC timeout, an execution that never reported back is abandoned.
+    idempotencyLeaseMs: cfg.RPC_TIMEOUT_MS + 10_000,
+  });
+  const sweeper = setInterval(() => {
+    repo.sweep().catch((err: unknown) => log.warn({ err }, "sweep failed"));
+  }, SWEEP_EVERY_MS);
+  sweeper.unref();
   try {
     await app.listen({ port: cfg.PORT, host: "0.0.0.0" });
   } catch (e) {
+    clearInterval(sweeper);
     await nc.drain();
     await sql.end({ timeout: 1 });
     if ((e as { code?: string }).code === "EADDRINUSE") throw new StartupError(`PORT ${cfg.PORT} is already in use: stop the other process or set PORT to a free port`);
@@ -40,6 +66,7 @@ export async function startGateway(cfg: GatewayConfig, log: Logger) {
   return {
     url: `http://127.0.0.1:${port}`,
     async stop() {
+      clearInterval(sweeper);
       await app.close();
       auth.stop();
       await nc.drain();

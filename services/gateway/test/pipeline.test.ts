@@ -8,6 +8,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { buildGateway } from "../src/app.js";
 import { routes, type RouteDef } from "../src/routes.js";
 import { createAuthenticator } from "../src/auth.js";
+import { cursorCodec } from "../src/policies/cursors.js";
+import { gatewayRepo } from "../src/repo/gateway-repo.js";
 
 const stack = inject("stack");
 const f = factories(stack);
@@ -35,7 +37,19 @@ beforeAll(async () => {
   const make = (namespace: string, timeoutMs: number) => {
     const keys = client(nc, keysRpc, { namespace, timeoutMs });
     const auth = createAuthenticator({ nc, namespace, keys, log, issuer: "tasksvc-dev", audience: "tasksvc-api", cacheTtlMs: 5000 });
-    return buildGateway({ log, auth, clients: { keys }, sql, nc, bodyLimit: 1024 * 1024, routes: [...routes, gated] });
+    const repo = gatewayRepo(sql);
+    return buildGateway({
+      log,
+      auth,
+      clients: { keys },
+      sql,
+      nc,
+      bodyLimit: 1024 * 1024,
+      repo,
+      cursors: cursorCodec("pipeline-test-secret"),
+      idempotencyLeaseMs: 10_000,
+      routes: [...routes, gated],
+    });
   };
   app = make(stack.namespace, 5000);
   // A namespace where no service listens: every call times out.

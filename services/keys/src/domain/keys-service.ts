@@ -51,6 +51,7 @@ function identity(kind: Identity["kind"], credentialId: string, org: OrgRow, use
     kind,
     credential_id: credentialId,
     organization_id: org.id,
+    organization_created_at: org.created_at.toISOString(),
     user_id: userId,
     role,
     scopes,

@@ -1,0 +1,81 @@
+import { randomBytes } from "node:crypto";
+import type { Sql } from "@tasksvc/db";
+
+export interface ChargeRow {
+  outcome: "ok" | "rate_limited" | "quota_exhausted";
+  burst_count: number;
+  window_end: Date;
+  quota_count: string;
+  period_start: Date;
+  period_end: Date;
+}
+
+export interface StoredOutcome {
+  fingerprint: string;
+  status: number | null;
+  response_body: string | null;
+  response_headers: Record<string, string> | null;
+}
+
+/** All SQL of the gateway (schema `gateway`). */
+export function gatewayRepo(sql: Sql) {
+  return {
+    async charge(a: { credentialId: string; burst: number; windowSeconds: number; orgId: string; anchor: string; quota: number; periodSeconds: number }): Promise<ChargeRow> {
+      const [row] = await sql<ChargeRow[]>`
+        select * from charge(${a.credentialId}, ${a.burst}, ${a.windowSeconds}, ${a.orgId}, ${a.anchor}::text::timestamptz, ${a.quota}, ${a.periodSeconds})`;
+      if (!row) throw new Error("charge() returned no row");
+      return row;
+    },
+
+    /**
+     * Claims a key for a first execution. Succeeds for a new key, for a record past the 24 h
+     * window, and for a record whose execution was abandoned (lease over, same request): a gateway
+     * that died mid-request blocks the key only until its lease ends.
+     */
+    async claimIdempotencyKey(credentialId: string, key: string, fingerprint: string, leaseMs: number): Promise<boolean> {
+      const rows = await sql`
+        insert into idempotency_keys as k (credential_id, key, fingerprint, locked_until)
+        values (${credentialId}, ${key}, ${fingerprint}, now() + ${leaseMs} * interval '1 millisecond')
+        on conflict (credential_id, key) do update
+          set fingerprint = excluded.fingerprint, status = null, response_body = null,
+              response_headers = null, locked_until = excluded.locked_until, created_at = now()
+          where k.created_at < now() - interval '24 hours'
+             or (k.status is null and k.locked_until < now() and k.fingerprint = excluded.fingerprint)
+        returning 1`;
+      return rows.length === 1;
+    },
+
+    async idempotencyRecord(credentialId: string, key: string): Promise<StoredOutcome | undefined> {
+      const [row] = await sql<StoredOutcome[]>`
+        select fingerprint, status, response_body, response_headers from idempotency_keys
+        where credential_id = ${credentialId} and key = ${key}`;
+      return row;
+    },
+
+    async storeIdempotentOutcome(credentialId: string, key: string, status: number, body: string, headers: Record<string, string>): Promise<void> {
+      await sql`
+        update idempotency_keys set status = ${status}, response_body = ${body},
+          response_headers = ${sql.json(headers)}, locked_until = null
+        where credential_id = ${credentialId} and key = ${key}`;
+    },
+
+    /** Gives a key back when the outcome is unknown (5xx) or the request was never executed (429). */
+    async releaseIdempotencyKey(credentialId: string, key: string): Promise<void> {
+      await sql`delete from idempotency_keys where credential_id = ${credentialId} and key = ${key} and status is null`;
+    },
+
+    async secret(name: string): Promise<string> {
+      await sql`insert into secrets (name, value) values (${name}, ${randomBytes(32).toString("hex")}) on conflict do nothing`;
+      const [row] = await sql<{ value: string }[]>`select value from secrets where name = ${name}`;
+      if (!row) throw new Error(`secret ${name} vanished`);
+      return row.value;
+    },
+
+    /** Housekeeping any replica may run: expired idempotency records and past burst windows. */
+    async sweep(): Promise<void> {
+      await sql`delete from idempotency_keys where created_at < now() - interval '24 hours'`;
+      await sql`delete from burst_counters where window_start < now() - interval '1 hour'`;
+    },
+  };
+}
+export type GatewayRepo = ReturnType<typeof gatewayRepo>;
