@@ -163,6 +163,7 @@ describe("Idempotency-Key", () => {
     const r = await gw.post("/v1/api-keys", { name: "x" }, { token: t.apiKey, headers: { "idempotency-key": key } });
     expect(r.status, r.text).toBe(400);
     expect(r.body.errors[0].pointer).toBe("/Idempotency-Key");
+    expect(r.headers.get("x-ratelimit-remaining")).toBe("119");
     expect(await keyCount(t.organizationId)).toBe(1);
   });
 

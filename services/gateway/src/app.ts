@@ -113,7 +113,14 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
 
         // An idempotent replay is answered before charging: replays are never charged (spec 8).
         let claim: Claim | undefined;
-        const key = def.idempotent ? parseIdempotencyKey(req.headers["idempotency-key"]) : undefined;
+        let key: string | undefined;
+        try {
+          key = def.idempotent ? parseIdempotencyKey(req.headers["idempotency-key"]) : undefined;
+        } catch (e) {
+          // A malformed key is an authenticated 400 like any other: it costs its call.
+          reply.headers(rateLimitHeaders(await chargeCall(opts.repo, identity)));
+          throw e;
+        }
         if (key !== undefined) {
           claim = await claimIdempotency(opts.repo, identity.credential_id, key, requestFingerprint(req.method, req.url, req.rawBody), opts.idempotencyLeaseMs);
           if (claim.kind === "replay") {
