@@ -10,6 +10,7 @@ import type { Authenticator } from "./auth.js";
 import type { CursorCodec } from "./policies/cursors.js";
 import { claimIdempotency, parseIdempotencyKey, requestFingerprint, type Claim } from "./policies/idempotency.js";
 import { chargeCall, rateLimitHeaders } from "./policies/limits.js";
+import { registerDocs } from "./docs.js";
 import { registerProblemHandling, sendProblem } from "./problems.js";
 import type { GatewayRepo } from "./repo/gateway-repo.js";
 import { routes, type Clients, type RouteDef } from "./routes.js";
@@ -180,5 +181,6 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
       },
     });
   }
+  registerDocs(app, opts.routes ?? routes);
   return app;
 }

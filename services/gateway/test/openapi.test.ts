@@ -1,0 +1,109 @@
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { Validator } from "@seriousme/openapi-schema-validator";
+import { ERROR_CODES } from "@tasksvc/contracts";
+import { api, factories } from "@tasksvc/testing";
+import Ajv2020 from "ajv/dist/2020.js";
+import { afterAll, describe, expect, inject, it } from "vitest";
+import { buildOpenApi } from "../src/openapi.js";
+import { routes } from "../src/routes.js";
+
+const stack = inject("stack");
+const gw = api(stack.gatewayUrls[0] as string);
+const f = factories(stack);
+afterAll(() => f.close());
+
+type Doc = {
+  paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: unknown }> }>; "x-required-scope": string }>>;
+  components: { schemas: Record<string, unknown> };
+};
+const doc = buildOpenApi(routes) as unknown as Doc;
+const committedPath = fileURLToPath(new URL("../../../docs/openapi.json", import.meta.url));
+
+// Responses are checked against the DOCUMENT's schemas (JSON Schema 2020-12), not the zod ones,
+// so a generator bug that misdescribes a response is caught.
+// Formats are not checked by keyword: zod emits an explicit pattern for date-times, which ajv checks.
+const ajv = new Ajv2020.default({ strict: false, allErrors: true, validateFormats: false });
+ajv.addSchema({ $id: "doc", components: doc.components }, "doc");
+function validatorFor(path: string, method: string, status: number, media = "application/json") {
+  const schema = doc.paths[path]?.[method]?.responses[String(status)]?.content?.[media]?.schema;
+  if (!schema) throw new Error(`no ${status} ${media} response documented for ${method.toUpperCase()} ${path}`);
+  const fixed = JSON.parse(JSON.stringify(schema).replaceAll('"#/components/', '"doc#/components/'));
+  return ajv.compile(fixed);
+}
+function expectMatches(path: string, method: string, r: { status: number; body: unknown; text: string }, media?: string) {
+  const validate = validatorFor(path, method, r.status, media);
+  expect(validate(r.body), `${method.toUpperCase()} ${path} ${r.status}: ${ajv.errorsText(validate.errors)}\n${r.text}`).toBe(true);
+}
+
+describe("the OpenAPI document", () => {
+  it("when validated against the OpenAPI 3.1 schema, then it is valid", async () => {
+    const res = await new Validator().validate(JSON.parse(JSON.stringify(doc)));
+    expect(res.valid, JSON.stringify(res.errors, null, 2)).toBe(true);
+    expect((doc as unknown as { openapi: string }).openapi).toBe("3.1.0");
+  });
+
+  it("when compared with docs/openapi.json, then the committed copy is current (run `npm run openapi`)", () => {
+    expect(JSON.parse(readFileSync(committedPath, "utf8"))).toEqual(JSON.parse(JSON.stringify(doc)));
+  });
+
+  it("when every route is looked up, then it is documented with its scope", () => {
+    for (const r of routes) {
+      const op = doc.paths[r.url.replace(/:([a-z_]+)/g, "{$1}")]?.[r.method.toLowerCase()];
+      expect(op, `${r.method} ${r.url}`).toBeDefined();
+      expect(op?.["x-required-scope"]).toBe(r.scope);
+    }
+  });
+
+  it("when the Problem schema is read, then its code enum is the whole error catalog", () => {
+    const problem = doc.components.schemas["Problem"] as { properties: { code: { enum: string[] } } };
+    expect([...problem.properties.code.enum].sort()).toEqual([...ERROR_CODES].sort());
+  });
+
+  it("when served over HTTP, then /v1/openapi.json is the document and /docs and /docs/errors are pages", async () => {
+    const r = await gw.get("/v1/openapi.json");
+    expect(r.status, r.text).toBe(200);
+    expect(r.body).toEqual(JSON.parse(JSON.stringify(doc)));
+    const page = await gw.get("/docs");
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-type")).toMatch(/^text\/html/);
+    expect(page.text).toContain("/v1/api-keys");
+    const errors = await gw.get("/docs/errors");
+    expect(errors.text).toContain('id="idempotency_key_reused"');
+  });
+});
+
+describe("real responses match the document", () => {
+  it("when each operation is called, then its success and error bodies fit their documented schemas", async () => {
+    const t = await f.tenant();
+    const get = (p: string) => gw.get(p, { token: t.apiKey });
+    expectMatches("/v1/organizations", "get", await get("/v1/organizations"));
+    expectMatches("/v1/organizations/{organization_id}", "get", await get(`/v1/organizations/${t.organizationId}`));
+    await f.user(t.organizationId);
+    const members = await get("/v1/members?limit=1");
+    expect(members.body.next_cursor).not.toBeNull();
+    expectMatches("/v1/members", "get", members);
+    const created = await gw.post("/v1/api-keys", { name: "doc" }, { token: t.apiKey, headers: { "idempotency-key": "doc-1" } });
+    expect(created.status, created.text).toBe(201);
+    expectMatches("/v1/api-keys", "post", created);
+    expectMatches("/v1/api-keys", "get", await get("/v1/api-keys"));
+    expectMatches("/v1/usage", "get", await get("/v1/usage"));
+    const revoked = await gw.delete(`/v1/api-keys/${created.body.id}`, { token: t.apiKey });
+    expectMatches("/v1/api-keys/{key_id}", "delete", revoked);
+
+    const bad = await gw.post("/v1/api-keys", { name: "" }, { token: t.apiKey });
+    expect(bad.status).toBe(400);
+    expectMatches("/v1/api-keys", "post", bad, "application/problem+json");
+    const anon = await gw.get("/v1/organizations");
+    expect(anon.status).toBe(401);
+    expectMatches("/v1/organizations", "get", anon, "application/problem+json");
+    const missing = await gw.delete("/v1/api-keys/key_missing", { token: t.apiKey });
+    expect(missing.status).toBe(404);
+    expectMatches("/v1/api-keys/{key_id}", "delete", missing, "application/problem+json");
+  });
+
+  it("when a body breaks its schema, then the check fails (the validator is not vacuous)", () => {
+    const validate = validatorFor("/v1/organizations", "get", 200);
+    expect(validate({ data: [{ id: 1 }], has_more: "no" })).toBe(false);
+  });
+});
