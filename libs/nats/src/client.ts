@@ -48,7 +48,12 @@ export function client<C extends RpcCatalog>(nc: NatsConnection, catalog: C, opt
       }
       const reply = RpcReply.parse(decodeJson(raw.data));
       if (!reply.ok) throw AppError.fromRpc(reply.error);
-      return def.output.parse(reply.data) as OpOutput<C, typeof op>;
+      const out = def.output.safeParse(reply.data);
+      if (!out.success) {
+        // A service broke its own contract: a bug on our side, never the caller's.
+        throw new AppError("internal_error", `The ${catalog.service} service answered ${op} outside its contract.`, { cause: out.error });
+      }
+      return out.data as OpOutput<C, typeof op>;
     },
   };
 }
