@@ -3,7 +3,7 @@
 import Fastify from "fastify";
 import { connect } from "@nats-io/transport-node";
 
-const nc = await connect({ servers: process.env.NATS_URL });
+const nc = await connect({ servers: process.env.NATS_URL, noAsyncTraces: true });
 const subject = `${process.env.NATS_NAMESPACE}.bench.echo`;
 const payload = new TextEncoder().encode(JSON.stringify({ ctx: { request_id: "bench" }, input: { ok: true } }));
 const app = Fastify({ logger: false });

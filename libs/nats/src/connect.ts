@@ -27,6 +27,9 @@ export async function connectNats(opts: ConnectOptions): Promise<NatsConnection>
       maxReconnectAttempts: -1,
       reconnectTimeWait: 500,
       timeout: 5000,
+      // nats.js otherwise builds an Error (with a stack) for every request up front, in case it
+      // times out: ~7% of the gateway's CPU under load. Our timeouts carry their own context.
+      noAsyncTraces: true,
     });
   } catch (e) {
     throw new NatsUnreachableError(opts.url, e);
