@@ -3,4 +3,3 @@ export * from "./auth.js";
 export * from "./common.js";
 export * from "./rpc.js";
 export * from "./keys.js";
-export * from "./tasks.js";
