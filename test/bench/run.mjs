@@ -5,11 +5,14 @@
 // another process, the floor of one hop) and the full stack, each service in its own process as in
 // production, on a fresh database and NATS namespace. Every scenario gets a warm-up, then a measured
 // run at CONNECTIONS connections; req/s is also shown as a ratio of the one-hop baseline.
-// Later issues add scenarios to SCENARIOS below. Traffic goes to 127.0.0.1 only.
+// The load generator is wrk when installed (C, so it leaves the 2 cores to the system under test),
+// else autocannon (BENCH_TOOL=autocannon forces it). Traffic goes to 127.0.0.1 only.
+// Later issues add scenarios to SCENARIOS below.
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
-import { mkdirSync, writeFileSync } from "node:fs";
-import { cpus } from "node:os";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import postgres from "postgres";
@@ -26,9 +29,35 @@ const dbUrl = new URL(PG_BASE);
 dbUrl.pathname = `/tasksvc_bench_${suffix}`;
 const DATABASE_URL = dbUrl.toString();
 
+/**
+ * Full-stack scenarios; later issues add theirs here. A scenario is a tool-neutral request:
+ * method, path, headers, body, and whether each request needs a fresh Idempotency-Key.
+ */
+const SCENARIOS = [
+  { name: "GET /v1/organizations", request: ({ key }) => ({ method: "GET", path: "/v1/organizations", headers: { authorization: `Bearer ${key}` } }) },
+  {
+    name: "POST /v1/api-keys + Idempotency-Key",
+    request: ({ key }) => ({
+      method: "POST",
+      path: "/v1/api-keys",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ name: "bench" }),
+      // A fresh key per request: each one is a first execution (claim, execute, store).
+      freshIdempotencyKey: true,
+    }),
+  },
+];
+
+// ---------- processes ----------
+
 const children = [];
+let cleaningUp = false;
 function start(name, script, env) {
-  const child = spawn(process.execPath, [script], { cwd: root, env: { ...process.env, LOG_LEVEL: "warn", NATS_URL, NATS_NAMESPACE: NAMESPACE, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [script], {
+    cwd: root,
+    env: { ...process.env, LOG_LEVEL: "warn", NATS_URL, NATS_NAMESPACE: NAMESPACE, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   child.output = "";
   child.stdout.on("data", (d) => (child.output += d));
   child.stderr.on("data", (d) => (child.output += d));
@@ -42,6 +71,10 @@ function start(name, script, env) {
   children.push(child);
   return child;
 }
+function stop(child) {
+  child.stopping = true;
+  child.kill("SIGTERM");
+}
 const until = async (what, check, ms = 30_000) => {
   const deadline = Date.now() + ms;
   while (Date.now() < deadline) {
@@ -51,9 +84,10 @@ const until = async (what, check, ms = 30_000) => {
   throw new Error(`timed out waiting for ${what}`);
 };
 const ready = (child) => until(`${child.benchName} to be ready`, async () => child.output.includes("ready"));
-const httpOk = (url) => until(url, async () => (await fetch(url)).ok);
 
-let cleaningUp = false;
+const scratch = join(tmpdir(), `tasksvc-bench-${suffix}`);
+mkdirSync(scratch, { recursive: true });
+
 async function cleanup() {
   cleaningUp = true;
   for (const c of children) c.kill("SIGTERM");
@@ -65,6 +99,7 @@ async function cleanup() {
   const sql = postgres(u.toString(), { max: 1, onnotice: () => {} });
   await sql.unsafe(`drop database if exists "${name}" with (force)`).catch(() => {});
   await sql.end({ timeout: 1 });
+  rmSync(scratch, { recursive: true, force: true });
 }
 process.on("SIGINT", () => cleanup().then(() => process.exit(130)));
 
@@ -74,35 +109,63 @@ function admin(...args) {
   return JSON.parse(r.stdout);
 }
 
-function run(opts, duration) {
+// ---------- load generators ----------
+
+const WRK = process.env.BENCH_TOOL === "autocannon" ? null : (() => {
+  const r = spawnSync("sh", ["-c", "command -v wrk"], { encoding: "utf8" });
+  return r.status === 0 ? r.stdout.trim() : null;
+})();
+
+/** A wrk Lua script for one request shape; fresh Idempotency-Keys are unique per thread and call. */
+function wrkScript(req) {
+  const lua = [`wrk.method = ${JSON.stringify(req.method)}`];
+  for (const [k, v] of Object.entries(req.headers ?? {})) lua.push(`wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`);
+  if (req.body !== undefined) lua.push(`wrk.body = ${JSON.stringify(req.body)}`);
+  lua.push("local n = 0", "function setup(thread) n = n + 1; thread:set('tid', n) end", "local counter = 0");
+  const fresh = req.freshIdempotencyKey ? `counter = counter + 1; wrk.headers["idempotency-key"] = "${suffix}-" .. tid .. "-" .. counter; ` : "";
+  lua.push(`function request() ${fresh}return wrk.format(nil, ${JSON.stringify(req.path)}) end`);
+  return lua.join("\n");
+}
+
+const toMs = (v, unit) => Number(v) * ({ us: 0.001, ms: 1, s: 1000 }[unit] ?? 1);
+function runWrk(url, req, duration) {
+  const script = join(scratch, `${randomUUID()}.lua`);
+  writeFileSync(script, wrkScript(req));
+  const r = spawnSync(WRK, ["-t2", `-c${CONNECTIONS}`, `-d${duration}s`, "--latency", "-s", script, url], { encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`wrk failed: ${r.stderr}`);
+  const out = r.stdout;
+  const pct = (p) => {
+    const m = new RegExp(`^\\s*${p}%\\s+([\\d.]+)(us|ms|s)`, "m").exec(out);
+    return m ? toMs(m[1], m[2]) : NaN;
+  };
+  const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
+  return {
+    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? NaN),
+    p50: pct(50),
+    p99: pct(99),
+    non2xx: Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0),
+    errors: socket ? socket.slice(1).reduce((a, b) => a + Number(b), 0) : 0,
+  };
+}
+
+function runAutocannon(url, req, duration) {
+  const request = { method: req.method, path: req.path, headers: req.headers ?? {}, ...(req.body === undefined ? {} : { body: req.body }) };
+  if (req.freshIdempotencyKey) request.setupRequest = (r) => ({ ...r, headers: { ...r.headers, "idempotency-key": randomUUID() } });
   return new Promise((resolve, reject) => {
-    autocannon({ connections: CONNECTIONS, duration, ...opts }, (err, res) => (err ? reject(err) : resolve(res)));
+    autocannon({ url, connections: CONNECTIONS, duration, requests: [request] }, (err, res) =>
+      err ? reject(err) : resolve({ rps: res.requests.average, p50: res.latency.p50, p99: res.latency.p99, non2xx: res.non2xx, errors: res.errors + res.timeouts }),
+    );
   });
 }
 
-/** `options` is a factory: autocannon mutates the request objects it is given. */
-async function measure(name, options) {
+async function measure(name, url, req) {
   process.stderr.write(`bench: ${name} …\n`);
-  await run(options(), WARMUP);
-  const r = await run(options(), DURATION);
-  return { name, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors + r.timeouts, total: r.requests.total };
+  const run = WRK ? runWrk : runAutocannon;
+  await run(url, req, WARMUP);
+  return { name, ...(await run(url, req, DURATION)) };
 }
 
-/** Full-stack scenarios; later issues add theirs here. */
-const SCENARIOS = [
-  { name: "GET /v1/organizations", request: ({ key }) => ({ method: "GET", path: "/v1/organizations", headers: { authorization: `Bearer ${key}` } }) },
-  {
-    name: "POST /v1/api-keys + Idempotency-Key",
-    request: ({ key }) => ({
-      method: "POST",
-      path: "/v1/api-keys",
-      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: JSON.stringify({ name: "bench" }),
-      // A fresh key per request: each one is a first execution (claim, execute, store).
-      setupRequest: (req) => ({ ...req, headers: { ...req.headers, "idempotency-key": randomUUID() } }),
-    }),
-  },
-];
+// ---------- the run ----------
 
 const results = [];
 try {
@@ -110,12 +173,9 @@ try {
   const echo = start("echo responder", "test/bench/echo-responder.mjs", {});
   const hop = start("one hop", "test/bench/hop-server.mjs", { PORT: "18302" });
   await Promise.all([ready(bare), ready(echo), ready(hop)]);
-  results.push(await measure("baseline: bare fastify", () => ({ url: "http://127.0.0.1:18301/" })));
-  results.push(await measure("baseline: fastify → NATS → echo", () => ({ url: "http://127.0.0.1:18302/" })));
-  for (const c of [bare, hop, echo]) {
-    c.stopping = true;
-    c.kill("SIGTERM");
-  }
+  results.push(await measure("baseline: bare fastify", "http://127.0.0.1:18301", { method: "GET", path: "/" }));
+  results.push(await measure("baseline: fastify → NATS → echo", "http://127.0.0.1:18302", { method: "GET", path: "/" }));
+  for (const c of [bare, hop, echo]) stop(c);
 
   const stackEnv = { DATABASE_URL, PORT: "18303" };
   start("keys", "services/keys/dist/main.js", stackEnv);
@@ -128,20 +188,23 @@ try {
     }
   });
   start("gateway", "services/gateway/dist/main.js", stackEnv);
-  await httpOk("http://127.0.0.1:18303/readyz");
+  await until("gateway /readyz", async () => (await fetch("http://127.0.0.1:18303/readyz")).ok);
   const tenant = admin("bootstrap", "--org", "Bench", "--plan", "team", "--email", "bench@example.test");
   // The benchmark measures throughput, not the limiter's refusals.
   admin("set-limits", "--org", tenant.organization_id, "--burst", "1000000000", "--quota", "2000000000");
   const ctx = { key: tenant.api_key, organizationId: tenant.organization_id };
-  for (const s of SCENARIOS) results.push(await measure(s.name, () => ({ url: "http://127.0.0.1:18303", requests: [s.request(ctx)] })));
+  for (const s of SCENARIOS) results.push(await measure(s.name, "http://127.0.0.1:18303", s.request(ctx)));
 } finally {
   await cleanup();
 }
 
-const hop = results.find((r) => r.name.startsWith("baseline: fastify → NATS"));
+// ---------- report ----------
+
+const hopResult = results.find((r) => r.name.startsWith("baseline: fastify → NATS"));
 const fmt = (n, d = 0) => n.toLocaleString("en-US", { minimumFractionDigits: d, maximumFractionDigits: d });
-const rows = results.map((r) => ({ ...r, ratio: hop ? r.rps / hop.rps : NaN }));
-console.log(`\ntasksvc benchmark · node ${process.version} · ${cpus().length} cores · ${CONNECTIONS} connections · ${DURATION}s per scenario (+${WARMUP}s warm-up) · npm run bench\n`);
+const rows = results.map((r) => ({ ...r, ratio: hopResult ? r.rps / hopResult.rps : NaN }));
+const tool = WRK ? "wrk -t2" : "autocannon";
+console.log(`\ntasksvc benchmark · ${tool} · node ${process.version} · ${cpus().length} cores · ${CONNECTIONS} connections · ${DURATION}s per scenario (+${WARMUP}s warm-up) · npm run bench\n`);
 const header = ["scenario", "req/s", "p50 ms", "p99 ms", "non-2xx", "errors", "× one hop"];
 const table = rows.map((r) => [r.name, fmt(r.rps), fmt(r.p50, 1), fmt(r.p99, 1), fmt(r.non2xx), fmt(r.errors), `${r.ratio.toFixed(2)}×`]);
 const widths = header.map((h, i) => Math.max(h.length, ...table.map((row) => row[i].length)));
@@ -150,4 +213,7 @@ console.log(line(header));
 console.log(widths.map((w) => "-".repeat(w)).join("  "));
 for (const row of table) console.log(line(row));
 mkdirSync(new URL("./results", import.meta.url), { recursive: true });
-writeFileSync(new URL("./results/latest.json", import.meta.url), `${JSON.stringify({ at: new Date().toISOString(), node: process.version, cores: cpus().length, connections: CONNECTIONS, duration: DURATION, results: rows }, null, 2)}\n`);
+writeFileSync(
+  new URL("./results/latest.json", import.meta.url),
+  `${JSON.stringify({ at: new Date().toISOString(), tool, node: process.version, cores: cpus().length, connections: CONNECTIONS, duration: DURATION, results: rows }, null, 2)}\n`,
+);
