@@ -40,6 +40,7 @@ export interface Served {
 export function serve<C extends RpcCatalog>(nc: NatsConnection, catalog: C, handlers: Handlers<C>, opts: ServeOptions): Served {
   const subs: Subscription[] = [];
   const inFlight = new Set<Promise<void>>();
+  const debug = opts.log.isLevelEnabled("debug");
   for (const op of Object.keys(catalog.ops) as OpName<C>[]) {
     const def = catalog.ops[op];
     const handler = handlers[op];
@@ -58,6 +59,7 @@ export function serve<C extends RpcCatalog>(nc: NatsConnection, catalog: C, hand
     subs.push(sub);
 
     const handle = async (msg: Msg): Promise<void> => {
+      const started = performance.now();
       const requestId = msg.headers?.get(REQUEST_ID_HEADER) || "unknown";
       // The per-message child logger (request_id, organization_id on every line) is built on
       // first use: most messages log nothing, and a pino child per message is measurable CPU.
@@ -90,6 +92,7 @@ export function serve<C extends RpcCatalog>(nc: NatsConnection, catalog: C, hand
           reply = { ok: false, error: new AppError("internal_error", "An unexpected error occurred.").toRpc() };
         }
       }
+      if (debug) meta.log.debug({ ok: reply.ok, ms: Math.round(performance.now() - started) }, "rpc handled");
       const h = natsHeaders();
       h.set(REQUEST_ID_HEADER, requestId);
       if (!reply.ok) {

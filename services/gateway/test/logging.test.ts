@@ -1,0 +1,67 @@
+import { Writable } from "node:stream";
+import { parseConfig } from "@tasksvc/config";
+import { KeysConfig, startKeys } from "@tasksvc/keys";
+import { createLogger } from "@tasksvc/logger";
+import { api, factories } from "@tasksvc/testing";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { GatewayConfig } from "../src/config.js";
+import { startGateway } from "../src/service.js";
+
+const stack = inject("stack");
+// A stack of its own (same database, its own namespace) whose logs this test reads.
+const namespace = `${stack.namespace}_log`;
+const lines: Array<Record<string, unknown>> = [];
+const sink = new Writable({
+  write(chunk: Buffer, _enc, done) {
+    for (const l of chunk.toString("utf8").split("\n")) if (l.trim()) lines.push(JSON.parse(l) as Record<string, unknown>);
+    done();
+  },
+});
+const env = { DATABASE_URL: stack.databaseUrl, NATS_URL: stack.natsUrl, NATS_NAMESPACE: namespace, PORT: "0" };
+const f = factories({ ...stack, namespace });
+let stops: Array<() => Promise<void>> = [];
+let gw: ReturnType<typeof api>;
+
+beforeAll(async () => {
+  const keys = await startKeys(parseConfig(KeysConfig, env), createLogger({ service: "keys", level: "debug", destination: sink }));
+  const gateway = await startGateway(parseConfig(GatewayConfig, env), createLogger({ service: "gateway", level: "info", destination: sink }));
+  stops = [() => gateway.stop(), () => keys.stop()];
+  gw = api(gateway.url);
+});
+afterAll(async () => {
+  for (const s of stops) await s();
+  await f.close();
+});
+
+describe("logs", () => {
+  it("when a request crosses gateway and keys service, then every line of it in both carries its request_id", async () => {
+    const t = await f.tenant();
+    const r = await gw.get("/v1/organizations", { token: t.apiKey });
+    expect(r.status, r.text).toBe(200);
+    const id = r.headers.get("x-request-id");
+    const deadline = Date.now() + 5000;
+    while (Date.now() < deadline && !lines.some((l) => l["service"] === "gateway" && l["request_id"] === id)) await new Promise((res) => setTimeout(res, 20));
+    const mine = lines.filter((l) => l["request_id"] === id);
+    const services = new Set(mine.map((l) => l["service"]));
+    expect([...services].sort(), JSON.stringify(mine)).toEqual(["gateway", "keys"]);
+    const keysLine = mine.find((l) => l["service"] === "keys" && l["op"] === "keys.listOrganizations");
+    expect(keysLine, JSON.stringify(mine)).toMatchObject({ organization_id: t.organizationId, msg: "rpc handled" });
+    const access = mine.find((l) => l["service"] === "gateway" && l["msg"] === "request");
+    expect(access).toMatchObject({ method: "GET", url: "/v1/organizations", status: 200 });
+  });
+
+  it("when lines are written during requests, then none of the request-scoped ones lacks a request_id", () => {
+    const scoped = lines.filter((l) => l["msg"] === "request" || l["msg"] === "rpc handled");
+    expect(scoped.length).toBeGreaterThan(0);
+    for (const l of scoped) expect(typeof l["request_id"], JSON.stringify(l)).toBe("string");
+  });
+
+  it("when a credential is sent, then no line contains it", async () => {
+    const t = await f.tenant();
+    await gw.get("/v1/organizations", { token: t.apiKey });
+    await gw.get("/v1/organizations", { token: "svc_live_notAKeyButStillSecret0000000000000000000" });
+    const all = JSON.stringify(lines);
+    expect(all).not.toContain(t.apiKey);
+    expect(all).not.toContain("notAKeyButStillSecret");
+  });
+});
