@@ -100,6 +100,27 @@ describe("GET /v1/usage", () => {
     expect(Date.parse(u.period_end) - Date.parse(u.period_start)).toBe(2_592_000_000);
     expect(Date.parse(u.burst.reset_at)).toBeGreaterThan(Date.now());
   });
+
+  it("when 40 calls arrive at once on one replica, then usage read on the other replica settles at exactly 40 plus its own reads", async () => {
+    const t = await f.tenant("team");
+    const rs = await Promise.all(Array.from({ length: 40 }, () => gw.get("/v1/organizations", { token: t.apiKey })));
+    expect(rs.map((r) => r.status)).toEqual(Array(40).fill(200));
+    // A replica under load reserves calls in batches and gives back what it did not spend within
+    // a second (decision 0007), so a reader elsewhere may briefly see reserved calls; never fewer.
+    let reads = 0;
+    let used = 0;
+    const deadline = Date.now() + 5_000;
+    do {
+      reads += 1;
+      const r = await gw2.get("/v1/usage", { token: t.apiKey });
+      expect(r.status, r.text).toBe(200);
+      used = r.body.calls_used;
+      expect(used).toBeGreaterThanOrEqual(40 + reads);
+      if (used === 40 + reads) break;
+      await new Promise((res) => setTimeout(res, 100));
+    } while (Date.now() < deadline);
+    expect(used).toBe(40 + reads);
+  });
 });
 
 describe("Idempotency-Key", () => {

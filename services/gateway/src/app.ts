@@ -9,7 +9,7 @@ import type { z } from "zod";
 import type { Authenticator } from "./auth.js";
 import type { CursorCodec } from "./policies/cursors.js";
 import { claimIdempotency, parseIdempotencyKey, requestFingerprint, type Claim } from "./policies/idempotency.js";
-import { chargeCall, rateLimitHeaders } from "./policies/limits.js";
+import { rateLimitHeaders, type Charger } from "./policies/limits.js";
 import { registerDocs } from "./docs.js";
 import { registerProblemHandling, sendProblem } from "./problems.js";
 import type { GatewayRepo } from "./repo/gateway-repo.js";
@@ -30,6 +30,7 @@ export interface BuildOptions {
   nc: NatsConnection;
   bodyLimit: number;
   repo: GatewayRepo;
+  charger: Charger;
   cursors: CursorCodec;
   /** How long an Idempotency-Key stays claimed by an execution that never reports back. */
   idempotencyLeaseMs: number;
@@ -119,7 +120,7 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
           key = def.idempotent ? parseIdempotencyKey(req.headers["idempotency-key"]) : undefined;
         } catch (e) {
           // A malformed key is an authenticated 400 like any other: it costs its call.
-          reply.headers(rateLimitHeaders(await chargeCall(opts.repo, identity)));
+          reply.headers(rateLimitHeaders(await opts.charger.charge(identity)));
           throw e;
         }
         if (key !== undefined) {
@@ -131,7 +132,7 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
         const held = claim?.kind === "claimed" ? claim : undefined;
 
         try {
-          const charge = await chargeCall(opts.repo, identity);
+          const charge = await opts.charger.charge(identity, def.exactCharge === true);
           reply.headers(rateLimitHeaders(charge));
           authorize(def, identity);
           const ctx: RpcContext = {

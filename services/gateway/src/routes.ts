@@ -52,6 +52,8 @@ export interface RouteDef<P extends z.ZodType = z.ZodType, Q extends z.ZodType =
   paginated?: boolean;
   /** One line for the OpenAPI document. */
   summary: string;
+  /** Count this call alone, after giving back this replica's unspent reserved calls (0007). */
+  exactCharge?: boolean;
   forward(c: Clients, input: RouteInput<z.output<P>, z.output<Q>, z.output<B>>): Promise<unknown>;
 }
 
@@ -149,6 +151,7 @@ export const routes: RouteDef[] = [
     query: NoQuery,
     status: 200,
     response: Usage,
+    exactCharge: true,
     // The gateway owns the counters; nothing to forward.
     forward: async (_c, { identity, charge }) => ({
       plan: identity.plan,

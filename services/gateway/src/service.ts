@@ -7,6 +7,7 @@ import { client, connectNats } from "@tasksvc/nats";
 import { buildGateway } from "./app.js";
 import { createAuthenticator } from "./auth.js";
 import { cursorCodec } from "./policies/cursors.js";
+import { createCharger } from "./policies/limits.js";
 import { gatewayRepo } from "./repo/gateway-repo.js";
 import type { GatewayConfig } from "./config.js";
 
@@ -21,6 +22,7 @@ export async function startGateway(cfg: GatewayConfig, log: Logger) {
   await checkDb(sql, cfg.DATABASE_URL);
   const repo = gatewayRepo(sql);
   const cursors = cursorCodec(await repo.secret("cursor"));
+  const charger = createCharger({ repo, log });
   const nc = await connectNats({ url: cfg.NATS_URL, name: "gateway" });
   const rpc = { namespace: cfg.NATS_NAMESPACE, timeoutMs: cfg.RPC_TIMEOUT_MS };
   const keys = client(nc, keysRpc, rpc);
@@ -43,6 +45,7 @@ export async function startGateway(cfg: GatewayConfig, log: Logger) {
     nc,
     bodyLimit: cfg.BODY_LIMIT_BYTES,
     repo,
+    charger,
     cursors,
     // Past the RPC timeout, an execution that never reported back is abandoned.
     idempotencyLeaseMs: cfg.RPC_TIMEOUT_MS + 10_000,
@@ -55,6 +58,7 @@ export async function startGateway(cfg: GatewayConfig, log: Logger) {
     await app.listen({ port: cfg.PORT, host: "0.0.0.0" });
   } catch (e) {
     clearInterval(sweeper);
+    await charger.close();
     await nc.drain();
     await sql.end({ timeout: 1 });
     if ((e as { code?: string }).code === "EADDRINUSE") throw new StartupError(`PORT ${cfg.PORT} is already in use: stop the other process or set PORT to a free port`);
@@ -68,6 +72,7 @@ export async function startGateway(cfg: GatewayConfig, log: Logger) {
     async stop() {
       clearInterval(sweeper);
       await app.close();
+      await charger.close();
       auth.stop();
       await nc.drain();
       await sql.end({ timeout: 5 });

@@ -9,6 +9,7 @@ import { buildGateway } from "../src/app.js";
 import { routes, type RouteDef } from "../src/routes.js";
 import { createAuthenticator } from "../src/auth.js";
 import { cursorCodec } from "../src/policies/cursors.js";
+import { createCharger } from "../src/policies/limits.js";
 import { gatewayRepo } from "../src/repo/gateway-repo.js";
 
 const stack = inject("stack");
@@ -46,6 +47,7 @@ beforeAll(async () => {
       nc,
       bodyLimit: 1024 * 1024,
       repo,
+      charger: createCharger({ repo, log }),
       cursors: cursorCodec("pipeline-test-secret"),
       idempotencyLeaseMs: 10_000,
       routes: [...routes, gated],

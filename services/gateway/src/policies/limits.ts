@@ -1,6 +1,7 @@
 import { QUOTA_PERIOD_SECONDS, type Identity } from "@tasksvc/contracts";
 import { AppError } from "@tasksvc/errors";
-import type { GatewayRepo } from "../repo/gateway-repo.js";
+import type { Logger } from "@tasksvc/logger";
+import type { GatewayRepo, ReserveRow } from "../repo/gateway-repo.js";
 
 export interface Charge {
   burst: { limit: number; windowSeconds: number; remaining: number; resetAt: Date };
@@ -9,38 +10,178 @@ export interface Charge {
 
 const secondsUntil = (d: Date) => Math.max(1, Math.ceil((d.getTime() - Date.now()) / 1000));
 
+/** Largest batch a replica reserves in one round trip (the database caps it further). */
+const MAX_BATCH = 64;
+
+/**
+ * Calls reserved in Postgres and not yet spent by this replica, for one credential under one set
+ * of limits. The counters in the database already include them.
+ */
+interface Reservation {
+  tokens: number;
+  /** Batch size to ask for next: grows while requests queue for a refill, shrinks when unspent. */
+  want: number;
+  /** Requests waited for the refill in flight (the credential is busy on this replica). */
+  contended: boolean;
+  expiresAt: number;
+  row: ReserveRow | undefined;
+  refill: Promise<void> | undefined;
+}
+
+export interface ChargerOptions {
+  repo: GatewayRepo;
+  log: Logger;
+  /** How long unspent reserved calls stay with this replica before they are given back. */
+  holdMs?: number;
+}
+
 /**
  * Counts one API call for the credential (burst) and its organization (billing period), or
- * refuses it with 429. State lives in Postgres, so limits hold across any number of replicas.
+ * refuses it with 429. State lives in Postgres, so the limits hold across any number of
+ * replicas (decisions 0005 and 0007).
+ *
+ * A replica does not write both counter rows on every request: when requests for one credential
+ * queue behind each other it reserves a batch of calls in one round trip (the database grants at
+ * most an eighth of what remains, so near a limit every call is counted one by one) and spends
+ * it locally. Unspent calls go back after `holdMs` and on shutdown. A request that comes alone
+ * reserves exactly one call, so quiet traffic is counted exactly as it arrives.
  */
-export async function chargeCall(repo: GatewayRepo, id: Identity): Promise<Charge> {
-  const l = id.limits;
-  const row = await repo.charge({
-    credentialId: id.credential_id,
-    burst: l.burst,
-    windowSeconds: l.burst_window_seconds,
-    orgId: id.organization_id,
-    anchor: id.organization_created_at,
-    quota: l.quota,
-    periodSeconds: QUOTA_PERIOD_SECONDS,
-  });
-  const charge: Charge = {
-    burst: { limit: l.burst, windowSeconds: l.burst_window_seconds, remaining: Math.max(0, l.burst - row.burst_count), resetAt: row.window_end },
-    quota: { limit: l.quota, used: Number(row.quota_count), periodStart: row.period_start, periodEnd: row.period_end },
-  };
-  switch (row.outcome) {
-    case "ok":
-      return charge;
-    case "rate_limited":
+export function createCharger(opts: ChargerOptions) {
+  const holdMs = opts.holdMs ?? 500;
+  const reservations = new Map<string, Reservation>();
+  const releases = new Set<Promise<void>>();
+
+  const keyOf = (id: Identity) => `${id.credential_id}\u0000${id.organization_id}\u0000${id.limits.burst}/${id.limits.burst_window_seconds}/${id.limits.quota}`;
+
+  function giveBack(r: Reservation): void {
+    const row = r.row;
+    const n = r.tokens;
+    r.tokens = 0;
+    if (!row || n <= 0) return;
+    const p = opts.repo
+      .release(row.credentialId, row.window_key, row.organizationId, row.period_key, n)
+      .catch((err: unknown) => opts.log.error({ err, credential_id: row.credentialId, calls: n }, "could not give back reserved calls"))
+      .finally(() => releases.delete(p));
+    releases.add(p);
+  }
+
+  const usable = (r: Reservation, now: number) =>
+    r.tokens > 0 && r.row !== undefined && now < r.expiresAt && now < r.row.window_end.getTime() && now < r.row.period_end.getTime();
+
+  function spend(r: Reservation, id: Identity): Charge {
+    r.tokens -= 1;
+    const row = r.row!;
+    const l = id.limits;
+    return {
+      burst: { limit: l.burst, windowSeconds: l.burst_window_seconds, remaining: Math.max(0, l.burst - row.burst_count + r.tokens), resetAt: row.window_end },
+      quota: { limit: l.quota, used: Number(row.quota_count) - r.tokens, periodStart: row.period_start, periodEnd: row.period_end },
+    };
+  }
+
+  async function refill(r: Reservation, id: Identity): Promise<ReserveRow> {
+    if (r.tokens > 0) giveBack(r); // expired or out of its window
+    const l = id.limits;
+    const row = await opts.repo.reserve({
+      credentialId: id.credential_id,
+      burst: l.burst,
+      windowSeconds: l.burst_window_seconds,
+      orgId: id.organization_id,
+      anchor: id.organization_created_at,
+      quota: l.quota,
+      periodSeconds: QUOTA_PERIOD_SECONDS,
+      want: r.want,
+    });
+    if (row.outcome === "ok") {
+      r.row = row;
+      r.tokens = row.granted;
+      r.expiresAt = Date.now() + holdMs;
+    }
+    return row;
+  }
+
+  function refuse(row: ReserveRow, id: Identity): never {
+    const l = id.limits;
+    if (row.outcome === "rate_limited") {
       throw new AppError("rate_limited", `Burst limit of ${l.burst} requests per ${l.burst_window_seconds} s exceeded for this credential; retry after the Retry-After delay.`, {
         retryAfter: secondsUntil(row.window_end),
       });
-    case "quota_exhausted":
-      throw new AppError("quota_exhausted", `The organization's allowance of ${l.quota} API calls for this billing period is used up; it renews at ${row.period_end.toISOString()}.`, {
-        retryAfter: secondsUntil(row.period_end),
-      });
+    }
+    throw new AppError("quota_exhausted", `The organization's allowance of ${l.quota} API calls for this billing period is used up; it renews at ${row.period_end.toISOString()}.`, {
+      retryAfter: secondsUntil(row.period_end),
+    });
   }
+
+  // Unspent reservations go back once they expire, so other replicas (and GET /v1/usage) see them.
+  const sweeper = setInterval(() => {
+    const now = Date.now();
+    for (const [key, r] of reservations) {
+      if (r.refill) continue;
+      if (r.tokens > 0 && now >= r.expiresAt) {
+        giveBack(r);
+        r.want = Math.max(1, r.want >> 1);
+      } else if (r.tokens === 0 && now >= r.expiresAt + 10 * holdMs) {
+        reservations.delete(key);
+      }
+    }
+  }, Math.max(50, holdMs >> 1));
+  sweeper.unref();
+
+  return {
+    /**
+     * Charges one call. `exact` first gives back this replica's unspent calls for the
+     * credential and counts this call alone, so the counters it returns are current (GET
+     * /v1/usage).
+     */
+    async charge(id: Identity, exact = false): Promise<Charge> {
+      const key = keyOf(id);
+      let r = reservations.get(key);
+      if (!r) {
+        r = { tokens: 0, want: 1, contended: false, expiresAt: 0, row: undefined, refill: undefined };
+        reservations.set(key, r);
+      }
+      if (exact) {
+        while (r.refill) await r.refill.catch(() => undefined);
+        giveBack(r);
+        await Promise.all(releases);
+      }
+      for (;;) {
+        if (!exact && usable(r, Date.now())) return spend(r, id);
+        if (r.refill) {
+          r.contended = true;
+          // A failed refill fails the request that made it; the others try again themselves.
+          await r.refill.catch(() => undefined);
+          continue;
+        }
+        if (r.contended) r.want = Math.min(MAX_BATCH, r.want * 2);
+        r.contended = false;
+        if (exact) r.want = 1;
+        let row!: ReserveRow;
+        const pending = refill(r, id).then((x) => {
+          row = x;
+        });
+        r.refill = pending;
+        try {
+          await pending;
+        } finally {
+          r.refill = undefined;
+        }
+        if (row.outcome !== "ok") refuse(row, id);
+        return spend(r, id);
+      }
+    },
+
+    /** Gives every unspent reservation back (graceful shutdown). */
+    async close(): Promise<void> {
+      clearInterval(sweeper);
+      for (const r of reservations.values()) {
+        if (r.refill) await r.refill.catch(() => undefined);
+        giveBack(r);
+      }
+      await Promise.all(releases);
+    },
+  };
 }
+export type Charger = ReturnType<typeof createCharger>;
 
 /** RFC 9651 structured fields as in DESIGN.md section 3, plus the X-RateLimit-* trio. */
 export function rateLimitHeaders(c: Charge): Record<string, string> {

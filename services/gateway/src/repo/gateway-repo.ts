@@ -1,13 +1,22 @@
 import { randomBytes } from "node:crypto";
 import type { Sql } from "@tasksvc/db";
 
-export interface ChargeRow {
+export interface ReserveRow {
   outcome: "ok" | "rate_limited" | "quota_exhausted";
+  /** Calls reserved by this round trip (0 when refused). */
+  granted: number;
+  /** Counters after the reservation (reserved calls included). */
   burst_count: number;
-  window_end: Date;
   quota_count: string;
+  window_start: Date;
+  window_end: Date;
   period_start: Date;
   period_end: Date;
+  /** window_start and period_start as Postgres text: exact to the microsecond, for release(). */
+  window_key: string;
+  period_key: string;
+  credentialId: string;
+  organizationId: string;
 }
 
 export interface StoredOutcome {
@@ -20,11 +29,17 @@ export interface StoredOutcome {
 /** All SQL of the gateway (schema `gateway`). */
 export function gatewayRepo(sql: Sql) {
   return {
-    async charge(a: { credentialId: string; burst: number; windowSeconds: number; orgId: string; anchor: string; quota: number; periodSeconds: number }): Promise<ChargeRow> {
-      const [row] = await sql<ChargeRow[]>`
-        select * from charge(${a.credentialId}, ${a.burst}, ${a.windowSeconds}, ${a.orgId}, ${a.anchor}::text::timestamptz, ${a.quota}, ${a.periodSeconds})`;
-      if (!row) throw new Error("charge() returned no row");
-      return row;
+    /** Reserves up to `want` calls against the burst window and the billing period (0007). */
+    async reserve(a: { credentialId: string; burst: number; windowSeconds: number; orgId: string; anchor: string; quota: number; periodSeconds: number; want: number }): Promise<ReserveRow> {
+      const [row] = await sql<Omit<ReserveRow, "credentialId" | "organizationId">[]>`
+        select r.*, r.window_start::text as window_key, r.period_start::text as period_key from charge_reserve(${a.credentialId}, ${a.burst}, ${a.windowSeconds}, ${a.orgId}, ${a.anchor}::text::timestamptz, ${a.quota}, ${a.periodSeconds}, ${a.want}) r`;
+      if (!row) throw new Error("charge_reserve() returned no row");
+      return { ...row, credentialId: a.credentialId, organizationId: a.orgId };
+    },
+
+    /** Gives back reserved calls that were not spent (keys as returned by reserve()). */
+    async release(credentialId: string, windowKey: string, orgId: string, periodKey: string, n: number): Promise<void> {
+      await sql`select charge_release(${credentialId}, ${windowKey}::text::timestamptz, ${orgId}, ${periodKey}::text::timestamptz, ${n})`;
     },
 
     /**

@@ -1,0 +1,149 @@
+import type { Identity } from "@tasksvc/contracts";
+import { createDb, newId } from "@tasksvc/db";
+import { isAppError } from "@tasksvc/errors";
+import { createLogger } from "@tasksvc/logger";
+import { afterAll, describe, expect, inject, it } from "vitest";
+import { createCharger } from "../src/policies/limits.js";
+import { gatewayRepo } from "../src/repo/gateway-repo.js";
+
+// The charger against the real `gateway` schema, with synthetic identities (each test its own
+// credential and organization), so that reservations and give-backs can be counted exactly.
+const stack = inject("stack");
+const sql = createDb({ url: stack.databaseUrl, schema: "gateway", max: 8 });
+const log = createLogger({ service: "charger-test", level: "silent" });
+
+afterAll(async () => {
+  await sql.end({ timeout: 1 });
+});
+
+function identity(burst: number, quota: number): Identity {
+  return {
+    kind: "api_key",
+    credential_id: newId("key"),
+    organization_id: newId("org"),
+    organization_created_at: new Date(Date.now() - 86_400_000).toISOString(),
+    user_id: newId("usr"),
+    role: "owner",
+    scopes: [],
+    plan: "team",
+    entitlements: ["public_api"],
+    limits: { burst, burst_window_seconds: 60, quota, max_file_size: 1, storage: 1 },
+    expires_at: null,
+  };
+}
+
+/** The repo, counting reservation round trips. */
+function countingRepo() {
+  const repo = gatewayRepo(sql);
+  const calls = { reserve: 0 };
+  return {
+    calls,
+    repo: {
+      ...repo,
+      reserve: (a: Parameters<typeof repo.reserve>[0]) => {
+        calls.reserve += 1;
+        return repo.reserve(a);
+      },
+    },
+  };
+}
+
+async function counters(id: Identity) {
+  const [b] = await sql<{ n: number }[]>`select coalesce(sum(count), 0)::int as n from burst_counters where credential_id = ${id.credential_id}`;
+  const [q] = await sql<{ n: number }[]>`select coalesce(sum(count), 0)::int as n from usage_counters where organization_id = ${id.organization_id}`;
+  return { burst: b!.n, quota: q!.n };
+}
+
+async function outcomes(charges: Promise<unknown>[]) {
+  const settled = await Promise.allSettled(charges);
+  const count = { ok: 0, rate_limited: 0, quota_exhausted: 0, other: 0 };
+  for (const s of settled) {
+    if (s.status === "fulfilled") count.ok += 1;
+    else if (isAppError(s.reason) && (s.reason.code === "rate_limited" || s.reason.code === "quota_exhausted")) count[s.reason.code] += 1;
+    else count.other += 1;
+  }
+  return count;
+}
+
+describe("charge reservations", () => {
+  it("when 60 calls of one credential arrive together far from its limits, then they share a few round trips and, once closed, the counters hold exactly 60", async () => {
+    const { repo, calls } = countingRepo();
+    const charger = createCharger({ repo, log, holdMs: 10_000 });
+    const id = identity(100_000, 1_000_000);
+    const r = await outcomes(Array.from({ length: 60 }, () => charger.charge(id)));
+    expect(r).toEqual({ ok: 60, rate_limited: 0, quota_exhausted: 0, other: 0 });
+    expect(calls.reserve).toBeLessThan(20);
+    expect((await counters(id)).burst).toBeGreaterThanOrEqual(60);
+    await charger.close();
+    expect(await counters(id)).toEqual({ burst: 60, quota: 60 });
+  });
+
+  it("when calls come one at a time, then each is counted as it arrives (nothing is held back)", async () => {
+    const { repo } = countingRepo();
+    const charger = createCharger({ repo, log });
+    const id = identity(100_000, 1_000_000);
+    for (let i = 1; i <= 5; i++) {
+      const c = await charger.charge(id);
+      expect(c.quota.used).toBe(i);
+      expect(await counters(id)).toEqual({ burst: i, quota: i });
+    }
+    await charger.close();
+  });
+
+  it("when 50 calls race for a burst of 40 on one replica, then exactly 10 are refused and 40 are counted", async () => {
+    const { repo } = countingRepo();
+    const charger = createCharger({ repo, log, holdMs: 10_000 });
+    const id = identity(40, 1_000_000);
+    expect(await outcomes(Array.from({ length: 50 }, () => charger.charge(id)))).toEqual({ ok: 40, rate_limited: 10, quota_exhausted: 0, other: 0 });
+    expect(await counters(id)).toEqual({ burst: 40, quota: 40 });
+    await charger.close();
+    expect(await counters(id)).toEqual({ burst: 40, quota: 40 });
+  });
+
+  it("when 30 calls race for an allowance of 12, then exactly 18 get quota_exhausted and the refused ones hold no burst slot", async () => {
+    const { repo } = countingRepo();
+    const charger = createCharger({ repo, log, holdMs: 10_000 });
+    const id = identity(100_000, 12);
+    expect(await outcomes(Array.from({ length: 30 }, () => charger.charge(id)))).toEqual({ ok: 12, rate_limited: 0, quota_exhausted: 18, other: 0 });
+    await charger.close();
+    expect(await counters(id)).toEqual({ burst: 12, quota: 12 });
+  });
+
+  it("when two replicas share a burst of 100 under 150 racing calls, then no more than 100 pass and the counters equal what passed", async () => {
+    const a = createCharger({ repo: gatewayRepo(sql), log, holdMs: 10_000 });
+    const b = createCharger({ repo: gatewayRepo(sql), log, holdMs: 10_000 });
+    const id = identity(100, 1_000_000);
+    const r = await outcomes(Array.from({ length: 150 }, (_, i) => (i % 2 ? a : b).charge(id)));
+    expect(r.other).toBe(0);
+    expect(r.ok).toBeLessThanOrEqual(100);
+    // Unspent reservations can refuse a little early, never let more through: bounded by the
+    // last batches (at most an eighth of what remained when each was granted).
+    expect(r.ok).toBeGreaterThanOrEqual(90);
+    await Promise.all([a.close(), b.close()]);
+    expect(await counters(id)).toEqual({ burst: r.ok, quota: r.ok });
+  });
+
+  it("when a replica holds unspent calls past holdMs, then it gives them back by itself", async () => {
+    const charger = createCharger({ repo: gatewayRepo(sql), log, holdMs: 100 });
+    const id = identity(100_000, 1_000_000);
+    await outcomes(Array.from({ length: 40 }, () => charger.charge(id)));
+    const deadline = Date.now() + 5_000;
+    let c = await counters(id);
+    while (c.quota !== 40 && Date.now() < deadline) {
+      await new Promise((res) => setTimeout(res, 50));
+      c = await counters(id);
+    }
+    expect(c).toEqual({ burst: 40, quota: 40 });
+    await charger.close();
+  });
+
+  it("when charged exactly (GET /v1/usage), then unspent calls are given back first and the count is current", async () => {
+    const charger = createCharger({ repo: gatewayRepo(sql), log, holdMs: 10_000 });
+    const id = identity(100_000, 1_000_000);
+    await outcomes(Array.from({ length: 30 }, () => charger.charge(id)));
+    const c = await charger.charge(id, true);
+    expect(c.quota.used).toBe(31);
+    expect(c.burst.remaining).toBe(100_000 - 31);
+    await charger.close();
+  });
+});
