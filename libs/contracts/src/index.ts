@@ -3,3 +3,4 @@ export * from "./auth.js";
 export * from "./common.js";
 export * from "./rpc.js";
 export * from "./keys.js";
+export * from "./tasks.js";

@@ -2,3 +2,4 @@ export * from "./connect.js";
 export * from "./serve.js";
 export * from "./client.js";
 export * from "./json.js";
+export * from "./streams.js";

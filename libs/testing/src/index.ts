@@ -3,3 +3,4 @@ export * from "./http.js";
 export * from "./factories.js";
 export * from "./auth-cases.js";
 export * from "./context.js";
+export * from "./events.js";

@@ -4,6 +4,8 @@ import { parseConfig } from "@tasksvc/config";
 import { ensureDatabase, quoteIdent, withDefaultUser } from "@tasksvc/db";
 import { GatewayConfig, startGateway } from "@tasksvc/gateway";
 import { KeysConfig, startKeys } from "@tasksvc/keys";
+import { TasksConfig, startTasks } from "@tasksvc/tasks";
+import { connectNats, deleteStreams } from "@tasksvc/nats";
 import { createLogger, type Logger } from "@tasksvc/logger";
 import postgres from "postgres";
 import { connect } from "@tasksvc/nats";
@@ -83,6 +85,7 @@ async function locateServices(): Promise<{ pgBase: string; natsUrl: string; clea
 export interface StackOptions {
   gateways?: number;
   keysReplicas?: number;
+  tasksReplicas?: number;
   log?: Logger;
 }
 
@@ -109,6 +112,10 @@ export async function startStack(opts: StackOptions = {}): Promise<StartedStack>
       Array.from({ length: opts.keysReplicas ?? 2 }, (_, i) => startKeys(parseConfig(KeysConfig, env), log.child({ service: "keys", replica: i }))),
     );
     stoppers.push(...keys.map((k) => () => k.stop()));
+    const tasks = await Promise.all(
+      Array.from({ length: opts.tasksReplicas ?? 2 }, (_, i) => startTasks(parseConfig(TasksConfig, env), log.child({ service: "tasks", replica: i }))),
+    );
+    stoppers.push(...tasks.map((t) => () => t.stop()));
     const gateways = await Promise.all(
       Array.from({ length: opts.gateways ?? 2 }, (_, i) => startGateway(parseConfig(GatewayConfig, env), log.child({ service: "gateway", replica: i }))),
     );
@@ -120,15 +127,27 @@ export async function startStack(opts: StackOptions = {}): Promise<StartedStack>
       namespace,
       async stop() {
         await Promise.allSettled(stoppers.reverse().map((s) => s()));
+        await dropNamespace(natsUrl, namespace);
         await dropDatabase(databaseUrl);
         await cleanup();
       },
     };
   } catch (e) {
     await Promise.allSettled(stoppers.map((s) => s()));
+    await dropNamespace(natsUrl, namespace).catch(() => undefined);
     await dropDatabase(databaseUrl);
     await cleanup();
     throw e;
+  }
+}
+
+/** Deletes the JetStream streams of a test namespace. */
+export async function dropNamespace(natsUrl: string, namespace: string): Promise<void> {
+  const nc = await connectNats({ url: natsUrl, name: "test-cleanup" });
+  try {
+    await deleteStreams(nc, `${namespace}_`);
+  } finally {
+    await nc.drain();
   }
 }
 

@@ -13,7 +13,7 @@ import { rateLimitHeaders, type Charger } from "./policies/limits.js";
 import { registerDocs } from "./docs.js";
 import { registerProblemHandling, sendProblem } from "./problems.js";
 import type { GatewayRepo } from "./repo/gateway-repo.js";
-import { routes, type Clients, type RouteDef } from "./routes.js";
+import { routes, WithStatus, type Clients, type RouteDef } from "./routes.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -156,14 +156,19 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
             identity,
             charge,
           };
-          const data = await def.forward(opts.clients, input);
+          let data = await def.forward(opts.clients, input);
+          let status = def.status;
+          if (data instanceof WithStatus) {
+            status = data.status;
+            data = data.body;
+          }
           if (def.paginated && query) {
             const p = data as { next_cursor: string | null };
             if (p.next_cursor !== null) p.next_cursor = opts.cursors.wrap(def.url, query, p.next_cursor);
           }
           const body = JSON.stringify(data);
-          if (held) await opts.repo.storeIdempotentOutcome(held.credentialId, held.key, def.status, body, { "content-type": "application/json; charset=utf-8" });
-          return reply.code(def.status).type("application/json; charset=utf-8").send(body);
+          if (held) await opts.repo.storeIdempotentOutcome(held.credentialId, held.key, status, body, { "content-type": "application/json; charset=utf-8" });
+          return reply.code(status).type("application/json; charset=utf-8").send(body);
         } catch (e) {
           if (held) {
             // Outcomes the client caused are stored and replayed (400s included). A refusal before

@@ -86,14 +86,24 @@ export function buildOpenApi(routes: readonly RouteDef[]): Json {
       "503": problemResponse(503, ["service_unavailable"], { "Retry-After": header("Seconds to wait", { type: "integer" }) }),
     };
     if (def.params) responses["404"] = problemResponse(404, ["resource_not_found"]);
+    for (const [status, description] of Object.entries(def.otherStatuses ?? {})) {
+      responses[status] = { description, headers: successHeaders, content: { "application/json": { schema: schemaOf(def.response, "output") } } };
+    }
+    const extra = new Map<number, ErrorCode[]>();
+    for (const code of def.errors ?? []) {
+      const st = ERROR_CATALOG[code].status;
+      extra.set(st, [...(extra.get(st) ?? []), code]);
+    }
     if (def.body) {
       responses["413"] = problemResponse(413, ["payload_too_large"]);
       responses["415"] = problemResponse(415, ["unsupported_media_type"]);
     }
     if (def.idempotent) {
-      responses["409"] = problemResponse(409, ["idempotency_in_progress"]);
-      responses["422"] = problemResponse(422, ["idempotency_key_reused"]);
+      extra.set(409, [...(extra.get(409) ?? []), "idempotency_in_progress"]);
+      extra.set(422, [...(extra.get(422) ?? []), "idempotency_key_reused"]);
     }
+    if (def.params && extra.has(404)) extra.delete(404);
+    for (const [st, codes] of extra) responses[String(st)] = problemResponse(st, codes);
     const op: Json = {
       operationId: `${def.method.toLowerCase()}${def.url.replace(/^\/v1/, "").replace(/[/:-]+([a-z])/g, (_m, c: string) => c.toUpperCase())}`,
       summary: def.summary,

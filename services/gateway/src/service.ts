@@ -1,5 +1,5 @@
 import { StartupError } from "@tasksvc/config";
-import { keysRpc } from "@tasksvc/contracts";
+import { keysRpc, tasksRpc } from "@tasksvc/contracts";
 import { fileURLToPath } from "node:url";
 import { checkDb, createDb, ensureDatabase, migrate } from "@tasksvc/db";
 import type { Logger } from "@tasksvc/logger";
@@ -26,6 +26,7 @@ export async function startGateway(cfg: GatewayConfig, log: Logger) {
   const nc = await connectNats({ url: cfg.NATS_URL, name: "gateway" });
   const rpc = { namespace: cfg.NATS_NAMESPACE, timeoutMs: cfg.RPC_TIMEOUT_MS };
   const keys = client(nc, keysRpc, rpc);
+  const tasks = client(nc, tasksRpc, rpc);
   const auth = createAuthenticator({
     nc,
     namespace: cfg.NATS_NAMESPACE,
@@ -40,7 +41,7 @@ export async function startGateway(cfg: GatewayConfig, log: Logger) {
   const app = buildGateway({
     log,
     auth,
-    clients: { keys },
+    clients: { keys, tasks },
     sql,
     nc,
     bodyLimit: cfg.BODY_LIMIT_BYTES,

@@ -102,6 +102,41 @@ describe("real responses match the document", () => {
     expectMatches("/v1/api-keys/{key_id}", "delete", missing, "application/problem+json");
   });
 
+  it("when each task, project and dependency operation is called, then its bodies fit the document", async () => {
+    const t = await f.tenant();
+    const opts = { token: t.apiKey };
+    const project = await gw.post("/v1/projects", { name: "Doc", description: "d" }, opts);
+    expectMatches("/v1/projects", "post", project);
+    expectMatches("/v1/projects", "get", await gw.get("/v1/projects", opts));
+    expectMatches("/v1/projects/{project_id}", "get", await gw.get(`/v1/projects/${project.body.id}`, opts));
+    expectMatches("/v1/projects/{project_id}", "patch", await gw.patch(`/v1/projects/${project.body.id}`, { description: null }, opts));
+    const a = await gw.post("/v1/tasks", { title: "a", project_id: project.body.id, due_date: "2026-12-24", recurrence: { frequency: "MONTHLY", by_month_day: 31 } }, { ...opts, headers: { "idempotency-key": "doc-task" } });
+    expect(a.status, a.text).toBe(201);
+    expectMatches("/v1/tasks", "post", a);
+    const b = await gw.post("/v1/tasks", { title: "b", parent_task_id: a.body.id }, opts);
+    expectMatches("/v1/tasks", "get", await gw.get("/v1/tasks?limit=1", opts));
+    expectMatches("/v1/tasks/{task_id}", "get", await gw.get(`/v1/tasks/${a.body.id}`, opts));
+    expectMatches("/v1/tasks/{task_id}", "patch", await gw.patch(`/v1/tasks/${a.body.id}`, { story_points: 8 }, opts));
+    expectMatches("/v1/tasks/{task_id}/history", "get", await gw.get(`/v1/tasks/${a.body.id}/history`, opts));
+    const linked = await gw.post(`/v1/tasks/${a.body.id}/dependencies`, { blocker_task_id: b.body.id }, opts);
+    expect(linked.status).toBe(201);
+    expectMatches("/v1/tasks/{task_id}/dependencies", "post", linked);
+    const relinked = await gw.post(`/v1/tasks/${a.body.id}/dependencies`, { blocker_task_id: b.body.id }, opts);
+    expect(relinked.status).toBe(200);
+    expectMatches("/v1/tasks/{task_id}/dependencies", "post", relinked);
+    const cycle = await gw.post(`/v1/tasks/${b.body.id}/dependencies`, { blocker_task_id: a.body.id }, opts);
+    expect(cycle.status).toBe(409);
+    expectMatches("/v1/tasks/{task_id}/dependencies", "post", cycle, "application/problem+json");
+    expectMatches("/v1/tasks/{task_id}/dependencies", "get", await gw.get(`/v1/tasks/${a.body.id}/dependencies`, opts));
+    expectMatches("/v1/tasks/{task_id}/dependencies/{blocker_task_id}", "delete", await gw.delete(`/v1/tasks/${a.body.id}/dependencies/${b.body.id}`, opts));
+    expectMatches("/v1/tasks/{task_id}/archive", "post", await gw.post(`/v1/tasks/${a.body.id}/archive`, undefined, opts));
+    expectMatches("/v1/tasks/{task_id}/unarchive", "post", await gw.post(`/v1/tasks/${a.body.id}/unarchive`, undefined, opts));
+    const unknownParent = await gw.get("/v1/tasks?parent_task_id=T-99", opts);
+    expect(unknownParent.status).toBe(404);
+    expectMatches("/v1/tasks", "get", unknownParent, "application/problem+json");
+    expectMatches("/v1/projects/{project_id}", "delete", await gw.delete(`/v1/projects/${project.body.id}`, opts));
+  });
+
   it("when a body breaks its schema, then the check fails (the validator is not vacuous)", () => {
     const validate = validatorFor("/v1/organizations", "get", 200);
     expect(validate({ data: [{ id: 1 }], has_more: "no" })).toBe(false);

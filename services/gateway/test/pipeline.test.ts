@@ -1,4 +1,4 @@
-import { PageQuery, keysRpc } from "@tasksvc/contracts";
+import { PageQuery, keysRpc, tasksRpc } from "@tasksvc/contracts";
 import { createDb } from "@tasksvc/db";
 import { createLogger } from "@tasksvc/logger";
 import { client, connectNats, type NatsConnection } from "@tasksvc/nats";
@@ -37,12 +37,13 @@ beforeAll(async () => {
   nc = await connectNats({ url: stack.natsUrl, name: "gateway-pipeline-test" });
   const make = (namespace: string, timeoutMs: number) => {
     const keys = client(nc, keysRpc, { namespace, timeoutMs });
+    const tasks = client(nc, tasksRpc, { namespace, timeoutMs });
     const auth = createAuthenticator({ nc, namespace, keys, log, issuer: "tasksvc-dev", audience: "tasksvc-api", cacheTtlMs: 5000 });
     const repo = gatewayRepo(sql);
     return buildGateway({
       log,
       auth,
-      clients: { keys },
+      clients: { keys, tasks },
       sql,
       nc,
       bodyLimit: 1024 * 1024,

@@ -1,0 +1,310 @@
+import { z } from "zod";
+import { PageQuery, Timestamp, page } from "./common.js";
+import type { RpcCatalog } from "./rpc.js";
+
+// ---------------------------------------------------------------------------------------------
+// Scalars (spec 2.1, 4.1; decisions in docs/decisions/0008-tasks.md)
+
+export const TaskStatus = z.enum(["TODO", "IN_PROGRESS", "IN_REVIEW", "COMPLETED", "BLOCKED"]);
+export type TaskStatus = z.infer<typeof TaskStatus>;
+export const TaskPriority = z.enum(["LOW", "MEDIUM", "HIGH", "URGENT"]);
+export type TaskPriority = z.infer<typeof TaskPriority>;
+
+/** Spec 2.1: a task's only public id. `T-12` and `12` name the same task on input. */
+export const TASK_ID_PATTERN = /^(?:T-)?[0-9]{1,12}$/;
+export const TaskRef = z.string().regex(TASK_ID_PATTERN, { message: "must be a task id such as T-12 (or 12)" });
+/** The task number a reference names, or null when it cannot name a task (malformed, or 0). */
+export function taskNumber(ref: string): number | null {
+  if (!TASK_ID_PATTERN.test(ref)) return null;
+  const n = Number(ref.startsWith("T-") ? ref.slice(2) : ref);
+  return n >= 1 ? n : null;
+}
+export const taskId = (n: number | string) => `T-${n}`;
+
+/** `YYYY-MM-DD`, a real calendar day (2026-02-30 is refused), interpreted as a UTC day. */
+export const DateOnly = z
+  .string()
+  .regex(/^\d{4}-\d{2}-\d{2}$/, { message: "must be a date YYYY-MM-DD" })
+  .refine((s) => {
+    const d = new Date(`${s}T00:00:00.000Z`);
+    return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === s;
+  }, { message: "is not a calendar day" });
+
+/** An ISO-8601 date-time with an offset (Z or ±hh:mm), or a bare date taken as 00:00 UTC. */
+export const DateTimeInput = z.union([z.iso.datetime({ offset: true }), DateOnly], { message: "must be a date-time (2026-11-22T09:00:00Z) or a date YYYY-MM-DD" });
+
+// ---------------------------------------------------------------------------------------------
+// Recurrence (spec 2.1 names the fields; the value sets and rules are ours, decision 0008)
+
+export const RecurrenceFrequency = z.enum(["DAILY", "WEEKLY", "MONTHLY", "YEARLY"]);
+export const RecurrenceBasis = z.enum(["SCHEDULE", "COMPLETION"]);
+
+function isTimeZone(tz: string): boolean {
+  try {
+    new Intl.DateTimeFormat("en-US", { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const RecurrenceFields = {
+  frequency: RecurrenceFrequency,
+  interval: z.number().int().min(1).max(365),
+  /** ISO weekdays, 1 = Monday … 7 = Sunday; WEEKLY only. */
+  by_weekday: z.array(z.number().int().min(1).max(7)).min(1).max(7).refine((a) => new Set(a).size === a.length, { message: "must not repeat a weekday" }),
+  /** Day of the month, 1-31 (a month without that day uses its last day); MONTHLY and YEARLY only. */
+  by_month_day: z.number().int().min(1).max(31),
+  basis: RecurrenceBasis,
+  timezone: z.string().min(1).max(64).refine(isTimeZone, { message: "must be an IANA time zone such as Europe/Berlin" }),
+  start_date: DateOnly,
+  end_date: DateOnly,
+  max_occurrences: z.number().int().min(1).max(10_000),
+  rollover_enabled: z.boolean(),
+  active: z.boolean(),
+};
+
+/** What a client sends: frequency required, the rest optional with the defaults below. */
+export const RecurrenceInput = z
+  .strictObject({
+    frequency: RecurrenceFields.frequency,
+    interval: RecurrenceFields.interval.optional(),
+    by_weekday: RecurrenceFields.by_weekday.optional(),
+    by_month_day: RecurrenceFields.by_month_day.optional(),
+    basis: RecurrenceFields.basis.optional(),
+    timezone: RecurrenceFields.timezone.optional(),
+    start_date: RecurrenceFields.start_date.optional(),
+    end_date: RecurrenceFields.end_date.optional(),
+    max_occurrences: RecurrenceFields.max_occurrences.optional(),
+    rollover_enabled: RecurrenceFields.rollover_enabled.optional(),
+    active: RecurrenceFields.active.optional(),
+  })
+  .superRefine((r, ctx) => {
+    if (r.by_weekday !== undefined && r.frequency !== "WEEKLY") ctx.addIssue({ code: "custom", path: ["by_weekday"], message: "applies only to frequency WEEKLY" });
+    if (r.by_month_day !== undefined && r.frequency !== "MONTHLY" && r.frequency !== "YEARLY") ctx.addIssue({ code: "custom", path: ["by_month_day"], message: "applies only to frequency MONTHLY or YEARLY" });
+    if (r.end_date !== undefined && r.max_occurrences !== undefined) ctx.addIssue({ code: "custom", path: ["max_occurrences"], message: "cannot be combined with end_date (a series ends one way)" });
+    if (r.end_date !== undefined && r.start_date !== undefined && r.end_date < r.start_date) ctx.addIssue({ code: "custom", path: ["end_date"], message: "must not be before start_date" });
+  });
+export type RecurrenceInput = z.infer<typeof RecurrenceInput>;
+
+/** What the API shows: every field present; `rrule` is the RFC 5545 rule derived from the rest. */
+export const Recurrence = z.object({
+  frequency: RecurrenceFrequency,
+  interval: z.number().int(),
+  by_weekday: z.array(z.number().int()),
+  by_month_day: z.number().int().nullable(),
+  basis: RecurrenceBasis,
+  timezone: z.string(),
+  start_date: z.string().nullable(),
+  end_date: z.string().nullable(),
+  max_occurrences: z.number().int().nullable(),
+  rollover_enabled: z.boolean(),
+  active: z.boolean(),
+  rrule: z.string(),
+});
+export type Recurrence = z.infer<typeof Recurrence>;
+
+const RRULE_DAYS = ["MO", "TU", "WE", "TH", "FR", "SA", "SU"];
+
+/** Fills the defaults and derives `rrule` (RFC 5545 RRULE value). */
+export function normalizeRecurrence(r: RecurrenceInput): Recurrence {
+  const interval = r.interval ?? 1;
+  const byWeekday = [...(r.by_weekday ?? [])].sort((a, b) => a - b);
+  const parts = [`FREQ=${r.frequency}`, `INTERVAL=${interval}`];
+  if (byWeekday.length) parts.push(`BYDAY=${byWeekday.map((d) => RRULE_DAYS[d - 1]).join(",")}`);
+  if (r.by_month_day !== undefined) parts.push(`BYMONTHDAY=${r.by_month_day}`);
+  if (r.max_occurrences !== undefined) parts.push(`COUNT=${r.max_occurrences}`);
+  if (r.end_date !== undefined) parts.push(`UNTIL=${r.end_date.replaceAll("-", "")}`);
+  return {
+    frequency: r.frequency,
+    interval,
+    by_weekday: byWeekday,
+    by_month_day: r.by_month_day ?? null,
+    basis: r.basis ?? "SCHEDULE",
+    timezone: r.timezone ?? "UTC",
+    start_date: r.start_date ?? null,
+    end_date: r.end_date ?? null,
+    max_occurrences: r.max_occurrences ?? null,
+    rollover_enabled: r.rollover_enabled ?? false,
+    active: r.active ?? true,
+    rrule: parts.join(";"),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resources
+
+export const Task = z.object({
+  id: z.string(),
+  title: z.string(),
+  description: z.string().nullable(),
+  status: TaskStatus,
+  priority: TaskPriority.nullable(),
+  start_date: Timestamp.nullable(),
+  due_date: Timestamp.nullable(),
+  notes: z.string().nullable(),
+  story_points: z.number().nullable(),
+  project_ids: z.array(z.string()),
+  parent_task_id: z.string().nullable(),
+  archived: z.boolean(),
+  recurrence: Recurrence.nullable(),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+export type Task = z.infer<typeof Task>;
+
+/** Spec 2.2, plus the version's project links and recurrence (additive). */
+export const TaskVersion = z.object({
+  id: z.string(),
+  title: z.string(),
+  description: z.string().nullable(),
+  status: TaskStatus,
+  priority: TaskPriority.nullable(),
+  start_date: Timestamp.nullable(),
+  due_date: Timestamp.nullable(),
+  notes: z.string().nullable(),
+  story_points: z.number().nullable(),
+  project_ids: z.array(z.string()),
+  recurrence: Recurrence.nullable(),
+  created_at: Timestamp,
+});
+export type TaskVersion = z.infer<typeof TaskVersion>;
+
+export const DependencyItem = z.object({ task_id: z.string(), title: z.string(), status: TaskStatus, open: z.boolean() });
+/** Spec 2.3. */
+export const DependencyView = z.object({
+  task_id: z.string(),
+  is_blocked: z.boolean(),
+  blocked_by_count: z.number().int(),
+  blocking_count: z.number().int(),
+  blocked_by: z.array(DependencyItem),
+  blocking: z.array(DependencyItem),
+});
+export type DependencyView = z.infer<typeof DependencyView>;
+
+/** Spec 2.6. */
+export const Project = z.object({
+  id: z.string(),
+  name: z.string(),
+  description: z.string().nullable(),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+export type Project = z.infer<typeof Project>;
+
+// ---------------------------------------------------------------------------------------------
+// Request bodies and queries (spec 4.1)
+
+const Title = z.string().trim().min(1, { message: "must not be empty" }).max(500);
+const Description = z.string().max(10_000);
+const Notes = z.string().max(100_000);
+const StoryPoints = z.number().min(0).max(1000);
+const ProjectRef = z.string().min(1).max(100);
+const ProjectIds = z.array(ProjectRef).max(100).refine((a) => new Set(a).size === a.length, { message: "must not repeat a project" });
+
+export const CreateTaskBody = z
+  .strictObject({
+    title: Title,
+    description: Description.optional(),
+    status: TaskStatus.optional(),
+    priority: TaskPriority.optional(),
+    start_date: DateTimeInput.optional(),
+    due_date: DateOnly.optional(),
+    notes: Notes.optional(),
+    story_points: StoryPoints.optional(),
+    project_id: ProjectRef.optional(),
+    project_ids: ProjectIds.optional(),
+    parent_task_id: TaskRef.optional(),
+    recurrence: RecurrenceInput.optional(),
+  })
+  .superRefine((b, ctx) => {
+    if (b.project_id !== undefined && b.project_ids !== undefined) ctx.addIssue({ code: "custom", path: ["project_ids"], message: "give project_id or project_ids, not both" });
+  });
+export type CreateTaskBody = z.infer<typeof CreateTaskBody>;
+
+/** PATCH: every field optional; null clears a nullable field; project_ids replaces the set. */
+export const UpdateTaskBody = z.strictObject({
+  title: Title.optional(),
+  description: Description.nullable().optional(),
+  status: TaskStatus.optional(),
+  priority: TaskPriority.nullable().optional(),
+  start_date: DateTimeInput.nullable().optional(),
+  due_date: DateOnly.nullable().optional(),
+  notes: Notes.nullable().optional(),
+  story_points: StoryPoints.nullable().optional(),
+  project_ids: ProjectIds.optional(),
+  parent_task_id: TaskRef.nullable().optional(),
+  recurrence: RecurrenceInput.nullable().optional(),
+});
+export type UpdateTaskBody = z.infer<typeof UpdateTaskBody>;
+
+/** A query flag; booleans pass through so that a parsed query can be parsed again (RPC). */
+const BoolParam = z.union([z.boolean(), z.enum(["true", "false"]).transform((v) => v === "true")], { message: "must be true or false" });
+
+export const ListTasksQuery = PageQuery.extend({
+  status: TaskStatus.optional(),
+  project_id: ProjectRef.optional(),
+  parent_task_id: TaskRef.optional(),
+  archived: BoolParam.default(false),
+}).strict();
+
+/** Path ids stay strings: a malformed task id names no task (404), it is not a bad request. */
+export const TaskParams = z.object({ task_id: z.string().min(1).max(100) });
+export const DependencyParams = z.object({ task_id: z.string().min(1).max(100), blocker_task_id: z.string().min(1).max(100) });
+export const ProjectParams = z.object({ project_id: z.string().min(1).max(100) });
+
+export const AddDependencyBody = z.strictObject({ blocker_task_id: TaskRef });
+
+export const CreateProjectBody = z.strictObject({
+  name: z.string().trim().min(1, { message: "must not be empty" }).max(200),
+  description: z.string().min(1).max(2000).optional(),
+});
+export const UpdateProjectBody = z.strictObject({
+  name: z.string().trim().min(1, { message: "must not be empty" }).max(200).optional(),
+  description: z.string().min(1).max(2000).nullable().optional(),
+});
+
+// ---------------------------------------------------------------------------------------------
+// Events (spec 6; DESIGN.md section 5)
+
+export const TaskEventType = z.enum(["task.created", "task.updated", "task.archived"]);
+export type TaskEventType = z.infer<typeof TaskEventType>;
+export const TaskEvent = z.object({
+  id: z.string(),
+  type: TaskEventType,
+  organization_id: z.string(),
+  created_at: Timestamp,
+  data: Task,
+});
+export type TaskEvent = z.infer<typeof TaskEvent>;
+
+/** JetStream stream of task events and its subjects, per namespace. */
+export const taskEventsStream = (namespace: string) => `${namespace}_task_events`;
+export const taskEventSubject = (namespace: string, type: TaskEventType) => `${namespace}.evt.tasks.${type}`;
+
+// ---------------------------------------------------------------------------------------------
+// RPC catalog
+
+/** A write that may answer "created" (201) or "already there" (200). */
+const Upserted = <T extends z.ZodType>(t: T) => z.object({ created: z.boolean(), view: t });
+
+export const tasksRpc = {
+  service: "tasks",
+  ops: {
+    createTask: { input: CreateTaskBody, output: Task },
+    listTasks: { input: ListTasksQuery, output: page(Task) },
+    getTask: { input: TaskParams, output: Task },
+    updateTask: { input: z.object({ task_id: z.string(), patch: UpdateTaskBody }), output: Task },
+    archiveTask: { input: TaskParams, output: Task },
+    unarchiveTask: { input: TaskParams, output: Task },
+    taskHistory: { input: PageQuery.extend({ task_id: z.string() }), output: page(TaskVersion) },
+    getDependencies: { input: TaskParams, output: DependencyView },
+    addDependency: { input: AddDependencyBody.extend({ task_id: z.string() }), output: Upserted(DependencyView) },
+    removeDependency: { input: DependencyParams, output: DependencyView },
+    createProject: { input: CreateProjectBody, output: Project },
+    listProjects: { input: PageQuery, output: page(Project) },
+    getProject: { input: ProjectParams, output: Project },
+    updateProject: { input: z.object({ project_id: z.string(), patch: UpdateProjectBody }), output: Project },
+    deleteProject: { input: ProjectParams, output: z.object({ id: z.string(), deleted: z.literal(true) }) },
+  },
+} as const satisfies RpcCatalog;

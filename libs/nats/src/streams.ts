@@ -1,0 +1,39 @@
+import { JetStreamApiError, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type StreamConfig } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+
+export { jetstream, jetstreamManager };
+export type { JetStreamClient, JetStreamManager };
+
+const STREAM_NOT_FOUND = 10059;
+
+/** Nanoseconds, as JetStream configuration wants durations. */
+export const nanos = (ms: number) => ms * 1_000_000;
+
+/**
+ * Creates a stream, or brings an existing one to this configuration (several replicas may start
+ * at once: a lost creation race is followed by an update). Uses only NATS 2.9 features.
+ */
+export async function ensureStream(nc: NatsConnection, cfg: Partial<StreamConfig> & { name: string; subjects: string[] }): Promise<void> {
+  const jsm = await jetstreamManager(nc);
+  try {
+    await jsm.streams.info(cfg.name);
+  } catch (e) {
+    if (!(e instanceof JetStreamApiError && e.code === STREAM_NOT_FOUND)) throw e;
+    try {
+      await jsm.streams.add(cfg);
+      return;
+    } catch {
+      // Another replica created it first: fall through to the update.
+    }
+  }
+  const { name, ...rest } = cfg;
+  await jsm.streams.update(name, rest);
+}
+
+/** Deletes every stream whose name starts with `prefix` (test clean-up of a namespace). */
+export async function deleteStreams(nc: NatsConnection, prefix: string): Promise<void> {
+  const jsm = await jetstreamManager(nc);
+  for await (const s of jsm.streams.list()) {
+    if (s.config.name.startsWith(prefix)) await jsm.streams.delete(s.config.name);
+  }
+}

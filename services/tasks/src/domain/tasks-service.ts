@@ -1,0 +1,287 @@
+import {
+  normalizeRecurrence,
+  taskNumber,
+  type CreateTaskBody,
+  type DependencyView,
+  type Page,
+  type Project,
+  type RpcContext,
+  type Task,
+  type TaskVersion,
+  type UpdateTaskBody,
+} from "@tasksvc/contracts";
+import { isUniqueViolation, newId } from "@tasksvc/db";
+import { AppError, fieldError } from "@tasksvc/errors";
+import { contentOf, toTask, type Content, type TasksRepo } from "../repo/tasks-repo.js";
+
+/** The caller as the gateway resolved it; every operation is scoped to its organization. */
+export interface Caller {
+  organizationId: string;
+  userId: string;
+  credentialId: string;
+  idempotencyKey: string | undefined;
+}
+
+export function callerOf(ctx: RpcContext): Caller {
+  if (!ctx.organization_id || !ctx.user_id || !ctx.credential_id) throw new AppError("internal_error", "RPC context carries no organization, user or credential.");
+  return { organizationId: ctx.organization_id, userId: ctx.user_id, credentialId: ctx.credential_id, idempotencyKey: ctx.idempotency_key };
+}
+
+export interface TasksDeps {
+  repo: TasksRepo;
+  /** Runs `fn` in one transaction with a repo bound to it. */
+  tx<T>(fn: (repo: TasksRepo) => Promise<T>): Promise<T>;
+  /** Called after a transaction that wrote outbox rows commits (wakes the relay). */
+  written(): void;
+}
+
+const notFound = (what: string) => new AppError("resource_not_found", `No ${what} with that id exists in this organization.`);
+const noTask = () => notFound("task");
+
+/** A path id that cannot name a task names none: 404, like an unknown one. */
+function pathNumber(ref: string): number {
+  const n = taskNumber(ref);
+  if (n === null) throw noTask();
+  return n;
+}
+
+/** Raised inside a transaction when another execution recorded the same idempotency key first. */
+class LostIdempotencyRace extends Error {}
+
+const sameContent = (a: Content, b: Content) => JSON.stringify(a) === JSON.stringify(b);
+
+function toIsoOrNull(v: string | null): string | null {
+  if (v === null) return null;
+  return new Date(v.length === 10 ? `${v}T00:00:00.000Z` : v).toISOString();
+}
+
+export function tasksService(deps: TasksDeps) {
+  const { repo } = deps;
+
+  /**
+   * Runs a write once per idempotency key (DESIGN.md section 1). The key is recorded with the
+   * result in the write's own transaction; a retry (or a racing twin) gets the stored result.
+   */
+  async function write<T>(c: Caller, operation: string, fn: (r: TasksRepo) => Promise<T>): Promise<T> {
+    const key = c.idempotencyKey;
+    const stored = async (): Promise<T | undefined> => {
+      if (key === undefined) return undefined;
+      const s = await repo.storedResult(c.credentialId, key);
+      if (!s) return undefined;
+      if (s.operation !== operation) throw new AppError("idempotency_key_reused", "This Idempotency-Key was already used for a different request.");
+      return s.result as T;
+    };
+    const prior = await stored();
+    if (prior !== undefined) return prior;
+    try {
+      const result = await deps.tx(async (r) => {
+        const out = await fn(r);
+        if (key !== undefined && !(await r.recordResult(c.credentialId, key, operation, out))) throw new LostIdempotencyRace();
+        return out;
+      });
+      deps.written();
+      return result;
+    } catch (e) {
+      if (e instanceof LostIdempotencyRace) {
+        const again = await stored();
+        if (again !== undefined) return again;
+      }
+      throw e;
+    }
+  }
+
+  async function checkProjects(r: TasksRepo, org: string, ids: string[], pointer: (i: number) => string): Promise<void> {
+    const missing = await r.missingProjects(org, ids);
+    if (missing.length) throw fieldError(pointer(ids.indexOf(missing[0]!)), `project ${missing[0]} does not exist in this organization`);
+  }
+
+  async function existingTask(r: TasksRepo, org: string, ref: string, lock = false) {
+    const row = await r.task(org, pathNumber(ref), lock);
+    if (!row) throw noTask();
+    return row;
+  }
+
+  return {
+    async createTask(c: Caller, b: CreateTaskBody): Promise<Task> {
+      return write(c, "createTask", async (r) => {
+        const org = c.organizationId;
+        const projectIds = b.project_ids ?? (b.project_id === undefined ? [] : [b.project_id]);
+        await checkProjects(r, org, projectIds, (i) => (b.project_id === undefined ? `/project_ids/${i}` : "/project_id"));
+        let parent: number | null = null;
+        if (b.parent_task_id !== undefined) {
+          parent = taskNumber(b.parent_task_id);
+          if (parent === null || !(await r.taskExists(org, parent))) throw fieldError("/parent_task_id", "no such task in this organization");
+        }
+        const content: Content = {
+          title: b.title,
+          description: b.description ?? null,
+          status: b.status ?? "TODO",
+          priority: b.priority ?? null,
+          start_date: toIsoOrNull(b.start_date ?? null),
+          due_date: b.due_date ?? null,
+          notes: b.notes ?? null,
+          story_points: b.story_points ?? null,
+          recurrence: b.recurrence ? normalizeRecurrence(b.recurrence) : null,
+          project_ids: projectIds,
+          parent_number: parent,
+        };
+        // The counter row stays locked until commit: taken last, after every check.
+        const number = await r.nextNumber(org);
+        const task = toTask(await r.insertTask(org, number, c.userId, content, newId("ver")));
+        await r.emit(org, "task.created", task);
+        return task;
+      });
+    },
+
+    async getTask(c: Caller, ref: string): Promise<Task> {
+      return toTask(await existingTask(repo, c.organizationId, ref));
+    },
+
+    async listTasks(c: Caller, q: { limit: number; after?: string | undefined; status?: Task["status"] | undefined; project_id?: string | undefined; parent_task_id?: string | undefined; archived: boolean }): Promise<Page<Task>> {
+      const org = c.organizationId;
+      let parent: number | undefined;
+      if (q.parent_task_id !== undefined) {
+        const n = taskNumber(q.parent_task_id);
+        if (n === null || !(await repo.taskExists(org, n))) throw notFound("parent task");
+        parent = n;
+      }
+      if (q.project_id !== undefined && !(await repo.project(org, q.project_id))) throw notFound("project");
+      return repo.listTasks(org, { limit: q.limit, after: q.after, status: q.status, project_id: q.project_id, parent, archived: q.archived });
+    },
+
+    async updateTask(c: Caller, ref: string, p: UpdateTaskBody): Promise<Task> {
+      return write(c, "updateTask", async (r) => {
+        const org = c.organizationId;
+        const row = await existingTask(r, org, ref, true);
+        const number = Number(row.number);
+        const before = contentOf(row);
+        const after: Content = {
+          title: p.title ?? before.title,
+          description: p.description === undefined ? before.description : p.description,
+          status: p.status ?? before.status,
+          priority: p.priority === undefined ? before.priority : p.priority,
+          start_date: p.start_date === undefined ? before.start_date : toIsoOrNull(p.start_date),
+          due_date: p.due_date === undefined ? before.due_date : p.due_date,
+          notes: p.notes === undefined ? before.notes : p.notes,
+          story_points: p.story_points === undefined ? before.story_points : p.story_points,
+          recurrence: p.recurrence === undefined ? before.recurrence : p.recurrence === null ? null : normalizeRecurrence(p.recurrence),
+          project_ids: p.project_ids ?? before.project_ids,
+          parent_number: before.parent_number,
+        };
+        if (p.parent_task_id !== undefined) {
+          if (p.parent_task_id === null) after.parent_number = null;
+          else {
+            const parent = taskNumber(p.parent_task_id);
+            if (parent === null || !(await r.taskExists(org, parent))) throw fieldError("/parent_task_id", "no such task in this organization");
+            if (await r.isSelfOrDescendant(org, number, parent)) throw fieldError("/parent_task_id", "would make the task its own ancestor");
+            after.parent_number = parent;
+          }
+        }
+        if (p.project_ids !== undefined) await checkProjects(r, org, p.project_ids, (i) => `/project_ids/${i}`);
+        if (sameContent(before, after)) return toTask(row);
+        const projectsChanged = JSON.stringify(before.project_ids) !== JSON.stringify(after.project_ids);
+        const task = toTask(await r.updateContent(org, number, after, newId("ver"), projectsChanged));
+        await r.emit(org, "task.updated", task);
+        return task;
+      });
+    },
+
+    async setArchived(c: Caller, ref: string, archived: boolean): Promise<Task> {
+      return write(c, archived ? "archiveTask" : "unarchiveTask", async (r) => {
+        const org = c.organizationId;
+        const row = await existingTask(r, org, ref, true);
+        const changed = await r.setArchived(org, Number(row.number), archived);
+        if (!changed) return toTask(row);
+        const task = toTask(changed);
+        await r.emit(org, archived ? "task.archived" : "task.updated", task);
+        return task;
+      });
+    },
+
+    async history(c: Caller, ref: string, limit: number, after: string | undefined): Promise<Page<TaskVersion>> {
+      const n = pathNumber(ref);
+      if (!(await repo.taskExists(c.organizationId, n))) throw noTask();
+      return repo.history(c.organizationId, n, limit, after);
+    },
+
+    async dependencies(c: Caller, ref: string): Promise<DependencyView> {
+      const row = await existingTask(repo, c.organizationId, ref);
+      return repo.dependencyView(c.organizationId, Number(row.number));
+    },
+
+    async addDependency(c: Caller, ref: string, blockerRef: string): Promise<{ created: boolean; view: DependencyView }> {
+      return write(c, "addDependency", async (r) => {
+        const org = c.organizationId;
+        // One writer per organization's graph at a time: two links that together would close a
+        // loop cannot both pass the check.
+        await r.lockDependencyGraph(org);
+        const row = await existingTask(r, org, ref);
+        const blocked = Number(row.number);
+        const blocker = taskNumber(blockerRef);
+        if (blocker === blocked) throw fieldError("/blocker_task_id", "a task cannot block itself");
+        if (blocker === null || !(await r.taskExists(org, blocker))) throw notFound("blocker task");
+        if (await r.isBlockedBy(org, blocker, blocked)) {
+          throw new AppError("dependency_cycle", `${row.number === String(blocked) ? `T-${blocked}` : ref} already blocks T-${blocker} (directly or through other tasks); this link would close a loop.`);
+        }
+        const created = await r.insertDependency(org, blocked, blocker);
+        if (created) await r.emit(org, "task.updated", toTask(row));
+        return { created, view: await r.dependencyView(org, blocked) };
+      });
+    },
+
+    async removeDependency(c: Caller, ref: string, blockerRef: string): Promise<DependencyView> {
+      return write(c, "removeDependency", async (r) => {
+        const org = c.organizationId;
+        const row = await existingTask(r, org, ref);
+        const blocked = Number(row.number);
+        const blocker = taskNumber(blockerRef);
+        if (blocker === null || !(await r.deleteDependency(org, blocked, blocker))) throw notFound("dependency");
+        await r.emit(org, "task.updated", toTask(row));
+        return r.dependencyView(org, blocked);
+      });
+    },
+
+    async createProject(c: Caller, b: { name: string; description?: string | undefined }): Promise<Project> {
+      return write(c, "createProject", async (r) => {
+        try {
+          return await r.insertProject(c.organizationId, b.name, b.description ?? null);
+        } catch (e) {
+          if (isUniqueViolation(e, "projects_name_key")) throw fieldError("/name", "a project with this name already exists in the organization");
+          throw e;
+        }
+      });
+    },
+
+    async getProject(c: Caller, id: string): Promise<Project> {
+      const p = await repo.project(c.organizationId, id);
+      if (!p) throw notFound("project");
+      return p;
+    },
+
+    listProjects: (c: Caller, limit: number, after: string | undefined) => repo.listProjects(c.organizationId, limit, after),
+
+    async updateProject(c: Caller, id: string, patch: { name?: string | undefined; description?: string | null | undefined }): Promise<Project> {
+      return write(c, "updateProject", async (r) => {
+        try {
+          const p = await r.updateProject(c.organizationId, id, patch);
+          if (!p) throw notFound("project");
+          return p;
+        } catch (e) {
+          if (isUniqueViolation(e, "projects_name_key")) throw fieldError("/name", "a project with this name already exists in the organization");
+          throw e;
+        }
+      });
+    },
+
+    async deleteProject(c: Caller, id: string): Promise<{ id: string; deleted: true }> {
+      return write(c, "deleteProject", async (r) => {
+        const { deleted, tasks } = await r.deleteProject(c.organizationId, id);
+        if (!deleted) throw notFound("project");
+        // Unlinking is not an edit of the task (no new version), but its project_ids changed.
+        for (const t of tasks) await r.emit(c.organizationId, "task.updated", toTask(t));
+        return { id, deleted: true as const };
+      });
+    },
+  };
+}
+export type TasksService = ReturnType<typeof tasksService>;

@@ -1,0 +1,1 @@
+export { startTasks, TasksConfig } from "./service.js";

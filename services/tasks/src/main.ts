@@ -1,0 +1,6 @@
+import { loadConfigOrExit, runMain } from "@tasksvc/config";
+import { createLogger } from "@tasksvc/logger";
+import { TasksConfig, startTasks } from "./service.js";
+
+const cfg = loadConfigOrExit(TasksConfig);
+await runMain("tasks", () => startTasks(cfg, createLogger({ service: "tasks", level: cfg.LOG_LEVEL })));

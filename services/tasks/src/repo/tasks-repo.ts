@@ -1,0 +1,374 @@
+import type { DependencyView, Project, Recurrence, Task, TaskEventType, TaskStatus, TaskVersion } from "@tasksvc/contracts";
+import { taskId } from "@tasksvc/contracts";
+import { decodeKeyset, newId, pageOf, type Sql } from "@tasksvc/db";
+
+/** The columns every task read selects; bigint and numeric come back as text, dates as text. */
+const TASK_COLUMNS = `number::text as number, owner_user_id, parent_number::text as parent_number, archived,
+  current_version_id, version_count, title, description, status, priority, start_date,
+  due_date::text as due_date, notes, story_points::text as story_points, recurrence, project_ids,
+  created_at, updated_at, to_char(updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as cursor_at`;
+
+export interface TaskRow {
+  number: string;
+  owner_user_id: string;
+  parent_number: string | null;
+  archived: boolean;
+  current_version_id: string;
+  version_count: number;
+  title: string;
+  description: string | null;
+  status: TaskStatus;
+  priority: Task["priority"];
+  start_date: Date | null;
+  due_date: string | null;
+  notes: string | null;
+  story_points: string | null;
+  recurrence: Recurrence | null;
+  project_ids: string[];
+  created_at: Date;
+  updated_at: Date;
+  cursor_at: string;
+}
+
+/** A version's content: what PATCH compares and what history shows. */
+export interface Content {
+  title: string;
+  description: string | null;
+  status: TaskStatus;
+  priority: Task["priority"];
+  start_date: string | null;
+  due_date: string | null;
+  notes: string | null;
+  story_points: number | null;
+  recurrence: Recurrence | null;
+  project_ids: string[];
+  parent_number: number | null;
+}
+
+const iso = (d: Date) => d.toISOString();
+const dayToIso = (d: string | null) => (d === null ? null : `${d}T00:00:00.000Z`);
+
+export function toTask(r: TaskRow): Task {
+  return {
+    id: taskId(r.number),
+    title: r.title,
+    description: r.description,
+    status: r.status,
+    priority: r.priority,
+    start_date: r.start_date ? iso(r.start_date) : null,
+    due_date: dayToIso(r.due_date),
+    notes: r.notes,
+    story_points: r.story_points === null ? null : Number(r.story_points),
+    project_ids: r.project_ids,
+    parent_task_id: r.parent_number === null ? null : taskId(r.parent_number),
+    archived: r.archived,
+    recurrence: r.recurrence,
+    created_at: iso(r.created_at),
+    updated_at: iso(r.updated_at),
+  };
+}
+
+export function contentOf(r: TaskRow): Content {
+  return {
+    title: r.title,
+    description: r.description,
+    status: r.status,
+    priority: r.priority,
+    start_date: r.start_date ? iso(r.start_date) : null,
+    due_date: r.due_date,
+    notes: r.notes,
+    story_points: r.story_points === null ? null : Number(r.story_points),
+    recurrence: r.recurrence,
+    project_ids: r.project_ids,
+    parent_number: r.parent_number === null ? null : Number(r.parent_number),
+  };
+}
+
+interface ProjectRow {
+  id: string;
+  name: string;
+  description: string | null;
+  created_at: Date;
+  updated_at: Date;
+  cursor_at: string;
+}
+const toProject = (r: ProjectRow): Project => ({ id: r.id, name: r.name, description: r.description, created_at: iso(r.created_at), updated_at: iso(r.updated_at) });
+
+/** All SQL of the tasks service (schema `tasks`). Bound to a pool or to one transaction. */
+export function tasksRepo(sql: Sql) {
+  const cols = sql.unsafe(TASK_COLUMNS);
+  return {
+    async task(org: string, number: number, lock = false): Promise<TaskRow | undefined> {
+      const [row] = await sql<TaskRow[]>`
+        select ${cols} from tasks where organization_id = ${org} and number = ${number}
+        ${lock ? sql`for update` : sql``}`;
+      return row;
+    },
+
+    async taskExists(org: string, number: number): Promise<boolean> {
+      const rows = await sql`select 1 from tasks where organization_id = ${org} and number = ${number}`;
+      return rows.length === 1;
+    },
+
+    /** The next T-number of the organization. Locks its counter row until the transaction ends. */
+    async nextNumber(org: string): Promise<number> {
+      const [row] = await sql<{ n: string }[]>`
+        insert into org_counters as c (organization_id, last_number) values (${org}, 1)
+        on conflict (organization_id) do update set last_number = c.last_number + 1
+        returning last_number::text as n`;
+      return Number(row!.n);
+    },
+
+    async insertTask(org: string, number: number, owner: string, c: Content, versionId: string): Promise<TaskRow> {
+      const [row] = await sql<TaskRow[]>`
+        with t as (
+          insert into tasks (organization_id, number, owner_user_id, parent_number, current_version_id, version_count,
+            title, description, status, priority, start_date, due_date, notes, story_points, recurrence, project_ids,
+            created_at, updated_at)
+          values (${org}, ${number}, ${owner}, ${c.parent_number}, ${versionId}, 1,
+            ${c.title}, ${c.description}, ${c.status}, ${c.priority}, ${c.start_date}::timestamptz, ${c.due_date}::date, ${c.notes},
+            ${c.story_points}, ${c.recurrence === null ? null : sql.json(c.recurrence as never)}, ${c.project_ids}::text[], now(), now())
+          returning *
+        ), v as (
+          insert into task_versions (id, organization_id, task_number, seq, title, description, status, priority, start_date,
+            due_date, notes, story_points, recurrence, project_ids, created_at)
+          select ${versionId}, organization_id, number, 1, title, description, status, priority, start_date, due_date, notes,
+            story_points, recurrence, project_ids, created_at from t
+        ), p as (
+          insert into task_projects (organization_id, task_number, project_id)
+          select ${org}, ${number}, unnest(${c.project_ids}::text[])
+        )
+        select ${cols} from t`;
+      return row!;
+    },
+
+    /** Writes a new current version (content changed). */
+    async updateContent(org: string, number: number, c: Content, versionId: string, projectsChanged: boolean): Promise<TaskRow> {
+      const [row] = await sql<TaskRow[]>`
+        with t as (
+          update tasks set parent_number = ${c.parent_number}, current_version_id = ${versionId}, version_count = version_count + 1,
+            title = ${c.title}, description = ${c.description}, status = ${c.status}, priority = ${c.priority},
+            start_date = ${c.start_date}::timestamptz, due_date = ${c.due_date}::date, notes = ${c.notes}, story_points = ${c.story_points},
+            recurrence = ${c.recurrence === null ? null : sql.json(c.recurrence as never)}, project_ids = ${c.project_ids}::text[],
+            updated_at = greatest(now(), updated_at + interval '1 microsecond')
+          where organization_id = ${org} and number = ${number}
+          returning *
+        ), v as (
+          insert into task_versions (id, organization_id, task_number, seq, title, description, status, priority, start_date,
+            due_date, notes, story_points, recurrence, project_ids, created_at)
+          select ${versionId}, organization_id, number, version_count, title, description, status, priority, start_date, due_date, notes,
+            story_points, recurrence, project_ids, updated_at from t
+        )
+        select ${cols} from t`;
+      if (projectsChanged) {
+        await sql`delete from task_projects where organization_id = ${org} and task_number = ${number} and project_id <> all(${c.project_ids}::text[])`;
+        await sql`
+          insert into task_projects (organization_id, task_number, project_id)
+          select ${org}, ${number}, unnest(${c.project_ids}::text[]) on conflict do nothing`;
+      }
+      return row!;
+    },
+
+    async setArchived(org: string, number: number, archived: boolean): Promise<TaskRow | undefined> {
+      const [row] = await sql<TaskRow[]>`
+        update tasks set archived = ${archived} where organization_id = ${org} and number = ${number} and archived <> ${archived}
+        returning ${cols}`;
+      return row;
+    },
+
+    async listTasks(org: string, q: { limit: number; after?: string | undefined; status?: TaskStatus | undefined; project_id?: string | undefined; parent?: number | undefined; archived: boolean }) {
+      const [at, n] = q.after ? decodeKeyset(q.after, 2) : [null, null];
+      const rows = await sql<TaskRow[]>`
+        select ${cols} from tasks
+        where organization_id = ${org} and archived = ${q.archived}
+          ${q.status === undefined ? sql`` : sql`and status = ${q.status}`}
+          ${q.parent === undefined ? sql`` : sql`and parent_number = ${q.parent}`}
+          ${q.project_id === undefined ? sql`` : sql`and project_ids @> array[${q.project_id}]::text[]`}
+          ${at === null ? sql`` : sql`and (updated_at, number) < (${String(at)}::text::timestamp at time zone 'UTC', ${String(n)}::bigint)`}
+        order by updated_at desc, number desc
+        limit ${q.limit + 1}`;
+      return pageOf(rows, q.limit, toTask, (r) => [r.cursor_at, r.number]);
+    },
+
+    async history(org: string, number: number, limit: number, after: string | undefined) {
+      const [seq] = after ? decodeKeyset(after, 1) : [null];
+      const rows = await sql<(Omit<TaskVersion, "created_at" | "start_date" | "due_date" | "story_points"> & { seq: number; created_at: Date; start_date: Date | null; due_date: string | null; story_points: string | null })[]>`
+        select id, seq, title, description, status, priority, start_date, due_date::text as due_date, notes,
+          story_points::text as story_points, recurrence, project_ids, created_at
+        from task_versions
+        where organization_id = ${org} and task_number = ${number}
+          ${seq === null ? sql`` : sql`and seq < ${Number(seq)}`}
+        order by seq desc
+        limit ${limit + 1}`;
+      return pageOf(
+        rows,
+        limit,
+        (r): TaskVersion => ({
+          id: r.id,
+          title: r.title,
+          description: r.description,
+          status: r.status,
+          priority: r.priority,
+          start_date: r.start_date ? iso(r.start_date) : null,
+          due_date: dayToIso(r.due_date),
+          notes: r.notes,
+          story_points: r.story_points === null ? null : Number(r.story_points),
+          project_ids: r.project_ids,
+          recurrence: r.recurrence,
+          created_at: iso(r.created_at),
+        }),
+        (r) => [r.seq],
+      );
+    },
+
+    /** Whether `candidate` is `number` itself or one of its ancestors' descendants (parent loop). */
+    async isSelfOrDescendant(org: string, number: number, candidate: number): Promise<boolean> {
+      const rows = await sql`
+        with recursive up(n) as (
+          select ${candidate}::bigint
+          union
+          select t.parent_number from tasks t join up on t.organization_id = ${org} and t.number = up.n where t.parent_number is not null
+        )
+        select 1 from up where n = ${number} limit 1`;
+      return rows.length === 1;
+    },
+
+    // -- dependencies -----------------------------------------------------------------------
+
+    /** Serializes dependency writes of one organization (the acyclicity check reads the graph). */
+    async lockDependencyGraph(org: string): Promise<void> {
+      await sql`select pg_advisory_xact_lock(hashtextextended(${"tasks.dependencies:" + org}, 0))`;
+    },
+
+    /** True when `from` is already blocked, directly or transitively, by `target`. */
+    async isBlockedBy(org: string, from: number, target: number): Promise<boolean> {
+      const rows = await sql`
+        with recursive chain(n) as (
+          select ${from}::bigint
+          union
+          select d.blocker_number from dependencies d join chain on d.organization_id = ${org} and d.blocked_number = chain.n
+        )
+        select 1 from chain where n = ${target} limit 1`;
+      return rows.length === 1;
+    },
+
+    async insertDependency(org: string, blocked: number, blocker: number): Promise<boolean> {
+      const rows = await sql`
+        insert into dependencies (organization_id, blocked_number, blocker_number) values (${org}, ${blocked}, ${blocker})
+        on conflict do nothing returning 1`;
+      return rows.length === 1;
+    },
+
+    async deleteDependency(org: string, blocked: number, blocker: number): Promise<boolean> {
+      const rows = await sql`
+        delete from dependencies where organization_id = ${org} and blocked_number = ${blocked} and blocker_number = ${blocker} returning 1`;
+      return rows.length === 1;
+    },
+
+    async dependencyView(org: string, number: number): Promise<DependencyView> {
+      const rows = await sql<{ side: "blocked_by" | "blocking"; number: string; title: string; status: TaskStatus }[]>`
+        select 'blocked_by' as side, t.number::text as number, t.title, t.status, d.created_at
+        from dependencies d join tasks t on t.organization_id = d.organization_id and t.number = d.blocker_number
+        where d.organization_id = ${org} and d.blocked_number = ${number}
+        union all
+        select 'blocking', t.number::text, t.title, t.status, d.created_at
+        from dependencies d join tasks t on t.organization_id = d.organization_id and t.number = d.blocked_number
+        where d.organization_id = ${org} and d.blocker_number = ${number}
+        order by created_at, number`;
+      const item = (r: (typeof rows)[number]) => ({ task_id: taskId(r.number), title: r.title, status: r.status, open: r.status !== "COMPLETED" });
+      const blockedBy = rows.filter((r) => r.side === "blocked_by").map(item);
+      const blocking = rows.filter((r) => r.side === "blocking").map(item);
+      return {
+        task_id: taskId(number),
+        is_blocked: blockedBy.some((b) => b.open),
+        blocked_by_count: blockedBy.length,
+        blocking_count: blocking.length,
+        blocked_by: blockedBy,
+        blocking,
+      };
+    },
+
+    // -- projects ---------------------------------------------------------------------------
+
+    /** The ids among `ids` that are not projects of the organization. */
+    async missingProjects(org: string, ids: string[]): Promise<string[]> {
+      if (ids.length === 0) return [];
+      const rows = await sql<{ id: string }[]>`select id from projects where organization_id = ${org} and id = any(${ids}::text[])`;
+      const found = new Set(rows.map((r) => r.id));
+      return ids.filter((id) => !found.has(id));
+    },
+
+    async insertProject(org: string, name: string, description: string | null): Promise<Project> {
+      const [row] = await sql<ProjectRow[]>`
+        insert into projects (id, organization_id, name, description) values (${newId("prj")}, ${org}, ${name}, ${description})
+        returning *, '' as cursor_at`;
+      return toProject(row!);
+    },
+
+    async project(org: string, id: string): Promise<Project | undefined> {
+      const [row] = await sql<ProjectRow[]>`select *, '' as cursor_at from projects where organization_id = ${org} and id = ${id}`;
+      return row && toProject(row);
+    },
+
+    async listProjects(org: string, limit: number, after: string | undefined) {
+      const [at, id] = after ? decodeKeyset(after, 2) : [null, null];
+      const rows = await sql<ProjectRow[]>`
+        select *, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as cursor_at from projects
+        where organization_id = ${org}
+          ${at === null ? sql`` : sql`and (created_at, id) < (${String(at)}::text::timestamp at time zone 'UTC', ${String(id)})`}
+        order by created_at desc, id desc
+        limit ${limit + 1}`;
+      return pageOf(rows, limit, toProject, (r) => [r.cursor_at, r.id]);
+    },
+
+    async updateProject(org: string, id: string, patch: { name?: string | undefined; description?: string | null | undefined }): Promise<Project | undefined> {
+      const [row] = await sql<ProjectRow[]>`
+        update projects set
+          name = ${patch.name === undefined ? sql`name` : sql`${patch.name}`},
+          description = ${patch.description === undefined ? sql`description` : sql`${patch.description}`},
+          updated_at = now()
+        where organization_id = ${org} and id = ${id}
+        returning *, '' as cursor_at`;
+      return row && toProject(row);
+    },
+
+    /** Deletes a project and unlinks it from current tasks; returns the tasks it was removed from. */
+    async deleteProject(org: string, id: string): Promise<{ deleted: boolean; tasks: TaskRow[] }> {
+      const tasks = await sql<TaskRow[]>`
+        update tasks set project_ids = array_remove(project_ids, ${id})
+        where organization_id = ${org} and number in (select task_number from task_projects where organization_id = ${org} and project_id = ${id})
+        returning ${cols}`;
+      const rows = await sql`delete from projects where organization_id = ${org} and id = ${id} returning 1`;
+      return { deleted: rows.length === 1, tasks };
+    },
+
+    // -- outbox and idempotency -------------------------------------------------------------
+
+    async emit(org: string, type: TaskEventType, task: Task): Promise<void> {
+      const id = newId("evt");
+      const event = { id, type, organization_id: org, created_at: new Date().toISOString(), data: task };
+      await sql`insert into outbox (event_id, type, organization_id, payload) values (${id}, ${type}, ${org}, ${sql.json(event as never)})`;
+    },
+
+    async storedResult(credentialId: string, key: string): Promise<{ operation: string; result: unknown } | undefined> {
+      const [row] = await sql<{ operation: string; result: unknown }[]>`
+        select operation, result from idempotency where credential_id = ${credentialId} and key = ${key} and created_at > now() - interval '24 hours'`;
+      return row;
+    },
+
+    /** Records a write's result under its key; false when another execution recorded it first. */
+    async recordResult(credentialId: string, key: string, operation: string, result: unknown): Promise<boolean> {
+      const rows = await sql`
+        insert into idempotency as i (credential_id, key, operation, result) values (${credentialId}, ${key}, ${operation}, ${sql.json(result as never)})
+        on conflict (credential_id, key) do update set operation = excluded.operation, result = excluded.result, created_at = now()
+          where i.created_at <= now() - interval '24 hours'
+        returning 1`;
+      return rows.length === 1;
+    },
+
+    async sweepIdempotency(): Promise<void> {
+      await sql`delete from idempotency where created_at < now() - interval '24 hours'`;
+    },
+  };
+}
+export type TasksRepo = ReturnType<typeof tasksRepo>;

@@ -1,0 +1,24 @@
+import { tasksRpc } from "@tasksvc/contracts";
+import type { Handlers } from "@tasksvc/nats";
+import { callerOf, type TasksService } from "./domain/tasks-service.js";
+
+/** Entry layer: maps each RPC operation of the catalog onto the domain. */
+export function tasksHandlers(svc: TasksService): Handlers<typeof tasksRpc> {
+  return {
+    createTask: (i, ctx) => svc.createTask(callerOf(ctx), i),
+    listTasks: (i, ctx) => svc.listTasks(callerOf(ctx), i),
+    getTask: (i, ctx) => svc.getTask(callerOf(ctx), i.task_id),
+    updateTask: (i, ctx) => svc.updateTask(callerOf(ctx), i.task_id, i.patch),
+    archiveTask: (i, ctx) => svc.setArchived(callerOf(ctx), i.task_id, true),
+    unarchiveTask: (i, ctx) => svc.setArchived(callerOf(ctx), i.task_id, false),
+    taskHistory: (i, ctx) => svc.history(callerOf(ctx), i.task_id, i.limit, i.after),
+    getDependencies: (i, ctx) => svc.dependencies(callerOf(ctx), i.task_id),
+    addDependency: (i, ctx) => svc.addDependency(callerOf(ctx), i.task_id, i.blocker_task_id),
+    removeDependency: (i, ctx) => svc.removeDependency(callerOf(ctx), i.task_id, i.blocker_task_id),
+    createProject: (i, ctx) => svc.createProject(callerOf(ctx), i),
+    listProjects: (i, ctx) => svc.listProjects(callerOf(ctx), i.limit, i.after),
+    getProject: (i, ctx) => svc.getProject(callerOf(ctx), i.project_id),
+    updateProject: (i, ctx) => svc.updateProject(callerOf(ctx), i.project_id, i.patch),
+    deleteProject: (i, ctx) => svc.deleteProject(callerOf(ctx), i.project_id),
+  };
+}

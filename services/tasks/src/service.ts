@@ -1,0 +1,56 @@
+import { fileURLToPath } from "node:url";
+import { serviceSettings } from "@tasksvc/config";
+import { taskEventsStream, tasksRpc } from "@tasksvc/contracts";
+import { checkDb, createDb, ensureDatabase, migrate } from "@tasksvc/db";
+import type { Logger } from "@tasksvc/logger";
+import { connectNats, ensureStream, jetstream, nanos, serve } from "@tasksvc/nats";
+import { z } from "zod";
+import { tasksService } from "./domain/tasks-service.js";
+import { startRelay } from "./relay.js";
+import { tasksRepo } from "./repo/tasks-repo.js";
+import { tasksHandlers } from "./rpc.js";
+
+export const TasksConfig = z.object({ ...serviceSettings });
+export type TasksConfig = z.output<typeof TasksConfig>;
+
+export const MIGRATIONS_DIR = fileURLToPath(new URL("../migrations", import.meta.url));
+const SCHEMA = "tasks";
+const SWEEP_EVERY_MS = 60 * 60_000;
+
+/** Starts one tasks-service replica: migrate, make sure the event stream exists, serve, relay. */
+export async function startTasks(cfg: TasksConfig, log: Logger) {
+  await ensureDatabase(cfg.DATABASE_URL);
+  await migrate({ url: cfg.DATABASE_URL, schema: SCHEMA, dir: MIGRATIONS_DIR, log });
+  const sql = createDb({ url: cfg.DATABASE_URL, schema: SCHEMA, max: 10 });
+  await checkDb(sql, cfg.DATABASE_URL);
+  const nc = await connectNats({ url: cfg.NATS_URL, name: "tasks" });
+  await ensureStream(nc, {
+    name: taskEventsStream(cfg.NATS_NAMESPACE),
+    subjects: [`${cfg.NATS_NAMESPACE}.evt.tasks.>`],
+    max_age: nanos(7 * 24 * 3600_000),
+    // Longer than any relay outage we expect to recover from without re-sending (decision 0008).
+    duplicate_window: nanos(3600_000),
+  });
+  const relay = startRelay({ sql, js: jetstream(nc), namespace: cfg.NATS_NAMESPACE, log });
+  const repo = tasksRepo(sql);
+  const svc = tasksService({
+    repo,
+    tx: (fn) => sql.begin((t) => fn(tasksRepo(t as never))) as never,
+    written: () => relay.notify(),
+  });
+  const served = serve(nc, tasksRpc, tasksHandlers(svc), { namespace: cfg.NATS_NAMESPACE, log });
+  const sweeper = setInterval(() => {
+    repo.sweepIdempotency().catch((err: unknown) => log.warn({ err }, "idempotency sweep failed"));
+  }, SWEEP_EVERY_MS);
+  sweeper.unref();
+  log.info({ namespace: cfg.NATS_NAMESPACE }, "tasks service ready");
+  return {
+    async stop() {
+      clearInterval(sweeper);
+      await served.drain();
+      await relay.stop();
+      await nc.drain();
+      await sql.end({ timeout: 5 });
+    },
+  };
+}
