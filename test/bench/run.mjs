@@ -10,7 +10,7 @@
 // Later issues add scenarios to SCENARIOS below.
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -46,6 +46,18 @@ const SCENARIOS = [
       freshIdempotencyKey: true,
     }),
   },
+  {
+    name: "POST /v1/tasks + Idempotency-Key",
+    request: ({ key }) => ({
+      method: "POST",
+      path: "/v1/tasks",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ title: "Benchmark task", priority: "HIGH", due_date: "2026-12-31", story_points: 3 }),
+      freshIdempotencyKey: true,
+    }),
+  },
+  { name: "GET /v1/tasks/{id}", request: ({ key }) => ({ method: "GET", path: "/v1/tasks/T-1", headers: { authorization: `Bearer ${key}` } }) },
+  { name: "GET /v1/tasks (page of 25)", request: ({ key }) => ({ method: "GET", path: "/v1/tasks?limit=25", headers: { authorization: `Bearer ${key}` } }) },
 ];
 
 // ---------- processes ----------
@@ -122,7 +134,9 @@ function wrkScript(req) {
   for (const [k, v] of Object.entries(req.headers ?? {})) lua.push(`wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`);
   if (req.body !== undefined) lua.push(`wrk.body = ${JSON.stringify(req.body)}`);
   lua.push("local n = 0", "function setup(thread) n = n + 1; thread:set('tid', n) end", "local counter = 0");
-  const fresh = req.freshIdempotencyKey ? `counter = counter + 1; wrk.headers["idempotency-key"] = "${suffix}-" .. tid .. "-" .. counter; ` : "";
+  // Unique per wrk run (warm-up and measurement, every scenario): keys are scoped to the credential,
+  // and one reused on another path would be answered 422 idempotency_key_reused.
+  const fresh = req.freshIdempotencyKey ? `counter = counter + 1; wrk.headers["idempotency-key"] = "${randomUUID()}-" .. tid .. "-" .. counter; ` : "";
   lua.push(`function request() ${fresh}return wrk.format(nil, ${JSON.stringify(req.path)}) end`);
   return lua.join("\n");
 }
@@ -165,9 +179,83 @@ async function measure(name, url, req) {
   return { name, ...(await run(url, req, DURATION)) };
 }
 
+// ---------- storage ceiling and query plan ----------
+
+/**
+ * pgbench, same database and connection count: the transaction at the heart of POST /v1/tasks
+ * (bump the organization's counter, insert one task row) on a scratch copy of the tables, so the
+ * figure is what Postgres alone can do on these cores. Latencies from pgbench's per-transaction log.
+ */
+function pgbenchInsert() {
+  const has = spawnSync("sh", ["-c", "command -v pgbench"], { encoding: "utf8" });
+  if (has.status !== 0) {
+    process.stderr.write("bench: pgbench not installed; storage ceiling skipped\n");
+    return null;
+  }
+  process.stderr.write("bench: pgbench single-row insert transaction …\n");
+  const setup = `
+    create schema if not exists pgbench_ceiling;
+    create table pgbench_ceiling.org_counters (like tasks.org_counters including all);
+    create table pgbench_ceiling.tasks (like tasks.tasks including all);`;
+  const psql = spawnSync("psql", [DATABASE_URL, "-v", "ON_ERROR_STOP=1", "-q", "-c", setup], { encoding: "utf8" });
+  if (psql.status !== 0) throw new Error(`pgbench setup failed: ${psql.stderr}`);
+  const script = join(scratch, "insert.sql");
+  writeFileSync(script, `BEGIN;
+INSERT INTO pgbench_ceiling.org_counters AS c (organization_id, last_number) VALUES ('org_bench', 1)
+  ON CONFLICT (organization_id) DO UPDATE SET last_number = c.last_number + 1 RETURNING last_number \\gset
+INSERT INTO pgbench_ceiling.tasks (organization_id, number, owner_user_id, current_version_id, version_count, title, status, priority, due_date, story_points, created_at, updated_at)
+  VALUES ('org_bench', :last_number, 'usr_bench', 'ver_bench', 1, 'Benchmark task', 'TODO', 'HIGH', '2026-12-31', 3, now(), now());
+COMMIT;
+`);
+  const run = (secs, log) => spawnSync("pgbench", ["-n", "-M", "prepared", "-c", String(CONNECTIONS), "-j", "2", "-T", String(secs), "-f", script, ...(log ? ["-l", "--log-prefix", join(scratch, "pgbench")] : []), DATABASE_URL], { cwd: scratch, encoding: "utf8" });
+  run(WARMUP, false);
+  const r = run(DURATION, true);
+  if (r.status !== 0) throw new Error(`pgbench failed: ${r.stderr}`);
+  const latencies = [];
+  for (const f of readdirSync(scratch).filter((n) => n.startsWith("pgbench"))) {
+    for (const l of readFileSync(join(scratch, f), "utf8").split("\n")) {
+      const cols = l.split(" ");
+      if (cols.length >= 3) latencies.push(Number(cols[2]) / 1000);
+    }
+  }
+  latencies.sort((a, b) => a - b);
+  const q = (p) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? NaN;
+  return { name: "pgbench: counter + task insert tx", rps: Number(/tps = ([\d.]+)/.exec(r.stdout)?.[1] ?? NaN), p50: q(50), p99: q(99), non2xx: 0, errors: Number(/failed transactions: (\d+)/.exec(r.stdout)?.[1] ?? 0) };
+}
+
+/**
+ * GET /v1/tasks on 100,000 tasks of one organization must stay an index scan. The query is the
+ * list query of services/tasks/src/repo/tasks-repo.ts (first page, and a filtered keyset page).
+ */
+async function explainOn100k() {
+  process.stderr.write("bench: EXPLAIN of the task list on 100,000 tasks …\n");
+  const sql = postgres(DATABASE_URL, { max: 1, onnotice: () => {} });
+  try {
+    await sql`
+      insert into tasks.tasks (organization_id, number, owner_user_id, current_version_id, version_count, title, status, created_at, updated_at, archived)
+      select 'org_explain', n, 'usr_explain', 'ver_' || n, 1, 'task ' || n,
+        (array['TODO','IN_PROGRESS','IN_REVIEW','COMPLETED','BLOCKED'])[1 + n % 5],
+        now() - n * interval '1 second', now() - n * interval '1 second', n % 10 = 0
+      from generate_series(1, 100000) n`;
+    await sql`analyze tasks.tasks`;
+    const plan = async (label, query) => {
+      const rows = await sql.unsafe(`explain (analyze, buffers, costs off) ${query}`);
+      return `${label}\n${rows.map((r) => `  ${r["QUERY PLAN"]}`).join("\n")}`;
+    };
+    const cursorAt = (await sql`select to_char(updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as at from tasks.tasks where organization_id = 'org_explain' and number = 5000`)[0].at;
+    return [
+      await plan("first page (limit 25):", `select * from tasks.tasks where organization_id = 'org_explain' and archived = false order by tasks.updated_at desc, tasks.number desc limit 26`),
+      await plan("status filter, keyset page after T-5000:", `select * from tasks.tasks where organization_id = 'org_explain' and archived = false and status = 'BLOCKED' and (updated_at, number) < ('${cursorAt}'::text::timestamp at time zone 'UTC', 5000::bigint) order by tasks.updated_at desc, tasks.number desc limit 26`),
+    ].join("\n\n");
+  } finally {
+    await sql.end({ timeout: 1 });
+  }
+}
+
 // ---------- the run ----------
 
 const results = [];
+let explainList = null;
 try {
   const bare = start("bare fastify", "test/bench/bare-server.mjs", { PORT: "18301" });
   const echo = start("echo responder", "test/bench/echo-responder.mjs", {});
@@ -187,13 +275,30 @@ try {
       await sql.end({ timeout: 1 });
     }
   });
+  start("tasks", "services/tasks/dist/main.js", stackEnv);
+  await until("tasks schema", async () => {
+    const sql = postgres(DATABASE_URL, { max: 1, onnotice: () => {} });
+    try {
+      return (await sql`select 1 from information_schema.tables where table_schema = 'tasks' and table_name = 'idempotency'`).length === 1;
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+  });
   start("gateway", "services/gateway/dist/main.js", stackEnv);
   await until("gateway /readyz", async () => (await fetch("http://127.0.0.1:18303/readyz")).ok);
   const tenant = admin("bootstrap", "--org", "Bench", "--plan", "team", "--email", "bench@example.test");
   // The benchmark measures throughput, not the limiter's refusals.
   admin("set-limits", "--org", tenant.organization_id, "--burst", "1000000000", "--quota", "2000000000");
   const ctx = { key: tenant.api_key, organizationId: tenant.organization_id };
+  // Tasks to read (T-1 … T-30) before the write scenario adds its own.
+  for (let i = 0; i < 30; i++) {
+    const r = await fetch("http://127.0.0.1:18303/v1/tasks", { method: "POST", headers: { authorization: `Bearer ${ctx.key}`, "content-type": "application/json" }, body: JSON.stringify({ title: `Seed ${i}` }) });
+    if (r.status !== 201) throw new Error(`seeding tasks failed: ${r.status} ${await r.text()}`);
+  }
   for (const s of SCENARIOS) results.push(await measure(s.name, "http://127.0.0.1:18303", s.request(ctx)));
+  const pg = pgbenchInsert();
+  if (pg) results.push(pg);
+  explainList = await explainOn100k();
 } finally {
   await cleanup();
 }
@@ -212,8 +317,9 @@ const line = (cells) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.p
 console.log(line(header));
 console.log(widths.map((w) => "-".repeat(w)).join("  "));
 for (const row of table) console.log(line(row));
+if (explainList) console.log(`\nEXPLAIN ANALYZE, GET /v1/tasks on 100,000 tasks in one organization:\n\n${explainList}`);
 mkdirSync(new URL("./results", import.meta.url), { recursive: true });
 writeFileSync(
   new URL("./results/latest.json", import.meta.url),
-  `${JSON.stringify({ at: new Date().toISOString(), tool, node: process.version, cores: cpus().length, connections: CONNECTIONS, duration: DURATION, results: rows }, null, 2)}\n`,
+  `${JSON.stringify({ at: new Date().toISOString(), tool, node: process.version, cores: cpus().length, connections: CONNECTIONS, duration: DURATION, results: rows, explain: explainList }, null, 2)}\n`,
 );

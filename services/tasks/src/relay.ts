@@ -34,10 +34,11 @@ export function startRelay(opts: RelayOptions) {
       const [lock] = await t<{ ok: boolean }[]>`select pg_try_advisory_xact_lock(hashtextextended('tasks.outbox.relay', 0)) as ok`;
       if (!lock?.ok) return -1;
       const rows = await t<{ seq: string; event_id: string; type: TaskEventType; payload: unknown }[]>`
-        select seq::text as seq, event_id, type, payload from outbox order by seq limit ${batch}`;
+        select seq::text as seq, event_id, type, payload from outbox order by outbox.seq limit ${batch}`;
       if (rows.length === 0) return 0;
-      // Sent in order on one connection, so the stream stores them in order; acks awaited together.
-      await Promise.all(rows.map((r) => opts.js.publish(taskEventSubject(opts.namespace, r.type), encodeJson(r.payload), { msgID: r.event_id })));
+      // One at a time: concurrent publishes can overtake each other (a publish the server did not
+      // take at once is retried by the client), and the stream's order is the outbox's order.
+      for (const r of rows) await opts.js.publish(taskEventSubject(opts.namespace, r.type), encodeJson(r.payload), { msgID: r.event_id });
       await t`delete from outbox where seq = any(${rows.map((r) => r.seq)}::bigint[])`;
       return rows.length;
     }) as Promise<number>;

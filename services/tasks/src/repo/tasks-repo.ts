@@ -185,7 +185,7 @@ export function tasksRepo(sql: Sql) {
           ${q.parent === undefined ? sql`` : sql`and parent_number = ${q.parent}`}
           ${q.project_id === undefined ? sql`` : sql`and project_ids @> array[${q.project_id}]::text[]`}
           ${at === null ? sql`` : sql`and (updated_at, number) < (${String(at)}::text::timestamp at time zone 'UTC', ${String(n)}::bigint)`}
-        order by updated_at desc, number desc
+        order by tasks.updated_at desc, tasks.number desc
         limit ${q.limit + 1}`;
       return pageOf(rows, q.limit, toTask, (r) => [r.cursor_at, r.number]);
     },
@@ -274,7 +274,7 @@ export function tasksRepo(sql: Sql) {
         select 'blocking', t.number::text, t.title, t.status, d.created_at
         from dependencies d join tasks t on t.organization_id = d.organization_id and t.number = d.blocked_number
         where d.organization_id = ${org} and d.blocker_number = ${number}
-        order by created_at, number`;
+        order by created_at, number::bigint`;
       const item = (r: (typeof rows)[number]) => ({ task_id: taskId(r.number), title: r.title, status: r.status, open: r.status !== "COMPLETED" });
       const blockedBy = rows.filter((r) => r.side === "blocked_by").map(item);
       const blocking = rows.filter((r) => r.side === "blocking").map(item);

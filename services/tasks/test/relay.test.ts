@@ -1,0 +1,105 @@
+import { taskEventsStream, type TaskEvent } from "@tasksvc/contracts";
+import { createDb, migrate } from "@tasksvc/db";
+import { createLogger } from "@tasksvc/logger";
+import { connectNats, decodeJson, ensureStream, jetstream, jetstreamManager, nanos, type JetStreamClient, type NatsConnection } from "@tasksvc/nats";
+import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
+import { startRelay } from "../src/relay.js";
+import { MIGRATIONS_DIR } from "../src/service.js";
+
+// The relay against a schema of its own (the stack's tasks service relays `tasks`) and a NATS
+// namespace of its own, under the test run's prefix so that the run's clean-up removes it.
+const stack = inject("stack");
+const SCHEMA = "tasks_relay_test";
+const namespace = `${stack.namespace}_relay`;
+const stream = taskEventsStream(namespace);
+const log = createLogger({ service: "relay-test", level: "silent" });
+const sql = createDb({ url: stack.databaseUrl, schema: SCHEMA, max: 6 });
+let nc: NatsConnection;
+
+beforeAll(async () => {
+  await migrate({ url: stack.databaseUrl, schema: SCHEMA, dir: MIGRATIONS_DIR, log });
+  nc = await connectNats({ url: stack.natsUrl, name: "relay-test" });
+  await ensureStream(nc, { name: stream, subjects: [`${namespace}.evt.tasks.>`], duplicate_window: nanos(3600_000) });
+});
+
+beforeEach(async () => {
+  await sql`delete from outbox`;
+  await (await jetstreamManager(nc)).streams.purge(stream);
+});
+
+afterAll(async () => {
+  await (await jetstreamManager(nc)).streams.delete(stream);
+  await nc.drain();
+  await sql.unsafe(`drop schema ${SCHEMA} cascade`);
+  await sql.end({ timeout: 1 });
+});
+
+async function enqueue(n: number): Promise<string[]> {
+  const ids = Array.from({ length: n }, (_, i) => `evt_relay_${Date.now()}_${i}`);
+  for (const id of ids) {
+    const event = { id, type: "task.created", organization_id: "org_relay", created_at: new Date().toISOString(), data: { id: "T-1" } };
+    await sql`insert into outbox (event_id, type, organization_id, payload) values (${id}, 'task.created', 'org_relay', ${sql.json(event)})`;
+  }
+  return ids;
+}
+
+async function streamed(): Promise<string[]> {
+  const jsm = await jetstreamManager(nc);
+  const { state } = await jsm.streams.info(stream);
+  const out: string[] = [];
+  for (let seq = state.first_seq; seq <= state.last_seq && state.messages > 0; seq++) {
+    const m = await jsm.streams.getMessage(stream, { seq });
+    if (m) out.push((decodeJson(m.data) as TaskEvent).id);
+  }
+  return out;
+}
+
+async function until(check: () => Promise<boolean>, ms = 5000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error("condition not reached in time");
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+const outboxEmpty = async () => Number((await sql`select count(*)::int as n from outbox`)[0]?.["n"]) === 0;
+
+describe("outbox relay", () => {
+  it("when rows are waiting, then each is published once, in outbox order, and deleted", async () => {
+    const ids = await enqueue(40);
+    const relay = startRelay({ sql, js: jetstream(nc), namespace, log, pollMs: 50, batch: 16 });
+    await until(outboxEmpty);
+    await relay.stop();
+    expect(await streamed()).toEqual(ids);
+  });
+
+  it("when the relay dies after JetStream acknowledged a batch but before deleting it, then the rows are sent again and the stream keeps one copy", async () => {
+    const ids = await enqueue(10);
+    const real = jetstream(nc);
+    let published = 0;
+    // Acknowledged by JetStream, then the "process" fails before its transaction commits.
+    const crashing = {
+      publish: async (...args: Parameters<JetStreamClient["publish"]>) => {
+        const ack = await real.publish(...args);
+        published += 1;
+        if (published === 10) throw new Error("crash after publish");
+        return ack;
+      },
+    } as unknown as JetStreamClient;
+    const relay = startRelay({ sql, js: crashing, namespace, log, pollMs: 50 });
+    await until(outboxEmpty);
+    await relay.stop();
+    expect(published).toBeGreaterThanOrEqual(20);
+    expect(await streamed()).toEqual(ids);
+  });
+
+  it("when two relays run against one outbox, then nothing is published twice or lost", async () => {
+    const a = startRelay({ sql, js: jetstream(nc), namespace, log, pollMs: 20, batch: 8 });
+    const b = startRelay({ sql, js: jetstream(nc), namespace, log, pollMs: 20, batch: 8 });
+    const ids = await enqueue(60);
+    a.notify();
+    b.notify();
+    await until(outboxEmpty);
+    await Promise.all([a.stop(), b.stop()]);
+    expect(await streamed()).toEqual(ids);
+  });
+});
