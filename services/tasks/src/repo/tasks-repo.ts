@@ -267,14 +267,14 @@ export function tasksRepo(sql: Sql) {
 
     async dependencyView(org: string, number: number): Promise<DependencyView> {
       const rows = await sql<{ side: "blocked_by" | "blocking"; number: string; title: string; status: TaskStatus }[]>`
-        select 'blocked_by' as side, t.number::text as number, t.title, t.status, d.created_at
+        select 'blocked_by' as side, t.number, t.title, t.status, d.created_at
         from dependencies d join tasks t on t.organization_id = d.organization_id and t.number = d.blocker_number
         where d.organization_id = ${org} and d.blocked_number = ${number}
         union all
-        select 'blocking', t.number::text, t.title, t.status, d.created_at
+        select 'blocking', t.number, t.title, t.status, d.created_at
         from dependencies d join tasks t on t.organization_id = d.organization_id and t.number = d.blocked_number
         where d.organization_id = ${org} and d.blocker_number = ${number}
-        order by created_at, number::bigint`;
+        order by created_at, number`;
       const item = (r: (typeof rows)[number]) => ({ task_id: taskId(r.number), title: r.title, status: r.status, open: r.status !== "COMPLETED" });
       const blockedBy = rows.filter((r) => r.side === "blocked_by").map(item);
       const blocking = rows.filter((r) => r.side === "blocking").map(item);
