@@ -124,7 +124,7 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
           throw e;
         }
         if (key !== undefined) {
-          claim = await claimIdempotency(opts.repo, identity.credential_id, key, requestFingerprint(req.method, req.url, req.rawBody), opts.idempotencyLeaseMs);
+          claim = await claimIdempotency(opts.repo, identity.credential_id, key, requestFingerprint(req.method, req.url, req.rawBody), opts.idempotencyLeaseMs, !def.serviceIdempotency);
           if (claim.kind === "replay") {
             return reply.code(claim.status).headers(claim.headers).header("idempotency-replayed", "true").send(claim.body);
           }
@@ -167,7 +167,7 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
             if (p.next_cursor !== null) p.next_cursor = opts.cursors.wrap(def.url, query, p.next_cursor);
           }
           const body = JSON.stringify(data);
-          if (held) await opts.repo.storeIdempotentOutcome(held.credentialId, held.key, status, body, { "content-type": "application/json; charset=utf-8" });
+          if (held) await opts.repo.storeIdempotentOutcome(held.credentialId, held.key, status, body, { "content-type": "application/json; charset=utf-8" }, !def.serviceIdempotency);
           return reply.code(status).type("application/json; charset=utf-8").send(body);
         } catch (e) {
           if (held) {
@@ -177,7 +177,7 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
             const stored = isAppError(e) && e.status < 500 && e.status !== 429;
             if (stored) {
               const problem = JSON.stringify(toProblem(e, String(req.id)));
-              await opts.repo.storeIdempotentOutcome(held.credentialId, held.key, e.status, problem, { "content-type": "application/problem+json; charset=utf-8" });
+              await opts.repo.storeIdempotentOutcome(held.credentialId, held.key, e.status, problem, { "content-type": "application/problem+json; charset=utf-8" }, !def.serviceIdempotency);
             } else {
               await opts.repo.releaseIdempotencyKey(held.credentialId, held.key).catch((err: unknown) => req.log.error({ err }, "could not release idempotency key"));
             }

@@ -78,6 +78,12 @@ export interface RouteDef<P extends z.ZodType = z.ZodType, Q extends z.ZodType =
   summary: string;
   /** Count this call alone, after giving back this replica's unspent reserved calls (0007). */
   exactCharge?: boolean;
+  /**
+   * The service records this operation's Idempotency-Key with its result in its own transaction
+   * (DESIGN.md section 1), so the gateway's record is a fast path, not the guarantee: it may
+   * commit asynchronously (decision 0008).
+   */
+  serviceIdempotency?: boolean;
   /** Error codes this operation can answer beyond the pipeline's own (OpenAPI). */
   errors?: ErrorCode[];
   /** Other success statuses forward() may answer with (WithStatus), and what they mean. */
@@ -207,6 +213,7 @@ export const routes: RouteDef[] = [
     status: 201,
     response: Task,
     idempotent: true,
+    serviceIdempotency: true,
     forward: (c, { body, ctx }) => c.tasks.call("createTask", body, ctx),
   }),
   route({
@@ -246,6 +253,7 @@ export const routes: RouteDef[] = [
     status: 200,
     response: Task,
     idempotent: true,
+    serviceIdempotency: true,
     forward: (c, { params, body, ctx }) => c.tasks.call("updateTask", { task_id: params.task_id, patch: body }, ctx),
   }),
   route({
@@ -259,6 +267,7 @@ export const routes: RouteDef[] = [
     status: 200,
     response: Task,
     idempotent: true,
+    serviceIdempotency: true,
     forward: (c, { params, ctx }) => c.tasks.call("archiveTask", params, ctx),
   }),
   route({
@@ -272,6 +281,7 @@ export const routes: RouteDef[] = [
     status: 200,
     response: Task,
     idempotent: true,
+    serviceIdempotency: true,
     forward: (c, { params, ctx }) => c.tasks.call("unarchiveTask", params, ctx),
   }),
   route({
@@ -312,6 +322,7 @@ export const routes: RouteDef[] = [
     otherStatuses: { 200: "The link already existed: nothing changed, no event" },
     response: DependencyView,
     idempotent: true,
+    serviceIdempotency: true,
     errors: ["dependency_cycle"],
     forward: async (c, { params, body, ctx }) => {
       const r = await c.tasks.call("addDependency", { task_id: params.task_id, blocker_task_id: body.blocker_task_id }, ctx);
@@ -342,6 +353,7 @@ export const routes: RouteDef[] = [
     status: 201,
     response: Project,
     idempotent: true,
+    serviceIdempotency: true,
     forward: (c, { body, ctx }) => c.tasks.call("createProject", body, ctx),
   }),
   route({

@@ -21,6 +21,7 @@ export interface RelayOptions {
  * - Rows are deleted only after JetStream acknowledged them, in the same transaction that read
  *   them: a crash between publish and delete leaves the rows, which are published again with the
  *   same Nats-Msg-Id (the event id), and the stream drops the duplicate (duplicate window 1 h).
+ *   For the same reason the delete commits asynchronously: losing it re-sends, never loses.
  */
 export function startRelay(opts: RelayOptions) {
   const pollMs = opts.pollMs ?? 500;
@@ -36,9 +37,11 @@ export function startRelay(opts: RelayOptions) {
       const rows = await t<{ seq: string; event_id: string; type: TaskEventType; payload: unknown }[]>`
         select seq::text as seq, event_id, type, payload from outbox order by outbox.seq limit ${batch}`;
       if (rows.length === 0) return 0;
-      // One at a time: concurrent publishes can overtake each other (a publish the server did not
-      // take at once is retried by the client), and the stream's order is the outbox's order.
-      for (const r of rows) await opts.js.publish(taskEventSubject(opts.namespace, r.type), encodeJson(r.payload), { msgID: r.event_id });
+      // Sent in outbox order on one connection, so the stream stores them in that order; the acks
+      // are awaited together. (Only a publish the client must retry could land out of order.)
+      await Promise.all(rows.map((r) => opts.js.publish(taskEventSubject(opts.namespace, r.type), encodeJson(r.payload), { msgID: r.event_id })));
+      // A lost delete (database crash) only re-sends rows the stream then drops as duplicates.
+      await t`select set_config('synchronous_commit', 'off', true)`;
       await t`delete from outbox where seq = any(${rows.map((r) => r.seq)}::bigint[])`;
       return rows.length;
     }) as Promise<number>;

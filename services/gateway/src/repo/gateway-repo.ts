@@ -28,6 +28,12 @@ export interface StoredOutcome {
 
 /** All SQL of the gateway (schema `gateway`). */
 export function gatewayRepo(sql: Sql) {
+  /**
+   * A one-row FROM item that sets this statement's transaction to commit asynchronously when the
+   * write need not survive a database crash (decision 0008), or leaves the default.
+   */
+  const commitMode = (durable: boolean) => (durable ? sql`(select 1) as commit_mode` : sql`(select set_config('synchronous_commit', 'off', true)) as commit_mode`);
+
   return {
     /** Reserves up to `want` calls against the burst window and the billing period (0007). */
     async reserve(a: { credentialId: string; burst: number; windowSeconds: number; orgId: string; anchor: string; quota: number; periodSeconds: number; want: number }): Promise<ReserveRow> {
@@ -47,10 +53,11 @@ export function gatewayRepo(sql: Sql) {
      * window, and for a record whose execution was abandoned (lease over, same request): a gateway
      * that died mid-request blocks the key only until its lease ends.
      */
-    async claimIdempotencyKey(credentialId: string, key: string, fingerprint: string, leaseMs: number): Promise<boolean> {
+    async claimIdempotencyKey(credentialId: string, key: string, fingerprint: string, leaseMs: number, durable = true): Promise<boolean> {
       const rows = await sql`
         insert into idempotency_keys as k (credential_id, key, fingerprint, locked_until)
-        values (${credentialId}, ${key}, ${fingerprint}, now() + ${leaseMs} * interval '1 millisecond')
+        select ${credentialId}, ${key}, ${fingerprint}, now() + ${leaseMs} * interval '1 millisecond'
+        from ${commitMode(durable)}
         on conflict (credential_id, key) do update
           set fingerprint = excluded.fingerprint, status = null, response_body = null,
               response_headers = null, locked_until = excluded.locked_until, created_at = now()
@@ -67,10 +74,11 @@ export function gatewayRepo(sql: Sql) {
       return row;
     },
 
-    async storeIdempotentOutcome(credentialId: string, key: string, status: number, body: string, headers: Record<string, string>): Promise<void> {
+    async storeIdempotentOutcome(credentialId: string, key: string, status: number, body: string, headers: Record<string, string>, durable = true): Promise<void> {
       await sql`
         update idempotency_keys set status = ${status}, response_body = ${body},
           response_headers = ${sql.json(headers)}, locked_until = null
+        from ${commitMode(durable)}
         where credential_id = ${credentialId} and key = ${key}`;
     },
 

@@ -13,6 +13,7 @@ import {
 import { isUniqueViolation, newId } from "@tasksvc/db";
 import { AppError, fieldError } from "@tasksvc/errors";
 import { contentOf, toTask, type Content, type TasksRepo } from "../repo/tasks-repo.js";
+import { createBatcher } from "./creates.js";
 
 /** The caller as the gateway resolved it; every operation is scoped to its organization. */
 export interface Caller {
@@ -50,13 +51,36 @@ class LostIdempotencyRace extends Error {}
 
 const sameContent = (a: Content, b: Content) => JSON.stringify(a) === JSON.stringify(b);
 
-function toIsoOrNull(v: string | null): string | null {
+export function toIsoOrNull(v: string | null): string | null {
   if (v === null) return null;
   return new Date(v.length === 10 ? `${v}T00:00:00.000Z` : v).toISOString();
 }
 
 export function tasksService(deps: TasksDeps) {
   const { repo } = deps;
+  const creates = createBatcher(deps, async (r, c, b) => {
+    const org = c.organizationId;
+    const projectIds = b.project_ids ?? (b.project_id === undefined ? [] : [b.project_id]);
+    await checkProjects(r, org, projectIds, (i) => (b.project_id === undefined ? `/project_ids/${i}` : "/project_id"));
+    let parent: number | null = null;
+    if (b.parent_task_id !== undefined) {
+      parent = taskNumber(b.parent_task_id);
+      if (parent === null || !(await r.taskExists(org, parent))) throw fieldError("/parent_task_id", "no such task in this organization");
+    }
+    return {
+      title: b.title,
+      description: b.description ?? null,
+      status: b.status ?? "TODO",
+      priority: b.priority ?? null,
+      start_date: toIsoOrNull(b.start_date ?? null),
+      due_date: b.due_date ?? null,
+      notes: b.notes ?? null,
+      story_points: b.story_points ?? null,
+      recurrence: b.recurrence ? normalizeRecurrence(b.recurrence) : null,
+      project_ids: projectIds,
+      parent_number: parent,
+    };
+  });
 
   /**
    * Runs a write once per idempotency key (DESIGN.md section 1). The key is recorded with the
@@ -102,36 +126,8 @@ export function tasksService(deps: TasksDeps) {
   }
 
   return {
-    async createTask(c: Caller, b: CreateTaskBody): Promise<Task> {
-      return write(c, "createTask", async (r) => {
-        const org = c.organizationId;
-        const projectIds = b.project_ids ?? (b.project_id === undefined ? [] : [b.project_id]);
-        await checkProjects(r, org, projectIds, (i) => (b.project_id === undefined ? `/project_ids/${i}` : "/project_id"));
-        let parent: number | null = null;
-        if (b.parent_task_id !== undefined) {
-          parent = taskNumber(b.parent_task_id);
-          if (parent === null || !(await r.taskExists(org, parent))) throw fieldError("/parent_task_id", "no such task in this organization");
-        }
-        const content: Content = {
-          title: b.title,
-          description: b.description ?? null,
-          status: b.status ?? "TODO",
-          priority: b.priority ?? null,
-          start_date: toIsoOrNull(b.start_date ?? null),
-          due_date: b.due_date ?? null,
-          notes: b.notes ?? null,
-          story_points: b.story_points ?? null,
-          recurrence: b.recurrence ? normalizeRecurrence(b.recurrence) : null,
-          project_ids: projectIds,
-          parent_number: parent,
-        };
-        // The counter row stays locked until commit: taken last, after every check.
-        const number = await r.nextNumber(org);
-        const task = toTask(await r.insertTask(org, number, c.userId, content, newId("ver")));
-        await r.emit(org, "task.created", task);
-        return task;
-      });
-    },
+    /** Creates a task; concurrent creates of one organization share a transaction (creates.ts). */
+    createTask: (c: Caller, b: CreateTaskBody): Promise<Task> => creates.submit(c, b),
 
     async getTask(c: Caller, ref: string): Promise<Task> {
       return toTask(await existingTask(repo, c.organizationId, ref));

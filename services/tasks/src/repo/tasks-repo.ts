@@ -142,6 +142,58 @@ export function tasksRepo(sql: Sql) {
       return row!;
     },
 
+    /**
+     * Creates several tasks of one organization in one statement: takes k numbers from the
+     * organization's counter (locked until commit), inserts the tasks, their first versions and
+     * project links. Rows come back in input order, numbered consecutively.
+     */
+    async insertTasks(org: string, items: Array<{ owner: string; content: Content; versionId: string }>): Promise<TaskRow[]> {
+      const input = items.map((it, i) => ({
+        ord: i + 1,
+        owner_user_id: it.owner,
+        version_id: it.versionId,
+        parent_number: it.content.parent_number,
+        title: it.content.title,
+        description: it.content.description,
+        status: it.content.status,
+        priority: it.content.priority,
+        start_date: it.content.start_date,
+        due_date: it.content.due_date,
+        notes: it.content.notes,
+        story_points: it.content.story_points,
+        recurrence: it.content.recurrence,
+        project_ids: it.content.project_ids,
+      }));
+      return sql<TaskRow[]>`
+        with c as (
+          insert into org_counters as c (organization_id, last_number) values (${org}, ${items.length})
+          on conflict (organization_id) do update set last_number = c.last_number + ${items.length}
+          returning last_number
+        ), x as (
+          select c.last_number - ${items.length} + i.ord as number, i.*
+          from c, jsonb_to_recordset(${sql.json(input as never)}) as i(ord int, owner_user_id text, version_id text, parent_number bigint,
+            title text, description text, status text, priority text, start_date timestamptz, due_date date, notes text,
+            story_points numeric, recurrence jsonb, project_ids jsonb)
+        ), t as (
+          insert into tasks (organization_id, number, owner_user_id, parent_number, current_version_id, version_count,
+            title, description, status, priority, start_date, due_date, notes, story_points, recurrence, project_ids,
+            created_at, updated_at)
+          select ${org}, number, owner_user_id, parent_number, version_id, 1, title, description, status, priority, start_date,
+            due_date, notes, story_points, recurrence, array(select jsonb_array_elements_text(project_ids)), now(), now()
+          from x
+          returning *
+        ), v as (
+          insert into task_versions (id, organization_id, task_number, seq, title, description, status, priority, start_date,
+            due_date, notes, story_points, recurrence, project_ids, created_at)
+          select current_version_id, organization_id, number, 1, title, description, status, priority, start_date, due_date,
+            notes, story_points, recurrence, project_ids, created_at from t
+        ), p as (
+          insert into task_projects (organization_id, task_number, project_id)
+          select organization_id, number, unnest(project_ids) from t
+        )
+        select ${cols} from t order by t.number`;
+    },
+
     /** Writes a new current version (content changed). */
     async updateContent(org: string, number: number, c: Content, versionId: string, projectsChanged: boolean): Promise<TaskRow> {
       const [row] = await sql<TaskRow[]>`
@@ -348,6 +400,45 @@ export function tasksRepo(sql: Sql) {
       const id = newId("evt");
       const event = { id, type, organization_id: org, created_at: new Date().toISOString(), data: task };
       await sql`insert into outbox (event_id, type, organization_id, payload) values (${id}, ${type}, ${org}, ${sql.json(event as never)})`;
+    },
+
+    /**
+     * Outbox rows for several events, and idempotency records for the keyed writes among them, in
+     * one statement. Returns the keys that were recorded; a missing one was recorded by another
+     * execution first.
+     */
+    async emitAndRecord(org: string, events: Array<{ type: TaskEventType; task: Task }>, records: Array<{ credentialId: string; key: string; operation: string; result: unknown }>): Promise<Set<string>> {
+      const now = new Date().toISOString();
+      const outbox = events.map((e) => {
+        const id = newId("evt");
+        return { event_id: id, type: e.type, payload: { id, type: e.type, organization_id: org, created_at: now, data: e.task } };
+      });
+      const rows = await sql<{ credential_id: string; key: string }[]>`
+        with o as (
+          insert into outbox (event_id, type, organization_id, payload)
+          select event_id, type, ${org}, payload from jsonb_to_recordset(${sql.json(outbox as never)}) as e(event_id text, type text, payload jsonb)
+        )
+        insert into idempotency as i (credential_id, key, operation, result)
+        select credential_id, key, operation, result
+        from jsonb_to_recordset(${sql.json(records.map((r) => ({ credential_id: r.credentialId, key: r.key, operation: r.operation, result: r.result })) as never)})
+          as r(credential_id text, key text, operation text, result jsonb)
+        on conflict (credential_id, key) do update set operation = excluded.operation, result = excluded.result, created_at = now()
+          where i.created_at <= now() - interval '24 hours'
+        returning credential_id, key`;
+      return new Set(rows.map((r) => `${r.credential_id}\u0000${r.key}`));
+    },
+
+    /** Stored results of keyed writes, by `credential\0key`, younger than 24 h. */
+    async storedResults(keys: Array<{ credentialId: string; key: string }>): Promise<Map<string, { operation: string; result: unknown }>> {
+      const out = new Map<string, { operation: string; result: unknown }>();
+      if (keys.length === 0) return out;
+      const rows = await sql<{ credential_id: string; key: string; operation: string; result: unknown }[]>`
+        select i.credential_id, i.key, i.operation, i.result
+        from idempotency i join jsonb_to_recordset(${sql.json(keys as never)}) as k("credentialId" text, key text)
+          on i.credential_id = k."credentialId" and i.key = k.key
+        where i.created_at > now() - interval '24 hours'`;
+      for (const r of rows) out.set(`${r.credential_id}\u0000${r.key}`, { operation: r.operation, result: r.result });
+      return out;
     },
 
     async storedResult(credentialId: string, key: string): Promise<{ operation: string; result: unknown } | undefined> {
