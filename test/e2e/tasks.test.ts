@@ -210,6 +210,40 @@ describe("GET /v1/tasks/{task_id}", () => {
   });
 });
 
+describe("reads after writes (task copies cached by each tasks replica)", () => {
+  const readAll = async (t: Tenant, id: string) => Promise.all(Array.from({ length: 16 }, (_, i) => (i % 2 ? gw : gw2).get(`/v1/tasks/${id}`, { token: t.apiKey })));
+
+  it("when a task was read on every replica and is then changed, then every following read shows the change", async () => {
+    const t = await f.tenant("team");
+    const p = (await gw.post("/v1/projects", { name: "P" }, { token: t.apiKey })).body;
+    const task = await created(t, { title: "before", project_id: p.id });
+    for (let round = 0; round < 3; round++) {
+      await readAll(t, task.id); // warm both replicas
+      const title = `after ${round}`;
+      expect((await gw.patch(`/v1/tasks/${task.id}`, { title }, { token: t.apiKey })).status).toBe(200);
+      expect((await readAll(t, task.id)).map((r) => r.body.title)).toEqual(Array(16).fill(title));
+    }
+    await readAll(t, task.id);
+    await gw2.post(`/v1/tasks/${task.id}/archive`, undefined, { token: t.apiKey });
+    expect((await readAll(t, task.id)).every((r) => r.body.archived === true)).toBe(true);
+    await gw.delete(`/v1/projects/${p.id}`, { token: t.apiKey });
+    expect((await readAll(t, task.id)).every((r) => r.body.project_ids.length === 0)).toBe(true);
+  });
+
+  it("when reads race a stream of updates, then once the last update answered, no read shows an older title", async () => {
+    const t = await f.tenant("team");
+    const task = await created(t, { title: "v0" });
+    let reading = true;
+    const readers = Array.from({ length: 4 }, async () => {
+      for (let n = 0; reading && n < 60; n++) expect((await gw.get(`/v1/tasks/${task.id}`, { token: t.apiKey })).status).toBe(200);
+    });
+    for (let i = 1; i <= 15; i++) await (i % 2 ? gw : gw2).patch(`/v1/tasks/${task.id}`, { title: `v${i}` }, { token: t.apiKey });
+    reading = false;
+    await Promise.all(readers);
+    expect((await readAll(t, task.id)).map((r) => r.body.title)).toEqual(Array(16).fill("v15"));
+  });
+});
+
 describe("PATCH /v1/tasks/{task_id} and history", () => {
   it("when content changes, then a new version is written and shown; a PATCH that changes nothing writes none", async () => {
     const t = await f.tenant();

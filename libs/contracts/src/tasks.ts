@@ -278,6 +278,10 @@ export const TaskEvent = z.object({
 });
 export type TaskEvent = z.infer<typeof TaskEvent>;
 
+/** Broadcast by a tasks replica after a write changed these tasks (drops cached copies). */
+export const TasksChanged = z.object({ organization_id: z.string(), numbers: z.array(z.number().int()) });
+export const tasksChangedSubject = (namespace: string) => `${namespace}.evt.tasks-cache.changed`;
+
 /** JetStream stream of task events and its subjects, per namespace. */
 export const taskEventsStream = (namespace: string) => `${namespace}_task_events`;
 export const taskEventSubject = (namespace: string, type: TaskEventType) => `${namespace}.evt.tasks.${type}`;

@@ -1,10 +1,11 @@
 import { fileURLToPath } from "node:url";
 import { serviceSettings } from "@tasksvc/config";
-import { taskEventsStream, tasksRpc } from "@tasksvc/contracts";
+import { taskEventsStream, tasksChangedSubject, tasksRpc, TasksChanged } from "@tasksvc/contracts";
 import { checkDb, createDb, ensureDatabase, migrate } from "@tasksvc/db";
 import type { Logger } from "@tasksvc/logger";
-import { connectNats, ensureStream, jetstream, nanos, serve } from "@tasksvc/nats";
+import { connectNats, decodeJson, encodeJson, ensureStream, jetstream, nanos, serve } from "@tasksvc/nats";
 import { z } from "zod";
+import { taskCache } from "./domain/task-cache.js";
 import { tasksService } from "./domain/tasks-service.js";
 import { startRelay } from "./relay.js";
 import { tasksRepo } from "./repo/tasks-repo.js";
@@ -33,10 +34,33 @@ export async function startTasks(cfg: TasksConfig, log: Logger) {
   });
   const relay = startRelay({ sql, js: jetstream(nc), namespace: cfg.NATS_NAMESPACE, log });
   const repo = tasksRepo(sql);
+  const cache = taskCache();
+  const changedSubject = tasksChangedSubject(cfg.NATS_NAMESPACE);
+  // Every replica hears every change (no queue group). A callback, not an iterator: it runs in
+  // arrival order with the RPC subscriptions, before any request that was published after it.
+  const changes = nc.subscribe(changedSubject, {
+    callback: (err, msg) => {
+      if (err) return void log.error({ err }, "change subscription error");
+      const m = TasksChanged.safeParse(decodeJson(msg.data));
+      if (m.success) cache.invalidate(m.data.organization_id, m.data.numbers);
+      else cache.clear();
+    },
+  });
+  // Broadcasts may be lost while disconnected: forget everything on any connection trouble.
+  void (async () => {
+    for await (const s of nc.status()) {
+      if (s.type === "disconnect" || s.type === "reconnect" || s.type === "slowConsumer") cache.clear();
+    }
+  })();
   const svc = tasksService({
     repo,
     tx: (fn) => sql.begin((t) => fn(tasksRepo(t as never))) as never,
     written: () => relay.notify(),
+    cache,
+    async changed(organizationId, numbers) {
+      nc.publish(changedSubject, encodeJson({ organization_id: organizationId, numbers }));
+      await nc.flush();
+    },
   });
   const served = serve(nc, tasksRpc, tasksHandlers(svc), { namespace: cfg.NATS_NAMESPACE, log });
   const sweeper = setInterval(() => {
@@ -48,6 +72,7 @@ export async function startTasks(cfg: TasksConfig, log: Logger) {
     async stop() {
       clearInterval(sweeper);
       await served.drain();
+      changes.unsubscribe();
       await relay.stop();
       await nc.drain();
       await sql.end({ timeout: 5 });

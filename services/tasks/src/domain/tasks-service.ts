@@ -14,6 +14,7 @@ import { isUniqueViolation, newId } from "@tasksvc/db";
 import { AppError, fieldError } from "@tasksvc/errors";
 import { contentOf, toTask, type Content, type TasksRepo } from "../repo/tasks-repo.js";
 import { createBatcher } from "./creates.js";
+import type { TaskCache } from "./task-cache.js";
 
 /** The caller as the gateway resolved it; every operation is scoped to its organization. */
 export interface Caller {
@@ -34,6 +35,10 @@ export interface TasksDeps {
   tx<T>(fn: (repo: TasksRepo) => Promise<T>): Promise<T>;
   /** Called after a transaction that wrote outbox rows commits (wakes the relay). */
   written(): void;
+  /** Current tasks kept in memory; dropped on every replica by changed(). */
+  cache: TaskCache;
+  /** Tells every replica that these tasks changed; resolves once NATS has the message. */
+  changed(organizationId: string, numbers: readonly number[]): Promise<void>;
 }
 
 const notFound = (what: string) => new AppError("resource_not_found", `No ${what} with that id exists in this organization.`);
@@ -86,7 +91,7 @@ export function tasksService(deps: TasksDeps) {
    * Runs a write once per idempotency key (DESIGN.md section 1). The key is recorded with the
    * result in the write's own transaction; a retry (or a racing twin) gets the stored result.
    */
-  async function write<T>(c: Caller, operation: string, fn: (r: TasksRepo) => Promise<T>): Promise<T> {
+  async function write<T>(c: Caller, operation: string, fn: (r: TasksRepo, touched: number[]) => Promise<T>): Promise<T> {
     const key = c.idempotencyKey;
     const stored = async (): Promise<T | undefined> => {
       if (key === undefined) return undefined;
@@ -98,12 +103,19 @@ export function tasksService(deps: TasksDeps) {
     const prior = await stored();
     if (prior !== undefined) return prior;
     try {
+      const touched: number[] = [];
       const result = await deps.tx(async (r) => {
-        const out = await fn(r);
+        touched.length = 0;
+        const out = await fn(r, touched);
         if (key !== undefined && !(await r.recordResult(c.credentialId, key, operation, out))) throw new LostIdempotencyRace();
         return out;
       });
       deps.written();
+      if (touched.length) {
+        // Before the reply: no replica may answer a later read from a copy older than this write.
+        deps.cache.invalidate(c.organizationId, touched);
+        await deps.changed(c.organizationId, touched);
+      }
       return result;
     } catch (e) {
       if (e instanceof LostIdempotencyRace) {
@@ -130,7 +142,16 @@ export function tasksService(deps: TasksDeps) {
     createTask: (c: Caller, b: CreateTaskBody): Promise<Task> => creates.submit(c, b),
 
     async getTask(c: Caller, ref: string): Promise<Task> {
-      return toTask(await existingTask(repo, c.organizationId, ref));
+      const org = c.organizationId;
+      const n = pathNumber(ref);
+      const hit = deps.cache.get(org, n);
+      if (hit) return hit;
+      const epoch = deps.cache.epoch();
+      const row = await repo.task(org, n);
+      if (!row) throw noTask();
+      const task = toTask(row);
+      deps.cache.put(org, n, task, epoch);
+      return task;
     },
 
     async listTasks(c: Caller, q: { limit: number; after?: string | undefined; status?: Task["status"] | undefined; project_id?: string | undefined; parent_task_id?: string | undefined; archived: boolean }): Promise<Page<Task>> {
@@ -146,7 +167,7 @@ export function tasksService(deps: TasksDeps) {
     },
 
     async updateTask(c: Caller, ref: string, p: UpdateTaskBody): Promise<Task> {
-      return write(c, "updateTask", async (r) => {
+      return write(c, "updateTask", async (r, touched) => {
         const org = c.organizationId;
         const row = await existingTask(r, org, ref, true);
         const number = Number(row.number);
@@ -177,17 +198,19 @@ export function tasksService(deps: TasksDeps) {
         if (sameContent(before, after)) return toTask(row);
         const projectsChanged = JSON.stringify(before.project_ids) !== JSON.stringify(after.project_ids);
         const task = toTask(await r.updateContent(org, number, after, newId("ver"), projectsChanged));
+        touched.push(number);
         await r.emit(org, "task.updated", task);
         return task;
       });
     },
 
     async setArchived(c: Caller, ref: string, archived: boolean): Promise<Task> {
-      return write(c, archived ? "archiveTask" : "unarchiveTask", async (r) => {
+      return write(c, archived ? "archiveTask" : "unarchiveTask", async (r, touched) => {
         const org = c.organizationId;
         const row = await existingTask(r, org, ref, true);
         const changed = await r.setArchived(org, Number(row.number), archived);
         if (!changed) return toTask(row);
+        touched.push(Number(row.number));
         const task = toTask(changed);
         await r.emit(org, archived ? "task.archived" : "task.updated", task);
         return task;
@@ -270,8 +293,9 @@ export function tasksService(deps: TasksDeps) {
     },
 
     async deleteProject(c: Caller, id: string): Promise<{ id: string; deleted: true }> {
-      return write(c, "deleteProject", async (r) => {
+      return write(c, "deleteProject", async (r, touched) => {
         const { deleted, tasks } = await r.deleteProject(c.organizationId, id);
+        touched.push(...tasks.map((t) => Number(t.number)));
         if (!deleted) throw notFound("project");
         // Unlinking is not an edit of the task (no new version), but its project_ids changed.
         for (const t of tasks) await r.emit(c.organizationId, "task.updated", toTask(t));

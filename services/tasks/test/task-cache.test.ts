@@ -1,0 +1,38 @@
+import type { Task } from "@tasksvc/contracts";
+import { describe, expect, it } from "vitest";
+import { taskCache } from "../src/domain/task-cache.js";
+
+const task = (title: string) => ({ id: "T-1", title }) as Task;
+
+describe("task cache", () => {
+  it("when a read started before an invalidation finishes after it, then its copy is not kept", () => {
+    const c = taskCache();
+    const epoch = c.epoch();
+    c.invalidate("org", [99]); // any change, even of another task, ends the read's epoch
+    c.put("org", 1, task("old"), epoch);
+    expect(c.get("org", 1)).toBeUndefined();
+    c.put("org", 1, task("new"), c.epoch());
+    expect(c.get("org", 1)?.title).toBe("new");
+  });
+
+  it("when a task changes, then its copy is dropped and other organizations' copies stay", () => {
+    const c = taskCache();
+    c.put("a", 1, task("a1"), c.epoch());
+    c.put("b", 1, task("b1"), c.epoch());
+    c.invalidate("a", [1]);
+    expect(c.get("a", 1)).toBeUndefined();
+    expect(c.get("b", 1)?.title).toBe("b1");
+    c.clear();
+    expect(c.get("b", 1)).toBeUndefined();
+  });
+
+  it("when full, then the oldest copy goes first; when expired, then a copy is not served", async () => {
+    const c = taskCache({ maxEntries: 2, ttlMs: 30 });
+    c.put("o", 1, task("1"), c.epoch());
+    c.put("o", 2, task("2"), c.epoch());
+    c.put("o", 3, task("3"), c.epoch());
+    expect([c.get("o", 1), c.get("o", 2)?.title, c.get("o", 3)?.title]).toEqual([undefined, "2", "3"]);
+    await new Promise((r) => setTimeout(r, 40));
+    expect(c.get("o", 3)).toBeUndefined();
+  });
+});
