@@ -295,7 +295,9 @@ try {
     const r = await fetch("http://127.0.0.1:18303/v1/tasks", { method: "POST", headers: { authorization: `Bearer ${ctx.key}`, "content-type": "application/json" }, body: JSON.stringify({ title: `Seed ${i}` }) });
     if (r.status !== 201) throw new Error(`seeding tasks failed: ${r.status} ${await r.text()}`);
   }
-  for (const s of SCENARIOS) results.push(await measure(s.name, "http://127.0.0.1:18303", s.request(ctx)));
+  // BENCH_ONLY=<text> runs only the full-stack scenarios whose name contains it (while tuning).
+  const only = process.env.BENCH_ONLY;
+  for (const s of SCENARIOS.filter((x) => !only || x.name.includes(only))) results.push(await measure(s.name, "http://127.0.0.1:18303", s.request(ctx)));
   const pg = pgbenchInsert();
   if (pg) results.push(pg);
   explainList = await explainOn100k();

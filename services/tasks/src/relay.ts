@@ -32,17 +32,21 @@ export function startRelay(opts: RelayOptions) {
 
   async function drainOnce(): Promise<number> {
     return opts.sql.begin(async (t) => {
-      const [lock] = await t<{ ok: boolean }[]>`select pg_try_advisory_xact_lock(hashtextextended('tasks.outbox.relay', 0)) as ok`;
-      if (!lock?.ok) return -1;
-      const rows = await t<{ seq: string; event_id: string; type: TaskEventType; payload: unknown }[]>`
-        select seq::text as seq, event_id, type, payload from outbox order by outbox.seq limit ${batch}`;
-      if (rows.length === 0) return 0;
+      // The lock and the read in one round trip; `locked` tells "no lock" from "nothing to send".
+      const rows = await t<{ locked: boolean; seq: string | null; event_id: string; type: TaskEventType; payload: unknown }[]>`
+        select l.locked, o.seq::text as seq, o.event_id, o.type, o.payload
+        from (select pg_try_advisory_xact_lock(hashtextextended('tasks.outbox.relay', 0)) as locked) l
+        left join lateral (select * from outbox where l.locked order by outbox.seq limit ${batch}) o on true
+        order by o.seq`;
+      if (!rows[0]?.locked) return -1;
+      if (rows[0].seq === null) return 0;
       // Sent in outbox order on one connection, so the stream stores them in that order; the acks
       // are awaited together. (Only a publish the client must retry could land out of order.)
       await Promise.all(rows.map((r) => opts.js.publish(taskEventSubject(opts.namespace, r.type), encodeJson(r.payload), { msgID: r.event_id })));
       // A lost delete (database crash) only re-sends rows the stream then drops as duplicates.
-      await t`select set_config('synchronous_commit', 'off', true)`;
-      await t`delete from outbox where seq = any(${rows.map((r) => r.seq)}::bigint[])`;
+      await t`
+        delete from outbox using (select set_config('synchronous_commit', 'off', true)) as commit_mode
+        where seq = any(${rows.map((r) => r.seq!)}::bigint[])`;
       return rows.length;
     }) as Promise<number>;
   }

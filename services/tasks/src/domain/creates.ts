@@ -72,7 +72,10 @@ export function createBatcher(deps: TasksDeps, prepare: Prepare) {
   async function execute(org: string, batch: Pending[]): Promise<void> {
     const settled: Array<() => void> = [];
     await deps.tx(async (r) => {
-      const keyed = batch.filter((p) => p.caller.idempotencyKey !== undefined);
+      // A create alone first looks for its stored result (a retry the gateway could not answer).
+      // A batch does not: the gateway answers retries, and a key recorded meanwhile makes the
+      // batch fail at emitAndRecord, after which each create runs alone.
+      const keyed = batch.length === 1 ? batch.filter((p) => p.caller.idempotencyKey !== undefined) : [];
       const stored = await r.storedResults(keyed.map((p) => ({ credentialId: p.caller.credentialId, key: p.caller.idempotencyKey! })));
       const accepted: Array<{ p: Pending; content: Content }> = [];
       for (const p of batch) {
