@@ -32,7 +32,7 @@ export function startRelay(opts: RelayOptions) {
 
   async function drainOnce(): Promise<number> {
     return opts.sql.begin(async (t) => {
-      // The lock and the read in one round trip; `locked` tells "no lock" from "nothing to send".
+      // The lock and the read in one round trip; `locked` false means another relay holds it.
       const rows = await t<{ locked: boolean; seq: string | null; event_id: string; type: TaskEventType; payload: unknown }[]>`
         select l.locked, o.seq::text as seq, o.event_id, o.type, o.payload
         from (select pg_try_advisory_xact_lock(hashtextextended('tasks.outbox.relay', 0)) as locked) l
