@@ -66,6 +66,7 @@ describe("POST /v1/tasks", () => {
     const t = await f.tenant();
     const project = (await gw.post("/v1/projects", { name: "Launch" }, { token: t.apiKey })).body;
     const parent = await created(t, { title: "Parent" });
+    const mark = await events.mark();
     const task = await created(t, {
       title: "Child",
       description: "d",
@@ -105,6 +106,8 @@ describe("POST /v1/tasks", () => {
     });
     expect(task.notes).toHaveLength(100_000);
     expect((await gw.get(`/v1/tasks/${task.id}`, { token: t.apiKey })).body).toEqual(task);
+    // The event carries exactly the API shape (it is rendered in SQL from the same template).
+    expect((await events.await(mark, t.organizationId, 1)).map((e) => e.data)).toEqual([task]);
   });
 
   const invalid: Array<[string, Record<string, unknown>, string]> = [

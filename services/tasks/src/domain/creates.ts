@@ -1,6 +1,6 @@
 import type { CreateTaskBody, Task } from "@tasksvc/contracts";
-import { newId } from "@tasksvc/db";
-import { AppError, isAppError } from "@tasksvc/errors";
+import { isPgError, isUniqueViolation, newId, PG } from "@tasksvc/db";
+import { AppError, fieldError, isAppError } from "@tasksvc/errors";
 import { toTask, type Content, type TasksRepo } from "../repo/tasks-repo.js";
 import type { Caller, TasksDeps } from "./tasks-service.js";
 
@@ -14,19 +14,23 @@ interface Pending {
   reject(e: unknown): void;
 }
 
-/** The most creates one transaction takes. */
+/** The most creates one statement takes. */
 const MAX_BATCH = 64;
 
 const keyOf = (credentialId: string, key: string) => `${credentialId}\u0000${key}`;
 
+/** An idempotency key of the batch was recorded by another execution first. */
+class LostRace extends Error {}
+
 /**
  * Group commit for task creation (decision 0008). Task numbers come from one counter row per
  * organization, locked from the number's allocation to the commit, so creates of one organization
- * are serialized by Postgres however many connections wait. Instead of queueing 50 transactions
- * on that lock, each replica runs at most one create transaction per organization at a time and
- * puts every create that arrived meanwhile into the next one: one counter bump, one multi-row
- * insert, one commit for all of them. Numbers stay gap-free (a rolled-back batch gives its numbers
- * back) and every create is durable before it is answered.
+ * are serialized by Postgres however many connections wait. Instead of queueing transactions on
+ * that lock, each replica runs at most one create statement per organization at a time and puts
+ * every create that arrived meanwhile into the next one: one counter bump, one multi-row insert
+ * of tasks, versions, links, outbox rows and idempotency records, one commit, one round trip.
+ * Numbers stay gap-free (a failed statement gives its numbers back) and every create is durable
+ * before it is answered.
  *
  * A create that fails its own checks (unknown project or parent) is answered with its error and
  * left out; anything else that fails a batch re-runs its creates one by one, so one bad create
@@ -57,9 +61,8 @@ export function createBatcher(deps: TasksDeps, prepare: Prepare) {
       if (e instanceof LostRace) {
         // Another execution recorded this key while ours ran: answer with its result.
         try {
-          const stored = await deps.repo.storedResults([{ credentialId: p.caller.credentialId, key: p.caller.idempotencyKey! }]);
-          const s = stored.get(keyOf(p.caller.credentialId, p.caller.idempotencyKey!));
-          if (s) return p.resolve(s.result as Task);
+          const s = (await deps.repo.storedResults([{ credentialId: p.caller.credentialId, key: p.caller.idempotencyKey! }])).get(keyOf(p.caller.credentialId, p.caller.idempotencyKey!));
+          if (s) return s.operation === "createTask" ? p.resolve(s.result as Task) : p.reject(reused());
         } catch (err) {
           return p.reject(err);
         }
@@ -68,42 +71,56 @@ export function createBatcher(deps: TasksDeps, prepare: Prepare) {
     }
   }
 
-  /** One transaction for the batch. Settles every create, or throws with none settled. */
+  const reused = () => new AppError("idempotency_key_reused", "This Idempotency-Key was already used for a different request.");
+
+  /** Runs one batch. Settles every create, or throws with none settled. */
   async function execute(org: string, batch: Pending[]): Promise<void> {
+    const r = deps.repo;
     const settled: Array<() => void> = [];
-    await deps.tx(async (r) => {
-      // A create alone first looks for its stored result (a retry the gateway could not answer).
-      // A batch does not: the gateway answers retries, and a key recorded meanwhile makes the
-      // batch fail at emitAndRecord, after which each create runs alone.
-      const keyed = batch.length === 1 ? batch.filter((p) => p.caller.idempotencyKey !== undefined) : [];
-      const stored = await r.storedResults(keyed.map((p) => ({ credentialId: p.caller.credentialId, key: p.caller.idempotencyKey! })));
-      const accepted: Array<{ p: Pending; content: Content }> = [];
-      for (const p of batch) {
-        const s = p.caller.idempotencyKey === undefined ? undefined : stored.get(keyOf(p.caller.credentialId, p.caller.idempotencyKey));
-        if (s) {
-          if (s.operation !== "createTask") settled.push(() => p.reject(new AppError("idempotency_key_reused", "This Idempotency-Key was already used for a different request.")));
-          else settled.push(() => p.resolve(s.result as Task));
-          continue;
-        }
-        try {
-          accepted.push({ p, content: await prepare(r, p.caller, p.body) });
-        } catch (e) {
-          if (!isAppError(e)) throw e;
-          settled.push(() => p.reject(e));
-        }
+    // A create alone first looks for its stored result (a retry the gateway could not answer). A
+    // batch does not: the gateway answers retries, and a key recorded meanwhile fails the batch's
+    // statement, after which each create runs alone.
+    if (batch.length === 1 && batch[0]!.caller.idempotencyKey !== undefined) {
+      const { credentialId } = batch[0]!.caller;
+      const key = batch[0]!.caller.idempotencyKey;
+      await r.dropExpiredKey(credentialId, key);
+      const s = (await r.storedResults([{ credentialId, key }])).get(keyOf(credentialId, key));
+      if (s) return s.operation === "createTask" ? batch[0]!.resolve(s.result as Task) : batch[0]!.reject(reused());
+    }
+    const accepted: Array<{ p: Pending; content: Content }> = [];
+    for (const p of batch) {
+      try {
+        accepted.push({ p, content: await prepare(r, p.caller, p.body) });
+      } catch (e) {
+        if (!isAppError(e)) throw e;
+        settled.push(() => p.reject(e));
       }
-      if (accepted.length === 0) return;
-      // The counter row is locked from here to the commit: after every check.
-      const rows = await r.insertTasks(org, accepted.map((a) => ({ owner: a.p.caller.userId, content: a.content, versionId: newId("ver") })));
-      const tasks = rows.map(toTask);
-      const records = accepted.flatMap((a, i) =>
-        a.p.caller.idempotencyKey === undefined ? [] : [{ credentialId: a.p.caller.credentialId, key: a.p.caller.idempotencyKey, operation: "createTask", result: tasks[i] }],
-      );
-      const recorded = await r.emitAndRecord(org, tasks.map((task) => ({ type: "task.created" as const, task })), records);
-      if (recorded.size !== records.length) throw new LostRace();
-      accepted.forEach((a, i) => settled.push(() => a.p.resolve(tasks[i]!)));
-    });
-    deps.written();
+    }
+    if (accepted.length > 0) {
+      let rows;
+      try {
+        rows = await r.createTasks(
+          org,
+          accepted.map((a) => ({
+            owner: a.p.caller.userId,
+            content: a.content,
+            versionId: newId("ver"),
+            eventId: newId("evt"),
+            credentialId: a.p.caller.idempotencyKey === undefined ? null : a.p.caller.credentialId,
+            key: a.p.caller.idempotencyKey ?? null,
+          })),
+        );
+      } catch (e) {
+        if (isUniqueViolation(e, "idempotency_pkey")) throw new LostRace();
+        // A project or parent that vanished between the check and the insert.
+        if (batch.length === 1 && isPgError(e) && e.code === PG.foreignKeyViolation) {
+          throw fieldError(e.constraint_name?.startsWith("task_projects") ? "/project_id" : "/parent_task_id", "no longer exists in this organization");
+        }
+        throw e;
+      }
+      deps.written();
+      accepted.forEach((a, i) => settled.push(() => a.p.resolve(toTask(rows[i]!))));
+    }
     for (const s of settled) s();
   }
 
@@ -123,6 +140,3 @@ export function createBatcher(deps: TasksDeps, prepare: Prepare) {
     },
   };
 }
-
-/** An idempotency key of the batch was recorded by another execution first. */
-class LostRace extends Error {}

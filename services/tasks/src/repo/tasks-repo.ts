@@ -84,6 +84,36 @@ export function contentOf(r: TaskRow): Content {
   };
 }
 
+/** A task's API shape before it has a number and timestamps (toTask decides every other field). */
+export function taskTemplate(owner: string, c: Content): Omit<Task, "id" | "created_at" | "updated_at"> {
+  const epoch = new Date(0);
+  const { id: _id, created_at: _c, updated_at: _u, ...rest } = toTask({
+    number: "0",
+    owner_user_id: owner,
+    parent_number: c.parent_number === null ? null : String(c.parent_number),
+    archived: false,
+    current_version_id: "",
+    version_count: 1,
+    title: c.title,
+    description: c.description,
+    status: c.status,
+    priority: c.priority,
+    start_date: c.start_date === null ? null : new Date(c.start_date),
+    due_date: c.due_date,
+    notes: c.notes,
+    story_points: c.story_points === null ? null : String(c.story_points),
+    recurrence: c.recurrence,
+    project_ids: c.project_ids,
+    created_at: epoch,
+    updated_at: epoch,
+    cursor_at: "",
+  });
+  return rest;
+}
+
+/** Postgres' rendering of a timestamptz as Date#toISOString() renders it (milliseconds, Z). */
+const ISO_SQL = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
+
 interface ProjectRow {
   id: string;
   name: string;
@@ -143,15 +173,25 @@ export function tasksRepo(sql: Sql) {
     },
 
     /**
-     * Creates several tasks of one organization in one statement: takes k numbers from the
-     * organization's counter (locked until commit), inserts the tasks, their first versions and
-     * project links. Rows come back in input order, numbered consecutively.
+     * Creates several tasks of one organization in ONE statement, so in one implicit transaction
+     * and one round trip: takes k numbers from the organization's counter (its row stays locked
+     * to the commit), inserts the tasks, their first versions, project links, the task.created
+     * outbox rows and the idempotency records. The events and records carry the API shape:
+     * `template` (from toTask) completed here with the number and the database's timestamps.
+     * A key recorded meanwhile is a unique violation on idempotency_pkey: nothing is written.
      */
-    async insertTasks(org: string, items: Array<{ owner: string; content: Content; versionId: string }>): Promise<TaskRow[]> {
+    async createTasks(
+      org: string,
+      items: Array<{ owner: string; content: Content; versionId: string; eventId: string; credentialId: string | null; key: string | null }>,
+    ): Promise<TaskRow[]> {
       const input = items.map((it, i) => ({
         ord: i + 1,
         owner_user_id: it.owner,
         version_id: it.versionId,
+        event_id: it.eventId,
+        credential_id: it.credentialId,
+        key: it.key,
+        template: taskTemplate(it.owner, it.content),
         parent_number: it.content.parent_number,
         title: it.content.title,
         description: it.content.description,
@@ -164,6 +204,7 @@ export function tasksRepo(sql: Sql) {
         recurrence: it.content.recurrence,
         project_ids: it.content.project_ids,
       }));
+      const iso = sql.unsafe(ISO_SQL);
       return sql<TaskRow[]>`
         with c as (
           insert into org_counters as c (organization_id, last_number) values (${org}, ${items.length})
@@ -171,9 +212,9 @@ export function tasksRepo(sql: Sql) {
           returning last_number
         ), x as (
           select c.last_number - ${items.length} + i.ord as number, i.*
-          from c, jsonb_to_recordset(${sql.json(input as never)}) as i(ord int, owner_user_id text, version_id text, parent_number bigint,
-            title text, description text, status text, priority text, start_date timestamptz, due_date date, notes text,
-            story_points numeric, recurrence jsonb, project_ids jsonb)
+          from c, jsonb_to_recordset(${sql.json(input as never)}) as i(ord int, owner_user_id text, version_id text, event_id text,
+            credential_id text, key text, template jsonb, parent_number bigint, title text, description text, status text,
+            priority text, start_date timestamptz, due_date date, notes text, story_points numeric, recurrence jsonb, project_ids jsonb)
         ), t as (
           insert into tasks (organization_id, number, owner_user_id, parent_number, current_version_id, version_count,
             title, description, status, priority, start_date, due_date, notes, story_points, recurrence, project_ids,
@@ -190,6 +231,19 @@ export function tasksRepo(sql: Sql) {
         ), p as (
           insert into task_projects (organization_id, task_number, project_id)
           select organization_id, number, unnest(project_ids) from t
+        ), api as (
+          select x.event_id, x.credential_id, x.key, t.number,
+            x.template || jsonb_build_object('id', 'T-' || t.number, 'created_at', to_char(t.created_at at time zone 'UTC', ${iso}),
+              'updated_at', to_char(t.updated_at at time zone 'UTC', ${iso})) as task
+          from t join x on x.number = t.number
+        ), o as (
+          insert into outbox (event_id, type, organization_id, payload)
+          select event_id, 'task.created', ${org}::text, jsonb_build_object('id', event_id, 'type', 'task.created', 'organization_id', ${org}::text,
+            'created_at', to_char(now() at time zone 'UTC', ${iso}), 'data', task)
+          from api order by number
+        ), r as (
+          insert into idempotency (credential_id, key, operation, result)
+          select credential_id, key, 'createTask', task from api where key is not null
         )
         select ${cols} from t order by t.number`;
     },
@@ -402,30 +456,9 @@ export function tasksRepo(sql: Sql) {
       await sql`insert into outbox (event_id, type, organization_id, payload) values (${id}, ${type}, ${org}, ${sql.json(event as never)})`;
     },
 
-    /**
-     * Outbox rows for several events, and idempotency records for the keyed writes among them, in
-     * one statement. Returns the keys that were recorded; a missing one was recorded by another
-     * execution first.
-     */
-    async emitAndRecord(org: string, events: Array<{ type: TaskEventType; task: Task }>, records: Array<{ credentialId: string; key: string; operation: string; result: unknown }>): Promise<Set<string>> {
-      const now = new Date().toISOString();
-      const outbox = events.map((e) => {
-        const id = newId("evt");
-        return { event_id: id, type: e.type, payload: { id, type: e.type, organization_id: org, created_at: now, data: e.task } };
-      });
-      const rows = await sql<{ credential_id: string; key: string }[]>`
-        with o as (
-          insert into outbox (event_id, type, organization_id, payload)
-          select event_id, type, ${org}, payload from jsonb_to_recordset(${sql.json(outbox as never)}) as e(event_id text, type text, payload jsonb)
-        )
-        insert into idempotency as i (credential_id, key, operation, result)
-        select credential_id, key, operation, result
-        from jsonb_to_recordset(${sql.json(records.map((r) => ({ credential_id: r.credentialId, key: r.key, operation: r.operation, result: r.result })) as never)})
-          as r(credential_id text, key text, operation text, result jsonb)
-        on conflict (credential_id, key) do update set operation = excluded.operation, result = excluded.result, created_at = now()
-          where i.created_at <= now() - interval '24 hours'
-        returning credential_id, key`;
-      return new Set(rows.map((r) => `${r.credential_id}\u0000${r.key}`));
+    /** Forgets a key's record once it is past the 24 h window (so the key can be used again). */
+    async dropExpiredKey(credentialId: string, key: string): Promise<void> {
+      await sql`delete from idempotency where credential_id = ${credentialId} and key = ${key} and created_at <= now() - interval '24 hours'`;
     },
 
     /** Stored results of keyed writes, by `credential\0key`, younger than 24 h. */
