@@ -291,6 +291,20 @@ describe("PATCH /v1/tasks/{task_id} and history", () => {
     expect(p2).toMatchObject({ has_more: false, next_cursor: null });
   });
 
+  it("when a PATCH is retried with its Idempotency-Key, then it is replayed, not applied twice", async () => {
+    const t = await f.tenant();
+    const task = await created(t, { title: "a", story_points: 1 });
+    const headers = { "idempotency-key": "patch-once" };
+    const first = await gw.patch(`/v1/tasks/${task.id}`, { title: "b" }, { token: t.apiKey, headers });
+    await gw.patch(`/v1/tasks/${task.id}`, { title: "c" }, { token: t.apiKey }); // a later change by someone else
+    const again = await gw2.patch(`/v1/tasks/${task.id}`, { title: "b" }, { token: t.apiKey, headers });
+    expect(again.status).toBe(200);
+    expect(again.headers.get("idempotency-replayed")).toBe("true");
+    expect(again.body).toEqual(first.body);
+    expect((await gw.get(`/v1/tasks/${task.id}`, { token: t.apiKey })).body.title).toBe("c");
+    expect(await rowCount("task_versions", t.organizationId)).toBe(3);
+  });
+
   it("when the patch is invalid, then 400 naming the field and no version is written", async () => {
     const t = await f.tenant();
     const task = await created(t, { title: "a" });
