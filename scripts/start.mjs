@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 // Start order matters only for readability of the first lines; each service waits for nothing.
-const services = ["keys", "tasks", "gateway"];
+const services = ["keys", "tasks", "boards", "gateway"];
 const children = new Map();
 let stopping = false;
 

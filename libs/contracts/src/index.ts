@@ -4,3 +4,4 @@ export * from "./common.js";
 export * from "./rpc.js";
 export * from "./keys.js";
 export * from "./tasks.js";
+export * from "./boards.js";

@@ -22,13 +22,14 @@ export function taskNumber(ref: string): number | null {
 export const taskId = (n: number | string) => `T-${n}`;
 
 /** `YYYY-MM-DD`, a real calendar day (2026-02-30 is refused), interpreted as a UTC day. */
-export const DateOnly = z
-  .string()
-  .regex(/^\d{4}-\d{2}-\d{2}$/, { message: "must be a date YYYY-MM-DD" })
-  .refine((s) => {
+export const DateOnly = z.string().refine(
+  (s) => {
+    if (!/^\d{4}-\d{2}-\d{2}$/.test(s)) return false;
     const d = new Date(`${s}T00:00:00.000Z`);
     return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === s;
-  }, { message: "is not a calendar day" });
+  },
+  { message: "must be a calendar day written YYYY-MM-DD" },
+);
 
 /** An ISO-8601 date-time with an offset (Z or ±hh:mm), or a bare date taken as 00:00 UTC. */
 export const DateTimeInput = z.union([z.iso.datetime({ offset: true }), DateOnly], { message: "must be a date-time (2026-11-22T09:00:00Z) or a date YYYY-MM-DD" });
@@ -286,6 +287,17 @@ export const tasksChangedSubject = (namespace: string) => `${namespace}.evt.task
 export const taskEventsStream = (namespace: string) => `${namespace}_task_events`;
 export const taskEventSubject = (namespace: string, type: TaskEventType) => `${namespace}.evt.tasks.${type}`;
 
+/** What other services may learn of a task (the boards service plans and shows tasks). */
+export const TaskSummary = z.object({
+  task_id: z.string(),
+  title: z.string(),
+  status: TaskStatus,
+  archived: z.boolean(),
+  owner_user_id: z.string(),
+  parent_task_id: z.string().nullable(),
+});
+export type TaskSummary = z.infer<typeof TaskSummary>;
+
 // ---------------------------------------------------------------------------------------------
 // RPC catalog
 
@@ -310,5 +322,9 @@ export const tasksRpc = {
     getProject: { input: ProjectParams, output: Project },
     updateProject: { input: z.object({ project_id: z.string(), patch: UpdateProjectBody }), output: Project },
     deleteProject: { input: ProjectParams, output: z.object({ id: z.string(), deleted: z.literal(true) }) },
+    // Internal (boards service): many tasks in one request; unknown numbers are simply absent.
+    lookupTasks: { input: z.object({ numbers: z.array(z.number().int().positive()).max(1000) }), output: z.object({ tasks: z.array(TaskSummary) }) },
+    /** A task and its direct subtasks (null task when it does not exist in the organization). */
+    taskWithSubtasks: { input: z.object({ number: z.number().int().positive() }), output: z.object({ task: TaskSummary.nullable(), subtasks: z.array(TaskSummary) }) },
   },
 } as const satisfies RpcCatalog;

@@ -5,6 +5,7 @@ import { ensureDatabase, quoteIdent, withDefaultUser } from "@tasksvc/db";
 import { GatewayConfig, startGateway } from "@tasksvc/gateway";
 import { KeysConfig, startKeys } from "@tasksvc/keys";
 import { TasksConfig, startTasks } from "@tasksvc/tasks";
+import { BoardsConfig, startBoards } from "@tasksvc/boards";
 import { connectNats, deleteStreams } from "@tasksvc/nats";
 import { createLogger, type Logger } from "@tasksvc/logger";
 import postgres from "postgres";
@@ -86,6 +87,7 @@ export interface StackOptions {
   gateways?: number;
   keysReplicas?: number;
   tasksReplicas?: number;
+  boardsReplicas?: number;
   log?: Logger;
 }
 
@@ -116,6 +118,10 @@ export async function startStack(opts: StackOptions = {}): Promise<StartedStack>
       Array.from({ length: opts.tasksReplicas ?? 2 }, (_, i) => startTasks(parseConfig(TasksConfig, env), log.child({ service: "tasks", replica: i }))),
     );
     stoppers.push(...tasks.map((t) => () => t.stop()));
+    const boards = await Promise.all(
+      Array.from({ length: opts.boardsReplicas ?? 1 }, (_, i) => startBoards(parseConfig(BoardsConfig, env), log.child({ service: "boards", replica: i }))),
+    );
+    stoppers.push(...boards.map((b) => () => b.stop()));
     const gateways = await Promise.all(
       Array.from({ length: opts.gateways ?? 2 }, (_, i) => startGateway(parseConfig(GatewayConfig, env), log.child({ service: "gateway", replica: i }))),
     );

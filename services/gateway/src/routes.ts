@@ -13,6 +13,15 @@ import {
   PageQuery,
   keysRpc,
   tasksRpc,
+  boardsRpc,
+  Board,
+  BoardEntry,
+  DateQuery,
+  DeletedEntry,
+  EntryParams,
+  PlanEntryBody,
+  SectionStatus,
+  SetSectionStatusBody,
   AddDependencyBody,
   CreateProjectBody,
   CreateTaskBody,
@@ -38,6 +47,7 @@ import { z } from "zod";
 export interface Clients {
   keys: RpcClient<typeof keysRpc>;
   tasks: RpcClient<typeof tasksRpc>;
+  boards: RpcClient<typeof boardsRpc>;
 }
 
 /** A forward() result whose status differs from the route's usual one (e.g. 200 "already there" vs 201). */
@@ -404,5 +414,56 @@ export const routes: RouteDef[] = [
     status: 200,
     response: z.object({ id: z.string(), deleted: z.literal(true) }),
     forward: (c, { params, ctx }) => c.tasks.call("deleteProject", params, ctx),
+  }),
+  // -- daily board (issue 5) -----------------------------------------------------------------
+  route({
+    method: "GET",
+    url: "/v1/daily-plan",
+    summary: "The credential's user's board for a UTC day: TODO then PROGRESS, entries oldest first, current titles and statuses",
+    scope: "tasks:read",
+    entitlement: "public_api",
+    query: DateQuery,
+    status: 200,
+    response: Board,
+    forward: (c, { query, ctx }) => c.boards.call("getBoard", query, ctx),
+  }),
+  route({
+    method: "PATCH",
+    url: "/v1/daily-plan",
+    summary: "Set a section's fill status for a day (creates the section when needed)",
+    scope: "tasks:write",
+    entitlement: "public_api",
+    query: DateQuery,
+    body: SetSectionStatusBody,
+    status: 200,
+    response: SectionStatus,
+    forward: (c, { query, body, ctx }) => c.boards.call("setSectionStatus", { ...body, date: query.date }, ctx),
+  }),
+  route({
+    method: "POST",
+    url: "/v1/daily-plan/entries",
+    summary: "Place one of your tasks (and its subtasks) on a section of a day; moves it from the other section",
+    scope: "tasks:write",
+    entitlement: "public_api",
+    query: NoQuery,
+    body: PlanEntryBody,
+    status: 201,
+    response: BoardEntry,
+    idempotent: true,
+    serviceIdempotency: true,
+    errors: ["resource_not_found"],
+    forward: (c, { body, ctx }) => c.boards.call("planEntry", body, ctx),
+  }),
+  route({
+    method: "DELETE",
+    url: "/v1/daily-plan/entries/:entry_id",
+    summary: "Remove an entry from your board",
+    scope: "tasks:write",
+    entitlement: "public_api",
+    params: EntryParams,
+    query: NoQuery,
+    status: 200,
+    response: DeletedEntry,
+    forward: (c, { params, ctx }) => c.boards.call("deleteEntry", params, ctx),
   }),
 ];

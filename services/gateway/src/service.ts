@@ -1,5 +1,5 @@
 import { StartupError } from "@tasksvc/config";
-import { keysRpc, tasksRpc } from "@tasksvc/contracts";
+import { boardsRpc, keysRpc, tasksRpc } from "@tasksvc/contracts";
 import { fileURLToPath } from "node:url";
 import { checkDb, createDb, ensureDatabase, migrate } from "@tasksvc/db";
 import type { Logger } from "@tasksvc/logger";
@@ -27,6 +27,7 @@ export async function startGateway(cfg: GatewayConfig, log: Logger) {
   const rpc = { namespace: cfg.NATS_NAMESPACE, timeoutMs: cfg.RPC_TIMEOUT_MS };
   const keys = client(nc, keysRpc, rpc);
   const tasks = client(nc, tasksRpc, rpc);
+  const boards = client(nc, boardsRpc, rpc);
   const auth = createAuthenticator({
     nc,
     namespace: cfg.NATS_NAMESPACE,
@@ -41,7 +42,7 @@ export async function startGateway(cfg: GatewayConfig, log: Logger) {
   const app = buildGateway({
     log,
     auth,
-    clients: { keys, tasks },
+    clients: { keys, tasks, boards },
     sql,
     nc,
     bodyLimit: cfg.BODY_LIMIT_BYTES,

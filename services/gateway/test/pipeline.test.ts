@@ -1,4 +1,4 @@
-import { PageQuery, keysRpc, tasksRpc } from "@tasksvc/contracts";
+import { PageQuery, boardsRpc, keysRpc, tasksRpc } from "@tasksvc/contracts";
 import { createDb } from "@tasksvc/db";
 import { createLogger } from "@tasksvc/logger";
 import { client, connectNats, type NatsConnection } from "@tasksvc/nats";
@@ -38,12 +38,13 @@ beforeAll(async () => {
   const make = (namespace: string, timeoutMs: number) => {
     const keys = client(nc, keysRpc, { namespace, timeoutMs });
     const tasks = client(nc, tasksRpc, { namespace, timeoutMs });
+    const boards = client(nc, boardsRpc, { namespace, timeoutMs });
     const auth = createAuthenticator({ nc, namespace, keys, log, issuer: "tasksvc-dev", audience: "tasksvc-api", cacheTtlMs: 5000 });
     const repo = gatewayRepo(sql);
     return buildGateway({
       log,
       auth,
-      clients: { keys, tasks },
+      clients: { keys, tasks, boards },
       sql,
       nc,
       bodyLimit: 1024 * 1024,

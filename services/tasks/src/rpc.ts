@@ -20,5 +20,7 @@ export function tasksHandlers(svc: TasksService): Handlers<typeof tasksRpc> {
     getProject: (i, ctx) => svc.getProject(callerOf(ctx), i.project_id),
     updateProject: (i, ctx) => svc.updateProject(callerOf(ctx), i.project_id, i.patch),
     deleteProject: (i, ctx) => svc.deleteProject(callerOf(ctx), i.project_id),
+    lookupTasks: (i, ctx) => svc.lookupTasks(callerOf(ctx), i.numbers),
+    taskWithSubtasks: (i, ctx) => svc.taskWithSubtasks(callerOf(ctx), i.number),
   };
 }

@@ -260,6 +260,15 @@ export function tasksService(deps: TasksDeps) {
       });
     },
 
+    /** For other services: summaries of many tasks in one round trip. */
+    lookupTasks: async (c: Caller, numbers: number[]) => ({ tasks: await repo.summaries(c.organizationId, [...new Set(numbers)]) }),
+
+    async taskWithSubtasks(c: Caller, number: number) {
+      const [task] = await repo.summaries(c.organizationId, [number]);
+      if (!task) return { task: null, subtasks: [] };
+      return { task, subtasks: await repo.subtaskSummaries(c.organizationId, number) };
+    },
+
     async createProject(c: Caller, b: { name: string; description?: string | undefined }): Promise<Project> {
       return write(c, "createProject", async (r) => {
         try {

@@ -1,4 +1,4 @@
-import type { DependencyView, Project, Recurrence, Task, TaskEventType, TaskStatus, TaskVersion } from "@tasksvc/contracts";
+import type { DependencyView, Project, Recurrence, Task, TaskEventType, TaskStatus, TaskSummary, TaskVersion } from "@tasksvc/contracts";
 import { taskId } from "@tasksvc/contracts";
 import { decodeKeyset, newId, pageOf, type Sql } from "@tasksvc/db";
 
@@ -113,6 +113,15 @@ export function taskTemplate(owner: string, c: Content): Omit<Task, "id" | "crea
 
 /** Postgres' rendering of a timestamptz as Date#toISOString() renders it (milliseconds, Z). */
 const ISO_SQL = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
+
+const toSummary = (r: { number: string; title: string; status: TaskStatus; archived: boolean; owner_user_id: string; parent_number: string | null }): TaskSummary => ({
+  task_id: taskId(r.number),
+  title: r.title,
+  status: r.status,
+  archived: r.archived,
+  owner_user_id: r.owner_user_id,
+  parent_task_id: r.parent_number === null ? null : taskId(r.parent_number),
+});
 
 interface ProjectRow {
   id: string;
@@ -337,6 +346,22 @@ export function tasksRepo(sql: Sql) {
         )
         select 1 from up where n = ${number} limit 1`;
       return rows.length === 1;
+    },
+
+    /** Summaries of several tasks of one organization, in one query (unknown numbers are absent). */
+    async summaries(org: string, numbers: number[]): Promise<TaskSummary[]> {
+      if (numbers.length === 0) return [];
+      const rows = await sql<{ number: string; title: string; status: TaskStatus; archived: boolean; owner_user_id: string; parent_number: string | null }[]>`
+        select number, title, status, archived, owner_user_id, parent_number from tasks
+        where organization_id = ${org} and number = any(${numbers}::bigint[])`;
+      return rows.map(toSummary);
+    },
+
+    async subtaskSummaries(org: string, parent: number): Promise<TaskSummary[]> {
+      const rows = await sql<{ number: string; title: string; status: TaskStatus; archived: boolean; owner_user_id: string; parent_number: string | null }[]>`
+        select number, title, status, archived, owner_user_id, parent_number from tasks
+        where organization_id = ${org} and parent_number = ${parent} order by tasks.number`;
+      return rows.map(toSummary);
     },
 
     // -- dependencies -----------------------------------------------------------------------

@@ -1,0 +1,147 @@
+import {
+  SECTIONS,
+  taskId,
+  taskNumber,
+  type Board,
+  type BoardEntry,
+  type DailySection,
+  type DailyStatus,
+  type RpcContext,
+  type SectionStatus,
+  type TaskSummary,
+} from "@tasksvc/contracts";
+import { isUniqueViolation, newId } from "@tasksvc/db";
+import { AppError, fieldError } from "@tasksvc/errors";
+import type { BoardsRepo, EntryRow } from "../repo/boards-repo.js";
+
+/** What the boards service asks the tasks service (over NATS, with the caller's context). */
+export interface TasksPort {
+  lookup(ctx: RpcContext, numbers: number[]): Promise<TaskSummary[]>;
+  withSubtasks(ctx: RpcContext, number: number): Promise<{ task: TaskSummary | null; subtasks: TaskSummary[] }>;
+}
+
+export interface BoardsDeps {
+  repo: BoardsRepo;
+  tx<T>(fn: (repo: BoardsRepo) => Promise<T>): Promise<T>;
+  tasks: TasksPort;
+}
+
+interface Caller {
+  organizationId: string;
+  userId: string;
+  credentialId: string;
+  idempotencyKey: string | undefined;
+  ctx: RpcContext;
+}
+
+export function callerOf(ctx: RpcContext): Caller {
+  if (!ctx.organization_id || !ctx.user_id || !ctx.credential_id) throw new AppError("internal_error", "RPC context carries no organization, user or credential.");
+  return { organizationId: ctx.organization_id, userId: ctx.user_id, credentialId: ctx.credential_id, idempotencyKey: ctx.idempotency_key, ctx };
+}
+
+const numberOf = (t: TaskSummary) => Number(t.task_id.slice(2));
+const plannable = (t: TaskSummary, userId: string) => t.owner_user_id === userId && !t.archived;
+
+class LostIdempotencyRace extends Error {}
+
+export function boardsService(deps: BoardsDeps) {
+  const { repo } = deps;
+
+  const toEntry = (row: EntryRow, t: TaskSummary): BoardEntry => ({
+    id: row.id,
+    section: row.section,
+    task_id: taskId(row.task_number),
+    title: t.title,
+    status: t.status,
+    created_at: row.created_at.toISOString(),
+  });
+
+  return {
+    /**
+     * The caller's board for a day. Reading creates nothing. Titles and statuses are the tasks'
+     * current ones, fetched in ONE request to the tasks service however many entries there are.
+     * An entry whose task was archived after planning is not shown (it could not be planned now);
+     * it shows again if the task is unarchived.
+     */
+    async board(c: Caller, date: string): Promise<Board> {
+      const [sections, entries] = await Promise.all([repo.sections(c.organizationId, c.userId, date), repo.entries(c.organizationId, c.userId, date)]);
+      const numbers = [...new Set(entries.map((e) => Number(e.task_number)))];
+      const tasks = numbers.length ? await deps.tasks.lookup(c.ctx, numbers) : [];
+      const byNumber = new Map(tasks.map((t) => [numberOf(t), t]));
+      const status = new Map(sections.map((s) => [s.section, s.status]));
+      return {
+        date,
+        sections: SECTIONS.map((section) => ({
+          section,
+          status: status.get(section) ?? "NOT_FILLED",
+          entries: entries.flatMap((e) => {
+            const t = byNumber.get(Number(e.task_number));
+            return e.section === section && t && !t.archived ? [toEntry(e, t)] : [];
+          }),
+        })),
+      };
+    },
+
+    async setStatus(c: Caller, date: string, section: DailySection, status: DailyStatus): Promise<SectionStatus> {
+      await repo.setStatus(c.organizationId, c.userId, date, section, status);
+      return { date, section, status };
+    },
+
+    /**
+     * Places a task on a section of the caller's day. Only the caller's own, unarchived tasks; a
+     * parent brings its own unarchived direct subtasks (those already on the section stay; those
+     * on the other section move). Already on that section: 400. On the other: moved, new id.
+     */
+    async plan(c: Caller, body: { date: string; task_id: string; section: DailySection }): Promise<BoardEntry> {
+      const key = c.idempotencyKey;
+      if (key !== undefined) {
+        const s = await repo.storedResult(c.credentialId, key);
+        if (s) {
+          if (s.operation !== "planEntry") throw new AppError("idempotency_key_reused", "This Idempotency-Key was already used for a different request.");
+          return s.result as BoardEntry;
+        }
+      }
+      const n = taskNumber(body.task_id);
+      const view = n === null ? { task: null, subtasks: [] } : await deps.tasks.withSubtasks(c.ctx, n);
+      const task = view.task;
+      if (!task) throw new AppError("resource_not_found", "No task with that id exists in this organization.");
+      if (task.owner_user_id !== c.userId) throw fieldError("/task_id", "only tasks you own can be planned on your board");
+      if (task.archived) throw fieldError("/task_id", "an archived task cannot be planned; unarchive it first");
+      const subtasks = view.subtasks.filter((s) => plannable(s, c.userId));
+      const { organizationId: org, userId: user } = c;
+      try {
+        return await deps.tx(async (r) => {
+          const numbers = [numberOf(task), ...subtasks.map(numberOf)];
+          const existing = new Map((await r.entriesOf(org, user, body.date, numbers)).map((e) => [Number(e.task_number), e]));
+          const own = existing.get(numberOf(task));
+          if (own?.section === body.section) throw fieldError("/task_id", `${task.task_id} is already on the ${body.section} section of ${body.date}`);
+          // Moves: the entries on the other section go, and come back with new ids.
+          await r.deleteEntries([...existing.values()].filter((e) => e.section !== body.section).map((e) => e.id));
+          const row = await r.insertEntry(newId("ent"), org, user, body.date, body.section, numberOf(task));
+          for (const s of subtasks) {
+            if (existing.get(numberOf(s))?.section === body.section) continue;
+            await r.insertEntry(newId("ent"), org, user, body.date, body.section, numberOf(s));
+          }
+          await r.markFilling(org, user, body.date, body.section);
+          const entry = toEntry(row, task);
+          if (key !== undefined && !(await r.recordResult(c.credentialId, key, "planEntry", entry))) throw new LostIdempotencyRace();
+          return entry;
+        });
+      } catch (e) {
+        if (e instanceof LostIdempotencyRace && key !== undefined) {
+          const s = await repo.storedResult(c.credentialId, key);
+          if (s) return s.result as BoardEntry;
+        }
+        // Two plans of the same task on the same day at once: the second finds it placed.
+        if (isUniqueViolation(e, "entries_task_key")) throw fieldError("/task_id", `${task.task_id} was placed on ${body.date} by a concurrent request`);
+        throw e;
+      }
+    },
+
+    async remove(c: Caller, entryId: string): Promise<{ id: string; deleted: true }> {
+      if (!(await repo.deleteEntry(c.organizationId, c.userId, entryId))) throw new AppError("resource_not_found", "No entry with that id exists on your boards.");
+      return { id: entryId, deleted: true };
+    },
+  };
+}
+export type BoardsService = ReturnType<typeof boardsService>;

@@ -1,0 +1,1 @@
+export { startBoards, BoardsConfig } from "./service.js";

@@ -1,0 +1,13 @@
+import { boardsRpc } from "@tasksvc/contracts";
+import type { Handlers } from "@tasksvc/nats";
+import { callerOf, type BoardsService } from "./domain/boards-service.js";
+
+/** Entry layer: maps each RPC operation of the catalog onto the domain. */
+export function boardsHandlers(svc: BoardsService): Handlers<typeof boardsRpc> {
+  return {
+    getBoard: (i, ctx) => svc.board(callerOf(ctx), i.date),
+    setSectionStatus: (i, ctx) => svc.setStatus(callerOf(ctx), i.date, i.section, i.status),
+    planEntry: (i, ctx) => svc.plan(callerOf(ctx), i),
+    deleteEntry: (i, ctx) => svc.remove(callerOf(ctx), i.entry_id),
+  };
+}
