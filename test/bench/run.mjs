@@ -58,7 +58,9 @@ const SCENARIOS = [
   },
   { name: "GET /v1/tasks/{id}", request: ({ key }) => ({ method: "GET", path: "/v1/tasks/T-1", headers: { authorization: `Bearer ${key}` } }) },
   { name: "GET /v1/tasks (page of 25)", request: ({ key }) => ({ method: "GET", path: "/v1/tasks?limit=25", headers: { authorization: `Bearer ${key}` } }) },
+  { name: "GET /v1/daily-plan (50 entries)", request: ({ key }) => ({ method: "GET", path: `/v1/daily-plan?date=${BOARD_DAY}`, headers: { authorization: `Bearer ${key}` } }) },
 ];
+const BOARD_DAY = "2026-11-23";
 
 // ---------- processes ----------
 
@@ -284,16 +286,23 @@ try {
       await sql.end({ timeout: 1 });
     }
   });
+  start("boards", "services/boards/dist/main.js", stackEnv);
   start("gateway", "services/gateway/dist/main.js", stackEnv);
   await until("gateway /readyz", async () => (await fetch("http://127.0.0.1:18303/readyz")).ok);
   const tenant = admin("bootstrap", "--org", "Bench", "--plan", "team", "--email", "bench@example.test");
   // The benchmark measures throughput, not the limiter's refusals.
   admin("set-limits", "--org", tenant.organization_id, "--burst", "1000000000", "--quota", "2000000000");
   const ctx = { key: tenant.api_key, organizationId: tenant.organization_id };
-  // Tasks to read (T-1 … T-30) before the write scenario adds its own.
-  for (let i = 0; i < 30; i++) {
-    const r = await fetch("http://127.0.0.1:18303/v1/tasks", { method: "POST", headers: { authorization: `Bearer ${ctx.key}`, "content-type": "application/json" }, body: JSON.stringify({ title: `Seed ${i}` }) });
-    if (r.status !== 201) throw new Error(`seeding tasks failed: ${r.status} ${await r.text()}`);
+  // Tasks to read (T-1 … T-50) before the write scenario adds its own; all 50 on one day's board.
+  const post = async (path, body) => {
+    const r = await fetch(`http://127.0.0.1:18303${path}`, { method: "POST", headers: { authorization: `Bearer ${ctx.key}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+    if (r.status !== 201) throw new Error(`seeding ${path} failed: ${r.status} ${await r.text()}`);
+    return r.json();
+  };
+  await until("boards service", async () => (await fetch(`http://127.0.0.1:18303/v1/daily-plan?date=${BOARD_DAY}`, { headers: { authorization: `Bearer ${ctx.key}` } })).status === 200);
+  for (let i = 0; i < 50; i++) {
+    const task = await post("/v1/tasks", { title: `Seed ${i}` });
+    await post("/v1/daily-plan/entries", { date: BOARD_DAY, task_id: task.id, section: i % 2 ? "PROGRESS" : "TODO" });
   }
   // BENCH_ONLY=<text> runs only the full-stack scenarios whose name contains it (while tuning).
   const only = process.env.BENCH_ONLY;
