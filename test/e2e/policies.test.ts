@@ -1,5 +1,5 @@
 import { requestFingerprint } from "@tasksvc/gateway";
-import { api, factories, itEnforcesAuth } from "@tasksvc/testing";
+import { api, awayFromWindowEdge, factories, itEnforcesAuth } from "@tasksvc/testing";
 import postgres from "postgres";
 import { afterAll, describe, expect, inject, it } from "vitest";
 
@@ -45,6 +45,7 @@ describe("burst limit per credential", () => {
   it("when N+k requests race across two gateway replicas, then exactly k get 429 rate_limited and are not charged", async () => {
     const t = await f.tenant("pro");
     await f.admin("setLimits", { org: t.organizationId, burst: 6 });
+    await awayFromWindowEdge();
     const results = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? gw2 : gw).get("/v1/organizations", { token: t.apiKey })));
     const limited = results.filter((r) => r.status === 429);
     expect(results.filter((r) => r.status === 200)).toHaveLength(6);
@@ -92,6 +93,7 @@ describe("GET /v1/usage", () => {
 
   it("when read, then it shows the plan, the 30-day period anchored at the organization's creation, and this call", async () => {
     const t = await f.tenant("pro");
+    await awayFromWindowEdge();
     await gw.get("/v1/organizations", { token: t.apiKey });
     const u = await usageOf(t.apiKey);
     const org = (await gw.get(`/v1/organizations/${t.organizationId}`, { token: t.apiKey })).body;

@@ -1,18 +1,7 @@
-import { api, factories, itEnforcesAuth, taskEvents } from "@tasksvc/testing";
-import postgres from "postgres";
-import { afterAll, describe, expect, inject, it } from "vitest";
+import { e2eContext, itEnforcesAuth } from "@tasksvc/testing";
+import { describe, expect, it } from "vitest";
 
-const stack = inject("stack");
-const gw = api(stack.gatewayUrls[0] as string);
-const gw2 = api(stack.gatewayUrls[1] as string);
-const f = factories(stack);
-const events = taskEvents(stack);
-const db = postgres(stack.databaseUrl, { max: 2, onnotice: () => {} });
-afterAll(async () => {
-  await f.close();
-  await events.close();
-  await db.end({ timeout: 1 });
-});
+const { gw, gw2, f, events, db } = e2eContext();
 const projectCount = async (orgId: string) => Number((await db`select count(*)::int as n from tasks.projects where organization_id = ${orgId}`)[0]?.["n"]);
 
 describe("auth on every project route", () => {

@@ -155,20 +155,18 @@ export const Task = z.object({
 export type Task = z.infer<typeof Task>;
 
 /** Spec 2.2, plus the version's project links and recurrence (additive). */
-export const TaskVersion = z.object({
-  id: z.string(),
-  title: z.string(),
-  description: z.string().nullable(),
-  status: TaskStatus,
-  priority: TaskPriority.nullable(),
-  start_date: Timestamp.nullable(),
-  due_date: Timestamp.nullable(),
-  notes: z.string().nullable(),
-  story_points: z.number().nullable(),
-  project_ids: z.array(z.string()),
-  recurrence: Recurrence.nullable(),
-  created_at: Timestamp,
-});
+export const TaskVersion = Task.pick({
+  title: true,
+  description: true,
+  status: true,
+  priority: true,
+  start_date: true,
+  due_date: true,
+  notes: true,
+  story_points: true,
+  project_ids: true,
+  recurrence: true,
+}).extend({ id: z.string(), created_at: Timestamp });
 export type TaskVersion = z.infer<typeof TaskVersion>;
 
 export const DependencyItem = z.object({ task_id: z.string(), title: z.string(), status: TaskStatus, open: z.boolean() });

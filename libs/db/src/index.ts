@@ -3,3 +3,4 @@ export * from "./migrate.js";
 export * from "./errors.js";
 export * from "./ids.js";
 export * from "./keyset.js";
+export * from "./idempotency.js";

@@ -2,7 +2,8 @@ import type { Identity } from "@tasksvc/contracts";
 import { createDb, newId } from "@tasksvc/db";
 import { isAppError } from "@tasksvc/errors";
 import { createLogger } from "@tasksvc/logger";
-import { afterAll, describe, expect, inject, it } from "vitest";
+import { awayFromWindowEdge } from "@tasksvc/testing";
+import { afterAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { createCharger } from "../src/policies/limits.js";
 import { gatewayRepo } from "../src/repo/gateway-repo.js";
 
@@ -66,6 +67,9 @@ async function outcomes(charges: Promise<unknown>[]) {
 }
 
 describe("charge reservations", () => {
+  // Every test counts calls inside one 60 s burst window.
+  beforeEach(() => awayFromWindowEdge());
+
   it("when 60 calls of one credential arrive together far from its limits, then they share a few round trips and, once closed, the counters hold exactly 60", async () => {
     const { repo, calls } = countingRepo();
     const charger = createCharger({ repo, log, holdMs: 10_000 });

@@ -1,5 +1,5 @@
 import type { DailySection, DailyStatus } from "@tasksvc/contracts";
-import type { Sql } from "@tasksvc/db";
+import { idempotencyRecords, type Sql } from "@tasksvc/db";
 
 export interface EntryRow {
   id: string;
@@ -10,6 +10,7 @@ export interface EntryRow {
 
 /** All SQL of the boards service (schema `boards`). Bound to a pool or to one transaction. */
 export function boardsRepo(sql: Sql) {
+  const idempotency = idempotencyRecords(sql);
   return {
     async sections(org: string, user: string, date: string): Promise<Array<{ section: DailySection; status: DailyStatus }>> {
       return sql<{ section: DailySection; status: DailyStatus }[]>`
@@ -61,24 +62,11 @@ export function boardsRepo(sql: Sql) {
       return rows.length === 1;
     },
 
-    async storedResult(credentialId: string, key: string): Promise<{ operation: string; result: unknown } | undefined> {
-      const [row] = await sql<{ operation: string; result: unknown }[]>`
-        select operation, result from idempotency where credential_id = ${credentialId} and key = ${key} and created_at > now() - interval '24 hours'`;
-      return row;
-    },
+    /** The service's Idempotency-Key records (libs/db). */
+    storedResult: idempotency.stored,
+    recordResult: idempotency.record,
 
-    async recordResult(credentialId: string, key: string, operation: string, result: unknown): Promise<boolean> {
-      const rows = await sql`
-        insert into idempotency as i (credential_id, key, operation, result) values (${credentialId}, ${key}, ${operation}, ${sql.json(result as never)})
-        on conflict (credential_id, key) do update set operation = excluded.operation, result = excluded.result, created_at = now()
-          where i.created_at <= now() - interval '24 hours'
-        returning 1`;
-      return rows.length === 1;
-    },
-
-    async sweepIdempotency(): Promise<void> {
-      await sql`delete from idempotency where created_at < now() - interval '24 hours'`;
-    },
+    sweepIdempotency: idempotency.sweep,
   };
 }
 export type BoardsRepo = ReturnType<typeof boardsRepo>;

@@ -1,6 +1,6 @@
 import type { DependencyView, Project, Recurrence, Task, TaskEventType, TaskStatus, TaskSummary, TaskVersion } from "@tasksvc/contracts";
 import { taskId } from "@tasksvc/contracts";
-import { decodeKeyset, newId, pageOf, type Sql } from "@tasksvc/db";
+import { decodeKeyset, idempotencyRecords, newId, pageOf, type Sql } from "@tasksvc/db";
 
 /** The columns every task read selects; bigint and numeric come back as text, dates as text. */
 const TASK_COLUMNS = `number::text as number, owner_user_id, parent_number::text as parent_number, archived,
@@ -8,13 +8,8 @@ const TASK_COLUMNS = `number::text as number, owner_user_id, parent_number::text
   due_date::text as due_date, notes, story_points::text as story_points, recurrence, project_ids,
   created_at, updated_at, to_char(updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as cursor_at`;
 
-export interface TaskRow {
-  number: string;
-  owner_user_id: string;
-  parent_number: string | null;
-  archived: boolean;
-  current_version_id: string;
-  version_count: number;
+/** The columns a task row and a version row share, as the API shows them. */
+interface ContentColumns {
   title: string;
   description: string | null;
   status: TaskStatus;
@@ -23,8 +18,17 @@ export interface TaskRow {
   due_date: string | null;
   notes: string | null;
   story_points: string | null;
-  recurrence: Recurrence | null;
   project_ids: string[];
+  recurrence: Recurrence | null;
+}
+
+export interface TaskRow extends ContentColumns {
+  number: string;
+  owner_user_id: string;
+  parent_number: string | null;
+  archived: boolean;
+  current_version_id: string;
+  version_count: number;
   created_at: Date;
   updated_at: Date;
   cursor_at: string;
@@ -48,9 +52,8 @@ export interface Content {
 const iso = (d: Date) => d.toISOString();
 const dayToIso = (d: string | null) => (d === null ? null : `${d}T00:00:00.000Z`);
 
-export function toTask(r: TaskRow): Task {
+function shownContent(r: ContentColumns) {
   return {
-    id: taskId(r.number),
     title: r.title,
     description: r.description,
     status: r.status,
@@ -60,9 +63,16 @@ export function toTask(r: TaskRow): Task {
     notes: r.notes,
     story_points: r.story_points === null ? null : Number(r.story_points),
     project_ids: r.project_ids,
+    recurrence: r.recurrence,
+  };
+}
+
+export function toTask(r: TaskRow): Task {
+  return {
+    id: taskId(r.number),
+    ...shownContent(r),
     parent_task_id: r.parent_number === null ? null : taskId(r.parent_number),
     archived: r.archived,
-    recurrence: r.recurrence,
     created_at: iso(r.created_at),
     updated_at: iso(r.updated_at),
   };
@@ -136,6 +146,7 @@ const toProject = (r: ProjectRow): Project => ({ id: r.id, name: r.name, descrip
 /** All SQL of the tasks service (schema `tasks`). Bound to a pool or to one transaction. */
 export function tasksRepo(sql: Sql) {
   const cols = sql.unsafe(TASK_COLUMNS);
+  const idempotency = idempotencyRecords(sql);
   return {
     async task(org: string, number: number, lock = false): Promise<TaskRow | undefined> {
       const [row] = await sql<TaskRow[]>`
@@ -307,7 +318,7 @@ export function tasksRepo(sql: Sql) {
 
     async history(org: string, number: number, limit: number, after: string | undefined) {
       const [seq] = after ? decodeKeyset(after, 1) : [null];
-      const rows = await sql<(Omit<TaskVersion, "created_at" | "start_date" | "due_date" | "story_points"> & { seq: number; created_at: Date; start_date: Date | null; due_date: string | null; story_points: string | null })[]>`
+      const rows = await sql<(ContentColumns & { id: string; seq: number; created_at: Date })[]>`
         select id, seq, title, description, status, priority, start_date, due_date::text as due_date, notes,
           story_points::text as story_points, recurrence, project_ids, created_at
         from task_versions
@@ -318,20 +329,7 @@ export function tasksRepo(sql: Sql) {
       return pageOf(
         rows,
         limit,
-        (r): TaskVersion => ({
-          id: r.id,
-          title: r.title,
-          description: r.description,
-          status: r.status,
-          priority: r.priority,
-          start_date: r.start_date ? iso(r.start_date) : null,
-          due_date: dayToIso(r.due_date),
-          notes: r.notes,
-          story_points: r.story_points === null ? null : Number(r.story_points),
-          project_ids: r.project_ids,
-          recurrence: r.recurrence,
-          created_at: iso(r.created_at),
-        }),
+        (r): TaskVersion => ({ id: r.id, ...shownContent(r), created_at: iso(r.created_at) }),
         (r) => [r.seq],
       );
     },
@@ -499,25 +497,11 @@ export function tasksRepo(sql: Sql) {
       return out;
     },
 
-    async storedResult(credentialId: string, key: string): Promise<{ operation: string; result: unknown } | undefined> {
-      const [row] = await sql<{ operation: string; result: unknown }[]>`
-        select operation, result from idempotency where credential_id = ${credentialId} and key = ${key} and created_at > now() - interval '24 hours'`;
-      return row;
-    },
+    /** The service's Idempotency-Key records (libs/db). */
+    storedResult: idempotency.stored,
+    recordResult: idempotency.record,
 
-    /** Records a write's result under its key; false when another execution recorded it first. */
-    async recordResult(credentialId: string, key: string, operation: string, result: unknown): Promise<boolean> {
-      const rows = await sql`
-        insert into idempotency as i (credential_id, key, operation, result) values (${credentialId}, ${key}, ${operation}, ${sql.json(result as never)})
-        on conflict (credential_id, key) do update set operation = excluded.operation, result = excluded.result, created_at = now()
-          where i.created_at <= now() - interval '24 hours'
-        returning 1`;
-      return rows.length === 1;
-    },
-
-    async sweepIdempotency(): Promise<void> {
-      await sql`delete from idempotency where created_at < now() - interval '24 hours'`;
-    },
+    sweepIdempotency: idempotency.sweep,
   };
 }
 export type TasksRepo = ReturnType<typeof tasksRepo>;

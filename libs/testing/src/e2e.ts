@@ -1,0 +1,29 @@
+import postgres from "postgres";
+import { afterAll, inject } from "vitest";
+import { taskEvents } from "./events.js";
+import { factories } from "./factories.js";
+import { api } from "./http.js";
+
+/**
+ * What an end-to-end test file needs from the run's stack: a client per gateway replica,
+ * factories, the task-event reader and a direct database handle for assertions. Closed after
+ * the file's tests.
+ */
+export function e2eContext() {
+  const stack = inject("stack");
+  const db = postgres(stack.databaseUrl, { max: 2, onnotice: () => {} });
+  const ctx = {
+    stack,
+    gw: api(stack.gatewayUrls[0] as string),
+    gw2: api(stack.gatewayUrls[1] as string),
+    f: factories(stack),
+    events: taskEvents(stack),
+    db,
+  };
+  afterAll(async () => {
+    await ctx.f.close();
+    await ctx.events.close();
+    await db.end({ timeout: 1 });
+  });
+  return ctx;
+}
