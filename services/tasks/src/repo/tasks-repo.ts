@@ -160,38 +160,6 @@ export function tasksRepo(sql: Sql) {
       return rows.length === 1;
     },
 
-    /** The next T-number of the organization. Locks its counter row until the transaction ends. */
-    async nextNumber(org: string): Promise<number> {
-      const [row] = await sql<{ n: string }[]>`
-        insert into org_counters as c (organization_id, last_number) values (${org}, 1)
-        on conflict (organization_id) do update set last_number = c.last_number + 1
-        returning last_number::text as n`;
-      return Number(row!.n);
-    },
-
-    async insertTask(org: string, number: number, owner: string, c: Content, versionId: string): Promise<TaskRow> {
-      const [row] = await sql<TaskRow[]>`
-        with t as (
-          insert into tasks (organization_id, number, owner_user_id, parent_number, current_version_id, version_count,
-            title, description, status, priority, start_date, due_date, notes, story_points, recurrence, project_ids,
-            created_at, updated_at)
-          values (${org}, ${number}, ${owner}, ${c.parent_number}, ${versionId}, 1,
-            ${c.title}, ${c.description}, ${c.status}, ${c.priority}, ${c.start_date}::timestamptz, ${c.due_date}::date, ${c.notes},
-            ${c.story_points}, ${c.recurrence === null ? null : sql.json(c.recurrence as never)}, ${c.project_ids}::text[], now(), now())
-          returning *
-        ), v as (
-          insert into task_versions (id, organization_id, task_number, seq, title, description, status, priority, start_date,
-            due_date, notes, story_points, recurrence, project_ids, created_at)
-          select ${versionId}, organization_id, number, 1, title, description, status, priority, start_date, due_date, notes,
-            story_points, recurrence, project_ids, created_at from t
-        ), p as (
-          insert into task_projects (organization_id, task_number, project_id)
-          select ${org}, ${number}, unnest(${c.project_ids}::text[])
-        )
-        select ${cols} from t`;
-      return row!;
-    },
-
     /**
      * Creates several tasks of one organization in ONE statement, so in one implicit transaction
      * and one round trip: takes k numbers from the organization's counter (its row stays locked
