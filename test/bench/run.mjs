@@ -16,6 +16,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import postgres from "postgres";
+import { connectNats, deleteStreams } from "@tasksvc/nats";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
@@ -114,6 +115,12 @@ async function cleanup() {
   await sql.unsafe(`drop database if exists "${name}" with (force)`).catch(() => {});
   await sql.end({ timeout: 1 });
   rmSync(scratch, { recursive: true, force: true });
+  // The run's JetStream streams (task events) go with its namespace.
+  const nc = await connectNats({ url: NATS_URL, name: "bench-cleanup" }).catch(() => null);
+  if (nc) {
+    await deleteStreams(nc, `${NAMESPACE}_`).catch(() => {});
+    await nc.drain();
+  }
 }
 process.on("SIGINT", () => cleanup().then(() => process.exit(130)));
 
