@@ -137,6 +137,24 @@ describe("real responses match the document", () => {
     expectMatches("/v1/projects/{project_id}", "delete", await gw.delete(`/v1/projects/${project.body.id}`, opts));
   });
 
+  it("when each daily-board operation is called, then its bodies fit the document", async () => {
+    const t = await f.tenant();
+    const opts = { token: t.apiKey };
+    const task = await gw.post("/v1/tasks", { title: "plan me" }, opts);
+    const entry = await gw.post("/v1/daily-plan/entries", { date: "2026-11-23", task_id: task.body.id, section: "TODO" }, { ...opts, headers: { "idempotency-key": "doc-plan" } });
+    expect(entry.status, entry.text).toBe(201);
+    expectMatches("/v1/daily-plan/entries", "post", entry);
+    expectMatches("/v1/daily-plan", "get", await gw.get("/v1/daily-plan?date=2026-11-23", opts));
+    expectMatches("/v1/daily-plan", "patch", await gw.patch("/v1/daily-plan?date=2026-11-23", { section: "PROGRESS", status: "PLANNED" }, opts));
+    const again = await gw.post("/v1/daily-plan/entries", { date: "2026-11-23", task_id: task.body.id, section: "TODO" }, opts);
+    expect(again.status).toBe(400);
+    expectMatches("/v1/daily-plan/entries", "post", again, "application/problem+json");
+    const unknown = await gw.post("/v1/daily-plan/entries", { date: "2026-11-23", task_id: "T-999", section: "TODO" }, opts);
+    expect(unknown.status).toBe(404);
+    expectMatches("/v1/daily-plan/entries", "post", unknown, "application/problem+json");
+    expectMatches("/v1/daily-plan/entries/{entry_id}", "delete", await gw.delete(`/v1/daily-plan/entries/${entry.body.id}`, opts));
+  });
+
   it("when a body breaks its schema, then the check fails (the validator is not vacuous)", () => {
     const validate = validatorFor("/v1/organizations", "get", 200);
     expect(validate({ data: [{ id: 1 }], has_more: "no" })).toBe(false);
