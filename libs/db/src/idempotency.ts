@@ -1,4 +1,8 @@
+import { AppError } from "@tasksvc/errors";
 import type { Sql } from "./pool.js";
+
+/** Another execution recorded the same Idempotency-Key while this one ran: answer with its result. */
+export class KeyRecordedMeanwhile extends Error {}
 
 /**
  * Service-level idempotency records (DESIGN.md section 1): a write stores the request's
@@ -8,24 +12,39 @@ import type { Sql } from "./pool.js";
  *   create table idempotency (credential_id text, key text, operation text, result jsonb,
  *     created_at timestamptz default now(), primary key (credential_id, key));
  *
- * Records live 24 hours, like the gateway's.
+ * Records live 24 hours, like the gateway's. The flow of a keyed write:
+ * `replay()` before the work; `recordOnce()` inside the write's transaction; on
+ * KeyRecordedMeanwhile, `replay()` again after the rollback.
  */
 export function idempotencyRecords(sql: Sql) {
   return {
-    async stored(credentialId: string, key: string): Promise<{ operation: string; result: unknown } | undefined> {
-      const [row] = await sql<{ operation: string; result: unknown }[]>`
+    /**
+     * The stored result of `operation` under this key, or undefined (also when there is no key).
+     * A key stored for another operation is 422 idempotency_key_reused.
+     */
+    async replay<T>(credentialId: string, key: string | undefined, operation: string): Promise<T | undefined> {
+      if (key === undefined) return undefined;
+      const [row] = await sql<{ operation: string; result: T }[]>`
         select operation, result from idempotency where credential_id = ${credentialId} and key = ${key} and created_at > now() - interval '24 hours'`;
-      return row;
+      if (!row) return undefined;
+      if (row.operation !== operation) throw new AppError("idempotency_key_reused", "This Idempotency-Key was already used for a different request.");
+      return row.result;
     },
 
-    /** Records a write's result under its key; false when another execution recorded it first. */
-    async record(credentialId: string, key: string, operation: string, result: unknown): Promise<boolean> {
+    /** Records a write's result under its key (nothing without a key); throws KeyRecordedMeanwhile. */
+    async recordOnce(credentialId: string, key: string | undefined, operation: string, result: unknown): Promise<void> {
+      if (key === undefined) return;
       const rows = await sql`
         insert into idempotency as i (credential_id, key, operation, result) values (${credentialId}, ${key}, ${operation}, ${sql.json(result as never)})
         on conflict (credential_id, key) do update set operation = excluded.operation, result = excluded.result, created_at = now()
           where i.created_at <= now() - interval '24 hours'
         returning 1`;
-      return rows.length === 1;
+      if (rows.length !== 1) throw new KeyRecordedMeanwhile();
+    },
+
+    /** Forgets a key's record once it is past the 24 h window (before a plain insert of the key). */
+    async dropExpired(credentialId: string, key: string): Promise<void> {
+      await sql`delete from idempotency where credential_id = ${credentialId} and key = ${key} and created_at <= now() - interval '24 hours'`;
     },
 
     async sweep(): Promise<void> {
@@ -33,3 +52,4 @@ export function idempotencyRecords(sql: Sql) {
     },
   };
 }
+export type IdempotencyRecords = ReturnType<typeof idempotencyRecords>;

@@ -35,7 +35,7 @@ export async function startBoards(cfg: BoardsConfig, log: Logger) {
   });
   const served = serve(nc, boardsRpc, boardsHandlers(svc), { namespace: cfg.NATS_NAMESPACE, log });
   const sweeper = setInterval(() => {
-    repo.sweepIdempotency().catch((err: unknown) => log.warn({ err }, "idempotency sweep failed"));
+    repo.idempotency.sweep().catch((err: unknown) => log.warn({ err }, "idempotency sweep failed"));
   }, SWEEP_EVERY_MS);
   sweeper.unref();
   log.info({ namespace: cfg.NATS_NAMESPACE }, "boards service ready");

@@ -64,7 +64,7 @@ export async function startTasks(cfg: TasksConfig, log: Logger) {
   });
   const served = serve(nc, tasksRpc, tasksHandlers(svc), { namespace: cfg.NATS_NAMESPACE, log });
   const sweeper = setInterval(() => {
-    repo.sweepIdempotency().catch((err: unknown) => log.warn({ err }, "idempotency sweep failed"));
+    repo.idempotency.sweep().catch((err: unknown) => log.warn({ err }, "idempotency sweep failed"));
   }, SWEEP_EVERY_MS);
   sweeper.unref();
   log.info({ namespace: cfg.NATS_NAMESPACE }, "tasks service ready");

@@ -10,7 +10,7 @@ import {
   type SectionStatus,
   type TaskSummary,
 } from "@tasksvc/contracts";
-import { isUniqueViolation, newId } from "@tasksvc/db";
+import { isUniqueViolation, KeyRecordedMeanwhile, newId } from "@tasksvc/db";
 import { AppError, fieldError } from "@tasksvc/errors";
 import type { BoardsRepo, EntryRow } from "../repo/boards-repo.js";
 
@@ -41,8 +41,6 @@ export function callerOf(ctx: RpcContext): Caller {
 
 const numberOf = (t: TaskSummary) => Number(t.task_id.slice(2));
 const plannable = (t: TaskSummary, userId: string) => t.owner_user_id === userId && !t.archived;
-
-class LostIdempotencyRace extends Error {}
 
 export function boardsService(deps: BoardsDeps) {
   const { repo } = deps;
@@ -94,13 +92,8 @@ export function boardsService(deps: BoardsDeps) {
      */
     async plan(c: Caller, body: { date: string; task_id: string; section: DailySection }): Promise<BoardEntry> {
       const key = c.idempotencyKey;
-      if (key !== undefined) {
-        const s = await repo.storedResult(c.credentialId, key);
-        if (s) {
-          if (s.operation !== "planEntry") throw new AppError("idempotency_key_reused", "This Idempotency-Key was already used for a different request.");
-          return s.result as BoardEntry;
-        }
-      }
+      const prior = await repo.idempotency.replay<BoardEntry>(c.credentialId, key, "planEntry");
+      if (prior) return prior;
       const n = taskNumber(body.task_id);
       const view = n === null ? { task: null, subtasks: [] } : await deps.tasks.withSubtasks(c.ctx, n);
       const task = view.task;
@@ -124,13 +117,13 @@ export function boardsService(deps: BoardsDeps) {
           }
           await r.markFilling(org, user, body.date, body.section);
           const entry = toEntry(row, task);
-          if (key !== undefined && !(await r.recordResult(c.credentialId, key, "planEntry", entry))) throw new LostIdempotencyRace();
+          await r.idempotency.recordOnce(c.credentialId, key, "planEntry", entry);
           return entry;
         });
       } catch (e) {
-        if (e instanceof LostIdempotencyRace && key !== undefined) {
-          const s = await repo.storedResult(c.credentialId, key);
-          if (s) return s.result as BoardEntry;
+        if (e instanceof KeyRecordedMeanwhile) {
+          const again = await repo.idempotency.replay<BoardEntry>(c.credentialId, key, "planEntry");
+          if (again) return again;
         }
         // Two plans of the same task on the same day at once: the second finds it placed.
         if (isUniqueViolation(e, "entries_task_key")) throw fieldError("/task_id", `${task.task_id} was placed on ${body.date} by a concurrent request`);

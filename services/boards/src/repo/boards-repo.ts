@@ -63,10 +63,8 @@ export function boardsRepo(sql: Sql) {
     },
 
     /** The service's Idempotency-Key records (libs/db). */
-    storedResult: idempotency.stored,
-    recordResult: idempotency.record,
+    idempotency,
 
-    sweepIdempotency: idempotency.sweep,
   };
 }
 export type BoardsRepo = ReturnType<typeof boardsRepo>;

@@ -1,6 +1,6 @@
 import type { CreateTaskBody, Task } from "@tasksvc/contracts";
-import { isPgError, isUniqueViolation, newId, PG } from "@tasksvc/db";
-import { AppError, fieldError, isAppError } from "@tasksvc/errors";
+import { isPgError, isUniqueViolation, KeyRecordedMeanwhile, newId, PG } from "@tasksvc/db";
+import { fieldError, isAppError } from "@tasksvc/errors";
 import { toTask, type Content, type TasksRepo } from "../repo/tasks-repo.js";
 import type { Caller, TasksDeps } from "./tasks-service.js";
 
@@ -16,11 +16,6 @@ interface Pending {
 
 /** The most creates one statement takes. */
 const MAX_BATCH = 64;
-
-const keyOf = (credentialId: string, key: string) => `${credentialId}\u0000${key}`;
-
-/** An idempotency key of the batch was recorded by another execution first. */
-class LostRace extends Error {}
 
 /**
  * Group commit for task creation (decision 0008). Task numbers come from one counter row per
@@ -58,11 +53,11 @@ export function createBatcher(deps: TasksDeps, prepare: Prepare) {
     try {
       await execute(p.caller.organizationId, [p]);
     } catch (e) {
-      if (e instanceof LostRace) {
+      if (e instanceof KeyRecordedMeanwhile) {
         // Another execution recorded this key while ours ran: answer with its result.
         try {
-          const s = (await deps.repo.storedResults([{ credentialId: p.caller.credentialId, key: p.caller.idempotencyKey! }])).get(keyOf(p.caller.credentialId, p.caller.idempotencyKey!));
-          if (s) return s.operation === "createTask" ? p.resolve(s.result as Task) : p.reject(reused());
+          const stored = await deps.repo.idempotency.replay<Task>(p.caller.credentialId, p.caller.idempotencyKey, "createTask");
+          if (stored) return p.resolve(stored);
         } catch (err) {
           return p.reject(err);
         }
@@ -70,8 +65,6 @@ export function createBatcher(deps: TasksDeps, prepare: Prepare) {
       p.reject(e);
     }
   }
-
-  const reused = () => new AppError("idempotency_key_reused", "This Idempotency-Key was already used for a different request.");
 
   /** Runs one batch. Settles every create, or throws with none settled. */
   async function execute(org: string, batch: Pending[]): Promise<void> {
@@ -81,11 +74,11 @@ export function createBatcher(deps: TasksDeps, prepare: Prepare) {
     // batch does not: the gateway answers retries, and a key recorded meanwhile fails the batch's
     // statement, after which each create runs alone.
     if (batch.length === 1 && batch[0]!.caller.idempotencyKey !== undefined) {
-      const { credentialId } = batch[0]!.caller;
-      const key = batch[0]!.caller.idempotencyKey;
-      await r.dropExpiredKey(credentialId, key);
-      const s = (await r.storedResults([{ credentialId, key }])).get(keyOf(credentialId, key));
-      if (s) return s.operation === "createTask" ? batch[0]!.resolve(s.result as Task) : batch[0]!.reject(reused());
+      const { credentialId, idempotencyKey: key } = batch[0]!.caller;
+      // The statement inserts the key plainly (no upsert): a record past its 24 h goes first.
+      await r.idempotency.dropExpired(credentialId, key);
+      const stored = await r.idempotency.replay<Task>(credentialId, key, "createTask");
+      if (stored) return batch[0]!.resolve(stored);
     }
     const accepted: Array<{ p: Pending; content: Content }> = [];
     for (const p of batch) {
@@ -111,7 +104,7 @@ export function createBatcher(deps: TasksDeps, prepare: Prepare) {
           })),
         );
       } catch (e) {
-        if (isUniqueViolation(e, "idempotency_pkey")) throw new LostRace();
+        if (isUniqueViolation(e, "idempotency_pkey")) throw new KeyRecordedMeanwhile();
         // A project or parent that vanished between the check and the insert.
         if (batch.length === 1 && isPgError(e) && e.code === PG.foreignKeyViolation) {
           throw fieldError(e.constraint_name?.startsWith("task_projects") ? "/project_id" : "/parent_task_id", "no longer exists in this organization");

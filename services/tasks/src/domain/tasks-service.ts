@@ -10,7 +10,7 @@ import {
   type TaskVersion,
   type UpdateTaskBody,
 } from "@tasksvc/contracts";
-import { isUniqueViolation, newId } from "@tasksvc/db";
+import { isUniqueViolation, KeyRecordedMeanwhile, newId } from "@tasksvc/db";
 import { AppError, fieldError } from "@tasksvc/errors";
 import { contentOf, toTask, type Content, type TasksRepo } from "../repo/tasks-repo.js";
 import { createBatcher } from "./creates.js";
@@ -51,9 +51,6 @@ function pathNumber(ref: string): number {
   return n;
 }
 
-/** Raised inside a transaction when another execution recorded the same idempotency key first. */
-class LostIdempotencyRace extends Error {}
-
 const sameContent = (a: Content, b: Content) => JSON.stringify(a) === JSON.stringify(b);
 
 export function toIsoOrNull(v: string | null): string | null {
@@ -93,21 +90,14 @@ export function tasksService(deps: TasksDeps) {
    */
   async function write<T>(c: Caller, operation: string, fn: (r: TasksRepo, touched: number[]) => Promise<T>): Promise<T> {
     const key = c.idempotencyKey;
-    const stored = async (): Promise<T | undefined> => {
-      if (key === undefined) return undefined;
-      const s = await repo.storedResult(c.credentialId, key);
-      if (!s) return undefined;
-      if (s.operation !== operation) throw new AppError("idempotency_key_reused", "This Idempotency-Key was already used for a different request.");
-      return s.result as T;
-    };
-    const prior = await stored();
+    const prior = await repo.idempotency.replay<T>(c.credentialId, key, operation);
     if (prior !== undefined) return prior;
     try {
       const touched: number[] = [];
       const result = await deps.tx(async (r) => {
         touched.length = 0;
         const out = await fn(r, touched);
-        if (key !== undefined && !(await r.recordResult(c.credentialId, key, operation, out))) throw new LostIdempotencyRace();
+        await r.idempotency.recordOnce(c.credentialId, key, operation, out);
         return out;
       });
       deps.written();
@@ -118,8 +108,8 @@ export function tasksService(deps: TasksDeps) {
       }
       return result;
     } catch (e) {
-      if (e instanceof LostIdempotencyRace) {
-        const again = await stored();
+      if (e instanceof KeyRecordedMeanwhile) {
+        const again = await repo.idempotency.replay<T>(c.credentialId, key, operation);
         if (again !== undefined) return again;
       }
       throw e;

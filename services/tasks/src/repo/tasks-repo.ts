@@ -447,29 +447,9 @@ export function tasksRepo(sql: Sql) {
       await sql`insert into outbox (event_id, type, organization_id, payload) values (${id}, ${type}, ${org}, ${sql.json(event as never)})`;
     },
 
-    /** Forgets a key's record once it is past the 24 h window (so the key can be used again). */
-    async dropExpiredKey(credentialId: string, key: string): Promise<void> {
-      await sql`delete from idempotency where credential_id = ${credentialId} and key = ${key} and created_at <= now() - interval '24 hours'`;
-    },
-
-    /** Stored results of keyed writes, by `credential\0key`, younger than 24 h. */
-    async storedResults(keys: Array<{ credentialId: string; key: string }>): Promise<Map<string, { operation: string; result: unknown }>> {
-      const out = new Map<string, { operation: string; result: unknown }>();
-      if (keys.length === 0) return out;
-      const rows = await sql<{ credential_id: string; key: string; operation: string; result: unknown }[]>`
-        select i.credential_id, i.key, i.operation, i.result
-        from idempotency i join jsonb_to_recordset(${sql.json(keys as never)}) as k("credentialId" text, key text)
-          on i.credential_id = k."credentialId" and i.key = k.key
-        where i.created_at > now() - interval '24 hours'`;
-      for (const r of rows) out.set(`${r.credential_id}\u0000${r.key}`, { operation: r.operation, result: r.result });
-      return out;
-    },
-
     /** The service's Idempotency-Key records (libs/db). */
-    storedResult: idempotency.stored,
-    recordResult: idempotency.record,
+    idempotency,
 
-    sweepIdempotency: idempotency.sweep,
   };
 }
 export type TasksRepo = ReturnType<typeof tasksRepo>;

@@ -1,0 +1,43 @@
+import { isAppError } from "@tasksvc/errors";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { createDb, idempotencyRecords, KeyRecordedMeanwhile } from "../src/index.js";
+
+// The records helper against a schema of its own holding the table every service declares.
+const stack = inject("stack");
+const sql = createDb({ url: stack.databaseUrl, schema: "idempotency_test", max: 2 });
+const records = idempotencyRecords(sql);
+
+beforeAll(async () => {
+  await sql`create schema if not exists idempotency_test`;
+  await sql`create table idempotency (credential_id text not null, key text not null, operation text not null, result jsonb not null,
+    created_at timestamptz not null default now(), primary key (credential_id, key))`;
+});
+afterAll(async () => {
+  await sql`drop schema idempotency_test cascade`;
+  await sql.end({ timeout: 1 });
+});
+
+describe("service idempotency records", () => {
+  it("when a key is recorded, then it replays its result, refuses another operation with 422, and a second record loses", async () => {
+    expect(await records.replay("key_a", undefined, "op")).toBeUndefined();
+    await records.recordOnce("key_a", undefined, "op", { n: 0 }); // no key, nothing stored
+    expect(await records.replay("key_a", "k1", "op")).toBeUndefined();
+    await records.recordOnce("key_a", "k1", "op", { n: 1 });
+    expect(await records.replay("key_a", "k1", "op")).toEqual({ n: 1 });
+    expect(await records.replay("key_b", "k1", "op")).toBeUndefined(); // scoped to the credential
+    const reused = await records.replay("key_a", "k1", "other").catch((e: unknown) => e);
+    expect(isAppError(reused) && reused.code).toBe("idempotency_key_reused");
+    await expect(records.recordOnce("key_a", "k1", "op", { n: 2 })).rejects.toBeInstanceOf(KeyRecordedMeanwhile);
+    expect(await records.replay("key_a", "k1", "op")).toEqual({ n: 1 });
+  });
+
+  it("when a record is past 24 hours, then it replays nothing and the key can be recorded again", async () => {
+    await sql`insert into idempotency (credential_id, key, operation, result, created_at) values ('key_old', 'k', 'op', '{"n":1}', now() - interval '25 hours')`;
+    expect(await records.replay("key_old", "k", "op")).toBeUndefined();
+    await records.recordOnce("key_old", "k", "op", { n: 2 });
+    expect(await records.replay("key_old", "k", "op")).toEqual({ n: 2 });
+    await sql`update idempotency set created_at = now() - interval '25 hours' where credential_id = 'key_old'`;
+    await records.dropExpired("key_old", "k");
+    expect((await sql`select 1 from idempotency where credential_id = 'key_old'`).length).toBe(0);
+  });
+});
