@@ -9,7 +9,7 @@ node_modules/.installed: package.json package-lock.json $(wildcard libs/*/packag
 	npm install --no-audit --no-fund
 	@touch $@
 
-.PHONY: help install build run test bench services clean
+.PHONY: help install build run test fault bench services clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -25,11 +25,17 @@ services: ## make sure local Postgres and NATS (JetStream) are running
 run: build services ## run the whole stack (gateway on PORT, default 8080)
 	node scripts/start.mjs
 
-test: build services ## type-check the tests and run the whole suite against real Postgres and NATS
+test: build services ## type-check, then the whole suite and the fault suite against real Postgres and NATS
 	npx tsc -p tsconfig.test.json
 	@rm -f .vitest-results.json
+	@rm -f .vitest-fault-results.json
 	npx vitest run --reporter=default --reporter=json --outputFile.json=.vitest-results.json; \
-	  status=$$?; node scripts/test-summary.mjs .vitest-results.json || status=1; exit $$status
+	  status=$$?; \
+	  npx vitest run --config vitest.fault.config.ts --reporter=default --reporter=json --outputFile.json=.vitest-fault-results.json || status=1; \
+	  node scripts/test-summary.mjs .vitest-results.json .vitest-fault-results.json || status=1; exit $$status
+
+fault: build services ## only the fault suite (crashes, restarts, mixed load, fuzz); prints its figures
+	npx vitest run --config vitest.fault.config.ts
 
 bench: build services ## print throughput and latency figures (asserts nothing)
 	node test/bench/run.mjs

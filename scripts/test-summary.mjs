@@ -1,18 +1,30 @@
 #!/usr/bin/env node
-// Prints vitest's JSON results as the plain closing line CI reads ("tests: N passed, N failed"),
-// and exits non-zero when anything failed or nothing ran.
+// Prints vitest's JSON results (one file per suite: the main one, the fault suite) as the plain
+// closing line CI reads ("tests: N passed, N failed"), and exits non-zero when anything failed,
+// a suite left no results, or nothing ran.
 import { readFileSync } from "node:fs";
 
-const file = process.argv[2] ?? ".vitest-results.json";
-let r;
-try {
-  r = JSON.parse(readFileSync(file, "utf8"));
-} catch (e) {
-  console.log("tests: 0 passed, 1 failed");
-  console.error(`test-summary: no results in ${file} (${e.message})`);
-  process.exit(1);
+const files = process.argv.length > 2 ? process.argv.slice(2) : [".vitest-results.json"];
+let passed = 0;
+let failed = 0;
+let skipped = 0;
+let ok = true;
+for (const file of files) {
+  let r;
+  try {
+    r = JSON.parse(readFileSync(file, "utf8"));
+  } catch (e) {
+    console.error(`test-summary: no results in ${file} (${e.message})`);
+    failed += 1;
+    ok = false;
+    continue;
+  }
+  // A file that failed to load counts as a failure even when no test in it ran.
+  const brokenFiles = (r.testResults ?? []).filter((s) => s.status === "failed" && !s.assertionResults?.some((a) => a.status === "failed")).length;
+  passed += r.numPassedTests;
+  failed += r.numFailedTests + brokenFiles;
+  skipped += r.numPendingTests + r.numTodoTests;
+  if (!r.success || r.numPassedTests === 0) ok = false;
 }
-const failed = r.numFailedTests + (r.numFailedTestSuites ?? 0) - (r.testResults ?? []).filter((s) => s.status === "failed" && s.assertionResults?.some((a) => a.status === "failed")).length;
-const skipped = r.numPendingTests + r.numTodoTests;
-console.log(`tests: ${r.numPassedTests} passed, ${Math.max(failed, r.numFailedTests)} failed${skipped ? `, ${skipped} skipped` : ""}`);
-process.exit(r.success && r.numPassedTests > 0 ? 0 : 1);
+console.log(`tests: ${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ""}`);
+process.exit(ok && failed === 0 ? 0 : 1);

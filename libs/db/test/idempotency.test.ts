@@ -4,7 +4,8 @@ import { createDb, idempotencyRecords, KeyRecordedMeanwhile } from "../src/index
 
 // The records helper against a schema of its own holding the table every service declares.
 const stack = inject("stack");
-const sql = createDb({ url: stack.databaseUrl, schema: "idempotency_test", max: 2 });
+const db = createDb({ url: stack.databaseUrl, schema: "idempotency_test", max: 2 });
+const sql = db.sql;
 const records = idempotencyRecords(sql);
 
 beforeAll(async () => {
@@ -14,7 +15,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await sql`drop schema idempotency_test cascade`;
-  await sql.end({ timeout: 1 });
+  await db.end({ timeout: 1 });
 });
 
 describe("service idempotency records", () => {

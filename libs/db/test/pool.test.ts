@@ -1,19 +1,122 @@
-import { describe, expect, inject, it } from "vitest";
-import { createDb } from "../src/index.js";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { createDb, type Database } from "../src/index.js";
 
 const stack = inject("stack");
+const SCHEMA = "pool_test";
+
+/**
+ * Issue 9, finding 1: with postgres.js 3.4.9 a transaction's BEGIN could land on a connection the
+ * pool kept handing to others, so their acknowledged autocommit inserts ran inside it and vanished
+ * with its ROLLBACK. This load mixes exactly those three kinds of work on a small pool.
+ */
+async function mixedLoad(db: Database, ms: number) {
+  const acknowledged: number[] = [];
+  const errors: string[] = [];
+  let next = 0;
+  let committed = 0;
+  const until = Date.now() + ms;
+  const loop = async (work: () => Promise<void>) => {
+    while (Date.now() < until) {
+      try {
+        await work();
+      } catch (e) {
+        if (!(e instanceof Error && e.message === "rollback on purpose")) errors.push(String((e as { code?: string }).code ?? e));
+      }
+    }
+  };
+  const insert = async () => {
+    const n = next++;
+    await db.sql`insert into acked (n) values (${n})`;
+    acknowledged.push(n);
+  };
+  const select = async () => {
+    await db.sql`select count(*) from acked`;
+  };
+  const rolledBack = async () => {
+    await db.tx(async (t) => {
+      await t`insert into doomed (n) values (${next++})`;
+      await t`select pg_sleep(0.001)`;
+      throw new Error("rollback on purpose");
+    });
+  };
+  const commit = async () => {
+    const n = next++;
+    await db.tx(async (t) => {
+      await t`insert into acked (n) values (${n})`;
+    });
+    acknowledged.push(n);
+    committed++;
+  };
+  await Promise.all([
+    ...Array.from({ length: 10 }, () => loop(insert)),
+    ...Array.from({ length: 10 }, () => loop(select)),
+    ...Array.from({ length: 10 }, () => loop(rolledBack)),
+    ...Array.from({ length: 4 }, () => loop(commit)),
+  ]);
+  const stored = new Set((await db.sql<{ n: number }[]>`select n from acked`).map((r) => r.n));
+  const lost = acknowledged.filter((n) => !stored.has(n)).length;
+  const [doomed] = await db.sql<{ c: number }[]>`select count(*)::int as c from doomed`;
+  return { acknowledged: acknowledged.length, committed, stored: stored.size, lost, doomed: doomed?.c ?? -1, errors };
+}
 
 describe("createDb", () => {
-  it("when a pool is made, then it never pipelines queries onto busy connections and is bound to its schema", async () => {
-    const sql = createDb({ url: stack.databaseUrl, schema: "tasks", max: 2 });
-    try {
-      expect((sql.options as unknown as { max_pipeline: number }).max_pipeline).toBe(1);
-      // More concurrent queries than connections still all complete (they wait, not pipeline).
-      const rows = await Promise.all(Array.from({ length: 20 }, (_, i) => sql<{ n: number; path: string }[]>`select ${i}::int as n, current_schema() as path`));
-      expect(rows.map((r) => r[0]?.n)).toEqual(Array.from({ length: 20 }, (_, i) => i));
-      expect(rows[0]?.[0]?.path).toBe("tasks");
-    } finally {
-      await sql.end({ timeout: 1 });
-    }
+  let db: Database;
+  beforeAll(async () => {
+    db = createDb({ url: stack.databaseUrl, schema: SCHEMA, max: 4, txMax: 4 });
+    await db.sql.unsafe(`create schema if not exists ${SCHEMA}`);
+    await db.sql.unsafe(`create table if not exists ${SCHEMA}.acked (n int primary key)`);
+    await db.sql.unsafe(`create table if not exists ${SCHEMA}.doomed (n int primary key)`);
+  });
+  afterAll(async () => {
+    await db.sql.unsafe(`drop schema ${SCHEMA} cascade`);
+    await db.end({ timeout: 1 });
+  });
+
+  it("when autocommit inserts, selects and rolled-back transactions share a small pool under load, then no acknowledged insert is lost", async () => {
+    const r = await mixedLoad(db, 2500);
+    console.log(`pool: acknowledged ${r.acknowledged} (${r.committed} in transactions), stored ${r.stored}, lost ${r.lost}, rolled-back rows kept ${r.doomed}, errors ${r.errors.length}`);
+    expect(r.errors, JSON.stringify(r.errors.slice(0, 5))).toEqual([]);
+    expect(r.acknowledged).toBeGreaterThan(1000);
+    expect(r.lost).toBe(0);
+    expect(r.stored).toBe(r.acknowledged);
+    expect(r.doomed).toBe(0);
+  });
+
+  it("when more statements than connections run at once, then all complete on the pool's schema", async () => {
+    const rows = await Promise.all(Array.from({ length: 20 }, (_, i) => db.sql<{ n: number; path: string }[]>`select ${i}::int as n, current_schema() as path`));
+    expect(rows.map((r) => r[0]?.n)).toEqual(Array.from({ length: 20 }, (_, i) => i));
+    expect(rows[0]?.[0]?.path).toBe(SCHEMA);
+    const inTx = await Promise.all(Array.from({ length: 12 }, () => db.tx((t) => t<{ path: string }[]>`select current_schema() as path`)));
+    expect(inTx.every((r) => r[0]?.path === SCHEMA)).toBe(true);
+  });
+
+  it("when code asks the autocommit pool for a transaction, then it is refused", () => {
+    expect(() => db.sql.begin(async () => undefined)).toThrow(/db\.tx/);
+    expect(() => db.sql.reserve()).toThrow(/db\.tx/);
+  });
+
+  it("when two transactions deadlock, then the loser is retried and both commit", async () => {
+    await db.sql.unsafe(`create table if not exists ${SCHEMA}.pair (id int primary key, v int)`);
+    await db.sql.unsafe(`insert into ${SCHEMA}.pair values (1, 0), (2, 0) on conflict do nothing`);
+    let attempts = 0;
+    // Each locks one row, waits until the other holds its row too, then asks for the other's row.
+    let held = 0;
+    const both = () =>
+      new Promise<void>((resolve) => {
+        const tick = () => (held >= 2 ? resolve() : setTimeout(tick, 5));
+        tick();
+      });
+    const cross = (first: number, second: number) =>
+      db.tx(async (t) => {
+        attempts++;
+        await t`update pair set v = v + 1 where id = ${first}`;
+        held++;
+        await both();
+        await t`update pair set v = v + 1 where id = ${second}`;
+      });
+    await Promise.all([cross(1, 2), cross(2, 1)]);
+    const rows = await db.sql<{ v: number }[]>`select v from pair order by id`;
+    expect(rows.map((r) => r.v)).toEqual([2, 2]);
+    expect(attempts).toBe(3);
   });
 });

@@ -20,14 +20,14 @@ const SWEEP_EVERY_MS = 60 * 60_000;
 export async function startBoards(cfg: BoardsConfig, log: Logger) {
   await ensureDatabase(cfg.DATABASE_URL);
   await migrate({ url: cfg.DATABASE_URL, schema: SCHEMA, dir: MIGRATIONS_DIR, log });
-  const sql = createDb({ url: cfg.DATABASE_URL, schema: SCHEMA });
-  await checkDb(sql, cfg.DATABASE_URL);
+  const db = createDb({ url: cfg.DATABASE_URL, schema: SCHEMA });
+  await checkDb(db, cfg.DATABASE_URL);
   const nc = await connectNats({ url: cfg.NATS_URL, name: "boards" });
   const tasks = client(nc, tasksRpc, { namespace: cfg.NATS_NAMESPACE, timeoutMs: cfg.RPC_TIMEOUT_MS });
-  const repo = boardsRepo(sql);
+  const repo = boardsRepo(db.sql);
   const svc = boardsService({
     repo,
-    tx: (fn) => sql.begin((t) => fn(boardsRepo(t as never))) as never,
+    tx: (fn) => db.tx((t) => fn(boardsRepo(t as never))) as never,
     tasks: {
       lookup: async (ctx, numbers) => (await tasks.call("lookupTasks", { numbers }, ctx)).tasks,
       withSubtasks: (ctx, number) => tasks.call("taskWithSubtasks", { number }, ctx),
@@ -44,7 +44,7 @@ export async function startBoards(cfg: BoardsConfig, log: Logger) {
       clearInterval(sweeper);
       await served.drain();
       await nc.drain();
-      await sql.end({ timeout: 5 });
+      await db.end({ timeout: 5 });
     },
   };
 }

@@ -18,9 +18,9 @@ const SWEEP_EVERY_MS = 60_000;
 export async function startGateway(cfg: GatewayConfig, log: Logger) {
   await ensureDatabase(cfg.DATABASE_URL);
   await migrate({ url: cfg.DATABASE_URL, schema: "gateway", dir: MIGRATIONS_DIR, log });
-  const sql = createDb({ url: cfg.DATABASE_URL, schema: "gateway", max: 10 });
-  await checkDb(sql, cfg.DATABASE_URL);
-  const repo = gatewayRepo(sql);
+  const db = createDb({ url: cfg.DATABASE_URL, schema: "gateway", max: 10 });
+  await checkDb(db, cfg.DATABASE_URL);
+  const repo = gatewayRepo(db.sql);
   const cursors = cursorCodec(await repo.secret("cursor"));
   const charger = createCharger({ repo, log });
   const nc = await connectNats({ url: cfg.NATS_URL, name: "gateway" });
@@ -43,7 +43,7 @@ export async function startGateway(cfg: GatewayConfig, log: Logger) {
     log,
     auth,
     clients: { keys, tasks, boards },
-    sql,
+    sql: db.sql,
     nc,
     bodyLimit: cfg.BODY_LIMIT_BYTES,
     repo,
@@ -62,7 +62,7 @@ export async function startGateway(cfg: GatewayConfig, log: Logger) {
     clearInterval(sweeper);
     await charger.close();
     await nc.drain();
-    await sql.end({ timeout: 1 });
+    await db.end({ timeout: 1 });
     if ((e as { code?: string }).code === "EADDRINUSE") throw new StartupError(`PORT ${cfg.PORT} is already in use: stop the other process or set PORT to a free port`);
     throw e;
   }
@@ -77,7 +77,7 @@ export async function startGateway(cfg: GatewayConfig, log: Logger) {
       await charger.close();
       auth.stop();
       await nc.drain();
-      await sql.end({ timeout: 5 });
+      await db.end({ timeout: 5 });
     },
   };
 }

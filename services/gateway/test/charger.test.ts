@@ -10,11 +10,12 @@ import { gatewayRepo } from "../src/repo/gateway-repo.js";
 // The charger against the real `gateway` schema, with synthetic identities (each test its own
 // credential and organization), so that reservations and give-backs can be counted exactly.
 const stack = inject("stack");
-const sql = createDb({ url: stack.databaseUrl, schema: "gateway", max: 8 });
+const db = createDb({ url: stack.databaseUrl, schema: "gateway", max: 8 });
+const sql = db.sql;
 const log = createLogger({ service: "charger-test", level: "silent" });
 
 afterAll(async () => {
-  await sql.end({ timeout: 1 });
+  await db.end({ timeout: 1 });
 });
 
 function identity(burst: number, quota: number): Identity {

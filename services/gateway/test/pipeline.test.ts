@@ -18,7 +18,8 @@ const log = createLogger({ service: "gateway-test", level: "silent" });
 let nc: NatsConnection;
 let app: FastifyInstance;
 let slowApp: FastifyInstance;
-const sql = createDb({ url: stack.databaseUrl, schema: "gateway", max: 2 });
+const db = createDb({ url: stack.databaseUrl, schema: "gateway", max: 2 });
+const sql = db.sql;
 
 /** A paid-feature route on the real pipeline (real NATS, real keys service). */
 const gated: RouteDef = {
@@ -64,7 +65,7 @@ afterAll(async () => {
   await app?.close();
   await slowApp?.close();
   await nc.drain();
-  await sql.end({ timeout: 1 });
+  await db.end({ timeout: 1 });
   await f.close();
 });
 

@@ -24,13 +24,13 @@ const SCHEMA = "keys";
 export async function startKeys(cfg: KeysConfig, log: Logger) {
   await ensureDatabase(cfg.DATABASE_URL);
   await migrate({ url: cfg.DATABASE_URL, schema: SCHEMA, dir: MIGRATIONS_DIR, log });
-  const sql = createDb({ url: cfg.DATABASE_URL, schema: SCHEMA });
-  await checkDb(sql, cfg.DATABASE_URL);
+  const db = createDb({ url: cfg.DATABASE_URL, schema: SCHEMA });
+  await checkDb(db, cfg.DATABASE_URL);
   const nc = await connectNats({ url: cfg.NATS_URL, name: "keys" });
-  const repo = keysRepo(sql);
+  const repo = keysRepo(db.sql);
   const svc = keysService({
     repo,
-    tx: (fn) => sql.begin((t) => fn(keysRepo(t as never))) as never,
+    tx: (fn) => db.tx((t) => fn(keysRepo(t as never))) as never,
     issuer: devIssuer(repo, cfg.OAUTH_ISSUER, cfg.OAUTH_AUDIENCE),
     async invalidate(organizationId) {
       nc.publish(keysInvalidationSubject(cfg.NATS_NAMESPACE), encodeJson({ organization_id: organizationId }));
@@ -45,7 +45,7 @@ export async function startKeys(cfg: KeysConfig, log: Logger) {
     async stop() {
       await served.drain();
       await nc.drain();
-      await sql.end({ timeout: 5 });
+      await db.end({ timeout: 5 });
     },
   };
 }

@@ -1,10 +1,10 @@
 import { taskEventSubject, type TaskEventType } from "@tasksvc/contracts";
-import type { Sql } from "@tasksvc/db";
+import type { Database } from "@tasksvc/db";
 import type { Logger } from "@tasksvc/logger";
 import { encodeJson, type JetStreamClient } from "@tasksvc/nats";
 
 export interface RelayOptions {
-  sql: Sql;
+  db: Database;
   js: JetStreamClient;
   namespace: string;
   log: Logger;
@@ -31,7 +31,7 @@ export function startRelay(opts: RelayOptions) {
   let pending = false;
 
   async function drainOnce(): Promise<number> {
-    return opts.sql.begin(async (t) => {
+    return opts.db.tx(async (t) => {
       // The lock and the read in one round trip; `locked` false means another relay holds it.
       const rows = await t<{ locked: boolean; seq: string | null; event_id: string; type: TaskEventType; payload: unknown }[]>`
         select l.locked, o.seq::text as seq, o.event_id, o.type, o.payload

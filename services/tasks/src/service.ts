@@ -22,8 +22,8 @@ const SWEEP_EVERY_MS = 60 * 60_000;
 export async function startTasks(cfg: TasksConfig, log: Logger) {
   await ensureDatabase(cfg.DATABASE_URL);
   await migrate({ url: cfg.DATABASE_URL, schema: SCHEMA, dir: MIGRATIONS_DIR, log });
-  const sql = createDb({ url: cfg.DATABASE_URL, schema: SCHEMA, max: 10 });
-  await checkDb(sql, cfg.DATABASE_URL);
+  const db = createDb({ url: cfg.DATABASE_URL, schema: SCHEMA, max: 10 });
+  await checkDb(db, cfg.DATABASE_URL);
   const nc = await connectNats({ url: cfg.NATS_URL, name: "tasks" });
   await ensureStream(nc, {
     name: taskEventsStream(cfg.NATS_NAMESPACE),
@@ -32,8 +32,8 @@ export async function startTasks(cfg: TasksConfig, log: Logger) {
     // Longer than any relay outage we expect to recover from without re-sending (decision 0008).
     duplicate_window: nanos(3600_000),
   });
-  const relay = startRelay({ sql, js: jetstream(nc), namespace: cfg.NATS_NAMESPACE, log });
-  const repo = tasksRepo(sql);
+  const relay = startRelay({ db, js: jetstream(nc), namespace: cfg.NATS_NAMESPACE, log });
+  const repo = tasksRepo(db.sql);
   const cache = taskCache();
   const changedSubject = tasksChangedSubject(cfg.NATS_NAMESPACE);
   // Every replica hears every change (no queue group). A callback, not an iterator: it runs in
@@ -54,7 +54,7 @@ export async function startTasks(cfg: TasksConfig, log: Logger) {
   })();
   const svc = tasksService({
     repo,
-    tx: (fn) => sql.begin((t) => fn(tasksRepo(t as never))) as never,
+    tx: (fn) => db.tx((t) => fn(tasksRepo(t as never))) as never,
     written: () => relay.notify(),
     cache,
     async changed(organizationId, numbers) {
@@ -75,7 +75,7 @@ export async function startTasks(cfg: TasksConfig, log: Logger) {
       changes.unsubscribe();
       await relay.stop();
       await nc.drain();
-      await sql.end({ timeout: 5 });
+      await db.end({ timeout: 5 });
     },
   };
 }

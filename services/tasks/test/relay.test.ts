@@ -13,7 +13,8 @@ const SCHEMA = "tasks_relay_test";
 const namespace = `${stack.namespace}_relay`;
 const stream = taskEventsStream(namespace);
 const log = createLogger({ service: "relay-test", level: "silent" });
-const sql = createDb({ url: stack.databaseUrl, schema: SCHEMA, max: 6 });
+const db = createDb({ url: stack.databaseUrl, schema: SCHEMA, max: 6 });
+const sql = db.sql;
 let nc: NatsConnection;
 
 beforeAll(async () => {
@@ -31,7 +32,7 @@ afterAll(async () => {
   await (await jetstreamManager(nc)).streams.delete(stream);
   await nc.drain();
   await sql.unsafe(`drop schema ${SCHEMA} cascade`);
-  await sql.end({ timeout: 1 });
+  await db.end({ timeout: 1 });
 });
 
 async function enqueue(n: number): Promise<string[]> {
@@ -66,7 +67,7 @@ const outboxEmpty = async () => Number((await sql`select count(*)::int as n from
 describe("outbox relay", () => {
   it("when rows are waiting, then each is published once, in outbox order, and deleted", async () => {
     const ids = await enqueue(40);
-    const relay = startRelay({ sql, js: jetstream(nc), namespace, log, pollMs: 50, batch: 16 });
+    const relay = startRelay({ db, js: jetstream(nc), namespace, log, pollMs: 50, batch: 16 });
     await until(outboxEmpty);
     await relay.stop();
     expect(await streamed()).toEqual(ids);
@@ -85,7 +86,7 @@ describe("outbox relay", () => {
         return ack;
       },
     } as unknown as JetStreamClient;
-    const relay = startRelay({ sql, js: crashing, namespace, log, pollMs: 50 });
+    const relay = startRelay({ db, js: crashing, namespace, log, pollMs: 50 });
     await until(outboxEmpty);
     await relay.stop();
     expect(published).toBeGreaterThanOrEqual(20);
@@ -93,8 +94,8 @@ describe("outbox relay", () => {
   });
 
   it("when two relays run against one outbox, then nothing is published twice or lost", async () => {
-    const a = startRelay({ sql, js: jetstream(nc), namespace, log, pollMs: 20, batch: 8 });
-    const b = startRelay({ sql, js: jetstream(nc), namespace, log, pollMs: 20, batch: 8 });
+    const a = startRelay({ db, js: jetstream(nc), namespace, log, pollMs: 20, batch: 8 });
+    const b = startRelay({ db, js: jetstream(nc), namespace, log, pollMs: 20, batch: 8 });
     const ids = await enqueue(60);
     a.notify();
     b.notify();

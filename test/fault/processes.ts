@@ -1,0 +1,200 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { createServer } from "node:net";
+import { fileURLToPath } from "node:url";
+import { ensureDatabase, withDefaultUser } from "@tasksvc/db";
+import { dropDatabase, dropNamespace } from "@tasksvc/testing";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+
+export const SERVICES = ["keys", "tasks", "boards", "gateway"] as const;
+export type ServiceName = (typeof SERVICES)[number];
+
+/** A port nobody listens on right now (the kernel picks it; the socket is closed again). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const addr = srv.address();
+      const port = typeof addr === "object" && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** Polls `check` until it returns true or the deadline passes (no fixed sleeps in tests). */
+export async function until(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 30_000, everyMs = 50): Promise<number> {
+  const started = Date.now();
+  for (;;) {
+    try {
+      if (await check()) return Date.now() - started;
+    } catch {
+      // not yet
+    }
+    if (Date.now() - started > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+interface Replica {
+  service: ServiceName;
+  index: number;
+  env: Record<string, string>;
+  child: ChildProcess;
+  output: string;
+  /** Set when we kill it on purpose; any other exit is a failure the test reports. */
+  expectedExit: boolean;
+}
+
+export interface ProcessStackOptions {
+  /** A Postgres base URL (any database name; the stack uses its own). Default: the shared local one. */
+  pgBase?: string;
+  natsUrl?: string;
+  replicas?: Partial<Record<ServiceName, number>>;
+  env?: Record<string, string>;
+}
+
+export interface UnexpectedExit {
+  service: ServiceName;
+  index: number;
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  output: string;
+}
+
+/**
+ * The whole stack as separate processes, one per replica, as in production (services/<name>/dist/
+ * main.js), on its own database and NATS namespace. Replicas can be killed with any signal and
+ * started again with the same settings (a gateway keeps its port). Exits we did not cause are
+ * collected in `unexpectedExits` so a test can assert there were none.
+ */
+export async function startProcessStack(opts: ProcessStackOptions = {}) {
+  const suffix = `${Date.now().toString(36)}_${randomBytes(4).toString("hex")}`;
+  const pgBase = withDefaultUser(opts.pgBase ?? process.env["DATABASE_URL"] ?? "postgres://127.0.0.1:5432/postgres");
+  const natsUrl = opts.natsUrl ?? process.env["NATS_URL"] ?? "nats://127.0.0.1:4222";
+  const db = new URL(pgBase);
+  db.pathname = `/tasksvc_fault_${suffix}`;
+  const databaseUrl = db.toString();
+  const namespace = `f_${suffix}`;
+  await ensureDatabase(databaseUrl);
+
+  const replicas: Replica[] = [];
+  const unexpectedExits: UnexpectedExit[] = [];
+  const common = { DATABASE_URL: databaseUrl, NATS_URL: natsUrl, NATS_NAMESPACE: namespace, LOG_LEVEL: "warn", ...(opts.env ?? {}) };
+
+  function spawnReplica(r: Omit<Replica, "child" | "output" | "expectedExit">): Replica {
+    const child = spawn(process.execPath, [`services/${r.service}/dist/main.js`], {
+      cwd: root,
+      env: { ...process.env, ...common, ...r.env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const rep: Replica = { ...r, child, output: "", expectedExit: false };
+    const keep = (d: Buffer) => {
+      // Keep the tail only: a long run under load can log a lot.
+      rep.output = (rep.output + d.toString()).slice(-20_000);
+    };
+    child.stdout?.on("data", keep);
+    child.stderr?.on("data", keep);
+    child.on("exit", (code, signal) => {
+      if (!rep.expectedExit) unexpectedExits.push({ service: r.service, index: r.index, code, signal, output: rep.output });
+    });
+    return rep;
+  }
+
+  async function gatewayReady(url: string): Promise<boolean> {
+    const res = await fetch(`${url}/readyz`);
+    return res.status === 200;
+  }
+
+  const gatewayUrls: string[] = [];
+  const counts = { keys: 1, tasks: 1, boards: 1, gateway: 1, ...(opts.replicas ?? {}) };
+  // Services first (their migrations run under a lock), then the gateways.
+  for (const service of SERVICES) {
+    for (let index = 0; index < counts[service]; index++) {
+      const env: Record<string, string> = {};
+      if (service === "gateway") {
+        const port = await freePort();
+        env["PORT"] = String(port);
+        gatewayUrls.push(`http://127.0.0.1:${port}`);
+      }
+      replicas.push(spawnReplica({ service, index, env }));
+    }
+  }
+
+  const find = (service: ServiceName, index: number): Replica => {
+    const r = replicas.find((x) => x.service === service && x.index === index);
+    if (!r) throw new Error(`no replica ${service}#${index}`);
+    return r;
+  };
+
+  /** Ready when every gateway answers /readyz and an authenticated round trip works (keys is up). */
+  async function waitReady(timeoutMs = 60_000): Promise<number> {
+    return until(
+      "the stack to be ready",
+      async () => {
+        if (unexpectedExits.length) throw new Error(`a replica exited: ${JSON.stringify(unexpectedExits.map(({ output, ...e }) => ({ ...e, output: output.slice(-2000) })))}`);
+        for (const url of gatewayUrls) if (!(await gatewayReady(url))) return false;
+        return true;
+      },
+      timeoutMs,
+      100,
+    );
+  }
+
+  try {
+    await waitReady();
+  } catch (e) {
+    for (const r of replicas) {
+      r.expectedExit = true;
+      r.child.kill("SIGKILL");
+    }
+    throw e;
+  }
+
+  return {
+    databaseUrl,
+    natsUrl,
+    namespace,
+    gatewayUrls,
+    unexpectedExits,
+    waitReady,
+    /** Kills one replica (SIGKILL by default) and waits until the process is gone. */
+    async kill(service: ServiceName, index = 0, signal: NodeJS.Signals = "SIGKILL"): Promise<void> {
+      const r = find(service, index);
+      r.expectedExit = true;
+      if (r.child.exitCode !== null || r.child.signalCode !== null) return;
+      const gone = new Promise<void>((res) => r.child.once("exit", () => res()));
+      r.child.kill(signal);
+      await gone;
+    },
+    /** Starts a killed replica again with the same settings (a gateway on the same port). */
+    restart(service: ServiceName, index = 0): void {
+      const i = replicas.findIndex((x) => x.service === service && x.index === index);
+      const old = replicas[i];
+      if (!old) throw new Error(`no replica ${service}#${index}`);
+      if (old.child.exitCode === null && old.child.signalCode === null) throw new Error(`${service}#${index} is still running`);
+      replicas[i] = spawnReplica({ service, index, env: old.env });
+    },
+    /** The last lines a replica printed (for failure messages). */
+    output(service: ServiceName, index = 0): string {
+      return find(service, index).output;
+    },
+    async stop(): Promise<void> {
+      await Promise.all(
+        replicas.map(async (r) => {
+          r.expectedExit = true;
+          if (r.child.exitCode !== null || r.child.signalCode !== null) return;
+          const gone = new Promise<void>((res) => r.child.once("exit", () => res()));
+          r.child.kill("SIGTERM");
+          const force = setTimeout(() => r.child.kill("SIGKILL"), 10_000);
+          await gone;
+          clearTimeout(force);
+        }),
+      );
+      await dropNamespace(natsUrl, namespace).catch(() => undefined);
+      await dropDatabase(databaseUrl).catch(() => undefined);
+    },
+  };
+}
+export type ProcessStack = Awaited<ReturnType<typeof startProcessStack>>;
