@@ -13,11 +13,37 @@ export interface Running {
   stop(): Promise<void>;
 }
 
+/** What runMain logs with (a pino logger fits; config stays free of the logger package). */
+export interface ProcessLog {
+  error(obj: object, msg: string): void;
+  fatal(obj: object, msg: string): void;
+}
+
+/**
+ * The process-level rule (issue 9): a promise nobody handled is a bug to log, never a reason to
+ * end a process that serves other requests. Every request path is asynchronous, so a failing
+ * handler surfaces here at worst, after it has already answered (serve() and the gateway turn
+ * every failure into an error reply first). A synchronous uncaught exception is different: it
+ * unwound through code that may have left shared state half-changed, so, as Node's documentation
+ * advises, it is logged and the process exits for its supervisor to start a clean one.
+ */
+export function installProcessGuards(log: ProcessLog): void {
+  process.on("unhandledRejection", (reason) => {
+    log.error({ err: reason }, "unhandled promise rejection (process kept running)");
+  });
+  process.on("uncaughtException", (err) => {
+    log.fatal({ err }, "uncaught exception; exiting");
+    process.exit(1);
+  });
+}
+
 /**
  * Starts a process: one clear line and exit 1 on a StartupError (or ConfigError), a stack trace
  * for anything else; on SIGTERM/SIGINT it stops gracefully (drain, close pools) and exits 0.
+ * With `log`, installs the process guards above.
  */
-export async function runMain(name: string, start: () => Promise<Running>): Promise<void> {
+export async function runMain(name: string, start: () => Promise<Running>, log?: ProcessLog): Promise<void> {
+  if (log) installProcessGuards(log);
   let running: Running;
   try {
     running = await start();

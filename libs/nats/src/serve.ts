@@ -11,7 +11,7 @@ import {
 } from "@tasksvc/contracts";
 import { AppError, isAppError, validationError } from "@tasksvc/errors";
 import type { Logger } from "@tasksvc/logger";
-import { REQUEST_ID_HEADER, decodeJson, encodeJson } from "./json.js";
+import { REQUEST_ID_HEADER, decodeJson, encodeJson, headerSafe } from "./json.js";
 
 export interface HandlerMeta {
   log: Logger;
@@ -52,7 +52,11 @@ export function serve<C extends RpcCatalog>(nc: NatsConnection, catalog: C, hand
           opts.log.error({ err, op }, "subscription error");
           return;
         }
-        const p = handle(msg).finally(() => inFlight.delete(p));
+        // handle() answers every failure itself; this catch is the last line, so that nothing a
+        // message carries can become an unhandled rejection (which would end the process).
+        const p = handle(msg)
+          .catch((e: unknown) => opts.log.error({ err: e, op }, "could not answer a request"))
+          .finally(() => inFlight.delete(p));
         inFlight.add(p);
       },
     });
@@ -94,13 +98,22 @@ export function serve<C extends RpcCatalog>(nc: NatsConnection, catalog: C, hand
       }
       if (debug) meta.log.debug({ ok: reply.ok, ms: Math.round(performance.now() - started) }, "rpc handled");
       const h = natsHeaders();
-      h.set(REQUEST_ID_HEADER, requestId);
+      h.set(REQUEST_ID_HEADER, headerSafe(requestId));
       if (!reply.ok) {
         // Same convention as the nats.js service framework, so generic NATS tooling sees failures.
-        h.set("Nats-Service-Error", reply.error.detail.slice(0, 256));
+        // The detail may quote caller input: headerSafe() keeps it a valid header value.
+        h.set("Nats-Service-Error", headerSafe(reply.error.detail));
         h.set("Nats-Service-Error-Code", String(reply.error.status));
       }
-      msg.respond(encodeJson(reply), { headers: h });
+      let body: Uint8Array;
+      try {
+        body = encodeJson(reply);
+      } catch (e) {
+        // A handler returned something JSON cannot carry (a BigInt, a cycle): a bug, answered as one.
+        meta.log.error({ err: e }, "reply could not be encoded");
+        body = encodeJson({ ok: false, error: new AppError("internal_error", "An unexpected error occurred.").toRpc() });
+      }
+      if (!msg.respond(body, { headers: h })) meta.log.warn("request had no reply subject; nothing sent");
     };
   }
   return {

@@ -3,4 +3,5 @@ import { createLogger } from "@tasksvc/logger";
 import { BoardsConfig, startBoards } from "./service.js";
 
 const cfg = loadConfigOrExit(BoardsConfig);
-await runMain("boards", () => startBoards(cfg, createLogger({ service: "boards", level: cfg.LOG_LEVEL })));
+const log = createLogger({ service: "boards", level: cfg.LOG_LEVEL });
+await runMain("boards", () => startBoards(cfg, log), log);

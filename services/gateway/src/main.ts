@@ -4,4 +4,5 @@ import { GatewayConfig } from "./config.js";
 import { startGateway } from "./service.js";
 
 const cfg = loadConfigOrExit(GatewayConfig);
-await runMain("gateway", () => startGateway(cfg, createLogger({ service: "gateway", level: cfg.LOG_LEVEL })));
+const log = createLogger({ service: "gateway", level: cfg.LOG_LEVEL });
+await runMain("gateway", () => startGateway(cfg, log), log);

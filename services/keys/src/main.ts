@@ -3,4 +3,5 @@ import { createLogger } from "@tasksvc/logger";
 import { KeysConfig, startKeys } from "./service.js";
 
 const cfg = loadConfigOrExit(KeysConfig);
-await runMain("keys", () => startKeys(cfg, createLogger({ service: "keys", level: cfg.LOG_LEVEL })));
+const log = createLogger({ service: "keys", level: cfg.LOG_LEVEL });
+await runMain("keys", () => startKeys(cfg, log), log);

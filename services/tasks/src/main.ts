@@ -3,4 +3,5 @@ import { createLogger } from "@tasksvc/logger";
 import { TasksConfig, startTasks } from "./service.js";
 
 const cfg = loadConfigOrExit(TasksConfig);
-await runMain("tasks", () => startTasks(cfg, createLogger({ service: "tasks", level: cfg.LOG_LEVEL })));
+const log = createLogger({ service: "tasks", level: cfg.LOG_LEVEL });
+await runMain("tasks", () => startTasks(cfg, log), log);
