@@ -159,6 +159,10 @@ export function tasksService(deps: TasksDeps) {
     async updateTask(c: Caller, ref: string, p: UpdateTaskBody): Promise<Task> {
       return write(c, "updateTask", async (r, touched) => {
         const org = c.organizationId;
+        // Like dependencies, the parent relation stays acyclic only if no two parent changes of
+        // one organization check the tree at once: A→B, B→C and C→A each pass alone. Taken
+        // before the row lock, always in this order, so it adds no deadlock.
+        if (p.parent_task_id !== undefined && p.parent_task_id !== null) await r.lockHierarchy(org);
         const row = await existingTask(r, org, ref, true);
         const number = Number(row.number);
         const before = contentOf(row);

@@ -148,10 +148,16 @@ export function tasksRepo(sql: Sql) {
   const cols = sql.unsafe(TASK_COLUMNS);
   const idempotency = idempotencyRecords(sql);
   return {
+    /**
+     * One task; with `lock`, the row is held until the transaction ends. `for no key update`, the
+     * lock an UPDATE of non-key columns takes anyway: it does not conflict with the key-share
+     * locks that foreign-key checks take, so a PATCH of a task never waits for (or deadlocks
+     * with) a transaction that merely points a subtask or a dependency at it.
+     */
     async task(org: string, number: number, lock = false): Promise<TaskRow | undefined> {
       const [row] = await sql<TaskRow[]>`
         select ${cols} from tasks where organization_id = ${org} and number = ${number}
-        ${lock ? sql`for update` : sql``}`;
+        ${lock ? sql`for no key update` : sql``}`;
       return row;
     },
 
@@ -333,6 +339,11 @@ export function tasksRepo(sql: Sql) {
     // -- dependencies -----------------------------------------------------------------------
 
     /** Serializes dependency writes of one organization (the acyclicity check reads the graph). */
+    /** Serializes parent changes within one organization (see updateTask); held to the commit. */
+    async lockHierarchy(org: string): Promise<void> {
+      await sql`select pg_advisory_xact_lock(hashtextextended(${"tasks.hierarchy:" + org}, 0))`;
+    },
+
     async lockDependencyGraph(org: string): Promise<void> {
       await sql`select pg_advisory_xact_lock(hashtextextended(${"tasks.dependencies:" + org}, 0))`;
     },
