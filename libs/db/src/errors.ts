@@ -33,3 +33,17 @@ export function mapPgError(e: unknown, byConstraint: Record<string, () => AppErr
   }
   throw e;
 }
+
+/**
+ * A safety net under the contracts: a Postgres data exception (SQLSTATE class 22: a NUL byte in
+ * text, a date or number out of range, text too long) means a value the caller sent reached the
+ * database unrefused. That is a gap in a contract (log it and close it there), but the caller
+ * still deserves the truth, a 400, rather than a 500 for our bug. Other errors: undefined.
+ */
+export function dataExceptionAsAppError(e: unknown): AppError | undefined {
+  if (!isPgError(e) || !e.code.startsWith("22")) return undefined;
+  return new AppError("validation_failed", "A value in the request cannot be stored (it is out of range or contains characters that are not allowed).", {
+    cause: e,
+    errors: [{ pointer: "/", message: "contains a value that cannot be stored" }],
+  });
+}

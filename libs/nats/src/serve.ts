@@ -24,6 +24,11 @@ export type Handlers<C extends RpcCatalog> = {
 export interface ServeOptions {
   namespace: string;
   log: Logger;
+  /**
+   * Turns an unexpected error into the AppError it really is, when the service knows better
+   * than "internal" (the database's data exceptions: `dataExceptionAsAppError` of libs/db).
+   */
+  classify?: (e: unknown) => AppError | undefined;
 }
 
 export interface Served {
@@ -92,8 +97,10 @@ export function serve<C extends RpcCatalog>(nc: NatsConnection, catalog: C, hand
           if (e.status >= 500) meta.log.error({ err: e.cause ?? e }, e.message);
           reply = { ok: false, error: e.toRpc() };
         } else {
-          meta.log.error({ err: e }, "unexpected error");
-          reply = { ok: false, error: new AppError("internal_error", "An unexpected error occurred.").toRpc() };
+          const known = opts.classify?.(e);
+          if (known) meta.log.warn({ err: e }, "input refused by the database, not by its contract: a validation gap");
+          else meta.log.error({ err: e }, "unexpected error");
+          reply = { ok: false, error: (known ?? new AppError("internal_error", "An unexpected error occurred.")).toRpc() };
         }
       }
       if (debug) meta.log.debug({ ok: reply.ok, ms: Math.round(performance.now() - started) }, "rpc handled");
