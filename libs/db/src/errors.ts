@@ -34,16 +34,32 @@ export function mapPgError(e: unknown, byConstraint: Record<string, () => AppErr
   throw e;
 }
 
+/** Driver and socket codes of a connection that failed or went away (postgres.js, node:net). */
+const CONNECTION_CODES = new Set(["CONNECTION_CLOSED", "CONNECTION_DESTROYED", "CONNECTION_ENDED", "CONNECT_TIMEOUT", "ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT"]);
+
 /**
- * A safety net under the contracts: a Postgres data exception (SQLSTATE class 22: a NUL byte in
- * text, a date or number out of range, text too long) means a value the caller sent reached the
- * database unrefused. That is a gap in a contract (log it and close it there), but the caller
- * still deserves the truth, a 400, rather than a 500 for our bug. Other errors: undefined.
+ * The database errors that are not the service's bug, as the AppError a caller should see;
+ * undefined for everything else (a real 500).
+ *
+ * - Data exceptions (SQLSTATE class 22: a NUL byte in text, a date or number out of range, text
+ *   too long): a value the caller sent reached the database unrefused. That is a gap in a
+ *   contract (logged, to be closed there), but the caller deserves the truth, a 400.
+ * - The database unreachable or restarting (class 08, 57P01-57P03, 53300 too many connections,
+ *   a dropped socket): 503 with Retry-After. The outcome of a write caught by this is unknown
+ *   to us too; a retry with the same Idempotency-Key is answered from the write's own record if
+ *   it committed, so retrying is always safe.
  */
-export function dataExceptionAsAppError(e: unknown): AppError | undefined {
-  if (!isPgError(e) || !e.code.startsWith("22")) return undefined;
-  return new AppError("validation_failed", "A value in the request cannot be stored (it is out of range or contains characters that are not allowed).", {
-    cause: e,
-    errors: [{ pointer: "/", message: "contains a value that cannot be stored" }],
-  });
+export function databaseErrorAsAppError(e: unknown): AppError | undefined {
+  const code = typeof e === "object" && e !== null ? (e as { code?: unknown }).code : undefined;
+  if (typeof code !== "string") return undefined;
+  if (CONNECTION_CODES.has(code) || code.startsWith("08") || code === "57P01" || code === "57P02" || code === "57P03" || code === "53300") {
+    return new AppError("service_unavailable", "The database is unavailable for a moment; retry shortly (with the same Idempotency-Key for a write).", { cause: e, retryAfter: 1 });
+  }
+  if (isPgError(e) && code.startsWith("22")) {
+    return new AppError("validation_failed", "A value in the request cannot be stored (it is out of range or contains characters that are not allowed).", {
+      cause: e,
+      errors: [{ pointer: "/", message: "contains a value that cannot be stored" }],
+    });
+  }
+  return undefined;
 }

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { createDb, dataExceptionAsAppError } from "../src/index.js";
+import { createDb, databaseErrorAsAppError } from "../src/index.js";
 
 const stack = inject("stack");
 const db = createDb({ url: stack.databaseUrl, schema: "public", max: 1, txMax: 1 });
@@ -11,7 +11,7 @@ const failureOf = (p: Promise<unknown>) =>
     (e: unknown) => e,
   );
 
-describe("dataExceptionAsAppError", () => {
+describe("databaseErrorAsAppError", () => {
   it("when Postgres refuses a value (NUL in text, a date out of range, a number too big), then it is a 400 validation_failed", async () => {
     const failures = await Promise.all([
       failureOf(db.sql`select ${"a\u0000b"}::text`),
@@ -19,7 +19,7 @@ describe("dataExceptionAsAppError", () => {
       failureOf(db.sql`select ${"99999999999"}::int`),
     ]);
     for (const e of failures) {
-      const mapped = dataExceptionAsAppError(e);
+      const mapped = databaseErrorAsAppError(e);
       expect(mapped?.code, String(e)).toBe("validation_failed");
       expect(mapped?.status).toBe(400);
     }
@@ -28,7 +28,39 @@ describe("dataExceptionAsAppError", () => {
   it("when the error is not a data exception, then it is left alone (a 500 stays a 500)", async () => {
     const e = await failureOf(db.sql`select * from no_such_table`);
     expect(e).toBeDefined();
-    expect(dataExceptionAsAppError(e)).toBeUndefined();
-    expect(dataExceptionAsAppError(new Error("boom"))).toBeUndefined();
+    expect(databaseErrorAsAppError(e)).toBeUndefined();
+    expect(databaseErrorAsAppError(new Error("boom"))).toBeUndefined();
+  });
+});
+
+describe("databaseErrorAsAppError for an unreachable database", () => {
+  it("when the database cannot be reached, then it is a 503 with Retry-After", async () => {
+    const gone = createDb({ url: "postgres://127.0.0.1:1/nothing", schema: "public", max: 1, txMax: 1 });
+    try {
+      const e = await failureOf(gone.sql`select 1`);
+      const mapped = databaseErrorAsAppError(e);
+      expect(mapped?.code, String(e)).toBe("service_unavailable");
+      expect(mapped?.retryAfter).toBe(1);
+    } finally {
+      await gone.end({ timeout: 1 });
+    }
+  });
+
+  it("when a session is terminated by the server, then it is a 503", async () => {
+    const [{ pid }] = await db.sql<{ pid: number }[]>`select pg_backend_pid() as pid`;
+    const killer = createDb({ url: stack.databaseUrl, schema: "public", max: 1, txMax: 1 });
+    try {
+      const inFlight = failureOf(db.sql`select pg_sleep(5)`);
+      // Terminate once the sleep is running (polled with a deadline).
+      const deadline = Date.now() + 5000;
+      while ((await killer.sql`select pg_terminate_backend(pid) from pg_stat_activity where pid = ${pid} and state = 'active'`).length === 0) {
+        if (Date.now() > deadline) throw new Error("the sleeping session never showed up");
+        await new Promise((res) => setTimeout(res, 20));
+      }
+      const mapped = databaseErrorAsAppError(await inFlight);
+      expect(mapped?.code).toBe("service_unavailable");
+    } finally {
+      await killer.end({ timeout: 1 });
+    }
   });
 });

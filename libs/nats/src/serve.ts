@@ -26,7 +26,7 @@ export interface ServeOptions {
   log: Logger;
   /**
    * Turns an unexpected error into the AppError it really is, when the service knows better
-   * than "internal" (the database's data exceptions: `dataExceptionAsAppError` of libs/db).
+   * than "internal" (database errors that are not bugs: `databaseErrorAsAppError` of libs/db).
    */
   classify?: (e: unknown) => AppError | undefined;
 }
@@ -98,7 +98,8 @@ export function serve<C extends RpcCatalog>(nc: NatsConnection, catalog: C, hand
           reply = { ok: false, error: e.toRpc() };
         } else {
           const known = opts.classify?.(e);
-          if (known) meta.log.warn({ err: e }, "input refused by the database, not by its contract: a validation gap");
+          if (known?.status === 400) meta.log.warn({ err: e }, "input refused by the database, not by its contract: a validation gap");
+          else if (known) meta.log.warn({ err: e }, known.message);
           else meta.log.error({ err: e }, "unexpected error");
           reply = { ok: false, error: (known ?? new AppError("internal_error", "An unexpected error occurred.")).toRpc() };
         }

@@ -1,7 +1,7 @@
 import { fileURLToPath } from "node:url";
 import { serviceSettings, settings } from "@tasksvc/config";
 import { boardsRpc, tasksRpc } from "@tasksvc/contracts";
-import { checkDb, createDb, dataExceptionAsAppError, ensureDatabase, migrate } from "@tasksvc/db";
+import { checkDb, createDb, databaseErrorAsAppError, ensureDatabase, migrate } from "@tasksvc/db";
 import type { Logger } from "@tasksvc/logger";
 import { client, connectNats, serve } from "@tasksvc/nats";
 import { z } from "zod";
@@ -33,7 +33,7 @@ export async function startBoards(cfg: BoardsConfig, log: Logger) {
       withSubtasks: (ctx, number) => tasks.call("taskWithSubtasks", { number }, ctx),
     },
   });
-  const served = serve(nc, boardsRpc, boardsHandlers(svc), { namespace: cfg.NATS_NAMESPACE, log, classify: dataExceptionAsAppError });
+  const served = serve(nc, boardsRpc, boardsHandlers(svc), { namespace: cfg.NATS_NAMESPACE, log, classify: databaseErrorAsAppError });
   const sweeper = setInterval(() => {
     repo.idempotency.sweep().catch((err: unknown) => log.warn({ err }, "idempotency sweep failed"));
   }, SWEEP_EVERY_MS);

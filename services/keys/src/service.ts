@@ -1,7 +1,7 @@
 import { fileURLToPath } from "node:url";
 import { serviceSettings, settings } from "@tasksvc/config";
 import { keysInvalidationSubject, keysRpc } from "@tasksvc/contracts";
-import { checkDb, createDb, dataExceptionAsAppError, ensureDatabase, migrate } from "@tasksvc/db";
+import { checkDb, createDb, databaseErrorAsAppError, ensureDatabase, migrate } from "@tasksvc/db";
 import type { Logger } from "@tasksvc/logger";
 import { connectNats, encodeJson, serve } from "@tasksvc/nats";
 import { z } from "zod";
@@ -39,7 +39,7 @@ export async function startKeys(cfg: KeysConfig, log: Logger) {
       await nc.flush();
     },
   });
-  const served = serve(nc, keysRpc, keysHandlers(svc), { namespace: cfg.NATS_NAMESPACE, log, classify: dataExceptionAsAppError });
+  const served = serve(nc, keysRpc, keysHandlers(svc), { namespace: cfg.NATS_NAMESPACE, log, classify: databaseErrorAsAppError });
   log.info({ namespace: cfg.NATS_NAMESPACE }, "keys service ready");
   return {
     async stop() {

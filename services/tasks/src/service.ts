@@ -1,7 +1,7 @@
 import { fileURLToPath } from "node:url";
 import { serviceSettings } from "@tasksvc/config";
 import { taskEventsStream, tasksChangedSubject, tasksRpc, TasksChanged } from "@tasksvc/contracts";
-import { checkDb, createDb, dataExceptionAsAppError, ensureDatabase, migrate } from "@tasksvc/db";
+import { checkDb, createDb, databaseErrorAsAppError, ensureDatabase, migrate } from "@tasksvc/db";
 import type { Logger } from "@tasksvc/logger";
 import { connectNats, decodeJson, encodeJson, ensureStream, jetstream, nanos, serve } from "@tasksvc/nats";
 import { z } from "zod";
@@ -62,7 +62,7 @@ export async function startTasks(cfg: TasksConfig, log: Logger) {
       await nc.flush();
     },
   });
-  const served = serve(nc, tasksRpc, tasksHandlers(svc), { namespace: cfg.NATS_NAMESPACE, log, classify: dataExceptionAsAppError });
+  const served = serve(nc, tasksRpc, tasksHandlers(svc), { namespace: cfg.NATS_NAMESPACE, log, classify: databaseErrorAsAppError });
   const sweeper = setInterval(() => {
     repo.idempotency.sweep().catch((err: unknown) => log.warn({ err }, "idempotency sweep failed"));
   }, SWEEP_EVERY_MS);
