@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { Timestamp } from "./common.js";
+import { OpaqueId, Timestamp } from "./common.js";
 import type { RpcCatalog } from "./rpc.js";
 import { DateOnly, TaskRef, TaskStatus } from "./tasks.js";
 
@@ -32,7 +32,7 @@ export type SectionStatus = z.infer<typeof SectionStatus>;
 export const DateQuery = z.strictObject({ date: DateOnly });
 export const SetSectionStatusBody = z.strictObject({ section: DailySection, status: DailyStatus });
 export const PlanEntryBody = z.strictObject({ date: DateOnly, task_id: TaskRef, section: DailySection });
-export const EntryParams = z.object({ entry_id: z.string().min(1).max(100) });
+export const EntryParams = z.object({ entry_id: OpaqueId });
 export const DeletedEntry = z.object({ id: z.string(), deleted: z.literal(true) });
 
 export const boardsRpc = {

@@ -4,6 +4,7 @@
  */
 export const ERROR_CATALOG = {
   validation_failed: { status: 400, title: "Validation failed" },
+  malformed_request: { status: 400, title: "Malformed request" },
   missing_credentials: { status: 401, title: "Missing credentials" },
   invalid_api_key: { status: 401, title: "Invalid API key" },
   invalid_token: { status: 401, title: "Invalid access token" },
@@ -12,6 +13,7 @@ export const ERROR_CATALOG = {
   resource_not_found: { status: 404, title: "Resource not found" },
   route_not_found: { status: 404, title: "Route not found" },
   method_not_allowed: { status: 405, title: "Method not allowed" },
+  request_timeout: { status: 408, title: "Request timeout" },
   idempotency_in_progress: { status: 409, title: "Idempotent request in progress" },
   delivery_already_pending: { status: 409, title: "Delivery already pending" },
   dependency_cycle: { status: 409, title: "Dependency cycle" },
@@ -20,6 +22,7 @@ export const ERROR_CATALOG = {
   idempotency_key_reused: { status: 422, title: "Idempotency key reused" },
   rate_limited: { status: 429, title: "Rate limited" },
   quota_exhausted: { status: 429, title: "Quota exhausted" },
+  headers_too_large: { status: 431, title: "Request header fields too large" },
   internal_error: { status: 500, title: "Internal error" },
   service_unavailable: { status: 503, title: "Service unavailable" },
 } as const satisfies Record<string, { status: number; title: string }>;

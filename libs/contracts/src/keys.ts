@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { Identity, Limits, Plan, Role, Scope } from "./auth.js";
-import { PageQuery, Timestamp, page } from "./common.js";
+import { Label, OpaqueId, PageQuery, Timestamp, page } from "./common.js";
 import type { RpcCatalog } from "./rpc.js";
 
 export const Organization = z.object({
@@ -37,7 +37,7 @@ export const CreatedApiKey = ApiKey.extend({ key: z.string() });
 export type CreatedApiKey = z.infer<typeof CreatedApiKey>;
 
 export const CreateApiKeyBody = z.strictObject({
-  name: z.string().min(1).max(200),
+  name: Label.min(1).max(200),
   scopes: z.array(Scope).min(1).optional(),
   test_mode: z.boolean().optional(),
   expires_in_days: z.number().int().min(1).max(365).optional(),
@@ -46,8 +46,8 @@ export type CreateApiKeyBody = z.infer<typeof CreateApiKeyBody>;
 
 export const RevokedApiKey = z.object({ id: z.string(), legacy: z.boolean() });
 
-export const OrganizationIdParams = z.object({ organization_id: z.string().min(1).max(100) });
-export const KeyIdParams = z.object({ key_id: z.string().min(1).max(100) });
+export const OrganizationIdParams = z.object({ organization_id: OpaqueId });
+export const KeyIdParams = z.object({ key_id: OpaqueId });
 
 export const Email = z.email().max(320);
 
@@ -60,9 +60,10 @@ export const keysRpc = {
   service: "keys",
   ops: {
     // Gateway: resolving credentials.
-    authenticateKey: { input: z.object({ key_hash: z.string().length(64) }), output: Identity.nullable() },
+    authenticateKey: { input: z.object({ key_hash: z.string().regex(/^[0-9a-f]{64}$/) }), output: Identity.nullable() },
+    // Claims of a verified access token: signed, but still text that reaches Postgres.
     resolveMember: {
-      input: z.object({ organization_id: z.string(), user_id: z.string(), credential_id: z.string(), scopes: z.array(Scope), expires_at: Timestamp }),
+      input: z.object({ organization_id: Label, user_id: Label, credential_id: Label, scopes: z.array(Scope), expires_at: Timestamp }),
       output: Identity.nullable(),
     },
     devJwks: { input: z.object({}), output: z.object({ issuer: z.string(), keys: z.array(Jwk) }) },
@@ -75,24 +76,24 @@ export const keysRpc = {
     revokeApiKey: { input: KeyIdParams, output: RevokedApiKey },
     // Admin CLI (DESIGN.md section 2).
     bootstrap: {
-      input: z.object({ org: z.string().min(1).max(200), plan: Plan, email: Email }),
+      input: z.object({ org: Label.min(1).max(200), plan: Plan, email: Email }),
       output: z.object({ organization_id: z.string(), user_id: z.string(), api_key: z.string() }),
     },
     addUser: {
-      input: z.object({ org: z.string(), email: Email, role: Role }),
+      input: z.object({ org: OpaqueId, email: Email, role: Role }),
       output: z.object({ user_id: z.string(), api_key: z.string() }),
     },
     setRole: {
-      input: z.object({ org: z.string(), user: z.string(), role: Role }),
+      input: z.object({ org: OpaqueId, user: OpaqueId, role: Role }),
       output: z.object({ user_id: z.string(), role: Role }),
     },
     setPlan: {
-      input: z.object({ org: z.string(), plan: Plan }),
+      input: z.object({ org: OpaqueId, plan: Plan }),
       output: z.object({ organization_id: z.string(), plan: Plan }),
     },
     setLimits: {
       input: z.object({
-        org: z.string(),
+        org: OpaqueId,
         burst: z.number().int().positive().optional(),
         quota: z.number().int().positive().optional(),
         max_file_size: z.number().int().positive().optional(),
@@ -101,11 +102,11 @@ export const keysRpc = {
       output: EffectiveLimits,
     },
     legacyKey: {
-      input: z.object({ org: z.string(), user: z.string() }),
+      input: z.object({ org: OpaqueId, user: OpaqueId }),
       output: z.object({ id: z.string(), api_key: z.string() }),
     },
     issueToken: {
-      input: z.object({ org: z.string(), user: z.string(), scopes: z.array(Scope).min(1), ttl: z.number().int().min(1).max(86_400).default(3600) }),
+      input: z.object({ org: OpaqueId, user: OpaqueId, scopes: z.array(Scope).min(1), ttl: z.number().int().min(1).max(86_400).default(3600) }),
       output: z.object({ access_token: z.string(), expires_at: Timestamp }),
     },
   },

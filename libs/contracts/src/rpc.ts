@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { ERROR_CODES, type ErrorCode } from "./codes.js";
-import { FieldError } from "./common.js";
+import { FieldError, IdempotencyKey } from "./common.js";
 import { Plan, Scope } from "./auth.js";
 
 /**
@@ -14,7 +14,7 @@ export const RpcContext = z.object({
   credential_id: z.string().nullable(),
   scopes: z.array(Scope),
   plan: Plan.nullable(),
-  idempotency_key: z.string().optional(),
+  idempotency_key: IdempotencyKey.optional(),
 });
 export type RpcContext = z.infer<typeof RpcContext>;
 

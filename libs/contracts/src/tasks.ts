@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { PageQuery, Timestamp, page } from "./common.js";
+import { Label, OpaqueId, PageQuery, Text, Timestamp, page } from "./common.js";
 import type { RpcCatalog } from "./rpc.js";
 
 // ---------------------------------------------------------------------------------------------
@@ -21,18 +21,37 @@ export function taskNumber(ref: string): number | null {
 }
 export const taskId = (n: number | string) => `T-${n}`;
 
-/** `YYYY-MM-DD`, a real calendar day (2026-02-30 is refused), interpreted as a UTC day. */
-export const DateOnly = z.string().refine(
-  (s) => {
-    if (!/^\d{4}-\d{2}-\d{2}$/.test(s)) return false;
-    const d = new Date(`${s}T00:00:00.000Z`);
-    return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === s;
-  },
-  { message: "must be a calendar day written YYYY-MM-DD" },
-);
+/**
+ * The days and instants the API accepts (decision 0010): UTC years 1000 to 9999. Year 0000 passes
+ * JavaScript's Date but no Postgres date or timestamptz (500 before), years before 1000 invite the
+ * two-digit-year traps of Date.UTC and of other clients' parsers, and an instant past 9999-12-31
+ * (9999-12-31T23:00-05:00) has no four-digit ISO form, so it could be stored but never shown.
+ */
+export const DATE_RANGE = { first: "1000-01-01", last: "9999-12-31" } as const;
+const FIRST_INSTANT = Date.parse(`${DATE_RANGE.first}T00:00:00.000Z`);
+const LAST_INSTANT = Date.parse(`${DATE_RANGE.last}T23:59:59.999Z`);
+const OUT_OF_RANGE = `must lie between ${DATE_RANGE.first} and ${DATE_RANGE.last} (UTC)`;
 
-/** An ISO-8601 date-time with an offset (Z or ±hh:mm), or a bare date taken as 00:00 UTC. */
-export const DateTimeInput = z.union([z.iso.datetime({ offset: true }), DateOnly], { message: "must be a date-time (2026-11-22T09:00:00Z) or a date YYYY-MM-DD" });
+function isCalendarDay(s: string): boolean {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(s)) return false;
+  const d = new Date(`${s}T00:00:00.000Z`);
+  return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === s;
+}
+
+/** `YYYY-MM-DD`, a real calendar day (2026-02-30 is refused) within DATE_RANGE, interpreted as a UTC day. */
+export const DateOnly = z.string().superRefine((s, ctx) => {
+  // One issue per value: a malformed day is not also reported as out of range.
+  if (!isCalendarDay(s)) ctx.addIssue({ code: "custom", message: "must be a calendar day written YYYY-MM-DD" });
+  else if (s < DATE_RANGE.first) ctx.addIssue({ code: "custom", message: OUT_OF_RANGE });
+});
+
+/** An ISO-8601 date-time with an offset (Z or ±hh:mm), or a bare date taken as 00:00 UTC; its instant within DATE_RANGE. */
+export const DateTimeInput = z
+  .union([z.iso.datetime({ offset: true }), z.string().refine(isCalendarDay)], { message: "must be a date-time (2026-11-22T09:00:00Z) or a date YYYY-MM-DD" })
+  .superRefine((s, ctx) => {
+    const t = Date.parse(s.length === 10 ? `${s}T00:00:00.000Z` : s);
+    if (!(t >= FIRST_INSTANT && t <= LAST_INSTANT)) ctx.addIssue({ code: "custom", message: OUT_OF_RANGE });
+  });
 
 // ---------------------------------------------------------------------------------------------
 // Recurrence (spec 2.1 names the fields; the value sets and rules are ours, decision 0008)
@@ -57,7 +76,7 @@ const RecurrenceFields = {
   /** Day of the month, 1-31 (a month without that day uses its last day); MONTHLY and YEARLY only. */
   by_month_day: z.number().int().min(1).max(31),
   basis: RecurrenceBasis,
-  timezone: z.string().min(1).max(64).refine(isTimeZone, { message: "must be an IANA time zone such as Europe/Berlin" }),
+  timezone: Label.min(1).max(64).refine(isTimeZone, { message: "must be an IANA time zone such as Europe/Berlin" }),
   start_date: DateOnly,
   end_date: DateOnly,
   max_occurrences: z.number().int().min(1).max(10_000),
@@ -194,11 +213,11 @@ export type Project = z.infer<typeof Project>;
 // ---------------------------------------------------------------------------------------------
 // Request bodies and queries (spec 4.1)
 
-const Title = z.string().trim().min(1, { message: "must not be empty" }).max(500);
-const Description = z.string().max(10_000);
-const Notes = z.string().max(100_000);
+const Title = Label.trim().min(1, { message: "must not be empty" }).max(500);
+const Description = Text.max(10_000);
+const Notes = Text.max(100_000);
 const StoryPoints = z.number().min(0).max(1000);
-const ProjectRef = z.string().min(1).max(100);
+const ProjectRef = OpaqueId;
 const ProjectIds = z.array(ProjectRef).max(100).refine((a) => new Set(a).size === a.length, { message: "must not repeat a project" });
 
 export const CreateTaskBody = z
@@ -247,20 +266,25 @@ export const ListTasksQuery = PageQuery.extend({
   archived: BoolParam.default(false),
 }).strict();
 
-/** Path ids stay strings: a malformed task id names no task (404), it is not a bad request. */
-export const TaskParams = z.object({ task_id: z.string().min(1).max(100) });
-export const DependencyParams = z.object({ task_id: z.string().min(1).max(100), blocker_task_id: z.string().min(1).max(100) });
-export const ProjectParams = z.object({ project_id: z.string().min(1).max(100) });
+/**
+ * Path ids stay strings: a malformed task id names no task (404), it is not a bad request. A value
+ * that no id can be (NUL, a control character, over 100 characters) is refused as 400 (0010).
+ */
+export const TaskParams = z.object({ task_id: OpaqueId });
+export const DependencyParams = z.object({ task_id: OpaqueId, blocker_task_id: OpaqueId });
+export const ProjectParams = z.object({ project_id: OpaqueId });
 
 export const AddDependencyBody = z.strictObject({ blocker_task_id: TaskRef });
 
+const ProjectName = Label.trim().min(1, { message: "must not be empty" }).max(200);
+const ProjectDescription = Text.min(1).max(2000);
 export const CreateProjectBody = z.strictObject({
-  name: z.string().trim().min(1, { message: "must not be empty" }).max(200),
-  description: z.string().min(1).max(2000).optional(),
+  name: ProjectName,
+  description: ProjectDescription.optional(),
 });
 export const UpdateProjectBody = z.strictObject({
-  name: z.string().trim().min(1, { message: "must not be empty" }).max(200).optional(),
-  description: z.string().min(1).max(2000).nullable().optional(),
+  name: ProjectName.optional(),
+  description: ProjectDescription.nullable().optional(),
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -308,17 +332,17 @@ export const tasksRpc = {
     createTask: { input: CreateTaskBody, output: Task },
     listTasks: { input: ListTasksQuery, output: page(Task) },
     getTask: { input: TaskParams, output: Task },
-    updateTask: { input: z.object({ task_id: z.string(), patch: UpdateTaskBody }), output: Task },
+    updateTask: { input: z.object({ task_id: OpaqueId, patch: UpdateTaskBody }), output: Task },
     archiveTask: { input: TaskParams, output: Task },
     unarchiveTask: { input: TaskParams, output: Task },
-    taskHistory: { input: PageQuery.extend({ task_id: z.string() }), output: page(TaskVersion) },
+    taskHistory: { input: PageQuery.extend({ task_id: OpaqueId }), output: page(TaskVersion) },
     getDependencies: { input: TaskParams, output: DependencyView },
-    addDependency: { input: AddDependencyBody.extend({ task_id: z.string() }), output: Upserted(DependencyView) },
+    addDependency: { input: AddDependencyBody.extend({ task_id: OpaqueId }), output: Upserted(DependencyView) },
     removeDependency: { input: DependencyParams, output: DependencyView },
     createProject: { input: CreateProjectBody, output: Project },
     listProjects: { input: PageQuery, output: page(Project) },
     getProject: { input: ProjectParams, output: Project },
-    updateProject: { input: z.object({ project_id: z.string(), patch: UpdateProjectBody }), output: Project },
+    updateProject: { input: z.object({ project_id: OpaqueId, patch: UpdateProjectBody }), output: Project },
     deleteProject: { input: ProjectParams, output: z.object({ id: z.string(), deleted: z.literal(true) }) },
     // Internal (boards service): many tasks in one request; unknown numbers are simply absent.
     lookupTasks: { input: z.object({ numbers: z.array(z.number().int().positive()).max(1000) }), output: z.object({ tasks: z.array(TaskSummary) }) },

@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import type { Identity, RpcContext } from "@tasksvc/contracts";
 import { AppError, isAppError, toProblem, validationError } from "@tasksvc/errors";
 import type { Sql } from "@tasksvc/db";
@@ -11,7 +10,8 @@ import type { CursorCodec } from "./policies/cursors.js";
 import { claimIdempotency, parseIdempotencyKey, requestFingerprint, type Claim } from "./policies/idempotency.js";
 import { rateLimitHeaders, type Charger } from "./policies/limits.js";
 import { registerDocs } from "./docs.js";
-import { registerProblemHandling, sendProblem } from "./problems.js";
+import { edgeHandling, MAX_PARAM_LENGTH } from "./edge.js";
+import { frameworkErrors, registerProblemHandling, sendProblem } from "./problems.js";
 import type { GatewayRepo } from "./repo/gateway-repo.js";
 import { routes, WithStatus, type Clients, type RouteDef } from "./routes.js";
 
@@ -64,15 +64,22 @@ function authorize(def: RouteDef, identity: Identity): void {
  * nothing about a route's input rules.
  */
 export function buildGateway(opts: BuildOptions): FastifyInstance {
+  const edge = edgeHandling(opts.log);
   const app = Fastify({
     loggerInstance: opts.log as FastifyBaseLogger,
     // One access line per request is written by our onResponse hook instead of fastify's two.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: "request_id" }),
     // Every request gets a fresh id; a caller-supplied one is not trusted to be unique (spec 7).
-    genReqId: () => `req_${randomUUID().replace(/-/g, "")}`,
+    genReqId: edge.requestId,
     requestIdHeader: false,
     bodyLimit: opts.bodyLimit,
-    return503OnClosing: true,
+    // Requests arriving while the replica closes get a 503 problem from edge.ts, not fastify's bare JSON.
+    return503OnClosing: false,
+    // Every failure before a route runs is a problem too (decision 0010, edge.ts).
+    clientErrorHandler: edge.clientErrorHandler,
+    frameworkErrors,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    http: { requireHostHeader: false },
   });
   // JSON only: fastify's text/plain parser would let a mislabelled body through.
   app.removeContentTypeParser("text/plain");
@@ -87,6 +94,7 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
   app.addHook("onRequest", async (req, reply) => {
     reply.header("x-request-id", req.id);
   });
+  edge.install(app);
   app.addHook("onResponse", async (req, reply) => {
     req.log.info({ method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, "request");
   });

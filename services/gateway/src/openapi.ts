@@ -1,4 +1,4 @@
-import { ERROR_CATALOG, ERROR_CODES, FieldError, type ErrorCode } from "@tasksvc/contracts";
+import { ERROR_CATALOG, ERROR_CODES, FieldError, IDEMPOTENCY_KEY_PATTERN, type ErrorCode } from "@tasksvc/contracts";
 import { z } from "zod";
 import type { RouteDef } from "./routes.js";
 
@@ -59,7 +59,7 @@ function parametersOf(def: RouteDef): Json[] {
       in: "header",
       required: false,
       description: "Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8).",
-      schema: { type: "string", pattern: "^[\\x21-\\x7E]{1,255}$" },
+      schema: { type: "string", pattern: IDEMPOTENCY_KEY_PATTERN.source },
     });
   }
   return out;

@@ -15,7 +15,10 @@ function fromFastify(e: FastifyError): AppError | undefined {
     case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
       return new AppError("validation_failed", "The Content-Length header does not match the body.");
     case "FST_ERR_BAD_URL":
-      return new AppError("route_not_found", "The URL could not be decoded.");
+      return new AppError("malformed_request", "The URL path is not valid percent-encoded UTF-8 (or not a path).");
+    case "FST_ERR_MAX_PARAM_LENGTH":
+      // Unreachable: the router's limit is the header limit (MAX_PARAM_LENGTH, edge.ts). A guard.
+      return new AppError("validation_failed", "A path parameter is longer than any id.");
     default:
       return e.statusCode !== undefined && e.statusCode >= 400 && e.statusCode < 500
         ? new AppError("validation_failed", e.message)
@@ -36,17 +39,30 @@ export function sendProblem(reply: FastifyReply, err: AppError): FastifyReply {
  * Every error leaves as application/problem+json. Unexpected errors are logged once, here, with
  * their stack, and answer a bare 500 internal_error carrying request_id; 4xx are not logged as errors.
  */
+function handleError(e: FastifyError, req: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const known = isAppError(e) ? e : fromFastify(e);
+  if (known && known.status < 500) return sendProblem(reply, known);
+  if (known?.code === "service_unavailable") {
+    req.log.warn({ err: known.cause ?? known }, known.message);
+    return sendProblem(reply, known);
+  }
+  req.log.error({ err: known?.cause ?? e }, "unexpected error");
+  return sendProblem(reply, known ?? new AppError("internal_error", "An unexpected error occurred. Quote the request id when contacting support."));
+}
+
+/**
+ * Fastify's `frameworkErrors`: the router's refusals (a path that does not decode, a parameter over
+ * the router's limit), which otherwise answer bare JSON. No hook has run for these requests, so
+ * the request id header and the access line are written here.
+ */
+export function frameworkErrors(e: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
+  reply.header("x-request-id", req.id);
+  handleError(e, req, reply);
+  req.log.info({ method: req.method, url: req.url, status: reply.statusCode }, "request");
+}
+
 export function registerProblemHandling(app: FastifyInstance): void {
-  app.setErrorHandler((e: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
-    const known = isAppError(e) ? e : fromFastify(e);
-    if (known && known.status < 500) return sendProblem(reply, known);
-    if (known?.code === "service_unavailable") {
-      req.log.warn({ err: known.cause ?? known }, known.message);
-      return sendProblem(reply, known);
-    }
-    req.log.error({ err: known?.cause ?? e }, "unexpected error");
-    return sendProblem(reply, known ?? new AppError("internal_error", "An unexpected error occurred. Quote the request id when contacting support."));
-  });
+  app.setErrorHandler(handleError);
   app.setNotFoundHandler((req, reply) =>
     sendProblem(reply, new AppError("route_not_found", `No route ${req.method} ${req.url.split("?")[0] ?? ""}.`)),
   );

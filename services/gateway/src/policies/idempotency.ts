@@ -1,18 +1,17 @@
 import { createHash } from "node:crypto";
+import { IDEMPOTENCY_KEY_PATTERN } from "@tasksvc/contracts";
 import { AppError, fieldError } from "@tasksvc/errors";
 import type { GatewayRepo } from "../repo/gateway-repo.js";
-
-const KEY_PATTERN = /^[\x21-\x7E]{1,255}$/;
 
 export type Claim =
   | { kind: "claimed"; credentialId: string; key: string }
   | { kind: "replay"; status: number; body: string; headers: Record<string, string> };
 
-/** Spec 8: 1-255 visible ASCII characters. */
+/** Spec 8: 1-255 visible ASCII characters (so never NUL, a control character or a byte above 0x7E). */
 export function parseIdempotencyKey(header: string | string[] | undefined): string | undefined {
   if (header === undefined) return undefined;
   const v = Array.isArray(header) ? header.join(",") : header;
-  if (!KEY_PATTERN.test(v)) throw fieldError("/Idempotency-Key", "must be 1-255 visible ASCII characters");
+  if (!IDEMPOTENCY_KEY_PATTERN.test(v)) throw fieldError("/Idempotency-Key", "must be 1-255 visible ASCII characters");
   return v;
 }
 

@@ -1,0 +1,182 @@
+import { randomUUID } from "node:crypto";
+import { STATUS_CODES, maxHeaderSize, type IncomingMessage, type ServerResponse } from "node:http";
+import type { Duplex } from "node:stream";
+import { AppError, toProblem } from "@tasksvc/errors";
+import type { Logger } from "@tasksvc/logger";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+
+/**
+ * The HTTP edge (decision 0010): what Node's HTTP server and fastify's router answer on their own,
+ * before any route runs, rendered as problem+json with an x-request-id like every other error.
+ *
+ * Node reports a request it cannot parse (bad framing, a control character in a header, headers
+ * over 16 KiB, a timeout) through the server's `clientError` event, with no request object and
+ * no fastify reply: the response is written raw on the socket, and the connection closed, since
+ * the parser cannot tell where the next request would start.
+ */
+
+/** Request ids as the gateway mints them (decision 0002): never taken from the client. */
+export const newRequestId = (): string => `req_${randomUUID().replace(/-/g, "")}`;
+
+/**
+ * Longest path parameter the router matches: as long as the request line can be, so that the
+ * contract answers a too-long id (400 naming the parameter, after authentication) and never the
+ * router (fastify's default of 100 answered 414 with no problem body).
+ */
+export const MAX_PARAM_LENGTH = maxHeaderSize;
+
+/** What a failure of Node's HTTP parser (or of the connection) means for the client, if anything. */
+export function clientErrorProblem(err: Error & { code?: string; reason?: string }): AppError | undefined {
+  const reason = (err.reason ?? err.message).replace(/[^\x20-\x7E]/g, "?").slice(0, 200);
+  switch (err.code) {
+    case "HPE_HEADER_OVERFLOW":
+      return new AppError("headers_too_large", `The request line and headers together exceed ${maxHeaderSize} bytes.`);
+    case "HPE_CHUNK_EXTENSIONS_OVERFLOW":
+      return new AppError("payload_too_large", "The chunk extensions of the request body are too large.");
+    case "ERR_HTTP_REQUEST_TIMEOUT":
+      return new AppError("request_timeout", "The request was not received completely in time.");
+    default:
+      // llhttp's errors (HPE_*) are the client's malformed message; anything else is the
+      // connection itself failing (ECONNRESET, EPIPE, ...), with nobody left to answer.
+      return err.code?.startsWith("HPE_") ? new AppError("malformed_request", `The HTTP request could not be parsed: ${reason}.`) : undefined;
+  }
+}
+
+/** A complete HTTP/1.1 response carrying the problem, for a socket no ServerResponse owns. */
+export function rawProblemResponse(err: AppError, requestId: string): string {
+  const body = JSON.stringify(toProblem(err, requestId));
+  return [
+    `HTTP/1.1 ${err.status} ${STATUS_CODES[err.status] ?? "Error"}`,
+    "Content-Type: application/problem+json; charset=utf-8",
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    `x-request-id: ${requestId}`,
+    "Connection: close",
+    "",
+    body,
+  ].join("\r\n");
+}
+
+/** Sends `response` and closes the socket once it is flushed (or after a grace period). */
+function answerAndClose(socket: Duplex, response: string): void {
+  const timer = setTimeout(() => socket.destroy(), 2000);
+  timer.unref();
+  socket.end(response, () => {
+    clearTimeout(timer);
+    socket.destroy();
+  });
+}
+
+/**
+ * Installs the edge handling on a gateway app. Returns fastify's `clientErrorHandler`, which must
+ * be given to the Fastify constructor (it cannot be set afterwards): see buildGateway.
+ */
+export function edgeHandling(log: Logger) {
+  // The request each connection is executing. A parse error in its body (a bad chunk) is answered
+  // under that request's id, or not at all once its response has begun; a parse error in a
+  // request pipelined behind it is answered after its response, under a new id.
+  const current = new WeakMap<Duplex, { req: IncomingMessage; res: ServerResponse }>();
+  // Node may report several parse errors for one connection: answer the first only.
+  const answered = new WeakSet<Duplex>();
+  // One id per request whoever asks first, fastify (genReqId) or the clientError handler, which
+  // can run before fastify has seen a request whose body arrived broken in the same packet.
+  const ids = new WeakMap<IncomingMessage, string>();
+  let closing = false;
+
+  function requestId(req: IncomingMessage): string {
+    let id = ids.get(req);
+    if (id === undefined) {
+      id = newRequestId();
+      ids.set(req, id);
+    }
+    return id;
+  }
+
+  function clientErrorHandler(err: Error & { code?: string }, socket: Duplex): void {
+    // Node keeps feeding a failed parser and reports each failure: the first decides the answer.
+    if (answered.has(socket)) return;
+    answered.add(socket);
+    if (socket.destroyed || err.code === "ECONNRESET") {
+      socket.destroy();
+      return;
+    }
+    const problem = clientErrorProblem(err);
+    if (!problem || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const answer = (requestId: string) => {
+      log.info({ request_id: requestId, status: problem.status, code: problem.code, parser_error: err.code }, "request refused at the HTTP edge");
+      answerAndClose(socket, rawProblemResponse(problem, requestId));
+    };
+    const inFlight = current.get(socket);
+    if (inFlight === undefined || inFlight.res.writableEnded) return answer(newRequestId());
+    if (inFlight.req.complete) {
+      // The broken message was pipelined behind a complete one still being answered: let that
+      // response go out first (the parser is stopped, nothing else is read meanwhile).
+      let done = false;
+      const after = () => {
+        if (done) return;
+        done = true;
+        if (socket.writable) answer(newRequestId());
+        else socket.destroy();
+      };
+      inFlight.res.once("finish", after).once("close", after);
+      return;
+    }
+    // The broken message is this request's own body: answer it, unless its response has begun.
+    if (inFlight.res.headersSent) socket.destroy();
+    else answer(requestId(inFlight.req));
+  }
+
+  function install(app: FastifyInstance): void {
+    app.addHook("preClose", (done) => {
+      closing = true;
+      done();
+    });
+    // Before fastify's own listener: the request a connection executes is known synchronously,
+    // since the parser may fail on the bytes right behind it within the same read.
+    app.server.prependListener("request", (req: IncomingMessage, res: ServerResponse) => {
+      current.set(req.socket, { req, res });
+    });
+    app.addHook("onRequest", async (req: FastifyRequest) => {
+      if (closing) {
+        // Fastify's own answer here would be a bare JSON 503; fastify already set Connection: close.
+        throw new AppError("service_unavailable", "This gateway replica is shutting down; retry, another replica will answer.", { retryAfter: 1 });
+      }
+      // Node's own check answers 400 with no body: the server is built with requireHostHeader off.
+      if (req.raw.httpVersionMajor === 1 && req.raw.httpVersionMinor === 1 && req.headers.host === undefined) {
+        throw new AppError("malformed_request", "An HTTP/1.1 request must carry a Host header (RFC 9112 section 3.2).");
+      }
+      // The router refuses a malformed path (FST_ERR_BAD_URL), but the query parser keeps an
+      // undecodable value as its raw text: refuse it the same way, whatever route it names.
+      const q = req.url.indexOf("?");
+      if (q !== -1 && !isPercentEncodedUtf8(req.url.slice(q + 1))) {
+        throw new AppError("malformed_request", "The query string is not valid percent-encoded UTF-8.");
+      }
+    });
+
+    // An Expect other than 100-continue: Node would answer 417 with no body. RFC 9110 section
+    // 10.1.1 lets a server ignore an expectation it does not support, so the request runs as usual.
+    app.server.on("checkExpectation", (req: IncomingMessage, res: ServerResponse) => {
+      app.server.emit("request", req, res);
+    });
+    // CONNECT (a proxy tunnel): Node would drop the connection without a word.
+    app.server.on("connect", (req: IncomingMessage, socket: Duplex) => {
+      const requestId = newRequestId();
+      const problem = new AppError("route_not_found", "This API is not a proxy: CONNECT is not supported.");
+      log.info({ request_id: requestId, method: req.method, status: problem.status }, "request refused at the HTTP edge");
+      answerAndClose(socket, rawProblemResponse(problem, requestId));
+    });
+  }
+
+  return { clientErrorHandler, install, requestId };
+}
+
+function isPercentEncodedUtf8(s: string): boolean {
+  try {
+    decodeURIComponent(s);
+    return true;
+  } catch {
+    return false;
+  }
+}
