@@ -1,3 +1,4 @@
+import { databaseErrorAsAppError } from "@tasksvc/db";
 import { AppError, isAppError, toProblem } from "@tasksvc/errors";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 
@@ -40,7 +41,8 @@ export function sendProblem(reply: FastifyReply, err: AppError): FastifyReply {
  * their stack, and answer a bare 500 internal_error carrying request_id; 4xx are not logged as errors.
  */
 function handleError(e: FastifyError, req: FastifyRequest, reply: FastifyReply): FastifyReply {
-  const known = isAppError(e) ? e : fromFastify(e);
+  // The gateway's own database (Idempotency-Key records, charging) restarting is a 503 to retry.
+  const known = isAppError(e) ? e : (fromFastify(e) ?? databaseErrorAsAppError(e));
   if (known && known.status < 500) return sendProblem(reply, known);
   if (known?.code === "service_unavailable") {
     req.log.warn({ err: known.cause ?? known }, known.message);
