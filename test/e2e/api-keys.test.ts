@@ -120,6 +120,20 @@ describe("POST /v1/api-keys", () => {
       expect(r.body.code).toBe("insufficient_scope");
     }
   });
+
+  it("when the gateway's record of a keyed mint is lost (its gateway died after the key was minted), then the retry gets the same key back, not a second one", async () => {
+    const t = await f.tenant();
+    const headers = { "idempotency-key": "mint-once" };
+    const first = await gw.post("/v1/api-keys", { name: "minted once" }, { token: t.apiKey, headers });
+    expect(first.status, first.text).toBe(201);
+    // What a gateway killed between the mint and its own record leaves once its claim expired.
+    await db`delete from gateway.idempotency_keys where key = 'mint-once'`;
+    const retry = await gw2.post("/v1/api-keys", { name: "minted once" }, { token: t.apiKey, headers });
+    expect(retry.status, retry.text).toBe(201);
+    expect({ id: retry.body.id, key: retry.body.key }).toEqual({ id: first.body.id, key: first.body.key });
+    const rows = await db`select id from keys.api_keys where organization_id = ${t.organizationId} and name = 'minted once'`;
+    expect(rows.map((r) => r["id"])).toEqual([first.body.id]);
+  });
 });
 
 describe("GET /v1/api-keys", () => {

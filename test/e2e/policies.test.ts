@@ -225,7 +225,9 @@ describe("Idempotency-Key", () => {
     const t = await f.tenant();
     const headers = { "idempotency-key": "old-1" };
     expect((await gw.post("/v1/api-keys", { name: "day one" }, { token: t.apiKey, headers })).status).toBe(201);
+    // Both records of the key age: the gateway's and the keys service's own (minted in one transaction).
     await db`update gateway.idempotency_keys set created_at = now() - interval '25 hours' where key = 'old-1'`;
+    await db`update keys.idempotency set created_at = now() - interval '25 hours' where key = 'old-1'`;
     const r = await gw.post("/v1/api-keys", { name: "day two" }, { token: t.apiKey, headers });
     expect(r.status, r.text).toBe(201);
     expect(r.headers.get("idempotency-replayed")).toBeNull();

@@ -53,6 +53,8 @@ export interface ProcessStackOptions {
   natsUrl?: string;
   replicas?: Partial<Record<ServiceName, number>>;
   env?: Record<string, string>;
+  /** Settings of one service's replicas only (over `env`), e.g. { tasks: { LOG_LEVEL: "info" } }. */
+  serviceEnv?: Partial<Record<ServiceName, Record<string, string>>>;
 }
 
 export interface UnexpectedExit {
@@ -112,7 +114,7 @@ export async function startProcessStack(opts: ProcessStackOptions = {}) {
   // Services first (their migrations run under a lock), then the gateways.
   for (const service of SERVICES) {
     for (let index = 0; index < counts[service]; index++) {
-      const env: Record<string, string> = {};
+      const env: Record<string, string> = { ...(opts.serviceEnv?.[service] ?? {}) };
       if (service === "gateway") {
         const port = await freePort();
         env["PORT"] = String(port);

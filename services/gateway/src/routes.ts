@@ -160,6 +160,7 @@ export const routes: RouteDef[] = [
     status: 201,
     response: CreatedApiKey,
     idempotent: true,
+    serviceIdempotency: true,
     forward: (c, { body, ctx }) => c.keys.call("createApiKey", body, ctx),
   }),
   route({

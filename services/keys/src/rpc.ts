@@ -18,7 +18,7 @@ export function keysHandlers(svc: KeysService): Handlers<typeof keysRpc> {
     listOrganizations: (_i, ctx) => svc.listOrganizations(tenant(ctx)),
     getOrganization: (i, ctx) => svc.getOrganization(tenant(ctx), i.organization_id),
     listMembers: (i, ctx) => svc.listMembers(tenant(ctx), i.limit, i.after),
-    createApiKey: (i, ctx) => svc.createApiKey(tenant(ctx), i),
+    createApiKey: (i, ctx) => svc.createApiKey({ ...tenant(ctx), credentialId: ctx.credential_id, idempotencyKey: ctx.idempotency_key }, i),
     listApiKeys: (i, ctx) => svc.listApiKeys(tenant(ctx), i.limit, i.after),
     revokeApiKey: (i, ctx) => svc.revokeApiKey(tenant(ctx), i.key_id),
     bootstrap: (i) => svc.bootstrap(i),

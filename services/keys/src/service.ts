@@ -19,6 +19,7 @@ export type KeysConfig = z.output<typeof KeysConfig>;
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL("../migrations", import.meta.url));
 const SCHEMA = "keys";
+const SWEEP_EVERY_MS = 60 * 60_000;
 
 /** Starts one keys-service replica: migrate, connect, serve. Returns a stop that drains. */
 export async function startKeys(cfg: KeysConfig, log: Logger) {
@@ -39,10 +40,16 @@ export async function startKeys(cfg: KeysConfig, log: Logger) {
       await nc.flush();
     },
   });
+  // Idempotency records hold a new key's secret for their 24 h: removed hourly once past it.
+  const sweeper = setInterval(() => {
+    repo.idempotency.sweep().catch((err: unknown) => log.warn({ err }, "idempotency sweep failed"));
+  }, SWEEP_EVERY_MS);
+  sweeper.unref();
   const served = serve(nc, keysRpc, keysHandlers(svc), { namespace: cfg.NATS_NAMESPACE, log, classify: databaseErrorAsAppError });
   log.info({ namespace: cfg.NATS_NAMESPACE }, "keys service ready");
   return {
     async stop() {
+      clearInterval(sweeper);
       await served.drain();
       await nc.drain();
       await db.end({ timeout: 5 });

@@ -14,7 +14,7 @@ import {
   type Role,
   type Scope,
 } from "@tasksvc/contracts";
-import { newId } from "@tasksvc/db";
+import { KeyRecordedMeanwhile, newId } from "@tasksvc/db";
 import { AppError } from "@tasksvc/errors";
 import { toApiKey, toOrganization, type KeysRepo, type OrgRow } from "../repo/keys-repo.js";
 import type { DevIssuer } from "./dev-issuer.js";
@@ -24,6 +24,9 @@ import { hashKey, keyPrefix, mintKeySecret } from "./secrets.js";
 export interface Tenant {
   organizationId: string;
   userId: string;
+  /** The credential and the request's Idempotency-Key, for keyed writes (createApiKey). */
+  credentialId?: string | null;
+  idempotencyKey?: string | undefined;
 }
 
 export interface KeysDeps {
@@ -124,20 +127,45 @@ export function keysService(deps: KeysDeps) {
     },
 
     async createApiKey(t: Tenant, body: CreateApiKeyBody): Promise<CreatedApiKey> {
+      // A keyed request mints once (DESIGN.md section 1): the key is recorded with the new key in
+      // the minting transaction, so a retry after a crash anywhere between the insert and the
+      // gateway's own record (a killed gateway, a reply lost with the keys replica) gets the same
+      // key back instead of a second one. A replay comes first, as the gateway's would.
+      const credentialId = t.credentialId ?? undefined;
+      const idemKey = credentialId === undefined ? undefined : t.idempotencyKey;
+      if (credentialId !== undefined) {
+        const prior = await repo.idempotency.replay<CreatedApiKey>(credentialId, idemKey, "createApiKey");
+        if (prior) return prior;
+      }
       // Spec 4.1 / 5.6: the caller's user must be owner or admin NOW, whatever the key's scopes say.
       const m = await repo.membership(t.organizationId, t.userId);
       if (!m || (m.role !== "owner" && m.role !== "admin")) {
         throw new AppError("insufficient_scope", `Minting API keys requires an owner or admin membership; the calling user is ${m ? `a ${m.role}` : "not a member"}.`);
       }
       const expiresAt = body.expires_in_days === undefined ? null : new Date(Date.now() + body.expires_in_days * 86_400_000);
-      return mintKey(repo, {
-        orgId: t.organizationId,
-        userId: t.userId,
-        name: body.name,
-        scopes: [...new Set(body.scopes ?? DEFAULT_KEY_SCOPES)],
-        kind: body.test_mode ? "test" : "live",
-        expiresAt,
-      });
+      const mint = (r: KeysRepo) =>
+        mintKey(r, {
+          orgId: t.organizationId,
+          userId: t.userId,
+          name: body.name,
+          scopes: [...new Set(body.scopes ?? DEFAULT_KEY_SCOPES)],
+          kind: body.test_mode ? "test" : "live",
+          expiresAt,
+        });
+      if (credentialId === undefined || idemKey === undefined) return mint(repo);
+      try {
+        return await deps.tx(async (r) => {
+          const created = await mint(r);
+          await r.idempotency.recordOnce(credentialId, idemKey, "createApiKey", created);
+          return created;
+        });
+      } catch (e) {
+        if (e instanceof KeyRecordedMeanwhile) {
+          const again = await repo.idempotency.replay<CreatedApiKey>(credentialId, idemKey, "createApiKey");
+          if (again) return again;
+        }
+        throw e;
+      }
     },
 
     listApiKeys(t: Tenant, limit: number, after: string | undefined): Promise<Page<ApiKey>> {

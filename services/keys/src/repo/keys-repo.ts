@@ -1,5 +1,5 @@
 import type { Sql } from "@tasksvc/db";
-import { decodeKeyset, pageOf } from "@tasksvc/db";
+import { decodeKeyset, idempotencyRecords, pageOf } from "@tasksvc/db";
 import type { ApiKey, Member, Organization, Page, Plan, Role, Scope } from "@tasksvc/contracts";
 
 export interface OrgRow {
@@ -70,6 +70,9 @@ export function toApiKey(r: KeyRow): ApiKey {
 /** All SQL of the keys service. `sql` may be the pool or a transaction. */
 export function keysRepo(sql: Sql) {
   return {
+    /** The service's Idempotency-Key records (libs/db). */
+    idempotency: idempotencyRecords(sql),
+
     async identityByKeyHash(keyHash: string): Promise<KeyIdentityRow | undefined> {
       // A key acts as its creator: no current membership, no identity (a removed user's keys stop).
       const [row] = await sql<KeyIdentityRow[]>`
