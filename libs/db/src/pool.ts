@@ -55,9 +55,9 @@ export interface DbOptions {
   url: string;
   /** The schema this service owns; it is the connection's search_path, so SQL names tables bare. */
   schema: string;
-  /** Connections for autocommit statements. */
+  /** Connections in all (default 10): the autocommit pool gets `max - txMax`. */
   max?: number;
-  /** Connections for transactions, each used by one transaction at a time (default: max). */
+  /** Of those, connections for transactions, each lent to one at a time (default: a third, at least 1). */
   txMax?: number;
 }
 
@@ -108,13 +108,16 @@ function connectionOptions(opts: DbOptions) {
 /** A postgres.js pool bound to one schema. Timestamps come back as Date; numerics as strings. */
 export function createDb(opts: DbOptions): Database {
   const url = withDefaultUser(opts.url);
-  const sql = postgres(url, { ...connectionOptions(opts), max: opts.max ?? 10 });
+  // One budget per process, so that splitting it changes no deployment's connection count.
+  const max = Math.max(2, opts.max ?? 10);
+  const txMax = Math.min(max - 1, Math.max(1, opts.txMax ?? Math.floor(max / 3)));
+  const sql = postgres(url, { ...connectionOptions(opts), max: max - txMax });
   const refuse = () => {
     throw new Error("transactions never run on the autocommit pool (postgres.js can leak them to other callers): use db.tx()");
   };
   Object.assign(sql, { begin: refuse, reserve: refuse });
 
-  const slots = Array.from({ length: opts.txMax ?? opts.max ?? 10 }, () => postgres(url, { ...connectionOptions(opts), max: 1 }));
+  const slots = Array.from({ length: txMax }, () => postgres(url, { ...connectionOptions(opts), max: 1 }));
   const idle = [...slots];
   const waiting: Array<{ resolve: (slot: Sql) => void; reject: (e: Error) => void }> = [];
   let ended = false;

@@ -62,7 +62,7 @@ async function mixedLoad(db: Database, ms: number) {
 describe("createDb", () => {
   let db: Database;
   beforeAll(async () => {
-    db = createDb({ url: stack.databaseUrl, schema: SCHEMA, max: 4, txMax: 4 });
+    db = createDb({ url: stack.databaseUrl, schema: SCHEMA, max: 8, txMax: 4 });
     await db.sql.unsafe(`create schema if not exists ${SCHEMA}`);
     await db.sql.unsafe(`create table if not exists ${SCHEMA}.acked (n int primary key)`);
     await db.sql.unsafe(`create table if not exists ${SCHEMA}.doomed (n int primary key)`);

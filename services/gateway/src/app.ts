@@ -34,6 +34,8 @@ export interface BuildOptions {
   cursors: CursorCodec;
   /** How long an Idempotency-Key stays claimed by an execution that never reports back. */
   idempotencyLeaseMs: number;
+  /** The same on routes whose service records the key itself (a crashed replica's claim frees sooner). */
+  serviceIdempotencyLeaseMs?: number;
   /** The route table; tests may mount extra routes on the same pipeline. */
   routes?: RouteDef[];
 }
@@ -113,6 +115,7 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
     return sendProblem(reply, err);
   });
 
+  const leaseMs = (def: RouteDef) => (def.serviceIdempotency ? (opts.serviceIdempotencyLeaseMs ?? opts.idempotencyLeaseMs) : opts.idempotencyLeaseMs);
   for (const def of opts.routes ?? routes) {
     app.route({
       method: def.method,
@@ -132,7 +135,7 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
           throw e;
         }
         if (key !== undefined) {
-          claim = await claimIdempotency(opts.repo, identity.credential_id, key, requestFingerprint(req.method, req.url, req.rawBody), opts.idempotencyLeaseMs, !def.serviceIdempotency);
+          claim = await claimIdempotency(opts.repo, identity.credential_id, key, requestFingerprint(req.method, req.url, req.rawBody), leaseMs(def), !def.serviceIdempotency);
           if (claim.kind === "replay") {
             return reply.code(claim.status).headers(claim.headers).header("idempotency-replayed", "true").send(claim.body);
           }

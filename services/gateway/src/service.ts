@@ -18,7 +18,7 @@ const SWEEP_EVERY_MS = 60_000;
 export async function startGateway(cfg: GatewayConfig, log: Logger) {
   await ensureDatabase(cfg.DATABASE_URL);
   await migrate({ url: cfg.DATABASE_URL, schema: "gateway", dir: MIGRATIONS_DIR, log });
-  const db = createDb({ url: cfg.DATABASE_URL, schema: "gateway", max: 10 });
+  const db = createDb({ url: cfg.DATABASE_URL, schema: "gateway", max: 10, txMax: 1 });
   await checkDb(db, cfg.DATABASE_URL);
   const repo = gatewayRepo(db.sql);
   const cursors = cursorCodec(await repo.secret("cursor"));
@@ -51,6 +51,9 @@ export async function startGateway(cfg: GatewayConfig, log: Logger) {
     cursors,
     // Past the RPC timeout, an execution that never reported back is abandoned.
     idempotencyLeaseMs: cfg.RPC_TIMEOUT_MS + 10_000,
+    // Where the service records the key itself, a second execution is answered from that record,
+    // so the claim only has to outlive this replica's own wait (decision 0011).
+    serviceIdempotencyLeaseMs: cfg.RPC_TIMEOUT_MS + 1_000,
   });
   const sweeper = setInterval(() => {
     repo.sweep().catch((err: unknown) => log.warn({ err }, "sweep failed"));
