@@ -5,7 +5,7 @@ SHELL := /bin/bash
 # `npm install` keeps the locked versions. Not `npm ci`: the registry this project's machines reach
 # serves only their own platform's optional binaries (rollup's), so the lock cannot list the
 # others and npm ci's completeness check always fails (docs/decisions/0001-foundation.md).
-node_modules/.installed: package.json package-lock.json $(wildcard libs/*/package.json services/*/package.json tools/*/package.json)
+node_modules/.installed: package.json package-lock.json $(wildcard patches/*.patch libs/*/package.json services/*/package.json tools/*/package.json)
 	npm install --no-audit --no-fund
 	@touch $@
 

@@ -1,4 +1,5 @@
 export * from "./pool.js";
+export { TransactionConnectionLost, type TxOptions } from "./transactions.js";
 export * from "./migrate.js";
 export * from "./errors.js";
 export * from "./ids.js";

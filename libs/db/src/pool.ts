@@ -1,7 +1,7 @@
 import { StartupError } from "@tasksvc/config";
 import { userInfo } from "node:os";
 import postgres from "postgres";
-import { isPgError, PG } from "./errors.js";
+import { transactionPool, type TxOptions } from "./transactions.js";
 
 export type Sql = postgres.Sql;
 export type TxSql = postgres.TransactionSql;
@@ -49,7 +49,15 @@ export function withDefaultUser(url: string): string {
  * same symptom as porsager/postgres#747). Without pipelining, waiting queries sit in a queue that
  * empties whenever load dips, and throughput is flat (52-58k queries/s on the same test).
  */
-export const POOL_OPTIONS = { idle_timeout: 30, connect_timeout: 5, max_pipeline: 1 } as const;
+export const POOL_OPTIONS = {
+  idle_timeout: 30,
+  connect_timeout: 5,
+  max_pipeline: 1,
+  // Seconds before the n-th reconnect after a failed one. The driver's default grows to 20 s
+  // ((0.5..1) × min(3^n / 100, 20)), so after a 5 s database outage writes waited 4-6 s more; this
+  // caps it at 0.5 s (measured recovery after a Postgres crash: 0.07-0.17 s, test/fault/restart).
+  backoff: (n: number) => Math.min(0.05 * 2 ** n, 0.5),
+};
 
 export interface DbOptions {
   url: string;
@@ -59,15 +67,6 @@ export interface DbOptions {
   max?: number;
   /** Of those, connections for transactions, each lent to one at a time (default: a third, at least 1). */
   txMax?: number;
-}
-
-export interface TxOptions {
-  /**
-   * Runs of the whole transaction function after a deadlock (40P01) or a serialization failure
-   * (40001), which roll everything back and are safe to retry. Default 5; 1 means no retry. The
-   * function must therefore have no effect outside the transaction before it returns.
-   */
-  attempts?: number;
 }
 
 /**
@@ -83,8 +82,8 @@ export interface TxOptions {
  * So no transaction ever runs on the shared pool: the autocommit pool refuses begin() and
  * reserve(), and each transaction gets a connection of its own from `tx()`: a set of one-
  * connection postgres.js instances, each lent to exactly one transaction at a time by our own
- * queue. On a connection nobody else can queue on, BEGIN is always the only statement in flight,
- * so the driver's reservation paths above are never reached, whatever max_pipeline is.
+ * queue, which sends BEGIN/COMMIT/ROLLBACK itself (transactions.ts), so the driver's reservation
+ * paths above are never reached, whatever max_pipeline is.
  */
 export interface Database {
   /** Autocommit statements only; `sql.begin()` and `sql.reserve()` throw (use `tx`). */
@@ -94,8 +93,6 @@ export interface Database {
   /** Closes every connection (waits up to `timeout` seconds for queries in flight). */
   end(opts?: { timeout?: number }): Promise<void>;
 }
-
-const RETRYABLE = new Set<string>([PG.serializationFailure, PG.deadlockDetected]);
 
 function connectionOptions(opts: DbOptions) {
   return {
@@ -117,45 +114,18 @@ export function createDb(opts: DbOptions): Database {
   };
   Object.assign(sql, { begin: refuse, reserve: refuse });
 
-  const slots = Array.from({ length: txMax }, () => postgres(url, { ...connectionOptions(opts), max: 1 }));
-  const idle = [...slots];
-  const waiting: Array<{ resolve: (slot: Sql) => void; reject: (e: Error) => void }> = [];
-  let ended = false;
-  const closed = () => new Error("the database pool is closed");
-  const acquire = (): Promise<Sql> => {
-    if (ended) return Promise.reject(closed());
-    const slot = idle.pop();
-    return slot ? Promise.resolve(slot) : new Promise((resolve, reject) => waiting.push({ resolve, reject }));
-  };
-  const release = (slot: Sql): void => {
-    const next = waiting.shift();
-    if (next) next.resolve(slot);
-    else idle.push(slot);
-  };
-
-  async function tx<T>(fn: (t: TxSql) => Promise<T>, txOpts: TxOptions = {}): Promise<T> {
-    const attempts = Math.max(1, txOpts.attempts ?? 5);
-    for (let attempt = 1; ; attempt++) {
-      const slot = await acquire();
-      try {
-        return (await slot.begin((t) => fn(t))) as T;
-      } catch (e) {
-        if (attempt >= attempts || !isPgError(e) || !RETRYABLE.has(e.code)) throw e;
-      } finally {
-        release(slot);
-      }
-      // Jittered and growing, so the transactions that collided do not collide again at once.
-      await new Promise((r) => setTimeout(r, Math.random() * 5 * 2 ** attempt));
-    }
-  }
+  // max_pipeline back to the driver's default: only the transaction's own statements queue on a
+  // slot; lifetime recycling off, since it would end a connection in the middle of a transaction.
+  const transactions = transactionPool(txMax, (onclose) => {
+    const slotOptions = { ...connectionOptions(opts), max: 1, max_pipeline: 100, max_lifetime: null, onclose };
+    return postgres(url, slotOptions);
+  });
 
   return {
     sql,
-    tx,
+    tx: transactions.tx,
     async end(endOpts = {}) {
-      ended = true;
-      for (const w of waiting.splice(0)) w.reject(closed());
-      await Promise.all([sql.end(endOpts), ...slots.map((s) => s.end(endOpts))]);
+      await Promise.all([sql.end(endOpts), transactions.end(endOpts)]);
     },
   };
 }

@@ -119,4 +119,72 @@ describe("createDb", () => {
     expect(rows.map((r) => r.v)).toEqual([2, 2]);
     expect(attempts).toBe(3);
   });
+
+  it("when the server drops every connection again and again under load, then no transaction commits in part, none acknowledged is lost, and every connection works afterwards", async () => {
+    // Its own schema, so its connections' application_name (tasksvc-<schema>) singles them out.
+    const STORM = "pool_storm";
+    const app = `tasksvc-${STORM}`;
+    const storm = createDb({ url: stack.databaseUrl, schema: STORM, max: 8, txMax: 4 });
+    const killer = createDb({ url: stack.databaseUrl, schema: STORM, max: 2, txMax: 1 });
+    const uncaught: unknown[] = [];
+    const onError = (e: unknown) => uncaught.push(e);
+    process.on("unhandledRejection", onError);
+    process.on("uncaughtException", onError);
+    try {
+      // Each transaction writes a pair: a row in `halves` alone would be a partial commit.
+      await killer.sql.unsafe(`create schema if not exists ${STORM}`);
+      await killer.sql.unsafe(`create table if not exists ${STORM}.halves (n int primary key)`);
+      await killer.sql.unsafe(`create table if not exists ${STORM}.wholes (n int primary key)`);
+      const acknowledged: number[] = [];
+      const failures = new Set<string>();
+      let next = 1_000_000;
+      const until = Date.now() + 2500;
+      const worker = async () => {
+        while (Date.now() < until) {
+          const n = next++;
+          try {
+            await storm.tx(async (t) => {
+              await t`insert into halves (n) values (${n})`;
+              await t`select pg_sleep(0.002)`;
+              await t`insert into wholes (n) values (${n})`;
+            });
+            acknowledged.push(n);
+          } catch (e) {
+            failures.add(String((e as { code?: string }).code ?? e));
+          }
+        }
+      };
+      const kill = async () => {
+        while (Date.now() < until) {
+          await killer.sql`select pg_terminate_backend(pid) from pg_stat_activity where application_name = ${app} and pid <> pg_backend_pid()`;
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      };
+      await Promise.all([...Array.from({ length: 8 }, worker), kill()]);
+
+      const halves = new Set((await killer.sql<{ n: number }[]>`select n from halves`).map((r) => r.n));
+      const wholes = new Set((await killer.sql<{ n: number }[]>`select n from wholes`).map((r) => r.n));
+      const partial = [...halves].filter((n) => !wholes.has(n)).length;
+      const lost = acknowledged.filter((n) => !wholes.has(n)).length;
+      console.log(`pool under terminations: acknowledged ${acknowledged.length}, lost ${lost}, partial commits ${partial}, failures ${[...failures].join(", ")}`);
+      expect(partial).toBe(0);
+      expect(lost).toBe(0);
+      expect(acknowledged.length).toBeGreaterThan(0);
+      // Only connection failures, which callers see as 503 (never a wedge or a driver crash).
+      for (const f of failures) expect(["CONNECTION_CLOSED", "57P01", "CONNECTION_DESTROYED", "ECONNRESET"], f).toContain(f);
+      // Every transaction connection serves again: as many at once as there are, within a deadline.
+      const after = await Promise.race([
+        Promise.all(Array.from({ length: 8 }, () => storm.tx((t) => t`select 1 as ok`))),
+        new Promise<"wedged">((r) => setTimeout(() => r("wedged"), 5000)),
+      ]);
+      expect(after).not.toBe("wedged");
+      expect(uncaught).toEqual([]);
+    } finally {
+      process.off("unhandledRejection", onError);
+      process.off("uncaughtException", onError);
+      await storm.end({ timeout: 1 });
+      await killer.sql.unsafe(`drop schema if exists ${STORM} cascade`);
+      await killer.end({ timeout: 1 });
+    }
+  });
 });
