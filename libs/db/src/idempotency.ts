@@ -13,22 +13,39 @@ export class KeyRecordedMeanwhile extends Error {}
  *     created_at timestamptz default now(), primary key (credential_id, key));
  *
  * Records live 24 hours, like the gateway's. The flow of a keyed write:
- * `replay()` before the work; `recordOnce()` inside the write's transaction; on
- * KeyRecordedMeanwhile, `replay()` again after the rollback.
+ * `replay()` before the work (the cheap path of a retry); inside the write's transaction
+ * `replayLocked()` first and `recordOnce()` last; on KeyRecordedMeanwhile, `replay()` again.
  */
 export function idempotencyRecords(sql: Sql) {
+  /**
+   * The stored result of `operation` under this key, or undefined (also when there is no key).
+   * A key stored for another operation is 422 idempotency_key_reused.
+   */
+  async function replay<T>(credentialId: string, key: string | undefined, operation: string): Promise<T | undefined> {
+    if (key === undefined) return undefined;
+    const [row] = await sql<{ operation: string; result: T }[]>`
+      select operation, result from idempotency where credential_id = ${credentialId} and key = ${key} and created_at > now() - interval '24 hours'`;
+    if (!row) return undefined;
+    if (row.operation !== operation) throw new AppError("idempotency_key_reused", "This Idempotency-Key was already used for a different request.");
+    return row.result;
+  }
+
   return {
+    replay,
+
     /**
-     * The stored result of `operation` under this key, or undefined (also when there is no key).
-     * A key stored for another operation is 422 idempotency_key_reused.
+     * Inside the write's transaction, before its work: waits for any twin execution of this key
+     * (a retry sent after a 503 while the first attempt still runs) to commit, then returns what
+     * it stored. Without the wait the twin's own checks (a unique name, an entry already placed)
+     * refused the retry with a 400 although the write it repeats had succeeded. The advisory lock
+     * is held to the end of the transaction; nothing without a key takes it.
      */
-    async replay<T>(credentialId: string, key: string | undefined, operation: string): Promise<T | undefined> {
+    async replayLocked<T>(credentialId: string, key: string | undefined, operation: string): Promise<T | undefined> {
       if (key === undefined) return undefined;
-      const [row] = await sql<{ operation: string; result: T }[]>`
-        select operation, result from idempotency where credential_id = ${credentialId} and key = ${key} and created_at > now() - interval '24 hours'`;
-      if (!row) return undefined;
-      if (row.operation !== operation) throw new AppError("idempotency_key_reused", "This Idempotency-Key was already used for a different request.");
-      return row.result;
+      await sql`select pg_advisory_xact_lock(hashtextextended(${`idempotency:${credentialId}:${key}`}, 0))`;
+      // A statement of its own: under read committed it sees what the twin committed while we
+      // waited (the waiting statement's snapshot predates that commit).
+      return replay<T>(credentialId, key, operation);
     },
 
     /** Records a write's result under its key (nothing without a key); throws KeyRecordedMeanwhile. */

@@ -1,5 +1,6 @@
 import { decodeJson, connectNats, jetstreamManager, type NatsConnection } from "@tasksvc/nats";
 import { taskEventsStream, type TaskEvent } from "@tasksvc/contracts";
+import postgres from "postgres";
 import type { StackInfo } from "./stack.js";
 
 /**
@@ -8,6 +9,7 @@ import type { StackInfo } from "./stack.js";
  */
 export function taskEvents(stack: StackInfo) {
   let nc: NatsConnection | undefined;
+  let db: postgres.Sql | undefined;
   const stream = taskEventsStream(stack.namespace);
   const jsm = async () => jetstreamManager((nc ??= await connectNats({ url: stack.natsUrl, name: "test-events" })));
 
@@ -26,8 +28,24 @@ export function taskEvents(stack: StackInfo) {
     return out;
   }
 
+  /**
+   * The stream's end once every change committed so far has reached it: the relay publishes
+   * after the commit, so a mark taken while a previous change's row waits in the outbox would
+   * count that change's event as one of the next.
+   */
+  async function mark(): Promise<number> {
+    db ??= postgres(stack.databaseUrl, { max: 1, onnotice: () => {} });
+    const deadline = Date.now() + 5000;
+    while (Date.now() < deadline) {
+      const [row] = await db<{ n: number }[]>`select count(*)::int as n from tasks.outbox`;
+      if (row?.n === 0) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    return lastSeq();
+  }
+
   return {
-    mark: lastSeq,
+    mark,
     since,
     /**
      * Events of one organization after `mark`, once `count` of them arrived (or the deadline
@@ -46,6 +64,7 @@ export function taskEvents(stack: StackInfo) {
     },
     async close() {
       await nc?.drain();
+      await db?.end({ timeout: 1 });
     },
   };
 }

@@ -47,6 +47,21 @@ function parse<S extends z.ZodType>(schema: S | undefined, value: unknown, what:
   return r.data;
 }
 
+const READY_CHECK_MS = 1000;
+
+/** "ok" when `p` settles well within `ms`, else "unreachable". */
+function within(ms: number, p: PromiseLike<unknown>): Promise<"ok" | "unreachable"> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<"unreachable">((resolve) => {
+    timer = setTimeout(() => resolve("unreachable"), ms);
+  });
+  const settled = Promise.resolve(p).then(
+    () => "ok" as const,
+    () => "unreachable" as const,
+  );
+  return Promise.race([settled, late]).finally(() => clearTimeout(timer));
+}
+
 function baseContext(req: FastifyRequest): RpcContext {
   return { request_id: String(req.id), organization_id: null, user_id: null, credential_id: null, scopes: [], plan: null };
 }
@@ -104,9 +119,11 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
 
   app.get("/healthz", async () => ({ status: "ok" }));
   app.get("/readyz", async (req, reply) => {
+    // Bounded: while Postgres restarts a query waits for the reconnect, and a flush waits for
+    // NATS; a readiness probe must answer 503 meanwhile, not hang past the prober's timeout.
     const checks = await Promise.all([
-      opts.sql`select 1`.then(() => "ok", () => "unreachable"),
-      opts.nc.isClosed() ? Promise.resolve("unreachable") : opts.nc.flush().then(() => "ok", () => "unreachable"),
+      within(READY_CHECK_MS, opts.sql`select 1`),
+      opts.nc.isClosed() ? Promise.resolve("unreachable") : within(READY_CHECK_MS, opts.nc.flush()),
     ]);
     const [postgres, nats] = checks;
     if (postgres === "ok" && nats === "ok") return { status: "ready", checks: { postgres, nats } };

@@ -104,6 +104,8 @@ export function boardsService(deps: BoardsDeps) {
       const { organizationId: org, userId: user } = c;
       try {
         return await deps.tx(async (r) => {
+          const twin = await r.idempotency.replayLocked<BoardEntry>(c.credentialId, key, "planEntry");
+          if (twin) return twin;
           const numbers = [numberOf(task), ...subtasks.map(numberOf)];
           const existing = new Map((await r.entriesOf(org, user, body.date, numbers)).map((e) => [Number(e.task_number), e]));
           const own = existing.get(numberOf(task));

@@ -155,6 +155,8 @@ export function keysService(deps: KeysDeps) {
       if (credentialId === undefined || idemKey === undefined) return mint(repo);
       try {
         return await deps.tx(async (r) => {
+          const twin = await r.idempotency.replayLocked<CreatedApiKey>(credentialId, idemKey, "createApiKey");
+          if (twin) return twin;
           const created = await mint(r);
           await r.idempotency.recordOnce(credentialId, idemKey, "createApiKey", created);
           return created;

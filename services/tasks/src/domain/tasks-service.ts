@@ -96,6 +96,8 @@ export function tasksService(deps: TasksDeps) {
       const touched: number[] = [];
       const result = await deps.tx(async (r) => {
         touched.length = 0;
+        const twin = await r.idempotency.replayLocked<T>(c.credentialId, key, operation);
+        if (twin !== undefined) return twin;
         const out = await fn(r, touched);
         await r.idempotency.recordOnce(c.credentialId, key, operation, out);
         return out;
