@@ -86,8 +86,12 @@ export function transactionPool(size: number, connect: (onclose: () => void) => 
     active.add(slot);
     let trusted = true;
     try {
-      await slot.sql`begin`;
+      // BEGIN goes out now and the function's first statement right behind it on the same
+      // connection (one round trip saved); both are sent before any socket event can intervene.
+      const begun = slot.sql`begin`.execute();
+      begun.catch(() => undefined); // awaited below; a failure surfaces there or in fn
       const result = await fn(slot.sql as unknown as TxSql);
+      await begun;
       if (slot.closes !== closes) throw new TransactionConnectionLost();
       const done = await slot.sql`commit`;
       // COMMIT of a transaction aborted by an error the function swallowed is a ROLLBACK.

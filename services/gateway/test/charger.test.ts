@@ -51,9 +51,12 @@ function countingRepo() {
 }
 
 async function counters(id: Identity) {
-  const [b] = await sql<{ n: number }[]>`select coalesce(sum(count), 0)::int as n from burst_counters where credential_id = ${id.credential_id}`;
-  const [q] = await sql<{ n: number }[]>`select coalesce(sum(count), 0)::int as n from usage_counters where organization_id = ${id.organization_id}`;
-  return { burst: b!.n, quota: q!.n };
+  // One statement, one snapshot: read apart, a give-back committing in between showed a burst
+  // count from before it next to a quota count from after it.
+  const [c] = await sql<{ burst: number; quota: number }[]>`
+    select (select coalesce(sum(count), 0)::int from burst_counters where credential_id = ${id.credential_id}) as burst,
+           (select coalesce(sum(count), 0)::int from usage_counters where organization_id = ${id.organization_id}) as quota`;
+  return { burst: c?.burst ?? -1, quota: c?.quota ?? -1 };
 }
 
 async function outcomes(charges: Promise<unknown>[]) {

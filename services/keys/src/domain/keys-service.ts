@@ -154,9 +154,9 @@ export function keysService(deps: KeysDeps) {
         });
       if (credentialId === undefined || idemKey === undefined) return mint(repo);
       try {
+        // No replayLocked() here: minting refuses nothing a twin could have caused, so a twin
+        // running at the same time simply loses at recordOnce (its key rolls back) and replays.
         return await deps.tx(async (r) => {
-          const twin = await r.idempotency.replayLocked<CreatedApiKey>(credentialId, idemKey, "createApiKey");
-          if (twin) return twin;
           const created = await mint(r);
           await r.idempotency.recordOnce(credentialId, idemKey, "createApiKey", created);
           return created;
