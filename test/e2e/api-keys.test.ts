@@ -1,4 +1,5 @@
-import { DEFAULT_KEY_SCOPES, SCOPES } from "@tasksvc/contracts";
+import { DEFAULT_KEY_SCOPES, keysRpc, SCOPES } from "@tasksvc/contracts";
+import { client, connectNats } from "@tasksvc/nats";
 import { api, factories, itEnforcesAuth } from "@tasksvc/testing";
 import postgres from "postgres";
 import { afterAll, describe, expect, inject, it } from "vitest";
@@ -130,9 +131,35 @@ describe("POST /v1/api-keys", () => {
     await db`delete from gateway.idempotency_keys where key = 'mint-once'`;
     const retry = await gw2.post("/v1/api-keys", { name: "minted once" }, { token: t.apiKey, headers });
     expect(retry.status, retry.text).toBe(201);
-    expect({ id: retry.body.id, key: retry.body.key }).toEqual({ id: first.body.id, key: first.body.key });
+    expect(retry.body).toEqual(first.body);
     const rows = await db`select id from keys.api_keys where organization_id = ${t.organizationId} and name = 'minted once'`;
     expect(rows.map((r) => r["id"])).toEqual([first.body.id]);
+    // The recorded answer is the stored key as a read shows it.
+    const { key: _secret, ...shown } = first.body;
+    expect((await listKeys(t.apiKey)).find((k) => k["id"] === first.body.id)).toEqual(shown);
+  });
+
+  it("when two executions of one keyed mint reach the keys service at once (twins), then both answer the same key and one is stored", async () => {
+    const t = await f.tenant();
+    const nc = await connectNats({ url: stack.natsUrl, name: "test-twins" });
+    try {
+      const keys = client(nc, keysRpc, { namespace: stack.namespace, timeoutMs: 10_000 });
+      const ctx = {
+        request_id: "req_twins",
+        organization_id: t.organizationId,
+        user_id: t.userId,
+        credential_id: "key_twin_credential",
+        scopes: [...SCOPES],
+        plan: "pro" as const,
+        idempotency_key: "twin-mint",
+      };
+      const answers = await Promise.all(Array.from({ length: 6 }, () => keys.call("createApiKey", { name: "twin" }, ctx)));
+      expect(new Set(answers.map((a) => a.key)).size).toBe(1);
+      const rows = await db`select id from keys.api_keys where organization_id = ${t.organizationId} and name = 'twin'`;
+      expect(rows.map((r) => r["id"])).toEqual([answers[0]?.id]);
+    } finally {
+      await nc.close();
+    }
   });
 });
 

@@ -25,8 +25,7 @@ const SWEEP_EVERY_MS = 60 * 60_000;
 export async function startKeys(cfg: KeysConfig, log: Logger) {
   await ensureDatabase(cfg.DATABASE_URL);
   await migrate({ url: cfg.DATABASE_URL, schema: SCHEMA, dir: MIGRATIONS_DIR, log });
-  // Half for transactions: minting an API key (its hot write) is one, with its Idempotency-Key record.
-  const db = createDb({ url: cfg.DATABASE_URL, schema: SCHEMA, max: 10, txMax: 5 });
+  const db = createDb({ url: cfg.DATABASE_URL, schema: SCHEMA });
   await checkDb(db, cfg.DATABASE_URL);
   const nc = await connectNats({ url: cfg.NATS_URL, name: "keys" });
   const repo = keysRepo(db.sql);

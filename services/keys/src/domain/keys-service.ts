@@ -14,9 +14,9 @@ import {
   type Role,
   type Scope,
 } from "@tasksvc/contracts";
-import { KeyRecordedMeanwhile, newId } from "@tasksvc/db";
+import { newId } from "@tasksvc/db";
 import { AppError } from "@tasksvc/errors";
-import { toApiKey, toOrganization, type KeysRepo, type OrgRow } from "../repo/keys-repo.js";
+import { toApiKey, toOrganization, type KeysRepo, type NewKey, type OrgRow } from "../repo/keys-repo.js";
 import type { DevIssuer } from "./dev-issuer.js";
 import { hashKey, keyPrefix, mintKeySecret } from "./secrets.js";
 
@@ -128,7 +128,7 @@ export function keysService(deps: KeysDeps) {
 
     async createApiKey(t: Tenant, body: CreateApiKeyBody): Promise<CreatedApiKey> {
       // A keyed request mints once (DESIGN.md section 1): the key is recorded with the new key in
-      // the minting transaction, so a retry after a crash anywhere between the insert and the
+      // the minting statement, so a retry after a crash anywhere between the insert and the
       // gateway's own record (a killed gateway, a reply lost with the keys replica) gets the same
       // key back instead of a second one. A replay comes first, as the gateway's would.
       const credentialId = t.credentialId ?? undefined;
@@ -143,31 +143,36 @@ export function keysService(deps: KeysDeps) {
         throw new AppError("insufficient_scope", `Minting API keys requires an owner or admin membership; the calling user is ${m ? `a ${m.role}` : "not a member"}.`);
       }
       const expiresAt = body.expires_in_days === undefined ? null : new Date(Date.now() + body.expires_in_days * 86_400_000);
-      const mint = (r: KeysRepo) =>
-        mintKey(r, {
-          orgId: t.organizationId,
-          userId: t.userId,
-          name: body.name,
-          scopes: [...new Set(body.scopes ?? DEFAULT_KEY_SCOPES)],
-          kind: body.test_mode ? "test" : "live",
-          expiresAt,
-        });
-      if (credentialId === undefined || idemKey === undefined) return mint(repo);
-      try {
-        // No replayLocked() here: minting refuses nothing a twin could have caused, so a twin
-        // running at the same time simply loses at recordOnce (its key rolls back) and replays.
-        return await deps.tx(async (r) => {
-          const created = await mint(r);
-          await r.idempotency.recordOnce(credentialId, idemKey, "createApiKey", created);
-          return created;
-        });
-      } catch (e) {
-        if (e instanceof KeyRecordedMeanwhile) {
-          const again = await repo.idempotency.replay<CreatedApiKey>(credentialId, idemKey, "createApiKey");
-          if (again) return again;
-        }
-        throw e;
+      const scopes = [...new Set(body.scopes ?? DEFAULT_KEY_SCOPES)];
+      const kind = body.test_mode ? "test" : "live";
+      if (credentialId === undefined || idemKey === undefined) {
+        return mintKey(repo, { orgId: t.organizationId, userId: t.userId, name: body.name, scopes, kind, expiresAt });
       }
+      // Keyed: the key and its record in one statement, the answer computed before it (so that
+      // the record can hold it): no transaction, one round trip, as cheap as an unkeyed mint.
+      const secret = mintKeySecret(kind);
+      const createdAt = new Date();
+      const key: NewKey & { createdAt: Date } = {
+        id: newId("key"),
+        organizationId: t.organizationId,
+        userId: t.userId,
+        name: body.name,
+        keyHash: hashKey(secret),
+        keyPrefix: keyPrefix(secret),
+        scopes,
+        legacy: false,
+        testMode: kind === "test",
+        expiresAt,
+        createdAt,
+      };
+      const created: CreatedApiKey = {
+        ...toApiKey({ id: key.id, name: key.name, key_prefix: key.keyPrefix, scopes, last_used_at: null, expires_at: expiresAt, created_at: createdAt, legacy: false }),
+        key: secret,
+      };
+      if (await repo.insertKeyOnce(key, { credentialId, key: idemKey, result: created })) return created;
+      const again = await repo.idempotency.replay<CreatedApiKey>(credentialId, idemKey, "createApiKey");
+      if (again) return again;
+      throw new AppError("internal_error", "The Idempotency-Key was recorded but its result could not be read back.");
     },
 
     listApiKeys(t: Tenant, limit: number, after: string | undefined): Promise<Page<ApiKey>> {

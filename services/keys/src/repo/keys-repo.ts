@@ -150,6 +150,29 @@ export function keysRepo(sql: Sql) {
       return row;
     },
 
+    /**
+     * Inserts a key and, in the same statement, its Idempotency-Key record (`result` is what the
+     * creation answered, computed before the insert). False when a record of that key younger than
+     * 24 h exists (a twin, or the first attempt of a retry): nothing is inserted. A twin still in
+     * flight makes this wait for its commit, then answer false.
+     */
+    async insertKeyOnce(k: NewKey & { createdAt: Date }, once: { credentialId: string; key: string; result: unknown }): Promise<boolean> {
+      const rows = await sql`
+        with recorded as (
+          insert into idempotency as i (credential_id, key, operation, result)
+          values (${once.credentialId}, ${once.key}, 'createApiKey', ${sql.json(once.result as never)})
+          on conflict (credential_id, key) do update set operation = excluded.operation, result = excluded.result, created_at = now()
+            where i.created_at <= now() - interval '24 hours'
+          returning 1
+        )
+        insert into api_keys (id, organization_id, user_id, name, key_hash, key_prefix, scopes, legacy, test_mode, expires_at, created_at)
+        select ${k.id}, ${k.organizationId}, ${k.userId}, ${k.name}, ${k.keyHash}, ${k.keyPrefix},
+               ${sql.array(k.scopes as Scope[])}, ${k.legacy}, ${k.testMode}, ${k.expiresAt}, ${k.createdAt}
+        from recorded
+        returning id`;
+      return rows.length === 1;
+    },
+
     async insertKey(k: NewKey): Promise<KeyRow> {
       const [row] = await sql<KeyRow[]>`
         insert into api_keys (id, organization_id, user_id, name, key_hash, key_prefix, scopes, legacy, test_mode, expires_at)
