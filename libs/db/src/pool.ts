@@ -98,7 +98,9 @@ function connectionOptions(opts: DbOptions) {
   return {
     ...POOL_OPTIONS,
     onnotice: () => {},
-    connection: { search_path: opts.schema, application_name: `tasksvc-${opts.schema}` },
+    // TimeZone UTC: a server set to another zone returns old timestamps with offsets such as
+    // +00:53:28 that JavaScript cannot parse (a 500 on reading them).
+    connection: { search_path: opts.schema, application_name: `tasksvc-${opts.schema}`, TimeZone: "UTC" },
   };
 }
 
