@@ -38,6 +38,16 @@ export function mapPgError(e: unknown, byConstraint: Record<string, () => AppErr
 const CONNECTION_CODES = new Set(["CONNECTION_CLOSED", "CONNECTION_DESTROYED", "CONNECTION_ENDED", "CONNECT_TIMEOUT", "ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT"]);
 
 /**
+ * The database cannot be reached, went away, or is restarting: a driver or socket failure,
+ * SQLSTATE class 08, 57P01-57P03 (shutdown, crash, starting up) or 53300 (too many connections).
+ */
+export function isConnectionError(e: unknown): boolean {
+  const code = typeof e === "object" && e !== null ? (e as { code?: unknown }).code : undefined;
+  if (typeof code !== "string") return false;
+  return CONNECTION_CODES.has(code) || code.startsWith("08") || code === "57P01" || code === "57P02" || code === "57P03" || code === "53300";
+}
+
+/**
  * The database errors that are not the service's bug, as the AppError a caller should see;
  * undefined for everything else (a real 500).
  *
@@ -50,12 +60,10 @@ const CONNECTION_CODES = new Set(["CONNECTION_CLOSED", "CONNECTION_DESTROYED", "
  *   it committed, so retrying is always safe.
  */
 export function databaseErrorAsAppError(e: unknown): AppError | undefined {
-  const code = typeof e === "object" && e !== null ? (e as { code?: unknown }).code : undefined;
-  if (typeof code !== "string") return undefined;
-  if (CONNECTION_CODES.has(code) || code.startsWith("08") || code === "57P01" || code === "57P02" || code === "57P03" || code === "53300") {
+  if (isConnectionError(e)) {
     return new AppError("service_unavailable", "The database is unavailable for a moment; retry shortly (with the same Idempotency-Key for a write).", { cause: e, retryAfter: 1 });
   }
-  if (isPgError(e) && code.startsWith("22")) {
+  if (isPgError(e) && e.code.startsWith("22")) {
     return new AppError("validation_failed", "A value in the request cannot be stored (it is out of range or contains characters that are not allowed).", {
       cause: e,
       errors: [{ pointer: "/", message: "contains a value that cannot be stored" }],

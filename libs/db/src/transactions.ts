@@ -1,5 +1,5 @@
 import postgres from "postgres";
-import { isPgError, PG } from "./errors.js";
+import { isConnectionError, isPgError, PG } from "./errors.js";
 
 type Sql = postgres.Sql;
 type TxSql = postgres.TransactionSql;
@@ -106,7 +106,7 @@ export function transactionPool(size: number, connect: (onclose: () => void) => 
           trusted = false;
         }
       }
-      throw slot.closes !== closes && !(e instanceof TransactionConnectionLost) && !isConnectionFailure(e) ? new TransactionConnectionLost() : e;
+      throw slot.closes !== closes && !(e instanceof TransactionConnectionLost) && !isConnectionError(e) ? new TransactionConnectionLost() : e;
     } finally {
       active.delete(slot);
       if (!trusted && !ended) slot = replace(slot);
@@ -134,9 +134,4 @@ export function transactionPool(size: number, connect: (onclose: () => void) => 
       await Promise.all(slots.map((s) => s.sql.end(opts)));
     },
   };
-}
-
-function isConnectionFailure(e: unknown): boolean {
-  const code = typeof e === "object" && e !== null ? (e as { code?: unknown }).code : undefined;
-  return typeof code === "string" && (code.startsWith("CONNECT") || code.startsWith("E") || code.startsWith("08") || code.startsWith("57P"));
 }

@@ -76,12 +76,12 @@ export function keysService(deps: KeysDeps) {
     return org;
   }
 
-  async function mintKey(
-    r: KeysRepo,
-    a: { orgId: string; userId: string; name: string | null; scopes: readonly Scope[]; kind: "live" | "test" | "legacy"; expiresAt: Date | null },
-  ): Promise<CreatedApiKey> {
+  type KeySpec = { orgId: string; userId: string; name: string | null; scopes: readonly Scope[]; kind: "live" | "test" | "legacy"; expiresAt: Date | null };
+
+  /** A new key's row (its secret only hashed) and the secret to show once. */
+  function newKey(a: KeySpec): { key: NewKey; secret: string } {
     const secret = mintKeySecret(a.kind);
-    const row = await r.insertKey({
+    const key: NewKey = {
       id: newId("key"),
       organizationId: a.orgId,
       userId: a.userId,
@@ -92,8 +92,13 @@ export function keysService(deps: KeysDeps) {
       legacy: a.kind === "legacy",
       testMode: a.kind === "test",
       expiresAt: a.expiresAt,
-    });
-    return { ...toApiKey(row), key: secret };
+    };
+    return { key, secret };
+  }
+
+  async function mintKey(r: KeysRepo, a: KeySpec): Promise<CreatedApiKey> {
+    const { key, secret } = newKey(a);
+    return { ...toApiKey(await r.insertKey(key)), key: secret };
   }
 
   return {
@@ -143,30 +148,21 @@ export function keysService(deps: KeysDeps) {
         throw new AppError("insufficient_scope", `Minting API keys requires an owner or admin membership; the calling user is ${m ? `a ${m.role}` : "not a member"}.`);
       }
       const expiresAt = body.expires_in_days === undefined ? null : new Date(Date.now() + body.expires_in_days * 86_400_000);
-      const scopes = [...new Set(body.scopes ?? DEFAULT_KEY_SCOPES)];
-      const kind = body.test_mode ? "test" : "live";
-      if (credentialId === undefined || idemKey === undefined) {
-        return mintKey(repo, { orgId: t.organizationId, userId: t.userId, name: body.name, scopes, kind, expiresAt });
-      }
-      // Keyed: the key and its record in one statement, the answer computed before it (so that
-      // the record can hold it): no transaction, one round trip, as cheap as an unkeyed mint.
-      const secret = mintKeySecret(kind);
-      const createdAt = new Date();
-      const key: NewKey & { createdAt: Date } = {
-        id: newId("key"),
-        organizationId: t.organizationId,
+      const spec: KeySpec = {
+        orgId: t.organizationId,
         userId: t.userId,
         name: body.name,
-        keyHash: hashKey(secret),
-        keyPrefix: keyPrefix(secret),
-        scopes,
-        legacy: false,
-        testMode: kind === "test",
+        scopes: [...new Set(body.scopes ?? DEFAULT_KEY_SCOPES)],
+        kind: body.test_mode ? "test" : "live",
         expiresAt,
-        createdAt,
       };
+      if (credentialId === undefined || idemKey === undefined) return mintKey(repo, spec);
+      // Keyed: the key and its record in one statement, the answer computed before it (so that
+      // the record can hold it): no transaction, one round trip, as cheap as an unkeyed mint.
+      const { key: row, secret } = newKey(spec);
+      const key = { ...row, createdAt: new Date() };
       const created: CreatedApiKey = {
-        ...toApiKey({ id: key.id, name: key.name, key_prefix: key.keyPrefix, scopes, last_used_at: null, expires_at: expiresAt, created_at: createdAt, legacy: false }),
+        ...toApiKey({ id: key.id, name: key.name, key_prefix: key.keyPrefix, scopes: [...key.scopes], last_used_at: null, expires_at: key.expiresAt, created_at: key.createdAt, legacy: key.legacy }),
         key: secret,
       };
       if (await repo.insertKeyOnce(key, { credentialId, key: idemKey, result: created })) return created;

@@ -164,7 +164,7 @@ export function tasksService(deps: TasksDeps) {
         // Like dependencies, the parent relation stays acyclic only if no two parent changes of
         // one organization check the tree at once: A→B, B→C and C→A each pass alone. Taken
         // before the row lock, always in this order, so it adds no deadlock.
-        if (p.parent_task_id !== undefined && p.parent_task_id !== null) await r.lockHierarchy(org);
+        if (p.parent_task_id !== undefined && p.parent_task_id !== null) await r.lockGraph(org, "hierarchy");
         const row = await existingTask(r, org, ref, true);
         const number = Number(row.number);
         const before = contentOf(row);
@@ -229,7 +229,7 @@ export function tasksService(deps: TasksDeps) {
         const org = c.organizationId;
         // One writer per organization's graph at a time: two links that together would close a
         // loop cannot both pass the check.
-        await r.lockDependencyGraph(org);
+        await r.lockGraph(org, "dependencies");
         const row = await existingTask(r, org, ref);
         const blocked = Number(row.number);
         const blocker = taskNumber(blockerRef);

@@ -338,14 +338,12 @@ export function tasksRepo(sql: Sql) {
 
     // -- dependencies -----------------------------------------------------------------------
 
-    /** Serializes dependency writes of one organization (the acyclicity check reads the graph). */
-    /** Serializes parent changes within one organization (see updateTask); held to the commit. */
-    async lockHierarchy(org: string): Promise<void> {
-      await sql`select pg_advisory_xact_lock(hashtextextended(${"tasks.hierarchy:" + org}, 0))`;
-    },
-
-    async lockDependencyGraph(org: string): Promise<void> {
-      await sql`select pg_advisory_xact_lock(hashtextextended(${"tasks.dependencies:" + org}, 0))`;
+    /**
+     * Serializes the writes of one organization's graph, parents ("hierarchy", see updateTask) or
+     * dependencies, whose acyclicity checks read the graph; held to the commit.
+     */
+    async lockGraph(org: string, graph: "hierarchy" | "dependencies"): Promise<void> {
+      await sql`select pg_advisory_xact_lock(hashtextextended(${`tasks.${graph}:${org}`}, 0))`;
     },
 
     /** True when `from` is already blocked, directly or transitively, by `target`. */
