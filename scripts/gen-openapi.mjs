@@ -1,8 +1,8 @@
 #!/usr/bin/env node
-// Writes docs/openapi.json from the built gateway's route table (npm run openapi).
+// Writes docs/openapi.json from the built gateway's operations (npm run openapi).
 import { writeFileSync } from "node:fs";
-import { buildOpenApi, routes } from "@tasksvc/gateway";
+import { buildOpenApi, operations } from "@tasksvc/gateway";
 
 const out = new URL("../docs/openapi.json", import.meta.url);
-writeFileSync(out, `${JSON.stringify(buildOpenApi(routes), null, 2)}\n`);
+writeFileSync(out, `${JSON.stringify(buildOpenApi(operations), null, 2)}\n`);
 console.log(`wrote ${out.pathname}`);

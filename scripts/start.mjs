@@ -3,26 +3,30 @@
 // with prefixed output. Ctrl-C stops everything; if one process dies, the others are stopped too.
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
+// The registry (libs/contracts/src/services.ts), built: `npm start` and `make run` build first.
+import { SERVICES } from "@tasksvc/contracts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-// Start order matters only for readability of the first lines; each service waits for nothing.
-const services = ["keys", "tasks", "boards", "gateway"];
+// Registry order matters only for readability of the first lines; each service waits for nothing.
+const services = SERVICES.map((s) => s.name);
 const children = new Map();
 let stopping = false;
+let exitCode = 0;
 
 function stopAll(code) {
   if (stopping) return;
   stopping = true;
+  exitCode = code;
   for (const child of children.values()) child.kill("SIGTERM");
   const force = setTimeout(() => {
     for (const child of children.values()) child.kill("SIGKILL");
-    process.exit(code);
+    process.exit(1);
   }, 10_000);
   force.unref();
   const wait = setInterval(() => {
     if (children.size === 0) {
       clearInterval(wait);
-      process.exit(code);
+      process.exit(exitCode);
     }
   }, 50);
 }
@@ -46,7 +50,11 @@ for (const name of services) {
   pipe(name, child.stderr, process.stderr);
   child.on("exit", (code, signal) => {
     children.delete(name);
-    if (!stopping) {
+    if (stopping) {
+      // Each service exits 0 once drained; anything else (a failed stop) fails the whole run.
+      if (code !== 0) exitCode = 1;
+      process.stderr.write(`${name.padEnd(8)}| stopped (${signal ?? `exit ${code}`})\n`);
+    } else {
       process.stderr.write(`${name.padEnd(8)}| exited (${signal ?? code}); stopping the stack\n`);
       stopAll(code || 1);
     }

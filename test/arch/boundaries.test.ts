@@ -26,15 +26,43 @@ const ALLOWED_ONLY_IN: Record<string, string[]> = {
   jose: ["services/gateway", "services/keys"],
 };
 
+/**
+ * The libraries' one-way graph (STYLE.md): contracts ← errors ← db / nats; config and logger
+ * stand alone; runtime (how every service starts and stops) sits on all of those; testing
+ * (dev only) on runtime. No library imports a service: the test stack loads them by name.
+ */
+const LIB_DEPS: Record<string, string[]> = {
+  "libs/contracts": [],
+  "libs/config": [],
+  "libs/logger": [],
+  "libs/errors": ["@tasksvc/contracts"],
+  "libs/db": ["@tasksvc/config", "@tasksvc/errors", "@tasksvc/logger"],
+  "libs/nats": ["@tasksvc/config", "@tasksvc/contracts", "@tasksvc/errors", "@tasksvc/logger"],
+  "libs/runtime": ["@tasksvc/config", "@tasksvc/contracts", "@tasksvc/db", "@tasksvc/logger", "@tasksvc/nats"],
+  "libs/testing": ["@tasksvc/config", "@tasksvc/contracts", "@tasksvc/db", "@tasksvc/logger", "@tasksvc/nats", "@tasksvc/runtime"],
+};
+/** Packages that never ship: their devDependencies count as declared (pruned from the image). */
+const DEV_ONLY = ["libs/testing"];
+
 describe("package boundaries", () => {
   for (const pkg of packages) {
     const name = relative(root, pkg);
-    const manifest = JSON.parse(readFileSync(join(pkg, "package.json"), "utf8")) as { dependencies?: Record<string, string>; exports?: Record<string, unknown> };
-    const declared = new Set(Object.keys(manifest.dependencies ?? {}));
+    const manifest = JSON.parse(readFileSync(join(pkg, "package.json"), "utf8")) as {
+      dependencies?: Record<string, string>;
+      devDependencies?: Record<string, string>;
+      exports?: Record<string, unknown>;
+    };
+    const declared = new Set([...Object.keys(manifest.dependencies ?? {}), ...(DEV_ONLY.includes(name) ? Object.keys(manifest.devDependencies ?? {}) : [])]);
 
     it(`when ${name} is packaged, then it exposes only "."`, () => {
       expect(Object.keys(manifest.exports ?? {})).toEqual(["."]);
     });
+
+    if (!DEV_ONLY.includes(name)) {
+      it(`when ${name} ships, then none of its dependencies is test tooling (kept out of the image)`, () => {
+        for (const dep of ["@tasksvc/testing", "testcontainers", "vitest"]) expect(declared.has(dep), `${name} depends on ${dep}`).toBe(false);
+      });
+    }
 
     it(`when ${name}/src imports a package, then it declares it and the edge is allowed`, () => {
       for (const file of sources(join(pkg, "src"))) {
@@ -45,8 +73,9 @@ describe("package boundaries", () => {
           if (name.startsWith("services/") && dep.startsWith("@tasksvc/")) {
             expect(dep.startsWith("@tasksvc/") && !SERVICES.includes(dep), `${name} imports another service (${dep})`).toBe(true);
           }
-          if (name.startsWith("libs/") && name !== "libs/testing") {
+          if (name.startsWith("libs/")) {
             expect(SERVICES.includes(dep), `${name} imports a service`).toBe(false);
+            if (dep.startsWith("@tasksvc/")) expect(LIB_DEPS[name] ?? [], `${name} may not import ${dep} (STYLE.md "What may import what")`).toContain(dep);
           }
           const only = ALLOWED_ONLY_IN[dep];
           if (only) expect(only, `${relative(root, file)} may not import ${dep}`).toContain(name);

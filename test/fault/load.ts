@@ -39,7 +39,7 @@
 import { randomBytes } from "node:crypto";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
-import { taskEventsStream } from "@tasksvc/contracts";
+import { TaskEvent, taskEventsStream } from "@tasksvc/contracts";
 import { factories, type StackInfo } from "@tasksvc/testing";
 import postgres from "postgres";
 
@@ -616,13 +616,8 @@ interface VersionRow {
   project_ids: string[];
   created_at: Date;
 }
-/** The fields of a task event (libs/contracts TaskEvent) the verification reads. */
-export interface EventMsg {
-  id: string;
-  type: string;
-  organization_id: string;
-  data: { id: string; title: string; status: string; updated_at: string };
-}
+/** A task event as stored in the stream, parsed with its contract. */
+export type EventMsg = TaskEvent;
 
 /** Compares what the load was told with what the database and the event stream hold. */
 export async function verify(target: Pick<StackInfo, "databaseUrl" | "natsUrl" | "namespace">, result: LoadResult, opts: VerifyOptions = {}): Promise<VerifyReport> {
@@ -1011,7 +1006,7 @@ export async function readTaskEvents(target: Pick<StackInfo, "natsUrl" | "namesp
       for await (const m of batch) {
         got++;
         seq = m.seq;
-        out.push(m.json<EventMsg>());
+        out.push(TaskEvent.parse(m.json()));
         if (seq >= last) break;
       }
       if (got === 0) throw new Error(`the stream ${stream} stopped at ${seq} of ${last}`);

@@ -5,3 +5,5 @@ export * from "./rpc.js";
 export * from "./keys.js";
 export * from "./tasks.js";
 export * from "./boards.js";
+export * from "./services.js";
+export * from "./caller.js";

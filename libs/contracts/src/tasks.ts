@@ -292,10 +292,18 @@ export const UpdateProjectBody = z.strictObject({
 
 export const TaskEventType = z.enum(["task.created", "task.updated", "task.archived"]);
 export type TaskEventType = z.infer<typeof TaskEventType>;
+/**
+ * The envelope of every task event: the payload of a tasks.outbox row, the JetStream message on
+ * `taskEventSubject(ns, type)`, and what consumers parse (with `consume()` of libs/nats). One
+ * schema for all three, so producer and consumers cannot drift apart. `id` is the event id: the
+ * stream's Nats-Msg-Id (a re-sent row is dropped as a duplicate) and later the `webhook-id`.
+ * `data` is the task in its API shape after the change. Not strict: a consumer ignores fields a
+ * newer producer added (changes are additive only).
+ */
 export const TaskEvent = z.object({
-  id: z.string(),
+  id: z.string().min(1),
   type: TaskEventType,
-  organization_id: z.string(),
+  organization_id: z.string().min(1),
   created_at: Timestamp,
   data: Task,
 });

@@ -16,20 +16,26 @@ export const PG = {
   serializationFailure: "40001",
   deadlockDetected: "40P01",
 } as const;
+export type PgCode = (typeof PG)[keyof typeof PG];
 
-/** True when `e` is a unique violation of the named constraint (never by parsing message text). */
-export function isUniqueViolation(e: unknown, constraint?: string): boolean {
-  return isPgError(e) && e.code === PG.uniqueViolation && (constraint === undefined || e.constraint_name === constraint);
+/** One translation a repository knows: this SQLSTATE on this constraint means `to()`. */
+export interface PgErrorRule {
+  code: PgCode;
+  constraint: string;
+  to: () => Error;
 }
 
 /**
- * Maps a Postgres error to an AppError through a table of constraint names a repository knows.
- * Anything unmapped is rethrown untouched and becomes a 500 at the edge.
+ * Rethrows a Postgres error as what it means to the repository's caller, by SQLSTATE and
+ * constraint name (never by message text): repositories own this translation, so domain code
+ * sees a typed error of the repository or of this library (KeyRecordedMeanwhile), never a
+ * Postgres code. Anything no rule matches is rethrown untouched and becomes a 500 at the edge
+ * (unless databaseErrorAsAppError knows it). A repository calls it from its query's catch.
  */
-export function mapPgError(e: unknown, byConstraint: Record<string, () => AppError>): never {
-  if (isPgError(e) && e.constraint_name) {
-    const make = byConstraint[e.constraint_name];
-    if (make) throw make();
+export function mapPgError(e: unknown, rules: readonly PgErrorRule[]): never {
+  if (isPgError(e)) {
+    const rule = rules.find((r) => r.code === e.code && r.constraint === e.constraint_name);
+    if (rule) throw rule.to();
   }
   throw e;
 }

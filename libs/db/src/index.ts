@@ -5,3 +5,4 @@ export * from "./errors.js";
 export * from "./ids.js";
 export * from "./keyset.js";
 export * from "./idempotency.js";
+export * from "./outbox.js";

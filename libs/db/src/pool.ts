@@ -3,7 +3,13 @@ import { userInfo } from "node:os";
 import postgres from "postgres";
 import { transactionPool, type TxOptions } from "./transactions.js";
 
-export type Sql = postgres.Sql;
+/**
+ * What repositories query with: the statements both the autocommit pool and a transaction offer,
+ * so one repository factory serves `db.sql` and the handle `db.tx` lends, without a cast.
+ */
+export type Sql = postgres.ISql;
+/** The autocommit pool itself: also `end()`, and the `begin()`/`reserve()` that throw here. */
+export type PoolSql = postgres.Sql;
 export type TxSql = postgres.TransactionSql;
 
 export class DatabaseUnreachableError extends StartupError {
@@ -87,7 +93,7 @@ export interface DbOptions {
  */
 export interface Database {
   /** Autocommit statements only; `sql.begin()` and `sql.reserve()` throw (use `tx`). */
-  readonly sql: Sql;
+  readonly sql: PoolSql;
   /** Runs `fn` in one transaction on a connection lent to it alone; retries deadlocks. */
   tx<T>(fn: (t: TxSql) => Promise<T>, opts?: TxOptions): Promise<T>;
   /** Closes every connection (waits up to `timeout` seconds for queries in flight). */

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { createDb, databaseErrorAsAppError } from "../src/index.js";
+import { createDb, databaseErrorAsAppError, mapPgError, PG, type PgErrorRule } from "../src/index.js";
 
 const stack = inject("stack");
 const db = createDb({ url: stack.databaseUrl, schema: "public", max: 1, txMax: 1 });
@@ -61,6 +61,32 @@ describe("databaseErrorAsAppError for an unreachable database", () => {
       expect(mapped?.code).toBe("service_unavailable");
     } finally {
       await killer.end({ timeout: 1 });
+    }
+  });
+});
+
+describe("mapPgError", () => {
+  class NameTaken extends Error {}
+  const rules: readonly PgErrorRule[] = [
+    { code: PG.uniqueViolation, constraint: "map_pg_error_name_key", to: () => new NameTaken() },
+    // The same constraint under another SQLSTATE must not match.
+    { code: PG.foreignKeyViolation, constraint: "map_pg_error_pkey", to: () => new Error("wrong rule") },
+  ];
+  it("when a statement violates a constraint a rule names with that SQLSTATE, then the rule's error is thrown, else the Postgres error as it was", async () => {
+    // An autocommit pool of one connection of its own: the temporary table lives in its session.
+    const own = createDb({ url: stack.databaseUrl, schema: "public", max: 2, txMax: 1 });
+    const insert = (id: number, name: string) => own.sql`insert into pg_temp.map_pg_error (id, name) values (${id}, ${name})`.catch((e: unknown) => mapPgError(e, rules));
+    try {
+      await own.sql`create temporary table map_pg_error (id int constraint map_pg_error_pkey primary key, name text constraint map_pg_error_name_key unique)`;
+      await insert(1, "a");
+      await expect(insert(2, "a")).rejects.toBeInstanceOf(NameTaken);
+      const other = (await failureOf(insert(1, "b"))) as { code?: string; constraint_name?: string } | undefined;
+      expect(other).not.toBeInstanceOf(NameTaken);
+      expect([other?.code, other?.constraint_name]).toEqual([PG.uniqueViolation, "map_pg_error_pkey"]);
+      const plain = new Error("not from Postgres");
+      expect(() => mapPgError(plain, rules)).toThrow(plain);
+    } finally {
+      await own.end({ timeout: 1 });
     }
   });
 });

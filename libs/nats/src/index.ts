@@ -3,3 +3,4 @@ export * from "./serve.js";
 export * from "./client.js";
 export * from "./json.js";
 export * from "./streams.js";
+export * from "./consumer.js";

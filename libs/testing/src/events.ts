@@ -1,5 +1,6 @@
+import { isDeepStrictEqual } from "node:util";
 import { decodeJson, connectNats, jetstreamManager, type NatsConnection } from "@tasksvc/nats";
-import { taskEventsStream, type TaskEvent } from "@tasksvc/contracts";
+import { TaskEvent, taskEventsStream } from "@tasksvc/contracts";
 import postgres from "postgres";
 import type { StackInfo } from "./stack.js";
 
@@ -13,6 +14,19 @@ export function taskEvents(stack: StackInfo) {
   const stream = taskEventsStream(stack.namespace);
   const jsm = async () => jetstreamManager((nc ??= await connectNats({ url: stack.natsUrl, name: "test-events" })));
 
+  /**
+   * A stored event, parsed with the contract its consumers use. Stricter than they are: zod drops
+   * keys the schema does not name, and an event that carries more than its contract (an internal
+   * column leaking into `data`) must fail a test, as it did when tests compared the raw JSON.
+   */
+  function parseEvent(data: Uint8Array, seq: number): TaskEvent {
+    const raw = decodeJson(data);
+    const parsed = TaskEvent.safeParse(raw);
+    if (!parsed.success) throw new Error(`event ${seq} of ${stream} is outside the TaskEvent schema: ${JSON.stringify(parsed.error.issues)}`);
+    if (!isDeepStrictEqual(parsed.data, raw)) throw new Error(`event ${seq} of ${stream} carries fields outside the TaskEvent schema: ${JSON.stringify(raw)}`);
+    return parsed.data;
+  }
+
   async function lastSeq(): Promise<number> {
     return (await (await jsm()).streams.info(stream)).state.last_seq;
   }
@@ -23,7 +37,7 @@ export function taskEvents(stack: StackInfo) {
     const out: TaskEvent[] = [];
     for (let seq = mark + 1; seq <= last; seq++) {
       const msg = await m.streams.getMessage(stream, { seq });
-      if (msg) out.push(decodeJson(msg.data) as TaskEvent);
+      if (msg) out.push(parseEvent(msg.data, seq));
     }
     return out;
   }

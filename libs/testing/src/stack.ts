@@ -1,13 +1,11 @@
 import { randomBytes } from "node:crypto";
 import { execSync } from "node:child_process";
 import { parseConfig } from "@tasksvc/config";
+import { SERVICES, type ServiceName } from "@tasksvc/contracts";
 import { ensureDatabase, quoteIdent, withDefaultUser } from "@tasksvc/db";
-import { GatewayConfig, startGateway } from "@tasksvc/gateway";
-import { KeysConfig, startKeys } from "@tasksvc/keys";
-import { TasksConfig, startTasks } from "@tasksvc/tasks";
-import { BoardsConfig, startBoards } from "@tasksvc/boards";
 import { connectNats, deleteStreams } from "@tasksvc/nats";
 import { createLogger, type Logger } from "@tasksvc/logger";
+import { isServiceDefinition, startService, type BaseConfig, type ServiceDefinition } from "@tasksvc/runtime";
 import postgres from "postgres";
 import { connect } from "@tasksvc/nats";
 
@@ -76,7 +74,11 @@ async function locateServices(): Promise<{ pgBase: string; natsUrl: string; clea
     pg = `postgres://postgres@${c.getHost()}:${c.getMappedPort(5432)}/postgres`;
   }
   if (!natsOk) {
-    const c = await new GenericContainer("nats:2.9").withCommand(["-js"]).withExposedPorts(4222).withWaitStrategy(Wait.forLogMessage(/Server is ready/)).start();
+    const c = await new GenericContainer("nats:2.9")
+      .withCommand(["-js"])
+      .withExposedPorts(4222)
+      .withWaitStrategy(Wait.forLogMessage(/Server is ready/))
+      .start();
     started.push(c);
     nats = `nats://${c.getHost()}:${c.getMappedPort(4222)}`;
   }
@@ -84,16 +86,25 @@ async function locateServices(): Promise<{ pgBase: string; natsUrl: string; clea
 }
 
 export interface StackOptions {
-  gateways?: number;
-  keysReplicas?: number;
-  tasksReplicas?: number;
-  boardsReplicas?: number;
+  /** Replicas per service, over the registry's `testReplicas`, e.g. `{ tasks: 1, gateway: 1 }`. */
+  replicas?: Partial<Record<ServiceName, number>>;
   log?: Logger;
 }
 
 /**
- * The whole stack for one test run: its own database and NATS namespace, keys-service replicas
- * and gateway replicas in this process (DESIGN.md allows one process in tests). stop() drops the
+ * A registered service's definition, from the `service` export of its package. Loaded by name,
+ * so that this library depends on no service (a new one needs only its line in the registry).
+ */
+export async function loadService(name: ServiceName): Promise<ServiceDefinition<BaseConfig, unknown>> {
+  const mod: unknown = await import(`@tasksvc/${name}`);
+  const def = typeof mod === "object" && mod !== null && "service" in mod ? mod.service : undefined;
+  if (!isServiceDefinition(def) || def.name !== name) throw new Error(`@tasksvc/${name} exports no \`service\` definition named "${name}"`);
+  return def;
+}
+
+/**
+ * The whole stack for one test run: its own database and NATS namespace, and every registered
+ * service's replicas in this process (DESIGN.md allows one process in tests). stop() drops the
  * database and everything the namespace created.
  */
 export async function startStack(opts: StackOptions = {}): Promise<StartedStack> {
@@ -108,26 +119,21 @@ export async function startStack(opts: StackOptions = {}): Promise<StartedStack>
 
   await ensureDatabase(databaseUrl);
   const stoppers: Array<() => Promise<void>> = [];
+  const gatewayUrls: string[] = [];
   try {
-    // Replicas start together on purpose: migrations must wait for each other, not fail.
-    const keys = await Promise.all(
-      Array.from({ length: opts.keysReplicas ?? 2 }, (_, i) => startKeys(parseConfig(KeysConfig, env), log.child({ service: "keys", replica: i }))),
-    );
-    stoppers.push(...keys.map((k) => () => k.stop()));
-    const tasks = await Promise.all(
-      Array.from({ length: opts.tasksReplicas ?? 2 }, (_, i) => startTasks(parseConfig(TasksConfig, env), log.child({ service: "tasks", replica: i }))),
-    );
-    stoppers.push(...tasks.map((t) => () => t.stop()));
-    const boards = await Promise.all(
-      Array.from({ length: opts.boardsReplicas ?? 1 }, (_, i) => startBoards(parseConfig(BoardsConfig, env), log.child({ service: "boards", replica: i }))),
-    );
-    stoppers.push(...boards.map((b) => () => b.stop()));
-    const gateways = await Promise.all(
-      Array.from({ length: opts.gateways ?? 2 }, (_, i) => startGateway(parseConfig(GatewayConfig, env), log.child({ service: "gateway", replica: i }))),
-    );
-    stoppers.push(...gateways.map((g) => () => g.stop()));
+    // In registry order, one service at a time; a service's replicas start together on purpose:
+    // migrations must wait for each other, not fail.
+    for (const entry of SERVICES) {
+      const def = await loadService(entry.name);
+      const count = opts.replicas?.[entry.name] ?? entry.testReplicas;
+      const started = await Promise.all(
+        Array.from({ length: count }, (_, i) => startService(def, parseConfig(def.config, env), log.child({ service: entry.name, replica: i }))),
+      );
+      stoppers.push(...started.map((r) => () => r.stop()));
+      if (entry.name === "gateway") gatewayUrls.push(...started.map(urlOf));
+    }
     return {
-      gatewayUrls: gateways.map((g) => g.url),
+      gatewayUrls,
       databaseUrl,
       natsUrl,
       namespace,
@@ -145,6 +151,12 @@ export async function startStack(opts: StackOptions = {}): Promise<StartedStack>
     await cleanup();
     throw e;
   }
+}
+
+/** A gateway replica's address (its `start` returns `{ url }`). */
+function urlOf(replica: object): string {
+  if ("url" in replica && typeof replica.url === "string") return replica.url;
+  throw new Error("a gateway replica started without a url");
 }
 
 /** Deletes the JetStream streams of a test namespace. */

@@ -1,1 +1,1 @@
-export { startBoards, BoardsConfig } from "./service.js";
+export { service, BoardsConfig } from "./service.js";

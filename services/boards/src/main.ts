@@ -1,7 +1,4 @@
-import { loadConfigOrExit, runMain } from "@tasksvc/config";
-import { createLogger } from "@tasksvc/logger";
-import { BoardsConfig, startBoards } from "./service.js";
+import { main } from "@tasksvc/runtime";
+import { service } from "./service.js";
 
-const cfg = loadConfigOrExit(BoardsConfig);
-const log = createLogger({ service: "boards", level: cfg.LOG_LEVEL });
-await runMain("boards", () => startBoards(cfg, log), log);
+await main(service);

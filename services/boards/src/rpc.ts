@@ -1,6 +1,6 @@
-import { boardsRpc } from "@tasksvc/contracts";
+import { boardsRpc, callerOf } from "@tasksvc/contracts";
 import type { Handlers } from "@tasksvc/nats";
-import { callerOf, type BoardsService } from "./domain/boards-service.js";
+import type { BoardsService } from "./domain/boards-service.js";
 
 /** Entry layer: maps each RPC operation of the catalog onto the domain. */
 export function boardsHandlers(svc: BoardsService): Handlers<typeof boardsRpc> {

@@ -1,19 +1,15 @@
-import type { Identity, RpcContext } from "@tasksvc/contracts";
-import { AppError, isAppError, toProblem, validationError } from "@tasksvc/errors";
+import { AppError } from "@tasksvc/errors";
 import type { Sql } from "@tasksvc/db";
 import type { Logger } from "@tasksvc/logger";
 import type { NatsConnection } from "@tasksvc/nats";
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from "fastify";
-import type { z } from "zod";
-import type { Authenticator } from "./auth.js";
-import type { CursorCodec } from "./policies/cursors.js";
-import { claimIdempotency, parseIdempotencyKey, requestFingerprint, type Claim } from "./policies/idempotency.js";
-import { rateLimitHeaders, type Charger } from "./policies/limits.js";
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import type { Clients } from "./clients.js";
 import { registerDocs } from "./docs.js";
 import { edgeHandling, MAX_PARAM_LENGTH } from "./edge.js";
+import type { Resource } from "./operations.js";
+import { installPipeline, type PipelineOptions } from "./pipeline.js";
 import { frameworkErrors, registerProblemHandling, sendProblem } from "./problems.js";
-import type { GatewayRepo } from "./repo/gateway-repo.js";
-import { routes, WithStatus, type Clients, type RouteDef } from "./routes.js";
+import { resources } from "./routes/index.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -22,29 +18,14 @@ declare module "fastify" {
   }
 }
 
-export interface BuildOptions {
+export interface BuildOptions extends PipelineOptions {
   log: Logger;
-  auth: Authenticator;
   clients: Clients;
   sql: Sql;
   nc: NatsConnection;
   bodyLimit: number;
-  repo: GatewayRepo;
-  charger: Charger;
-  cursors: CursorCodec;
-  /** How long an Idempotency-Key stays claimed by an execution that never reports back. */
-  idempotencyLeaseMs: number;
-  /** The same on routes whose service records the key itself (a crashed replica's claim frees sooner). */
-  serviceIdempotencyLeaseMs?: number;
-  /** The route table; tests may mount extra routes on the same pipeline. */
-  routes?: RouteDef[];
-}
-
-function parse<S extends z.ZodType>(schema: S | undefined, value: unknown, what: string): z.output<S> | undefined {
-  if (!schema) return undefined;
-  const r = schema.safeParse(value ?? (what === "The request body" ? undefined : {}));
-  if (!r.success) throw validationError(r.error, "", what);
-  return r.data;
+  /** The public API's resources; tests may mount extra ones on the same pipeline. */
+  resources?: readonly Resource[];
 }
 
 const READY_CHECK_MS = 1000;
@@ -62,23 +43,9 @@ function within(ms: number, p: PromiseLike<unknown>): Promise<"ok" | "unreachabl
   return Promise.race([settled, late]).finally(() => clearTimeout(timer));
 }
 
-function baseContext(req: FastifyRequest): RpcContext {
-  return { request_id: String(req.id), organization_id: null, user_id: null, credential_id: null, scopes: [], plan: null };
-}
-
-function authorize(def: RouteDef, identity: Identity): void {
-  if (!identity.scopes.includes(def.scope)) {
-    throw new AppError("insufficient_scope", `This operation requires the scope ${def.scope}, which the credential lacks.`);
-  }
-  if (!identity.entitlements.includes(def.entitlement)) {
-    throw new AppError("feature_not_enabled", `The ${identity.plan} plan does not include ${def.entitlement}; upgrade the plan to use this operation.`);
-  }
-}
-
 /**
- * Builds the gateway (not listening: `inject()` works for unit tests). Every route runs
- * authenticate → authorize → validate → forward, in that order, so that an anonymous caller learns
- * nothing about a route's input rules.
+ * Builds the gateway (not listening: `inject()` works for unit tests): the HTTP edge, the request
+ * pipeline's hooks (pipeline.ts), then one plugin per resource (routes/).
  */
 export function buildGateway(opts: BuildOptions): FastifyInstance {
   const edge = edgeHandling(opts.log);
@@ -132,89 +99,9 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
     return sendProblem(reply, err);
   });
 
-  const leaseMs = (def: RouteDef) => (def.serviceIdempotency ? (opts.serviceIdempotencyLeaseMs ?? opts.idempotencyLeaseMs) : opts.idempotencyLeaseMs);
-  for (const def of opts.routes ?? routes) {
-    app.route({
-      method: def.method,
-      url: def.url,
-      handler: async (req, reply) => {
-        const base = baseContext(req);
-        const identity = await opts.auth.authenticate(req.headers.authorization, base);
-
-        // An idempotent replay is answered before charging: replays are never charged (spec 8).
-        let claim: Claim | undefined;
-        let key: string | undefined;
-        try {
-          key = def.idempotent ? parseIdempotencyKey(req.headers["idempotency-key"]) : undefined;
-        } catch (e) {
-          // A malformed key is an authenticated 400 like any other: it costs its call.
-          reply.headers(rateLimitHeaders(await opts.charger.charge(identity)));
-          throw e;
-        }
-        if (key !== undefined) {
-          claim = await claimIdempotency(opts.repo, identity.credential_id, key, requestFingerprint(req.method, req.url, req.rawBody), leaseMs(def), !def.serviceIdempotency);
-          if (claim.kind === "replay") {
-            return reply.code(claim.status).headers(claim.headers).header("idempotency-replayed", "true").send(claim.body);
-          }
-        }
-        const held = claim?.kind === "claimed" ? claim : undefined;
-
-        try {
-          const charge = await opts.charger.charge(identity, def.exactCharge === true);
-          reply.headers(rateLimitHeaders(charge));
-          authorize(def, identity);
-          const ctx: RpcContext = {
-            ...base,
-            organization_id: identity.organization_id,
-            user_id: identity.user_id,
-            credential_id: identity.credential_id,
-            scopes: identity.scopes,
-            plan: identity.plan,
-            ...(key === undefined ? {} : { idempotency_key: key }),
-          };
-          const query = parse(def.query, req.query, "The query string") as Record<string, unknown> | undefined;
-          if (def.paginated && query && typeof query["after"] === "string") {
-            query["after"] = opts.cursors.unwrap(def.url, query, query["after"]);
-          }
-          const input = {
-            params: parse(def.params, req.params, "The path"),
-            query,
-            body: parse(def.body, req.body, "The request body"),
-            ctx,
-            identity,
-            charge,
-          };
-          let data = await def.forward(opts.clients, input);
-          let status = def.status;
-          if (data instanceof WithStatus) {
-            status = data.status;
-            data = data.body;
-          }
-          if (def.paginated && query) {
-            const p = data as { next_cursor: string | null };
-            if (p.next_cursor !== null) p.next_cursor = opts.cursors.wrap(def.url, query, p.next_cursor);
-          }
-          const body = JSON.stringify(data);
-          if (held) await opts.repo.storeIdempotentOutcome(held.credentialId, held.key, status, body, { "content-type": "application/json; charset=utf-8" }, !def.serviceIdempotency);
-          return reply.code(status).type("application/json; charset=utf-8").send(body);
-        } catch (e) {
-          if (held) {
-            // Outcomes the client caused are stored and replayed (400s included). A refusal before
-            // execution (429) or an unknown outcome (5xx) gives the key back: the retry runs again
-            // and the service's own idempotency record prevents a twin.
-            const stored = isAppError(e) && e.status < 500 && e.status !== 429;
-            if (stored) {
-              const problem = JSON.stringify(toProblem(e, String(req.id)));
-              await opts.repo.storeIdempotentOutcome(held.credentialId, held.key, e.status, problem, { "content-type": "application/problem+json; charset=utf-8" }, !def.serviceIdempotency);
-            } else {
-              await opts.repo.releaseIdempotencyKey(held.credentialId, held.key).catch((err: unknown) => req.log.error({ err }, "could not release idempotency key"));
-            }
-          }
-          throw e;
-        }
-      },
-    });
-  }
-  registerDocs(app, opts.routes ?? routes);
+  installPipeline(app, opts);
+  const served = opts.resources ?? resources;
+  for (const r of served) app.register(r.plugin, { clients: opts.clients });
+  registerDocs(app, served.flatMap((r) => r.operations));
   return app;
 }

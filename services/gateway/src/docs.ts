@@ -1,7 +1,7 @@
 import { ERROR_CATALOG, ERROR_CODES } from "@tasksvc/contracts";
 import type { FastifyInstance } from "fastify";
 import { buildOpenApi } from "./openapi.js";
-import type { RouteDef } from "./routes.js";
+import type { Operation } from "./operations.js";
 
 const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 const page = (title: string, body: string) =>
@@ -15,17 +15,17 @@ const page = (title: string, body: string) =>
  * page of every operation (`/docs`), and the error catalog that problem `type`s point to
  * (`/docs/errors#<code>`). All three are rendered once, at start, from the same route table.
  */
-export function registerDocs(app: FastifyInstance, routes: readonly RouteDef[]): void {
-  const document = buildOpenApi(routes);
+export function registerDocs(app: FastifyInstance, operations: readonly Operation[]): void {
+  const document = buildOpenApi(operations);
   const documentJson = JSON.stringify(document);
-  const operations = routes
+  const rows = operations
     .map((r) => `<tr><td><code>${r.method}</code></td><td><code>${esc(r.url)}</code></td><td>${esc(r.summary)}</td><td><code>${r.scope}</code></td><td>${r.idempotent ? "yes" : ""}</td></tr>`)
     .join("");
   const docsHtml = page(
     "Task Service API",
     `<h1>Task Service API <small>v1.0.0</small></h1><p>Machine-readable: <a href="/v1/openapi.json">/v1/openapi.json</a> (OpenAPI 3.1). ` +
       `Errors: <a href="/docs/errors">/docs/errors</a>. Authenticate with <code>Authorization: Bearer &lt;API key or access token&gt;</code>.</p>` +
-      `<table><thead><tr><th>Method</th><th>Path</th><th>What</th><th>Scope</th><th>Idempotency-Key</th></tr></thead><tbody>${operations}</tbody></table>`,
+      `<table><thead><tr><th>Method</th><th>Path</th><th>What</th><th>Scope</th><th>Idempotency-Key</th></tr></thead><tbody>${rows}</tbody></table>`,
   );
   const errorsHtml = page(
     "Errors",

@@ -1,6 +1,8 @@
-export { startGateway } from "./service.js";
+export { service } from "./service.js";
 export { GatewayConfig } from "./config.js";
+export { createClients, type Clients } from "./clients.js";
 export { buildGateway } from "./app.js";
-export { routes } from "./routes.js";
+export { operations, resources } from "./routes/index.js";
+export type { Operation, Resource } from "./operations.js";
 export { requestFingerprint } from "./policies/idempotency.js";
 export { buildOpenApi } from "./openapi.js";

@@ -1,8 +1,4 @@
-import { loadConfigOrExit, runMain } from "@tasksvc/config";
-import { createLogger } from "@tasksvc/logger";
-import { GatewayConfig } from "./config.js";
-import { startGateway } from "./service.js";
+import { main } from "@tasksvc/runtime";
+import { service } from "./service.js";
 
-const cfg = loadConfigOrExit(GatewayConfig);
-const log = createLogger({ service: "gateway", level: cfg.LOG_LEVEL });
-await runMain("gateway", () => startGateway(cfg, log), log);
+await main(service);

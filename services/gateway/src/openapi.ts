@@ -1,6 +1,6 @@
 import { ERROR_CATALOG, ERROR_CODES, FieldError, IDEMPOTENCY_KEY_PATTERN, type ErrorCode } from "@tasksvc/contracts";
 import { z } from "zod";
-import type { RouteDef } from "./routes.js";
+import type { Operation } from "./operations.js";
 
 type Json = Record<string, unknown>;
 
@@ -41,7 +41,7 @@ function codesWithStatus(status: number): ErrorCode[] {
   return ERROR_CODES.filter((c) => ERROR_CATALOG[c].status === status);
 }
 
-function parametersOf(def: RouteDef): Json[] {
+function parametersOf(def: Operation): Json[] {
   const out: Json[] = [];
   for (const [where, schema] of [
     ["path", def.params],
@@ -66,9 +66,9 @@ function parametersOf(def: RouteDef): Json[] {
 }
 
 /** OpenAPI 3.1 document of the public API, generated from the route table and its zod schemas. */
-export function buildOpenApi(routes: readonly RouteDef[]): Json {
+export function buildOpenApi(operations: readonly Operation[]): Json {
   const paths: Record<string, Record<string, Json>> = {};
-  for (const def of routes) {
+  for (const def of operations) {
     const path = def.url.replace(/:([a-z_]+)/g, "{$1}");
     const successHeaders: Json = { "x-request-id": REQUEST_ID, ...RATE_HEADERS };
     if (def.idempotent) successHeaders["Idempotency-Replayed"] = header("`true` when this is a stored response replayed for a repeated Idempotency-Key");

@@ -61,7 +61,7 @@ describe("a gateway replica that is closing", () => {
       cursors: unused,
       bodyLimit: 1024,
       idempotencyLeaseMs: 1000,
-      routes: [],
+      resources: [],
     };
     app = buildGateway(opts);
     entered = new Promise<void>((resolveEntered) => {

@@ -1,11 +1,12 @@
 import { Writable } from "node:stream";
 import { parseConfig } from "@tasksvc/config";
-import { KeysConfig, startKeys } from "@tasksvc/keys";
+import { KeysConfig, service as keysService } from "@tasksvc/keys";
 import { createLogger } from "@tasksvc/logger";
+import { startService } from "@tasksvc/runtime";
 import { api, factories } from "@tasksvc/testing";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { GatewayConfig } from "../src/config.js";
-import { startGateway } from "../src/service.js";
+import { service as gatewayService } from "../src/service.js";
 
 const stack = inject("stack");
 // A stack of its own (same database, its own namespace) whose logs this test reads.
@@ -23,8 +24,8 @@ let stops: Array<() => Promise<void>> = [];
 let gw: ReturnType<typeof api>;
 
 beforeAll(async () => {
-  const keys = await startKeys(parseConfig(KeysConfig, env), createLogger({ service: "keys", level: "debug", destination: sink }));
-  const gateway = await startGateway(parseConfig(GatewayConfig, env), createLogger({ service: "gateway", level: "info", destination: sink }));
+  const keys = await startService(keysService, parseConfig(KeysConfig, env), createLogger({ service: "keys", level: "debug", destination: sink }));
+  const gateway = await startService(gatewayService, parseConfig(GatewayConfig, env), createLogger({ service: "gateway", level: "info", destination: sink }));
   stops = [() => gateway.stop(), () => keys.stop()];
   gw = api(gateway.url);
 });

@@ -5,8 +5,10 @@ import { client, connectNats, type NatsConnection } from "@tasksvc/nats";
 import { factories } from "@tasksvc/testing";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { z } from "zod";
 import { buildGateway } from "../src/app.js";
-import { routes, type RouteDef } from "../src/routes.js";
+import { resource } from "../src/operations.js";
+import { resources } from "../src/routes/index.js";
 import { createAuthenticator } from "../src/auth.js";
 import { cursorCodec } from "../src/policies/cursors.js";
 import { createCharger } from "../src/policies/limits.js";
@@ -21,18 +23,45 @@ let slowApp: FastifyInstance;
 const db = createDb({ url: stack.databaseUrl, schema: "gateway", max: 2 });
 const sql = db.sql;
 
-/** A paid-feature route on the real pipeline (real NATS, real keys service). */
-const gated: RouteDef = {
-  method: "GET",
-  url: "/v1/test-only/webhooks-feature",
-  scope: "webhooks:read",
-  entitlement: "outbound_webhooks",
-  query: PageQuery,
-  status: 200,
-  summary: "test only",
-  response: PageQuery,
-  forward: (c, { query, ctx }) => c.keys.call("listOrganizations", query as never, ctx),
-};
+/** A paid-feature operation on the real pipeline (real NATS, real keys service). */
+const gated = resource("test-only", (r) => {
+  r.op(
+    {
+      method: "GET",
+      url: "/v1/test-only/webhooks-feature",
+      summary: "test only",
+      scope: "webhooks:read",
+      entitlement: "outbound_webhooks",
+      query: PageQuery,
+      response: PageQuery,
+    },
+    ({ clients, query, ctx }) => clients.keys.call("listOrganizations", query, ctx),
+  );
+});
+
+/**
+ * An upload: the body reaches the operation as the unread request stream (its resource's plugin
+ * registers the media type), through the same hooks as every JSON operation.
+ */
+const uploads = resource("test-only-uploads", (r) => {
+  r.op(
+    {
+      method: "POST",
+      url: "/v1/test-only/uploads",
+      summary: "test only",
+      scope: "tasks:write",
+      kind: "stream",
+      contentTypes: ["application/octet-stream"],
+      status: 201,
+      response: z.object({ bytes: z.number(), organization_id: z.string() }),
+    },
+    async ({ body, ctx }) => {
+      let bytes = 0;
+      for await (const chunk of body) bytes += Buffer.byteLength(chunk);
+      return { bytes, organization_id: ctx.organization_id };
+    },
+  );
+});
 
 beforeAll(async () => {
   nc = await connectNats({ url: stack.natsUrl, name: "gateway-pipeline-test" });
@@ -53,7 +82,7 @@ beforeAll(async () => {
       charger: createCharger({ repo, log }),
       cursors: cursorCodec("pipeline-test-secret"),
       idempotencyLeaseMs: 10_000,
-      routes: [...routes, gated],
+      resources: [...resources, gated, uploads],
     });
   };
   app = make(stack.namespace, 5000);
@@ -91,6 +120,43 @@ describe("plan entitlements", () => {
     const r = await call();
     expect(r.statusCode, r.body).toBe(403);
     expect(r.json().code).toBe("feature_not_enabled");
+  });
+});
+
+describe("a streamed upload operation", () => {
+  const upload = (headers: Record<string, string>, payload: Buffer | string) =>
+    app.inject({ method: "POST", url: "/v1/test-only/uploads", headers: { "content-type": "application/octet-stream", ...headers }, payload });
+
+  it("when it is called with a credential, then the operation reads the body as a stream and the call is charged", async () => {
+    const t = await f.tenant();
+    const payload = Buffer.alloc(256 * 1024, 7);
+    const r = await upload({ authorization: `Bearer ${t.apiKey}` }, payload);
+    expect(r.statusCode, r.body).toBe(201);
+    expect(r.json()).toEqual({ bytes: payload.length, organization_id: t.organizationId });
+    expect(r.headers["x-ratelimit-remaining"]).toBeDefined();
+  });
+
+  it("when it is called without a credential, then 401 before the body is read", async () => {
+    const r = await upload({}, "abc");
+    expect(r.statusCode, r.body).toBe(401);
+    expect(r.json().code).toBe("missing_credentials");
+  });
+
+  it("when it is called without its scope, then 403 insufficient_scope", async () => {
+    const t = await f.tenant("team");
+    const token = await f.token(t.organizationId, t.userId, ["tasks:read"]);
+    const r = await upload({ authorization: `Bearer ${token}` }, "abc");
+    expect(r.statusCode, r.body).toBe(403);
+    expect(r.json().code).toBe("insufficient_scope");
+  });
+
+  it("when it is sent JSON, then 415 and the JSON operations elsewhere still refuse octet-stream", async () => {
+    const t = await f.tenant();
+    const json = await app.inject({ method: "POST", url: "/v1/test-only/uploads", headers: { authorization: `Bearer ${t.apiKey}`, "content-type": "application/json" }, payload: "{}" });
+    expect(json.statusCode, json.body).toBe(415);
+    expect(json.json().code).toBe("unsupported_media_type");
+    const task = await app.inject({ method: "POST", url: "/v1/tasks", headers: { authorization: `Bearer ${t.apiKey}`, "content-type": "application/octet-stream" }, payload: "x" });
+    expect(task.statusCode, task.body).toBe(415);
   });
 });
 

@@ -1,1 +1,1 @@
-export { startKeys, KeysConfig } from "./service.js";
+export { service, KeysConfig } from "./service.js";

@@ -1,7 +1,4 @@
-import { loadConfigOrExit, runMain } from "@tasksvc/config";
-import { createLogger } from "@tasksvc/logger";
-import { KeysConfig, startKeys } from "./service.js";
+import { main } from "@tasksvc/runtime";
+import { service } from "./service.js";
 
-const cfg = loadConfigOrExit(KeysConfig);
-const log = createLogger({ service: "keys", level: cfg.LOG_LEVEL });
-await runMain("keys", () => startKeys(cfg, log), log);
+await main(service);

@@ -1,9 +1,8 @@
 import { fileURLToPath } from "node:url";
 import { serviceSettings, settings } from "@tasksvc/config";
 import { keysInvalidationSubject, keysRpc } from "@tasksvc/contracts";
-import { checkDb, createDb, databaseErrorAsAppError, ensureDatabase, migrate } from "@tasksvc/db";
-import type { Logger } from "@tasksvc/logger";
-import { connectNats, encodeJson, serve } from "@tasksvc/nats";
+import { encodeJson } from "@tasksvc/nats";
+import { defineService } from "@tasksvc/runtime";
 import { z } from "zod";
 import { devIssuer } from "./domain/dev-issuer.js";
 import { keysService } from "./domain/keys-service.js";
@@ -18,41 +17,28 @@ export const KeysConfig = z.object({
 export type KeysConfig = z.output<typeof KeysConfig>;
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL("../migrations", import.meta.url));
-const SCHEMA = "keys";
-const SWEEP_EVERY_MS = 60 * 60_000;
 
-/** Starts one keys-service replica: migrate, connect, serve. Returns a stop that drains. */
-export async function startKeys(cfg: KeysConfig, log: Logger) {
-  await ensureDatabase(cfg.DATABASE_URL);
-  await migrate({ url: cfg.DATABASE_URL, schema: SCHEMA, dir: MIGRATIONS_DIR, log });
-  const db = createDb({ url: cfg.DATABASE_URL, schema: SCHEMA });
-  await checkDb(db, cfg.DATABASE_URL);
-  const nc = await connectNats({ url: cfg.NATS_URL, name: "keys" });
-  const repo = keysRepo(db.sql);
-  const svc = keysService({
-    repo,
-    tx: (fn) => db.tx((t) => fn(keysRepo(t as never))) as never,
-    issuer: devIssuer(repo, cfg.OAUTH_ISSUER, cfg.OAUTH_AUDIENCE),
-    async invalidate(organizationId) {
-      nc.publish(keysInvalidationSubject(cfg.NATS_NAMESPACE), encodeJson({ organization_id: organizationId }));
-      // Flushed before the caller's reply goes out: NATS delivers a connection's messages in
-      // order, so every gateway has the invalidation queued before this revoke's reply arrives.
-      await nc.flush();
-    },
-  });
-  // Idempotency records hold a new key's secret for their 24 h: removed hourly once past it.
-  const sweeper = setInterval(() => {
-    repo.idempotency.sweep().catch((err: unknown) => log.warn({ err }, "idempotency sweep failed"));
-  }, SWEEP_EVERY_MS);
-  sweeper.unref();
-  const served = serve(nc, keysRpc, keysHandlers(svc), { namespace: cfg.NATS_NAMESPACE, log, classify: databaseErrorAsAppError });
-  log.info({ namespace: cfg.NATS_NAMESPACE }, "keys service ready");
-  return {
-    async stop() {
-      clearInterval(sweeper);
-      await served.drain();
-      await nc.drain();
-      await db.end({ timeout: 5 });
-    },
-  };
-}
+/** The keys service: organizations, members, API keys, plans; the development token issuer. */
+export const service = defineService({
+  name: "keys",
+  schema: "keys",
+  migrations: MIGRATIONS_DIR,
+  config: KeysConfig,
+  async start({ cfg, db, nc, namespace, serve, every }) {
+    const repo = keysRepo(db.sql);
+    const svc = keysService({
+      repo,
+      tx: (fn) => db.tx((t) => fn(keysRepo(t))),
+      issuer: devIssuer(repo, cfg.OAUTH_ISSUER, cfg.OAUTH_AUDIENCE),
+      async invalidate(organizationId) {
+        nc.publish(keysInvalidationSubject(namespace), encodeJson({ organization_id: organizationId }));
+        // Flushed before the caller's reply goes out: NATS delivers a connection's messages in
+        // order, so every gateway has the invalidation queued before this revoke's reply arrives.
+        await nc.flush();
+      },
+    });
+    // Idempotency records hold a new key's secret for their 24 h: removed hourly once past it.
+    every(60 * 60_000, "idempotency sweep", () => repo.idempotency.sweep());
+    serve(keysRpc, keysHandlers(svc));
+  },
+});

@@ -1,1 +1,1 @@
-export { startTasks, TasksConfig } from "./service.js";
+export { service, TasksConfig } from "./service.js";

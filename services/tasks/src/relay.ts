@@ -1,7 +1,7 @@
 import { taskEventSubject, type TaskEventType } from "@tasksvc/contracts";
-import type { Database } from "@tasksvc/db";
+import { startOutboxRelay, type Database, type OutboxRelay, type OutboxRow } from "@tasksvc/db";
 import type { Logger } from "@tasksvc/logger";
-import { encodeJson, type JetStreamClient } from "@tasksvc/nats";
+import type { JetStreamClient } from "@tasksvc/nats";
 
 export interface RelayOptions {
   db: Database;
@@ -13,80 +13,26 @@ export interface RelayOptions {
   batch?: number;
 }
 
+/** tasks.outbox (migrations/0001_tasks.sql): the event type names the subject. */
+interface TaskOutboxRow extends OutboxRow {
+  type: TaskEventType;
+  organization_id: string;
+}
+
 /**
- * Publishes outbox rows to JetStream in commit order, then deletes them (DESIGN.md section 5).
- *
- * - One relay at a time per database: a transaction-scoped advisory lock, tried without waiting,
- *   so every replica runs a relay and one of them works (keeps the stream in outbox order).
- * - Rows are deleted only after JetStream acknowledged them, in the same transaction that read
- *   them: a crash between publish and delete leaves the rows, which are published again with the
- *   same Nats-Msg-Id (the event id), and the stream drops the duplicate (duplicate window 1 h).
- *   For the same reason the delete commits asynchronously: losing it re-sends, never loses.
+ * The tasks service's outbox relay: tasks.outbox to the task-event stream, each row on
+ * `<ns>.evt.tasks.<type>` with Nats-Msg-Id = event id (the mechanism: libs/db outbox.ts).
+ * The lock name is the one every earlier version took: old and new replicas never relay at once.
  */
-export function startRelay(opts: RelayOptions) {
-  const pollMs = opts.pollMs ?? 500;
-  const batch = opts.batch ?? 256;
-  let stopped = false;
-  let wake: (() => void) | undefined;
-  let pending = false;
-
-  async function drainOnce(): Promise<number> {
-    return opts.db.tx(async (t) => {
-      // The lock and the read in one round trip; `locked` false means another relay holds it.
-      const rows = await t<{ locked: boolean; seq: string | null; event_id: string; type: TaskEventType; payload: unknown }[]>`
-        select l.locked, o.seq::text as seq, o.event_id, o.type, o.payload
-        from (select pg_try_advisory_xact_lock(hashtextextended('tasks.outbox.relay', 0)) as locked) l
-        left join lateral (select * from outbox where l.locked order by outbox.seq limit ${batch}) o on true
-        order by o.seq`;
-      if (!rows[0]?.locked) return -1;
-      if (rows[0].seq === null) return 0;
-      // Sent in outbox order on one connection, so the stream stores them in that order; the acks
-      // are awaited together. (Only a publish the client must retry could land out of order.)
-      await Promise.all(rows.map((r) => opts.js.publish(taskEventSubject(opts.namespace, r.type), encodeJson(r.payload), { msgID: r.event_id })));
-      // A lost delete (database crash) only re-sends rows the stream then drops as duplicates.
-      await t`
-        delete from outbox using (select set_config('synchronous_commit', 'off', true)) as commit_mode
-        where seq = any(${rows.map((r) => r.seq!)}::bigint[])`;
-      return rows.length;
-    }) as Promise<number>;
-  }
-
-  const loop = (async () => {
-    while (!stopped) {
-      pending = false;
-      let n = 0;
-      try {
-        n = await drainOnce();
-      } catch (err) {
-        opts.log.warn({ err }, "outbox relay failed; retrying");
-      }
-      if (n >= batch || (n >= 0 && pending)) continue;
-      if (n < 0 && pending) {
-        // Another replica's relay holds the lock; it will see these rows, but look again soon.
-        await new Promise((res) => setTimeout(res, 25));
-        continue;
-      }
-      await new Promise<void>((res) => {
-        const timer = setTimeout(res, pollMs);
-        wake = () => {
-          clearTimeout(timer);
-          res();
-        };
-      });
-      wake = undefined;
-    }
-  })();
-
-  return {
-    /** A local transaction committed outbox rows: publish now rather than at the next poll. */
-    notify(): void {
-      pending = true;
-      wake?.();
-    },
-    async stop(): Promise<void> {
-      stopped = true;
-      wake?.();
-      await loop;
-    },
-  };
+export function startRelay(opts: RelayOptions): OutboxRelay {
+  return startOutboxRelay<TaskOutboxRow>({
+    db: opts.db,
+    publisher: opts.js,
+    table: "outbox",
+    lock: "tasks.outbox.relay",
+    subject: (row) => taskEventSubject(opts.namespace, row.type),
+    log: opts.log,
+    pollMs: opts.pollMs,
+    batch: opts.batch,
+  });
 }

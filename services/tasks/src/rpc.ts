@@ -1,6 +1,6 @@
-import { tasksRpc } from "@tasksvc/contracts";
+import { callerOf, tasksRpc } from "@tasksvc/contracts";
 import type { Handlers } from "@tasksvc/nats";
-import { callerOf, type TasksService } from "./domain/tasks-service.js";
+import type { TasksService } from "./domain/tasks-service.js";
 
 /** Entry layer: maps each RPC operation of the catalog onto the domain. */
 export function tasksHandlers(svc: TasksService): Handlers<typeof tasksRpc> {

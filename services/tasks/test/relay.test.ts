@@ -1,7 +1,7 @@
-import { taskEventsStream, type TaskEvent } from "@tasksvc/contracts";
+import { TaskEvent, taskEventsStream, type Task } from "@tasksvc/contracts";
 import { createDb, migrate } from "@tasksvc/db";
 import { createLogger } from "@tasksvc/logger";
-import { connectNats, decodeJson, ensureStream, jetstream, jetstreamManager, nanos, type JetStreamClient, type NatsConnection } from "@tasksvc/nats";
+import { connectNats, ensureStream, jetstream, jetstreamManager, nanos, type JetStreamClient, type NatsConnection } from "@tasksvc/nats";
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { startRelay } from "../src/relay.js";
 import { MIGRATIONS_DIR } from "../src/service.js";
@@ -35,10 +35,29 @@ afterAll(async () => {
   await db.end({ timeout: 1 });
 });
 
+/** A task in the API shape, so that every relayed event is a valid TaskEvent. */
+const task: Task = {
+  id: "T-1",
+  title: "relayed",
+  description: null,
+  status: "TODO",
+  priority: null,
+  start_date: null,
+  due_date: null,
+  notes: null,
+  story_points: null,
+  project_ids: [],
+  parent_task_id: null,
+  archived: false,
+  recurrence: null,
+  created_at: "2026-01-01T00:00:00.000Z",
+  updated_at: "2026-01-01T00:00:00.000Z",
+};
+
 async function enqueue(n: number): Promise<string[]> {
   const ids = Array.from({ length: n }, (_, i) => `evt_relay_${Date.now()}_${i}`);
   for (const id of ids) {
-    const event = { id, type: "task.created", organization_id: "org_relay", created_at: new Date().toISOString(), data: { id: "T-1" } };
+    const event: TaskEvent = { id, type: "task.created", organization_id: "org_relay", created_at: new Date().toISOString(), data: task };
     await sql`insert into outbox (event_id, type, organization_id, payload) values (${id}, 'task.created', 'org_relay', ${sql.json(event)})`;
   }
   return ids;
@@ -50,7 +69,7 @@ async function streamed(): Promise<string[]> {
   const out: string[] = [];
   for (let seq = state.first_seq; seq <= state.last_seq && state.messages > 0; seq++) {
     const m = await jsm.streams.getMessage(stream, { seq });
-    if (m) out.push((decodeJson(m.data) as TaskEvent).id);
+    if (m) out.push(TaskEvent.parse(m.json()).id);
   }
   return out;
 }

@@ -4,15 +4,16 @@ import {
   taskNumber,
   type Board,
   type BoardEntry,
+  type Caller,
   type DailySection,
   type DailyStatus,
   type RpcContext,
   type SectionStatus,
   type TaskSummary,
 } from "@tasksvc/contracts";
-import { isUniqueViolation, KeyRecordedMeanwhile, newId } from "@tasksvc/db";
+import { idempotentWrite, newId } from "@tasksvc/db";
 import { AppError, fieldError } from "@tasksvc/errors";
-import type { BoardsRepo, EntryRow } from "../repo/boards-repo.js";
+import { AlreadyPlaced, type BoardsRepo, type EntryRow } from "../repo/boards-repo.js";
 
 /** What the boards service asks the tasks service (over NATS, with the caller's context). */
 export interface TasksPort {
@@ -24,19 +25,6 @@ export interface BoardsDeps {
   repo: BoardsRepo;
   tx<T>(fn: (repo: BoardsRepo) => Promise<T>): Promise<T>;
   tasks: TasksPort;
-}
-
-interface Caller {
-  organizationId: string;
-  userId: string;
-  credentialId: string;
-  idempotencyKey: string | undefined;
-  ctx: RpcContext;
-}
-
-export function callerOf(ctx: RpcContext): Caller {
-  if (!ctx.organization_id || !ctx.user_id || !ctx.credential_id) throw new AppError("internal_error", "RPC context carries no organization, user or credential.");
-  return { organizationId: ctx.organization_id, userId: ctx.user_id, credentialId: ctx.credential_id, idempotencyKey: ctx.idempotency_key, ctx };
 }
 
 const numberOf = (t: TaskSummary) => Number(t.task_id.slice(2));
@@ -91,46 +79,45 @@ export function boardsService(deps: BoardsDeps) {
      * on the other section move). Already on that section: 400. On the other: moved, new id.
      */
     async plan(c: Caller, body: { date: string; task_id: string; section: DailySection }): Promise<BoardEntry> {
-      const key = c.idempotencyKey;
-      const prior = await repo.idempotency.replay<BoardEntry>(c.credentialId, key, "planEntry");
-      if (prior) return prior;
-      const n = taskNumber(body.task_id);
-      const view = n === null ? { task: null, subtasks: [] } : await deps.tasks.withSubtasks(c.ctx, n);
-      const task = view.task;
-      if (!task) throw new AppError("resource_not_found", "No task with that id exists in this organization.");
-      if (task.owner_user_id !== c.userId) throw fieldError("/task_id", "only tasks you own can be planned on your board");
-      if (task.archived) throw fieldError("/task_id", "an archived task cannot be planned; unarchive it first");
-      const subtasks = view.subtasks.filter((s) => plannable(s, c.userId));
       const { organizationId: org, userId: user } = c;
-      try {
-        return await deps.tx(async (r) => {
-          const twin = await r.idempotency.replayLocked<BoardEntry>(c.credentialId, key, "planEntry");
-          if (twin) return twin;
+      return idempotentWrite({
+        records: repo.idempotency,
+        tx: deps.tx,
+        credentialId: c.credentialId,
+        key: c.idempotencyKey,
+        operation: "planEntry",
+        // Asked of the tasks service before the transaction, so no connection waits on NATS.
+        async prepare() {
+          const n = taskNumber(body.task_id);
+          const view = n === null ? { task: null, subtasks: [] } : await deps.tasks.withSubtasks(c.ctx, n);
+          const task = view.task;
+          if (!task) throw new AppError("resource_not_found", "No task with that id exists in this organization.");
+          if (task.owner_user_id !== c.userId) throw fieldError("/task_id", "only tasks you own can be planned on your board");
+          if (task.archived) throw fieldError("/task_id", "an archived task cannot be planned; unarchive it first");
+          return { task, subtasks: view.subtasks.filter((s) => plannable(s, c.userId)) };
+        },
+        async work(r, { task, subtasks }) {
           const numbers = [numberOf(task), ...subtasks.map(numberOf)];
           const existing = new Map((await r.entriesOf(org, user, body.date, numbers)).map((e) => [Number(e.task_number), e]));
           const own = existing.get(numberOf(task));
           if (own?.section === body.section) throw fieldError("/task_id", `${task.task_id} is already on the ${body.section} section of ${body.date}`);
-          // Moves: the entries on the other section go, and come back with new ids.
-          await r.deleteEntries([...existing.values()].filter((e) => e.section !== body.section).map((e) => e.id));
-          const row = await r.insertEntry(newId("ent"), org, user, body.date, body.section, numberOf(task));
-          for (const s of subtasks) {
-            if (existing.get(numberOf(s))?.section === body.section) continue;
-            await r.insertEntry(newId("ent"), org, user, body.date, body.section, numberOf(s));
+          try {
+            // Moves: the entries on the other section go, and come back with new ids.
+            await r.deleteEntries([...existing.values()].filter((e) => e.section !== body.section).map((e) => e.id));
+            const row = await r.insertEntry(newId("ent"), org, user, body.date, body.section, numberOf(task));
+            for (const s of subtasks) {
+              if (existing.get(numberOf(s))?.section === body.section) continue;
+              await r.insertEntry(newId("ent"), org, user, body.date, body.section, numberOf(s));
+            }
+            await r.markFilling(org, user, body.date, body.section);
+            return toEntry(row, task);
+          } catch (e) {
+            // Two plans of the same task on the same day at once: the second finds it placed.
+            if (e instanceof AlreadyPlaced) throw fieldError("/task_id", `${task.task_id} was placed on ${body.date} by a concurrent request`);
+            throw e;
           }
-          await r.markFilling(org, user, body.date, body.section);
-          const entry = toEntry(row, task);
-          await r.idempotency.recordOnce(c.credentialId, key, "planEntry", entry);
-          return entry;
-        });
-      } catch (e) {
-        if (e instanceof KeyRecordedMeanwhile) {
-          const again = await repo.idempotency.replay<BoardEntry>(c.credentialId, key, "planEntry");
-          if (again) return again;
-        }
-        // Two plans of the same task on the same day at once: the second finds it placed.
-        if (isUniqueViolation(e, "entries_task_key")) throw fieldError("/task_id", `${task.task_id} was placed on ${body.date} by a concurrent request`);
-        throw e;
-      }
+        },
+      });
     },
 
     async remove(c: Caller, entryId: string): Promise<{ id: string; deleted: true }> {

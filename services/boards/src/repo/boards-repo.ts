@@ -1,5 +1,5 @@
 import type { DailySection, DailyStatus } from "@tasksvc/contracts";
-import { idempotencyRecords, type Sql } from "@tasksvc/db";
+import { idempotencyRecords, mapPgError, PG, type PgErrorRule, type Sql } from "@tasksvc/db";
 
 export interface EntryRow {
   id: string;
@@ -7,6 +7,16 @@ export interface EntryRow {
   task_number: string;
   created_at: Date;
 }
+
+/** The task already has an entry on the user's day (entries_task_key): placed by a concurrent request. */
+export class AlreadyPlaced extends Error {
+  constructor() {
+    super("the task already has an entry on this day");
+    this.name = "AlreadyPlaced";
+  }
+}
+
+const ENTRY_RULES: readonly PgErrorRule[] = [{ code: PG.uniqueViolation, constraint: "entries_task_key", to: () => new AlreadyPlaced() }];
 
 /** All SQL of the boards service (schema `boards`). Bound to a pool or to one transaction. */
 export function boardsRepo(sql: Sql) {
@@ -50,11 +60,13 @@ export function boardsRepo(sql: Sql) {
       if (ids.length) await sql`delete from entries where id = any(${ids}::text[])`;
     },
 
+    /** Throws AlreadyPlaced. */
     async insertEntry(id: string, org: string, user: string, date: string, section: DailySection, number: number): Promise<EntryRow> {
       const [row] = await sql<EntryRow[]>`
         insert into entries (id, organization_id, user_id, date, section, task_number) values (${id}, ${org}, ${user}, ${date}::date, ${section}, ${number})
-        returning id, section, task_number::text as task_number, created_at`;
-      return row!;
+        returning id, section, task_number::text as task_number, created_at`.catch((e: unknown) => mapPgError(e, ENTRY_RULES));
+      if (!row) throw new Error("insert returned no row");
+      return row;
     },
 
     async deleteEntry(org: string, user: string, id: string): Promise<boolean> {

@@ -6,6 +6,7 @@ import {
   type CreateApiKeyBody,
   type CreatedApiKey,
   type Identity,
+  type Caller,
   type Limits,
   type Member,
   type Organization,
@@ -19,15 +20,6 @@ import { AppError } from "@tasksvc/errors";
 import { toApiKey, toOrganization, type KeysRepo, type NewKey, type OrgRow } from "../repo/keys-repo.js";
 import type { DevIssuer } from "./dev-issuer.js";
 import { hashKey, keyPrefix, mintKeySecret } from "./secrets.js";
-
-/** The caller as the gateway resolved it; every public operation is scoped to it. */
-export interface Tenant {
-  organizationId: string;
-  userId: string;
-  /** The credential and the request's Idempotency-Key, for keyed writes (createApiKey). */
-  credentialId?: string | null;
-  idempotencyKey?: string | undefined;
-}
 
 export interface KeysDeps {
   repo: KeysRepo;
@@ -116,32 +108,29 @@ export function keysService(deps: KeysDeps) {
       return identity("access_token", a.credential_id, m.org, a.user_id, m.role, a.scopes, new Date(a.expires_at));
     },
 
-    async listOrganizations(t: Tenant): Promise<Page<Organization>> {
+    async listOrganizations(t: Caller): Promise<Page<Organization>> {
       // A credential sees exactly its own organization: always one page of one.
       const org = await orgOrThrow(t.organizationId);
       return { data: [toOrganization(org)], has_more: false, next_cursor: null };
     },
 
-    async getOrganization(t: Tenant, orgId: string): Promise<Organization> {
+    async getOrganization(t: Caller, orgId: string): Promise<Organization> {
       if (orgId !== t.organizationId) throw notFound("organization", orgId);
       return toOrganization(await orgOrThrow(orgId));
     },
 
-    listMembers(t: Tenant, limit: number, after: string | undefined): Promise<Page<Member>> {
+    listMembers(t: Caller, limit: number, after: string | undefined): Promise<Page<Member>> {
       return repo.listMembers(t.organizationId, limit, after);
     },
 
-    async createApiKey(t: Tenant, body: CreateApiKeyBody): Promise<CreatedApiKey> {
+    async createApiKey(t: Caller, body: CreateApiKeyBody): Promise<CreatedApiKey> {
       // A keyed request mints once (DESIGN.md section 1): the key is recorded with the new key in
       // the minting statement, so a retry after a crash anywhere between the insert and the
       // gateway's own record (a killed gateway, a reply lost with the keys replica) gets the same
       // key back instead of a second one. A replay comes first, as the gateway's would.
-      const credentialId = t.credentialId ?? undefined;
-      const idemKey = credentialId === undefined ? undefined : t.idempotencyKey;
-      if (credentialId !== undefined) {
-        const prior = await repo.idempotency.replay<CreatedApiKey>(credentialId, idemKey, "createApiKey");
-        if (prior) return prior;
-      }
+      const { credentialId, idempotencyKey: idemKey } = t;
+      const prior = await repo.idempotency.replay<CreatedApiKey>(credentialId, idemKey, "createApiKey");
+      if (prior) return prior;
       // Spec 4.1 / 5.6: the caller's user must be owner or admin NOW, whatever the key's scopes say.
       const m = await repo.membership(t.organizationId, t.userId);
       if (!m || (m.role !== "owner" && m.role !== "admin")) {
@@ -156,7 +145,7 @@ export function keysService(deps: KeysDeps) {
         kind: body.test_mode ? "test" : "live",
         expiresAt,
       };
-      if (credentialId === undefined || idemKey === undefined) return mintKey(repo, spec);
+      if (idemKey === undefined) return mintKey(repo, spec);
       // Keyed: the key and its record in one statement, the answer computed before it (so that
       // the record can hold it): no transaction, one round trip, as cheap as an unkeyed mint.
       const { key: row, secret } = newKey(spec);
@@ -165,17 +154,20 @@ export function keysService(deps: KeysDeps) {
         ...toApiKey({ id: key.id, name: key.name, key_prefix: key.keyPrefix, scopes: [...key.scopes], last_used_at: null, expires_at: key.expiresAt, created_at: key.createdAt, legacy: key.legacy }),
         key: secret,
       };
-      if (await repo.insertKeyOnce(key, { credentialId, key: idemKey, result: created })) return created;
-      const again = await repo.idempotency.replay<CreatedApiKey>(credentialId, idemKey, "createApiKey");
-      if (again) return again;
-      throw new AppError("internal_error", "The Idempotency-Key was recorded but its result could not be read back.");
+      try {
+        await repo.insertKeyOnce(key, { credentialId, key: idemKey, result: created });
+        return created;
+      } catch (e) {
+        // A twin recorded the key first (the statement waited for its commit): its key is the answer.
+        return repo.idempotency.replayRecordedMeanwhile<CreatedApiKey>(e, credentialId, idemKey, "createApiKey");
+      }
     },
 
-    listApiKeys(t: Tenant, limit: number, after: string | undefined): Promise<Page<ApiKey>> {
+    listApiKeys(t: Caller, limit: number, after: string | undefined): Promise<Page<ApiKey>> {
       return repo.listKeys(t.organizationId, limit, after);
     },
 
-    async revokeApiKey(t: Tenant, keyId: string): Promise<{ id: string; legacy: boolean }> {
+    async revokeApiKey(t: Caller, keyId: string): Promise<{ id: string; legacy: boolean }> {
       const key = await repo.liveKey(t.organizationId, keyId);
       if (!key) throw notFound("API key", keyId);
       // Legacy rows are kept for audit (soft revoke); current keys are deleted outright.

@@ -1,5 +1,5 @@
 import type { Sql } from "@tasksvc/db";
-import { decodeKeyset, idempotencyRecords, pageOf } from "@tasksvc/db";
+import { decodeKeyset, idempotencyRecords, KeyRecordedMeanwhile, pageOf } from "@tasksvc/db";
 import type { ApiKey, Member, Organization, Page, Plan, Role, Scope } from "@tasksvc/contracts";
 
 export interface OrgRow {
@@ -152,11 +152,11 @@ export function keysRepo(sql: Sql) {
 
     /**
      * Inserts a key and, in the same statement, its Idempotency-Key record (`result` is what the
-     * creation answered, computed before the insert). False when a record of that key younger than
-     * 24 h exists (a twin, or the first attempt of a retry): nothing is inserted. A twin still in
-     * flight makes this wait for its commit, then answer false.
+     * creation answered, computed before the insert). Throws KeyRecordedMeanwhile when a record of
+     * that key younger than 24 h exists (a twin, or the first attempt of a retry): nothing is
+     * inserted. A twin still in flight makes this wait for its commit, then throw.
      */
-    async insertKeyOnce(k: NewKey & { createdAt: Date }, once: { credentialId: string; key: string; result: unknown }): Promise<boolean> {
+    async insertKeyOnce(k: NewKey & { createdAt: Date }, once: { credentialId: string; key: string; result: unknown }): Promise<void> {
       const rows = await sql`
         with recorded as (
           insert into idempotency as i (credential_id, key, operation, result)
@@ -170,7 +170,7 @@ export function keysRepo(sql: Sql) {
                ${sql.array(k.scopes as Scope[])}, ${k.legacy}, ${k.testMode}, ${k.expiresAt}, ${k.createdAt}
         from recorded
         returning id`;
-      return rows.length === 1;
+      if (rows.length !== 1) throw new KeyRecordedMeanwhile();
     },
 
     async insertKey(k: NewKey): Promise<KeyRow> {

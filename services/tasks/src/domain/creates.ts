@@ -1,8 +1,8 @@
-import type { CreateTaskBody, Task } from "@tasksvc/contracts";
-import { isPgError, isUniqueViolation, KeyRecordedMeanwhile, newId, PG } from "@tasksvc/db";
+import type { Caller, CreateTaskBody, Task } from "@tasksvc/contracts";
+import { newId } from "@tasksvc/db";
 import { fieldError, isAppError } from "@tasksvc/errors";
-import { toTask, type Content, type TasksRepo } from "../repo/tasks-repo.js";
-import type { Caller, TasksDeps } from "./tasks-service.js";
+import { ReferenceVanished, toTask, type Content, type TasksRepo } from "../repo/tasks-repo.js";
+import type { TasksDeps } from "./tasks-service.js";
 
 /** Checks one create against the database (projects, parent) and returns its first version. */
 export type Prepare = (r: TasksRepo, c: Caller, b: CreateTaskBody) => Promise<Content>;
@@ -53,16 +53,13 @@ export function createBatcher(deps: TasksDeps, prepare: Prepare) {
     try {
       await execute(p.caller.organizationId, [p]);
     } catch (e) {
-      if (e instanceof KeyRecordedMeanwhile) {
-        // Another execution recorded this key while ours ran: answer with its result.
-        try {
-          const stored = await deps.repo.idempotency.replay<Task>(p.caller.credentialId, p.caller.idempotencyKey, "createTask");
-          if (stored) return p.resolve(stored);
-        } catch (err) {
-          return p.reject(err);
-        }
+      // Another execution recorded this key while ours ran (KeyRecordedMeanwhile): answer with
+      // its result. Any other failure is this create's answer.
+      try {
+        p.resolve(await deps.repo.idempotency.replayRecordedMeanwhile<Task>(e, p.caller.credentialId, p.caller.idempotencyKey, "createTask"));
+      } catch (err) {
+        p.reject(err);
       }
-      p.reject(e);
     }
   }
 
@@ -104,11 +101,9 @@ export function createBatcher(deps: TasksDeps, prepare: Prepare) {
           })),
         );
       } catch (e) {
-        if (isUniqueViolation(e, "idempotency_pkey")) throw new KeyRecordedMeanwhile();
-        // A project or parent that vanished between the check and the insert.
-        if (batch.length === 1 && isPgError(e) && e.code === PG.foreignKeyViolation) {
-          throw fieldError(e.constraint_name?.startsWith("task_projects") ? "/project_id" : "/parent_task_id", "no longer exists in this organization");
-        }
+        // A project or parent that vanished between the check and the insert. (A batch fails
+        // as a whole and re-runs alone; a key recorded meanwhile is KeyRecordedMeanwhile.)
+        if (batch.length === 1 && e instanceof ReferenceVanished) throw fieldError(e.what === "project" ? "/project_id" : "/parent_task_id", "no longer exists in this organization");
         throw e;
       }
       deps.written();

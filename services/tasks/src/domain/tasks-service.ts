@@ -1,33 +1,20 @@
 import {
   normalizeRecurrence,
   taskNumber,
+  type Caller,
   type CreateTaskBody,
   type DependencyView,
   type Page,
   type Project,
-  type RpcContext,
   type Task,
   type TaskVersion,
   type UpdateTaskBody,
 } from "@tasksvc/contracts";
-import { isUniqueViolation, KeyRecordedMeanwhile, newId } from "@tasksvc/db";
+import { idempotentWrite, newId } from "@tasksvc/db";
 import { AppError, fieldError } from "@tasksvc/errors";
-import { contentOf, toTask, type Content, type TasksRepo } from "../repo/tasks-repo.js";
+import { contentOf, ProjectNameTaken, toTask, type Content, type TasksRepo } from "../repo/tasks-repo.js";
 import { createBatcher } from "./creates.js";
 import type { TaskCache } from "./task-cache.js";
-
-/** The caller as the gateway resolved it; every operation is scoped to its organization. */
-export interface Caller {
-  organizationId: string;
-  userId: string;
-  credentialId: string;
-  idempotencyKey: string | undefined;
-}
-
-export function callerOf(ctx: RpcContext): Caller {
-  if (!ctx.organization_id || !ctx.user_id || !ctx.credential_id) throw new AppError("internal_error", "RPC context carries no organization, user or credential.");
-  return { organizationId: ctx.organization_id, userId: ctx.user_id, credentialId: ctx.credential_id, idempotencyKey: ctx.idempotency_key };
-}
 
 export interface TasksDeps {
   repo: TasksRepo;
@@ -43,6 +30,12 @@ export interface TasksDeps {
 
 const notFound = (what: string) => new AppError("resource_not_found", `No ${what} with that id exists in this organization.`);
 const noTask = () => notFound("task");
+
+/** A project name is unique within its organization: the repo's ProjectNameTaken as the API says it. */
+function nameTaken(e: unknown): never {
+  if (e instanceof ProjectNameTaken) throw fieldError("/name", "a project with this name already exists in the organization");
+  throw e;
+}
 
 /** A path id that cannot name a task names none: 404, like an unknown one. */
 function pathNumber(ref: string): number {
@@ -85,42 +78,35 @@ export function tasksService(deps: TasksDeps) {
   });
 
   /**
-   * Runs a write once per idempotency key (DESIGN.md section 1). The key is recorded with the
-   * result in the write's own transaction; a retry (or a racing twin) gets the stored result.
+   * Runs a write once per idempotency key (libs/db idempotentWrite). `touched` collects the
+   * tasks the write changed, for the caches of every replica.
    */
   async function write<T>(c: Caller, operation: string, fn: (r: TasksRepo, touched: number[]) => Promise<T>): Promise<T> {
-    const key = c.idempotencyKey;
-    const prior = await repo.idempotency.replay<T>(c.credentialId, key, operation);
-    if (prior !== undefined) return prior;
-    try {
-      const touched: number[] = [];
-      const result = await deps.tx(async (r) => {
-        touched.length = 0;
-        const twin = await r.idempotency.replayLocked<T>(c.credentialId, key, operation);
-        if (twin !== undefined) return twin;
-        const out = await fn(r, touched);
-        await r.idempotency.recordOnce(c.credentialId, key, operation, out);
-        return out;
-      });
-      deps.written();
-      if (touched.length) {
-        // Before the reply: no replica may answer a later read from a copy older than this write.
-        deps.cache.invalidate(c.organizationId, touched);
-        await deps.changed(c.organizationId, touched);
-      }
-      return result;
-    } catch (e) {
-      if (e instanceof KeyRecordedMeanwhile) {
-        const again = await repo.idempotency.replay<T>(c.credentialId, key, operation);
-        if (again !== undefined) return again;
-      }
-      throw e;
-    }
+    const touched: number[] = [];
+    return idempotentWrite({
+      records: repo.idempotency,
+      tx: deps.tx,
+      credentialId: c.credentialId,
+      key: c.idempotencyKey,
+      operation,
+      work: (r) => {
+        touched.length = 0; // a deadlock runs the work again
+        return fn(r, touched);
+      },
+      async afterCommit() {
+        deps.written();
+        if (touched.length) {
+          // Before the reply: no replica may answer a later read from a copy older than this write.
+          deps.cache.invalidate(c.organizationId, touched);
+          await deps.changed(c.organizationId, touched);
+        }
+      },
+    });
   }
 
   async function checkProjects(r: TasksRepo, org: string, ids: string[], pointer: (i: number) => string): Promise<void> {
-    const missing = await r.missingProjects(org, ids);
-    if (missing.length) throw fieldError(pointer(ids.indexOf(missing[0]!)), `project ${missing[0]} does not exist in this organization`);
+    const [missing] = await r.missingProjects(org, ids);
+    if (missing !== undefined) throw fieldError(pointer(ids.indexOf(missing)), `project ${missing} does not exist in this organization`);
   }
 
   async function existingTask(r: TasksRepo, org: string, ref: string, lock = false) {
@@ -266,14 +252,7 @@ export function tasksService(deps: TasksDeps) {
     },
 
     async createProject(c: Caller, b: { name: string; description?: string | undefined }): Promise<Project> {
-      return write(c, "createProject", async (r) => {
-        try {
-          return await r.insertProject(c.organizationId, b.name, b.description ?? null);
-        } catch (e) {
-          if (isUniqueViolation(e, "projects_name_key")) throw fieldError("/name", "a project with this name already exists in the organization");
-          throw e;
-        }
-      });
+      return write(c, "createProject", (r) => r.insertProject(c.organizationId, b.name, b.description ?? null).catch(nameTaken));
     },
 
     async getProject(c: Caller, id: string): Promise<Project> {
@@ -286,14 +265,9 @@ export function tasksService(deps: TasksDeps) {
 
     async updateProject(c: Caller, id: string, patch: { name?: string | undefined; description?: string | null | undefined }): Promise<Project> {
       return write(c, "updateProject", async (r) => {
-        try {
-          const p = await r.updateProject(c.organizationId, id, patch);
-          if (!p) throw notFound("project");
-          return p;
-        } catch (e) {
-          if (isUniqueViolation(e, "projects_name_key")) throw fieldError("/name", "a project with this name already exists in the organization");
-          throw e;
-        }
+        const p = await r.updateProject(c.organizationId, id, patch).catch(nameTaken);
+        if (!p) throw notFound("project");
+        return p;
       });
     },
 

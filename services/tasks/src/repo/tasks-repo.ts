@@ -1,6 +1,6 @@
 import type { DependencyView, Project, Recurrence, Task, TaskEventType, TaskStatus, TaskSummary, TaskVersion } from "@tasksvc/contracts";
 import { taskId } from "@tasksvc/contracts";
-import { decodeKeyset, idempotencyRecords, newId, pageOf, type Sql } from "@tasksvc/db";
+import { decodeKeyset, idempotencyRecords, KeyRecordedMeanwhile, mapPgError, newId, pageOf, PG, type PgErrorRule, type Sql } from "@tasksvc/db";
 
 /** The columns every task read selects; bigint and numeric come back as text, dates as text. */
 const TASK_COLUMNS = `number::text as number, owner_user_id, parent_number::text as parent_number, archived,
@@ -143,6 +143,35 @@ interface ProjectRow {
 }
 const toProject = (r: ProjectRow): Project => ({ id: r.id, name: r.name, description: r.description, created_at: iso(r.created_at), updated_at: iso(r.updated_at) });
 
+/** Another project of the organization has this name (projects_name_key). */
+export class ProjectNameTaken extends Error {
+  constructor() {
+    super("another project of the organization has this name");
+    this.name = "ProjectNameTaken";
+  }
+}
+
+/** A project or parent task that a create named was gone when its statement ran. */
+export class ReferenceVanished extends Error {
+  constructor(readonly what: "project" | "parent") {
+    super(`the ${what} named by the create no longer exists`);
+    this.name = "ReferenceVanished";
+  }
+}
+
+const PROJECT_RULES: readonly PgErrorRule[] = [{ code: PG.uniqueViolation, constraint: "projects_name_key", to: () => new ProjectNameTaken() }];
+
+/**
+ * What createTasks' statement can violate: the idempotency key (a twin recorded it first; the
+ * insert waited for its commit) and the two references the domain checked before it. The other
+ * foreign keys point at rows the statement inserts itself.
+ */
+const CREATE_RULES: readonly PgErrorRule[] = [
+  { code: PG.uniqueViolation, constraint: "idempotency_pkey", to: () => new KeyRecordedMeanwhile() },
+  { code: PG.foreignKeyViolation, constraint: "task_projects_project_id_fkey", to: () => new ReferenceVanished("project") },
+  { code: PG.foreignKeyViolation, constraint: "tasks_organization_id_parent_number_fkey", to: () => new ReferenceVanished("parent") },
+];
+
 /** All SQL of the tasks service (schema `tasks`). Bound to a pool or to one transaction. */
 export function tasksRepo(sql: Sql) {
   const cols = sql.unsafe(TASK_COLUMNS);
@@ -172,7 +201,8 @@ export function tasksRepo(sql: Sql) {
      * to the commit), inserts the tasks, their first versions, project links, the task.created
      * outbox rows and the idempotency records. The events and records carry the API shape:
      * `template` (from toTask) completed here with the number and the database's timestamps.
-     * A key recorded meanwhile is a unique violation on idempotency_pkey: nothing is written.
+     * Nothing is written when it throws KeyRecordedMeanwhile (the key was recorded meanwhile) or
+     * ReferenceVanished (a project or parent was deleted since the domain's checks).
      */
     async createTasks(
       org: string,
@@ -239,7 +269,7 @@ export function tasksRepo(sql: Sql) {
           insert into idempotency (credential_id, key, operation, result)
           select credential_id, key, 'createTask', task from api where key is not null
         )
-        select ${cols} from t order by t.number`;
+        select ${cols} from t order by t.number`.catch((e: unknown) => mapPgError(e, CREATE_RULES));
     },
 
     /** Writes a new current version (content changed). */
@@ -266,7 +296,8 @@ export function tasksRepo(sql: Sql) {
           insert into task_projects (organization_id, task_number, project_id)
           select ${org}, ${number}, unnest(${c.project_ids}::text[]) on conflict do nothing`;
       }
-      return row!;
+      if (!row) throw new Error("update returned no row");
+      return row;
     },
 
     async setArchived(org: string, number: number, archived: boolean): Promise<TaskRow | undefined> {
@@ -404,11 +435,13 @@ export function tasksRepo(sql: Sql) {
       return ids.filter((id) => !found.has(id));
     },
 
+    /** Throws ProjectNameTaken. */
     async insertProject(org: string, name: string, description: string | null): Promise<Project> {
       const [row] = await sql<ProjectRow[]>`
         insert into projects (id, organization_id, name, description) values (${newId("prj")}, ${org}, ${name}, ${description})
-        returning *, '' as cursor_at`;
-      return toProject(row!);
+        returning *, '' as cursor_at`.catch((e: unknown) => mapPgError(e, PROJECT_RULES));
+      if (!row) throw new Error("insert returned no row");
+      return toProject(row);
     },
 
     async project(org: string, id: string): Promise<Project | undefined> {
@@ -427,6 +460,7 @@ export function tasksRepo(sql: Sql) {
       return pageOf(rows, limit, toProject, (r) => [r.cursor_at, r.id]);
     },
 
+    /** Undefined for an unknown project; throws ProjectNameTaken. */
     async updateProject(org: string, id: string, patch: { name?: string | undefined; description?: string | null | undefined }): Promise<Project | undefined> {
       const [row] = await sql<ProjectRow[]>`
         update projects set
@@ -434,7 +468,7 @@ export function tasksRepo(sql: Sql) {
           description = ${patch.description === undefined ? sql`description` : sql`${patch.description}`},
           updated_at = now()
         where organization_id = ${org} and id = ${id}
-        returning *, '' as cursor_at`;
+        returning *, '' as cursor_at`.catch((e: unknown) => mapPgError(e, PROJECT_RULES));
       return row && toProject(row);
     },
 

@@ -1,0 +1,35 @@
+import { boardsRpc } from "./boards.js";
+import { keysRpc } from "./keys.js";
+import type { RpcCatalog } from "./rpc.js";
+import { tasksRpc } from "./tasks.js";
+
+/** One service of the system, as everything that starts or calls services sees it. */
+export interface ServiceEntry {
+  /** Its folder and package: services/<name>, `@tasksvc/<name>`, whose index exports `service`. */
+  name: string;
+  /** The catalog it serves over NATS (the gateway gets a client of each); the name is its `service`. */
+  rpc?: RpcCatalog;
+  /** Replicas the test stack starts unless a test says otherwise (two where races matter). */
+  testReplicas: number;
+}
+
+/**
+ * The registry: a new service is a folder plus one line here. Read by scripts/start.mjs (one
+ * process each), the test stack (replicas in one process) and the gateway (a client per catalog).
+ * Listed in start order: the gateway last, as it forwards to all the others (nothing waits for
+ * anything at start, but the first requests then find every service up).
+ */
+export const SERVICES = [
+  { name: keysRpc.service, rpc: keysRpc, testReplicas: 2 },
+  { name: tasksRpc.service, rpc: tasksRpc, testReplicas: 2 },
+  { name: boardsRpc.service, rpc: boardsRpc, testReplicas: 1 },
+  { name: "gateway", testReplicas: 2 },
+] as const satisfies readonly ServiceEntry[];
+
+export type ServiceName = (typeof SERVICES)[number]["name"];
+
+type RpcEntry = Extract<(typeof SERVICES)[number], { rpc: RpcCatalog }>;
+/** The services that serve a catalog. */
+export type RpcServiceName = RpcEntry["name"];
+/** The catalog a service serves, by name: `RpcCatalogOf<"tasks">` is `typeof tasksRpc`. */
+export type RpcCatalogOf<N extends RpcServiceName> = Extract<RpcEntry, { name: N }>["rpc"];

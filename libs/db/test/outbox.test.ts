@@ -1,0 +1,165 @@
+import { randomUUID } from "node:crypto";
+import { createLogger } from "@tasksvc/logger";
+import { connectNats, deleteStreams, ensureStream, jetstream, jetstreamManager, nanos, type NatsConnection } from "@tasksvc/nats";
+import { dropDatabase } from "@tasksvc/testing";
+import { z } from "zod";
+import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
+import { createDb, ensureDatabase, startOutboxRelay, type Database, type OutboxPublisher, type OutboxRelay, type OutboxRow } from "../src/index.js";
+
+// The relay library on a database, table, lock and stream of this file's own: none of them is a
+// service's, so the stack's own relays cannot interfere. The table name needs quoting on purpose.
+const stack = inject("stack");
+const suffix = randomUUID().slice(0, 8);
+const databaseUrl = (() => {
+  const u = new URL(stack.databaseUrl);
+  u.pathname = `${u.pathname}_outbox_${suffix}`;
+  return u.toString();
+})();
+const SCHEMA = "outbox_lib";
+const TABLE = "relay outbox";
+const LOCK = `outbox-lib-test-${suffix}`;
+const prefix = `${stack.namespace}_outbox_${suffix}`;
+const stream = `${prefix}_events`;
+const log = createLogger({ service: "outbox-test", level: "silent" });
+
+/** Rows of the test table: the common columns and the topic that names the subject. */
+interface TestRow extends OutboxRow {
+  topic: string;
+}
+const Payload = z.object({ id: z.string(), n: z.number().int() });
+type Payload = z.infer<typeof Payload>;
+const subjectOf = (row: TestRow) => `${prefix}.${row.topic}`;
+
+let db: Database;
+let nc: NatsConnection;
+
+beforeAll(async () => {
+  await ensureDatabase(databaseUrl);
+  db = createDb({ url: databaseUrl, schema: SCHEMA, max: 8 });
+  await db.sql`create schema ${db.sql(SCHEMA)}`;
+  await db.sql`create table ${db.sql(TABLE)} (
+    seq bigserial primary key, event_id text not null unique, topic text not null, payload jsonb not null)`;
+  nc = await connectNats({ url: stack.natsUrl, name: "outbox-test" });
+  await ensureStream(nc, { name: stream, subjects: [`${prefix}.>`], duplicate_window: nanos(3600_000) });
+});
+
+beforeEach(async () => {
+  await db.sql`delete from ${db.sql(TABLE)}`;
+  await (await jetstreamManager(nc)).streams.purge(stream);
+});
+
+afterAll(async () => {
+  await deleteStreams(nc, prefix);
+  await nc.drain();
+  await db.end({ timeout: 1 });
+  await dropDatabase(databaseUrl);
+});
+
+/** Inserts n rows, one statement each (so seq order is commit order); returns their payloads. */
+async function enqueue(n: number): Promise<Payload[]> {
+  const out: Payload[] = [];
+  for (let i = 0; i < n; i++) {
+    const payload = { id: `evt_${randomUUID()}`, n: i };
+    await db.sql`insert into ${db.sql(TABLE)} (event_id, topic, payload) values (${payload.id}, ${i % 2 ? "odd" : "even"}, ${db.sql.json(payload)})`;
+    out.push(payload);
+  }
+  return out;
+}
+
+/** The stream's messages in stream order: subject and parsed payload. */
+async function streamed(): Promise<Array<{ subject: string; payload: Payload }>> {
+  const jsm = await jetstreamManager(nc);
+  const { state } = await jsm.streams.info(stream);
+  const out: Array<{ subject: string; payload: Payload }> = [];
+  for (let seq = state.first_seq; seq <= state.last_seq && state.messages > 0; seq++) {
+    const m = await jsm.streams.getMessage(stream, { seq });
+    if (m) out.push({ subject: m.subject, payload: Payload.parse(m.json()) });
+  }
+  return out;
+}
+
+/** The real JetStream publisher, counting what the relay asked it to publish, per event id. */
+function counting(onPublish?: (count: number) => void) {
+  const js = jetstream(nc);
+  const calls = new Map<string, number>();
+  let total = 0;
+  const publisher: OutboxPublisher = {
+    async publish(subject, data, opts) {
+      const ack = await js.publish(subject, data, opts);
+      calls.set(opts.msgID, (calls.get(opts.msgID) ?? 0) + 1);
+      onPublish?.(++total);
+      return ack;
+    },
+  };
+  return { publisher, calls };
+}
+
+const relay = (publisher: OutboxPublisher, batch: number): OutboxRelay =>
+  startOutboxRelay<TestRow>({ db, publisher, table: TABLE, lock: LOCK, subject: subjectOf, log, pollMs: 20, batch });
+
+async function rowsLeft(): Promise<number> {
+  const [row] = await db.sql<{ n: number }[]>`select count(*)::int as n from ${db.sql(TABLE)}`;
+  return row?.n ?? -1;
+}
+
+async function until(check: () => Promise<boolean>, what: string, ms = 8000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`${what}: not reached in ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe("startOutboxRelay()", () => {
+  it("when rows are waiting, then each is published once, in seq order, on its row's subject, and deleted", async () => {
+    const payloads = await enqueue(30);
+    const { publisher, calls } = counting();
+    const r = relay(publisher, 8);
+    await until(async () => (await rowsLeft()) === 0, "outbox empty");
+    await r.stop();
+    const got = await streamed();
+    expect(got, JSON.stringify(got)).toEqual(payloads.map((p) => ({ subject: `${prefix}.${p.n % 2 ? "odd" : "even"}`, payload: p })));
+    expect([...calls.values()].every((c) => c === 1) && calls.size === 30, JSON.stringify([...calls])).toBe(true);
+  });
+
+  it("when two relays share one table and lock while rows arrive, then no row is published twice and the stream keeps outbox order", async () => {
+    const { publisher, calls } = counting();
+    const a = relay(publisher, 8);
+    const b = relay(publisher, 8);
+    const first = await enqueue(30);
+    a.notify();
+    b.notify();
+    const second = await enqueue(30);
+    a.notify();
+    b.notify();
+    await until(async () => (await rowsLeft()) === 0, "outbox empty");
+    await Promise.all([a.stop(), b.stop()]);
+    const ids = [...first, ...second].map((p) => p.id);
+    expect((await streamed()).map((m) => m.payload.id)).toEqual(ids);
+    // The stream would drop a duplicate by its Msg-Id; the publisher's count shows there was none.
+    expect(ids.map((id) => calls.get(id))).toEqual(ids.map(() => 1));
+  });
+
+  it("when a relay is stopped mid-way, then it finishes its batch and leaves the rest to the next relay, which publishes them in order", async () => {
+    const payloads = await enqueue(30);
+    let first: OutboxRelay | undefined;
+    let stopping: Promise<void> | undefined;
+    // Stop asked for while the first batch is being published (as at a SIGTERM).
+    const early = counting((count) => {
+      if (count === 1) stopping = first?.stop();
+    });
+    first = relay(early.publisher, 10);
+    await until(async () => stopping !== undefined, "stop asked");
+    await stopping;
+    expect(early.calls.size).toBe(10);
+    expect(await rowsLeft()).toBe(20);
+    expect((await streamed()).map((m) => m.payload.id)).toEqual(payloads.slice(0, 10).map((p) => p.id));
+
+    const late = counting();
+    const next = relay(late.publisher, 10);
+    await until(async () => (await rowsLeft()) === 0, "outbox empty");
+    await next.stop();
+    expect((await streamed()).map((m) => m.payload.id)).toEqual(payloads.map((p) => p.id));
+    expect([...late.calls].sort(), "the next relay published the other 20, once each").toEqual(payloads.slice(10).map((p) => [p.id, 1]).sort());
+  });
+});

@@ -1,0 +1,246 @@
+import { AckPolicy, DeliverPolicy, JetStreamApiError, jetstream, jetstreamManager, type ConsumerConfig, type ConsumerMessages, type JsMsg } from "@nats-io/jetstream";
+import type { MsgHdrs, NatsConnection } from "@nats-io/transport-node";
+import type { Logger } from "@tasksvc/logger";
+import type { z } from "zod";
+import { decodeJson } from "./json.js";
+import { nanos } from "./streams.js";
+
+/**
+ * What a handler decided about one message: done ("ack"), try again after `nak` milliseconds, or
+ * never again ("term": the message can never succeed). A handler that throws gets a nak after
+ * `retryDelay(deliveries)`, or a term on its last allowed delivery.
+ */
+export type ConsumeOutcome = "ack" | "term" | { nak: number };
+
+export interface MessageMeta {
+  subject: string;
+  /** The message's sequence in the stream. */
+  seq: number;
+  /** 1 on the first delivery. */
+  deliveries: number;
+  headers: MsgHdrs | undefined;
+  /** Bound to stream, durable, subject, seq and deliveries. */
+  log: Logger;
+  /** Restarts the ack timer: for a handler that may outlast `ackWaitMs`. */
+  working(): void;
+}
+
+export interface ConsumeOptions<S extends z.ZodType> {
+  stream: string;
+  /** The durable consumer's name; replicas that share it share the work. */
+  durable: string;
+  /** One subject filter (NATS 2.9 has no multiple filters); the whole stream when absent. */
+  filterSubject?: string;
+  /** Every message is parsed with it; one that does not parse is logged and terminated. */
+  schema: S;
+  handle(msg: z.output<S>, meta: MessageMeta): Promise<ConsumeOutcome>;
+  /** Handlers in flight at most, in this process. Messages are handled in no particular order. */
+  concurrency: number;
+  /** How long the server waits for an answer before delivering a message again. */
+  ackWaitMs: number;
+  /** Deliveries per message at most (server default: unlimited). */
+  maxDeliver?: number;
+  /** Milliseconds before the next delivery after a handler threw on delivery `n` (default `retryDelay`). */
+  retryDelay?: (deliveries: number) => number;
+  /** How long one pull waits on the server for messages (default 10 s; the nats.js minimum is 1 s). */
+  pullExpiresMs?: number;
+  log: Logger;
+}
+
+export interface Consumption {
+  /**
+   * Stops pulling and resolves once every handler in flight has finished and its answer has
+   * reached the server. The durable consumer stays: the next `consume()` with its name resumes.
+   */
+  stop(): Promise<void>;
+}
+
+/** The default redelivery schedule after a handler threw: 1 s, 2 s, 4 s … at most a minute. */
+export function retryDelay(deliveries: number): number {
+  return Math.min(1000 * 2 ** Math.max(0, deliveries - 1), 60_000);
+}
+
+const CONSUMER_NOT_FOUND = 10014;
+
+/**
+ * Creates the durable pull consumer (explicit ack), or brings an existing one to these settings.
+ * Replicas may start at once: a lost creation race is followed by an update, as in ensureStream.
+ */
+async function ensureConsumer(nc: NatsConnection, opts: ConsumeOptions<z.ZodType>): Promise<void> {
+  const jsm = await jetstreamManager(nc);
+  const changeable = {
+    ack_wait: nanos(opts.ackWaitMs),
+    max_deliver: opts.maxDeliver ?? -1,
+    ...(opts.filterSubject === undefined ? {} : { filter_subject: opts.filterSubject }),
+  };
+  try {
+    await jsm.consumers.info(opts.stream, opts.durable);
+  } catch (e) {
+    if (!(e instanceof JetStreamApiError && e.code === CONSUMER_NOT_FOUND)) throw e;
+    const config: Partial<ConsumerConfig> = {
+      ...changeable,
+      durable_name: opts.durable,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+    };
+    try {
+      await jsm.consumers.add(opts.stream, config);
+      return;
+    } catch {
+      // Another replica created it first: fall through to the update.
+    }
+  }
+  await jsm.consumers.update(opts.stream, opts.durable, changeable);
+}
+
+/**
+ * Handles the messages of a durable JetStream consumer, parsed with a zod schema, at most
+ * `concurrency` at a time, each answered by ack, nak with a delay, or term.
+ *
+ * Why fetch and not `consume()`: nats.js's consume() pulls again as messages *arrive*, not as they
+ * are *handled*, so with slow handlers its buffer grows and buffered messages run out their ack
+ * wait before a handler sees them (then come again: duplicates). Here a pull asks for exactly as
+ * many messages as there are free handler slots, so every message delivered to this process has a
+ * handler from the moment it arrives, and its ack timer measures the handler alone.
+ *
+ * Nothing a message carries can end the process: bad JSON and schema failures are logged and
+ * terminated (they would fail on every delivery), a handler's error becomes a nak with backoff.
+ */
+export async function consume<S extends z.ZodType>(nc: NatsConnection, opts: ConsumeOptions<S>): Promise<Consumption> {
+  const concurrency = opts.concurrency;
+  if (!Number.isInteger(concurrency) || concurrency < 1) throw new Error(`consume(${opts.durable}): concurrency must be a positive integer`);
+  const delayAfter = opts.retryDelay ?? retryDelay;
+  const expires = Math.max(1000, opts.pullExpiresMs ?? 10_000);
+  const base = { stream: opts.stream, durable: opts.durable };
+
+  await ensureConsumer(nc, opts);
+  const consumer = await jetstream(nc).consumers.get(opts.stream, opts.durable);
+
+  const inFlight = new Set<Promise<void>>();
+  let stopping = false;
+  let batch: ConsumerMessages | undefined;
+  let wake: (() => void) | undefined;
+
+  const pause = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        wake = undefined;
+        resolve();
+      }
+      wake = done;
+    });
+
+  async function handleOne(m: JsMsg): Promise<void> {
+    const deliveries = m.info.deliveryCount;
+    // A child logger per message costs CPU; most messages log nothing, so build it on first use.
+    let child: Logger | undefined;
+    const meta: MessageMeta = {
+      subject: m.subject,
+      seq: m.seq,
+      deliveries,
+      headers: m.headers,
+      get log() {
+        return (child ??= opts.log.child({ ...base, subject: m.subject, seq: m.seq, deliveries }));
+      },
+      working: () => m.working(),
+    };
+
+    let raw: unknown;
+    try {
+      raw = decodeJson(m.data);
+    } catch (err) {
+      meta.log.error({ err }, "message is not JSON; terminated");
+      m.term();
+      return;
+    }
+    const parsed = opts.schema.safeParse(raw);
+    if (!parsed.success) {
+      meta.log.error({ issues: parsed.error.issues }, "message outside its schema; terminated");
+      m.term();
+      return;
+    }
+
+    let outcome: ConsumeOutcome;
+    try {
+      outcome = await opts.handle(parsed.data, meta);
+    } catch (err) {
+      if (opts.maxDeliver !== undefined && opts.maxDeliver > 0 && deliveries >= opts.maxDeliver) {
+        meta.log.error({ err }, "handler failed on the last allowed delivery; terminated");
+        m.term();
+        return;
+      }
+      const delay = delayAfter(deliveries);
+      meta.log.warn({ err, retry_in_ms: delay }, "handler failed; delivery again later");
+      m.nak(delay);
+      return;
+    }
+
+    if (outcome === "ack") {
+      // Acknowledged by the server before the slot frees: once stop() resolves, nothing this
+      // consumer handled can be delivered again (a plain ack is a fire-and-forget publish).
+      try {
+        await m.ackAck();
+      } catch (err) {
+        meta.log.warn({ err }, "ack not confirmed; the message may be delivered again");
+      }
+    } else if (outcome === "term") {
+      m.term();
+    } else {
+      m.nak(Math.max(0, outcome.nak));
+    }
+  }
+
+  function dispatch(m: JsMsg): void {
+    // handleOne answers every failure of the message itself; this catch is the last line (a closed
+    // connection throws on ack), so that nothing becomes an unhandled rejection.
+    const p = handleOne(m)
+      .catch((err: unknown) => opts.log.error({ err, ...base, seq: m.seq }, "could not answer a message"))
+      .finally(() => inFlight.delete(p));
+    inFlight.add(p);
+  }
+
+  const loop = (async () => {
+    let failures = 0;
+    while (!stopping) {
+      // Pull only for free slots: the bound holds for delivered messages, not just running handlers.
+      while (inFlight.size >= concurrency && !stopping) await Promise.race(inFlight);
+      if (stopping) break;
+      try {
+        batch = await consumer.fetch({ max_messages: concurrency - inFlight.size, expires });
+        if (stopping) void batch.close();
+        // Messages already delivered to this pull are handled even when stop() came meanwhile:
+        // they are within the free slots, and handling them beats waiting out their ack wait.
+        for await (const m of batch) dispatch(m);
+        failures = 0;
+      } catch (err) {
+        if (stopping) break;
+        // Stream or consumer missing, server away, heartbeats missed: keep trying, more slowly.
+        failures++;
+        opts.log.warn({ err, ...base }, "pull failed; retrying");
+        await pause(Math.min(100 * 2 ** failures, 5000));
+        // A consumer deleted meanwhile (by an operator, with its stream) is created again.
+        if (!stopping) await ensureConsumer(nc, opts).catch((e: unknown) => opts.log.warn({ err: e, ...base }, "consumer could not be ensured"));
+      } finally {
+        batch = undefined;
+      }
+    }
+  })();
+
+  return {
+    async stop() {
+      if (!stopping) {
+        stopping = true;
+        // Ends the pull waiting on the server. A message the server sends in that instant reaches
+        // no one and is delivered again after ackWaitMs: late, never lost.
+        void batch?.close();
+        wake?.();
+      }
+      await loop;
+      await Promise.all([...inFlight]);
+      // Naks and terms are fire-and-forget publishes: make sure the server has them.
+      await nc.flush().catch(() => undefined);
+    },
+  };
+}

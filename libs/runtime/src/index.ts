@@ -1,0 +1,3 @@
+export * from "./definition.js";
+export * from "./start.js";
+export * from "./main.js";

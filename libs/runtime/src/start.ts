@@ -1,0 +1,106 @@
+import { checkDb, createDb, databaseErrorAsAppError, ensureDatabase, migrate } from "@tasksvc/db";
+import type { Logger } from "@tasksvc/logger";
+import { client, connectNats, ensureStream, serve } from "@tasksvc/nats";
+import type { BaseConfig, Running, ServiceContext, ServiceDefinition } from "./definition.js";
+
+interface Step {
+  what: string;
+  run: () => Promise<void> | void;
+}
+
+/**
+ * Starts one replica of a service: database (created if missing), migrations, pool, NATS, the
+ * streams it declares, then its `start`. Several replicas may start at once (migrations wait
+ * for each other under a lock; a stream lost to a creation race is updated instead).
+ *
+ * Stop order, and why: everything `start` registered (serve, every, onStop) is undone last-
+ * registered first. Services serve last, so they stop taking requests before the work those
+ * requests rely on stops; NATS is drained after that (whatever background work still
+ * published is flushed), and the pool ends last, since every step before may still query.
+ * A `start` that fails gets the same clean-up of what it had set up, then its error rethrown.
+ */
+export async function startService<C extends BaseConfig, R>(def: ServiceDefinition<C, R>, cfg: C, log: Logger): Promise<Running<R>> {
+  await ensureDatabase(cfg.DATABASE_URL);
+  await migrate({ url: cfg.DATABASE_URL, schema: def.schema, dir: def.migrations, log });
+  const db = createDb({ url: cfg.DATABASE_URL, schema: def.schema, ...def.db });
+  // 5 s for queries in flight at an orderly stop; 1 s when start failed and nothing is in flight.
+  let endTimeout = 5;
+  const steps: Step[] = [{ what: "database pool", run: () => db.end({ timeout: endTimeout }) }];
+
+  const release = async (): Promise<void> => {
+    let first: unknown;
+    for (const step of steps.splice(0).reverse()) {
+      try {
+        await step.run();
+      } catch (err) {
+        log.error({ err }, `stopping: ${step.what} failed`);
+        first ??= err;
+      }
+    }
+    if (first !== undefined) throw first;
+  };
+
+  try {
+    await checkDb(db, cfg.DATABASE_URL);
+    const nc = await connectNats({ url: cfg.NATS_URL, name: def.name });
+    steps.push({ what: "NATS drain", run: () => nc.drain() });
+    for (const stream of def.streams?.(cfg.NATS_NAMESPACE) ?? []) await ensureStream(nc, stream);
+
+    const namespace = cfg.NATS_NAMESPACE;
+    const ctx: ServiceContext<C> = {
+      name: def.name,
+      cfg,
+      log,
+      db,
+      nc,
+      namespace,
+      serve(catalog, handlers) {
+        const served = serve(nc, catalog, handlers, { namespace, log, classify: databaseErrorAsAppError });
+        steps.push({ what: `serving ${catalog.service}`, run: () => served.drain() });
+      },
+      client(catalog, opts) {
+        return client(nc, catalog, { namespace, timeoutMs: opts.timeoutMs });
+      },
+      every(ms, what, fn) {
+        let inFlight: Promise<void> | undefined;
+        const timer = setInterval(() => {
+          if (inFlight) return;
+          inFlight = Promise.resolve()
+            .then(fn)
+            .then(
+              () => undefined,
+              (err: unknown) => log.warn({ err }, `${what} failed`),
+            )
+            .finally(() => {
+              inFlight = undefined;
+            });
+        }, ms);
+        // Periodic upkeep never keeps a process alive on its own.
+        timer.unref();
+        steps.push({
+          what,
+          run: async () => {
+            clearInterval(timer);
+            await inFlight;
+          },
+        });
+      },
+      onStop(fn) {
+        steps.push({ what: "a stop hook", run: fn });
+      },
+    };
+    const result = await def.start(ctx);
+    log.info({ namespace }, `${def.name} service ready`);
+
+    let stopping: Promise<void> | undefined;
+    const stop = () => (stopping ??= release().then(() => log.info(`${def.name} service stopped`)));
+    const extra = typeof result === "object" && result !== null ? result : {};
+    // Running<R> is `{stop}` plus R when R is an object: exactly what is built here, which the
+    // conditional type cannot see through.
+    return { ...extra, stop } as Running<R>;
+  } catch (e) {
+    endTimeout = 1;
+    await release().catch(() => undefined);
+    throw e;
+  }
+}

@@ -1,0 +1,257 @@
+import type { Entitlement, ErrorCode, Identity, RpcContext, Scope } from "@tasksvc/contracts";
+import type { FastifyPluginAsync } from "fastify";
+import { Readable } from "node:stream";
+import { AppError, validationError } from "@tasksvc/errors";
+import { z } from "zod";
+import type { Clients } from "./clients.js";
+import type { Charge } from "./policies/limits.js";
+
+/**
+ * One public operation as the pipeline and the documentation see it: its HTTP shape and its
+ * policy. The request pipeline (pipeline.ts) reads it from the route's config, so a route file
+ * states what an operation is and never how authentication, charging or idempotency run.
+ */
+export interface Operation {
+  method: "GET" | "POST" | "PATCH" | "DELETE";
+  url: string;
+  /** The resource file it belongs to (the OpenAPI tag). */
+  resource: string;
+  scope: Scope;
+  entitlement: Entitlement;
+  /**
+   * How the request body arrives: "json", parsed by the gateway's JSON parser and checked by
+   * `body`; or "stream", an upload the operation reads itself (media types in `contentTypes`).
+   */
+  kind: "json" | "stream";
+  /** The media types a "stream" operation accepts (registered in its resource's plugin only). */
+  contentTypes: string[];
+  params?: z.ZodType;
+  query: z.ZodType;
+  body?: z.ZodType;
+  status: number;
+  /** The success body's schema (OpenAPI and response tests). */
+  response: z.ZodType;
+  /** Spec (IK): accepts an Idempotency-Key. */
+  idempotent: boolean;
+  /**
+   * The service records this operation's Idempotency-Key with its result in its own transaction
+   * (DESIGN.md section 1), so the gateway's record is a fast path, not the guarantee: it may
+   * commit asynchronously (decision 0008).
+   */
+  serviceIdempotency: boolean;
+  /** A cursor list: `after` is verified and unwrapped, `next_cursor` signed and bound to the query. */
+  paginated: boolean;
+  /** Count this call alone, after giving back this replica's unspent reserved calls (0007). */
+  exactCharge: boolean;
+  /** One line for the OpenAPI document. */
+  summary: string;
+  /** Error codes this operation can answer beyond the pipeline's own (OpenAPI). */
+  errors: ErrorCode[];
+  /** Other success statuses the operation may answer with (`withStatus`), and what they mean. */
+  otherStatuses: Record<number, string>;
+}
+
+/** No query parameters: an unknown one is a 400, like an unknown body field. */
+export const NoQuery = z.strictObject({});
+
+/**
+ * How a route file describes an operation. The defaults are stated here once: every operation
+ * needs the `public_api` entitlement (all plans have it; a paid feature names its own), takes no
+ * query parameters, answers 200, and is neither idempotent nor paginated.
+ */
+export interface OperationSpec {
+  method: Operation["method"];
+  url: string;
+  summary: string;
+  /** "json" unless stated; a "stream" operation gets the request body as a stream. */
+  kind?: "json" | "stream";
+  contentTypes?: string[];
+  scope: Scope;
+  entitlement?: Entitlement;
+  params?: z.ZodType;
+  query?: z.ZodType;
+  body?: z.ZodType;
+  status?: number;
+  response: z.ZodType;
+  idempotent?: boolean;
+  serviceIdempotency?: boolean;
+  paginated?: boolean;
+  exactCharge?: boolean;
+  errors?: ErrorCode[];
+  otherStatuses?: Record<number, string>;
+}
+
+/** An operation's input as its own schemas parse it (undefined where it declares none). */
+export interface InputOf<S extends OperationSpec> {
+  params: S extends { params: infer P extends z.ZodType } ? z.output<P> : undefined;
+  query: S extends { query: infer Q extends z.ZodType } ? z.output<Q> : z.output<typeof NoQuery>;
+  body: S extends { kind: "stream" } ? Readable : S extends { body: infer B extends z.ZodType } ? z.output<B> : undefined;
+}
+
+/** What the pipeline establishes before an operation runs: the caller, its charge, the clients. */
+export interface Admitted {
+  ctx: RpcContext;
+  identity: Identity;
+  /** This call's charge: the counters right after it was counted. */
+  charge: Charge;
+}
+
+export type OperationInput<S extends OperationSpec> = InputOf<S> & Admitted & { clients: Clients };
+
+/** A forward() result whose status differs from the operation's usual one (200 "already there" vs 201). */
+export class WithStatus {
+  constructor(
+    readonly status: number,
+    readonly body: unknown,
+  ) {}
+}
+
+/** The request as received, before the operation's schemas. */
+export interface RawInput {
+  params: unknown;
+  query: unknown;
+  body: unknown;
+}
+
+/** Turns a signed cursor back into the service's keyset position (the pipeline's cursor policy). */
+export type UnwrapCursor = (query: Record<string, unknown>, after: string) => string;
+
+/**
+ * An operation whose input has been parsed and checked: what the handler runs. The parsed values
+ * stay inside the closure with their types; the pipeline only sees the query (to sign cursors).
+ */
+export interface Prepared {
+  query: unknown;
+  run(admitted: Admitted, clients: Clients): Promise<unknown>;
+}
+
+/** An operation with the step that parses its input (typed by its own schemas). */
+export interface ServedOperation extends Operation {
+  prepare(raw: RawInput, unwrapCursor: UnwrapCursor): Prepared;
+}
+
+declare module "fastify" {
+  interface FastifyContextConfig {
+    /** Set on every public operation's route; the pipeline's hooks act only where it is. */
+    operation?: ServedOperation;
+  }
+  interface FastifyRequest {
+    /** The caller, once authenticated, charged and authorized (pipeline.ts). */
+    admitted?: Admitted;
+    /** The operation with its input parsed (pipeline.ts). */
+    prepared?: Prepared;
+  }
+}
+
+export interface ResourceOptions {
+  clients: Clients;
+}
+
+/** A resource's routes: its operations (for documentation) and the fastify plugin that serves them. */
+export interface Resource {
+  name: string;
+  operations: readonly Operation[];
+  plugin: FastifyPluginAsync<ResourceOptions>;
+}
+
+export interface ResourceBuilder {
+  op<const S extends OperationSpec>(spec: S, forward: (input: OperationInput<S>) => Promise<unknown>): void;
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+function parse(schema: z.ZodType, value: unknown, what: string): unknown {
+  const r = schema.safeParse(value);
+  if (!r.success) throw validationError(r.error, "", what);
+  return r.data;
+}
+
+/**
+ * Parses a request's input with an operation's schemas, in the order the pipeline promises:
+ * query, then its cursor, then path, then body. The overload states what the implementation
+ * does: each value has its schema's output type, or is undefined where the operation has none.
+ */
+function parseInput<S extends OperationSpec>(spec: S, paginated: boolean, raw: RawInput, unwrapCursor: UnwrapCursor): InputOf<S>;
+function parseInput(spec: OperationSpec, paginated: boolean, raw: RawInput, unwrapCursor: UnwrapCursor): { params: unknown; query: unknown; body: unknown } {
+  const query = parse(spec.query ?? NoQuery, raw.query ?? {}, "The query string");
+  if (paginated && isRecord(query) && typeof query["after"] === "string") query["after"] = unwrapCursor(query, query["after"]);
+  const params = spec.params ? parse(spec.params, raw.params ?? {}, "The path") : undefined;
+  let body: unknown;
+  if (spec.kind === "stream") {
+    // Only the operation's own media types reach it as a stream; a JSON body here is the wrong kind.
+    if (!(raw.body instanceof Readable)) throw new AppError("unsupported_media_type", `This operation takes a body of type ${(spec.contentTypes ?? []).join(" or ")}.`);
+    body = raw.body;
+  } else if (spec.body) {
+    body = parse(spec.body, raw.body, "The request body");
+  }
+  return { params, query, body };
+}
+
+function operationOf(resource: string, spec: OperationSpec): Operation {
+  // The gateway's Idempotency-Key compares bodies byte for byte, which a stream it never buffers
+  // does not allow; an upload that needs a key must bring a digest of its own.
+  if (spec.kind === "stream" && (spec.idempotent || spec.body)) throw new Error(`${spec.method} ${spec.url}: a stream operation has no body schema and no Idempotency-Key`);
+  return {
+    method: spec.method,
+    url: spec.url,
+    resource,
+    scope: spec.scope,
+    entitlement: spec.entitlement ?? "public_api",
+    kind: spec.kind ?? "json",
+    contentTypes: spec.contentTypes ?? (spec.kind === "stream" ? ["application/octet-stream"] : ["application/json"]),
+    ...(spec.params ? { params: spec.params } : {}),
+    query: spec.query ?? NoQuery,
+    ...(spec.body ? { body: spec.body } : {}),
+    status: spec.status ?? 200,
+    response: spec.response,
+    idempotent: spec.idempotent ?? false,
+    serviceIdempotency: spec.serviceIdempotency ?? false,
+    paginated: spec.paginated ?? false,
+    exactCharge: spec.exactCharge ?? false,
+    summary: spec.summary,
+    errors: spec.errors ?? [],
+    otherStatuses: spec.otherStatuses ?? {},
+  };
+}
+
+/**
+ * Declares a resource's operations. Each forward() is typed by its own operation's schemas:
+ * `prepare` parses the input inside the operation's own generic scope and keeps the typed values
+ * in a closure, so the table of operations holds no generic and nothing is cast.
+ */
+export function resource(name: string, define: (r: ResourceBuilder) => void): Resource {
+  const served: ServedOperation[] = [];
+  define({
+    op(spec, forward) {
+      const operation = operationOf(name, spec);
+      served.push({
+        ...operation,
+        prepare(raw, unwrapCursor) {
+          const input = parseInput(spec, operation.paginated, raw, unwrapCursor);
+          return { query: input.query, run: (admitted, clients) => forward({ ...input, ...admitted, clients }) };
+        },
+      });
+    },
+  });
+  return {
+    name,
+    operations: served,
+    plugin: async (app, opts) => {
+      // Inside this resource's plugin only (fastify encapsulation): its uploads' media types are
+      // handed over as the unread request stream, and the JSON path elsewhere is untouched.
+      const streamed = new Set(served.filter((o) => o.kind === "stream").flatMap((o) => o.contentTypes));
+      for (const type of streamed) app.addContentTypeParser(type, (_req, payload, done) => done(null, payload));
+      for (const operation of served) {
+        app.route({
+          method: operation.method,
+          url: operation.url,
+          config: { operation },
+          handler: async (req) => {
+            if (!req.prepared || !req.admitted) throw new Error(`${operation.method} ${operation.url} ran without the pipeline`);
+            return req.prepared.run(req.admitted, opts.clients);
+          },
+        });
+      }
+    },
+  };
+}

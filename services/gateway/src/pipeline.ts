@@ -1,0 +1,182 @@
+import type { Identity, RpcContext } from "@tasksvc/contracts";
+import { AppError, isAppError, toProblem } from "@tasksvc/errors";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { Authenticator } from "./auth.js";
+import { WithStatus, type Operation } from "./operations.js";
+import type { CursorCodec } from "./policies/cursors.js";
+import { claimIdempotency, parseIdempotencyKey, requestFingerprint } from "./policies/idempotency.js";
+import { rateLimitHeaders, type Charger } from "./policies/limits.js";
+import type { GatewayRepo } from "./repo/gateway-repo.js";
+
+export interface PipelineOptions {
+  auth: Authenticator;
+  repo: GatewayRepo;
+  charger: Charger;
+  cursors: CursorCodec;
+  /** How long an Idempotency-Key stays claimed by an execution that never reports back. */
+  idempotencyLeaseMs: number;
+  /** The same on operations whose service records the key itself (a crashed replica's claim frees sooner). */
+  serviceIdempotencyLeaseMs?: number;
+}
+
+/** An Idempotency-Key this request holds: its outcome is stored (or the key given back) on the way out. */
+interface Held {
+  credentialId: string;
+  key: string;
+  durable: boolean;
+}
+
+/** Per-request pipeline state, kept off the request's public shape. */
+interface State {
+  identity: Identity;
+  key?: string;
+  held?: Held;
+  /** The error the request failed with, seen by onError before it is rendered. */
+  failure?: unknown;
+}
+
+declare module "fastify" {
+  interface FastifyRequest {
+    pipeline?: State;
+  }
+}
+
+const JSON_TYPE = "application/json; charset=utf-8";
+const PROBLEM_TYPE = "application/problem+json; charset=utf-8";
+
+function authorize(op: Operation, identity: Identity): void {
+  if (!identity.scopes.includes(op.scope)) {
+    throw new AppError("insufficient_scope", `This operation requires the scope ${op.scope}, which the credential lacks.`);
+  }
+  if (!identity.entitlements.includes(op.entitlement)) {
+    throw new AppError("feature_not_enabled", `The ${identity.plan} plan does not include ${op.entitlement}; upgrade the plan to use this operation.`);
+  }
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/**
+ * The request pipeline of every public operation, as fastify hooks driven by the route's
+ * `config.operation` (routes without one, such as /healthz and /docs, pass through untouched).
+ * The order is the contract: authenticate → Idempotency-Key (a replay is answered here, before
+ * charging: replays are never charged, spec 8) → charge → scope and entitlement → input (query,
+ * cursor, path, body) → the operation → sign the next cursor → store the outcome under the key.
+ * An anonymous caller therefore learns nothing about an operation's input rules.
+ *
+ * Nothing here reads the body except the input hook, and only when the operation declares a
+ * `body` schema: a route whose body is a stream registers its own content-type parser in its own
+ * plugin and runs through the same hooks.
+ */
+export function installPipeline(app: FastifyInstance, opts: PipelineOptions): void {
+  const leaseMs = (op: Operation) => (op.serviceIdempotency ? (opts.serviceIdempotencyLeaseMs ?? opts.idempotencyLeaseMs) : opts.idempotencyLeaseMs);
+
+  async function authenticate(req: FastifyRequest): Promise<void> {
+    if (!req.routeOptions.config.operation) return;
+    const base: RpcContext = { request_id: String(req.id), organization_id: null, user_id: null, credential_id: null, scopes: [], plan: null };
+    req.pipeline = { identity: await opts.auth.authenticate(req.headers.authorization, base) };
+  }
+
+  async function idempotency(req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
+    const op = req.routeOptions.config.operation;
+    const state = req.pipeline;
+    if (!op?.idempotent || !state) return undefined;
+    let key: string | undefined;
+    try {
+      key = parseIdempotencyKey(req.headers["idempotency-key"]);
+    } catch (e) {
+      // A malformed key is an authenticated 400 like any other: it costs its call.
+      reply.headers(rateLimitHeaders(await opts.charger.charge(state.identity)));
+      throw e;
+    }
+    if (key === undefined) return undefined;
+    state.key = key;
+    const durable = !op.serviceIdempotency;
+    const claim = await claimIdempotency(opts.repo, state.identity.credential_id, key, requestFingerprint(req.method, req.url, req.rawBody), leaseMs(op), durable);
+    if (claim.kind === "replay") {
+      // Answering from a hook ends the request here: no later hook and no handler runs.
+      return reply.code(claim.status).headers(claim.headers).header("idempotency-replayed", "true").send(claim.body);
+    }
+    state.held = { credentialId: claim.credentialId, key: claim.key, durable };
+    return undefined;
+  }
+
+  async function admit(req: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const op = req.routeOptions.config.operation;
+    const state = req.pipeline;
+    if (!op || !state) return;
+    const { identity } = state;
+    const charge = await opts.charger.charge(identity, op.exactCharge);
+    reply.headers(rateLimitHeaders(charge));
+    authorize(op, identity);
+    const ctx: RpcContext = {
+      request_id: String(req.id),
+      organization_id: identity.organization_id,
+      user_id: identity.user_id,
+      credential_id: identity.credential_id,
+      scopes: identity.scopes,
+      plan: identity.plan,
+      ...(state.key === undefined ? {} : { idempotency_key: state.key }),
+    };
+    req.admitted = { ctx, identity, charge };
+  }
+
+  async function input(req: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const op = req.routeOptions.config.operation;
+    if (!op || !req.admitted) return;
+    req.prepared = op.prepare({ params: req.params, query: req.query, body: req.body }, (query, after) => opts.cursors.unwrap(op.url, query, after));
+    reply.code(op.status);
+  }
+
+  app.addHook("preHandler", authenticate);
+  app.addHook("preHandler", idempotency);
+  app.addHook("preHandler", admit);
+  app.addHook("preHandler", input);
+
+  app.addHook("preSerialization", async (req: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+    const op = req.routeOptions.config.operation;
+    if (!op || !req.admitted) return payload;
+    let data = payload;
+    if (data instanceof WithStatus) {
+      reply.code(data.status);
+      data = data.body;
+    }
+    const query = req.prepared?.query;
+    if (op.paginated && isRecord(query) && isRecord(data) && typeof data["next_cursor"] === "string") {
+      data["next_cursor"] = opts.cursors.wrap(op.url, query, data["next_cursor"]);
+    }
+    return data;
+  });
+
+  app.addHook("onError", async (req, _reply, error) => {
+    if (req.pipeline) req.pipeline.failure = error;
+  });
+
+  // The outcome under the key is stored before the response leaves, so a retry that follows the
+  // response always finds it.
+  app.addHook("onSend", async (req: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+    const state = req.pipeline;
+    const held = state?.held;
+    if (!state || !held) return payload;
+    // Once per request: if storing fails, the error's own response passes here again.
+    state.held = undefined;
+    const body = typeof payload === "string" ? payload : JSON.stringify(payload);
+    const failure = state.failure;
+    try {
+      if (failure === undefined) {
+        await opts.repo.storeIdempotentOutcome(held.credentialId, held.key, reply.statusCode, body, { "content-type": JSON_TYPE }, held.durable);
+      } else if (isAppError(failure) && failure.status < 500 && failure.status !== 429) {
+        // Outcomes the client caused are stored and replayed (400s included).
+        const problem = JSON.stringify(toProblem(failure, String(req.id)));
+        await opts.repo.storeIdempotentOutcome(held.credentialId, held.key, failure.status, problem, { "content-type": PROBLEM_TYPE }, held.durable);
+      } else {
+        // A refusal before execution (429) or an unknown outcome (5xx) gives the key back: the
+        // retry runs again and the service's own idempotency record prevents a twin.
+        await opts.repo.releaseIdempotencyKey(held.credentialId, held.key).catch((err: unknown) => req.log.error({ err }, "could not release idempotency key"));
+      }
+    } catch (e) {
+      await opts.repo.releaseIdempotencyKey(held.credentialId, held.key).catch((err: unknown) => req.log.error({ err }, "could not release idempotency key"));
+      throw e;
+    }
+    return payload;
+  });
+}

@@ -1,0 +1,42 @@
+import { ApiKey, CreateApiKeyBody, CreatedApiKey, KeyIdParams, PageQuery, RevokedApiKey, page } from "@tasksvc/contracts";
+import { resource } from "../operations.js";
+
+export const apiKeys = resource("api-keys", (r) => {
+  r.op(
+    {
+      method: "POST",
+      url: "/v1/api-keys",
+      summary: "Mint an API key (the secret is shown once)",
+      scope: "api-keys:manage",
+      body: CreateApiKeyBody,
+      status: 201,
+      response: CreatedApiKey,
+      idempotent: true,
+      serviceIdempotency: true,
+    },
+    ({ clients, body, ctx }) => clients.keys.call("createApiKey", body, ctx),
+  );
+  r.op(
+    {
+      method: "GET",
+      url: "/v1/api-keys",
+      summary: "List API keys (legacy rows too; never the secret)",
+      scope: "api-keys:manage",
+      query: PageQuery.strict(),
+      response: page(ApiKey),
+      paginated: true,
+    },
+    ({ clients, query, ctx }) => clients.keys.call("listApiKeys", query, ctx),
+  );
+  r.op(
+    {
+      method: "DELETE",
+      url: "/v1/api-keys/:key_id",
+      summary: "Revoke an API key (legacy keys are soft-revoked)",
+      scope: "api-keys:manage",
+      params: KeyIdParams,
+      response: RevokedApiKey,
+    },
+    ({ clients, params, ctx }) => clients.keys.call("revokeApiKey", params, ctx),
+  );
+});

@@ -1,0 +1,54 @@
+import { Board, BoardEntry, DateQuery, DeletedEntry, EntryParams, PlanEntryBody, SectionStatus, SetSectionStatusBody } from "@tasksvc/contracts";
+import { resource } from "../operations.js";
+
+export const dailyPlan = resource("daily-plan", (r) => {
+  r.op(
+    {
+      method: "GET",
+      url: "/v1/daily-plan",
+      summary: "The credential's user's board for a UTC day: TODO then PROGRESS, entries oldest first, current titles and statuses",
+      scope: "tasks:read",
+      query: DateQuery,
+      response: Board,
+    },
+    ({ clients, query, ctx }) => clients.boards.call("getBoard", query, ctx),
+  );
+  r.op(
+    {
+      method: "PATCH",
+      url: "/v1/daily-plan",
+      summary: "Set a section's fill status for a day (creates the section when needed)",
+      scope: "tasks:write",
+      query: DateQuery,
+      body: SetSectionStatusBody,
+      response: SectionStatus,
+    },
+    ({ clients, query, body, ctx }) => clients.boards.call("setSectionStatus", { ...body, date: query.date }, ctx),
+  );
+  r.op(
+    {
+      method: "POST",
+      url: "/v1/daily-plan/entries",
+      summary: "Place one of your tasks (and its subtasks) on a section of a day; moves it from the other section",
+      scope: "tasks:write",
+      body: PlanEntryBody,
+      status: 201,
+      response: BoardEntry,
+      idempotent: true,
+      serviceIdempotency: true,
+      errors: ["resource_not_found"],
+    },
+    ({ clients, body, ctx }) => clients.boards.call("planEntry", body, ctx),
+  );
+  r.op(
+    {
+      method: "DELETE",
+      url: "/v1/daily-plan/entries/:entry_id",
+      summary: "Remove an entry from your board",
+      scope: "tasks:write",
+      params: EntryParams,
+      response: DeletedEntry,
+    },
+    ({ clients, params, ctx }) => clients.boards.call("deleteEntry", params, ctx),
+  );
+});

@@ -1,0 +1,47 @@
+import { AddDependencyBody, DependencyParams, DependencyView, TaskParams } from "@tasksvc/contracts";
+import { WithStatus, resource } from "../operations.js";
+
+export const dependencies = resource("dependencies", (r) => {
+  r.op(
+    {
+      method: "GET",
+      url: "/v1/tasks/:task_id/dependencies",
+      summary: "A task's dependency view: what blocks it and what it blocks",
+      scope: "tasks:read",
+      params: TaskParams,
+      response: DependencyView,
+    },
+    ({ clients, params, ctx }) => clients.tasks.call("getDependencies", params, ctx),
+  );
+  r.op(
+    {
+      method: "POST",
+      url: "/v1/tasks/:task_id/dependencies",
+      summary: "Record that the task is blocked by blocker_task_id (201 new link, 200 existing link)",
+      scope: "tasks:write",
+      params: TaskParams,
+      body: AddDependencyBody,
+      status: 201,
+      otherStatuses: { 200: "The link already existed: nothing changed, no event" },
+      response: DependencyView,
+      idempotent: true,
+      serviceIdempotency: true,
+      errors: ["dependency_cycle"],
+    },
+    async ({ clients, params, body, ctx }) => {
+      const r = await clients.tasks.call("addDependency", { task_id: params.task_id, blocker_task_id: body.blocker_task_id }, ctx);
+      return new WithStatus(r.created ? 201 : 200, r.view);
+    },
+  );
+  r.op(
+    {
+      method: "DELETE",
+      url: "/v1/tasks/:task_id/dependencies/:blocker_task_id",
+      summary: "Remove a dependency link; answers the task's dependency view",
+      scope: "tasks:write",
+      params: DependencyParams,
+      response: DependencyView,
+    },
+    ({ clients, params, ctx }) => clients.tasks.call("removeDependency", params, ctx),
+  );
+});

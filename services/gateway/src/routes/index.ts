@@ -1,0 +1,15 @@
+import type { Operation, Resource } from "../operations.js";
+import { apiKeys } from "./api-keys.js";
+import { dailyPlan } from "./daily-plan.js";
+import { dependencies } from "./dependencies.js";
+import { members } from "./members.js";
+import { organizations } from "./organizations.js";
+import { projects } from "./projects.js";
+import { tasks } from "./tasks.js";
+import { usage } from "./usage.js";
+
+/** Every resource of the public API, in the order of the reference documentation. */
+export const resources: readonly Resource[] = [organizations, members, apiKeys, usage, tasks, dependencies, projects, dailyPlan];
+
+/** Every public operation, in the same order. */
+export const operations: readonly Operation[] = resources.flatMap((r) => r.operations);

@@ -1,0 +1,17 @@
+import { Member, PageQuery, page } from "@tasksvc/contracts";
+import { resource } from "../operations.js";
+
+export const members = resource("members", (r) => {
+  r.op(
+    {
+      method: "GET",
+      url: "/v1/members",
+      summary: "List the organization's members",
+      scope: "members:read",
+      query: PageQuery.strict(),
+      response: page(Member),
+      paginated: true,
+    },
+    ({ clients, query, ctx }) => clients.keys.call("listMembers", query, ctx),
+  );
+});

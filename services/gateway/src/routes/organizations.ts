@@ -1,0 +1,28 @@
+import { Organization, OrganizationIdParams, PageQuery, page } from "@tasksvc/contracts";
+import { resource } from "../operations.js";
+
+export const organizations = resource("organizations", (r) => {
+  r.op(
+    {
+      method: "GET",
+      url: "/v1/organizations",
+      summary: "List the credential's organization (always one page)",
+      scope: "workspaces:read",
+      query: PageQuery.strict(),
+      response: page(Organization),
+      paginated: true,
+    },
+    ({ clients, query, ctx }) => clients.keys.call("listOrganizations", query, ctx),
+  );
+  r.op(
+    {
+      method: "GET",
+      url: "/v1/organizations/:organization_id",
+      summary: "Get the credential's organization",
+      scope: "workspaces:read",
+      params: OrganizationIdParams,
+      response: Organization,
+    },
+    ({ clients, params, ctx }) => clients.keys.call("getOrganization", params, ctx),
+  );
+});

@@ -1,0 +1,96 @@
+import { CreateTaskBody, ListTasksQuery, PageQuery, Task, TaskParams, TaskVersion, UpdateTaskBody, page } from "@tasksvc/contracts";
+import { resource } from "../operations.js";
+
+export const tasks = resource("tasks", (r) => {
+  r.op(
+    {
+      method: "POST",
+      url: "/v1/tasks",
+      summary: "Create a task (numbered T-<n> per organization; owned by the credential's user)",
+      scope: "tasks:write",
+      body: CreateTaskBody,
+      status: 201,
+      response: Task,
+      idempotent: true,
+      serviceIdempotency: true,
+    },
+    ({ clients, body, ctx }) => clients.tasks.call("createTask", body, ctx),
+  );
+  r.op(
+    {
+      method: "GET",
+      url: "/v1/tasks",
+      summary: "List tasks, most recently updated first (filters apply to the current version)",
+      scope: "tasks:read",
+      query: ListTasksQuery,
+      response: page(Task),
+      paginated: true,
+      errors: ["resource_not_found"],
+    },
+    ({ clients, query, ctx }) => clients.tasks.call("listTasks", query, ctx),
+  );
+  r.op(
+    {
+      method: "GET",
+      url: "/v1/tasks/:task_id",
+      summary: "Get a task (its current version)",
+      scope: "tasks:read",
+      params: TaskParams,
+      response: Task,
+    },
+    ({ clients, params, ctx }) => clients.tasks.call("getTask", params, ctx),
+  );
+  r.op(
+    {
+      method: "PATCH",
+      url: "/v1/tasks/:task_id",
+      summary: "Update a task: a new immutable version when the content changed, none otherwise",
+      scope: "tasks:write",
+      params: TaskParams,
+      body: UpdateTaskBody,
+      response: Task,
+      idempotent: true,
+      serviceIdempotency: true,
+    },
+    ({ clients, params, body, ctx }) => clients.tasks.call("updateTask", { task_id: params.task_id, patch: body }, ctx),
+  );
+  r.op(
+    {
+      method: "POST",
+      url: "/v1/tasks/:task_id/archive",
+      summary: "Archive a task (emits task.archived; archiving an archived task changes nothing)",
+      scope: "tasks:write",
+      params: TaskParams,
+      response: Task,
+      idempotent: true,
+      serviceIdempotency: true,
+    },
+    ({ clients, params, ctx }) => clients.tasks.call("archiveTask", params, ctx),
+  );
+  r.op(
+    {
+      method: "POST",
+      url: "/v1/tasks/:task_id/unarchive",
+      summary: "Unarchive a task (emits task.updated)",
+      scope: "tasks:write",
+      params: TaskParams,
+      response: Task,
+      idempotent: true,
+      serviceIdempotency: true,
+    },
+    ({ clients, params, ctx }) => clients.tasks.call("unarchiveTask", params, ctx),
+  );
+  r.op(
+    {
+      method: "GET",
+      url: "/v1/tasks/:task_id/history",
+      summary: "A task's versions, newest first",
+      scope: "tasks:read",
+      params: TaskParams,
+      query: PageQuery.strict(),
+      response: page(TaskVersion),
+      paginated: true,
+    },
+    ({ clients, params, query, ctx }) => clients.tasks.call("taskHistory", { ...query, task_id: params.task_id }, ctx),
+  );
+});

@@ -1,0 +1,139 @@
+import { PLAN_DEFAULTS, PLANS, SCOPES } from "@tasksvc/contracts";
+import { operations } from "@tasksvc/gateway";
+import { e2eContext, itEnforcesAuth, type Tenant } from "@tasksvc/testing";
+import { beforeAll, describe, expect, it } from "vitest";
+
+/**
+ * The security cases of every public operation, generated from the gateway's own operation table
+ * (the one its router serves and its OpenAPI document describes), so an operation added tomorrow
+ * gets them without anyone listing it: 401 without or with a bad credential, 403 without the
+ * operation's scope, 403 on a plan without its entitlement, and 404 when another organization
+ * names this one's resources. Each operation that takes a body must have a sample below: a new
+ * one without fails its own test instead of being skipped.
+ */
+const { gw, f } = e2eContext();
+
+/** A valid body per operation, for the cases where input must pass (404 of another organization). */
+const SAMPLE_BODIES: Record<string, (ids: Ids) => unknown> = {
+  "POST /v1/api-keys": () => ({ name: "route-auth" }),
+  "POST /v1/tasks": () => ({ title: "route-auth" }),
+  "PATCH /v1/tasks/:task_id": () => ({ title: "changed by another organization" }),
+  "POST /v1/tasks/:task_id/dependencies": (ids) => ({ blocker_task_id: ids.blocker_task_id }),
+  "POST /v1/projects": () => ({ name: "route-auth" }),
+  "PATCH /v1/projects/:project_id": () => ({ description: "changed by another organization" }),
+  "PATCH /v1/daily-plan": () => ({ section: "TODO", status: "PLANNED" }),
+  "POST /v1/daily-plan/entries": (ids) => ({ date: "2026-11-23", task_id: ids.task_id, section: "TODO" }),
+};
+const SAMPLE_QUERIES: Record<string, string> = {
+  "GET /v1/daily-plan": "?date=2026-11-23",
+  "PATCH /v1/daily-plan": "?date=2026-11-23",
+};
+
+/** The owning organization's resources, one per path parameter any operation names. */
+interface Ids {
+  organization_id: string;
+  key_id: string;
+  task_id: string;
+  blocker_task_id: string;
+  project_id: string;
+  entry_id: string;
+}
+const PLACEHOLDER_IDS: Ids = { organization_id: "org_x", key_id: "key_x", task_id: "T-1", blocker_task_id: "T-2", project_id: "prj_x", entry_id: "ent_x" };
+
+const nameOf = (op: { method: string; url: string }) => `${op.method} ${op.url}`;
+function pathOf(url: string, ids: Ids): string {
+  return url.replace(/:([a-z_]+)/g, (_m, name: string) => {
+    if (!(name in ids)) throw new Error(`no fixture for the path parameter :${name} (${url}): add one to Ids`);
+    return encodeURIComponent(ids[name as keyof Ids]);
+  });
+}
+
+describe("every operation refuses callers without a credential or its scope", () => {
+  it("when the operation table is read, then it lists every public operation", () => {
+    expect(operations.length).toBeGreaterThanOrEqual(26);
+  });
+  for (const op of operations) {
+    const key = nameOf(op);
+    itEnforcesAuth(
+      () => gw,
+      () => f,
+      { method: op.method, path: pathOf(op.url, PLACEHOLDER_IDS) + (SAMPLE_QUERIES[key] ?? ""), scope: op.scope, ...(op.body ? { body: SAMPLE_BODIES[key]?.(PLACEHOLDER_IDS) ?? {} } : {}) },
+    );
+  }
+});
+
+describe("every operation is refused to a plan without its entitlement", () => {
+  for (const op of operations) {
+    const lacking = PLANS.filter((plan) => !PLAN_DEFAULTS[plan].entitlements.includes(op.entitlement));
+    if (lacking.length === 0) {
+      it(`when ${nameOf(op)} needs ${op.entitlement}, then every plan includes it (no plan can be refused)`, () => {
+        expect(PLANS.every((plan) => PLAN_DEFAULTS[plan].entitlements.includes(op.entitlement))).toBe(true);
+      });
+    }
+    for (const plan of lacking) {
+      it(`when ${nameOf(op)} is called on the ${plan} plan, then 403 feature_not_enabled`, async () => {
+        const t = await f.tenant(plan);
+        const token = await f.token(t.organizationId, t.userId, [...SCOPES]);
+        const r = await gw.request(op.method, pathOf(op.url, PLACEHOLDER_IDS), { token });
+        expect(r.status, r.text).toBe(403);
+        expect(r.body.code).toBe("feature_not_enabled");
+      });
+    }
+  }
+});
+
+describe("every operation on a named resource answers 404 to another organization", () => {
+  let owner: Tenant;
+  let other: Tenant;
+  let ids: Ids;
+
+  beforeAll(async () => {
+    owner = await f.tenant();
+    other = await f.tenant();
+    const as = { token: owner.apiKey };
+    const key = await gw.post("/v1/api-keys", { name: "owned" }, as);
+    const task = await gw.post("/v1/tasks", { title: "owned" }, as);
+    const blocker = await gw.post("/v1/tasks", { title: "owned blocker" }, as);
+    const project = await gw.post("/v1/projects", { name: "owned" }, as);
+    for (const r of [key, task, blocker, project]) expect(r.status, r.text).toBe(201);
+    const linked = await gw.post(`/v1/tasks/${task.body.id}/dependencies`, { blocker_task_id: blocker.body.id }, as);
+    expect(linked.status, linked.text).toBe(201);
+    const entry = await gw.post("/v1/daily-plan/entries", { date: "2026-11-23", task_id: task.body.id, section: "TODO" }, as);
+    expect(entry.status, entry.text).toBe(201);
+    ids = { organization_id: owner.organizationId, key_id: key.body.id, task_id: task.body.id, blocker_task_id: blocker.body.id, project_id: project.body.id, entry_id: entry.body.id };
+    // Task numbers are per organization: the other one must have none, so "T-1" is not its own.
+    expect((await gw.get("/v1/tasks", { token: other.apiKey })).body.data).toEqual([]);
+  });
+
+  const named = operations.filter((op) => op.url.includes("/:"));
+  it("when the operation table is read, then operations on named resources exist", () => {
+    expect(named.length).toBeGreaterThanOrEqual(14);
+  });
+  for (const op of named) {
+    const key = nameOf(op);
+    it(`when another organization calls ${key} with this organization's ids, then 404 resource_not_found`, async () => {
+      const sample = SAMPLE_BODIES[key];
+      if (op.body) expect(sample, `${key} takes a body: add a sample to SAMPLE_BODIES`).toBeDefined();
+      const r = await gw.request(op.method, pathOf(op.url, ids) + (SAMPLE_QUERIES[key] ?? ""), { token: other.apiKey, ...(sample ? { body: sample(ids) } : {}) });
+      expect(r.status, r.text).toBe(404);
+      expect(r.body.code).toBe("resource_not_found");
+    });
+  }
+
+  it("when every operation of the other organization has been refused, then the owner's resources are unchanged", async () => {
+    const as = { token: owner.apiKey };
+    const task = await gw.get(`/v1/tasks/${ids.task_id}`, as);
+    expect(task.status, task.text).toBe(200);
+    expect(task.body).toMatchObject({ title: "owned", archived: false });
+    const history = await gw.get(`/v1/tasks/${ids.task_id}/history`, as);
+    expect(history.body.data, history.text).toHaveLength(1);
+    const deps = await gw.get(`/v1/tasks/${ids.task_id}/dependencies`, as);
+    expect(deps.body.blocked_by.map((d: { task_id: string }) => d.task_id)).toEqual([ids.blocker_task_id]);
+    const project = await gw.get(`/v1/projects/${ids.project_id}`, as);
+    expect(project.body.description ?? null).toBeNull();
+    const keys = await gw.get("/v1/api-keys?limit=100", as);
+    expect(keys.body.data.map((k: { id: string }) => k.id)).toContain(ids.key_id);
+    const board = await gw.get("/v1/daily-plan?date=2026-11-23", as);
+    expect(JSON.stringify(board.body)).toContain(ids.entry_id);
+  });
+});
