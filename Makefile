@@ -9,7 +9,7 @@ node_modules/.installed: package.json package-lock.json $(wildcard patches/*.pat
 	npm install --no-audit --no-fund
 	@touch $@
 
-.PHONY: help install build run test fault bench services clean
+.PHONY: help install build lint format run test fault bench services clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -19,13 +19,24 @@ install: node_modules/.installed ## install dependencies from the lock file
 build: install ## compile every package (tsc -b)
 	npx tsc -b
 
+# After build: Biome infers the types of other packages (noFloatingPromises) from their dist/*.d.ts.
+# Both checks run and either fails the target, so one run shows everything to fix.
+lint: build ## Biome (formatting, STYLE Habit 16 rules) and the import boundaries (STYLE "What may import what")
+	status=0; \
+	  npx biome ci . || status=1; \
+	  node scripts/check-boundaries.mjs --self-test && node scripts/check-boundaries.mjs || status=1; \
+	  exit $$status
+
+format: install ## rewrite files to the Biome format and apply its safe lint fixes
+	npx biome check --write .
+
 services: ## make sure local Postgres and NATS (JetStream) are running
 	@bash scripts/ensure-services.sh
 
 run: build services ## run the whole stack (gateway on PORT, default 8080)
 	node scripts/start.mjs
 
-test: build services ## type-check, then the whole suite and the fault suite against real Postgres and NATS
+test: build lint services ## lint, type-check, then the whole suite and the fault suite against real Postgres and NATS
 	npx tsc -p tsconfig.test.json
 	@rm -f .vitest-results.json
 	@rm -f .vitest-fault-results.json

@@ -40,6 +40,14 @@ const LIB_GRAPH = {
   testing: "*",
 };
 
+/**
+ * The one place a computed import() is allowed, and why: the test stack starts every service of
+ * the registry (SERVICES) by loading `@tasksvc/<name>`, so that a new service needs only its
+ * registry line and the testing library depends on no service. libs/testing is dev only (never in
+ * the image). Anywhere else a computed specifier is reported, so it is not a way around the rules.
+ */
+const COMPUTED_IMPORT_ALLOWED = new Set(["libs/testing/src/stack.ts"]);
+
 /** STYLE layout: "src/domain/ rules; imports neither nats nor fastify". */
 const TRANSPORT_PACKAGES = ["@tasksvc/nats", "@nats-io/", "fastify", "@fastify/"];
 
@@ -124,7 +132,8 @@ function checkFile(root, packages, file, owner, inSrc) {
 
   for (const { line, spec } of importsOf(file, readFileSync(file, "utf8"))) {
     if (spec === null) {
-      if (inSrc) report(line, "unresolvable-import", "import()/require() of a computed specifier cannot be checked; use a string literal");
+      if (inSrc && !COMPUTED_IMPORT_ALLOWED.has(rel))
+        report(line, "unresolvable-import", "import()/require() of a computed specifier cannot be checked; use a string literal");
       continue;
     }
     if (spec.startsWith(".")) {

@@ -90,7 +90,10 @@ describe("package boundaries", () => {
         const rel = relative(root, file);
         const text = readFileSync(file, "utf8");
         if (/process\.env\b/.test(text)) {
-          expect(["libs/config/src/index.ts", "libs/db/src/pool.ts", "libs/testing/src/stack.ts", "libs/testing/src/global-setup.ts"], `${rel} reads process.env`).toContain(rel);
+          expect(
+            ["libs/config/src/index.ts", "libs/db/src/pool.ts", "libs/testing/src/stack.ts", "libs/testing/src/global-setup.ts"],
+            `${rel} reads process.env`,
+          ).toContain(rel);
         }
       }
     }

@@ -59,7 +59,10 @@ const SCENARIOS = [
   },
   { name: "GET /v1/tasks/{id}", request: ({ key }) => ({ method: "GET", path: "/v1/tasks/T-1", headers: { authorization: `Bearer ${key}` } }) },
   { name: "GET /v1/tasks (page of 25)", request: ({ key }) => ({ method: "GET", path: "/v1/tasks?limit=25", headers: { authorization: `Bearer ${key}` } }) },
-  { name: "GET /v1/daily-plan (50 entries)", request: ({ key }) => ({ method: "GET", path: `/v1/daily-plan?date=${BOARD_DAY}`, headers: { authorization: `Bearer ${key}` } }) },
+  {
+    name: "GET /v1/daily-plan (50 entries)",
+    request: ({ key }) => ({ method: "GET", path: `/v1/daily-plan?date=${BOARD_DAY}`, headers: { authorization: `Bearer ${key}` } }),
+  },
 ];
 const BOARD_DAY = "2026-11-23";
 
@@ -79,7 +82,13 @@ function start(name, script, env) {
   child.on("exit", (code) => {
     if (!cleaningUp && !child.stopping && code !== 0) {
       console.error(`${name} exited with ${code}:\n${child.output}`);
-      cleanup().then(() => process.exit(1));
+      cleanup().then(
+        () => process.exit(1),
+        (err) => {
+          console.error("cleanup failed:", err);
+          process.exit(1);
+        },
+      );
     }
   });
   child.benchName = name;
@@ -125,17 +134,24 @@ async function cleanup() {
 process.on("SIGINT", () => cleanup().then(() => process.exit(130)));
 
 function admin(...args) {
-  const r = spawnSync(process.execPath, ["tools/admin/dist/main.js", ...args, "--json"], { cwd: root, env: { ...process.env, NATS_URL, NATS_NAMESPACE: NAMESPACE }, encoding: "utf8" });
+  const r = spawnSync(process.execPath, ["tools/admin/dist/main.js", ...args, "--json"], {
+    cwd: root,
+    env: { ...process.env, NATS_URL, NATS_NAMESPACE: NAMESPACE },
+    encoding: "utf8",
+  });
   if (r.status !== 0) throw new Error(`admin ${args[0]} failed: ${r.stderr}`);
   return JSON.parse(r.stdout);
 }
 
 // ---------- load generators ----------
 
-const WRK = process.env.BENCH_TOOL === "autocannon" ? null : (() => {
-  const r = spawnSync("sh", ["-c", "command -v wrk"], { encoding: "utf8" });
-  return r.status === 0 ? r.stdout.trim() : null;
-})();
+const WRK =
+  process.env.BENCH_TOOL === "autocannon"
+    ? null
+    : (() => {
+        const r = spawnSync("sh", ["-c", "command -v wrk"], { encoding: "utf8" });
+        return r.status === 0 ? r.stdout.trim() : null;
+      })();
 
 /** A wrk Lua script for one request shape; fresh Idempotency-Keys are unique per thread and call. */
 function wrkScript(req) {
@@ -176,7 +192,9 @@ function runAutocannon(url, req, duration) {
   if (req.freshIdempotencyKey) request.setupRequest = (r) => ({ ...r, headers: { ...r.headers, "idempotency-key": randomUUID() } });
   return new Promise((resolve, reject) => {
     autocannon({ url, connections: CONNECTIONS, duration, requests: [request] }, (err, res) =>
-      err ? reject(err) : resolve({ rps: res.requests.average, p50: res.latency.p50, p99: res.latency.p99, non2xx: res.non2xx, errors: res.errors + res.timeouts }),
+      err
+        ? reject(err)
+        : resolve({ rps: res.requests.average, p50: res.latency.p50, p99: res.latency.p99, non2xx: res.non2xx, errors: res.errors + res.timeouts }),
     );
   });
 }
@@ -209,14 +227,36 @@ function pgbenchInsert() {
   const psql = spawnSync("psql", [DATABASE_URL, "-v", "ON_ERROR_STOP=1", "-q", "-c", setup], { encoding: "utf8" });
   if (psql.status !== 0) throw new Error(`pgbench setup failed: ${psql.stderr}`);
   const script = join(scratch, "insert.sql");
-  writeFileSync(script, `BEGIN;
+  writeFileSync(
+    script,
+    `BEGIN;
 INSERT INTO pgbench_ceiling.org_counters AS c (organization_id, last_number) VALUES ('org_bench', 1)
   ON CONFLICT (organization_id) DO UPDATE SET last_number = c.last_number + 1 RETURNING last_number \\gset
 INSERT INTO pgbench_ceiling.tasks (organization_id, number, owner_user_id, current_version_id, version_count, title, status, priority, due_date, story_points, created_at, updated_at)
   VALUES ('org_bench', :last_number, 'usr_bench', 'ver_bench', 1, 'Benchmark task', 'TODO', 'HIGH', '2026-12-31', 3, now(), now());
 COMMIT;
-`);
-  const run = (secs, log) => spawnSync("pgbench", ["-n", "-M", "prepared", "-c", String(CONNECTIONS), "-j", "2", "-T", String(secs), "-f", script, ...(log ? ["-l", "--log-prefix", join(scratch, "pgbench")] : []), DATABASE_URL], { cwd: scratch, encoding: "utf8" });
+`,
+  );
+  const run = (secs, log) =>
+    spawnSync(
+      "pgbench",
+      [
+        "-n",
+        "-M",
+        "prepared",
+        "-c",
+        String(CONNECTIONS),
+        "-j",
+        "2",
+        "-T",
+        String(secs),
+        "-f",
+        script,
+        ...(log ? ["-l", "--log-prefix", join(scratch, "pgbench")] : []),
+        DATABASE_URL,
+      ],
+      { cwd: scratch, encoding: "utf8" },
+    );
   run(WARMUP, false);
   const r = run(DURATION, true);
   if (r.status !== 0) throw new Error(`pgbench failed: ${r.stderr}`);
@@ -229,7 +269,14 @@ COMMIT;
   }
   latencies.sort((a, b) => a - b);
   const q = (p) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? NaN;
-  return { name: "pgbench: counter + task insert tx", rps: Number(/tps = ([\d.]+)/.exec(r.stdout)?.[1] ?? NaN), p50: q(50), p99: q(99), non2xx: 0, errors: Number(/failed transactions: (\d+)/.exec(r.stdout)?.[1] ?? 0) };
+  return {
+    name: "pgbench: counter + task insert tx",
+    rps: Number(/tps = ([\d.]+)/.exec(r.stdout)?.[1] ?? NaN),
+    p50: q(50),
+    p99: q(99),
+    non2xx: 0,
+    errors: Number(/failed transactions: (\d+)/.exec(r.stdout)?.[1] ?? 0),
+  };
 }
 
 /**
@@ -251,10 +298,18 @@ async function explainOn100k() {
       const rows = await sql.unsafe(`explain (analyze, buffers, costs off) ${query}`);
       return `${label}\n${rows.map((r) => `  ${r["QUERY PLAN"]}`).join("\n")}`;
     };
-    const cursorAt = (await sql`select to_char(updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as at from tasks.tasks where organization_id = 'org_explain' and number = 5000`)[0].at;
+    const cursorAt = (
+      await sql`select to_char(updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as at from tasks.tasks where organization_id = 'org_explain' and number = 5000`
+    )[0].at;
     return [
-      await plan("first page (limit 25):", `select * from tasks.tasks where organization_id = 'org_explain' and archived = false order by tasks.updated_at desc, tasks.number desc limit 26`),
-      await plan("status filter, keyset page after T-5000:", `select * from tasks.tasks where organization_id = 'org_explain' and archived = false and status = 'BLOCKED' and (updated_at, number) < ('${cursorAt}'::text::timestamp at time zone 'UTC', 5000::bigint) order by tasks.updated_at desc, tasks.number desc limit 26`),
+      await plan(
+        "first page (limit 25):",
+        `select * from tasks.tasks where organization_id = 'org_explain' and archived = false order by tasks.updated_at desc, tasks.number desc limit 26`,
+      ),
+      await plan(
+        "status filter, keyset page after T-5000:",
+        `select * from tasks.tasks where organization_id = 'org_explain' and archived = false and status = 'BLOCKED' and (updated_at, number) < ('${cursorAt}'::text::timestamp at time zone 'UTC', 5000::bigint) order by tasks.updated_at desc, tasks.number desc limit 26`,
+      ),
     ].join("\n\n");
   } finally {
     await sql.end({ timeout: 1 });
@@ -302,11 +357,18 @@ try {
   const ctx = { key: tenant.api_key, organizationId: tenant.organization_id };
   // Tasks to read (T-1 … T-50) before the write scenario adds its own; all 50 on one day's board.
   const post = async (path, body) => {
-    const r = await fetch(`http://127.0.0.1:18303${path}`, { method: "POST", headers: { authorization: `Bearer ${ctx.key}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+    const r = await fetch(`http://127.0.0.1:18303${path}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ctx.key}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
     if (r.status !== 201) throw new Error(`seeding ${path} failed: ${r.status} ${await r.text()}`);
     return r.json();
   };
-  await until("boards service", async () => (await fetch(`http://127.0.0.1:18303/v1/daily-plan?date=${BOARD_DAY}`, { headers: { authorization: `Bearer ${ctx.key}` } })).status === 200);
+  await until(
+    "boards service",
+    async () => (await fetch(`http://127.0.0.1:18303/v1/daily-plan?date=${BOARD_DAY}`, { headers: { authorization: `Bearer ${ctx.key}` } })).status === 200,
+  );
   for (let i = 0; i < 50; i++) {
     const task = await post("/v1/tasks", { title: `Seed ${i}` });
     await post("/v1/daily-plan/entries", { date: BOARD_DAY, task_id: task.id, section: i % 2 ? "PROGRESS" : "TODO" });
@@ -327,7 +389,9 @@ const hopResult = results.find((r) => r.name.startsWith("baseline: fastify → N
 const fmt = (n, d = 0) => n.toLocaleString("en-US", { minimumFractionDigits: d, maximumFractionDigits: d });
 const rows = results.map((r) => ({ ...r, ratio: hopResult ? r.rps / hopResult.rps : NaN }));
 const tool = WRK ? "wrk -t2" : "autocannon";
-console.log(`\ntasksvc benchmark · ${tool} · node ${process.version} · ${cpus().length} cores · ${CONNECTIONS} connections · ${DURATION}s per scenario (+${WARMUP}s warm-up) · npm run bench\n`);
+console.log(
+  `\ntasksvc benchmark · ${tool} · node ${process.version} · ${cpus().length} cores · ${CONNECTIONS} connections · ${DURATION}s per scenario (+${WARMUP}s warm-up) · npm run bench\n`,
+);
 const header = ["scenario", "req/s", "p50 ms", "p99 ms", "non-2xx", "errors", "× one hop"];
 const table = rows.map((r) => [r.name, fmt(r.rps), fmt(r.p50, 1), fmt(r.p99, 1), fmt(r.non2xx), fmt(r.errors), `${r.ratio.toFixed(2)}×`]);
 const widths = header.map((h, i) => Math.max(h.length, ...table.map((row) => row[i].length)));

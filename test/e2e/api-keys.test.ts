@@ -1,6 +1,6 @@
 import { DEFAULT_KEY_SCOPES, keysRpc, SCOPES } from "@tasksvc/contracts";
 import { client, connectNats } from "@tasksvc/nats";
-import { api, factories } from "@tasksvc/testing";
+import { api, factories, must } from "@tasksvc/testing";
 import postgres from "postgres";
 import { afterAll, describe, expect, inject, it } from "vitest";
 
@@ -17,7 +17,6 @@ afterAll(async () => {
 const listKeys = async (token: string) => (await gw.get("/v1/api-keys?limit=100", { token })).body.data as Array<Record<string, unknown>>;
 
 describe("POST /v1/api-keys", () => {
-
   it("when an owner mints a key, then 201 shows the secret once and it works", async () => {
     const t = await f.tenant();
     const r = await gw.post("/v1/api-keys", { name: "ci deploys" }, { token: t.apiKey });
@@ -93,7 +92,10 @@ describe("POST /v1/api-keys", () => {
     const r = await gw.post("/v1/api-keys", body, { token: t.apiKey });
     expect(r.status, r.text).toBe(400);
     expect(r.body.code).toBe("validation_failed");
-    expect(r.body.errors.map((e: { pointer: string }) => e.pointer), r.text).toContain(pointer);
+    expect(
+      r.body.errors.map((e: { pointer: string }) => e.pointer),
+      r.text,
+    ).toContain(pointer);
     expect(await listKeys(t.apiKey)).toHaveLength(before.length);
   });
 
@@ -163,7 +165,6 @@ describe("POST /v1/api-keys", () => {
 });
 
 describe("GET /v1/api-keys", () => {
-
   it("when listing, then only this organization's keys appear, newest first, paginated", async () => {
     const t = await f.tenant();
     const other = await f.tenant();
@@ -184,7 +185,6 @@ describe("GET /v1/api-keys", () => {
 });
 
 describe("DELETE /v1/api-keys/{key_id}", () => {
-
   it("when a current key is revoked, then it is deleted and refused at once on every gateway replica", async () => {
     const t = await f.tenant();
     const k = (await gw.post("/v1/api-keys", { name: "doomed" }, { token: t.apiKey })).body;
@@ -270,7 +270,10 @@ describe("key lifetime", () => {
 
   it("when bootstrap mints the first key, then it has every scope", async () => {
     const t = await f.tenant();
-    const first = (await listKeys(t.apiKey)).find((k) => k.name === "bootstrap");
-    expect([...(first?.["scopes"] as string[])].sort()).toEqual([...SCOPES].sort());
+    const first = must(
+      (await listKeys(t.apiKey)).find((k) => k.name === "bootstrap"),
+      "the bootstrap key among the listed keys",
+    );
+    expect([...(first["scopes"] as string[])].sort()).toEqual([...SCOPES].sort());
   });
 });

@@ -1,5 +1,5 @@
 import { connectNats, decodeJson, type NatsConnection } from "@tasksvc/nats";
-import { api, factories } from "@tasksvc/testing";
+import { api, factories, must } from "@tasksvc/testing";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 
@@ -42,9 +42,10 @@ const task = async (token: string, body: Record<string, unknown>) => {
   expect(r.status, r.text).toBe(201);
   return r.body.id as string;
 };
-const rows = async (table: string, orgId: string) => Number((await db`select count(*)::int as n from ${db("boards")}.${db(table)} where organization_id = ${orgId}`)[0]?.["n"]);
+const rows = async (table: string, orgId: string) =>
+  Number((await db`select count(*)::int as n from ${db("boards")}.${db(table)} where organization_id = ${orgId}`)[0]?.["n"]);
 const pointers = (r: { body: { errors?: { pointer: string }[] } }) => (r.body.errors ?? []).map((e) => e.pointer);
-const entryIds = (b: { sections: { entries: { task_id: string }[] }[] }, i: number) => b.sections[i]!.entries.map((e) => e.task_id);
+const entryIds = (b: { sections: { entries: { task_id: string }[] }[] }, i: number) => must(b.sections[i], `section ${i}`).entries.map((e) => e.task_id);
 
 describe("GET /v1/daily-plan", () => {
   it("when nobody touched the date, then both sections read NOT_FILLED and empty, TODO first, and nothing is created", async () => {
@@ -94,7 +95,14 @@ describe("POST /v1/daily-plan/entries", () => {
     const id = await task(t.apiKey, { title: "Write", status: "IN_PROGRESS" });
     const r = await plan(t.apiKey, id.slice(2));
     expect(r.status, r.text).toBe(201);
-    expect(r.body).toEqual({ id: expect.stringMatching(/^ent_/), section: "TODO", task_id: id, title: "Write", status: "IN_PROGRESS", created_at: expect.any(String) });
+    expect(r.body).toEqual({
+      id: expect.stringMatching(/^ent_/),
+      section: "TODO",
+      task_id: id,
+      title: "Write",
+      status: "IN_PROGRESS",
+      created_at: expect.any(String),
+    });
     const b = await board(t.apiKey);
     expect(b.sections[0]).toEqual({ section: "TODO", status: "FILLING", entries: [r.body] });
     expect(b.sections[1].status).toBe("NOT_FILLED");
@@ -199,7 +207,10 @@ describe("the board over time and between users", () => {
     const colleague = await f.user(t.organizationId, "member");
     const entry = (await plan(t.apiKey, await task(t.apiKey, { title: "mine" }))).body;
     const theirs = await board(colleague.apiKey);
-    expect(theirs.sections.map((s: { status: string; entries: unknown[] }) => [s.status, s.entries.length])).toEqual([["NOT_FILLED", 0], ["NOT_FILLED", 0]]);
+    expect(theirs.sections.map((s: { status: string; entries: unknown[] }) => [s.status, s.entries.length])).toEqual([
+      ["NOT_FILLED", 0],
+      ["NOT_FILLED", 0],
+    ]);
     expect((await gw.delete(`/v1/daily-plan/entries/${entry.id}`, { token: colleague.apiKey })).status).toBe(404);
     const removed = await gw.delete(`/v1/daily-plan/entries/${entry.id}`, { token: t.apiKey });
     expect(removed.status, removed.text).toBe(200);
@@ -227,4 +238,3 @@ describe("the board over time and between users", () => {
     expect(lookupRequestIds.filter((id) => id === empty.headers.get("x-request-id"))).toHaveLength(0);
   });
 });
-

@@ -52,7 +52,11 @@ describe("problem+json for every error", () => {
 
   it("when the content type is not JSON, then 415 unsupported_media_type", async () => {
     const t = await f.tenant();
-    const r = await gw.request("POST", "/v1/api-keys", { token: t.apiKey, rawBody: "name=x", headers: { "content-type": "application/x-www-form-urlencoded" } });
+    const r = await gw.request("POST", "/v1/api-keys", {
+      token: t.apiKey,
+      rawBody: "name=x",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
     expect(r.status, r.text).toBe(415);
     isProblem(r);
     expect(r.body.code).toBe("unsupported_media_type");

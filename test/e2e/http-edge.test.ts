@@ -105,7 +105,9 @@ describe("the HTTP parser's refusals (Node's clientError)", () => {
 
   it("when a header value holds a control character or NUL, then 400 malformed_request as a problem", async () => {
     for (const header of ["X-Note: a\u0001b", "Idempotency-Key: ab\u0000cd", "X-Note: line\rbreak", "Bad Name: x"]) {
-      const r = await one(closing("POST", "/v1/tasks", [`Authorization: Bearer ${t.apiKey}`, "Content-Type: application/json", "Content-Length: 13", header], '{"title":"x"}'));
+      const r = await one(
+        closing("POST", "/v1/tasks", [`Authorization: Bearer ${t.apiKey}`, "Content-Type: application/json", "Content-Length: 13", header], '{"title":"x"}'),
+      );
       expectProblem(r, 400, "malformed_request");
       expect(r.headers["connection"], r.text).toBe("close");
     }
@@ -113,14 +115,29 @@ describe("the HTTP parser's refusals (Node's clientError)", () => {
 
   it("when Content-Length and Transfer-Encoding conflict, or two Content-Lengths differ, then 400 malformed_request", async () => {
     const body = '{"title":"x"}';
-    const conflicting = closing("POST", "/v1/tasks", [`Authorization: Bearer ${t.apiKey}`, "Content-Type: application/json", `Content-Length: ${body.length}`, "Transfer-Encoding: chunked"], `d\r\n${body}\r\n0\r\n\r\n`);
+    const conflicting = closing(
+      "POST",
+      "/v1/tasks",
+      [`Authorization: Bearer ${t.apiKey}`, "Content-Type: application/json", `Content-Length: ${body.length}`, "Transfer-Encoding: chunked"],
+      `d\r\n${body}\r\n0\r\n\r\n`,
+    );
     expectProblem(await one(conflicting), 400, "malformed_request");
-    const twice = closing("POST", "/v1/tasks", [`Authorization: Bearer ${t.apiKey}`, "Content-Type: application/json", `Content-Length: ${body.length}`, "Content-Length: 3"], body);
+    const twice = closing(
+      "POST",
+      "/v1/tasks",
+      [`Authorization: Bearer ${t.apiKey}`, "Content-Type: application/json", `Content-Length: ${body.length}`, "Content-Length: 3"],
+      body,
+    );
     expectProblem(await one(twice), 400, "malformed_request");
   });
 
   it("when a chunk of the body is malformed, then 400 malformed_request under the request's own id, and no task is created", async () => {
-    const bad = closing("POST", "/v1/tasks", [`Authorization: Bearer ${t.apiKey}`, "Content-Type: application/json", "Transfer-Encoding: chunked"], '5\r\n{"tit\r\nzz\r\nle":"x"}\r\n0\r\n\r\n');
+    const bad = closing(
+      "POST",
+      "/v1/tasks",
+      [`Authorization: Bearer ${t.apiKey}`, "Content-Type: application/json", "Transfer-Encoding: chunked"],
+      '5\r\n{"tit\r\nzz\r\nle":"x"}\r\n0\r\n\r\n',
+    );
     expectProblem(await one(bad), 400, "malformed_request");
     const list = await fetch(new URL("/v1/tasks", target), { headers: { authorization: `Bearer ${t.apiKey}` } });
     const text = await list.text();
@@ -165,7 +182,10 @@ describe("the router's refusals", () => {
     ] as const) {
       const r = await one(closing(path.includes("dependencies") ? "DELETE" : "GET", path, [`Authorization: Bearer ${t.apiKey}`]));
       expectProblem(r, 400, "validation_failed");
-      expect((r.body.errors ?? []).map((e) => e.pointer), r.text).toContain(pointer);
+      expect(
+        (r.body.errors ?? []).map((e) => e.pointer),
+        r.text,
+      ).toContain(pointer);
     }
   });
 

@@ -85,7 +85,10 @@ describe("a NUL character (U+0000) in a stored string", () => {
     const t = await f.tenant();
     const task = await createTask(t, { title: "x" });
     expectRefused(await gw.post(`/v1/tasks/${task.id}/dependencies`, { blocker_task_id: `T-2${NUL}` }, { token: t.apiKey }), "/blocker_task_id");
-    expectRefused(await gw.post("/v1/daily-plan/entries", { date: "2026-11-23", task_id: `${task.id}${NUL}`, section: "TODO" }, { token: t.apiKey }), "/task_id");
+    expectRefused(
+      await gw.post("/v1/daily-plan/entries", { date: "2026-11-23", task_id: `${task.id}${NUL}`, section: "TODO" }, { token: t.apiKey }),
+      "/task_id",
+    );
     expect(await count("dependencies", t.organizationId)).toBe(0);
     const entries = await db`select count(*)::int as n from boards.entries where organization_id = ${t.organizationId}`;
     expect(entries[0]?.["n"]).toBe(0);
@@ -190,7 +193,8 @@ describe("dates outside 1000-01-01 .. 9999-12-31", () => {
     expectRefused(await gw.get("/v1/daily-plan?date=0000-01-01", { token: t.apiKey }), "/date");
     expectRefused(await gw.patch("/v1/daily-plan?date=0000-01-01", { section: "TODO", status: "PLANNED" }, { token: t.apiKey }), "/date");
     expectRefused(await gw.post("/v1/daily-plan/entries", { date: "0000-01-01", task_id: task.id, section: "TODO" }, { token: t.apiKey }), "/date");
-    const rows = await db`select (select count(*)::int from boards.entries where organization_id = ${t.organizationId}) + (select count(*)::int from boards.sections where organization_id = ${t.organizationId}) as n`;
+    const rows =
+      await db`select (select count(*)::int from boards.entries where organization_id = ${t.organizationId}) + (select count(*)::int from boards.sections where organization_id = ${t.organizationId}) as n`;
     expect(rows[0]?.["n"]).toBe(0);
   });
 });

@@ -7,7 +7,6 @@ const f = factories(stack);
 afterAll(() => f.close());
 
 describe("GET /v1/organizations", () => {
-
   it("when listing, then exactly the credential's organization comes back as one page", async () => {
     const t = await f.tenant("team");
     await f.tenant();
@@ -22,7 +21,6 @@ describe("GET /v1/organizations", () => {
 });
 
 describe("GET /v1/organizations/{id}", () => {
-
   it("when the id is the credential's organization, then 200 with it", async () => {
     const t = await f.tenant();
     const r = await gw.get(`/v1/organizations/${t.organizationId}`, { token: t.apiKey });
@@ -45,7 +43,6 @@ describe("GET /v1/organizations/{id}", () => {
 });
 
 describe("GET /v1/members", () => {
-
   it("when listing, then the organization's members with roles appear, oldest first, paginated", async () => {
     const t = await f.tenant();
     const admin = await f.user(t.organizationId, "admin");

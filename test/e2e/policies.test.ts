@@ -89,7 +89,6 @@ describe("billing-period allowance per organization", () => {
 });
 
 describe("GET /v1/usage", () => {
-
   it("when read, then it shows the plan, the 30-day period anchored at the organization's creation, and this call", async () => {
     const t = await f.tenant("pro");
     await awayFromWindowEdge();
@@ -150,7 +149,11 @@ describe("Idempotency-Key", () => {
     expect(otherBody.status, otherBody.text).toBe(422);
     expect(otherBody.body.code).toBe("idempotency_key_reused");
     // Byte-identical means byte-identical: the same JSON with other spacing is another request.
-    const spaced = await gw.request("POST", "/v1/api-keys", { token: t.apiKey, headers: { ...headers, "content-type": "application/json" }, rawBody: '{ "name": "a" }' });
+    const spaced = await gw.request("POST", "/v1/api-keys", {
+      token: t.apiKey,
+      headers: { ...headers, "content-type": "application/json" },
+      rawBody: '{ "name": "a" }',
+    });
     expect(spaced.status, spaced.text).toBe(422);
     const otherPath = await gw.post("/v1/api-keys?x=1", { name: "a" }, { token: t.apiKey, headers });
     expect(otherPath.status, otherPath.text).toBe(422);
@@ -192,7 +195,9 @@ describe("Idempotency-Key", () => {
   it("when N requests with one key race, then exactly one executes", async () => {
     const t = await f.tenant("team");
     const headers = { "idempotency-key": "race-1" };
-    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => (i % 2 ? gw2 : gw).post("/v1/api-keys", { name: "race" }, { token: t.apiKey, headers })));
+    const results = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => (i % 2 ? gw2 : gw).post("/v1/api-keys", { name: "race" }, { token: t.apiKey, headers })),
+    );
     const executed = results.filter((r) => r.status === 201 && r.headers.get("idempotency-replayed") === null);
     expect(executed).toHaveLength(1);
     for (const r of results) {
@@ -210,7 +215,8 @@ describe("Idempotency-Key", () => {
     // What a gateway leaves behind when it dies mid-request: a claimed, unfinished record.
     await db`insert into gateway.idempotency_keys (credential_id, key, fingerprint, locked_until)
              values (${keyRow.id}, 'crash-1', ${requestFingerprint("POST", "/v1/api-keys", body)}, now() + interval '1 minute')`;
-    const send = () => gw.request("POST", "/v1/api-keys", { token: t.apiKey, headers: { "idempotency-key": "crash-1", "content-type": "application/json" }, rawBody: body });
+    const send = () =>
+      gw.request("POST", "/v1/api-keys", { token: t.apiKey, headers: { "idempotency-key": "crash-1", "content-type": "application/json" }, rawBody: body });
     const blocked = await send();
     expect(blocked.status, blocked.text).toBe(409);
     expect(blocked.body.code).toBe("idempotency_in_progress");
@@ -256,7 +262,9 @@ describe("cursor pagination", () => {
     await f.user(t.organizationId);
     const p1 = await gw.get("/v1/members?limit=1", { token: t.apiKey });
     const [payload, mac] = (p1.body.next_cursor as string).split(".");
-    const forgedPayload = Buffer.from(JSON.stringify({ r: Buffer.from(JSON.stringify(["1970-01-01T00:00:00.000000", ""])).toString("base64url"), q: "x" })).toString("base64url");
+    const forgedPayload = Buffer.from(
+      JSON.stringify({ r: Buffer.from(JSON.stringify(["1970-01-01T00:00:00.000000", ""])).toString("base64url"), q: "x" }),
+    ).toString("base64url");
     for (const bad of [`${payload}.${mac?.slice(0, -2)}AA`, `${forgedPayload}.${mac}`, "garbage"]) {
       const r = await gw.get(`/v1/members?limit=1&after=${encodeURIComponent(bad)}`, { token: t.apiKey });
       expect(r.status, r.text).toBe(400);

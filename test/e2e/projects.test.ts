@@ -9,7 +9,13 @@ describe("projects", () => {
     const t = await f.tenant();
     const r = await gw.post("/v1/projects", { name: "  Website  ", description: "Relaunch" }, { token: t.apiKey });
     expect(r.status, r.text).toBe(201);
-    expect(r.body).toEqual({ id: expect.stringMatching(/^prj_/), name: "Website", description: "Relaunch", created_at: expect.any(String), updated_at: r.body.created_at });
+    expect(r.body).toEqual({
+      id: expect.stringMatching(/^prj_/),
+      name: "Website",
+      description: "Relaunch",
+      created_at: expect.any(String),
+      updated_at: r.body.created_at,
+    });
     expect((await gw.get(`/v1/projects/${r.body.id}`, { token: t.apiKey })).body).toEqual(r.body);
     const second = (await gw.post("/v1/projects", { name: "Mobile" }, { token: t.apiKey })).body;
     const list = (await gw.get("/v1/projects?limit=1", { token: t.apiKey })).body;

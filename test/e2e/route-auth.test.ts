@@ -57,7 +57,12 @@ describe("every operation refuses callers without a credential or its scope", ()
     itEnforcesAuth(
       () => gw,
       () => f,
-      { method: op.method, path: pathOf(op.url, PLACEHOLDER_IDS) + (SAMPLE_QUERIES[key] ?? ""), scope: op.scope, ...(op.body ? { body: SAMPLE_BODIES[key]?.(PLACEHOLDER_IDS) ?? {} } : {}) },
+      {
+        method: op.method,
+        path: pathOf(op.url, PLACEHOLDER_IDS) + (SAMPLE_QUERIES[key] ?? ""),
+        scope: op.scope,
+        ...(op.body ? { body: SAMPLE_BODIES[key]?.(PLACEHOLDER_IDS) ?? {} } : {}),
+      },
     );
   }
 });
@@ -100,7 +105,14 @@ describe("every operation on a named resource answers 404 to another organizatio
     expect(linked.status, linked.text).toBe(201);
     const entry = await gw.post("/v1/daily-plan/entries", { date: "2026-11-23", task_id: task.body.id, section: "TODO" }, as);
     expect(entry.status, entry.text).toBe(201);
-    ids = { organization_id: owner.organizationId, key_id: key.body.id, task_id: task.body.id, blocker_task_id: blocker.body.id, project_id: project.body.id, entry_id: entry.body.id };
+    ids = {
+      organization_id: owner.organizationId,
+      key_id: key.body.id,
+      task_id: task.body.id,
+      blocker_task_id: blocker.body.id,
+      project_id: project.body.id,
+      entry_id: entry.body.id,
+    };
     // Task numbers are per organization: the other one must have none, so "T-1" is not its own.
     expect((await gw.get("/v1/tasks", { token: other.apiKey })).body.data).toEqual([]);
   });
@@ -114,7 +126,10 @@ describe("every operation on a named resource answers 404 to another organizatio
     it(`when another organization calls ${key} with this organization's ids, then 404 resource_not_found`, async () => {
       const sample = SAMPLE_BODIES[key];
       if (op.body) expect(sample, `${key} takes a body: add a sample to SAMPLE_BODIES`).toBeDefined();
-      const r = await gw.request(op.method, pathOf(op.url, ids) + (SAMPLE_QUERIES[key] ?? ""), { token: other.apiKey, ...(sample ? { body: sample(ids) } : {}) });
+      const r = await gw.request(op.method, pathOf(op.url, ids) + (SAMPLE_QUERIES[key] ?? ""), {
+        token: other.apiKey,
+        ...(sample ? { body: sample(ids) } : {}),
+      });
       expect(r.status, r.text).toBe(404);
       expect(r.body.code).toBe("resource_not_found");
     });

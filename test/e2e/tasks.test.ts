@@ -9,7 +9,8 @@ async function created(t: Tenant, body: Record<string, unknown>) {
   expect(r.status, r.text).toBe(201);
   return r.body;
 }
-const rowCount = async (table: string, orgId: string) => Number((await db`select count(*)::int as n from ${db("tasks")}.${db(table)} where organization_id = ${orgId}`)[0]?.["n"]);
+const rowCount = async (table: string, orgId: string) =>
+  Number((await db`select count(*)::int as n from ${db("tasks")}.${db(table)} where organization_id = ${orgId}`)[0]?.["n"]);
 const fieldErrors = (r: { body: { errors?: { pointer: string }[] } }) => (r.body.errors ?? []).map((e) => e.pointer);
 
 describe("POST /v1/tasks", () => {
@@ -106,8 +107,16 @@ describe("POST /v1/tasks", () => {
     ["by_weekday on a DAILY rule", { title: "t", recurrence: { frequency: "DAILY", by_weekday: [1] } }, "/recurrence/by_weekday"],
     ["by_month_day 32", { title: "t", recurrence: { frequency: "MONTHLY", by_month_day: 32 } }, "/recurrence/by_month_day"],
     ["an unknown time zone", { title: "t", recurrence: { frequency: "DAILY", timezone: "Mars/Olympus" } }, "/recurrence/timezone"],
-    ["end_date before start_date", { title: "t", recurrence: { frequency: "DAILY", start_date: "2026-05-02", end_date: "2026-05-01" } }, "/recurrence/end_date"],
-    ["end_date and max_occurrences together", { title: "t", recurrence: { frequency: "DAILY", end_date: "2026-05-01", max_occurrences: 3 } }, "/recurrence/max_occurrences"],
+    [
+      "end_date before start_date",
+      { title: "t", recurrence: { frequency: "DAILY", start_date: "2026-05-02", end_date: "2026-05-01" } },
+      "/recurrence/end_date",
+    ],
+    [
+      "end_date and max_occurrences together",
+      { title: "t", recurrence: { frequency: "DAILY", end_date: "2026-05-01", max_occurrences: 3 } },
+      "/recurrence/max_occurrences",
+    ],
     ["interval 0", { title: "t", recurrence: { frequency: "DAILY", interval: 0 } }, "/recurrence/interval"],
     ["an unknown recurrence field", { title: "t", recurrence: { frequency: "DAILY", every: 2 } }, "/recurrence/every"],
   ];
@@ -160,10 +169,16 @@ describe("POST /v1/tasks", () => {
   it("when retried with the same Idempotency-Key, then one task exists and the replay is identical", async () => {
     const t = await f.tenant();
     const headers = { "idempotency-key": "create-once" };
-    const [one, two] = await Promise.all([create(t, { title: "once" }, headers), new Promise((r) => setTimeout(r, 30)).then(() => create(t, { title: "once" }, headers))]);
+    const [one, two] = await Promise.all([
+      create(t, { title: "once" }, headers),
+      new Promise((r) => setTimeout(r, 30)).then(() => create(t, { title: "once" }, headers)),
+    ]);
     const statuses = [one.status, two.status].sort();
     // The second either replays the stored 201 or meets the first still running (409).
-    expect([[201, 201], [201, 409]]).toContainEqual(statuses);
+    expect([
+      [201, 201],
+      [201, 409],
+    ]).toContainEqual(statuses);
     const again = await gw2.post("/v1/tasks", { title: "once" }, { token: t.apiKey, headers });
     expect(again.status).toBe(201);
     expect(again.headers.get("idempotency-replayed")).toBe("true");
@@ -190,7 +205,8 @@ describe("GET /v1/tasks/{task_id}", () => {
 });
 
 describe("reads after writes (task copies cached by each tasks replica)", () => {
-  const readAll = async (t: Tenant, id: string) => Promise.all(Array.from({ length: 16 }, (_, i) => (i % 2 ? gw : gw2).get(`/v1/tasks/${id}`, { token: t.apiKey })));
+  const readAll = async (t: Tenant, id: string) =>
+    Promise.all(Array.from({ length: 16 }, (_, i) => (i % 2 ? gw : gw2).get(`/v1/tasks/${id}`, { token: t.apiKey })));
 
   it("when a task was read on every replica and is then changed, then every following read shows the change", async () => {
     const t = await f.tenant("team");
@@ -253,7 +269,11 @@ describe("PATCH /v1/tasks/{task_id} and history", () => {
     const h = (await gw.get(`/v1/tasks/${task.id}/history`, { token: t.apiKey })).body.data;
     expect(h).toHaveLength(3);
     expect(h[2]).toEqual(before);
-    expect(h.map((v: { status: string; description: string }) => [v.status, v.description])).toEqual([["COMPLETED", "second"], ["TODO", "second"], ["TODO", "first"]]);
+    expect(h.map((v: { status: string; description: string }) => [v.status, v.description])).toEqual([
+      ["COMPLETED", "second"],
+      ["TODO", "second"],
+      ["TODO", "first"],
+    ]);
   });
 
   it("when history has more versions than a page, then pages follow newest first without repeats", async () => {
@@ -370,7 +390,13 @@ describe("GET /v1/tasks", () => {
       expect(r.status, q).toBe(404);
       expect(r.body.code).toBe("resource_not_found");
     }
-    for (const [q, pointer] of [["?status=DONE", "/status"], ["?archived=yes", "/archived"], ["?parent_task_id=x", "/parent_task_id"], ["?limit=101", "/limit"], ["?owner=me", "/owner"]] as const) {
+    for (const [q, pointer] of [
+      ["?status=DONE", "/status"],
+      ["?archived=yes", "/archived"],
+      ["?parent_task_id=x", "/parent_task_id"],
+      ["?limit=101", "/limit"],
+      ["?owner=me", "/owner"],
+    ] as const) {
       const r = await gw.get(`/v1/tasks${q}`, { token: t.apiKey });
       expect(r.status, q).toBe(400);
       expect(fieldErrors(r)).toContain(pointer);

@@ -14,7 +14,11 @@ import { startProcessStack, until, type ProcessStack, type ServiceName } from ".
  * and a key claimed by a killed gateway is free again 10 s after it; shorter keeps the file short.
  */
 let stack: ProcessStack;
-const SERVICE_READY: Record<Exclude<ServiceName, "gateway">, string> = { keys: "keys service ready", tasks: "tasks service ready", boards: "boards service ready" };
+const SERVICE_READY: Record<Exclude<ServiceName, "gateway">, string> = {
+  keys: "keys service ready",
+  tasks: "tasks service ready",
+  boards: "boards service ready",
+};
 
 beforeAll(async () => {
   stack = await startProcessStack({

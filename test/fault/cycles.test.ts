@@ -43,7 +43,12 @@ interface Answer {
   text: string;
 }
 
-async function call(gateway: string, method: string, path: string, body: unknown): Promise<{ status: number; text: string; json: Record<string, unknown> | undefined }> {
+async function call(
+  gateway: string,
+  method: string,
+  path: string,
+  body: unknown,
+): Promise<{ status: number; text: string; json: Record<string, unknown> | undefined }> {
   try {
     const res = await fetch(`${gateway}${path}`, {
       method,
@@ -141,7 +146,12 @@ describe("concurrent parent and dependency cycles", () => {
         const next = ids[(i + 1) % size] as string;
         return [
           call(gw(), "PATCH", `/v1/tasks/${id}`, { parent_task_id: next }).then((r) => ({ kind: "parent" as const, from: i, to: (i + 1) % size, r })),
-          call(gw(), "POST", `/v1/tasks/${id}/dependencies`, { blocker_task_id: next }).then((r) => ({ kind: "dependency" as const, from: i, to: (i + 1) % size, r })),
+          call(gw(), "POST", `/v1/tasks/${id}/dependencies`, { blocker_task_id: next }).then((r) => ({
+            kind: "dependency" as const,
+            from: i,
+            to: (i + 1) % size,
+            r,
+          })),
         ];
       });
       const got: Answer[] = (await Promise.all(sides)).map(({ kind, from, to, r }) => {
@@ -203,7 +213,10 @@ describe("concurrent parent and dependency cycles", () => {
           const to = ring.ids[a.to] as string;
           const stored = kind === "parent" ? parentOf.get(from) === to : depSet.has(`${from}<-${to}`);
           const accepted = kind === "parent" ? a.status === 200 && a.parent === to : a.status === 200 || a.status === 201;
-          const refused = kind === "parent" ? a.status === 400 && a.code === "validation_failed" && a.pointer === "/parent_task_id" : a.status === 409 && a.code === "dependency_cycle";
+          const refused =
+            kind === "parent"
+              ? a.status === 400 && a.code === "validation_failed" && a.pointer === "/parent_task_id"
+              : a.status === 409 && a.code === "dependency_cycle";
           if (accepted) f.accepted++;
           else if (refused) {
             f.refused++;
@@ -234,14 +247,31 @@ describe("concurrent parent and dependency cycles", () => {
         `fault: concurrent cycles — ${rings.length} rounds (rings of ${RING_SIZES.join("/")}) in ${(elapsed / 1000).toFixed(1)} s over ${gws.length} gateways, 2 tasks replicas`,
         line("parent", storedParentCycles.length),
         line("dependency", storedDependencyCycles.length),
-        ...(storedParentCycles.length ? [`  parent cycles, e.g. ${storedParentCycles.slice(0, 3).map((c) => c.join("→")).join("; ")}`] : []),
-        ...(storedDependencyCycles.length ? [`  dependency cycles, e.g. ${storedDependencyCycles.slice(0, 3).map((c) => c.join(",")).join("; ")}`] : []),
+        ...(storedParentCycles.length
+          ? [
+              `  parent cycles, e.g. ${storedParentCycles
+                .slice(0, 3)
+                .map((c) => c.join("→"))
+                .join("; ")}`,
+            ]
+          : []),
+        ...(storedDependencyCycles.length
+          ? [
+              `  dependency cycles, e.g. ${storedDependencyCycles
+                .slice(0, 3)
+                .map((c) => c.join(","))
+                .join("; ")}`,
+            ]
+          : []),
         ...samples.map((s) => `  e.g. ${s}`),
       ].join("\n"),
     );
 
     expect(rings.length, "rounds run").toBeGreaterThanOrEqual(30);
-    expect({ parentCycles: storedParentCycles.slice(0, 5), dependencyCycles: storedDependencyCycles.slice(0, 5) }).toEqual({ parentCycles: [], dependencyCycles: [] });
+    expect({ parentCycles: storedParentCycles.slice(0, 5), dependencyCycles: storedDependencyCycles.slice(0, 5) }).toEqual({
+      parentCycles: [],
+      dependencyCycles: [],
+    });
     expect({ parent: figures.parent, dependency: figures.dependency, samples }).toEqual({
       parent: { ...figures.parent, x5xx: 0, other: 0, mismatched: 0, ringsNotRefused: 0 },
       dependency: { ...figures.dependency, x5xx: 0, other: 0, mismatched: 0, ringsNotRefused: 0 },

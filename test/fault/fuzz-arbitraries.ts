@@ -200,6 +200,7 @@ const BAD_IDS: ReadonlyArray<readonly [string, string]> = [
   ["injection", "%24(id)"],
 ];
 
+// biome-ignore lint/suspicious/noTemplateCurlyInString: "${7*7}" is a template-injection probe, sent literally on purpose.
 const INJECTIONS = ["' OR 1=1 --", "%s%n%x", "${7*7}", "<script>alert(1)</script>", "../../etc/passwd", "T-1; DROP TABLE tasks"];
 const UNICODE_ODDITIES = ["\u202e", "\ufeff", "\u200b", "\uffff", "\ufffe", "😀", "e\u0301", "İ", "\u2028\u2029", "\u0085"];
 const LONE_SURROGATES = ["\ud800", "a\udfffb", "\udc00\ud800", "x\ud83d"];
@@ -278,7 +279,10 @@ export function validValue(s: JsonSchema, name: string, fx: Fixtures): fc.Arbitr
       // A real cursor, though of another list or query than this request's, unless validParts puts it right.
       return fc.constantFrom(...Object.values(fx.cursors));
     case "recurrence":
-      return fc.record({ frequency: fc.constantFrom("DAILY", "WEEKLY", "MONTHLY", "YEARLY"), interval: fc.integer({ min: 1, max: 3 }) }, { requiredKeys: ["frequency"] });
+      return fc.record(
+        { frequency: fc.constantFrom("DAILY", "WEEKLY", "MONTHLY", "YEARLY"), interval: fc.integer({ min: 1, max: 3 }) },
+        { requiredKeys: ["frequency"] },
+      );
     case "timezone":
       return fc.constantFrom("UTC", "Europe/Paris", "America/New_York", "Asia/Kathmandu");
     case "date":
@@ -286,7 +290,10 @@ export function validValue(s: JsonSchema, name: string, fx: Fixtures): fc.Arbitr
     case "end_date":
       return fc.constantFrom(...fx.days);
     case "start_date":
-      return fc.oneof(fc.constantFrom(...fx.days), fc.constantFrom(...fx.days).map((d) => `${d}T09:30:00Z`));
+      return fc.oneof(
+        fc.constantFrom(...fx.days),
+        fc.constantFrom(...fx.days).map((d) => `${d}T09:30:00Z`),
+      );
   }
   if (s.anyOf || s.oneOf) return fc.oneof(...(s.anyOf ?? s.oneOf ?? []).map((b) => validValue(b, name, fx)));
   if (s.enum) return fc.constantFrom(...(s.enum as Val[]));
@@ -338,11 +345,29 @@ function stringMutations(s: JsonSchema, name: string, huge: boolean): Array<Weig
   const out: Array<Weighted<Mutated<Val>>> = [
     w(4, tag("nul", fc.constantFrom("\u0000", "a\u0000b", "T-1\u0000", "\u0000\u0000\u0000"))),
     w(4, tag("lone-surrogate", fc.constantFrom(...LONE_SURROGATES))),
-    w(3, tag("c0", c0.map((x) => `a${x}b`))),
+    w(
+      3,
+      tag(
+        "c0",
+        c0.map((x) => `a${x}b`),
+      ),
+    ),
     w(3, tagged("crlf", "a\nb", "a\r\nb", "\r", "\n")),
-    w(2, tag("c1", c1.map((x) => `a${x}b`))),
+    w(
+      2,
+      tag(
+        "c1",
+        c1.map((x) => `a${x}b`),
+      ),
+    ),
     w(2, tag("unicode", fc.constantFrom(...UNICODE_ODDITIES))),
-    w(3, tag("invalid-utf8", fc.constantFrom(...INVALID_UTF8).map((b) => new Raw(Buffer.concat([Buffer.from('"a'), Buffer.from(b), Buffer.from('b"')]))))),
+    w(
+      3,
+      tag(
+        "invalid-utf8",
+        fc.constantFrom(...INVALID_UTF8).map((b) => new Raw(Buffer.concat([Buffer.from('"a'), Buffer.from(b), Buffer.from('b"')]))),
+      ),
+    ),
     w(1, tagged("bad-escape", Raw.of('"\\x41"'), Raw.of('"\\u12"'), Raw.of('"\\uZZZZ"'), Raw.of('"a\tb"'))),
     w(1, tag("injection", fc.constantFrom(...INJECTIONS))),
     w(1, tagged("blank", "", " ", "\t", "  a  ")),
@@ -354,10 +379,34 @@ function stringMutations(s: JsonSchema, name: string, huge: boolean): Array<Weig
   if (max !== undefined) {
     out.push(
       // Built in map(), only when drawn: some limits are 100,000 characters.
-      w(2, tag("at-max", fc.constant(max).map((n) => "a".repeat(n)))),
-      w(3, tag("past-max", fc.constantFrom(max + 1, max * 4 + 7).map((n) => "a".repeat(n)))),
-      w(2, tag("multibyte-at-max", fc.constantFrom("é", "😀", "\u0800").map((ch) => ch.repeat(ch.length === 2 ? Math.floor(max / 2) : max)))),
-      w(1, tag("multibyte-past-max", fc.constant(max).map((n) => "😀".repeat(n)))),
+      w(
+        2,
+        tag(
+          "at-max",
+          fc.constant(max).map((n) => "a".repeat(n)),
+        ),
+      ),
+      w(
+        3,
+        tag(
+          "past-max",
+          fc.constantFrom(max + 1, max * 4 + 7).map((n) => "a".repeat(n)),
+        ),
+      ),
+      w(
+        2,
+        tag(
+          "multibyte-at-max",
+          fc.constantFrom("é", "😀", "\u0800").map((ch) => ch.repeat(ch.length === 2 ? Math.floor(max / 2) : max)),
+        ),
+      ),
+      w(
+        1,
+        tag(
+          "multibyte-past-max",
+          fc.constant(max).map((n) => "😀".repeat(n)),
+        ),
+      ),
     );
   }
   if (isIdName(name)) out.push(w(3, tag("weird-id", fc.constantFrom(...BAD_IDS.map(([, v]) => decodeURIComponentSafe(v))))));
@@ -378,7 +427,19 @@ function decodeURIComponentSafe(v: string): string {
 function numberMutations(s: JsonSchema, integer: boolean): Array<Weighted<Mutated<Val>>> {
   const out: Array<Weighted<Mutated<Val>>> = [
     w(2, tagged("extreme", 1e308, -1e308, 2 ** 53 + 2, -(2 ** 63), 1e-300)),
-    w(2, tagged("raw-number", Raw.of("1e999"), Raw.of("-1e999"), Raw.of("-0"), Raw.of("1.0"), Raw.of("1E2"), Raw.of("0.0000001"), Raw.of("123456789012345678901234567890"))),
+    w(
+      2,
+      tagged(
+        "raw-number",
+        Raw.of("1e999"),
+        Raw.of("-1e999"),
+        Raw.of("-0"),
+        Raw.of("1.0"),
+        Raw.of("1E2"),
+        Raw.of("0.0000001"),
+        Raw.of("123456789012345678901234567890"),
+      ),
+    ),
     w(1, tagged("invalid-number", Raw.of("01"), Raw.of("+1"), Raw.of(".5"), Raw.of("NaN"), Raw.of("Infinity"), Raw.of("0x1F"), Raw.of("1_000"))),
     w(2, tagged("numeric-string", "5", "1", "-1", "1e3", "NaN", "")),
   ];
@@ -394,7 +455,13 @@ function numberMutations(s: JsonSchema, integer: boolean): Array<Weighted<Mutate
 function enumMutations(values: string[], allEnumValues: string[]): Array<Weighted<Mutated<Val>>> {
   const v = values.length ? values : ["x"];
   return [
-    w(3, tag("enum-variant", fc.constantFrom(...v).chain((x) => fc.constantFrom(x.toLowerCase(), `${x} `, ` ${x}`, `${x}\u0000`, x.normalize("NFKD") + "\u0301", `${x}${x}`)))),
+    w(
+      3,
+      tag(
+        "enum-variant",
+        fc.constantFrom(...v).chain((x) => fc.constantFrom(x.toLowerCase(), `${x} `, ` ${x}`, `${x}\u0000`, x.normalize("NFKD") + "\u0301", `${x}${x}`)),
+      ),
+    ),
     w(2, tag("enum-other", fc.constantFrom(...allEnumValues.filter((x) => !v.includes(x)), "", "*"))),
   ];
 }
@@ -402,8 +469,17 @@ function enumMutations(values: string[], allEnumValues: string[]): Array<Weighte
 export function mutatedValue(s: JsonSchema, name: string, fx: Fixtures, allEnumValues: string[], huge = true): fc.Arbitrary<Mutated<Val>> {
   const types = typesOf(s);
   const alts: Array<Weighted<Mutated<Val>>> = [
-    w(3, tag("wrong-type", fc.constantFrom(...SCALARS.filter(([t]) => !types.includes(t) && !(t === "number" && types.includes("integer"))).map(([, v]) => v)))),
-    w(1, tag("deep", fc.tuple(fc.constantFrom(1_000, 5_000, 20_000, 100_000), fc.constantFrom("array" as const, "object" as const)).map(([n, k]) => deep(n, k)))),
+    w(
+      3,
+      tag("wrong-type", fc.constantFrom(...SCALARS.filter(([t]) => !types.includes(t) && !(t === "number" && types.includes("integer"))).map(([, v]) => v))),
+    ),
+    w(
+      1,
+      tag(
+        "deep",
+        fc.tuple(fc.constantFrom(1_000, 5_000, 20_000, 100_000), fc.constantFrom("array" as const, "object" as const)).map(([n, k]) => deep(n, k)),
+      ),
+    ),
   ];
   for (const t of types) {
     const b = branch(s, t);
@@ -422,12 +498,46 @@ function arrayMutations(s: JsonSchema, name: string, fx: Fixtures, allEnumValues
   const max = s.maxItems;
   const out: Array<Weighted<Mutated<Val>>> = [
     w(1, tag("empty-array", fc.constant([]))),
-    w(2, tag("big-array", fc.constantFrom(10_000, 100_000).chain((n) => item.map((x) => Array.from({ length: n }, () => x))))),
-    w(3, tag("array-item", mutatedValue(s.items ?? {}, name, fx, allEnumValues, false).map((m) => [m.v]))),
-    w(1, tag("duplicates", item.map((x) => Array.from({ length: 50 }, () => x)))),
+    w(
+      2,
+      tag(
+        "big-array",
+        fc.constantFrom(10_000, 100_000).chain((n) => item.map((x) => Array.from({ length: n }, () => x))),
+      ),
+    ),
+    w(
+      3,
+      tag(
+        "array-item",
+        mutatedValue(s.items ?? {}, name, fx, allEnumValues, false).map((m) => [m.v]),
+      ),
+    ),
+    w(
+      1,
+      tag(
+        "duplicates",
+        item.map((x) => Array.from({ length: 50 }, () => x)),
+      ),
+    ),
     w(1, tag("nested-array", fc.constant([[["x"]]]))),
   ];
-  if (max !== undefined) out.push(w(2, tag("past-max-items", item.map((x) => Array.from({ length: max + 1 }, () => x)))), w(1, tag("at-max-items", item.map((x) => Array.from({ length: max }, () => x)))));
+  if (max !== undefined)
+    out.push(
+      w(
+        2,
+        tag(
+          "past-max-items",
+          item.map((x) => Array.from({ length: max + 1 }, () => x)),
+        ),
+      ),
+      w(
+        1,
+        tag(
+          "at-max-items",
+          item.map((x) => Array.from({ length: max }, () => x)),
+        ),
+      ),
+    );
   return out;
 }
 
@@ -446,7 +556,19 @@ function objectMutations(s: JsonSchema, fx: Fixtures, allEnumValues: string[]): 
     ),
   ];
   const required = s.required ?? [];
-  if (required.length) out.push(w(1, tag("missing-required", fc.tuple(valid, fc.constantFrom(...required)).map(([o, k]) => (delete o[k], o)))));
+  if (required.length)
+    out.push(
+      w(
+        1,
+        tag(
+          "missing-required",
+          fc.tuple(valid, fc.constantFrom(...required)).map(([o, k]) => {
+            delete o[k];
+            return o;
+          }),
+        ),
+      ),
+    );
   const props = Object.entries(s.properties ?? {});
   if (props.length) {
     out.push(
@@ -523,14 +645,18 @@ function buildTarget(op: Operation, p: Parts): string {
 /** A request for `op` with no mutation: real ids, valid query, a valid body. */
 function validParts(op: Operation, fixtures: Fixtures): fc.Arbitrary<Parts> {
   const fx = op.method === "DELETE" ? { ...fixtures, projectIds: fixtures.victimProjectIds } : fixtures;
-  const pathArb = fc.record(Object.fromEntries(op.pathParams.map((p) => [p.name, validValue(p.schema, p.name, fx).map((v) => enc(String(v)))])) as Record<string, fc.Arbitrary<string>>);
+  const pathArb = fc.record(
+    Object.fromEntries(op.pathParams.map((p) => [p.name, validValue(p.schema, p.name, fx).map((v) => enc(String(v)))])) as Record<string, fc.Arbitrary<string>>,
+  );
   const cursor = op.query.some((q) => q.name === "after") ? fx.cursors[op.template] : undefined;
   const queryArb = fc.tuple(
     ...op.query
       .filter((q) => q.name !== "after")
       .map((q) =>
-      q.required ? validValue(q.schema, q.name, fx).map((v) => [[q.name, enc(toQueryValue(v))]]) : fc.option(validValue(q.schema, q.name, fx), { freq: 2 }).map((v) => (v === null ? [] : [[q.name, enc(toQueryValue(v))]])),
-    ),
+        q.required
+          ? validValue(q.schema, q.name, fx).map((v) => [[q.name, enc(toQueryValue(v))]])
+          : fc.option(validValue(q.schema, q.name, fx), { freq: 2 }).map((v) => (v === null ? [] : [[q.name, enc(toQueryValue(v))]])),
+      ),
   ) as fc.Arbitrary<Array<Array<[string, string]>>>;
   const idemArb = op.idempotent ? fc.option(fc.stringMatching(/^[\x21-\x7E]{8,40}$/), { freq: 2 }) : fc.constant(null);
   const bodyArb = op.body ? validObject(op.body, fx).map((b) => serialize(b)) : fc.constant(undefined);
@@ -539,7 +665,13 @@ function validParts(op: Operation, fixtures: Fixtures): fc.Arbitrary<Parts> {
   return fc.record({ path: pathArb, query: queryArb, idem: idemArb, body: bodyArb, page: pageArb }).map(({ path, query, idem, body, page }) => ({
     method: op.method,
     pathValues: path,
-    query: page && cursor ? [["limit", "1"], ["after", enc(cursor)]] : query.flat(),
+    query:
+      page && cursor
+        ? [
+            ["limit", "1"],
+            ["after", enc(cursor)],
+          ]
+        : query.flat(),
     headers: [...(body ? [JSON_CT] : []), ...(idem === null ? [] : ([["Idempotency-Key", idem]] as Array<[string, string]>))],
     ...(body ? { body } : {}),
   }));
@@ -578,24 +710,44 @@ function queryMutation(op: Operation, fx: Fixtures, allEnumValues: string[]): fc
         fc.oneof(
           {
             weight: 6,
-            arbitrary: mutatedValue(q.schema, q.name, fx, allEnumValues, false).map((mv) => ({ m: mv.m, pairs: [[q.name, enc(toQueryValue(mv.v))]] as Array<[string, string]>, q: q.name })),
+            arbitrary: mutatedValue(q.schema, q.name, fx, allEnumValues, false).map((mv) => ({
+              m: mv.m,
+              pairs: [[q.name, enc(toQueryValue(mv.v))]] as Array<[string, string]>,
+              q: q.name,
+            })),
           },
           {
             weight: 3,
             arbitrary: fc
-              .constantFrom<[string, string]>(["pct-00", "a%00b"], ["pct-0a", "a%0Ab"], ["pct-zz", "%ZZ"], ["pct-overlong", "%C0%AE"], ["pct-surrogate", "%ED%A0%80"], ["plus", "a+b"], ["raw-utf8", utf8Bytes("é")])
+              .constantFrom<[string, string]>(
+                ["pct-00", "a%00b"],
+                ["pct-0a", "a%0Ab"],
+                ["pct-zz", "%ZZ"],
+                ["pct-overlong", "%C0%AE"],
+                ["pct-surrogate", "%ED%A0%80"],
+                ["plus", "a+b"],
+                ["raw-utf8", utf8Bytes("é")],
+              )
               .map(([m, v]) => ({ m, pairs: [[q.name, v]] as Array<[string, string]>, q: q.name })),
           },
           {
             weight: 4,
             arbitrary: validValue(q.schema, q.name, fx).chain((v) =>
-              fc.constantFrom<[string, Array<[string, string]>]>(
-                ["repeated", [[q.name, enc(toQueryValue(v))], [q.name, enc(toQueryValue(v))]]],
-                ["bracket-array", [[`${q.name}[]`, enc(toQueryValue(v))]]],
-                ["bracket-object", [[`${q.name}[a]`, enc(toQueryValue(v))]]],
-                ["empty-value", [[q.name, ""]]],
-                ["flag", [[q.name, "\u0000flag"]]],
-              ).map(([m, pairs]) => ({ m, pairs, q: q.name })),
+              fc
+                .constantFrom<[string, Array<[string, string]>]>(
+                  [
+                    "repeated",
+                    [
+                      [q.name, enc(toQueryValue(v))],
+                      [q.name, enc(toQueryValue(v))],
+                    ],
+                  ],
+                  ["bracket-array", [[`${q.name}[]`, enc(toQueryValue(v))]]],
+                  ["bracket-object", [[`${q.name}[a]`, enc(toQueryValue(v))]]],
+                  ["empty-value", [[q.name, ""]]],
+                  ["flag", [[q.name, "\u0000flag"]]],
+                )
+                .map(([m, pairs]) => ({ m, pairs, q: q.name })),
             ),
           },
         ),
@@ -604,7 +756,15 @@ function queryMutation(op: Operation, fx: Fixtures, allEnumValues: string[]): fc
   const general = fc
     .constantFrom<[string, Array<[string, string]>]>(
       ["unknown-param", [["foo", "bar"]]],
-      ["proto-param", [["__proto__", "x"], ["constructor", "x"], ["toString", "x"], ["hasOwnProperty", "x"]]],
+      [
+        "proto-param",
+        [
+          ["__proto__", "x"],
+          ["constructor", "x"],
+          ["toString", "x"],
+          ["hasOwnProperty", "x"],
+        ],
+      ],
       ["long-query", [["x", "a".repeat(10_000)]]],
       ["huge-query", [["x", "a".repeat(20_000)]]],
       ["many-params", Array.from({ length: 1_000 }, (_, i): [string, string] => [`p${i}`, "1"])],
@@ -634,8 +794,16 @@ function headerMutation(op: Operation, ownerKeyLength: number): fc.Arbitrary<Mut
       ["crlf", "a\r\nb"],
       ["nul", "a\x00b"],
     )
-    .map(([m, v]): Mutation => ({ slot: "header.idempotency-key", m, apply: (p) => ({ parts: { ...p, headers: withHeader(p.headers, "Idempotency-Key", v) } }) }));
-  const idemC0 = fc.integer({ min: 1, max: 31 }).map((x): Mutation => ({ slot: "header.idempotency-key", m: "c0", apply: (p) => ({ parts: { ...p, headers: withHeader(p.headers, "Idempotency-Key", `a${c(x)}b`) } }) }));
+    .map(
+      ([m, v]): Mutation => ({ slot: "header.idempotency-key", m, apply: (p) => ({ parts: { ...p, headers: withHeader(p.headers, "Idempotency-Key", v) } }) }),
+    );
+  const idemC0 = fc.integer({ min: 1, max: 31 }).map(
+    (x): Mutation => ({
+      slot: "header.idempotency-key",
+      m: "c0",
+      apply: (p) => ({ parts: { ...p, headers: withHeader(p.headers, "Idempotency-Key", `a${c(x)}b`) } }),
+    }),
+  );
   const idemTwice: fc.Arbitrary<Mutation> = fc.constant({
     slot: "header.idempotency-key",
     m: "repeated",
@@ -675,11 +843,13 @@ function headerMutation(op: Operation, ownerKeyLength: number): fc.Arbitrary<Mut
       ["two-headers", ["Bearer a", "Bearer b"]],
       ["nul", ["Bearer a\x00b"]],
     )
-    .map(([m, vs]): Mutation => ({
-      slot: "header.authorization",
-      m,
-      apply: (p) => ({ customAuth: true, parts: { ...p, headers: [...p.headers, ...vs.map((v): [string, string] => ["Authorization", v])] } }),
-    }));
+    .map(
+      ([m, vs]): Mutation => ({
+        slot: "header.authorization",
+        m,
+        apply: (p) => ({ customAuth: true, parts: { ...p, headers: [...p.headers, ...vs.map((v): [string, string] => ["Authorization", v])] } }),
+      }),
+    );
   const misc = fc
     .constantFrom<[string, Array<[string, string]>, boolean]>(
       ["expect-100", [["Expect", "100-continue"]], false],
@@ -698,7 +868,10 @@ function headerMutation(op: Operation, ownerKeyLength: number): fc.Arbitrary<Mut
     )
     .map(([m, extra, omitHost]): Mutation => ({ slot: "header", m, apply: (p) => ({ omitHost, parts: { ...p, headers: [...p.headers, ...extra] } }) }));
   return fc.oneof(
-    { weight: op.idempotent ? 4 : 1, arbitrary: fc.oneof({ weight: 5, arbitrary: idem }, { weight: 2, arbitrary: idemC0 }, { weight: 1, arbitrary: idemTwice }) },
+    {
+      weight: op.idempotent ? 4 : 1,
+      arbitrary: fc.oneof({ weight: 5, arbitrary: idem }, { weight: 2, arbitrary: idemC0 }, { weight: 1, arbitrary: idemTwice }),
+    },
     { weight: op.body ? 3 : 1, arbitrary: ct },
     { weight: 3, arbitrary: auth },
     { weight: 3, arbitrary: misc },
@@ -706,7 +879,16 @@ function headerMutation(op: Operation, ownerKeyLength: number): fc.Arbitrary<Mut
 }
 
 function framingMutation(op: Operation, port: number): fc.Arbitrary<Mutation> {
-  const framings = fc.constantFrom<Framing>("chunked", "cl-te", "double-cl", "bad-chunk", "cl-negative", "cl-garbage").map((f): Mutation => ({ slot: "framing", m: f, apply: (p) => ({ framing: f, parts: { ...p, body: p.body ?? Buffer.from("{}"), headers: p.body ? p.headers : withHeader(p.headers, "Content-Type", "application/json") } }) }));
+  const framings = fc.constantFrom<Framing>("chunked", "cl-te", "double-cl", "bad-chunk", "cl-negative", "cl-garbage").map(
+    (f): Mutation => ({
+      slot: "framing",
+      m: f,
+      apply: (p) => ({
+        framing: f,
+        parts: { ...p, body: p.body ?? Buffer.from("{}"), headers: p.body ? p.headers : withHeader(p.headers, "Content-Type", "application/json") },
+      }),
+    }),
+  );
   const line = fc
     .constantFrom<[string, (p: Parts, target: string) => Partial<FuzzRequest>]>(
       ["http10", () => ({ version: "HTTP/1.0" })],
@@ -751,20 +933,22 @@ function bodyFieldMutation(op: Operation, fx: Fixtures, allEnumValues: string[])
   // Top-level fields first: nested ones (recurrence.*) are mostly enums and numbers.
   return fc.oneof(...slots.map((slot) => ({ weight: slot.path.length === 1 ? 3 : 1, arbitrary: fc.constant(slot) }))).chain(({ path, schema }) => {
     const name = path[path.length - 1] ?? "";
-    const parentSchema = path.length > 1 ? branch((body.properties ?? {})[path[0] ?? ""] ?? {}, "object") : undefined;
-    return fc.tuple(validObject(body, fx), parentSchema ? validObject(parentSchema, fx) : fc.constant(undefined), mutatedValue(schema, name, fx, allEnumValues)).map(
-      ([obj, parent, mv]): Mutation => ({
-        slot: `body/${path.join("/")}`,
-        m: mv.m,
-        apply: (p) => {
-          if (parent && path[0] !== undefined) {
-            setOwn(parent, name, mv.v);
-            setOwn(obj, path[0], parent);
-          } else setOwn(obj, name, mv.v);
-          return { parts: { ...p, body: serialize(obj), headers: withHeader(p.headers, "Content-Type", "application/json") } };
-        },
-      }),
-    );
+    const parentSchema = path.length > 1 ? branch(body.properties?.[path[0] ?? ""] ?? {}, "object") : undefined;
+    return fc
+      .tuple(validObject(body, fx), parentSchema ? validObject(parentSchema, fx) : fc.constant(undefined), mutatedValue(schema, name, fx, allEnumValues))
+      .map(
+        ([obj, parent, mv]): Mutation => ({
+          slot: `body/${path.join("/")}`,
+          m: mv.m,
+          apply: (p) => {
+            if (parent && path[0] !== undefined) {
+              setOwn(parent, name, mv.v);
+              setOwn(obj, path[0], parent);
+            } else setOwn(obj, name, mv.v);
+            return { parts: { ...p, body: serialize(obj), headers: withHeader(p.headers, "Content-Type", "application/json") } };
+          },
+        }),
+      );
   });
 }
 
@@ -796,7 +980,13 @@ function wholeBodyMutation(op: Operation, fx: Fixtures): fc.Arbitrary<Mutation> 
       ["many-keys", () => Buffer.from(`{${Array.from({ length: 10_000 }, (_, i) => `"k${i}":1`).join(",")}}`)],
     );
   });
-  return bodies.map(([m, make]): Mutation => ({ slot: "body", m, apply: (p) => ({ parts: { ...p, body: make(), headers: withHeader(p.headers, "Content-Type", "application/json") } }) }));
+  return bodies.map(
+    ([m, make]): Mutation => ({
+      slot: "body",
+      m,
+      apply: (p) => ({ parts: { ...p, body: make(), headers: withHeader(p.headers, "Content-Type", "application/json") } }),
+    }),
+  );
 }
 
 export interface GeneratorOptions {
@@ -813,8 +1003,9 @@ function enumValuesOf(ops: Operation[]): string[] {
     if (Array.isArray(s)) s.forEach(walk);
     else if (s && typeof s === "object") {
       for (const [k, v] of Object.entries(s)) {
-        if (k === "enum" && Array.isArray(v)) v.forEach((x) => typeof x === "string" && out.add(x));
-        else walk(v);
+        if (k === "enum" && Array.isArray(v)) {
+          for (const x of v) if (typeof x === "string") out.add(x);
+        } else walk(v);
       }
     }
   };
@@ -894,7 +1085,8 @@ export function sweepArbitraries(ops: Operation[], opts: GeneratorOptions): Arra
     // A minimal valid request (required inputs only), so that no other field can refuse it first.
     const minimal = validParts(op, fx).map((parts) => ({ ...parts, query: parts.query.filter(([k]) => op.query.some((q) => q.required && q.name === k)) }));
     const at = (mut: Mutation) => minimal.map((parts) => toRequest(op, parts, mut, false));
-    const minimalBody = (b: JsonSchema) => validObject({ ...b, properties: Object.fromEntries(Object.entries(b.properties ?? {}).filter(([k]) => (b.required ?? []).includes(k))) }, fx);
+    const minimalBody = (b: JsonSchema) =>
+      validObject({ ...b, properties: Object.fromEntries(Object.entries(b.properties ?? {}).filter(([k]) => (b.required ?? []).includes(k))) }, fx);
     for (const h of HAZARDS) {
       for (const p of op.pathParams) {
         if (h.dates) continue;
@@ -902,7 +1094,13 @@ export function sweepArbitraries(ops: Operation[], opts: GeneratorOptions): Arra
       }
       for (const q of op.query) {
         if (h.dates && !isDateName(q.name)) continue;
-        out.push(at({ slot: `query.${q.name}`, m: h.m, apply: (parts) => ({ parts: { ...parts, query: [...parts.query.filter(([k]) => k !== q.name), [q.name, h.pct]] } }) }));
+        out.push(
+          at({
+            slot: `query.${q.name}`,
+            m: h.m,
+            apply: (parts) => ({ parts: { ...parts, query: [...parts.query.filter(([k]) => k !== q.name), [q.name, h.pct]] } }),
+          }),
+        );
       }
       const body = op.body;
       for (const [name, sch] of Object.entries(body?.properties ?? {})) {
@@ -1067,7 +1265,8 @@ export function sendRaw(port: number, bytes: Buffer, timeoutMs: number, headOnly
     socket.on("close", () => {
       const received = Buffer.concat(chunks);
       const parsed = parseResponse(received, headOnly);
-      const declared = parsed?.res.headers["content-length"]?.[0] !== undefined || (parsed?.res.headers["transfer-encoding"]?.[0] ?? "").toLowerCase() === "chunked";
+      const declared =
+        parsed?.res.headers["content-length"]?.[0] !== undefined || (parsed?.res.headers["transfer-encoding"]?.[0] ?? "").toLowerCase() === "chunked";
       if (parsed && (parsed.complete || !declared)) finish({ ok: true, res: parsed.res });
       else finish({ ok: false, error: parsed ? `answer cut short (${error ?? "closed"})` : (error ?? "connection closed without an answer"), received });
     });

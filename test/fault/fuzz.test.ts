@@ -3,7 +3,17 @@ import { api, factories, type Tenant } from "@tasksvc/testing";
 import Ajv2020 from "ajv/dist/2020.js";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { encodeRequest, operationsOf, requestArbitrary, sendRaw, sweepArbitraries, type Fixtures, type FuzzRequest, type Operation, type SendResult } from "./fuzz-arbitraries.js";
+import {
+  encodeRequest,
+  operationsOf,
+  requestArbitrary,
+  sendRaw,
+  sweepArbitraries,
+  type Fixtures,
+  type FuzzRequest,
+  type Operation,
+  type SendResult,
+} from "./fuzz-arbitraries.js";
 import { startProcessStack, until, type ProcessStack, type UnexpectedExit } from "./processes.js";
 
 /**
@@ -79,7 +89,12 @@ function contractChecker(doc: { components: unknown }, ops: Operation[]) {
   ajv.addSchema({ $id: "doc", components: doc.components }, "doc");
   const compile = (schema: unknown) => ajv.compile(JSON.parse(JSON.stringify(schema).replaceAll('"#/components/', '"doc#/components/')) as object);
   const problem = compile({ $ref: "#/components/schemas/Problem" });
-  const successes = new Map(ops.map((op) => [op.id, new Map(Object.entries(op.successes).map(([status, schema]) => [Number(status), schema === undefined ? undefined : compile(schema)]))]));
+  const successes = new Map(
+    ops.map((op) => [
+      op.id,
+      new Map(Object.entries(op.successes).map(([status, schema]) => [Number(status), schema === undefined ? undefined : compile(schema)])),
+    ]),
+  );
   const seenIds = new Set<string>();
 
   return function check(s: Sent): Broken {
@@ -107,7 +122,8 @@ function contractChecker(doc: { components: unknown }, ops: Operation[]) {
       // line may reach another route (GET instead of DELETE), whose answer is only JSON.
       const asDocumented = s.req.slot !== "method" && s.req.slot !== "framing";
       const schemas = successes.get(s.req.op);
-      if (!/^application\/json(;|$)/.test(ct) || body === undefined) out.push({ kind: "success not JSON", detail: `status ${status}, content-type ${ct || "(none)"}` });
+      if (!/^application\/json(;|$)/.test(ct) || body === undefined)
+        out.push({ kind: "success not JSON", detail: `status ${status}, content-type ${ct || "(none)"}` });
       else if (asDocumented && !schemas?.has(status)) out.push({ kind: "undocumented success status", detail: `status ${status}` });
       else if (asDocumented) {
         const validate = schemas?.get(status);
@@ -126,7 +142,8 @@ function contractChecker(doc: { components: unknown }, ops: Operation[]) {
     const p = body as Record<string, unknown>;
     if (!problem(body)) out.push({ kind: "problem body", detail: `off the Problem schema: ${ajv.errorsText(problem.errors).slice(0, 300)}` });
     if (p["status"] !== status) out.push({ kind: "problem body", detail: `status ${String(p["status"])} in a ${status} answer` });
-    if ((status >= 500 || REQUEST_ID_IN_EVERY_PROBLEM) && p["request_id"] !== rid) out.push({ kind: "problem body", detail: `request_id ${String(p["request_id"])} vs header ${rid}` });
+    if ((status >= 500 || REQUEST_ID_IN_EVERY_PROBLEM) && p["request_id"] !== rid)
+      out.push({ kind: "problem body", detail: `request_id ${String(p["request_id"])} vs header ${rid}` });
     return out;
   };
 }
@@ -143,7 +160,9 @@ const printable = (latin1: string, max: number) => {
 
 function describeRequest(s: Sent): string {
   const r = s.req;
-  const lines = [`#${s.index} ${r.method} ${printable(r.target, 200)} ${r.version}   [${r.op}, ${r.slot}, ${r.mutation}${r.anonymous ? ", anonymous" : ""}, framing ${r.framing}]`];
+  const lines = [
+    `#${s.index} ${r.method} ${printable(r.target, 200)} ${r.version}   [${r.op}, ${r.slot}, ${r.mutation}${r.anonymous ? ", anonymous" : ""}, framing ${r.framing}]`,
+  ];
   if (!r.anonymous && !r.customAuth) lines.push("    Authorization: Bearer <owner key>");
   for (const [k, v] of r.headers) lines.push(`    ${printable(k, 60)}: ${printable(v, 120)}`);
   if (r.body) lines.push(`    body (${r.body.length} bytes): ${printable(r.body.toString("utf8"), 600)}`);
@@ -204,7 +223,8 @@ describe("fuzz: requests generated from the OpenAPI document", () => {
     const day = (offset: number) => new Date(Date.now() + offset * 86_400_000).toISOString().slice(0, 10);
     const days = [0, 1, 2, 3, 7].map(day);
     const entryIds = [];
-    for (const [i, t] of taskIds.slice(1, 3).entries()) entryIds.push((await made("/v1/daily-plan/entries", { date: days[i], task_id: t, section: "TODO" })).id);
+    for (const [i, t] of taskIds.slice(1, 3).entries())
+      entryIds.push((await made("/v1/daily-plan/entries", { date: days[i], task_id: t, section: "TODO" })).id);
     // A second version of T-1, so its history has a second page.
     const patched = await gw.patch(`/v1/tasks/${taskIds[0]}`, { title: "Fuzz task 0, renamed" }, { token });
     expect(patched.status, patched.text).toBe(200);
@@ -264,7 +284,11 @@ describe("fuzz: requests generated from the OpenAPI document", () => {
       // client still writing can see the reset before the answer (RFC 9112 section 9.6). curl
       // reads the 413 every time; our client does too but for a rare race, so such a request is
       // sent up to twice more before its missing answer counts.
-      for (let attempt = 0; attempt < 2 && !result.ok && result.received.length === 0 && /EPIPE|ECONNRESET/.test(result.error) && bytes.length > BODY_LIMIT_BYTES; attempt++) {
+      for (
+        let attempt = 0;
+        attempt < 2 && !result.ok && result.received.length === 0 && /EPIPE|ECONNRESET/.test(result.error) && bytes.length > BODY_LIMIT_BYTES;
+        attempt++
+      ) {
         resetUploads++;
         result = await sendRaw(port, bytes, ANSWER_TIMEOUT_MS, req.method === "HEAD");
       }
@@ -312,7 +336,9 @@ describe("fuzz: requests generated from the OpenAPI document", () => {
     const table = [`${pad("operation", 34)}${pad("sent", 6)}${classes.map((k) => padl(k, 10)).join("")}${padl("failed", 8)}`];
     for (const op of ops) {
       const xs = sent.filter((s) => s.req.op === op.id);
-      table.push(`${pad(`${op.method} ${op.template}`.slice(0, 33), 34)}${pad(xs.length, 6)}${classes.map((k) => padl(count(xs, k), 10)).join("")}${padl(xs.filter((s) => failedIdx.has(s.index)).length, 8)}`);
+      table.push(
+        `${pad(`${op.method} ${op.template}`.slice(0, 33), 34)}${pad(xs.length, 6)}${classes.map((k) => padl(count(xs, k), 10)).join("")}${padl(xs.filter((s) => failedIdx.has(s.index)).length, 8)}`,
+      );
     }
     console.log(`fuzz: per operation\n${table.join("\n")}`);
     const slots = new Map<string, number>();
@@ -331,7 +357,10 @@ describe("fuzz: requests generated from the OpenAPI document", () => {
       // The process's last plain-text lines (its crash), without the JSON log lines before them.
       const lines = e.exit.output.split("\n").filter((l) => l.trim() && !l.startsWith("{"));
       const thrown = lines.findLastIndex((l) => /^\S*(Error|Exception)\b/.test(l));
-      const crash = lines.slice(thrown >= 0 ? thrown : -8).slice(0, 6).join("\n    ");
+      const crash = lines
+        .slice(thrown >= 0 ? thrown : -8)
+        .slice(0, 6)
+        .join("\n    ");
       groups.set(key, [...(groups.get(key) ?? []), { kind: "service exit", detail: crash, sent: e.sent }]);
     }
     const distinct = [...groups.entries()].sort(([a], [b]) => a.localeCompare(b));
@@ -350,8 +379,18 @@ describe("fuzz: requests generated from the OpenAPI document", () => {
     const healthy = await answersOrdinaryRequests();
     console.log(`fuzz: afterwards the stack ${healthy ? "answers" : "does NOT answer"} ordinary requests (seed ${SEED})`);
     expect.soft(stoppedEarly, "the run stopped early").toBe("");
-    expect.soft(distinct.map(([key, xs]) => `${key}: ${xs.length}`), `distinct failures (seed ${SEED})`).toEqual([]);
-    expect.soft(stack.unexpectedExits.map((e) => `${e.service}#${e.index} exited (code ${e.code}, signal ${e.signal})`), "service exits").toEqual([]);
+    expect
+      .soft(
+        distinct.map(([key, xs]) => `${key}: ${xs.length}`),
+        `distinct failures (seed ${SEED})`,
+      )
+      .toEqual([]);
+    expect
+      .soft(
+        stack.unexpectedExits.map((e) => `${e.service}#${e.index} exited (code ${e.code}, signal ${e.signal})`),
+        "service exits",
+      )
+      .toEqual([]);
     expect(healthy, "an ordinary request after the fuzz").toBe(true);
   });
 });

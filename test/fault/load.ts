@@ -307,9 +307,29 @@ export function startMixedLoad(opts: MixedLoadOptions): MixedLoad {
     return { status, text, code, definitive };
   }
 
-  async function write(kind: WriteKind, tenant: number, method: "POST" | "PATCH", path: string, body: Record<string, unknown>, key: string, meantToFail = false): Promise<WriteRecord> {
+  async function write(
+    kind: WriteKind,
+    tenant: number,
+    method: "POST" | "PATCH",
+    path: string,
+    body: Record<string, unknown>,
+    key: string,
+    meantToFail = false,
+  ): Promise<WriteRecord> {
     const raw = JSON.stringify(body);
-    const rec: WriteRecord = { kind, tenant, idempotencyKey: key, method, path, body, outcome: "abandoned", status: 0, attempts: 0, startedAt: Date.now(), endedAt: 0 };
+    const rec: WriteRecord = {
+      kind,
+      tenant,
+      idempotencyKey: key,
+      method,
+      path,
+      body,
+      outcome: "abandoned",
+      status: 0,
+      attempts: 0,
+      startedAt: Date.now(),
+      endedAt: 0,
+    };
     if (meantToFail) rec.meantToFail = true;
     writes.push(rec);
     inFlight++;
@@ -461,7 +481,15 @@ export function startMixedLoad(opts: MixedLoadOptions): MixedLoad {
     },
     progress(): LoadProgress {
       const count = (o: Outcome) => writes.filter((w) => w.outcome === o && w.endedAt > 0).length;
-      return { issued: writes.length, acknowledged: count("acknowledged"), refused: count("refused"), abandoned: count("abandoned"), inFlight, attempts: attempts.length, failedAttempts };
+      return {
+        issued: writes.length,
+        acknowledged: count("acknowledged"),
+        refused: count("refused"),
+        abandoned: count("abandoned"),
+        inFlight,
+        attempts: attempts.length,
+        failedAttempts,
+      };
     },
     firstSuccess(since: number, filter: AttemptFilter = {}, timeoutMs = 60_000): Promise<number> {
       const hit = attempts.find((a) => a.start >= since && a.status >= 200 && a.status < 300 && matches(a, filter));
@@ -517,7 +545,12 @@ export function combineResults(results: LoadResult[]): LoadResult {
     gatewayUrls: [...new Set(results.flatMap((r) => r.gatewayUrls))],
     writes,
     attempts: results.flatMap((r) => r.attempts).sort((a, b) => a.start - b.start),
-    reads: { ok: sum((r) => r.reads.ok), failed: sum((r) => r.reads.failed), missing: sum((r) => r.reads.missing), missingSamples: results.flatMap((r) => r.reads.missingSamples) },
+    reads: {
+      ok: sum((r) => r.reads.ok),
+      failed: sum((r) => r.reads.failed),
+      missing: sum((r) => r.reads.missing),
+      missingSamples: results.flatMap((r) => r.reads.missingSamples),
+    },
     serverErrors: { total: sum((r) => r.serverErrors.total), byCode, samples: results.flatMap((r) => r.serverErrors.samples).slice(0, 5) },
     writesWith5xx: sum((r) => r.writesWith5xx),
     startedAt: Math.min(...results.map((r) => r.startedAt)),
@@ -543,7 +576,14 @@ export function failureWindow(result: { readonly attempts: readonly Attempt[] },
 
 /** Write attempts matching `filter` that were in flight at `t` (a crash at `t` caught them). */
 export function inFlightAt(result: { readonly attempts: readonly Attempt[] }, t: number, filter: AttemptFilter = {}): number {
-  return result.attempts.filter((a) => a.kind !== "read" && a.start <= t && a.end >= t && (filter.kinds === undefined || filter.kinds.includes(a.kind)) && (filter.gateway === undefined || filter.gateway === a.gateway)).length;
+  return result.attempts.filter(
+    (a) =>
+      a.kind !== "read" &&
+      a.start <= t &&
+      a.end >= t &&
+      (filter.kinds === undefined || filter.kinds.includes(a.kind)) &&
+      (filter.gateway === undefined || filter.gateway === a.gateway),
+  ).length;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -620,7 +660,11 @@ interface VersionRow {
 export type EventMsg = TaskEvent;
 
 /** Compares what the load was told with what the database and the event stream hold. */
-export async function verify(target: Pick<StackInfo, "databaseUrl" | "natsUrl" | "namespace">, result: LoadResult, opts: VerifyOptions = {}): Promise<VerifyReport> {
+export async function verify(
+  target: Pick<StackInfo, "databaseUrl" | "natsUrl" | "namespace">,
+  result: LoadResult,
+  opts: VerifyOptions = {},
+): Promise<VerifyReport> {
   const label = opts.label ?? "mixed load";
   const orgs = result.tenants.map((t) => t.organizationId);
   const orgOf = (tenant: number) => result.tenants[tenant]?.organizationId ?? "";
@@ -675,7 +719,21 @@ export async function verify(target: Pick<StackInfo, "databaseUrl" | "natsUrl" |
       WRITE_KINDS.map((kind) => {
         const ws = result.writes.filter((w) => w.kind === kind);
         const n = (o: Outcome) => ws.filter((w) => w.outcome === o).length;
-        return [kind, { kind, issued: ws.length, acknowledged: n("acknowledged"), refused: n("refused"), abandoned: n("abandoned"), stored: 0, lost: 0, duplicated: 0, wrongAnswers: 0, unexplained: 0 }];
+        return [
+          kind,
+          {
+            kind,
+            issued: ws.length,
+            acknowledged: n("acknowledged"),
+            refused: n("refused"),
+            abandoned: n("abandoned"),
+            stored: 0,
+            lost: 0,
+            duplicated: 0,
+            wrongAnswers: 0,
+            unexplained: 0,
+          },
+        ];
       }),
     );
     const fig = (k: WriteKind) => figures.get(k) as KindFigures;
@@ -702,7 +760,10 @@ export async function verify(target: Pick<StackInfo, "databaseUrl" | "natsUrl" |
         : w.outcome === "acknowledged" || (w.kind === "dependency.add" && w.status === 409 && w.code === "dependency_cycle");
       if (right) continue;
       fig(w.kind).wrongAnswers++;
-      ex(`${w.kind} wrong`, `${w.method} ${w.path} ${JSON.stringify(w.body)} key ${w.idempotencyKey}${w.meantToFail ? " (made to be refused)" : ""} → ${w.status} ${w.code ?? ""}`);
+      ex(
+        `${w.kind} wrong`,
+        `${w.method} ${w.path} ${JSON.stringify(w.body)} key ${w.idempotencyKey}${w.meantToFail ? " (made to be refused)" : ""} → ${w.status} ${w.code ?? ""}`,
+      );
     }
 
     // --- tasks: creates and PATCHes, by version -------------------------------------------
@@ -736,18 +797,26 @@ export async function verify(target: Pick<StackInfo, "databaseUrl" | "natsUrl" |
       if (same) fig("task.create").stored++;
       else {
         fig("task.create").lost++;
-        ex("task.create lost", `${id} acknowledged for "${String(want["title"])}" ${first ? `now holds "${first.title}" ${first.status} ${first.priority}` : "does not exist"}`);
+        ex(
+          "task.create lost",
+          `${id} acknowledged for "${String(want["title"])}" ${first ? `now holds "${first.title}" ${first.status} ${first.priority}` : "does not exist"}`,
+        );
       }
     }
     for (const w of result.writes.filter((x) => x.kind === "task.patch" && x.outcome === "acknowledged")) {
       const org = orgOf(w.tenant);
       const r = w.response ?? {};
       const mine = (versionsByTitle.get(String(w.body["title"])) ?? []).filter((v) => v.organization_id === org);
-      const v = mine.find((x) => `T-${x.task_number}` === r["id"] && x.status === r["status"] && x.priority === r["priority"] && x.created_at.toISOString() === r["updated_at"]);
+      const v = mine.find(
+        (x) => `T-${x.task_number}` === r["id"] && x.status === r["status"] && x.priority === r["priority"] && x.created_at.toISOString() === r["updated_at"],
+      );
       if (v) fig("task.patch").stored++;
       else {
         fig("task.patch").lost++;
-        ex("task.patch lost", `${w.path} "${String(w.body["title"])}" acknowledged as ${String(r["status"])} ${String(r["priority"])} at ${String(r["updated_at"])}: stored ${mine.map((x) => `T-${x.task_number}#${x.seq} ${x.status} ${x.priority} ${x.created_at.toISOString()}`).join(", ") || "nothing"}`);
+        ex(
+          "task.patch lost",
+          `${w.path} "${String(w.body["title"])}" acknowledged as ${String(r["status"])} ${String(r["priority"])} at ${String(r["updated_at"])}: stored ${mine.map((x) => `T-${x.task_number}#${x.seq} ${x.status} ${x.priority} ${x.created_at.toISOString()}`).join(", ") || "nothing"}`,
+        );
       }
     }
     // Every stored version traced to its request: seq 1 to a create, later ones to a PATCH.
@@ -824,11 +893,19 @@ export async function verify(target: Pick<StackInfo, "databaseUrl" | "natsUrl" |
     for (const w of result.writes.filter((x) => x.kind === "board.plan" && x.outcome === "acknowledged")) {
       const r = w.response ?? {};
       const e = entryById.get(String(r["id"]));
-      const same = e !== undefined && e.organization_id === orgOf(w.tenant) && `T-${e.task_number}` === w.body["task_id"] && e.section === w.body["section"] && e.date === w.body["date"];
+      const same =
+        e !== undefined &&
+        e.organization_id === orgOf(w.tenant) &&
+        `T-${e.task_number}` === w.body["task_id"] &&
+        e.section === w.body["section"] &&
+        e.date === w.body["date"];
       if (same) fig("board.plan").stored++;
       else {
         fig("board.plan").lost++;
-        ex("board.plan lost", `${String(w.body["task_id"])} on ${String(w.body["date"])} ${String(w.body["section"])} acknowledged as ${String(r["id"])}: ${e ? JSON.stringify(e) : "not stored"}`);
+        ex(
+          "board.plan lost",
+          `${String(w.body["task_id"])} on ${String(w.body["date"])} ${String(w.body["section"])} acknowledged as ${String(r["id"])}: ${e ? JSON.stringify(e) : "not stored"}`,
+        );
       }
     }
     // An entry is traced through the boards service's idempotency record of its request.
@@ -862,7 +939,10 @@ export async function verify(target: Pick<StackInfo, "databaseUrl" | "natsUrl" |
         if (found.some((r) => r.id === w.response?.["id"])) fig(kind).stored++;
         else {
           fig(kind).lost++;
-          ex(`${kind} lost`, `${String(w.body["name"])} acknowledged as ${String(w.response?.["id"])}: stored ${found.map((r) => r.id).join(", ") || "nothing"}`);
+          ex(
+            `${kind} lost`,
+            `${String(w.body["name"])} acknowledged as ${String(w.response?.["id"])}: stored ${found.map((r) => r.id).join(", ") || "nothing"}`,
+          );
         }
       }
       for (const [name, rs] of named) {
@@ -924,7 +1004,10 @@ export async function verify(target: Pick<StackInfo, "databaseUrl" | "natsUrl" |
         const surplus = created.length - 1 + (wrong === created.length ? 1 : 0);
         if (surplus > 0) {
           extra += surplus;
-          ex("events extra", `T-${t.number}: task.created ×${created.length} (${created.map((e) => e.data.title).join(", ")}), first version "${first?.title}"`);
+          ex(
+            "events extra",
+            `T-${t.number}: task.created ×${created.length} (${created.map((e) => e.data.title).join(", ")}), first version "${first?.title}"`,
+          );
         }
         if (wrong === created.length) missing++;
       }
@@ -938,7 +1021,8 @@ export async function verify(target: Pick<StackInfo, "databaseUrl" | "natsUrl" |
       const matched = updated.length - unmatched.length;
       const miss = Math.max(unanswered.length, wantUpdated - matched);
       const surplus = matched - wantUpdated + miss;
-      if (miss > unanswered.length) ex("events missing", `T-${t.number}: ${matched} task.updated for ${vs.length - 1} later versions + ${depsOf.get(k) ?? 0} links`);
+      if (miss > unanswered.length)
+        ex("events missing", `T-${t.number}: ${matched} task.updated for ${vs.length - 1} later versions + ${depsOf.get(k) ?? 0} links`);
       if (surplus > 0) ex("events extra", `T-${t.number}: ${matched} task.updated for ${vs.length - 1} later versions + ${depsOf.get(k) ?? 0} links`);
       missing += miss;
       extra += surplus + unmatched.length + others.length;
@@ -1022,14 +1106,34 @@ export function formatReport(r: VerifyReport, result?: LoadResult): string {
   const cols = ["kind", "issued", "acked", "refused", "abandoned", "stored", "lost", "dup", "wrong", "unexplained", "p50 ms", "p99 ms"] as const;
   // Latency of a write from its first attempt to its definitive answer (retries included).
   const pct = (kind: WriteKind, q: number) => {
-    const ms = (result?.writes ?? []).filter((w) => w.kind === kind).map((w) => w.endedAt - w.startedAt).sort((a, b) => a - b);
+    const ms = (result?.writes ?? [])
+      .filter((w) => w.kind === kind)
+      .map((w) => w.endedAt - w.startedAt)
+      .sort((a, b) => a - b);
     return ms.length ? String(ms[Math.min(ms.length - 1, Math.floor(q * ms.length))]) : "-";
   };
-  const rows = r.kinds.map((k) => [k.kind, k.issued, k.acknowledged, k.refused, k.abandoned, k.stored, k.lost, k.duplicated, k.wrongAnswers, k.unexplained, pct(k.kind, 0.5), pct(k.kind, 0.99)].map(String));
+  const rows = r.kinds.map((k) =>
+    [
+      k.kind,
+      k.issued,
+      k.acknowledged,
+      k.refused,
+      k.abandoned,
+      k.stored,
+      k.lost,
+      k.duplicated,
+      k.wrongAnswers,
+      k.unexplained,
+      pct(k.kind, 0.5),
+      pct(k.kind, 0.99),
+    ].map(String),
+  );
   const widths = cols.map((c, i) => Math.max(c.length, ...rows.map((row) => (row[i] ?? "").length)));
   const line = (cells: readonly string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join("  ");
   const e = r.events;
-  const duration = result ? ` in ${((result.endedAt - result.startedAt) / 1000).toFixed(1)} s, ${result.attempts.length} attempts, reads ${result.reads.ok} ok / ${result.reads.failed} failed / ${result.reads.missing} acknowledged task not found` : "";
+  const duration = result
+    ? ` in ${((result.endedAt - result.startedAt) / 1000).toFixed(1)} s, ${result.attempts.length} attempts, reads ${result.reads.ok} ok / ${result.reads.failed} failed / ${result.reads.missing} acknowledged task not found`
+    : "";
   const acked = r.kinds.reduce((a, k) => a + k.acknowledged, 0);
   const lost = r.kinds.reduce((a, k) => a + k.lost, 0);
   const dup = r.kinds.reduce((a, k) => a + k.duplicated, 0);

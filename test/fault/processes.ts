@@ -135,7 +135,8 @@ export async function startProcessStack(opts: ProcessStackOptions = {}) {
     return until(
       "the stack to be ready",
       async () => {
-        if (unexpectedExits.length) throw new Error(`a replica exited: ${JSON.stringify(unexpectedExits.map(({ output, ...e }) => ({ ...e, output: output.slice(-2000) })))}`);
+        if (unexpectedExits.length)
+          throw new Error(`a replica exited: ${JSON.stringify(unexpectedExits.map(({ output, ...e }) => ({ ...e, output: output.slice(-2000) })))}`);
         for (const url of gatewayUrls) if (!(await gatewayReady(url))) return false;
         return true;
       },

@@ -3,7 +3,17 @@ import { connect } from "@nats-io/transport-node";
 import { taskEventsStream } from "@tasksvc/contracts";
 import postgres from "postgres";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { failureWindow, prepareLoadTenants, startMixedLoad, verify, WRITE_KINDS, type LoadResult, type LoadTenant, type MixedLoad, type WriteKind } from "./load.js";
+import {
+  failureWindow,
+  prepareLoadTenants,
+  startMixedLoad,
+  verify,
+  WRITE_KINDS,
+  type LoadResult,
+  type LoadTenant,
+  type MixedLoad,
+  type WriteKind,
+} from "./load.js";
 import { startPrivateNats, startPrivatePostgres, type PrivateNats, type PrivatePostgres } from "./private-services.js";
 import { startProcessStack, until, type ProcessStack } from "./processes.js";
 
@@ -145,7 +155,11 @@ async function probe(tenant: LoadTenant): Promise<{ ok: number; total: number; f
  * backlog of the load's clients delays it) until one is acknowledged: the recovery time, measured
  * as the end of the first acknowledged one. Acknowledged titles are returned for a stored check.
  */
-async function firstFreshWrite(tenant: LoadTenant, since: number, timeoutMs = 30_000): Promise<{ ms: number; sent: number; acknowledged: string[]; timeline: string[] }> {
+async function firstFreshWrite(
+  tenant: LoadTenant,
+  since: number,
+  timeoutMs = 30_000,
+): Promise<{ ms: number; sent: number; acknowledged: string[]; timeline: string[] }> {
   const acknowledged: string[] = [];
   const timeline: string[] = [];
   let first = Number.POSITIVE_INFINITY;
@@ -164,7 +178,10 @@ async function firstFreshWrite(tenant: LoadTenant, since: number, timeoutMs = 30
       })
         .then(async (res) => {
           const text = await res.text();
-          if (timeline.length < 12) timeline.push(`+${at - since} ms → ${res.status} ${res.status >= 300 ? (JSON.parse(text) as { code?: string }).code ?? "" : ""} in ${Date.now() - at} ms`);
+          if (timeline.length < 12)
+            timeline.push(
+              `+${at - since} ms → ${res.status} ${res.status >= 300 ? ((JSON.parse(text) as { code?: string }).code ?? "") : ""} in ${Date.now() - at} ms`,
+            );
           if (res.status === 201) {
             acknowledged.push(title);
             first = Math.min(first, Date.now() - since);
@@ -254,9 +271,10 @@ async function runCase(c: RestartCase, load: MixedLoad, probeTenant: LoadTenant,
   const window = failureWindow(result, downAt);
   const probed = await probe(probeTenant);
   const sql = postgres(stack.databaseUrl, { max: 1, onnotice: () => {} });
-  const freshStored = await sql`select count(*)::int as n from tasks.tasks where organization_id = ${probeTenant.organizationId} and title = any(${fresh.acknowledged})`
-    .then((r) => Number(r[0]?.["n"]))
-    .finally(() => sql.end({ timeout: 1 }));
+  const freshStored =
+    await sql`select count(*)::int as n from tasks.tasks where organization_id = ${probeTenant.organizationId} and title = any(${fresh.acknowledged})`
+      .then((r) => Number(r[0]?.["n"]))
+      .finally(() => sql.end({ timeout: 1 }));
   const report = await verify(stack, result, { label: c.name });
   const acked = report.kinds.reduce((a, k) => a + k.acknowledged, 0);
   const lost = report.kinds.reduce((a, k) => a + k.lost, 0);
@@ -281,13 +299,20 @@ async function runCase(c: RestartCase, load: MixedLoad, probeTenant: LoadTenant,
   );
 
   expect(report.problems).toEqual([]);
-  expect({ freshAcknowledged: fresh.acknowledged.length, stored: freshStored }).toEqual({ freshAcknowledged: fresh.acknowledged.length, stored: fresh.acknowledged.length });
+  expect({ freshAcknowledged: fresh.acknowledged.length, stored: freshStored }).toEqual({
+    freshAcknowledged: fresh.acknowledged.length,
+    stored: fresh.acknowledged.length,
+  });
   expect({ lost, duplicated, events: report.events.stored }).toEqual({ lost: 0, duplicated: 0, events: report.events.expected });
   // Every service recovered by itself: no exit, every path answers again, and readiness too.
   expect(stack.unexpectedExits.slice(exitsBefore).map((e) => `${e.service}#${e.index} exit ${e.code ?? e.signal}: ${e.output.slice(-1500)}`)).toEqual([]);
   expect(probed.failures).toEqual([]);
   // (Not every kind: a retried key whose claim is stuck may outlast the load; see inProgress.)
-  expect({ newWrite: Number.isFinite(fresh.ms), loadWrite: Number.isFinite(firstWrite), readyz: readyAfter.every(Number.isFinite) }).toEqual({ newWrite: true, loadWrite: true, readyz: true });
+  expect({ newWrite: Number.isFinite(fresh.ms), loadWrite: Number.isFinite(firstWrite), readyz: readyAfter.every(Number.isFinite) }).toEqual({
+    newWrite: true,
+    loadWrite: true,
+    readyz: true,
+  });
   // While a dependency is down, /readyz says so (503), so a load balancer takes the replica out.
   expect(readyDuringOutage).toEqual(stack.gatewayUrls.map(() => 503));
   // JetStream kept its stream (file store) across the restart.

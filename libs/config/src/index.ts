@@ -20,7 +20,9 @@ export function parseConfig<S extends z.ZodObject>(schema: S, env: Record<string
   }
   const r = schema.safeParse(picked);
   if (!r.success) {
-    throw new ConfigError(r.error.issues.map((i) => `${i.path.join(".") || "(settings)"}: ${i.message} (got ${JSON.stringify(picked[String(i.path[0])] ?? null)})`));
+    throw new ConfigError(
+      r.error.issues.map((i) => `${i.path.join(".") || "(settings)"}: ${i.message} (got ${JSON.stringify(picked[String(i.path[0])] ?? null)})`),
+    );
   }
   return r.data;
 }
@@ -67,13 +69,16 @@ const bool = (fallback: boolean) =>
     .transform((v) => (v === undefined ? fallback : v === "true" || v === "1" || v === "yes"));
 
 const urlString = (protocols: string[]) =>
-  z.string().refine((v) => {
+  z.string().refine(
+    (v) => {
       try {
         return protocols.includes(new URL(v).protocol);
       } catch {
         return false;
       }
-    }, `expected a URL with scheme ${protocols.join(" or ")}`);
+    },
+    `expected a URL with scheme ${protocols.join(" or ")}`,
+  );
 const url = (protocols: string[], fallback: string) => urlString(protocols).default(fallback);
 
 /** Setting definitions shared by processes (DESIGN.md section 6). Each process picks what it reads. */

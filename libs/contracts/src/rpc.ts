@@ -28,10 +28,7 @@ export const RpcError = z.object({
 });
 export type RpcError = z.infer<typeof RpcError>;
 
-export const RpcReply = z.discriminatedUnion("ok", [
-  z.object({ ok: z.literal(true), data: z.unknown() }),
-  z.object({ ok: z.literal(false), error: RpcError }),
-]);
+export const RpcReply = z.discriminatedUnion("ok", [z.object({ ok: z.literal(true), data: z.unknown() }), z.object({ ok: z.literal(false), error: RpcError })]);
 export type RpcReply = z.infer<typeof RpcReply>;
 
 export interface RpcOp {

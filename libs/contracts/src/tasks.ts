@@ -72,7 +72,11 @@ const RecurrenceFields = {
   frequency: RecurrenceFrequency,
   interval: z.number().int().min(1).max(365),
   /** ISO weekdays, 1 = Monday … 7 = Sunday; WEEKLY only. */
-  by_weekday: z.array(z.number().int().min(1).max(7)).min(1).max(7).refine((a) => new Set(a).size === a.length, { message: "must not repeat a weekday" }),
+  by_weekday: z
+    .array(z.number().int().min(1).max(7))
+    .min(1)
+    .max(7)
+    .refine((a) => new Set(a).size === a.length, { message: "must not repeat a weekday" }),
   /** Day of the month, 1-31 (a month without that day uses its last day); MONTHLY and YEARLY only. */
   by_month_day: z.number().int().min(1).max(31),
   basis: RecurrenceBasis,
@@ -100,10 +104,14 @@ export const RecurrenceInput = z
     active: RecurrenceFields.active.optional(),
   })
   .superRefine((r, ctx) => {
-    if (r.by_weekday !== undefined && r.frequency !== "WEEKLY") ctx.addIssue({ code: "custom", path: ["by_weekday"], message: "applies only to frequency WEEKLY" });
-    if (r.by_month_day !== undefined && r.frequency !== "MONTHLY" && r.frequency !== "YEARLY") ctx.addIssue({ code: "custom", path: ["by_month_day"], message: "applies only to frequency MONTHLY or YEARLY" });
-    if (r.end_date !== undefined && r.max_occurrences !== undefined) ctx.addIssue({ code: "custom", path: ["max_occurrences"], message: "cannot be combined with end_date (a series ends one way)" });
-    if (r.end_date !== undefined && r.start_date !== undefined && r.end_date < r.start_date) ctx.addIssue({ code: "custom", path: ["end_date"], message: "must not be before start_date" });
+    if (r.by_weekday !== undefined && r.frequency !== "WEEKLY")
+      ctx.addIssue({ code: "custom", path: ["by_weekday"], message: "applies only to frequency WEEKLY" });
+    if (r.by_month_day !== undefined && r.frequency !== "MONTHLY" && r.frequency !== "YEARLY")
+      ctx.addIssue({ code: "custom", path: ["by_month_day"], message: "applies only to frequency MONTHLY or YEARLY" });
+    if (r.end_date !== undefined && r.max_occurrences !== undefined)
+      ctx.addIssue({ code: "custom", path: ["max_occurrences"], message: "cannot be combined with end_date (a series ends one way)" });
+    if (r.end_date !== undefined && r.start_date !== undefined && r.end_date < r.start_date)
+      ctx.addIssue({ code: "custom", path: ["end_date"], message: "must not be before start_date" });
   });
 export type RecurrenceInput = z.infer<typeof RecurrenceInput>;
 
@@ -218,7 +226,10 @@ const Description = Text.max(10_000);
 const Notes = Text.max(100_000);
 const StoryPoints = z.number().min(0).max(1000);
 const ProjectRef = OpaqueId;
-const ProjectIds = z.array(ProjectRef).max(100).refine((a) => new Set(a).size === a.length, { message: "must not repeat a project" });
+const ProjectIds = z
+  .array(ProjectRef)
+  .max(100)
+  .refine((a) => new Set(a).size === a.length, { message: "must not repeat a project" });
 
 export const CreateTaskBody = z
   .strictObject({
@@ -236,7 +247,8 @@ export const CreateTaskBody = z
     recurrence: RecurrenceInput.optional(),
   })
   .superRefine((b, ctx) => {
-    if (b.project_id !== undefined && b.project_ids !== undefined) ctx.addIssue({ code: "custom", path: ["project_ids"], message: "give project_id or project_ids, not both" });
+    if (b.project_id !== undefined && b.project_ids !== undefined)
+      ctx.addIssue({ code: "custom", path: ["project_ids"], message: "give project_id or project_ids, not both" });
   });
 export type CreateTaskBody = z.infer<typeof CreateTaskBody>;
 
@@ -355,6 +367,9 @@ export const tasksRpc = {
     // Internal (boards service): many tasks in one request; unknown numbers are simply absent.
     lookupTasks: { input: z.object({ numbers: z.array(z.number().int().positive()).max(1000) }), output: z.object({ tasks: z.array(TaskSummary) }) },
     /** A task and its direct subtasks (null task when it does not exist in the organization). */
-    taskWithSubtasks: { input: z.object({ number: z.number().int().positive() }), output: z.object({ task: TaskSummary.nullable(), subtasks: z.array(TaskSummary) }) },
+    taskWithSubtasks: {
+      input: z.object({ number: z.number().int().positive() }),
+      output: z.object({ task: TaskSummary.nullable(), subtasks: z.array(TaskSummary) }),
+    },
   },
 } as const satisfies RpcCatalog;

@@ -41,7 +41,16 @@ export function mapPgError(e: unknown, rules: readonly PgErrorRule[]): never {
 }
 
 /** Driver and socket codes of a connection that failed or went away (postgres.js, node:net). */
-const CONNECTION_CODES = new Set(["CONNECTION_CLOSED", "CONNECTION_DESTROYED", "CONNECTION_ENDED", "CONNECT_TIMEOUT", "ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT"]);
+const CONNECTION_CODES = new Set([
+  "CONNECTION_CLOSED",
+  "CONNECTION_DESTROYED",
+  "CONNECTION_ENDED",
+  "CONNECT_TIMEOUT",
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+]);
 
 /**
  * The database cannot be reached, went away, or is restarting: a driver or socket failure,
@@ -67,7 +76,10 @@ export function isConnectionError(e: unknown): boolean {
  */
 export function databaseErrorAsAppError(e: unknown): AppError | undefined {
   if (isConnectionError(e)) {
-    return new AppError("service_unavailable", "The database is unavailable for a moment; retry shortly (with the same Idempotency-Key for a write).", { cause: e, retryAfter: 1 });
+    return new AppError("service_unavailable", "The database is unavailable for a moment; retry shortly (with the same Idempotency-Key for a write).", {
+      cause: e,
+      retryAfter: 1,
+    });
   }
   if (isPgError(e) && e.code.startsWith("22")) {
     return new AppError("validation_failed", "A value in the request cannot be stored (it is out of range or contains characters that are not allowed).", {

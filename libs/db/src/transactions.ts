@@ -1,4 +1,4 @@
-import postgres from "postgres";
+import type postgres from "postgres";
 import { isConnectionError, isPgError, PG } from "./errors.js";
 
 type Sql = postgres.Sql;

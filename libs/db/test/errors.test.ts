@@ -75,7 +75,8 @@ describe("mapPgError", () => {
   it("when a statement violates a constraint a rule names with that SQLSTATE, then the rule's error is thrown, else the Postgres error as it was", async () => {
     // An autocommit pool of one connection of its own: the temporary table lives in its session.
     const own = createDb({ url: stack.databaseUrl, schema: "public", max: 2, txMax: 1 });
-    const insert = (id: number, name: string) => own.sql`insert into pg_temp.map_pg_error (id, name) values (${id}, ${name})`.catch((e: unknown) => mapPgError(e, rules));
+    const insert = (id: number, name: string) =>
+      own.sql`insert into pg_temp.map_pg_error (id, name) values (${id}, ${name})`.catch((e: unknown) => mapPgError(e, rules));
     try {
       await own.sql`create temporary table map_pg_error (id int constraint map_pg_error_pkey primary key, name text constraint map_pg_error_name_key unique)`;
       await insert(1, "a");

@@ -67,7 +67,13 @@ describe("service idempotency records", () => {
     await firstStarted;
     const retry = write("retry", false);
     // The retry must be waiting on the first (not refused): let the first commit only now.
-    const early = await Promise.race([retry.then(() => "answered", () => "failed"), new Promise((r) => setTimeout(() => r("waiting"), 200))]);
+    const early = await Promise.race([
+      retry.then(
+        () => "answered",
+        () => "failed",
+      ),
+      new Promise((r) => setTimeout(() => r("waiting"), 200)),
+    ]);
     expect(early).toBe("waiting");
     finish();
     expect(await first).toEqual({ attempt: "first" });
@@ -119,8 +125,10 @@ function harness(credentialId: string) {
   return { seen, tx, write };
 }
 
-const namesLike = async (prefix: string) => (await sql<{ name: string }[]>`select name from names where name like ${`${prefix}%`} order by name`).map((r) => r.name);
-const recordOf = async (credentialId: string) => sql<{ key: string; operation: string; result: unknown }[]>`select key, operation, result from idempotency where credential_id = ${credentialId}`;
+const namesLike = async (prefix: string) =>
+  (await sql<{ name: string }[]>`select name from names where name like ${`${prefix}%`} order by name`).map((r) => r.name);
+const recordOf = async (credentialId: string) =>
+  sql<{ key: string; operation: string; result: unknown }[]>`select key, operation, result from idempotency where credential_id = ${credentialId}`;
 
 describe("idempotentWrite", () => {
   it("when a keyed write is repeated, then the repeat answers the stored result before any check, transaction or work", async () => {
@@ -175,7 +183,11 @@ describe("idempotentWrite", () => {
     const h = harness("cred_reused");
     await h.write("k", "reused-1", { operation: "createName" });
     const e = await h.write("k", "reused-2", { operation: "renameName" }).catch((err: unknown) => err);
-    expect(isAppError(e) && [e.code, e.status, e.detail]).toEqual(["idempotency_key_reused", 422, "This Idempotency-Key was already used for a different request."]);
+    expect(isAppError(e) && [e.code, e.status, e.detail]).toEqual([
+      "idempotency_key_reused",
+      422,
+      "This Idempotency-Key was already used for a different request.",
+    ]);
     expect(h.seen).toMatchObject({ tx: 1, prepare: 1, work: 1 });
     expect(await namesLike("reused-")).toEqual(["reused-1"]);
   });

@@ -160,6 +160,11 @@ describe("startOutboxRelay()", () => {
     await until(async () => (await rowsLeft()) === 0, "outbox empty");
     await next.stop();
     expect((await streamed()).map((m) => m.payload.id)).toEqual(payloads.map((p) => p.id));
-    expect([...late.calls].sort(), "the next relay published the other 20, once each").toEqual(payloads.slice(10).map((p) => [p.id, 1]).sort());
+    expect([...late.calls].sort(), "the next relay published the other 20, once each").toEqual(
+      payloads
+        .slice(10)
+        .map((p) => [p.id, 1])
+        .sort(),
+    );
   });
 });

@@ -74,7 +74,9 @@ describe("createDb", () => {
 
   it("when autocommit inserts, selects and rolled-back transactions share a small pool under load, then no acknowledged insert is lost", async () => {
     const r = await mixedLoad(db, 2500);
-    console.log(`pool: acknowledged ${r.acknowledged} (${r.committed} in transactions), stored ${r.stored}, lost ${r.lost}, rolled-back rows kept ${r.doomed}, errors ${r.errors.length}`);
+    console.log(
+      `pool: acknowledged ${r.acknowledged} (${r.committed} in transactions), stored ${r.stored}, lost ${r.lost}, rolled-back rows kept ${r.doomed}, errors ${r.errors.length}`,
+    );
     expect(r.errors, JSON.stringify(r.errors.slice(0, 5))).toEqual([]);
     expect(r.acknowledged).toBeGreaterThan(1000);
     expect(r.lost).toBe(0);
@@ -83,7 +85,9 @@ describe("createDb", () => {
   });
 
   it("when more statements than connections run at once, then all complete on the pool's schema", async () => {
-    const rows = await Promise.all(Array.from({ length: 20 }, (_, i) => db.sql<{ n: number; path: string }[]>`select ${i}::int as n, current_schema() as path`));
+    const rows = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => db.sql<{ n: number; path: string }[]>`select ${i}::int as n, current_schema() as path`),
+    );
     expect(rows.map((r) => r[0]?.n)).toEqual(Array.from({ length: 20 }, (_, i) => i));
     expect(rows[0]?.[0]?.path).toBe(SCHEMA);
     const inTx = await Promise.all(Array.from({ length: 12 }, () => db.tx((t) => t<{ path: string }[]>`select current_schema() as path`)));
@@ -166,7 +170,9 @@ describe("createDb", () => {
       const wholes = new Set((await killer.sql<{ n: number }[]>`select n from wholes`).map((r) => r.n));
       const partial = [...halves].filter((n) => !wholes.has(n)).length;
       const lost = acknowledged.filter((n) => !wholes.has(n)).length;
-      console.log(`pool under terminations: acknowledged ${acknowledged.length}, lost ${lost}, partial commits ${partial}, failures ${[...failures].join(", ")}`);
+      console.log(
+        `pool under terminations: acknowledged ${acknowledged.length}, lost ${lost}, partial commits ${partial}, failures ${[...failures].join(", ")}`,
+      );
       expect(partial).toBe(0);
       expect(lost).toBe(0);
       expect(acknowledged.length).toBeGreaterThan(0);

@@ -1,13 +1,5 @@
-import { headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
-import {
-  RpcReply,
-  rpcSubject,
-  type OpInput,
-  type OpName,
-  type OpOutput,
-  type RpcCatalog,
-  type RpcContext,
-} from "@tasksvc/contracts";
+import { headers as natsHeaders, type Msg, type NatsConnection } from "@nats-io/transport-node";
+import { RpcReply, rpcSubject, type OpInput, type OpName, type OpOutput, type RpcCatalog, type RpcContext } from "@tasksvc/contracts";
 import { AppError } from "@tasksvc/errors";
 import { REQUEST_ID_HEADER, decodeJson, encodeJson } from "./json.js";
 
@@ -34,7 +26,7 @@ export function client<C extends RpcCatalog>(nc: NatsConnection, catalog: C, opt
       if (!def) throw new Error(`${catalog.service} has no operation ${op}`);
       const h = natsHeaders();
       h.set(REQUEST_ID_HEADER, ctx.request_id);
-      let raw;
+      let raw: Msg;
       try {
         raw = await nc.request(rpcSubject(opts.namespace, catalog.service, op), encodeJson({ ctx, input }), {
           timeout: opts.timeoutMs,

@@ -6,7 +6,9 @@ export { connect };
 
 export class NatsUnreachableError extends StartupError {
   constructor(url: string, cause: unknown) {
-    super(`cannot reach NATS at NATS_URL=${url} (${cause instanceof Error ? cause.message : String(cause)}): start nats-server with JetStream (-js) or set NATS_URL`);
+    super(
+      `cannot reach NATS at NATS_URL=${url} (${cause instanceof Error ? cause.message : String(cause)}): start nats-server with JetStream (-js) or set NATS_URL`,
+    );
   }
 }
 

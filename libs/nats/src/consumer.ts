@@ -1,4 +1,13 @@
-import { AckPolicy, DeliverPolicy, JetStreamApiError, jetstream, jetstreamManager, type ConsumerConfig, type ConsumerMessages, type JsMsg } from "@nats-io/jetstream";
+import {
+  AckPolicy,
+  DeliverPolicy,
+  JetStreamApiError,
+  jetstream,
+  jetstreamManager,
+  type ConsumerConfig,
+  type ConsumerMessages,
+  type JsMsg,
+} from "@nats-io/jetstream";
 import type { MsgHdrs, NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "@tasksvc/logger";
 import type { z } from "zod";

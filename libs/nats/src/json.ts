@@ -23,7 +23,8 @@ export function headerSafe(value: string, max = 256): string {
     const c = ch.codePointAt(0) ?? 0;
     if (c < 0x20 || c === 0x7f) out += " ";
     else if (c < 0x80) out += ch;
-    else if (c >= 0xd800 && c <= 0xdfff) out += "%EF%BF%BD"; // a lone surrogate: U+FFFD
+    else if (c >= 0xd800 && c <= 0xdfff)
+      out += "%EF%BF%BD"; // a lone surrogate: U+FFFD
     else out += encodeURIComponent(ch);
     if (out.length >= max) break;
   }

@@ -1,14 +1,5 @@
 import { headers as natsHeaders, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
-import {
-  RpcRequest,
-  rpcSubject,
-  type OpName,
-  type OpOutput,
-  type OpParsedInput,
-  type RpcCatalog,
-  type RpcContext,
-  type RpcReply,
-} from "@tasksvc/contracts";
+import { RpcRequest, rpcSubject, type OpName, type OpOutput, type OpParsedInput, type RpcCatalog, type RpcContext, type RpcReply } from "@tasksvc/contracts";
 import { AppError, isAppError, validationError } from "@tasksvc/errors";
 import type { Logger } from "@tasksvc/logger";
 import { REQUEST_ID_HEADER, decodeJson, encodeJson, headerSafe } from "./json.js";

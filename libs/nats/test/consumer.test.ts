@@ -127,7 +127,10 @@ describe("consume()", () => {
     });
     await until(() => deliveries.length >= 2, "delivered again");
     const [first, second] = deliveries;
-    expect(deliveries.map((d) => d.n), JSON.stringify(deliveries)).toEqual([1, 2]);
+    expect(
+      deliveries.map((d) => d.n),
+      JSON.stringify(deliveries),
+    ).toEqual([1, 2]);
     // Well short of the 10 s ack wait: the nak's own delay brought it back, not a timeout.
     expect((second?.at ?? 0) - (first?.at ?? 0)).toBeGreaterThanOrEqual(500);
     expect((second?.at ?? 0) - (first?.at ?? 0)).toBeLessThan(5000);

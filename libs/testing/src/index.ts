@@ -6,3 +6,4 @@ export * from "./context.js";
 export * from "./events.js";
 export * from "./e2e.js";
 export * from "./windows.js";
+export * from "./must.js";

@@ -1,4 +1,4 @@
-import { boardsRpc, callerOf } from "@tasksvc/contracts";
+import { type boardsRpc, callerOf } from "@tasksvc/contracts";
 import type { Handlers } from "@tasksvc/nats";
 import type { BoardsService } from "./domain/boards-service.js";
 

@@ -2,7 +2,7 @@ import { AppError } from "@tasksvc/errors";
 import type { Sql } from "@tasksvc/db";
 import type { Logger } from "@tasksvc/logger";
 import type { NatsConnection } from "@tasksvc/nats";
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyBodyParser, type FastifyInstance } from "fastify";
 import type { Clients } from "./clients.js";
 import { registerDocs } from "./docs.js";
 import { edgeHandling, MAX_PARAM_LENGTH } from "./edge.js";
@@ -43,6 +43,19 @@ function within(ms: number, p: PromiseLike<unknown>): Promise<"ok" | "unreachabl
   return Promise.race([settled, late]).finally(() => clearTimeout(timer));
 }
 
+/** Fastify's JSON parser in its callback form: it answers through `done` and returns nothing. */
+type CallbackBodyParser = Exclude<FastifyBodyParser<string>, (...args: never[]) => Promise<unknown>>;
+
+/**
+ * Fastify types its default JSON parser as either a callback parser or an async one (whose
+ * promise would need awaiting). It is the callback one; checked once, when the gateway is built,
+ * so the application/json parser below can call it with `done` and no promise to handle.
+ */
+function callbackParser(parser: FastifyBodyParser<string>): CallbackBodyParser {
+  if (parser.length !== 3) throw new Error("fastify's default JSON parser no longer takes a `done` callback; update the application/json parser in app.ts");
+  return parser as CallbackBodyParser;
+}
+
 /**
  * Builds the gateway (not listening: `inject()` works for unit tests): the HTTP edge, the request
  * pipeline's hooks (pipeline.ts), then one plugin per resource (routes/).
@@ -68,7 +81,7 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
   // JSON only: fastify's text/plain parser would let a mislabelled body through.
   app.removeContentTypeParser("text/plain");
   // Fastify's own JSON parsing (proto-poisoning checks included), keeping the raw text.
-  const parseJson = app.getDefaultJsonParser("error", "error");
+  const parseJson = callbackParser(app.getDefaultJsonParser("error", "error"));
   app.removeContentTypeParser("application/json");
   app.addContentTypeParser("application/json", { parseAs: "string" }, (req, body, done) => {
     req.rawBody = body as string;
@@ -102,6 +115,9 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
   installPipeline(app, opts);
   const served = opts.resources ?? resources;
   for (const r of served) app.register(r.plugin, { clients: opts.clients });
-  registerDocs(app, served.flatMap((r) => r.operations));
+  registerDocs(
+    app,
+    served.flatMap((r) => r.operations),
+  );
   return app;
 }

@@ -1,26 +1,9 @@
 import { createHash } from "node:crypto";
-import {
-  Identity,
-  KeysInvalidation,
-  SCOPES,
-  hashApiKey,
-  keysInvalidationSubject,
-  keysRpc,
-  type RpcContext,
-  type Scope,
-} from "@tasksvc/contracts";
+import { type Identity, KeysInvalidation, SCOPES, hashApiKey, keysInvalidationSubject, type keysRpc, type RpcContext, type Scope } from "@tasksvc/contracts";
 import { AppError } from "@tasksvc/errors";
 import type { Logger } from "@tasksvc/logger";
 import { decodeJson, type NatsConnection, type RpcClient } from "@tasksvc/nats";
-import {
-  createLocalJWKSet,
-  createRemoteJWKSet,
-  errors as joseErrors,
-  importSPKI,
-  jwtVerify,
-  type JWTVerifyGetKey,
-  type JWTPayload,
-} from "jose";
+import { createLocalJWKSet, createRemoteJWKSet, errors as joseErrors, importSPKI, jwtVerify, type JWTVerifyGetKey, type JWTPayload } from "jose";
 
 export interface AuthOptions {
   nc: NatsConnection;
@@ -129,14 +112,21 @@ export function createAuthenticator(opts: AuthOptions) {
     }
     const orgId = payload["org_id"];
     const scope = payload["scope"];
-    if (typeof orgId !== "string" || typeof payload.sub !== "string" || typeof payload.exp !== "number") throw badToken("it lacks the sub, org_id or exp claim");
+    if (typeof orgId !== "string" || typeof payload.sub !== "string" || typeof payload.exp !== "number")
+      throw badToken("it lacks the sub, org_id or exp claim");
     // Unknown scope strings are ignored rather than fatal, as OAuth servers may add their own.
     const scopes = (typeof scope === "string" ? scope.split(" ") : []).filter((s): s is Scope => SCOPE_SET.has(s));
     const credentialId = `tok_${payload.jti ?? createHash("sha256").update(token).digest("hex").slice(0, 24)}`;
     const identity = await cached(`tok:${credentialId}:${payload.sub}:${orgId}`, () =>
       opts.keys.call(
         "resolveMember",
-        { organization_id: orgId, user_id: payload.sub as string, credential_id: credentialId, scopes, expires_at: new Date((payload.exp as number) * 1000).toISOString() },
+        {
+          organization_id: orgId,
+          user_id: payload.sub as string,
+          credential_id: credentialId,
+          scopes,
+          expires_at: new Date((payload.exp as number) * 1000).toISOString(),
+        },
         ctx,
       ),
     );
@@ -149,7 +139,7 @@ export function createAuthenticator(opts: AuthOptions) {
     async authenticate(authorization: string | undefined, ctx: RpcContext): Promise<Identity> {
       if (!authorization) throw missing();
       const m = /^Bearer[ ]+(\S+)\s*$/i.exec(authorization);
-      if (!m || !m[1]) throw missing();
+      if (!m?.[1]) throw missing();
       const token = m[1];
       if (token.startsWith("svc_")) {
         const keyHash = hashApiKey(token);

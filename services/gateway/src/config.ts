@@ -11,6 +11,11 @@ export const GatewayConfig = z.object({
   RPC_TIMEOUT_MS: settings.RPC_TIMEOUT_MS,
   AUTH_CACHE_TTL_MS: settings.AUTH_CACHE_TTL_MS,
   /** Largest accepted request body; larger ones answer 413 payload_too_large. */
-  BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
+  BODY_LIMIT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(64 * 1024 * 1024)
+    .default(1024 * 1024),
 });
 export type GatewayConfig = z.output<typeof GatewayConfig>;

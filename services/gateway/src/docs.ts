@@ -19,7 +19,10 @@ export function registerDocs(app: FastifyInstance, operations: readonly Operatio
   const document = buildOpenApi(operations);
   const documentJson = JSON.stringify(document);
   const rows = operations
-    .map((r) => `<tr><td><code>${r.method}</code></td><td><code>${esc(r.url)}</code></td><td>${esc(r.summary)}</td><td><code>${r.scope}</code></td><td>${r.idempotent ? "yes" : ""}</td></tr>`)
+    .map(
+      (r) =>
+        `<tr><td><code>${r.method}</code></td><td><code>${esc(r.url)}</code></td><td>${esc(r.summary)}</td><td><code>${r.scope}</code></td><td>${r.idempotent ? "yes" : ""}</td></tr>`,
+    )
     .join("");
   const docsHtml = page(
     "Task Service API",
@@ -31,7 +34,9 @@ export function registerDocs(app: FastifyInstance, operations: readonly Operatio
     "Errors",
     `<h1>Errors</h1><p>Every error is <code>application/problem+json</code> with <code>type</code>, <code>title</code>, <code>status</code>, <code>code</code>, <code>detail</code>; ` +
       `validation errors add <code>errors: [{pointer, message}]</code>; 5xx add <code>request_id</code>.</p><table><thead><tr><th>Status</th><th>Code</th><th>Title</th></tr></thead><tbody>` +
-      ERROR_CODES.map((c) => `<tr id="${c}"><td>${ERROR_CATALOG[c].status}</td><td><code>${c}</code></td><td>${esc(ERROR_CATALOG[c].title)}</td></tr>`).join("") +
+      ERROR_CODES.map((c) => `<tr id="${c}"><td>${ERROR_CATALOG[c].status}</td><td><code>${c}</code></td><td>${esc(ERROR_CATALOG[c].title)}</td></tr>`).join(
+        "",
+      ) +
       `</tbody></table>`,
   );
   app.get("/v1/openapi.json", async (_req, reply) => reply.type("application/json; charset=utf-8").send(documentJson));

@@ -109,7 +109,10 @@ export function edgeHandling(log: Logger) {
       answerAndClose(socket, rawProblemResponse(problem, requestId));
     };
     const inFlight = current.get(socket);
-    if (inFlight === undefined || inFlight.res.writableEnded) return answer(newRequestId());
+    if (inFlight === undefined || inFlight.res.writableEnded) {
+      answer(newRequestId());
+      return;
+    }
     if (inFlight.req.complete) {
       // The broken message was pipelined behind a complete one still being answered: let that
       // response go out first (the parser is stopped, nothing else is read meanwhile).

@@ -29,7 +29,7 @@ const RATE_HEADERS = {
   "X-RateLimit-Reset": header("Unix epoch seconds when the burst window resets", { type: "integer" }),
 };
 
-function problemResponse(status: number, codes: ErrorCode[], extraHeaders: Json = {}): Json {
+function problemResponse(codes: ErrorCode[], extraHeaders: Json = {}): Json {
   return {
     description: codes.map((c) => `\`${c}\`: ${ERROR_CATALOG[c].title}`).join("; "),
     headers: { "x-request-id": REQUEST_ID, ...extraHeaders },
@@ -78,14 +78,14 @@ export function buildOpenApi(operations: readonly Operation[]): Json {
         headers: successHeaders,
         content: { "application/json": { schema: schemaOf(def.response, "output") } },
       },
-      "400": problemResponse(400, codesWithStatus(400)),
-      "401": problemResponse(401, codesWithStatus(401), { "WWW-Authenticate": header('Bearer realm="tasksvc"') }),
-      "403": problemResponse(403, codesWithStatus(403)),
-      "429": problemResponse(429, codesWithStatus(429), { "Retry-After": header("Seconds to wait", { type: "integer" }) }),
-      "500": problemResponse(500, ["internal_error"]),
-      "503": problemResponse(503, ["service_unavailable"], { "Retry-After": header("Seconds to wait", { type: "integer" }) }),
+      "400": problemResponse(codesWithStatus(400)),
+      "401": problemResponse(codesWithStatus(401), { "WWW-Authenticate": header('Bearer realm="tasksvc"') }),
+      "403": problemResponse(codesWithStatus(403)),
+      "429": problemResponse(codesWithStatus(429), { "Retry-After": header("Seconds to wait", { type: "integer" }) }),
+      "500": problemResponse(["internal_error"]),
+      "503": problemResponse(["service_unavailable"], { "Retry-After": header("Seconds to wait", { type: "integer" }) }),
     };
-    if (def.params) responses["404"] = problemResponse(404, ["resource_not_found"]);
+    if (def.params) responses["404"] = problemResponse(["resource_not_found"]);
     for (const [status, description] of Object.entries(def.otherStatuses ?? {})) {
       responses[status] = { description, headers: successHeaders, content: { "application/json": { schema: schemaOf(def.response, "output") } } };
     }
@@ -95,15 +95,15 @@ export function buildOpenApi(operations: readonly Operation[]): Json {
       extra.set(st, [...(extra.get(st) ?? []), code]);
     }
     if (def.body) {
-      responses["413"] = problemResponse(413, ["payload_too_large"]);
-      responses["415"] = problemResponse(415, ["unsupported_media_type"]);
+      responses["413"] = problemResponse(["payload_too_large"]);
+      responses["415"] = problemResponse(["unsupported_media_type"]);
     }
     if (def.idempotent) {
       extra.set(409, [...(extra.get(409) ?? []), "idempotency_in_progress"]);
       extra.set(422, [...(extra.get(422) ?? []), "idempotency_key_reused"]);
     }
     if (def.params && extra.has(404)) extra.delete(404);
-    for (const [st, codes] of extra) responses[String(st)] = problemResponse(st, codes);
+    for (const [st, codes] of extra) responses[String(st)] = problemResponse(codes);
     const op: Json = {
       operationId: `${def.method.toLowerCase()}${def.url.replace(/^\/v1/, "").replace(/[/:-]+([a-z])/g, (_m, c: string) => c.toUpperCase())}`,
       summary: def.summary,
@@ -122,7 +122,8 @@ export function buildOpenApi(operations: readonly Operation[]): Json {
     info: {
       title: "Task Service API",
       version: "1.0.0",
-      description: "Multi-tenant task management: organizations, API keys, tasks, projects, daily boards, webhooks. Errors are RFC 9457 problems; see /docs/errors.",
+      description:
+        "Multi-tenant task management: organizations, API keys, tasks, projects, daily boards, webhooks. Errors are RFC 9457 problems; see /docs/errors.",
     },
     servers: [{ url: "/" }],
     security: [{ bearer: [] }],

@@ -179,7 +179,8 @@ function parseInput(spec: OperationSpec, paginated: boolean, raw: RawInput, unwr
   let body: unknown;
   if (spec.kind === "stream") {
     // Only the operation's own media types reach it as a stream; a JSON body here is the wrong kind.
-    if (!(raw.body instanceof Readable)) throw new AppError("unsupported_media_type", `This operation takes a body of type ${(spec.contentTypes ?? []).join(" or ")}.`);
+    if (!(raw.body instanceof Readable))
+      throw new AppError("unsupported_media_type", `This operation takes a body of type ${(spec.contentTypes ?? []).join(" or ")}.`);
     body = raw.body;
   } else if (spec.body) {
     body = parse(spec.body, raw.body, "The request body");
@@ -190,7 +191,8 @@ function parseInput(spec: OperationSpec, paginated: boolean, raw: RawInput, unwr
 function operationOf(resource: string, spec: OperationSpec): Operation {
   // The gateway's Idempotency-Key compares bodies byte for byte, which a stream it never buffers
   // does not allow; an upload that needs a key must bring a digest of its own.
-  if (spec.kind === "stream" && (spec.idempotent || spec.body)) throw new Error(`${spec.method} ${spec.url}: a stream operation has no body schema and no Idempotency-Key`);
+  if (spec.kind === "stream" && (spec.idempotent || spec.body))
+    throw new Error(`${spec.method} ${spec.url}: a stream operation has no body schema and no Idempotency-Key`);
   return {
     method: spec.method,
     url: spec.url,

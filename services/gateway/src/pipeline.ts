@@ -91,7 +91,14 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
     if (key === undefined) return undefined;
     state.key = key;
     const durable = !op.serviceIdempotency;
-    const claim = await claimIdempotency(opts.repo, state.identity.credential_id, key, requestFingerprint(req.method, req.url, req.rawBody), leaseMs(op), durable);
+    const claim = await claimIdempotency(
+      opts.repo,
+      state.identity.credential_id,
+      key,
+      requestFingerprint(req.method, req.url, req.rawBody),
+      leaseMs(op),
+      durable,
+    );
     if (claim.kind === "replay") {
       // Answering from a hook ends the request here: no later hook and no handler runs.
       return reply.code(claim.status).headers(claim.headers).header("idempotency-replayed", "true").send(claim.body);

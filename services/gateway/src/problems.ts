@@ -6,9 +6,13 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 function fromFastify(e: FastifyError): AppError | undefined {
   switch (e.code) {
     case "FST_ERR_CTP_INVALID_JSON_BODY":
-      return new AppError("validation_failed", `The request body is not valid JSON: ${e.message}`, { errors: [{ pointer: "/", message: "is not valid JSON" }] });
+      return new AppError("validation_failed", `The request body is not valid JSON: ${e.message}`, {
+        errors: [{ pointer: "/", message: "is not valid JSON" }],
+      });
     case "FST_ERR_CTP_EMPTY_JSON_BODY":
-      return new AppError("validation_failed", "The request body is empty but Content-Type says application/json.", { errors: [{ pointer: "/", message: "is empty" }] });
+      return new AppError("validation_failed", "The request body is empty but Content-Type says application/json.", {
+        errors: [{ pointer: "/", message: "is empty" }],
+      });
     case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
       return new AppError("unsupported_media_type", "Request bodies must be JSON: send Content-Type: application/json.");
     case "FST_ERR_CTP_BODY_TOO_LARGE":
@@ -21,9 +25,7 @@ function fromFastify(e: FastifyError): AppError | undefined {
       // Unreachable: the router's limit is the header limit (MAX_PARAM_LENGTH, edge.ts). A guard.
       return new AppError("validation_failed", "A path parameter is longer than any id.");
     default:
-      return e.statusCode !== undefined && e.statusCode >= 400 && e.statusCode < 500
-        ? new AppError("validation_failed", e.message)
-        : undefined;
+      return e.statusCode !== undefined && e.statusCode >= 400 && e.statusCode < 500 ? new AppError("validation_failed", e.message) : undefined;
   }
 }
 
@@ -65,7 +67,5 @@ export function frameworkErrors(e: FastifyError, req: FastifyRequest, reply: Fas
 
 export function registerProblemHandling(app: FastifyInstance): void {
   app.setErrorHandler(handleError);
-  app.setNotFoundHandler((req, reply) =>
-    sendProblem(reply, new AppError("route_not_found", `No route ${req.method} ${req.url.split("?")[0] ?? ""}.`)),
-  );
+  app.setNotFoundHandler((req, reply) => sendProblem(reply, new AppError("route_not_found", `No route ${req.method} ${req.url.split("?")[0] ?? ""}.`)));
 }

@@ -36,7 +36,13 @@ describe("clientErrorProblem (Node's clientError → catalog)", () => {
       "x-request-id: req_0123456789abcdef0123456789abcdef",
       "Connection: close",
     ]);
-    expect(JSON.parse(body)).toEqual({ type: "/docs/errors#malformed_request", title: "Malformed request", status: 400, code: "malformed_request", detail: "bad" });
+    expect(JSON.parse(body)).toEqual({
+      type: "/docs/errors#malformed_request",
+      title: "Malformed request",
+      status: 400,
+      code: "malformed_request",
+      detail: "bad",
+    });
   });
 });
 

@@ -53,19 +53,40 @@ describe("the OpenAPI document", () => {
     // The routes a real gateway serves, read from fastify's router as it registers them: a route
     // added without an operation, or an operation the document lacks, fails here.
     const unused = {} as never;
-    const app = buildGateway({ log: createLogger({ service: "openapi-test", level: "silent" }), auth: unused, clients: unused, sql: unused, nc: unused, repo: unused, charger: unused, cursors: unused, bodyLimit: 1024, idempotencyLeaseMs: 1000 });
+    const app = buildGateway({
+      log: createLogger({ service: "openapi-test", level: "silent" }),
+      auth: unused,
+      clients: unused,
+      sql: unused,
+      nc: unused,
+      repo: unused,
+      charger: unused,
+      cursors: unused,
+      bodyLimit: 1024,
+      idempotencyLeaseMs: 1000,
+    });
     const served: Array<{ method: string; path: string; scope: string | undefined; entitlement: string | undefined }> = [];
     app.addHook("onRoute", (r) => {
       if (!r.url.startsWith("/v1/") || r.url === "/v1/openapi.json") return;
       for (const method of [r.method].flat()) {
         if (method === "HEAD") continue;
-        served.push({ method: method.toLowerCase(), path: r.url.replace(/:([a-z_]+)/g, "{$1}"), scope: r.config?.operation?.scope, entitlement: r.config?.operation?.entitlement });
+        served.push({
+          method: method.toLowerCase(),
+          path: r.url.replace(/:([a-z_]+)/g, "{$1}"),
+          scope: r.config?.operation?.scope,
+          entitlement: r.config?.operation?.entitlement,
+        });
       }
     });
     await app.ready();
     try {
       const documented = Object.entries(doc.paths).flatMap(([path, ops]) =>
-        Object.entries(ops).map(([method, op]) => ({ method, path, scope: op["x-required-scope"], entitlement: (op as unknown as Record<string, string>)["x-entitlement"] })),
+        Object.entries(ops).map(([method, op]) => ({
+          method,
+          path,
+          scope: op["x-required-scope"],
+          entitlement: (op as unknown as Record<string, string>)["x-entitlement"],
+        })),
       );
       const key = (o: { method: string; path: string }) => `${o.method} ${o.path}`;
       expect(served.length).toBeGreaterThanOrEqual(20);
@@ -130,7 +151,11 @@ describe("real responses match the document", () => {
     expectMatches("/v1/projects", "get", await gw.get("/v1/projects", opts));
     expectMatches("/v1/projects/{project_id}", "get", await gw.get(`/v1/projects/${project.body.id}`, opts));
     expectMatches("/v1/projects/{project_id}", "patch", await gw.patch(`/v1/projects/${project.body.id}`, { description: null }, opts));
-    const a = await gw.post("/v1/tasks", { title: "a", project_id: project.body.id, due_date: "2026-12-24", recurrence: { frequency: "MONTHLY", by_month_day: 31 } }, { ...opts, headers: { "idempotency-key": "doc-task" } });
+    const a = await gw.post(
+      "/v1/tasks",
+      { title: "a", project_id: project.body.id, due_date: "2026-12-24", recurrence: { frequency: "MONTHLY", by_month_day: 31 } },
+      { ...opts, headers: { "idempotency-key": "doc-task" } },
+    );
     expect(a.status, a.text).toBe(201);
     expectMatches("/v1/tasks", "post", a);
     const b = await gw.post("/v1/tasks", { title: "b", parent_task_id: a.body.id }, opts);
@@ -161,7 +186,11 @@ describe("real responses match the document", () => {
     const t = await f.tenant();
     const opts = { token: t.apiKey };
     const task = await gw.post("/v1/tasks", { title: "plan me" }, opts);
-    const entry = await gw.post("/v1/daily-plan/entries", { date: "2026-11-23", task_id: task.body.id, section: "TODO" }, { ...opts, headers: { "idempotency-key": "doc-plan" } });
+    const entry = await gw.post(
+      "/v1/daily-plan/entries",
+      { date: "2026-11-23", task_id: task.body.id, section: "TODO" },
+      { ...opts, headers: { "idempotency-key": "doc-plan" } },
+    );
     expect(entry.status, entry.text).toBe(201);
     expectMatches("/v1/daily-plan/entries", "post", entry);
     expectMatches("/v1/daily-plan", "get", await gw.get("/v1/daily-plan?date=2026-11-23", opts));

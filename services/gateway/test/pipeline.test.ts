@@ -152,17 +152,31 @@ describe("a streamed upload operation", () => {
 
   it("when it is sent JSON, then 415 and the JSON operations elsewhere still refuse octet-stream", async () => {
     const t = await f.tenant();
-    const json = await app.inject({ method: "POST", url: "/v1/test-only/uploads", headers: { authorization: `Bearer ${t.apiKey}`, "content-type": "application/json" }, payload: "{}" });
+    const json = await app.inject({
+      method: "POST",
+      url: "/v1/test-only/uploads",
+      headers: { authorization: `Bearer ${t.apiKey}`, "content-type": "application/json" },
+      payload: "{}",
+    });
     expect(json.statusCode, json.body).toBe(415);
     expect(json.json().code).toBe("unsupported_media_type");
-    const task = await app.inject({ method: "POST", url: "/v1/tasks", headers: { authorization: `Bearer ${t.apiKey}`, "content-type": "application/octet-stream" }, payload: "x" });
+    const task = await app.inject({
+      method: "POST",
+      url: "/v1/tasks",
+      headers: { authorization: `Bearer ${t.apiKey}`, "content-type": "application/octet-stream" },
+      payload: "x",
+    });
     expect(task.statusCode, task.body).toBe(415);
   });
 });
 
 describe("service timeouts", () => {
   it("when no service answers in time, then 503 service_unavailable with Retry-After, not a hang", async () => {
-    const r = await slowApp.inject({ method: "GET", url: "/v1/organizations", headers: { authorization: "Bearer svc_live_whatever000000000000000000000000000" } });
+    const r = await slowApp.inject({
+      method: "GET",
+      url: "/v1/organizations",
+      headers: { authorization: "Bearer svc_live_whatever000000000000000000000000000" },
+    });
     expect(r.statusCode, r.body).toBe(503);
     expect(r.headers["content-type"]).toMatch(/^application\/problem\+json/);
     expect(r.headers["retry-after"]).toBe("1");

@@ -1,4 +1,4 @@
-import { callerOf, keysRpc } from "@tasksvc/contracts";
+import { callerOf, type keysRpc } from "@tasksvc/contracts";
 import type { Handlers } from "@tasksvc/nats";
 import type { KeysService } from "./domain/keys-service.js";
 

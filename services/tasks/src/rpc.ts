@@ -1,4 +1,4 @@
-import { callerOf, tasksRpc } from "@tasksvc/contracts";
+import { callerOf, type tasksRpc } from "@tasksvc/contracts";
 import type { Handlers } from "@tasksvc/nats";
 import type { TasksService } from "./domain/tasks-service.js";
 

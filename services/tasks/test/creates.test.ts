@@ -1,6 +1,6 @@
 import { tasksRpc, type RpcContext } from "@tasksvc/contracts";
 import { client, connectNats, type NatsConnection } from "@tasksvc/nats";
-import { api, factories, taskEvents } from "@tasksvc/testing";
+import { api, factories, must, taskEvents } from "@tasksvc/testing";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 
@@ -41,7 +41,9 @@ describe("grouped task creation", () => {
   it("when 12 executions with one idempotency key reach the service at once, then one task is created and all of them answer it", async () => {
     const t = await f.tenant();
     const mark = await events.mark();
-    const results = await Promise.all(Array.from({ length: 12 }, () => tasks.call("createTask", { title: "once" }, ctx(t.organizationId, t.userId, "same-key"))));
+    const results = await Promise.all(
+      Array.from({ length: 12 }, () => tasks.call("createTask", { title: "once" }, ctx(t.organizationId, t.userId, "same-key"))),
+    );
     expect(new Set(results.map((r) => JSON.stringify(r))).size).toBe(1);
     expect(results[0]?.id).toBe("T-1");
     expect(await count(t.organizationId)).toBe(1);
@@ -53,7 +55,9 @@ describe("grouped task creation", () => {
   it("when 40 creates arrive together and some name an unknown project, then those get 400 and the rest are numbered without gaps", async () => {
     const t = await f.tenant("team");
     const rs = await Promise.all(
-      Array.from({ length: 40 }, (_, i) => gw.post("/v1/tasks", i % 4 === 0 ? { title: `bad ${i}`, project_id: "prj_missing" } : { title: `good ${i}` }, { token: t.apiKey })),
+      Array.from({ length: 40 }, (_, i) =>
+        gw.post("/v1/tasks", i % 4 === 0 ? { title: `bad ${i}`, project_id: "prj_missing" } : { title: `good ${i}` }, { token: t.apiKey }),
+      ),
     );
     const bad = rs.filter((r) => r.status === 400);
     const good = rs.filter((r) => r.status === 201);
@@ -65,10 +69,15 @@ describe("grouped task creation", () => {
 
   it("when creates of several organizations interleave, then each organization's numbers are its own and complete", async () => {
     const orgs = await Promise.all([f.tenant("team"), f.tenant("team"), f.tenant("team")]);
-    const rs = await Promise.all(Array.from({ length: 45 }, (_, i) => gw.post("/v1/tasks", { title: `t${i}` }, { token: orgs[i % 3]!.apiKey })));
+    const rs = await Promise.all(
+      Array.from({ length: 45 }, (_, i) => gw.post("/v1/tasks", { title: `t${i}` }, { token: must(orgs[i % 3], `organization ${i % 3}`).apiKey })),
+    );
     expect(rs.every((r) => r.status === 201)).toBe(true);
     for (const [k, t] of orgs.entries()) {
-      const mine = rs.filter((_, i) => i % 3 === k).map((r) => Number(r.body.id.slice(2))).sort((a, b) => a - b);
+      const mine = rs
+        .filter((_, i) => i % 3 === k)
+        .map((r) => Number(r.body.id.slice(2)))
+        .sort((a, b) => a - b);
       expect(mine).toEqual(Array.from({ length: 15 }, (_, i) => i + 1));
       expect(await count(t.organizationId)).toBe(15);
     }

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
-import { keysRpc, type OpInput, type OpName, type RpcContext } from "@tasksvc/contracts";
+import type { keysRpc, OpInput, OpName, RpcContext } from "@tasksvc/contracts";
 import { isAppError } from "@tasksvc/errors";
 import type { RpcClient } from "@tasksvc/nats";
 
@@ -69,7 +69,10 @@ export const COMMANDS: Record<string, Command> = {
     flags: { org: str, user: str, scopes: str, ttl: str },
     build: (v) => ({
       op: "issueToken",
-      input: { org: v["org"], user: v["user"], scopes: (v["scopes"] ?? "").split(/\s+/).filter(Boolean), ttl: num(v["ttl"], "ttl") } as OpInput<Keys, "issueToken">,
+      input: { org: v["org"], user: v["user"], scopes: (v["scopes"] ?? "").split(/\s+/).filter(Boolean), ttl: num(v["ttl"], "ttl") } as OpInput<
+        Keys,
+        "issueToken"
+      >,
     }),
   },
 };
@@ -99,7 +102,7 @@ export async function runCli(argv: string[], keys: () => Promise<RpcClient<Keys>
     return 2;
   }
   const { json, ...flags } = values;
-  let built;
+  let built: ReturnType<Command["build"]>;
   try {
     built = cmd.build(flags as Record<string, string | undefined>);
   } catch (e) {

@@ -4,9 +4,7 @@ import { client, connectNats, type NatsConnection } from "@tasksvc/nats";
 import { z } from "zod";
 import { runCli } from "./cli.js";
 
-const cfg = loadConfigOrExit(
-  z.object({ NATS_URL: settings.NATS_URL, NATS_NAMESPACE: settings.NATS_NAMESPACE, RPC_TIMEOUT_MS: settings.RPC_TIMEOUT_MS }),
-);
+const cfg = loadConfigOrExit(z.object({ NATS_URL: settings.NATS_URL, NATS_NAMESPACE: settings.NATS_NAMESPACE, RPC_TIMEOUT_MS: settings.RPC_TIMEOUT_MS }));
 
 let nc: NatsConnection | undefined;
 let code: number;

@@ -121,7 +121,8 @@ export function boardsService(deps: BoardsDeps) {
     },
 
     async remove(c: Caller, entryId: string): Promise<{ id: string; deleted: true }> {
-      if (!(await repo.deleteEntry(c.organizationId, c.userId, entryId))) throw new AppError("resource_not_found", "No entry with that id exists on your boards.");
+      if (!(await repo.deleteEntry(c.organizationId, c.userId, entryId)))
+        throw new AppError("resource_not_found", "No entry with that id exists on your boards.");
       return { id: entryId, deleted: true };
     },
   };

@@ -76,7 +76,6 @@ export function boardsRepo(sql: Sql) {
 
     /** The service's Idempotency-Key records (libs/db). */
     idempotency,
-
   };
 }
 export type BoardsRepo = ReturnType<typeof boardsRepo>;

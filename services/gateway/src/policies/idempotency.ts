@@ -3,9 +3,7 @@ import { IDEMPOTENCY_KEY_PATTERN } from "@tasksvc/contracts";
 import { AppError, fieldError } from "@tasksvc/errors";
 import type { GatewayRepo } from "../repo/gateway-repo.js";
 
-export type Claim =
-  | { kind: "claimed"; credentialId: string; key: string }
-  | { kind: "replay"; status: number; body: string; headers: Record<string, string> };
+export type Claim = { kind: "claimed"; credentialId: string; key: string } | { kind: "replay"; status: number; body: string; headers: Record<string, string> };
 
 /** Spec 8: 1-255 visible ASCII characters (so never NUL, a control character or a byte above 0x7E). */
 export function parseIdempotencyKey(header: string | string[] | undefined): string | undefined {
@@ -17,14 +15,24 @@ export function parseIdempotencyKey(header: string | string[] | undefined): stri
 
 /** What "the same request" means: method, path with query, and the body byte for byte. */
 export function requestFingerprint(method: string, url: string, rawBody: string | undefined): string {
-  return createHash("sha256").update(`${method}\n${url}\n`).update(rawBody ?? "").digest("hex");
+  return createHash("sha256")
+    .update(`${method}\n${url}\n`)
+    .update(rawBody ?? "")
+    .digest("hex");
 }
 
 /**
  * Claims the key for a first execution, or answers from the stored outcome, or refuses:
  * 422 when the key was used for another request, 409 while the first execution still runs.
  */
-export async function claimIdempotency(repo: GatewayRepo, credentialId: string, key: string, fingerprint: string, leaseMs: number, durable = true): Promise<Claim> {
+export async function claimIdempotency(
+  repo: GatewayRepo,
+  credentialId: string,
+  key: string,
+  fingerprint: string,
+  leaseMs: number,
+  durable = true,
+): Promise<Claim> {
   if (await repo.claimIdempotencyKey(credentialId, key, fingerprint, leaseMs, durable)) return { kind: "claimed", credentialId, key };
   const rec = await repo.idempotencyRecord(credentialId, key);
   // Gone between the two statements (released after a 5xx, or swept): claim again once.

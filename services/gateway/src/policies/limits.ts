@@ -70,7 +70,9 @@ export function createCharger(opts: ChargerOptions) {
 
   function spend(r: Reservation, id: Identity): Charge {
     r.tokens -= 1;
-    const row = r.row!;
+    const row = r.row;
+    // Callers spend only a usable reservation or one just refilled, so it always has its row.
+    if (!row) throw new Error("spend(): the reservation has no reserved row");
     const l = id.limits;
     return {
       burst: { limit: l.burst, windowSeconds: l.burst_window_seconds, remaining: Math.max(0, l.burst - row.burst_count + r.tokens), resetAt: row.window_end },
@@ -102,28 +104,39 @@ export function createCharger(opts: ChargerOptions) {
   function refuse(row: ReserveRow, id: Identity): never {
     const l = id.limits;
     if (row.outcome === "rate_limited") {
-      throw new AppError("rate_limited", `Burst limit of ${l.burst} requests per ${l.burst_window_seconds} s exceeded for this credential; retry after the Retry-After delay.`, {
-        retryAfter: secondsUntil(row.window_end),
-      });
+      throw new AppError(
+        "rate_limited",
+        `Burst limit of ${l.burst} requests per ${l.burst_window_seconds} s exceeded for this credential; retry after the Retry-After delay.`,
+        {
+          retryAfter: secondsUntil(row.window_end),
+        },
+      );
     }
-    throw new AppError("quota_exhausted", `The organization's allowance of ${l.quota} API calls for this billing period is used up; it renews at ${row.period_end.toISOString()}.`, {
-      retryAfter: secondsUntil(row.period_end),
-    });
+    throw new AppError(
+      "quota_exhausted",
+      `The organization's allowance of ${l.quota} API calls for this billing period is used up; it renews at ${row.period_end.toISOString()}.`,
+      {
+        retryAfter: secondsUntil(row.period_end),
+      },
+    );
   }
 
   // Unspent reservations go back once they expire, so other replicas (and GET /v1/usage) see them.
-  const sweeper = setInterval(() => {
-    const now = Date.now();
-    for (const [key, r] of reservations) {
-      if (r.refill) continue;
-      if (r.tokens > 0 && now >= r.expiresAt) {
-        giveBack(r);
-        r.want = Math.max(1, r.want >> 1);
-      } else if (r.tokens === 0 && now >= r.expiresAt + 10 * holdMs) {
-        reservations.delete(key);
+  const sweeper = setInterval(
+    () => {
+      const now = Date.now();
+      for (const [key, r] of reservations) {
+        if (r.refill) continue;
+        if (r.tokens > 0 && now >= r.expiresAt) {
+          giveBack(r);
+          r.want = Math.max(1, r.want >> 1);
+        } else if (r.tokens === 0 && now >= r.expiresAt + 10 * holdMs) {
+          reservations.delete(key);
+        }
       }
-    }
-  }, Math.max(50, holdMs >> 1));
+    },
+    Math.max(50, holdMs >> 1),
+  );
   sweeper.unref();
 
   return {

@@ -32,11 +32,21 @@ export function gatewayRepo(sql: Sql) {
    * A one-row FROM item that sets this statement's transaction to commit asynchronously when the
    * write need not survive a database crash (decision 0008), or leaves the default.
    */
-  const commitMode = (durable: boolean) => (durable ? sql`(select 1) as commit_mode` : sql`(select set_config('synchronous_commit', 'off', true)) as commit_mode`);
+  const commitMode = (durable: boolean) =>
+    durable ? sql`(select 1) as commit_mode` : sql`(select set_config('synchronous_commit', 'off', true)) as commit_mode`;
 
   return {
     /** Reserves up to `want` calls against the burst window and the billing period (0007). */
-    async reserve(a: { credentialId: string; burst: number; windowSeconds: number; orgId: string; anchor: string; quota: number; periodSeconds: number; want: number }): Promise<ReserveRow> {
+    async reserve(a: {
+      credentialId: string;
+      burst: number;
+      windowSeconds: number;
+      orgId: string;
+      anchor: string;
+      quota: number;
+      periodSeconds: number;
+      want: number;
+    }): Promise<ReserveRow> {
       const [row] = await sql<Omit<ReserveRow, "credentialId" | "organizationId">[]>`
         select r.*, r.window_start::text as window_key, r.period_start::text as period_key from charge_reserve(${a.credentialId}, ${a.burst}, ${a.windowSeconds}, ${a.orgId}, ${a.anchor}::text::timestamptz, ${a.quota}, ${a.periodSeconds}, ${a.want}) r`;
       if (!row) throw new Error("charge_reserve() returned no row");
@@ -74,7 +84,14 @@ export function gatewayRepo(sql: Sql) {
       return row;
     },
 
-    async storeIdempotentOutcome(credentialId: string, key: string, status: number, body: string, headers: Record<string, string>, durable = true): Promise<void> {
+    async storeIdempotentOutcome(
+      credentialId: string,
+      key: string,
+      status: number,
+      body: string,
+      headers: Record<string, string>,
+      durable = true,
+    ): Promise<void> {
       await sql`
         update idempotency_keys set status = ${status}, response_body = ${body},
           response_headers = ${sql.json(headers)}, locked_until = null

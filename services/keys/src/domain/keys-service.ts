@@ -134,7 +134,10 @@ export function keysService(deps: KeysDeps) {
       // Spec 4.1 / 5.6: the caller's user must be owner or admin NOW, whatever the key's scopes say.
       const m = await repo.membership(t.organizationId, t.userId);
       if (!m || (m.role !== "owner" && m.role !== "admin")) {
-        throw new AppError("insufficient_scope", `Minting API keys requires an owner or admin membership; the calling user is ${m ? `a ${m.role}` : "not a member"}.`);
+        throw new AppError(
+          "insufficient_scope",
+          `Minting API keys requires an owner or admin membership; the calling user is ${m ? `a ${m.role}` : "not a member"}.`,
+        );
       }
       const expiresAt = body.expires_in_days === undefined ? null : new Date(Date.now() + body.expires_in_days * 86_400_000);
       const spec: KeySpec = {
@@ -151,7 +154,16 @@ export function keysService(deps: KeysDeps) {
       const { key: row, secret } = newKey(spec);
       const key = { ...row, createdAt: new Date() };
       const created: CreatedApiKey = {
-        ...toApiKey({ id: key.id, name: key.name, key_prefix: key.keyPrefix, scopes: [...key.scopes], last_used_at: null, expires_at: key.expiresAt, created_at: key.createdAt, legacy: key.legacy }),
+        ...toApiKey({
+          id: key.id,
+          name: key.name,
+          key_prefix: key.keyPrefix,
+          scopes: [...key.scopes],
+          last_used_at: null,
+          expires_at: key.expiresAt,
+          created_at: key.createdAt,
+          legacy: key.legacy,
+        }),
         key: secret,
       };
       try {

@@ -1,7 +1,7 @@
 import type { Caller, CreateTaskBody, Task } from "@tasksvc/contracts";
 import { newId } from "@tasksvc/db";
 import { fieldError, isAppError } from "@tasksvc/errors";
-import { ReferenceVanished, toTask, type Content, type TasksRepo } from "../repo/tasks-repo.js";
+import { ReferenceVanished, toTask, type Content, type TaskRow, type TasksRepo } from "../repo/tasks-repo.js";
 import type { TasksDeps } from "./tasks-service.js";
 
 /** Checks one create against the database (projects, parent) and returns its first version. */
@@ -37,7 +37,8 @@ export function createBatcher(deps: TasksDeps, prepare: Prepare) {
   async function run(org: string, queue: Pending[]): Promise<void> {
     while (queue.length > 0) {
       const batch = queue.splice(0, MAX_BATCH);
-      if (batch.length === 1) await executeAlone(batch[0]!);
+      const alone = batch.length === 1 ? batch[0] : undefined;
+      if (alone) await executeAlone(alone);
       else {
         try {
           await execute(org, batch);
@@ -70,12 +71,17 @@ export function createBatcher(deps: TasksDeps, prepare: Prepare) {
     // A create alone first looks for its stored result (a retry the gateway could not answer). A
     // batch does not: the gateway answers retries, and a key recorded meanwhile fails the batch's
     // statement, after which each create runs alone.
-    if (batch.length === 1 && batch[0]!.caller.idempotencyKey !== undefined) {
-      const { credentialId, idempotencyKey: key } = batch[0]!.caller;
+    const alone = batch.length === 1 ? batch[0] : undefined;
+    const key = alone?.caller.idempotencyKey;
+    if (alone && key !== undefined) {
+      const { credentialId } = alone.caller;
       // The statement inserts the key plainly (no upsert): a record past its 24 h goes first.
       await r.idempotency.dropExpired(credentialId, key);
       const stored = await r.idempotency.replay<Task>(credentialId, key, "createTask");
-      if (stored) return batch[0]!.resolve(stored);
+      if (stored) {
+        alone.resolve(stored);
+        return;
+      }
     }
     const accepted: Array<{ p: Pending; content: Content }> = [];
     for (const p of batch) {
@@ -87,7 +93,7 @@ export function createBatcher(deps: TasksDeps, prepare: Prepare) {
       }
     }
     if (accepted.length > 0) {
-      let rows;
+      let rows: TaskRow[];
       try {
         rows = await r.createTasks(
           org,
@@ -103,11 +109,17 @@ export function createBatcher(deps: TasksDeps, prepare: Prepare) {
       } catch (e) {
         // A project or parent that vanished between the check and the insert. (A batch fails
         // as a whole and re-runs alone; a key recorded meanwhile is KeyRecordedMeanwhile.)
-        if (batch.length === 1 && e instanceof ReferenceVanished) throw fieldError(e.what === "project" ? "/project_id" : "/parent_task_id", "no longer exists in this organization");
+        if (batch.length === 1 && e instanceof ReferenceVanished)
+          throw fieldError(e.what === "project" ? "/project_id" : "/parent_task_id", "no longer exists in this organization");
         throw e;
       }
       deps.written();
-      accepted.forEach((a, i) => settled.push(() => a.p.resolve(toTask(rows[i]!))));
+      for (const [i, a] of accepted.entries()) {
+        const row = rows[i];
+        // One row per create, in order (the statement's contract): a missing one settles nothing.
+        if (!row) throw new Error(`createTasks returned ${rows.length} rows for ${accepted.length} creates`);
+        settled.push(() => a.p.resolve(toTask(row)));
+      }
     }
     for (const s of settled) s();
   }

@@ -42,7 +42,11 @@ export function taskCache(opts: TaskCacheOptions = {}) {
       const k = key(org, n);
       entries.delete(k);
       entries.set(k, { task, expires: Date.now() + ttl });
-      if (entries.size > max) entries.delete(entries.keys().next().value!);
+      if (entries.size > max) {
+        // Maps iterate in insertion order: the first key is the least recently put.
+        const oldest = entries.keys().next();
+        if (!oldest.done) entries.delete(oldest.value);
+      }
     },
     invalidate(org: string, numbers: readonly number[]): void {
       epoch += 1;

@@ -132,7 +132,17 @@ export function tasksService(deps: TasksDeps) {
       return task;
     },
 
-    async listTasks(c: Caller, q: { limit: number; after?: string | undefined; status?: Task["status"] | undefined; project_id?: string | undefined; parent_task_id?: string | undefined; archived: boolean }): Promise<Page<Task>> {
+    async listTasks(
+      c: Caller,
+      q: {
+        limit: number;
+        after?: string | undefined;
+        status?: Task["status"] | undefined;
+        project_id?: string | undefined;
+        parent_task_id?: string | undefined;
+        archived: boolean;
+      },
+    ): Promise<Page<Task>> {
       const org = c.organizationId;
       let parent: number | undefined;
       if (q.parent_task_id !== undefined) {
@@ -222,7 +232,10 @@ export function tasksService(deps: TasksDeps) {
         if (blocker === blocked) throw fieldError("/blocker_task_id", "a task cannot block itself");
         if (blocker === null || !(await r.taskExists(org, blocker))) throw notFound("blocker task");
         if (await r.isBlockedBy(org, blocker, blocked)) {
-          throw new AppError("dependency_cycle", `${row.number === String(blocked) ? `T-${blocked}` : ref} already blocks T-${blocker} (directly or through other tasks); this link would close a loop.`);
+          throw new AppError(
+            "dependency_cycle",
+            `${row.number === String(blocked) ? `T-${blocked}` : ref} already blocks T-${blocker} (directly or through other tasks); this link would close a loop.`,
+          );
         }
         const created = await r.insertDependency(org, blocked, blocker);
         if (created) await r.emit(org, "task.updated", toTask(row));

@@ -97,7 +97,12 @@ export function contentOf(r: TaskRow): Content {
 /** A task's API shape before it has a number and timestamps (toTask decides every other field). */
 export function taskTemplate(owner: string, c: Content): Omit<Task, "id" | "created_at" | "updated_at"> {
   const epoch = new Date(0);
-  const { id: _id, created_at: _c, updated_at: _u, ...rest } = toTask({
+  const {
+    id: _id,
+    created_at: _c,
+    updated_at: _u,
+    ...rest
+  } = toTask({
     number: "0",
     owner_user_id: owner,
     parent_number: c.parent_number === null ? null : String(c.parent_number),
@@ -124,7 +129,14 @@ export function taskTemplate(owner: string, c: Content): Omit<Task, "id" | "crea
 /** Postgres' rendering of a timestamptz as Date#toISOString() renders it (milliseconds, Z). */
 const ISO_SQL = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
 
-const toSummary = (r: { number: string; title: string; status: TaskStatus; archived: boolean; owner_user_id: string; parent_number: string | null }): TaskSummary => ({
+const toSummary = (r: {
+  number: string;
+  title: string;
+  status: TaskStatus;
+  archived: boolean;
+  owner_user_id: string;
+  parent_number: string | null;
+}): TaskSummary => ({
   task_id: taskId(r.number),
   title: r.title,
   status: r.status,
@@ -141,7 +153,13 @@ interface ProjectRow {
   updated_at: Date;
   cursor_at: string;
 }
-const toProject = (r: ProjectRow): Project => ({ id: r.id, name: r.name, description: r.description, created_at: iso(r.created_at), updated_at: iso(r.updated_at) });
+const toProject = (r: ProjectRow): Project => ({
+  id: r.id,
+  name: r.name,
+  description: r.description,
+  created_at: iso(r.created_at),
+  updated_at: iso(r.updated_at),
+});
 
 /** Another project of the organization has this name (projects_name_key). */
 export class ProjectNameTaken extends Error {
@@ -307,7 +325,17 @@ export function tasksRepo(sql: Sql) {
       return row;
     },
 
-    async listTasks(org: string, q: { limit: number; after?: string | undefined; status?: TaskStatus | undefined; project_id?: string | undefined; parent?: number | undefined; archived: boolean }) {
+    async listTasks(
+      org: string,
+      q: {
+        limit: number;
+        after?: string | undefined;
+        status?: TaskStatus | undefined;
+        project_id?: string | undefined;
+        parent?: number | undefined;
+        archived: boolean;
+      },
+    ) {
       const [at, n] = q.after ? decodeKeyset(q.after, 2) : [null, null];
       const rows = await sql<TaskRow[]>`
         select ${cols} from tasks
@@ -492,7 +520,6 @@ export function tasksRepo(sql: Sql) {
 
     /** The service's Idempotency-Key records (libs/db). */
     idempotency,
-
   };
 }
 export type TasksRepo = ReturnType<typeof tasksRepo>;
