@@ -2,13 +2,15 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
+import { SERVICES as REGISTRY, type ServiceName } from "@tasksvc/contracts";
 import { ensureDatabase, withDefaultUser } from "@tasksvc/db";
 import { dropDatabase, dropNamespace } from "@tasksvc/testing";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 
-export const SERVICES = ["keys", "tasks", "boards", "gateway"] as const;
-export type ServiceName = (typeof SERVICES)[number];
+/** Every registered service, in the registry's start order (the gateway last). */
+export const SERVICES: readonly ServiceName[] = REGISTRY.map((s) => s.name);
+export type { ServiceName };
 
 /** A port nobody listens on right now (the kernel picks it; the socket is closed again). */
 export async function freePort(): Promise<number> {
@@ -110,10 +112,11 @@ export async function startProcessStack(opts: ProcessStackOptions = {}) {
   }
 
   const gatewayUrls: string[] = [];
-  const counts = { keys: 1, tasks: 1, boards: 1, gateway: 1, ...(opts.replicas ?? {}) };
+  // One replica of each service unless a test asks for more.
+  const counts: Partial<Record<ServiceName, number>> = opts.replicas ?? {};
   // Services first (their migrations run under a lock), then the gateways.
   for (const service of SERVICES) {
-    for (let index = 0; index < counts[service]; index++) {
+    for (let index = 0; index < (counts[service] ?? 1); index++) {
       const env: Record<string, string> = { ...(opts.serviceEnv?.[service] ?? {}) };
       if (service === "gateway") {
         const port = await freePort();

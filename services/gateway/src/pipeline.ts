@@ -2,7 +2,7 @@ import type { Identity, RpcContext } from "@tasksvc/contracts";
 import { AppError, isAppError, toProblem } from "@tasksvc/errors";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Authenticator } from "./auth.js";
-import { WithStatus, type Operation } from "./operations.js";
+import { WithStatus, type Operation, type ServedOperation } from "./operations.js";
 import type { CursorCodec } from "./policies/cursors.js";
 import { claimIdempotency, parseIdempotencyKey, requestFingerprint } from "./policies/idempotency.js";
 import { rateLimitHeaders, type Charger } from "./policies/limits.js";
@@ -56,111 +56,106 @@ function authorize(op: Operation, identity: Identity): void {
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /**
- * The request pipeline of every public operation, as fastify hooks driven by the route's
- * `config.operation` (routes without one, such as /healthz and /docs, pass through untouched).
+ * The request pipeline of every public operation, as fastify hooks driven by each route's
+ * `config.operation`: when a route with an operation is added, `onRoute` gives it the hooks its
+ * operation needs (the Idempotency-Key steps only where the operation is idempotent, cursor
+ * signing only where it is paginated), each a closure over that operation. Routes without one
+ * (/healthz, /docs) get none, and no hook looks the route's config up per request.
+ *
  * The order is the contract: authenticate → Idempotency-Key (a replay is answered here, before
  * charging: replays are never charged, spec 8) → charge → scope and entitlement → input (query,
  * cursor, path, body) → the operation → sign the next cursor → store the outcome under the key.
  * An anonymous caller therefore learns nothing about an operation's input rules.
  *
- * Nothing here reads the body except the input hook, and only when the operation declares a
+ * Nothing here reads the body except the input step, and only when the operation declares a
  * `body` schema: a route whose body is a stream registers its own content-type parser in its own
  * plugin and runs through the same hooks.
  */
 export function installPipeline(app: FastifyInstance, opts: PipelineOptions): void {
   const leaseMs = (op: Operation) => (op.serviceIdempotency ? (opts.serviceIdempotencyLeaseMs ?? opts.idempotencyLeaseMs) : opts.idempotencyLeaseMs);
 
-  async function authenticate(req: FastifyRequest): Promise<void> {
-    if (!req.routeOptions.config.operation) return;
-    const base: RpcContext = { request_id: String(req.id), organization_id: null, user_id: null, credential_id: null, scopes: [], plan: null };
-    req.pipeline = { identity: await opts.auth.authenticate(req.headers.authorization, base) };
-  }
-
-  async function idempotency(req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
-    const op = req.routeOptions.config.operation;
-    const state = req.pipeline;
-    if (!op?.idempotent || !state) return undefined;
-    let key: string | undefined;
-    try {
-      key = parseIdempotencyKey(req.headers["idempotency-key"]);
-    } catch (e) {
-      // A malformed key is an authenticated 400 like any other: it costs its call.
-      reply.headers(rateLimitHeaders(await opts.charger.charge(state.identity)));
-      throw e;
-    }
-    if (key === undefined) return undefined;
-    state.key = key;
-    const durable = !op.serviceIdempotency;
-    const claim = await claimIdempotency(
-      opts.repo,
-      state.identity.credential_id,
-      key,
-      requestFingerprint(req.method, req.url, req.rawBody),
-      leaseMs(op),
-      durable,
-    );
-    if (claim.kind === "replay") {
-      // Answering from a hook ends the request here: no later hook and no handler runs.
-      return reply.code(claim.status).headers(claim.headers).header("idempotency-replayed", "true").send(claim.body);
-    }
-    state.held = { credentialId: claim.credentialId, key: claim.key, durable };
-    return undefined;
-  }
-
-  async function admit(req: FastifyRequest, reply: FastifyReply): Promise<void> {
-    const op = req.routeOptions.config.operation;
-    const state = req.pipeline;
-    if (!op || !state) return;
-    const { identity } = state;
-    const charge = await opts.charger.charge(identity, op.exactCharge);
-    reply.headers(rateLimitHeaders(charge));
-    authorize(op, identity);
-    const ctx: RpcContext = {
-      request_id: String(req.id),
-      organization_id: identity.organization_id,
-      user_id: identity.user_id,
-      credential_id: identity.credential_id,
-      scopes: identity.scopes,
-      plan: identity.plan,
-      ...(state.key === undefined ? {} : { idempotency_key: state.key }),
+  const authenticate = (_op: ServedOperation) =>
+    async function authenticate(req: FastifyRequest): Promise<void> {
+      const base: RpcContext = { request_id: String(req.id), organization_id: null, user_id: null, credential_id: null, scopes: [], plan: null };
+      req.pipeline = { identity: await opts.auth.authenticate(req.headers.authorization, base) };
     };
-    req.admitted = { ctx, identity, charge };
-  }
 
-  async function input(req: FastifyRequest, reply: FastifyReply): Promise<void> {
-    const op = req.routeOptions.config.operation;
-    if (!op || !req.admitted) return;
-    req.prepared = op.prepare({ params: req.params, query: req.query, body: req.body }, (query, after) => opts.cursors.unwrap(op.url, query, after));
-    reply.code(op.status);
-  }
+  const idempotency = (op: ServedOperation) =>
+    async function idempotency(req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
+      const state = req.pipeline;
+      if (!state) return undefined;
+      let key: string | undefined;
+      try {
+        key = parseIdempotencyKey(req.headers["idempotency-key"]);
+      } catch (e) {
+        // A malformed key is an authenticated 400 like any other: it costs its call.
+        reply.headers(rateLimitHeaders(await opts.charger.charge(state.identity)));
+        throw e;
+      }
+      if (key === undefined) return undefined;
+      state.key = key;
+      const durable = !op.serviceIdempotency;
+      const fingerprint = requestFingerprint(req.method, req.url, req.rawBody);
+      const claim = await claimIdempotency(opts.repo, state.identity.credential_id, key, fingerprint, leaseMs(op), durable);
+      if (claim.kind === "replay") {
+        // Answering from a hook ends the request here: no later hook and no handler runs.
+        return reply.code(claim.status).headers(claim.headers).header("idempotency-replayed", "true").send(claim.body);
+      }
+      state.held = { credentialId: claim.credentialId, key: claim.key, durable };
+      return undefined;
+    };
 
-  app.addHook("preHandler", authenticate);
-  app.addHook("preHandler", idempotency);
-  app.addHook("preHandler", admit);
-  app.addHook("preHandler", input);
+  const admit = (op: ServedOperation) =>
+    async function admit(req: FastifyRequest, reply: FastifyReply): Promise<void> {
+      const state = req.pipeline;
+      if (!state) return;
+      const { identity } = state;
+      const charge = await opts.charger.charge(identity, op.exactCharge);
+      reply.headers(rateLimitHeaders(charge));
+      authorize(op, identity);
+      const ctx: RpcContext = {
+        request_id: String(req.id),
+        organization_id: identity.organization_id,
+        user_id: identity.user_id,
+        credential_id: identity.credential_id,
+        scopes: identity.scopes,
+        plan: identity.plan,
+        ...(state.key === undefined ? {} : { idempotency_key: state.key }),
+      };
+      req.admitted = { ctx, identity, charge };
+    };
 
-  app.addHook("preSerialization", async (req: FastifyRequest, reply: FastifyReply, payload: unknown) => {
-    const op = req.routeOptions.config.operation;
-    if (!op || !req.admitted) return payload;
-    let data = payload;
-    if (data instanceof WithStatus) {
-      reply.code(data.status);
-      data = data.body;
-    }
-    const query = req.prepared?.query;
-    if (op.paginated && isRecord(query) && isRecord(data) && typeof data["next_cursor"] === "string") {
-      data["next_cursor"] = opts.cursors.wrap(op.url, query, data["next_cursor"]);
-    }
-    return data;
-  });
+  const input = (op: ServedOperation) => {
+    const unwrap = (query: Record<string, unknown>, after: string) => opts.cursors.unwrap(op.url, query, after);
+    return async function input(req: FastifyRequest, reply: FastifyReply): Promise<void> {
+      if (!req.admitted) return;
+      req.prepared = op.prepare({ params: req.params, query: req.query, body: req.body }, unwrap);
+      reply.code(op.status);
+    };
+  };
 
-  app.addHook("onError", async (req, _reply, error) => {
+  /** A forward() answering `WithStatus`, and the next cursor of a paginated list signed and bound to its query. */
+  const shape = (op: ServedOperation) =>
+    async function shape(req: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
+      let data = payload;
+      if (data instanceof WithStatus) {
+        reply.code(data.status);
+        data = data.body;
+      }
+      const query = req.prepared?.query;
+      if (op.paginated && isRecord(query) && isRecord(data) && typeof data["next_cursor"] === "string") {
+        data["next_cursor"] = opts.cursors.wrap(op.url, query, data["next_cursor"]);
+      }
+      return data;
+    };
+
+  async function noteFailure(req: FastifyRequest, _reply: FastifyReply, error: unknown): Promise<void> {
     if (req.pipeline) req.pipeline.failure = error;
-  });
+  }
 
   // The outcome under the key is stored before the response leaves, so a retry that follows the
   // response always finds it.
-  app.addHook("onSend", async (req: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+  async function storeOutcome(req: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
     const state = req.pipeline;
     const held = state?.held;
     if (!state || !held) return payload;
@@ -185,5 +180,21 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
       throw e;
     }
     return payload;
+  }
+
+  app.addHook("onRoute", (route) => {
+    const op = route.config?.operation;
+    if (!op) return;
+    route.preHandler = [...hooks(route.preHandler), authenticate(op), ...(op.idempotent ? [idempotency(op)] : []), admit(op), input(op)];
+    route.preSerialization = [...hooks(route.preSerialization), shape(op)];
+    if (op.idempotent) {
+      route.onError = [...hooks(route.onError), noteFailure];
+      route.onSend = [...hooks(route.onSend), storeOutcome];
+    }
   });
+}
+
+/** A route option's hooks as a list (fastify takes one function or an array). */
+function hooks<H>(h: H | H[] | undefined): H[] {
+  return h === undefined ? [] : Array.isArray(h) ? h : [h];
 }
