@@ -1,6 +1,6 @@
 import type { Identity, RpcContext } from "@tasksvc/contracts";
 import { AppError, isAppError, toProblem } from "@tasksvc/errors";
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from "fastify";
 import type { Authenticator } from "./auth.js";
 import { WithStatus, type Operation, type ServedOperation } from "./operations.js";
 import type { CursorCodec } from "./policies/cursors.js";
@@ -125,18 +125,24 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
       req.admitted = { ctx, identity, charge };
     };
 
+  // The two steps that never wait are callback hooks: no promise per request for them.
   const input = (op: ServedOperation) => {
     const unwrap = (query: Record<string, unknown>, after: string) => opts.cursors.unwrap(op.url, query, after);
-    return async function input(req: FastifyRequest, reply: FastifyReply): Promise<void> {
-      if (!req.admitted) return;
-      req.prepared = op.prepare({ params: req.params, query: req.query, body: req.body }, unwrap);
+    return function input(req: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
+      if (!req.admitted) return done();
+      try {
+        req.prepared = op.prepare({ params: req.params, query: req.query, body: req.body }, unwrap);
+      } catch (e) {
+        return done(e instanceof Error ? e : new Error(String(e)));
+      }
       reply.code(op.status);
+      done();
     };
   };
 
   /** A forward() answering `WithStatus`, and the next cursor of a paginated list signed and bound to its query. */
   const shape = (op: ServedOperation) =>
-    async function shape(req: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
+    function shape(req: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: Error | null, payload?: unknown) => void): void {
       let data = payload;
       if (data instanceof WithStatus) {
         reply.code(data.status);
@@ -146,7 +152,7 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
       if (op.paginated && isRecord(query) && isRecord(data) && typeof data["next_cursor"] === "string") {
         data["next_cursor"] = opts.cursors.wrap(op.url, query, data["next_cursor"]);
       }
-      return data;
+      done(null, data);
     };
 
   async function noteFailure(req: FastifyRequest, _reply: FastifyReply, error: unknown): Promise<void> {
