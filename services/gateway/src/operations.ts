@@ -230,7 +230,20 @@ export function resource(name: string, define: (r: ResourceBuilder) => void): Re
         ...operation,
         prepare(raw, unwrapCursor) {
           const input = parseInput(spec, operation.paginated, raw, unwrapCursor);
-          return { query: input.query, run: (admitted, clients) => forward({ ...input, ...admitted, clients }) };
+          // Built field by field, not by spreading: this runs on every request (decision 0012).
+          return {
+            query: input.query,
+            run: (admitted, clients) =>
+              forward({
+                params: input.params,
+                query: input.query,
+                body: input.body,
+                ctx: admitted.ctx,
+                identity: admitted.identity,
+                charge: admitted.charge,
+                clients,
+              }),
+          };
         },
       });
     },
@@ -248,9 +261,12 @@ export function resource(name: string, define: (r: ResourceBuilder) => void): Re
           method: operation.method,
           url: operation.url,
           config: { operation },
-          handler: async (req) => {
+          handler: async (req, reply) => {
             if (!req.prepared || !req.admitted) throw new Error(`${operation.method} ${operation.url} ran without the pipeline`);
-            return req.prepared.run(req.admitted, opts.clients);
+            const result = await req.prepared.run(req.admitted, opts.clients);
+            if (!(result instanceof WithStatus)) return result;
+            reply.code(result.status);
+            return result.body;
           },
         });
       }

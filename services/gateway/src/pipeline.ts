@@ -2,7 +2,7 @@ import type { Identity, RpcContext } from "@tasksvc/contracts";
 import { AppError, isAppError, toProblem } from "@tasksvc/errors";
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from "fastify";
 import type { Authenticator } from "./auth.js";
-import { WithStatus, type Operation, type ServedOperation } from "./operations.js";
+import type { Operation, ServedOperation } from "./operations.js";
 import type { CursorCodec } from "./policies/cursors.js";
 import { claimIdempotency, parseIdempotencyKey, requestFingerprint } from "./policies/idempotency.js";
 import { rateLimitHeaders, type Charger } from "./policies/limits.js";
@@ -125,34 +125,33 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
       req.admitted = { ctx, identity, charge };
     };
 
-  // The two steps that never wait are callback hooks: no promise per request for them.
+  // The steps that never wait are callback hooks: no promise per request for them.
   const input = (op: ServedOperation) => {
     const unwrap = (query: Record<string, unknown>, after: string) => opts.cursors.unwrap(op.url, query, after);
     return function input(req: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
-      if (!req.admitted) return done();
+      if (!req.admitted) {
+        done();
+        return;
+      }
       try {
         req.prepared = op.prepare({ params: req.params, query: req.query, body: req.body }, unwrap);
       } catch (e) {
-        return done(e instanceof Error ? e : new Error(String(e)));
+        done(e instanceof Error ? e : new Error(String(e)));
+        return;
       }
       reply.code(op.status);
       done();
     };
   };
 
-  /** A forward() answering `WithStatus`, and the next cursor of a paginated list signed and bound to its query. */
-  const shape = (op: ServedOperation) =>
-    function shape(req: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: Error | null, payload?: unknown) => void): void {
-      let data = payload;
-      if (data instanceof WithStatus) {
-        reply.code(data.status);
-        data = data.body;
-      }
+  /** The next cursor of a paginated list, signed and bound to the list's query. */
+  const signCursor = (op: ServedOperation) =>
+    function signCursor(req: FastifyRequest, _reply: FastifyReply, payload: unknown, done: (err: Error | null, payload?: unknown) => void): void {
       const query = req.prepared?.query;
-      if (op.paginated && isRecord(query) && isRecord(data) && typeof data["next_cursor"] === "string") {
-        data["next_cursor"] = opts.cursors.wrap(op.url, query, data["next_cursor"]);
+      if (isRecord(query) && isRecord(payload) && typeof payload["next_cursor"] === "string") {
+        payload["next_cursor"] = opts.cursors.wrap(op.url, query, payload["next_cursor"]);
       }
-      done(null, data);
+      done(null, payload);
     };
 
   async function noteFailure(req: FastifyRequest, _reply: FastifyReply, error: unknown): Promise<void> {
@@ -192,7 +191,7 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
     const op = route.config?.operation;
     if (!op) return;
     route.preHandler = [...hooks(route.preHandler), authenticate(op), ...(op.idempotent ? [idempotency(op)] : []), admit(op), input(op)];
-    route.preSerialization = [...hooks(route.preSerialization), shape(op)];
+    if (op.paginated) route.preSerialization = [...hooks(route.preSerialization), signCursor(op)];
     if (op.idempotent) {
       route.onError = [...hooks(route.onError), noteFailure];
       route.onSend = [...hooks(route.onSend), storeOutcome];
