@@ -124,8 +124,21 @@ export function createDb(opts: DbOptions): Database {
 
   // max_pipeline back to the driver's default: only the transaction's own statements queue on a
   // slot; lifetime recycling off, since it would end a connection in the middle of a transaction.
+  //
+  // A slot's connections are read-only unless inside our BEGIN READ WRITE (transactions.ts): when
+  // a slot's connection is lost while a statement of the transaction still waits to be sent, the
+  // driver reconnects and sends that statement on the new connection, outside the transaction;
+  // there the server refuses a write (25006) instead of committing it on its own.
   const transactions = transactionPool(txMax, (onclose) => {
-    const slotOptions = { ...connectionOptions(opts), max: 1, max_pipeline: 100, max_lifetime: null, onclose };
+    const base = connectionOptions(opts);
+    const slotOptions = {
+      ...base,
+      connection: { ...base.connection, default_transaction_read_only: true },
+      max: 1,
+      max_pipeline: 100,
+      max_lifetime: null,
+      onclose,
+    };
     return postgres(url, slotOptions);
   });
 

@@ -45,6 +45,10 @@ interface Slot {
  *   statements of the function fail instead of running on a new connection.
  * - COMMIT of a transaction that failed earlier answers ROLLBACK without an error: checked.
  * - After anything unclear (a lost connection, a failed ROLLBACK), the slot gets a new instance.
+ * - A slot's connection is read-only outside BEGIN READ WRITE (default_transaction_read_only):
+ *   a statement the driver still held when the connection was lost is sent, after it reconnects,
+ *   on a connection outside the transaction, and ending the instance cannot stop it once it is the
+ *   reconnect's first query; the server then refuses it as a write outside a transaction.
  */
 export function transactionPool(size: number, connect: (onclose: () => void) => Sql) {
   const make = (): Slot => {
@@ -88,7 +92,9 @@ export function transactionPool(size: number, connect: (onclose: () => void) => 
     try {
       // BEGIN goes out now and the function's first statement right behind it on the same
       // connection (one round trip saved); both are sent before any socket event can intervene.
-      const begun = slot.sql`begin`.execute();
+      // READ WRITE: the slot's connections are read-only outside it (pool.ts), so a statement the
+      // driver re-sends on a new connection after a loss cannot commit a part of the transaction.
+      const begun = slot.sql`begin read write`.execute();
       begun.catch(() => undefined); // awaited below; a failure surfaces there or in fn
       const result = await fn(slot.sql as unknown as TxSql);
       await begun;

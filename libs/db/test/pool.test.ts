@@ -99,6 +99,30 @@ describe("createDb", () => {
     expect(() => db.sql.reserve()).toThrow(/db\.tx/);
   });
 
+  it("when a statement of a transaction reaches its connection outside the transaction, then the server refuses to write it", async () => {
+    // What the driver does after a lost connection (a statement it still held is sent on the
+    // reconnected connection, outside BEGIN), made deterministic: the function ends the
+    // transaction itself and writes on. Without the slots' read-only default this insert
+    // committed on its own: a part of a transaction that failed.
+    const n = 987_654;
+    const failure = await db
+      .tx(async (t) => {
+        await t`commit`;
+        await t`insert into acked (n) values (${n})`;
+      })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    expect((failure as { code?: string } | undefined)?.code).toBe("25006");
+    expect(await db.sql`select 1 from acked where n = ${n}`).toHaveLength(0);
+    // The slot still runs ordinary transactions (its BEGIN is READ WRITE).
+    await db.tx(async (t) => {
+      await t`insert into acked (n) values (${n})`;
+    });
+    expect(await db.sql`select 1 from acked where n = ${n}`).toHaveLength(1);
+  });
+
   it("when two transactions deadlock, then the loser is retried and both commit", async () => {
     await db.sql.unsafe(`create table if not exists ${SCHEMA}.pair (id int primary key, v int)`);
     await db.sql.unsafe(`insert into ${SCHEMA}.pair values (1, 0), (2, 0) on conflict do nothing`);
