@@ -2,6 +2,7 @@ import { readFileSync, readdirSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ERROR_CODES } from "@tasksvc/contracts";
+import ts from "typescript";
 import { describe, expect, it } from "vitest";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -15,7 +16,8 @@ function sources(dir: string): string[] {
   });
 }
 
-const importsOf = (file: string) => [...readFileSync(file, "utf8").matchAll(/(?:from|import)\s*\(?\s*"([^"]+)"/g)].map((m) => m[1] as string);
+/** Every module a file imports or re-exports, as TypeScript's own pre-processor reads them (not a regex). */
+const importsOf = (file: string) => ts.preProcessFile(readFileSync(file, "utf8"), true, true).importedFiles.map((f) => f.fileName);
 const pkgName = (spec: string) => (spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : (spec.split("/")[0] as string));
 
 /** STYLE.md "What may import what". jose also serves the keys service's development issuer. */

@@ -14,6 +14,8 @@ export interface TxOptions {
 }
 
 const RETRYABLE = new Set<string>([PG.serializationFailure, PG.deadlockDetected]);
+/** read_only_sql_transaction: a write outside BEGIN READ WRITE on a slot's read-only connection. */
+const READ_ONLY_TRANSACTION = "25006";
 
 /** An error that leaves the transaction's outcome to the server: its connection is gone. */
 export class TransactionConnectionLost extends Error {
@@ -104,7 +106,11 @@ export function transactionPool(size: number, connect: (onclose: () => void) => 
       if (done.command !== "COMMIT") throw new Error(`the transaction was rolled back (${done.command}): a statement in it failed`);
       return result;
     } catch (e) {
-      if (slot.closes !== closes) trusted = false;
+      // 25006 on a slot is a statement that reached the server outside our BEGIN READ WRITE: the
+      // driver re-sent it on a new connection after losing the old one, without always telling
+      // us (a connection lost while it was still starting calls no onclose). The same as a close.
+      const resentOutside = isPgError(e) && e.code === READ_ONLY_TRANSACTION;
+      if (slot.closes !== closes || resentOutside) trusted = false;
       else {
         try {
           await slot.sql`rollback`;
@@ -112,7 +118,8 @@ export function transactionPool(size: number, connect: (onclose: () => void) => 
           trusted = false;
         }
       }
-      throw slot.closes !== closes && !(e instanceof TransactionConnectionLost) && !isConnectionError(e) ? new TransactionConnectionLost() : e;
+      const lost = slot.closes !== closes || resentOutside;
+      throw lost && !(e instanceof TransactionConnectionLost) && !isConnectionError(e) ? new TransactionConnectionLost() : e;
     } finally {
       active.delete(slot);
       if (!trusted && !ended) slot = replace(slot);

@@ -99,7 +99,7 @@ describe("createDb", () => {
     expect(() => db.sql.reserve()).toThrow(/db\.tx/);
   });
 
-  it("when a statement of a transaction reaches its connection outside the transaction, then the server refuses to write it", async () => {
+  it("when a statement of a transaction reaches its connection outside the transaction, then the server refuses to write it and the transaction fails as a lost connection", async () => {
     // What the driver does after a lost connection (a statement it still held is sent on the
     // reconnected connection, outside BEGIN), made deterministic: the function ends the
     // transaction itself and writes on. Without the slots' read-only default this insert
@@ -114,7 +114,9 @@ describe("createDb", () => {
         () => undefined,
         (e: unknown) => e,
       );
-    expect((failure as { code?: string } | undefined)?.code).toBe("25006");
+    // The server refused the write (25006), and tx() reports what it means: the transaction's
+    // connection was lost and nothing of it committed (callers answer 503).
+    expect((failure as { code?: string } | undefined)?.code).toBe("CONNECTION_CLOSED");
     expect(await db.sql`select 1 from acked where n = ${n}`).toHaveLength(0);
     // The slot still runs ordinary transactions (its BEGIN is READ WRITE).
     await db.tx(async (t) => {
