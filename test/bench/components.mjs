@@ -50,7 +50,7 @@ async function gatewayChild(tree) {
   const app = buildGateway({
     log: createLogger({ service: "bench", level: "silent" }),
     auth: { authenticate: async () => identity, stop() {} },
-    clients: { keys: stub, tasks: stub, boards: stub },
+    clients: { keys: stub, tasks: stub, boards: stub, webhooks: stub },
     sql: {},
     nc: {},
     repo: { claimIdempotencyKey: async () => true, storeIdempotentOutcome: async () => {}, releaseIdempotencyKey: async () => {} },

@@ -23,6 +23,8 @@ const SAMPLE_BODIES: Record<string, (ids: Ids) => unknown> = {
   "PATCH /v1/projects/:project_id": () => ({ description: "changed by another organization" }),
   "PATCH /v1/daily-plan": () => ({ section: "TODO", status: "PLANNED" }),
   "POST /v1/daily-plan/entries": (ids) => ({ date: "2026-11-23", task_id: ids.task_id, section: "TODO" }),
+  "POST /v1/webhook-endpoints": () => ({ url: "https://hooks.example.com/route-auth" }),
+  "PATCH /v1/webhook-endpoints/:endpoint_id": () => ({ enabled: false }),
 };
 const SAMPLE_QUERIES: Record<string, string> = {
   "GET /v1/daily-plan": "?date=2026-11-23",
@@ -37,8 +39,17 @@ interface Ids {
   blocker_task_id: string;
   project_id: string;
   entry_id: string;
+  endpoint_id: string;
 }
-const PLACEHOLDER_IDS: Ids = { organization_id: "org_x", key_id: "key_x", task_id: "T-1", blocker_task_id: "T-2", project_id: "prj_x", entry_id: "ent_x" };
+const PLACEHOLDER_IDS: Ids = {
+  organization_id: "org_x",
+  key_id: "key_x",
+  task_id: "T-1",
+  blocker_task_id: "T-2",
+  project_id: "prj_x",
+  entry_id: "ent_x",
+  endpoint_id: "whe_x",
+};
 
 const nameOf = (op: { method: string; url: string }) => `${op.method} ${op.url}`;
 function pathOf(url: string, ids: Ids): string {
@@ -100,7 +111,9 @@ describe("every operation on a named resource answers 404 to another organizatio
     const task = await gw.post("/v1/tasks", { title: "owned" }, as);
     const blocker = await gw.post("/v1/tasks", { title: "owned blocker" }, as);
     const project = await gw.post("/v1/projects", { name: "owned" }, as);
-    for (const r of [key, task, blocker, project]) expect(r.status, r.text).toBe(201);
+    // Tenants default to the pro plan, which has outbound_webhooks.
+    const endpoint = await gw.post("/v1/webhook-endpoints", { url: "https://hooks.example.com/owned" }, as);
+    for (const r of [key, task, blocker, project, endpoint]) expect(r.status, r.text).toBe(201);
     const linked = await gw.post(`/v1/tasks/${task.body.id}/dependencies`, { blocker_task_id: blocker.body.id }, as);
     expect(linked.status, linked.text).toBe(201);
     const entry = await gw.post("/v1/daily-plan/entries", { date: "2026-11-23", task_id: task.body.id, section: "TODO" }, as);
@@ -112,6 +125,7 @@ describe("every operation on a named resource answers 404 to another organizatio
       blocker_task_id: blocker.body.id,
       project_id: project.body.id,
       entry_id: entry.body.id,
+      endpoint_id: endpoint.body.id,
     };
     // Task numbers are per organization: the other one must have none, so "T-1" is not its own.
     expect((await gw.get("/v1/tasks", { token: other.apiKey })).body.data).toEqual([]);
@@ -150,5 +164,8 @@ describe("every operation on a named resource answers 404 to another organizatio
     expect(keys.body.data.map((k: { id: string }) => k.id)).toContain(ids.key_id);
     const board = await gw.get("/v1/daily-plan?date=2026-11-23", as);
     expect(JSON.stringify(board.body)).toContain(ids.entry_id);
+    const endpoint = await gw.get(`/v1/webhook-endpoints/${ids.endpoint_id}`, as);
+    expect(endpoint.status, endpoint.text).toBe(200);
+    expect(endpoint.body.enabled).toBe(true);
   });
 });

@@ -18,6 +18,7 @@ const SERVICE_READY: Record<Exclude<ServiceName, "gateway">, string> = {
   keys: "keys service ready",
   tasks: "tasks service ready",
   boards: "boards service ready",
+  webhooks: "webhooks service ready",
 };
 
 beforeAll(async () => {

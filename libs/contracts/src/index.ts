@@ -5,5 +5,6 @@ export * from "./rpc.js";
 export * from "./keys.js";
 export * from "./tasks.js";
 export * from "./boards.js";
+export * from "./webhooks.js";
 export * from "./services.js";
 export * from "./caller.js";

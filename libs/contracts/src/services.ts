@@ -2,6 +2,7 @@ import { boardsRpc } from "./boards.js";
 import { keysRpc } from "./keys.js";
 import type { RpcCatalog } from "./rpc.js";
 import { tasksRpc } from "./tasks.js";
+import { webhooksRpc } from "./webhooks.js";
 
 /** One service of the system, as everything that starts or calls services sees it. */
 export interface ServiceEntry {
@@ -23,6 +24,7 @@ export const SERVICES = [
   { name: keysRpc.service, rpc: keysRpc, testReplicas: 2 },
   { name: tasksRpc.service, rpc: tasksRpc, testReplicas: 2 },
   { name: boardsRpc.service, rpc: boardsRpc, testReplicas: 1 },
+  { name: webhooksRpc.service, rpc: webhooksRpc, testReplicas: 1 },
   { name: "gateway", testReplicas: 2 },
 ] as const satisfies readonly ServiceEntry[];
 

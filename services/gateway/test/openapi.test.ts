@@ -182,6 +182,25 @@ describe("real responses match the document", () => {
     expectMatches("/v1/projects/{project_id}", "delete", await gw.delete(`/v1/projects/${project.body.id}`, opts));
   });
 
+  it("when each webhook-endpoint operation is called, then its bodies fit the document", async () => {
+    const t = await f.tenant();
+    const opts = { token: t.apiKey };
+    const created = await gw.post("/v1/webhook-endpoints", { url: "https://hooks.example.com/doc" }, { ...opts, headers: { "idempotency-key": "doc-hook" } });
+    expect(created.status, created.text).toBe(201);
+    expectMatches("/v1/webhook-endpoints", "post", created);
+    expectMatches("/v1/webhook-endpoints", "get", await gw.get("/v1/webhook-endpoints", opts));
+    const path = `/v1/webhook-endpoints/${created.body.id}`;
+    expectMatches("/v1/webhook-endpoints/{endpoint_id}", "get", await gw.get(path, opts));
+    expectMatches("/v1/webhook-endpoints/{endpoint_id}", "patch", await gw.patch(path, { event_types: ["task.created"] }, opts));
+    const bad = await gw.post("/v1/webhook-endpoints", { url: "http://hooks.example.com/doc" }, opts);
+    expect(bad.status, bad.text).toBe(400);
+    expectMatches("/v1/webhook-endpoints", "post", bad, "application/problem+json");
+    expectMatches("/v1/webhook-endpoints/{endpoint_id}", "delete", await gw.delete(path, opts));
+    const gone = await gw.get(path, opts);
+    expect(gone.status).toBe(404);
+    expectMatches("/v1/webhook-endpoints/{endpoint_id}", "get", gone, "application/problem+json");
+  });
+
   it("when each daily-board operation is called, then its bodies fit the document", async () => {
     const t = await f.tenant();
     const opts = { token: t.apiKey };

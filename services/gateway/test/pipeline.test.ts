@@ -1,4 +1,4 @@
-import { PageQuery, boardsRpc, keysRpc, tasksRpc } from "@tasksvc/contracts";
+import { PageQuery, boardsRpc, keysRpc, tasksRpc, webhooksRpc } from "@tasksvc/contracts";
 import { createDb } from "@tasksvc/db";
 import { createLogger } from "@tasksvc/logger";
 import { client, connectNats, type NatsConnection } from "@tasksvc/nats";
@@ -69,12 +69,13 @@ beforeAll(async () => {
     const keys = client(nc, keysRpc, { namespace, timeoutMs });
     const tasks = client(nc, tasksRpc, { namespace, timeoutMs });
     const boards = client(nc, boardsRpc, { namespace, timeoutMs });
+    const webhooks = client(nc, webhooksRpc, { namespace, timeoutMs });
     const auth = createAuthenticator({ nc, namespace, keys, log, issuer: "tasksvc-dev", audience: "tasksvc-api", cacheTtlMs: 5000 });
     const repo = gatewayRepo(sql);
     return buildGateway({
       log,
       auth,
-      clients: { keys, tasks, boards },
+      clients: { keys, tasks, boards, webhooks },
       sql,
       nc,
       bodyLimit: 1024 * 1024,

@@ -7,9 +7,10 @@ import { organizations } from "./organizations.js";
 import { projects } from "./projects.js";
 import { tasks } from "./tasks.js";
 import { usage } from "./usage.js";
+import { webhookEndpoints } from "./webhook-endpoints.js";
 
 /** Every resource of the public API, in the order of the reference documentation. */
-export const resources: readonly Resource[] = [organizations, members, apiKeys, usage, tasks, dependencies, projects, dailyPlan];
+export const resources: readonly Resource[] = [organizations, members, apiKeys, usage, tasks, dependencies, projects, dailyPlan, webhookEndpoints];
 
 /** Every public operation, in the same order. */
 export const operations: readonly Operation[] = resources.flatMap((r) => r.operations);

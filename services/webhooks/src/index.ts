@@ -1,0 +1,1 @@
+export { service, WebhooksConfig } from "./service.js";

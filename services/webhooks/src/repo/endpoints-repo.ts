@@ -1,0 +1,100 @@
+import type { TaskEventType, WebhookEndpoint } from "@tasksvc/contracts";
+import { decodeKeyset, idempotencyRecords, pageOf, type Sql } from "@tasksvc/db";
+
+interface EndpointRow {
+  id: string;
+  url: string;
+  enabled: boolean;
+  event_types: TaskEventType[];
+  verified: boolean;
+  disabled_reason: string | null;
+  created_at: Date;
+  updated_at: Date;
+  cursor_at: string;
+}
+
+// Never `select *`: the sealed secrets stay in the table unless a query names them.
+const COLS = "id, url, enabled, event_types, verified, disabled_reason, created_at, updated_at";
+
+const toEndpoint = (r: EndpointRow): WebhookEndpoint => ({
+  id: r.id,
+  url: r.url,
+  enabled: r.enabled,
+  event_types: r.event_types,
+  verified: r.verified,
+  disabled_reason: r.disabled_reason,
+  created_at: r.created_at.toISOString(),
+  updated_at: r.updated_at.toISOString(),
+});
+
+export interface NewEndpoint {
+  id: string;
+  organizationId: string;
+  url: string;
+  eventTypes: TaskEventType[];
+  secretSealed: string;
+}
+
+export interface EndpointPatch {
+  url?: string | undefined;
+  event_types?: TaskEventType[] | undefined;
+  enabled?: boolean | undefined;
+}
+
+/** All SQL of the webhooks service (schema `webhooks`). Bound to a pool or to one transaction. */
+export function endpointsRepo(sql: Sql) {
+  const cols = sql.unsafe(COLS);
+  return {
+    async insert(e: NewEndpoint): Promise<WebhookEndpoint> {
+      const [row] = await sql<EndpointRow[]>`
+        insert into endpoints (id, organization_id, url, event_types, secret_sealed)
+        values (${e.id}, ${e.organizationId}, ${e.url}, ${e.eventTypes}::text[], ${e.secretSealed})
+        returning ${cols}, '' as cursor_at`;
+      if (!row) throw new Error("insert returned no row");
+      return toEndpoint(row);
+    },
+
+    async get(org: string, id: string): Promise<WebhookEndpoint | undefined> {
+      const [row] = await sql<EndpointRow[]>`select ${cols}, '' as cursor_at from endpoints where organization_id = ${org} and id = ${id}`;
+      return row && toEndpoint(row);
+    },
+
+    async list(org: string, limit: number, after: string | undefined) {
+      const [at, id] = after ? decodeKeyset(after, 2) : [null, null];
+      const rows = await sql<EndpointRow[]>`
+        select ${cols}, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as cursor_at from endpoints
+        where organization_id = ${org}
+          ${at === null ? sql`` : sql`and (created_at, id) < (${String(at)}::text::timestamp at time zone 'UTC', ${String(id)})`}
+        order by created_at desc, id desc
+        limit ${limit + 1}`;
+      return pageOf(rows, limit, toEndpoint, (r) => [r.cursor_at, r.id]);
+    },
+
+    /**
+     * Undefined for an unknown endpoint. `enabled: true` resets the failure count and the
+     * auto-disable reason (spec 3.4), even when the endpoint was already enabled.
+     */
+    async update(org: string, id: string, p: EndpointPatch): Promise<WebhookEndpoint | undefined> {
+      const [row] = await sql<EndpointRow[]>`
+        update endpoints set
+          url = ${p.url === undefined ? sql`url` : sql`${p.url}`},
+          event_types = ${p.event_types === undefined ? sql`event_types` : sql`${p.event_types}::text[]`},
+          enabled = ${p.enabled === undefined ? sql`enabled` : sql`${p.enabled}`},
+          failure_count = ${p.enabled === true ? sql`0` : sql`failure_count`},
+          disabled_reason = ${p.enabled === true ? sql`null` : sql`disabled_reason`},
+          updated_at = clock_timestamp()
+        where organization_id = ${org} and id = ${id}
+        returning ${cols}, '' as cursor_at`;
+      return row && toEndpoint(row);
+    },
+
+    async remove(org: string, id: string): Promise<boolean> {
+      const rows = await sql`delete from endpoints where organization_id = ${org} and id = ${id} returning 1`;
+      return rows.length === 1;
+    },
+
+    /** The service's Idempotency-Key records (libs/db). */
+    idempotency: idempotencyRecords(sql),
+  };
+}
+export type EndpointsRepo = ReturnType<typeof endpointsRepo>;

@@ -1,0 +1,167 @@
+import { e2eContext } from "@tasksvc/testing";
+import { describe, expect, it } from "vitest";
+
+const { gw, gw2, f, db } = e2eContext();
+
+const rowsOf = async (orgId: string) =>
+  db<{ id: string; secret_sealed: string; failure_count: number }[]>`
+    select id, secret_sealed, failure_count from webhooks.endpoints where organization_id = ${orgId}`;
+
+const create = (token: string, body: unknown, headers: Record<string, string> = {}) => gw.post("/v1/webhook-endpoints", body, { token, headers });
+
+describe("webhook endpoints", () => {
+  it("when created, then 201 with a whsec_ secret that no read shows, stored only sealed", async () => {
+    const t = await f.tenant();
+    const r = await create(t.apiKey, { url: "https://hooks.example.com/tasks", event_types: ["task.created"] });
+    expect(r.status, r.text).toBe(201);
+    expect(r.body).toEqual({
+      id: expect.stringMatching(/^whe_/),
+      url: "https://hooks.example.com/tasks",
+      enabled: true,
+      event_types: ["task.created"],
+      verified: false,
+      disabled_reason: null,
+      created_at: expect.any(String),
+      updated_at: r.body.created_at,
+      secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]+=*$/),
+    });
+    const { secret, ...endpoint } = r.body;
+    const got = await gw.get(`/v1/webhook-endpoints/${r.body.id}`, { token: t.apiKey });
+    expect(got.status, got.text).toBe(200);
+    expect(got.body).toEqual(endpoint);
+    const list = await gw.get("/v1/webhook-endpoints", { token: t.apiKey });
+    expect(list.status, list.text).toBe(200);
+    expect(list.body).toEqual({ data: [endpoint], has_more: false, next_cursor: null });
+    expect(got.text + list.text).not.toContain(secret);
+    const [row] = await rowsOf(t.organizationId);
+    expect(row?.secret_sealed.startsWith("v1.")).toBe(true);
+    expect(row?.secret_sealed).not.toContain(secret);
+    expect(row?.secret_sealed).not.toContain(secret.slice("whsec_".length));
+    // The service's idempotency record holds nothing of the plain secret either.
+    const records = await db`select result::text as result from webhooks.idempotency`;
+    expect(records.map((x) => String(x["result"])).join("\n")).not.toContain(secret);
+  });
+
+  it("when created again with the same Idempotency-Key, then the same secret is replayed and one endpoint exists", async () => {
+    const t = await f.tenant();
+    const headers = { "idempotency-key": "create-hook" };
+    const body = { url: "https://hooks.example.com/a" };
+    const first = await create(t.apiKey, body, headers);
+    expect(first.status, first.text).toBe(201);
+    expect(first.body.event_types).toEqual([]);
+    const again = await gw2.post("/v1/webhook-endpoints", body, { token: t.apiKey, headers });
+    expect(again.status, again.text).toBe(201);
+    expect(again.body).toEqual(first.body);
+    expect(await rowsOf(t.organizationId)).toHaveLength(1);
+    const other = await create(t.apiKey, body, { "idempotency-key": "create-hook-2" });
+    expect(other.status, other.text).toBe(201);
+    expect(other.body.secret).not.toBe(first.body.secret);
+  });
+
+  it("when pages are asked for, then newest first with a cursor", async () => {
+    const t = await f.tenant();
+    const a = (await create(t.apiKey, { url: "https://hooks.example.com/1" })).body;
+    const b = (await create(t.apiKey, { url: "https://hooks.example.com/2" })).body;
+    const page1 = await gw.get("/v1/webhook-endpoints?limit=1", { token: t.apiKey });
+    expect(
+      page1.body.data.map((e: { id: string }) => e.id),
+      page1.text,
+    ).toEqual([b.id]);
+    expect(page1.body.has_more).toBe(true);
+    const page2 = await gw.get(`/v1/webhook-endpoints?limit=1&after=${encodeURIComponent(page1.body.next_cursor)}`, { token: t.apiKey });
+    expect(
+      page2.body.data.map((e: { id: string }) => e.id),
+      page2.text,
+    ).toEqual([a.id]);
+    expect(page2.body.has_more).toBe(false);
+  });
+
+  it("when the plan lacks outbound_webhooks (free), then 403 feature_not_enabled and nothing is created", async () => {
+    const t = await f.tenant("free");
+    const r = await create(t.apiKey, { url: "https://hooks.example.com/free" });
+    expect(r.status, r.text).toBe(403);
+    expect(r.body.code).toBe("feature_not_enabled");
+    expect(await rowsOf(t.organizationId)).toHaveLength(0);
+  });
+
+  it("when the body breaks a rule, then 400 validation_failed naming the field", async () => {
+    const t = await f.tenant();
+    const cases: Array<[unknown, string]> = [
+      [{ url: "http://hooks.example.com/plain" }, "/url"],
+      [{ url: "https://user:pass@hooks.example.com/" }, "/url"],
+      [{ url: "not a url" }, "/url"],
+      [{ url: `https://hooks.example.com/${"a".repeat(2048)}` }, "/url"],
+      [{}, "/url"],
+      [{ url: "https://hooks.example.com/", event_types: ["task.deleted"] }, "/event_types/0"],
+      [{ url: "https://hooks.example.com/", event_types: ["task.created", "task.created"] }, "/event_types"],
+      [{ url: "https://hooks.example.com/", secret: "whsec_mine" }, "/secret"],
+    ];
+    for (const [body, pointer] of cases) {
+      const r = await create(t.apiKey, body);
+      expect(r.status, `${JSON.stringify(body)} → ${r.text}`).toBe(400);
+      expect(r.body.code).toBe("validation_failed");
+      expect(r.body.errors, r.text).toEqual(expect.arrayContaining([expect.objectContaining({ pointer })]));
+    }
+    expect(await rowsOf(t.organizationId)).toHaveLength(0);
+  });
+
+  it("when patched, then url, event_types and enabled change, and enabling resets the failure count", async () => {
+    const t = await f.tenant();
+    const e = (await create(t.apiKey, { url: "https://hooks.example.com/old" })).body;
+    const path = `/v1/webhook-endpoints/${e.id}`;
+    const off = await gw.patch(path, { enabled: false }, { token: t.apiKey });
+    expect(off.status, off.text).toBe(200);
+    expect(off.body).toMatchObject({ id: e.id, enabled: false, url: e.url });
+    expect(off.body).not.toHaveProperty("secret");
+    await db`update webhooks.endpoints set failure_count = 7, disabled_reason = 'too many failures' where id = ${e.id}`;
+    const on = await gw.patch(
+      path,
+      { enabled: true, url: "https://hooks.example.com/new", event_types: ["task.updated", "task.archived"] },
+      { token: t.apiKey },
+    );
+    expect(on.status, on.text).toBe(200);
+    expect(on.body).toMatchObject({
+      enabled: true,
+      disabled_reason: null,
+      url: "https://hooks.example.com/new",
+      event_types: ["task.updated", "task.archived"],
+    });
+    expect(on.body.updated_at >= e.updated_at).toBe(true);
+    expect((await rowsOf(t.organizationId))[0]?.failure_count).toBe(0);
+    const bad = await gw.patch(path, { url: "http://hooks.example.com/" }, { token: t.apiKey });
+    expect(bad.status, bad.text).toBe(400);
+    expect(bad.body.errors).toEqual([expect.objectContaining({ pointer: "/url" })]);
+    expect((await gw.get(path, { token: t.apiKey })).body.url).toBe("https://hooks.example.com/new");
+  });
+
+  it("when deleted, then 200 {id} and a later read or delete is 404", async () => {
+    const t = await f.tenant();
+    const e = (await create(t.apiKey, { url: "https://hooks.example.com/gone" })).body;
+    const path = `/v1/webhook-endpoints/${e.id}`;
+    const del = await gw.delete(path, { token: t.apiKey });
+    expect(del.status, del.text).toBe(200);
+    expect(del.body).toEqual({ id: e.id });
+    for (const r of [await gw.get(path, { token: t.apiKey }), await gw.delete(path, { token: t.apiKey })]) {
+      expect(r.status, r.text).toBe(404);
+      expect(r.body.code).toBe("resource_not_found");
+    }
+    expect(await rowsOf(t.organizationId)).toHaveLength(0);
+  });
+
+  it("when another organization names the endpoint, then 404 for every operation and it is unchanged", async () => {
+    const owner = await f.tenant();
+    const other = await f.tenant();
+    const e = (await create(owner.apiKey, { url: "https://hooks.example.com/mine" })).body;
+    const path = `/v1/webhook-endpoints/${e.id}`;
+    for (const r of [
+      await gw.get(path, { token: other.apiKey }),
+      await gw.patch(path, { enabled: false }, { token: other.apiKey }),
+      await gw.delete(path, { token: other.apiKey }),
+    ]) {
+      expect(r.status, r.text).toBe(404);
+      expect(r.body.code).toBe("resource_not_found");
+    }
+    expect((await gw.get("/v1/webhook-endpoints", { token: other.apiKey })).body.data).toEqual([]);
+    expect((await gw.get(path, { token: owner.apiKey })).body).toMatchObject({ enabled: true });
+  });
+});
