@@ -1,4 +1,5 @@
 import type { Identity, RpcContext } from "@tasksvc/contracts";
+import { databaseErrorAsAppError } from "@tasksvc/db";
 import { AppError, isAppError, toProblem } from "@tasksvc/errors";
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from "fastify";
 import type { Authenticator } from "./auth.js";
@@ -182,7 +183,17 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
       }
     } catch (e) {
       await opts.repo.releaseIdempotencyKey(held.credentialId, held.key).catch((err: unknown) => req.log.error({ err }, "could not release idempotency key"));
-      throw e;
+      // The answer becomes this failure, rendered here: an error thrown from onSend would reach
+      // fastify's fallback handler (its own JSON, the old status) instead of problems.ts. A
+      // database that is down is a 503 to retry with the same key: the service's own record
+      // answers the retry if the operation ran.
+      const known = databaseErrorAsAppError(e);
+      if (known) req.log.warn({ err: e }, "could not store the Idempotency-Key outcome");
+      else req.log.error({ err: e }, "could not store the Idempotency-Key outcome");
+      const err = known ?? new AppError("internal_error", "An unexpected error occurred. Quote the request id when contacting support.");
+      reply.code(err.status).header("content-type", PROBLEM_TYPE);
+      if (err.retryAfter !== undefined) reply.header("retry-after", String(err.retryAfter));
+      return JSON.stringify(toProblem(err, String(req.id)));
     }
     return payload;
   }

@@ -20,6 +20,7 @@ const log = createLogger({ service: "gateway-test", level: "silent" });
 let nc: NatsConnection;
 let app: FastifyInstance;
 let slowApp: FastifyInstance;
+let storeFailsApp: FastifyInstance;
 const db = createDb({ url: stack.databaseUrl, schema: "gateway", max: 2 });
 const sql = db.sql;
 
@@ -65,13 +66,16 @@ const uploads = resource("test-only-uploads", (r) => {
 
 beforeAll(async () => {
   nc = await connectNats({ url: stack.natsUrl, name: "gateway-pipeline-test" });
-  const make = (namespace: string, timeoutMs: number) => {
+  const make = (namespace: string, timeoutMs: number, storeFails = false) => {
     const keys = client(nc, keysRpc, { namespace, timeoutMs });
     const tasks = client(nc, tasksRpc, { namespace, timeoutMs });
     const boards = client(nc, boardsRpc, { namespace, timeoutMs });
     const webhooks = client(nc, webhooksRpc, { namespace, timeoutMs });
     const auth = createAuthenticator({ nc, namespace, keys, log, issuer: "tasksvc-dev", audience: "tasksvc-api", cacheTtlMs: 5000 });
-    const repo = gatewayRepo(sql);
+    const real = gatewayRepo(sql);
+    // The gateway's database going away just as an outcome is stored (seen in the fault suite).
+    const lost = () => Promise.reject(Object.assign(new Error("connection closed"), { code: "CONNECTION_CLOSED" }));
+    const repo = storeFails ? { ...real, storeIdempotentOutcome: lost } : real;
     return buildGateway({
       log,
       auth,
@@ -87,6 +91,7 @@ beforeAll(async () => {
     });
   };
   app = make(stack.namespace, 5000);
+  storeFailsApp = make(stack.namespace, 5000, true);
   // A namespace where no service listens: every call times out.
   slowApp = make(`${stack.namespace}_void`, 300);
 });
@@ -94,6 +99,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await app?.close();
   await slowApp?.close();
+  await storeFailsApp?.close();
   await nc.drain();
   await db.end({ timeout: 1 });
   await f.close();
@@ -168,6 +174,45 @@ describe("a streamed upload operation", () => {
       payload: "x",
     });
     expect(task.statusCode, task.body).toBe(415);
+  });
+});
+
+describe("an Idempotency-Key outcome that cannot be stored", () => {
+  const mint = (t: { apiKey: string }, body: unknown, key: string) =>
+    storeFailsApp.inject({
+      method: "POST",
+      url: "/v1/api-keys",
+      headers: { authorization: `Bearer ${t.apiKey}`, "content-type": "application/json", "idempotency-key": key },
+      payload: JSON.stringify(body),
+    });
+
+  it("when the operation succeeded but its outcome cannot be stored, then 503 problem+json to retry with the same key, and the retry gets the same key back", async () => {
+    const t = await f.tenant();
+    const r = await mint(t, { name: "stored elsewhere" }, "store-fails-1");
+    expect(r.statusCode, r.body).toBe(503);
+    expect(r.headers["content-type"]).toMatch(/^application\/problem\+json/);
+    expect(r.headers["retry-after"]).toBe("1");
+    expect(r.json()).toMatchObject({ code: "service_unavailable", status: 503 });
+    // The keys service recorded the key with the minted key: the retry through a healthy
+    // gateway answers it, not a second key.
+    const retry = await app.inject({
+      method: "POST",
+      url: "/v1/api-keys",
+      headers: { authorization: `Bearer ${t.apiKey}`, "content-type": "application/json", "idempotency-key": "store-fails-1" },
+      payload: JSON.stringify({ name: "stored elsewhere" }),
+    });
+    expect(retry.statusCode, retry.body).toBe(201);
+    const listed = await app.inject({ method: "GET", url: "/v1/api-keys?limit=100", headers: { authorization: `Bearer ${t.apiKey}` } });
+    expect(listed.json().data.filter((k: { name: string | null }) => k.name === "stored elsewhere")).toHaveLength(1);
+  });
+
+  it("when the request was refused (400) but the refusal cannot be stored, then 503 problem+json, never fastify's own error body", async () => {
+    const t = await f.tenant();
+    const r = await mint(t, { name: "" }, "store-fails-2");
+    expect(r.statusCode, r.body).toBe(503);
+    expect(r.headers["content-type"]).toMatch(/^application\/problem\+json/);
+    expect(r.json()).toMatchObject({ code: "service_unavailable" });
+    expect(r.json().request_id).toBe(r.headers["x-request-id"]);
   });
 });
 
