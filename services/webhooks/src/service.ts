@@ -6,6 +6,9 @@ import { defineService } from "@tasksvc/runtime";
 import { z } from "zod";
 import { endpointsService } from "./domain/endpoints-service.js";
 import { endpointsRepo } from "./repo/endpoints-repo.js";
+import { startTaskEventsConsumer } from "./consumers/task-events.js";
+import { fanOutService } from "./domain/fanout.js";
+import { deliveriesRepo } from "./repo/deliveries-repo.js";
 import { webhooksHandlers } from "./rpc.js";
 
 export const WebhooksConfig = z.object({
@@ -17,13 +20,13 @@ export type WebhooksConfig = z.output<typeof WebhooksConfig>;
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL("../migrations", import.meta.url));
 
-/** The webhooks service: organizations' webhook endpoints and their signing secrets (issue 11). */
+/** The webhooks service: organizations' webhook endpoints, their signing secrets, and deliveries (issue 11). */
 export const service = defineService({
   name: "webhooks",
   schema: "webhooks",
   migrations: MIGRATIONS_DIR,
   config: WebhooksConfig,
-  async start({ cfg, db, serve, every, log }) {
+  async start({ cfg, db, nc, namespace, serve, every, onStop, log }) {
     if (cfg.WEBHOOK_SECRET_KEY.isDevKey) {
       log.warn("WEBHOOK_SECRET_KEY is not set: signing secrets are sealed with the public development key; set it outside development");
     }
@@ -35,6 +38,10 @@ export const service = defineService({
       allowHttp: cfg.WEBHOOK_ALLOW_HTTP,
     });
     every(60 * 60_000, "idempotency sweep", () => repo.idempotency.sweep());
+    // Task events → deliveries (issue 11, fan-out). Stopped after serving stops (reverse order),
+    // before NATS drains and the pool ends.
+    const fanout = startTaskEventsConsumer({ nc, namespace, log, fanout: fanOutService({ repo: deliveriesRepo(db.sql) }) });
+    onStop(() => fanout.stop());
     serve(webhooksRpc, webhooksHandlers(svc));
   },
 });

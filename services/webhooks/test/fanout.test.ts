@@ -1,0 +1,121 @@
+import type { Task, TaskEvent, TaskEventType } from "@tasksvc/contracts";
+import { createDb, migrate, newId } from "@tasksvc/db";
+import { createLogger } from "@tasksvc/logger";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { fanOutService } from "../src/domain/fanout.js";
+import { deliveriesRepo } from "../src/repo/deliveries-repo.js";
+import { endpointsRepo } from "../src/repo/endpoints-repo.js";
+import { MIGRATIONS_DIR } from "../src/service.js";
+
+// The fan-out against a schema of its own (the stack's webhooks service consumes into
+// `webhooks`), so that no consumer races these calls and each count is this file's doing.
+const stack = inject("stack");
+const SCHEMA = "webhooks_fanout_test";
+const log = createLogger({ service: "fanout-test", level: "silent" });
+const db = createDb({ url: stack.databaseUrl, schema: SCHEMA, max: 6 });
+const sql = db.sql;
+const endpoints = endpointsRepo(sql);
+const svc = fanOutService({ repo: deliveriesRepo(sql) });
+
+beforeAll(async () => {
+  await migrate({ url: stack.databaseUrl, schema: SCHEMA, dir: MIGRATIONS_DIR, log });
+});
+
+afterAll(async () => {
+  await sql.unsafe(`drop schema ${SCHEMA} cascade`);
+  await db.end({ timeout: 1 });
+});
+
+const task: Task = {
+  id: "T-1",
+  title: "fanned out",
+  description: null,
+  status: "TODO",
+  priority: null,
+  start_date: null,
+  due_date: null,
+  notes: null,
+  story_points: null,
+  project_ids: [],
+  parent_task_id: null,
+  archived: false,
+  recurrence: null,
+  created_at: "2026-01-01T00:00:00.000Z",
+  updated_at: "2026-01-01T00:00:00.000Z",
+};
+
+const org = () => newId("org");
+const endpoint = (organizationId: string, eventTypes: TaskEventType[] = []) =>
+  endpoints.insert({ id: newId("whe"), organizationId, url: "https://hooks.example.com/x", eventTypes, secretSealed: "v1.test" });
+const event = (organizationId: string, type: TaskEventType = "task.created", createdAt = new Date().toISOString()): TaskEvent => ({
+  id: newId("evt"),
+  type,
+  organization_id: organizationId,
+  created_at: createdAt,
+  data: task,
+});
+const rowsOf = (eventId: string) =>
+  sql<{ id: string; endpoint_id: string; state: string; attempt_count: number; payload: unknown }[]>`
+    select id, endpoint_id, state, attempt_count, payload from deliveries where event_id = ${eventId} order by endpoint_id`;
+
+describe("fan-out of a task event into deliveries", () => {
+  it("when an event is fanned out, then one PENDING row per enabled subscribed endpoint of its organization, with the envelope", async () => {
+    const o = org();
+    const all = await endpoint(o);
+    const created = await endpoint(o, ["task.created"]);
+    const updatedOnly = await endpoint(o, ["task.updated"]);
+    const off = await endpoint(o);
+    await endpoints.update(o, off.id, { enabled: false });
+    const elsewhere = await endpoint(org());
+    const e = event(o);
+
+    expect(await svc.fanOut(e)).toBe(2);
+    const rows = await rowsOf(e.id);
+    expect(rows.map((r) => r.endpoint_id).sort()).toEqual([all.id, created.id].sort());
+    for (const r of rows) {
+      expect(r).toMatchObject({ id: expect.stringMatching(/^whd_/), state: "PENDING", attempt_count: 0 });
+      expect(r.payload).toEqual({ type: "task.created", timestamp: e.created_at, data: task });
+    }
+    expect(rows.map((r) => r.endpoint_id)).not.toContain(updatedOnly.id);
+    expect(rows.map((r) => r.endpoint_id)).not.toContain(elsewhere.id);
+  });
+
+  it("when the same event is fanned out again, and five times at once, then still one row per endpoint", async () => {
+    const o = org();
+    await endpoint(o);
+    await endpoint(o);
+    const e = event(o);
+    expect(await svc.fanOut(e)).toBe(2);
+    expect(await svc.fanOut(e)).toBe(0);
+    const made = await Promise.all(Array.from({ length: 5 }, () => svc.fanOut(e)));
+    expect(made).toEqual([0, 0, 0, 0, 0]);
+    expect(await rowsOf(e.id)).toHaveLength(2);
+
+    // Concurrent first handlings (two replicas): the unique key keeps one row each.
+    const e2 = event(o);
+    const first = await Promise.all(Array.from({ length: 5 }, () => svc.fanOut(e2)));
+    expect(first.reduce((a, b) => a + b, 0)).toBe(2);
+    expect(await rowsOf(e2.id)).toHaveLength(2);
+  });
+
+  it("when an endpoint is created after the event occurred, then it gets no row, even if the event is handled later", async () => {
+    const o = org();
+    const occurred = new Date(Date.now() - 60_000).toISOString();
+    const older = await endpoint(o);
+    await sql`update endpoints set created_at = ${occurred}::timestamptz - interval '1 second' where id = ${older.id}`;
+    await endpoint(o);
+    const e = event(o, "task.updated", occurred);
+    expect(await svc.fanOut(e)).toBe(1);
+    expect((await rowsOf(e.id)).map((r) => r.endpoint_id)).toEqual([older.id]);
+  });
+
+  it("when an endpoint is deleted, then its deliveries go with it", async () => {
+    const o = org();
+    const ep = await endpoint(o);
+    const e = event(o);
+    await svc.fanOut(e);
+    expect(await rowsOf(e.id)).toHaveLength(1);
+    await endpoints.remove(o, ep.id);
+    expect(await rowsOf(e.id)).toHaveLength(0);
+  });
+});

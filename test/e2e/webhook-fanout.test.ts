@@ -1,0 +1,128 @@
+import { randomUUID } from "node:crypto";
+import { taskEventSubject, type TaskEvent } from "@tasksvc/contracts";
+import { taskEventsStream } from "@tasksvc/contracts";
+import { connectNats, encodeJson, jetstream, jetstreamManager, type NatsConnection } from "@tasksvc/nats";
+import type { Tenant } from "@tasksvc/testing";
+import { afterAll, describe, expect, it } from "vitest";
+import { e2eContext } from "@tasksvc/testing";
+
+const { gw, f, db, stack, events } = e2eContext();
+let nc: NatsConnection | undefined;
+afterAll(async () => {
+  await nc?.drain();
+});
+
+interface Row {
+  id: string;
+  endpoint_id: string;
+  event_id: string;
+  event_type: string;
+  state: string;
+  payload: unknown;
+}
+const rowsOf = (orgId: string) =>
+  db<Row[]>`select id, endpoint_id, event_id, event_type, state, payload from webhooks.deliveries
+    where organization_id = ${orgId} order by created_at, endpoint_id`;
+
+/** Polls until `ok` holds for the organization's rows (or the deadline passes), then answers them. */
+async function rowsWhen(orgId: string, ok: (rows: Row[]) => boolean, timeoutMs = 10_000): Promise<Row[]> {
+  const deadline = Date.now() + timeoutMs;
+  let rows = await rowsOf(orgId);
+  while (!ok(rows) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 50));
+    rows = await rowsOf(orgId);
+  }
+  return rows;
+}
+
+const endpoint = async (t: Tenant, eventTypes?: string[]) => {
+  const r = await gw.post(
+    "/v1/webhook-endpoints",
+    { url: `https://hooks.example.com/${randomUUID()}`, ...(eventTypes ? { event_types: eventTypes } : {}) },
+    { token: t.apiKey },
+  );
+  expect(r.status, r.text).toBe(201);
+  return r.body.id as string;
+};
+
+describe("webhook fan-out from the task-event stream", () => {
+  it("when a task is created and updated, then one PENDING delivery per enabled subscribed endpoint, none for a disabled one or another org", async () => {
+    const t = await f.tenant();
+    const other = await f.tenant();
+    const createdOnly = await endpoint(t, ["task.created"]);
+    const all = await endpoint(t);
+    const off = await endpoint(t);
+    const d = await gw.patch(`/v1/webhook-endpoints/${off}`, { enabled: false }, { token: t.apiKey });
+    expect(d.status, d.text).toBe(200);
+    const foreign = await endpoint(other);
+
+    const mark = await events.mark();
+    const task = await gw.post("/v1/tasks", { title: "fan me out" }, { token: t.apiKey });
+    expect(task.status, task.text).toBe(201);
+    const [created] = await events.await(mark, t.organizationId, 1);
+    expect(created?.type).toBe("task.created");
+
+    // One statement writes every row of an event: once any is there, all are.
+    const rows = await rowsWhen(t.organizationId, (r) => r.length > 0);
+    expect(rows.map((r) => r.endpoint_id).sort(), JSON.stringify(rows)).toEqual([createdOnly, all].sort());
+    for (const r of rows) {
+      expect(r).toMatchObject({ id: expect.stringMatching(/^whd_/), event_id: created?.id, event_type: "task.created", state: "PENDING" });
+      expect(r.payload).toEqual({ type: "task.created", timestamp: created?.created_at, data: task.body });
+    }
+
+    const upd = await gw.patch(`/v1/tasks/${task.body.id}`, { title: "changed" }, { token: t.apiKey });
+    expect(upd.status, upd.text).toBe(200);
+    const after = await rowsWhen(t.organizationId, (r) => r.some((x) => x.event_type === "task.updated"));
+    const updated = after.filter((r) => r.event_type === "task.updated");
+    expect(
+      updated.map((r) => r.endpoint_id),
+      JSON.stringify(after),
+    ).toEqual([all]);
+    expect(after).toHaveLength(3);
+    expect(after.some((r) => r.endpoint_id === off)).toBe(false);
+    expect(await db`select 1 from webhooks.deliveries where endpoint_id = ${foreign}`).toHaveLength(0);
+  });
+
+  it("when an event comes again under another message id, then no second row; an endpoint created after it gets none", async () => {
+    const t = await f.tenant();
+    const ep = await endpoint(t);
+    const mark = await events.mark();
+    expect((await gw.post("/v1/tasks", { title: "once" }, { token: t.apiKey })).status).toBe(201);
+    const [event] = await events.await(mark, t.organizationId, 1);
+    if (!event) throw new Error("no task.created event");
+    await rowsWhen(t.organizationId, (r) => r.length > 0);
+    const late = await endpoint(t);
+
+    // The same event published again (a producer's retry outside the duplicate window, or a
+    // redelivery), handled after `late` exists; then a fresh event, which `late` does get.
+    nc ??= await connectNats({ url: stack.natsUrl, name: "fanout-test" });
+    const js = jetstream(nc);
+    const subject = taskEventSubject(stack.namespace, "task.created");
+    const again = await js.publish(subject, encodeJson(event), { msgID: `again_${randomUUID()}` });
+    const marker: TaskEvent = { ...event, id: `evt_marker_${randomUUID()}`, created_at: new Date(Date.now() + 1000).toISOString() };
+    await js.publish(subject, encodeJson(marker), { msgID: marker.id });
+
+    // The consumer acks after the insert: an ack floor at or past the duplicate means it was handled.
+    const jsm = await jetstreamManager(nc);
+    const deadline = Date.now() + 10_000;
+    let floor = 0;
+    while (Date.now() < deadline) {
+      floor = (await jsm.consumers.info(taskEventsStream(stack.namespace), `${stack.namespace}_webhooks_fanout`)).ack_floor.stream_seq;
+      if (floor >= again.seq) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(floor).toBeGreaterThanOrEqual(again.seq);
+    const rows = await rowsWhen(t.organizationId, (r) => r.some((x) => x.event_id === marker.id));
+    const ofEvent = rows.filter((r) => r.event_id === event.id);
+    expect(
+      ofEvent.map((r) => r.endpoint_id),
+      JSON.stringify(rows),
+    ).toEqual([ep]);
+    expect(
+      rows
+        .filter((r) => r.event_id === marker.id)
+        .map((r) => r.endpoint_id)
+        .sort(),
+    ).toEqual([ep, late].sort());
+  });
+});
