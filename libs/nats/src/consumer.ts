@@ -4,6 +4,7 @@ import {
   JetStreamApiError,
   jetstream,
   jetstreamManager,
+  type Consumer,
   type ConsumerConfig,
   type ConsumerMessages,
   type JsMsg,
@@ -122,8 +123,11 @@ export async function consume<S extends z.ZodType>(nc: NatsConnection, opts: Con
   const expires = Math.max(1000, opts.pullExpiresMs ?? 10_000);
   const base = { stream: opts.stream, durable: opts.durable };
 
-  await ensureConsumer(nc, opts);
-  const consumer = await jetstream(nc).consumers.get(opts.stream, opts.durable);
+  // A stream that does not exist yet (its owner starts later) is not a failure to start: the pull
+  // loop below retries, with backoff, exactly as it does for a stream or consumer lost later.
+  const js = jetstream(nc);
+  let consumer: Consumer | undefined;
+  await ensureConsumer(nc, opts).catch((err: unknown) => opts.log.warn({ err, ...base }, "consumer not created yet; retrying"));
 
   const inFlight = new Set<Promise<void>>();
   let stopping = false;
@@ -217,6 +221,7 @@ export async function consume<S extends z.ZodType>(nc: NatsConnection, opts: Con
       while (inFlight.size >= concurrency && !stopping) await Promise.race(inFlight);
       if (stopping) break;
       try {
+        consumer ??= await js.consumers.get(opts.stream, opts.durable);
         batch = await consumer.fetch({ max_messages: concurrency - inFlight.size, expires });
         if (stopping) void batch.close();
         // Messages already delivered to this pull are handled even when stop() came meanwhile:
@@ -229,7 +234,9 @@ export async function consume<S extends z.ZodType>(nc: NatsConnection, opts: Con
         failures++;
         opts.log.warn({ err, ...base }, "pull failed; retrying");
         await pause(Math.min(100 * 2 ** failures, 5000));
-        // A consumer deleted meanwhile (by an operator, with its stream) is created again.
+        // A consumer deleted meanwhile (by an operator, with its stream), or not created yet, is
+        // created again; its handle is looked up afresh.
+        consumer = undefined;
         if (!stopping) await ensureConsumer(nc, opts).catch((e: unknown) => opts.log.warn({ err: e, ...base }, "consumer could not be ensured"));
       } finally {
         batch = undefined;

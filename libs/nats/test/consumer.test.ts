@@ -90,6 +90,29 @@ function gate() {
 }
 
 describe("consume()", () => {
+  it("when the stream does not exist yet at start, then the consumer starts anyway and handles its messages once the stream is created", async () => {
+    // The webhooks service may start before the tasks service has declared the task-event stream.
+    const i = ++streams;
+    const name = `${prefix}_${i}`;
+    const subject = `${prefix}.${i}`;
+    const seen: number[] = [];
+    await start({
+      stream: name,
+      durable: "late_stream",
+      concurrency: 2,
+      ackWaitMs: 5000,
+      handle: async (job: Job) => {
+        seen.push(job.n);
+        return "ack";
+      },
+    });
+    await ensureStream(nc, { name, subjects: [`${subject}.>`] });
+    const js = jetstream(nc);
+    for (const n of [1, 2, 3]) await js.publish(`${subject}.job`, encodeJson({ n }));
+    await until(() => seen.length === 3, "the three jobs handled");
+    expect([...seen].sort()).toEqual([1, 2, 3]);
+  });
+
   it("when valid messages arrive, then the handler gets them parsed and each is acknowledged once", async () => {
     const s = await freshStream();
     const seen: Array<{ job: Job; seq: number; deliveries: number }> = [];

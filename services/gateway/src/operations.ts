@@ -14,8 +14,6 @@ import type { Charge } from "./policies/limits.js";
 export interface Operation {
   method: "GET" | "POST" | "PATCH" | "DELETE";
   url: string;
-  /** The resource file it belongs to (the OpenAPI tag). */
-  resource: string;
   scope: Scope;
   entitlement: Entitlement;
   /**
@@ -188,7 +186,7 @@ function parseInput(spec: OperationSpec, paginated: boolean, raw: RawInput, unwr
   return { params, query, body };
 }
 
-function operationOf(resource: string, spec: OperationSpec): Operation {
+function operationOf(spec: OperationSpec): Operation {
   // The gateway's Idempotency-Key compares bodies byte for byte, which a stream it never buffers
   // does not allow; an upload that needs a key must bring a digest of its own.
   if (spec.kind === "stream" && (spec.idempotent || spec.body))
@@ -196,7 +194,6 @@ function operationOf(resource: string, spec: OperationSpec): Operation {
   return {
     method: spec.method,
     url: spec.url,
-    resource,
     scope: spec.scope,
     entitlement: spec.entitlement ?? "public_api",
     kind: spec.kind ?? "json",
@@ -225,7 +222,7 @@ export function resource(name: string, define: (r: ResourceBuilder) => void): Re
   const served: ServedOperation[] = [];
   define({
     op(spec, forward) {
-      const operation = operationOf(name, spec);
+      const operation = operationOf(spec);
       served.push({
         ...operation,
         prepare(raw, unwrapCursor) {

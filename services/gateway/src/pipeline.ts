@@ -75,11 +75,11 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "obj
 export function installPipeline(app: FastifyInstance, opts: PipelineOptions): void {
   const leaseMs = (op: Operation) => (op.serviceIdempotency ? (opts.serviceIdempotencyLeaseMs ?? opts.idempotencyLeaseMs) : opts.idempotencyLeaseMs);
 
-  const authenticate = (_op: ServedOperation) =>
-    async function authenticate(req: FastifyRequest): Promise<void> {
-      const base: RpcContext = { request_id: String(req.id), organization_id: null, user_id: null, credential_id: null, scopes: [], plan: null };
-      req.pipeline = { identity: await opts.auth.authenticate(req.headers.authorization, base) };
-    };
+  // The same for every operation: one function, not one per route.
+  async function authenticate(req: FastifyRequest): Promise<void> {
+    const base: RpcContext = { request_id: String(req.id), organization_id: null, user_id: null, credential_id: null, scopes: [], plan: null };
+    req.pipeline = { identity: await opts.auth.authenticate(req.headers.authorization, base) };
+  }
 
   const idempotency = (op: ServedOperation) =>
     async function idempotency(req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
@@ -201,7 +201,7 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
   app.addHook("onRoute", (route) => {
     const op = route.config?.operation;
     if (!op) return;
-    route.preHandler = [...hooks(route.preHandler), authenticate(op), ...(op.idempotent ? [idempotency(op)] : []), admit(op), input(op)];
+    route.preHandler = [...hooks(route.preHandler), authenticate, ...(op.idempotent ? [idempotency(op)] : []), admit(op), input(op)];
     if (op.paginated) route.preSerialization = [...hooks(route.preSerialization), signCursor(op)];
     if (op.idempotent) {
       route.onError = [...hooks(route.onError), noteFailure];

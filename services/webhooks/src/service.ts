@@ -40,7 +40,7 @@ export const service = defineService({
     every(60 * 60_000, "idempotency sweep", () => repo.idempotency.sweep());
     // Task events → deliveries (issue 11, fan-out). Stopped after serving stops (reverse order),
     // before NATS drains and the pool ends.
-    const fanout = startTaskEventsConsumer({ nc, namespace, log, fanout: fanOutService({ repo: deliveriesRepo(db.sql) }) });
+    const fanout = await startTaskEventsConsumer({ nc, namespace, log, fanout: fanOutService({ repo: deliveriesRepo(db.sql) }) });
     onStop(() => fanout.stop());
     serve(webhooksRpc, webhooksHandlers(svc));
   },

@@ -23,63 +23,23 @@ export const fanOutDurable = (namespace: string) => `${namespace}_webhooks_fanou
  *
  * The stream belongs to the tasks service (its definition declares it). This service does not
  * declare it too: two definitions of one stream drift, and each start would "update" it to its
- * own copy. Instead, when the stream is not there yet (webhooks started first), the consumer is
- * retried in the background until it is, and the service serves its RPCs meanwhile; events wait
- * in the stream (DeliverPolicy.All), so starting late loses none.
+ * own copy. When the stream is not there yet (webhooks started first), consume() keeps trying in
+ * the background while the service serves its RPCs; events wait in the stream (DeliverPolicy.All),
+ * so starting late loses none.
  */
-export function startTaskEventsConsumer(o: TaskEventsConsumerOptions): { stop(): Promise<void> } {
-  const stream = taskEventsStream(o.namespace);
-  const durable = fanOutDurable(o.namespace);
-  let consumption: Consumption | undefined;
-  let stopping = false;
-  let wake: (() => void) | undefined;
-
-  const pause = (ms: number) =>
-    new Promise<void>((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        wake = undefined;
-        resolve();
-      }
-      wake = done;
-    });
-
-  const started = (async () => {
-    for (let attempt = 1; !stopping; attempt++) {
-      try {
-        const c = await consume(o.nc, {
-          stream,
-          durable,
-          schema: TaskEvent,
-          concurrency: o.concurrency ?? 16,
-          // One insert per event: far below this, unless the database is in trouble.
-          ackWaitMs: 30_000,
-          log: o.log,
-          async handle(event, meta) {
-            const made = await o.fanout.fanOut(event);
-            if (made > 0) meta.log.debug({ event_id: event.id, organization_id: event.organization_id, deliveries: made }, "event fanned out");
-            return "ack";
-          },
-        });
-        if (stopping) await c.stop();
-        else consumption = c;
-        return;
-      } catch (err) {
-        if (stopping) return;
-        // Most often: the tasks service has not created the stream yet.
-        o.log.warn({ err, stream, durable, attempt }, "task-event consumer not started; retrying");
-        await pause(Math.min(250 * 2 ** (attempt - 1), 5000));
-      }
-    }
-  })();
-
-  return {
-    async stop() {
-      stopping = true;
-      wake?.();
-      await started;
-      await consumption?.stop();
+export function startTaskEventsConsumer(o: TaskEventsConsumerOptions): Promise<Consumption> {
+  return consume(o.nc, {
+    stream: taskEventsStream(o.namespace),
+    durable: fanOutDurable(o.namespace),
+    schema: TaskEvent,
+    concurrency: o.concurrency ?? 16,
+    // One insert per event: far below this, unless the database is in trouble.
+    ackWaitMs: 30_000,
+    log: o.log,
+    async handle(event, meta) {
+      const made = await o.fanout.fanOut(event);
+      if (made > 0) meta.log.debug({ event_id: event.id, organization_id: event.organization_id, deliveries: made }, "event fanned out");
+      return "ack";
     },
-  };
+  });
 }
