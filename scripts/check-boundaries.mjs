@@ -37,6 +37,8 @@ const LIB_GRAPH = {
   errors: ["contracts"],
   db: ["contracts", "errors", "config", "logger"],
   nats: ["contracts", "errors", "config", "logger"],
+  // libs/webhooks (@tasksvc/outbound): signing, sealing, egress; its settings through config.
+  webhooks: ["config"],
   testing: "*",
 };
 

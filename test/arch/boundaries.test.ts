@@ -30,8 +30,9 @@ const ALLOWED_ONLY_IN: Record<string, string[]> = {
 
 /**
  * The libraries' one-way graph (STYLE.md): contracts ← errors ← db / nats; config and logger
- * stand alone; runtime (how every service starts and stops) sits on all of those; testing
- * (dev only) on runtime. No library imports a service: the test stack loads them by name.
+ * stand alone; outbound (libs/webhooks: signing, sealing, egress) reads its settings through
+ * config and nothing else; runtime (how every service starts and stops) sits on all of those;
+ * testing (dev only) on runtime. No library imports a service: the test stack loads them by name.
  */
 const LIB_DEPS: Record<string, string[]> = {
   "libs/contracts": [],
@@ -40,6 +41,7 @@ const LIB_DEPS: Record<string, string[]> = {
   "libs/errors": ["@tasksvc/contracts"],
   "libs/db": ["@tasksvc/config", "@tasksvc/errors", "@tasksvc/logger"],
   "libs/nats": ["@tasksvc/config", "@tasksvc/contracts", "@tasksvc/errors", "@tasksvc/logger"],
+  "libs/webhooks": ["@tasksvc/config"],
   "libs/runtime": ["@tasksvc/config", "@tasksvc/contracts", "@tasksvc/db", "@tasksvc/logger", "@tasksvc/nats"],
   "libs/testing": ["@tasksvc/config", "@tasksvc/contracts", "@tasksvc/db", "@tasksvc/logger", "@tasksvc/nats", "@tasksvc/runtime"],
 };

@@ -16,7 +16,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import postgres from "postgres";
-import { connectNats, deleteStreams } from "@tasksvc/nats";
+import { connectNats, deleteStreams, jetstreamManager } from "@tasksvc/nats";
+import { webhookScenarios } from "./webhooks.mjs";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
@@ -320,6 +321,7 @@ async function explainOn100k() {
 
 const results = [];
 let explainList = null;
+let webhooks = null;
 try {
   const bare = start("bare fastify", "test/bench/bare-server.mjs", { PORT: "18301" });
   const echo = start("echo responder", "test/bench/echo-responder.mjs", {});
@@ -349,6 +351,18 @@ try {
     }
   });
   start("boards", "services/boards/dist/main.js", stackEnv);
+  // Webhooks: the receiver is on 127.0.0.1 over http, so the guard is relaxed as for local use.
+  const webhookEnv = {
+    ...stackEnv,
+    WEBHOOK_ALLOW_HTTP: "true",
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
+    WEBHOOK_TIMEOUT_MS: process.env.BENCH_WEBHOOK_TIMEOUT_MS ?? "15000",
+  };
+  start("webhooks", "services/webhooks/dist/main.js", webhookEnv);
+  start("delivery", "services/delivery/dist/main.js", webhookEnv);
+  const receiver = start("webhook receiver", "test/bench/webhook-receiver.mjs", {});
+  await ready(receiver);
+  const receiverUrl = `http://127.0.0.1:${/ready (\d+)/.exec(receiver.output)[1]}`;
   start("gateway", "services/gateway/dist/main.js", stackEnv);
   await until("gateway /readyz", async () => (await fetch("http://127.0.0.1:18303/readyz")).ok);
   const tenant = admin("bootstrap", "--org", "Bench", "--plan", "team", "--email", "bench@example.test");
@@ -376,9 +390,33 @@ try {
   // BENCH_ONLY=<text> runs only the full-stack scenarios whose name contains it (while tuning).
   const only = process.env.BENCH_ONLY;
   for (const s of SCENARIOS.filter((x) => !only || x.name.includes(only))) results.push(await measure(s.name, "http://127.0.0.1:18303", s.request(ctx)));
-  const pg = pgbenchInsert();
-  if (pg) results.push(pg);
-  explainList = await explainOn100k();
+  if (!only || "webhooks".includes(only)) {
+    // The task scenarios above left events for the fan-out consumer: let it catch up first.
+    const nc = await connectNats({ url: NATS_URL, name: "bench-wait" });
+    const jsm = await jetstreamManager(nc);
+    await until(
+      "the fan-out consumer to catch up",
+      async () => {
+        const info = await jsm.consumers.info(`${NAMESPACE}_task_events`, `${NAMESPACE}_webhooks_fanout`);
+        return info.num_pending === 0 && info.num_ack_pending === 0;
+      },
+      300_000,
+    );
+    await nc.drain();
+    webhooks = await webhookScenarios({
+      gateway: "http://127.0.0.1:18303",
+      key: ctx.key,
+      receiver: receiverUrl,
+      duration: DURATION,
+      warmup: WARMUP,
+      log: (m) => process.stderr.write(`${m}\n`),
+    });
+  }
+  if (!only) {
+    const pg = pgbenchInsert();
+    if (pg) results.push(pg);
+    explainList = await explainOn100k();
+  }
 } finally {
   await cleanup();
 }
@@ -399,9 +437,24 @@ const line = (cells) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.p
 console.log(line(header));
 console.log(widths.map((w) => "-".repeat(w)).join("  "));
 for (const row of table) console.log(line(row));
+if (webhooks) {
+  const { rate, a, b } = webhooks;
+  console.log(`\nWebhook delivery · ${rate} tasks/s × 10 endpoints = ${fmt(rate * 10)} deliveries/s due · latency from the task's commit to the receiver`);
+  const wh = ["scenario", "deliveries/s", "delivered/due", "p50 ms", "p99 ms", "failed creates"];
+  const wt = [
+    ["(a) fan-out, 10 endpoints", a],
+    ["(b) + 1 hanging endpoint (healthy 10)", b],
+  ].map(([n, r]) => [n, fmt(r.deliveriesPerSecond), `${fmt(r.delivered)}/${fmt(r.due)}`, fmt(r.p50, 1), fmt(r.p99, 1), fmt(r.failedCreates)]);
+  const ww = wh.map((h, i) => Math.max(h.length, ...wt.map((row) => row[i].length)));
+  const wl = (cells) => cells.map((c, i) => (i === 0 ? c.padEnd(ww[i]) : c.padStart(ww[i]))).join("  ");
+  console.log(wl(wh));
+  console.log(ww.map((w) => "-".repeat(w)).join("  "));
+  for (const row of wt) console.log(wl(row));
+  console.log(`(b) healthy p99 / (a) p99: ${(b.p99 / a.p99).toFixed(2)}×`);
+}
 if (explainList) console.log(`\nEXPLAIN ANALYZE, GET /v1/tasks on 100,000 tasks in one organization:\n\n${explainList}`);
 mkdirSync(new URL("./results", import.meta.url), { recursive: true });
 writeFileSync(
   new URL("./results/latest.json", import.meta.url),
-  `${JSON.stringify({ at: new Date().toISOString(), tool, node: process.version, cores: cpus().length, connections: CONNECTIONS, duration: DURATION, results: rows, explain: explainList }, null, 2)}\n`,
+  `${JSON.stringify({ at: new Date().toISOString(), tool, node: process.version, cores: cpus().length, connections: CONNECTIONS, duration: DURATION, results: rows, webhooks, explain: explainList }, null, 2)}\n`,
 );

@@ -11,7 +11,7 @@ import { beforeAll, describe, expect, it } from "vitest";
  * names this one's resources. Each operation that takes a body must have a sample below: a new
  * one without fails its own test instead of being skipped.
  */
-const { gw, f } = e2eContext();
+const { gw, f, db } = e2eContext();
 
 /** A valid body per operation, for the cases where input must pass (404 of another organization). */
 const SAMPLE_BODIES: Record<string, (ids: Ids) => unknown> = {
@@ -25,6 +25,8 @@ const SAMPLE_BODIES: Record<string, (ids: Ids) => unknown> = {
   "POST /v1/daily-plan/entries": (ids) => ({ date: "2026-11-23", task_id: ids.task_id, section: "TODO" }),
   "POST /v1/webhook-endpoints": () => ({ url: "https://hooks.example.com/route-auth" }),
   "PATCH /v1/webhook-endpoints/:endpoint_id": () => ({ enabled: false }),
+  "POST /v1/webhook-endpoints/:endpoint_id/test-event": () => ({ event_type: "task.created" }),
+  "POST /v1/webhook-endpoints/:endpoint_id/replay-failed": () => ({ since: "2026-01-01T00:00:00Z" }),
 };
 const SAMPLE_QUERIES: Record<string, string> = {
   "GET /v1/daily-plan": "?date=2026-11-23",
@@ -40,6 +42,7 @@ interface Ids {
   project_id: string;
   entry_id: string;
   endpoint_id: string;
+  delivery_id: string;
 }
 const PLACEHOLDER_IDS: Ids = {
   organization_id: "org_x",
@@ -49,6 +52,7 @@ const PLACEHOLDER_IDS: Ids = {
   project_id: "prj_x",
   entry_id: "ent_x",
   endpoint_id: "whe_x",
+  delivery_id: "whd_x",
 };
 
 const nameOf = (op: { method: string; url: string }) => `${op.method} ${op.url}`;
@@ -118,6 +122,12 @@ describe("every operation on a named resource answers 404 to another organizatio
     expect(linked.status, linked.text).toBe(201);
     const entry = await gw.post("/v1/daily-plan/entries", { date: "2026-11-23", task_id: task.body.id, section: "TODO" }, as);
     expect(entry.status, entry.text).toBe(201);
+    // A failed delivery of the owner's endpoint (written directly: the log routes need one; the
+    // dispatcher never claims a FAILED row).
+    const deliveryId = `whd_route_auth_${endpoint.body.id}`;
+    await db`
+      insert into webhooks.deliveries (id, organization_id, endpoint_id, event_id, event_type, payload, state, next_attempt_at)
+      values (${deliveryId}, ${owner.organizationId}, ${endpoint.body.id}, ${`evt_${deliveryId}`}, 'task.created', '{}'::jsonb, 'FAILED', null)`;
     ids = {
       organization_id: owner.organizationId,
       key_id: key.body.id,
@@ -126,6 +136,7 @@ describe("every operation on a named resource answers 404 to another organizatio
       project_id: project.body.id,
       entry_id: entry.body.id,
       endpoint_id: endpoint.body.id,
+      delivery_id: deliveryId,
     };
     // Task numbers are per organization: the other one must have none, so "T-1" is not its own.
     expect((await gw.get("/v1/tasks", { token: other.apiKey })).body.data).toEqual([]);
@@ -167,5 +178,10 @@ describe("every operation on a named resource answers 404 to another organizatio
     const endpoint = await gw.get(`/v1/webhook-endpoints/${ids.endpoint_id}`, as);
     expect(endpoint.status, endpoint.text).toBe(200);
     expect(endpoint.body.enabled).toBe(true);
+    // The fan-out adds rows for the owner's own task events; no replay of the delivery was made.
+    const deliveries = await db`select id, state from webhooks.deliveries where id = ${ids.delivery_id} or replay_of = ${ids.delivery_id}`;
+    expect(deliveries).toEqual([{ id: ids.delivery_id, state: "FAILED" }]);
+    const [secrets] = await db`select previous_secret_sealed from webhooks.endpoints where id = ${ids.endpoint_id}`;
+    expect(secrets?.["previous_secret_sealed"]).toBeNull();
   });
 });

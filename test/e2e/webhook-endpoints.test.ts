@@ -134,6 +134,39 @@ describe("webhook endpoints", () => {
     expect((await gw.get(path, { token: t.apiKey })).body.url).toBe("https://hooks.example.com/new");
   });
 
+  it("when disabled through PATCH, then its PENDING deliveries become DISABLED with no next attempt, and nothing else changes", async () => {
+    const t = await f.tenant();
+    const e = (await create(t.apiKey, { url: "https://hooks.example.com/queued" })).body;
+    const other = (await create(t.apiKey, { url: "https://hooks.example.com/other" })).body;
+    // Due in an hour: the dispatcher claims only due rows, so none of these is taken meanwhile.
+    const later = new Date(Date.now() + 3600_000).toISOString();
+    const insert = (id: string, endpointId: string, state: string) => db`
+      insert into webhooks.deliveries (id, organization_id, endpoint_id, event_id, event_type, payload, state, next_attempt_at)
+      values (${id}, ${t.organizationId}, ${endpointId}, ${`evt_${id}`}, 'task.created', '{}'::jsonb, ${state}, ${later})`;
+    const suffix = e.id.slice(-8);
+    await insert(`whd_p1_${suffix}`, e.id, "PENDING");
+    await insert(`whd_p2_${suffix}`, e.id, "PENDING");
+    await insert(`whd_s_${suffix}`, e.id, "SUCCEEDED");
+    await insert(`whd_o_${suffix}`, other.id, "PENDING");
+    const off = await gw.patch(`/v1/webhook-endpoints/${e.id}`, { enabled: false }, { token: t.apiKey });
+    expect(off.status, off.text).toBe(200);
+    const rows = await db<{ id: string; state: string; next_attempt_at: Date | null }[]>`
+      select id, state, next_attempt_at from webhooks.deliveries where organization_id = ${t.organizationId} order by id`;
+    expect(rows.map((r) => [r.id, r.state, r.next_attempt_at === null])).toEqual([
+      [`whd_o_${suffix}`, "PENDING", false],
+      [`whd_p1_${suffix}`, "DISABLED", true],
+      [`whd_p2_${suffix}`, "DISABLED", true],
+      [`whd_s_${suffix}`, "SUCCEEDED", false],
+    ]);
+    // A PATCH that leaves enabled alone, or enables, touches no delivery.
+    await db`update webhooks.deliveries set state = 'PENDING', next_attempt_at = ${later} where id = ${`whd_p1_${suffix}`}`;
+    const renamed = await gw.patch(`/v1/webhook-endpoints/${e.id}`, { url: "https://hooks.example.com/renamed" }, { token: t.apiKey });
+    expect(renamed.status, renamed.text).toBe(200);
+    const [p1] = await db`select state from webhooks.deliveries where id = ${`whd_p1_${suffix}`}`;
+    expect(p1?.["state"]).toBe("PENDING");
+    await gw.delete(`/v1/webhook-endpoints/${other.id}`, { token: t.apiKey });
+  });
+
   it("when deleted, then 200 {id} and a later read or delete is 404", async () => {
     const t = await f.tenant();
     const e = (await create(t.apiKey, { url: "https://hooks.example.com/gone" })).body;

@@ -140,6 +140,11 @@ export interface Fixtures {
   /** Keys made for the fuzz: never the key the requests authenticate with. */
   keyIds: string[];
   entryIds: string[];
+  /** Webhook endpoints (disabled, so nothing is sent) with FAILED deliveries that have attempts. */
+  endpointIds: string[];
+  /** Endpoints for DELETE to remove, so the ones other requests name stay. */
+  victimEndpointIds: string[];
+  deliveryIds: string[];
   /** A real next_cursor of each list operation that has a second page, by path template, issued for `?limit=1`. */
   cursors: Record<string, string>;
   /** Days the board accepts, YYYY-MM-DD. */
@@ -275,6 +280,10 @@ export function validValue(s: JsonSchema, name: string, fx: Fixtures): fc.Arbitr
       return fc.constant(fx.organizationId);
     case "entry_id":
       return fc.constantFrom(...fx.entryIds);
+    case "endpoint_id":
+      return fc.constantFrom(...fx.endpointIds);
+    case "delivery_id":
+      return fc.constantFrom(...fx.deliveryIds);
     case "after":
       // A real cursor, though of another list or query than this request's, unless validParts puts it right.
       return fc.constantFrom(...Object.values(fx.cursors));
@@ -644,7 +653,7 @@ function buildTarget(op: Operation, p: Parts): string {
 
 /** A request for `op` with no mutation: real ids, valid query, a valid body. */
 function validParts(op: Operation, fixtures: Fixtures): fc.Arbitrary<Parts> {
-  const fx = op.method === "DELETE" ? { ...fixtures, projectIds: fixtures.victimProjectIds } : fixtures;
+  const fx = op.method === "DELETE" ? { ...fixtures, projectIds: fixtures.victimProjectIds, endpointIds: fixtures.victimEndpointIds } : fixtures;
   const pathArb = fc.record(
     Object.fromEntries(op.pathParams.map((p) => [p.name, validValue(p.schema, p.name, fx).map((v) => enc(String(v)))])) as Record<string, fc.Arbitrary<string>>,
   );

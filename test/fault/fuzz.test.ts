@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { api, factories, type Tenant } from "@tasksvc/testing";
+import postgres from "postgres";
 import Ajv2020 from "ajv/dist/2020.js";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -225,18 +226,55 @@ describe("fuzz: requests generated from the OpenAPI document", () => {
     const entryIds = [];
     for (const [i, t] of taskIds.slice(1, 3).entries())
       entryIds.push((await made("/v1/daily-plan/entries", { date: days[i], task_id: t, section: "TODO" })).id);
+    // Webhook endpoints, disabled so that nothing is sent, with FAILED deliveries of two attempts
+    // each (written directly: making them through real failures would take the retry schedule).
+    const endpointIds: string[] = [];
+    const victimEndpointIds: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const id = (await made("/v1/webhook-endpoints", { url: `https://hooks.example.com/fuzz/${i}` })).id;
+      const off = await gw.patch(`/v1/webhook-endpoints/${id}`, { enabled: false }, { token });
+      expect(off.status, off.text).toBe(200);
+      (i < 2 ? endpointIds : victimEndpointIds).push(id);
+    }
+    const deliveryIds = ["whd_fuzz_0", "whd_fuzz_1", "whd_fuzz_2"];
+    const db = postgres(stack.databaseUrl, { max: 1, onnotice: () => {} });
+    try {
+      for (const [i, id] of deliveryIds.entries()) {
+        await db`insert into webhooks.deliveries (id, organization_id, endpoint_id, event_id, event_type, payload, state, attempt_count, next_attempt_at, last_status)
+          values (${id}, ${tenant.organizationId}, ${endpointIds[0] ?? ""}, ${`evt_fuzz_${i}`}, 'task.created', ${db.json({ type: "task.created", timestamp: new Date().toISOString(), data: {} })}, 'FAILED', 2, null, 500)`;
+        await db`insert into webhooks.attempts (delivery_id, attempt, attempted_at, outcome, status, error_class, duration_ms)
+          values (${id}, 1, now(), 'request_failed', 500, null, 12), (${id}, 2, now(), 'request_failed', 500, null, 9)`;
+      }
+    } finally {
+      await db.end({ timeout: 1 });
+    }
     // A second version of T-1, so its history has a second page.
     const patched = await gw.patch(`/v1/tasks/${taskIds[0]}`, { title: "Fuzz task 0, renamed" }, { token });
     expect(patched.status, patched.text).toBe(200);
     const cursors: Record<string, string> = {};
     for (const op of ops.filter((o) => o.method === "GET" && o.query.some((q) => q.name === "after"))) {
-      const path = op.template.replace("{task_id}", taskIds[0] ?? "");
+      const path = op.template
+        .replace("{task_id}", taskIds[0] ?? "")
+        .replace("{endpoint_id}", endpointIds[0] ?? "")
+        .replace("{delivery_id}", deliveryIds[0] ?? "");
       const page = await gw.get(`${path}?limit=1`, { token });
       expect(page.status, `${path}: ${page.text}`).toBe(200);
       if (typeof page.body.next_cursor === "string") cursors[op.template] = page.body.next_cursor;
     }
     expect(Object.keys(cursors).length, JSON.stringify(cursors)).toBeGreaterThan(0);
-    fixtures = { organizationId: tenant.organizationId, taskIds, projectIds, victimProjectIds, keyIds, entryIds, cursors, days };
+    fixtures = {
+      organizationId: tenant.organizationId,
+      taskIds,
+      projectIds,
+      victimProjectIds,
+      keyIds,
+      entryIds,
+      endpointIds,
+      victimEndpointIds,
+      deliveryIds,
+      cursors,
+      days,
+    };
   });
 
   afterAll(async () => {

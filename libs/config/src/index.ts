@@ -103,10 +103,15 @@ export const settings = {
 } as const;
 export * from "./runtime.js";
 
-/** The settings every service process reads (database, NATS, logging); spread into its schema. */
-export const serviceSettings = {
-  DATABASE_URL: settings.DATABASE_URL,
+/** The settings every service process reads (NATS, logging); a service without a schema spreads only these. */
+export const natsServiceSettings = {
   NATS_URL: settings.NATS_URL,
   NATS_NAMESPACE: settings.NATS_NAMESPACE,
   LOG_LEVEL: settings.LOG_LEVEL,
+} as const;
+
+/** The settings of a service that owns a schema (database, NATS, logging); spread into its schema. */
+export const serviceSettings = {
+  DATABASE_URL: settings.DATABASE_URL,
+  ...natsServiceSettings,
 } as const;

@@ -34,6 +34,8 @@ export type RpcReply = z.infer<typeof RpcReply>;
 export interface RpcOp {
   input: z.ZodType;
   output: z.ZodType;
+  /** How long a caller waits for this operation, over the client's default (one that makes an outbound call). */
+  timeoutMs?: number;
 }
 export interface RpcCatalog {
   service: string;

@@ -29,7 +29,7 @@ export function client<C extends RpcCatalog>(nc: NatsConnection, catalog: C, opt
       let raw: Msg;
       try {
         raw = await nc.request(rpcSubject(opts.namespace, catalog.service, op), encodeJson({ ctx, input }), {
-          timeout: opts.timeoutMs,
+          timeout: Math.max(opts.timeoutMs, def.timeoutMs ?? 0),
           headers: h,
         });
       } catch (e) {

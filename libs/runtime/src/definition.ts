@@ -1,12 +1,14 @@
-import type { serviceSettings } from "@tasksvc/config";
+import type { natsServiceSettings, serviceSettings } from "@tasksvc/config";
 import type { RpcCatalog } from "@tasksvc/contracts";
 import type { Database, DbOptions } from "@tasksvc/db";
 import type { Logger } from "@tasksvc/logger";
 import type { ClientOptions, ensureStream, Handlers, NatsConnection, RpcClient } from "@tasksvc/nats";
 import type { z } from "zod";
 
-/** The settings the runtime itself reads; a service's schema spreads `serviceSettings` into its own. */
-export type BaseConfig = z.output<z.ZodObject<typeof serviceSettings>>;
+/** The settings the runtime reads of every service; a schema-less one spreads `natsServiceSettings` into its own. */
+export type BaseConfig = z.output<z.ZodObject<typeof natsServiceSettings>>;
+/** ... and of a service that owns a schema, which spreads `serviceSettings` (DATABASE_URL too). */
+export type DbConfig = z.output<z.ZodObject<typeof serviceSettings>>;
 
 /** A service's settings schema: an object schema (parsed once per process) that includes the base. */
 export type ConfigSchema<C extends BaseConfig = BaseConfig> = z.ZodObject & z.ZodType<C>;
@@ -25,8 +27,6 @@ export interface ServiceContext<C extends BaseConfig = BaseConfig> {
   readonly name: string;
   readonly cfg: C;
   readonly log: Logger;
-  /** The pool bound to the service's own schema, migrated. */
-  readonly db: Database;
   readonly nc: NatsConnection;
   /** NATS_NAMESPACE: the prefix of every subject and stream. */
   readonly namespace: string;
@@ -47,39 +47,58 @@ export interface ServiceContext<C extends BaseConfig = BaseConfig> {
   readonly onStop: (fn: () => Promise<void> | void) => void;
 }
 
-/**
- * One service: what the runtime sets up before `start` (database schema and pool, NATS, streams)
- * and what `start` adds. `start` is a method, not a property, so that definitions of any settings
- * type fit `ServiceDefinition` (the registry loader handles them alike).
- */
-export interface ServiceDefinition<C extends BaseConfig = BaseConfig, R = void> {
+/** What `start` of a service that owns a schema gets: the context plus its database. */
+export interface DbServiceContext<C extends DbConfig = DbConfig> extends ServiceContext<C> {
+  /** The pool bound to the service's own schema, migrated. */
+  readonly db: Database;
+}
+
+interface DefinitionBase<C extends BaseConfig> {
   /** As in the registry (libs/contracts services.ts): the package is `@tasksvc/<name>`. */
   readonly name: string;
+  readonly config: ConfigSchema<C>;
+  readonly streams?: (namespace: string) => StreamSpec[];
+}
+
+/**
+ * A service that owns a Postgres schema: what the runtime sets up before `start` (database schema
+ * and pool, NATS, streams) and what `start` adds. `start` is a method, not a property, so that
+ * definitions of any settings type fit `ServiceDefinition` (the registry loader handles them alike).
+ */
+export interface DbServiceDefinition<C extends DbConfig = DbConfig, R = void> extends DefinitionBase<C> {
   /** The Postgres schema the service owns (its search_path). */
   readonly schema: string;
   /** Its folder of forward-only SQL migrations, applied at start under an advisory lock. */
   readonly migrations: string;
-  readonly config: ConfigSchema<C>;
   /** Pool sizes (libs/db createDb): connections in all and, of those, for transactions. */
   readonly db?: Pick<DbOptions, "max" | "txMax">;
-  readonly streams?: (namespace: string) => StreamSpec[];
+  start(ctx: DbServiceContext<C>): Promise<R>;
+}
+
+/** A service that owns no schema (the delivery worker): NATS only, no database, no DATABASE_URL. */
+export interface StatelessServiceDefinition<C extends BaseConfig = BaseConfig, R = void> extends DefinitionBase<C> {
+  readonly schema?: undefined;
   start(ctx: ServiceContext<C>): Promise<R>;
 }
 
+export type ServiceDefinition<C extends BaseConfig = BaseConfig, R = void> =
+  | (C extends DbConfig ? DbServiceDefinition<C, R> : never)
+  | StatelessServiceDefinition<C, R>;
+
 /** Identity at run time; the point is the inference (settings type from the schema, result from start). */
-export function defineService<C extends BaseConfig, R = void>(def: ServiceDefinition<C, R>): ServiceDefinition<C, R> {
+export function defineService<C extends DbConfig, R = void>(def: DbServiceDefinition<C, R>): DbServiceDefinition<C, R> {
+  return def;
+}
+
+/** The same for a service without a schema. */
+export function defineStatelessService<C extends BaseConfig, R = void>(def: StatelessServiceDefinition<C, R>): StatelessServiceDefinition<C, R> {
   return def;
 }
 
 /** For definitions loaded by name (the test stack): enough of the shape to start one. */
-export function isServiceDefinition(value: unknown): value is ServiceDefinition<BaseConfig, unknown> {
+export function isServiceDefinition(value: unknown): value is ServiceDefinition<DbConfig, unknown> {
   if (typeof value !== "object" || value === null) return false;
-  const v = value as Partial<Record<keyof ServiceDefinition, unknown>>;
-  return (
-    typeof v.name === "string" &&
-    typeof v.schema === "string" &&
-    typeof v.migrations === "string" &&
-    typeof v.start === "function" &&
-    typeof v.config === "object"
-  );
+  const v = value as Partial<Record<keyof DbServiceDefinition, unknown>>;
+  const storage = v.schema === undefined || (typeof v.schema === "string" && typeof v.migrations === "string");
+  return typeof v.name === "string" && storage && typeof v.start === "function" && typeof v.config === "object";
 }

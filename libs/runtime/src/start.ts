@@ -1,7 +1,7 @@
-import { checkDb, createDb, databaseErrorAsAppError, ensureDatabase, migrate } from "@tasksvc/db";
+import { checkDb, createDb, databaseErrorAsAppError, ensureDatabase, migrate, type Database } from "@tasksvc/db";
 import type { Logger } from "@tasksvc/logger";
 import { client, connectNats, ensureStream, serve } from "@tasksvc/nats";
-import type { BaseConfig, Running, ServiceContext, ServiceDefinition } from "./definition.js";
+import type { BaseConfig, DbConfig, DbServiceContext, DbServiceDefinition, Running, ServiceContext, ServiceDefinition } from "./definition.js";
 
 interface Step {
   what: string;
@@ -20,12 +20,19 @@ interface Step {
  * A `start` that fails gets the same clean-up of what it had set up, then its error rethrown.
  */
 export async function startService<C extends BaseConfig, R>(def: ServiceDefinition<C, R>, cfg: C, log: Logger): Promise<Running<R>> {
-  await ensureDatabase(cfg.DATABASE_URL);
-  await migrate({ url: cfg.DATABASE_URL, schema: def.schema, dir: def.migrations, log });
-  const db = createDb({ url: cfg.DATABASE_URL, schema: def.schema, ...def.db });
+  const steps: Step[] = [];
   // 5 s for queries in flight at an orderly stop; 1 s when start failed and nothing is in flight.
   let endTimeout = 5;
-  const steps: Step[] = [{ what: "database pool", run: () => db.end({ timeout: endTimeout }) }];
+  let db: Database | undefined;
+  if (isDbService(def)) {
+    // Only a definition made by defineService has a schema, and its settings are a DbConfig.
+    const url = (cfg as BaseConfig as DbConfig).DATABASE_URL;
+    await ensureDatabase(url);
+    await migrate({ url, schema: def.schema, dir: def.migrations, log });
+    const pool = createDb({ url, schema: def.schema, ...def.db });
+    db = pool;
+    steps.push({ what: "database pool", run: () => pool.end({ timeout: endTimeout }) });
+  }
 
   const release = async (): Promise<void> => {
     let first: unknown;
@@ -41,7 +48,7 @@ export async function startService<C extends BaseConfig, R>(def: ServiceDefiniti
   };
 
   try {
-    await checkDb(db, cfg.DATABASE_URL);
+    if (db) await checkDb(db, (cfg as BaseConfig as DbConfig).DATABASE_URL);
     const nc = await connectNats({ url: cfg.NATS_URL, name: def.name });
     steps.push({ what: "NATS drain", run: () => nc.drain() });
     for (const stream of def.streams?.(cfg.NATS_NAMESPACE) ?? []) await ensureStream(nc, stream);
@@ -51,7 +58,6 @@ export async function startService<C extends BaseConfig, R>(def: ServiceDefiniti
       name: def.name,
       cfg,
       log,
-      db,
       nc,
       namespace,
       serve(catalog, handlers) {
@@ -89,7 +95,10 @@ export async function startService<C extends BaseConfig, R>(def: ServiceDefiniti
         steps.push({ what: "a stop hook", run: fn });
       },
     };
-    const result = await def.start(ctx);
+    const result =
+      isDbService(def) && db
+        ? await def.start({ ...ctx, db } as DbServiceContext<C & DbConfig>)
+        : await (def as { start(c: ServiceContext<C>): Promise<R> }).start(ctx);
     log.info({ namespace }, `${def.name} service ready`);
 
     let stopping: Promise<void> | undefined;
@@ -103,4 +112,8 @@ export async function startService<C extends BaseConfig, R>(def: ServiceDefiniti
     await release().catch(() => undefined);
     throw e;
   }
+}
+
+function isDbService<C extends BaseConfig, R>(def: ServiceDefinition<C, R>): def is ServiceDefinition<C, R> & DbServiceDefinition<C & DbConfig, R> {
+  return typeof def.schema === "string";
 }

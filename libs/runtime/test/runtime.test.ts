@@ -5,7 +5,7 @@ import { serviceSettings, parseConfig, StartupError } from "@tasksvc/config";
 import { createLogger } from "@tasksvc/logger";
 import { z } from "zod";
 import { describe, expect, inject, it } from "vitest";
-import { defineService, startService, type ServiceContext } from "../src/index.js";
+import { defineService, startService, type DbServiceContext, type ServiceContext } from "../src/index.js";
 
 const stack = inject("stack");
 const Config = z.object({ ...serviceSettings });
@@ -77,7 +77,7 @@ describe("startService()", () => {
   it("when a service stops, then what start registered is undone last-registered first, while NATS and the pool still work, and they close after", async () => {
     const { schema, cfg, log } = setup();
     const order: string[] = [];
-    let ctxSeen: ServiceContext | undefined;
+    let ctxSeen: DbServiceContext | undefined;
     const def = defineService({
       name: "runtimetest",
       schema,
@@ -133,7 +133,7 @@ describe("startService()", () => {
   it("when start fails, then what it had registered is undone, NATS and the pool are closed, and its error is thrown", async () => {
     const { schema, cfg, log } = setup();
     const undone: string[] = [];
-    let ctxSeen: ServiceContext | undefined;
+    let ctxSeen: DbServiceContext | undefined;
     const def = defineService({
       name: "runtimetest",
       schema,

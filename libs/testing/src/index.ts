@@ -7,3 +7,4 @@ export * from "./events.js";
 export * from "./e2e.js";
 export * from "./windows.js";
 export * from "./must.js";
+export * from "./receiver.js";

@@ -5,7 +5,7 @@ import { SERVICES, type ServiceName } from "@tasksvc/contracts";
 import { ensureDatabase, quoteIdent, withDefaultUser } from "@tasksvc/db";
 import { connectNats, deleteStreams } from "@tasksvc/nats";
 import { createLogger, type Logger } from "@tasksvc/logger";
-import { isServiceDefinition, startService, type BaseConfig, type ServiceDefinition } from "@tasksvc/runtime";
+import { isServiceDefinition, startService, type DbConfig, type ServiceDefinition } from "@tasksvc/runtime";
 import postgres from "postgres";
 import { connect } from "@tasksvc/nats";
 
@@ -88,6 +88,8 @@ async function locateServices(): Promise<{ pgBase: string; natsUrl: string; clea
 export interface StackOptions {
   /** Replicas per service, over the registry's `testReplicas`, e.g. `{ tasks: 1, gateway: 1 }`. */
   replicas?: Partial<Record<ServiceName, number>>;
+  /** Settings over the stack's own (e.g. WEBHOOK_ALLOW_PRIVATE_TARGETS for a receiver on 127.0.0.1). */
+  env?: Record<string, string>;
   log?: Logger;
 }
 
@@ -95,7 +97,7 @@ export interface StackOptions {
  * A registered service's definition, from the `service` export of its package. Loaded by name,
  * so that this library depends on no service (a new one needs only its line in the registry).
  */
-export async function loadService(name: ServiceName): Promise<ServiceDefinition<BaseConfig, unknown>> {
+export async function loadService(name: ServiceName): Promise<ServiceDefinition<DbConfig, unknown>> {
   const mod: unknown = await import(`@tasksvc/${name}`);
   const def = typeof mod === "object" && mod !== null && "service" in mod ? mod.service : undefined;
   if (!isServiceDefinition(def) || def.name !== name) throw new Error(`@tasksvc/${name} exports no \`service\` definition named "${name}"`);
@@ -115,7 +117,7 @@ export async function startStack(opts: StackOptions = {}): Promise<StartedStack>
   const databaseUrl = dbUrl.toString();
   const namespace = `t_${suffix}`;
   const log = opts.log ?? createLogger({ service: "test", level: process.env["TEST_LOG_LEVEL"] ?? "silent" });
-  const env = { DATABASE_URL: databaseUrl, NATS_URL: natsUrl, NATS_NAMESPACE: namespace, PORT: "0", LOG_LEVEL: "silent" };
+  const env = { ...opts.env, DATABASE_URL: databaseUrl, NATS_URL: natsUrl, NATS_NAMESPACE: namespace, PORT: "0", LOG_LEVEL: "silent" };
 
   await ensureDatabase(databaseUrl);
   const stoppers: Array<() => Promise<void>> = [];

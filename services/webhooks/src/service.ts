@@ -1,21 +1,40 @@
 import { fileURLToPath } from "node:url";
 import { serviceSettings, settings } from "@tasksvc/config";
-import { webhooksRpc } from "@tasksvc/contracts";
-import { secretBox, webhookSecretKey } from "@tasksvc/outbound";
+import { deliveryRpc, webhookAttemptsRpc, webhookJobsStream, webhookJobsSubject, webhooksRpc } from "@tasksvc/contracts";
+import { nanos } from "@tasksvc/nats";
+import { secretBox, webhookSettings } from "@tasksvc/outbound";
 import { defineService } from "@tasksvc/runtime";
 import { z } from "zod";
-import { endpointsService } from "./domain/endpoints-service.js";
-import { endpointsRepo } from "./repo/endpoints-repo.js";
 import { startTaskEventsConsumer } from "./consumers/task-events.js";
+import { attemptsService } from "./domain/attempts.js";
+import { deliveryLogService } from "./domain/delivery-log.js";
+import { startDispatcher } from "./dispatcher.js";
+import { endpointsService } from "./domain/endpoints-service.js";
 import { fanOutService } from "./domain/fanout.js";
+import { signer } from "./domain/signer.js";
+import { attemptsRepo } from "./repo/attempts-repo.js";
 import { deliveriesRepo } from "./repo/deliveries-repo.js";
-import { webhooksHandlers } from "./rpc.js";
+import { endpointsRepo } from "./repo/endpoints-repo.js";
+import { logRepo } from "./repo/log-repo.js";
+import { attemptsHandlers, webhooksHandlers } from "./rpc.js";
 
-export const WebhooksConfig = z.object({
-  ...serviceSettings,
-  WEBHOOK_SECRET_KEY: webhookSecretKey,
-  WEBHOOK_ALLOW_HTTP: settings.bool(false),
-});
+export const WebhooksConfig = z
+  .object({
+    ...serviceSettings,
+    RPC_TIMEOUT_MS: settings.RPC_TIMEOUT_MS,
+    WEBHOOK_SECRET_KEY: webhookSettings.WEBHOOK_SECRET_KEY,
+    WEBHOOK_ALLOW_HTTP: webhookSettings.WEBHOOK_ALLOW_HTTP,
+    WEBHOOK_RETRY_DELAYS: webhookSettings.WEBHOOK_RETRY_DELAYS,
+    WEBHOOK_DISABLE_AFTER: webhookSettings.WEBHOOK_DISABLE_AFTER,
+    WEBHOOK_DISABLE_MIN_AGE: webhookSettings.WEBHOOK_DISABLE_MIN_AGE,
+    WEBHOOK_TIMEOUT_MS: webhookSettings.WEBHOOK_TIMEOUT_MS,
+    WEBHOOK_LEASE: webhookSettings.WEBHOOK_LEASE,
+    WEBHOOK_ENDPOINT_CONCURRENCY: webhookSettings.WEBHOOK_ENDPOINT_CONCURRENCY,
+  })
+  .refine((c) => c.WEBHOOK_LEASE >= c.WEBHOOK_TIMEOUT_MS + 1000, {
+    path: ["WEBHOOK_LEASE"],
+    message: "must exceed WEBHOOK_TIMEOUT_MS by at least 1s (an attempt must be able to finish within its lease)",
+  });
 export type WebhooksConfig = z.output<typeof WebhooksConfig>;
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL("../migrations", import.meta.url));
@@ -26,22 +45,71 @@ export const service = defineService({
   schema: "webhooks",
   migrations: MIGRATIONS_DIR,
   config: WebhooksConfig,
-  async start({ cfg, db, nc, namespace, serve, every, onStop, log }) {
+  // The delivery jobs this service dispatches and the delivery service consumes (decision 0015).
+  // Work-queue retention: a job is gone once acknowledged; Postgres keeps the truth of every delivery.
+  streams: (namespace) => [
+    {
+      name: webhookJobsStream(namespace),
+      subjects: [webhookJobsSubject(namespace)],
+      retention: "workqueue",
+      max_age: nanos(24 * 3600_000),
+      duplicate_window: nanos(10 * 60_000),
+    },
+  ],
+  async start({ cfg, db, nc, namespace, serve, client, every, onStop, log }) {
     if (cfg.WEBHOOK_SECRET_KEY.isDevKey) {
       log.warn("WEBHOOK_SECRET_KEY is not set: signing secrets are sealed with the public development key; set it outside development");
     }
+    const box = secretBox(cfg.WEBHOOK_SECRET_KEY.keyMaterial);
+    const sign = signer(box);
+    const delivery = client(deliveryRpc, { timeoutMs: cfg.RPC_TIMEOUT_MS });
     const repo = endpointsRepo(db.sql);
     const svc = endpointsService({
       repo,
       tx: (fn) => db.tx((t) => fn(endpointsRepo(t))),
-      box: secretBox(cfg.WEBHOOK_SECRET_KEY.keyMaterial),
+      box,
+      signer: sign,
       allowHttp: cfg.WEBHOOK_ALLOW_HTTP,
+      call: (request, ctx) => delivery.call("call", request, ctx),
     });
     every(60 * 60_000, "idempotency sweep", () => repo.idempotency.sweep());
-    // Task events → deliveries (issue 11, fan-out). Stopped after serving stops (reverse order),
-    // before NATS drains and the pool ends.
-    const fanout = await startTaskEventsConsumer({ nc, namespace, log, fanout: fanOutService({ repo: deliveriesRepo(db.sql) }) });
+
+    const attempts = attemptsService({
+      repo: attemptsRepo(db.sql),
+      tx: (fn) => db.tx((t) => fn(attemptsRepo(t))),
+      signer: sign,
+      retryDelays: cfg.WEBHOOK_RETRY_DELAYS,
+      disableAfter: cfg.WEBHOOK_DISABLE_AFTER,
+      disableMinAgeMs: cfg.WEBHOOK_DISABLE_MIN_AGE,
+      // A finished attempt frees a slot of its endpoint, and may have scheduled an immediate retry.
+      onRecorded: () => dispatcher.wake(),
+    });
+    // Due deliveries → jobs on the job stream, at most WEBHOOK_ENDPOINT_CONCURRENCY in flight per
+    // endpoint; leases that ran out are counted and dispatched again.
+    const dispatcher = startDispatcher({
+      db,
+      nc,
+      namespace,
+      log,
+      attempts,
+      leaseMs: cfg.WEBHOOK_LEASE,
+      endpointConcurrency: cfg.WEBHOOK_ENDPOINT_CONCURRENCY,
+    });
+    onStop(() => dispatcher.stop());
+
+    // Task events → deliveries (fan-out), then a wake for the dispatcher. Stopped after serving
+    // stops (reverse order), before NATS drains and the pool ends.
+    const fanout = await startTaskEventsConsumer({
+      nc,
+      namespace,
+      log,
+      fanout: fanOutService({ repo: deliveriesRepo(db.sql) }),
+      onFannedOut: () => dispatcher.wake(),
+    });
     onStop(() => fanout.stop());
-    serve(webhooksRpc, webhooksHandlers(svc));
+    serve(webhookAttemptsRpc, attemptsHandlers(attempts));
+    // A replay's new rows are due at once: wake the dispatcher rather than wait for its poll.
+    const deliveryLog = deliveryLogService({ repo: logRepo(db.sql), wake: () => dispatcher.wake() });
+    serve(webhooksRpc, webhooksHandlers(svc, deliveryLog));
   },
 });

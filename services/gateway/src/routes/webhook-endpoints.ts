@@ -2,8 +2,18 @@ import {
   CreatedWebhookEndpoint,
   CreateWebhookEndpointBody,
   DeletedWebhookEndpoint,
+  DeliveriesQuery,
+  DeliveryAttempt,
+  DeliveryParams,
   PageQuery,
+  ProbeResult,
+  ReplayFailedBody,
+  ReplayFailedResult,
+  RotatedWebhookEndpoint,
+  TestEventBody,
   UpdateWebhookEndpointBody,
+  VerifyResult,
+  WebhookDelivery,
   WebhookEndpoint,
   WebhookEndpointParams,
   page,
@@ -76,5 +86,101 @@ export const webhookEndpoints = resource("webhook-endpoints", (r) => {
       response: DeletedWebhookEndpoint,
     },
     ({ clients, params, ctx }) => clients.webhooks.call("deleteEndpoint", params, ctx),
+  );
+  r.op(
+    {
+      method: "POST",
+      url: "/v1/webhook-endpoints/:endpoint_id/rotate-secret",
+      summary: "Rotate the signing secret (the new one is shown once; the previous one keeps signing for about 24 h)",
+      scope: "webhooks:write",
+      entitlement: "outbound_webhooks",
+      params: WebhookEndpointParams,
+      response: RotatedWebhookEndpoint,
+      idempotent: true,
+      serviceIdempotency: true,
+    },
+    ({ clients, params, ctx }) => clients.webhooks.call("rotateSecret", params, ctx),
+  );
+  r.op(
+    {
+      method: "POST",
+      url: "/v1/webhook-endpoints/:endpoint_id/test-event",
+      summary: "Send one signed sample event now and report how the call ended (no delivery row)",
+      scope: "webhooks:write",
+      entitlement: "outbound_webhooks",
+      params: WebhookEndpointParams,
+      // Spec 4.1: the body is optional; a request without one sends task.created.
+      body: TestEventBody.optional(),
+      response: ProbeResult,
+    },
+    ({ clients, params, body, ctx }) => clients.webhooks.call("sendTestEvent", { endpoint_id: params.endpoint_id, event_type: body?.event_type }, ctx),
+  );
+  r.op(
+    {
+      method: "POST",
+      url: "/v1/webhook-endpoints/:endpoint_id/verify",
+      summary: "Send a signed verification probe; a 2xx answer marks the endpoint verified",
+      scope: "webhooks:write",
+      entitlement: "outbound_webhooks",
+      params: WebhookEndpointParams,
+      response: VerifyResult,
+    },
+    ({ clients, params, ctx }) => clients.webhooks.call("verifyEndpoint", params, ctx),
+  );
+  r.op(
+    {
+      method: "GET",
+      url: "/v1/webhook-endpoints/:endpoint_id/deliveries",
+      summary: "The endpoint's delivery log, newest first, optionally of one state (never bodies)",
+      scope: "webhooks:read",
+      entitlement: "outbound_webhooks",
+      params: WebhookEndpointParams,
+      query: DeliveriesQuery.strict(),
+      response: page(WebhookDelivery),
+      paginated: true,
+    },
+    ({ clients, params, query, ctx }) => clients.webhooks.call("listDeliveries", { ...query, endpoint_id: params.endpoint_id }, ctx),
+  );
+  r.op(
+    {
+      method: "GET",
+      url: "/v1/webhook-endpoints/:endpoint_id/deliveries/:delivery_id/attempts",
+      summary: "A delivery's attempts in order: time, status or error class, duration (never bodies)",
+      scope: "webhooks:read",
+      entitlement: "outbound_webhooks",
+      params: DeliveryParams,
+      query: PageQuery.strict(),
+      response: page(DeliveryAttempt),
+      paginated: true,
+    },
+    ({ clients, params, query, ctx }) => clients.webhooks.call("listAttempts", { ...query, ...params }, ctx),
+  );
+  r.op(
+    {
+      method: "POST",
+      url: "/v1/webhook-endpoints/:endpoint_id/deliveries/:delivery_id/replay",
+      summary: "Replay a delivery as a new PENDING row with the same webhook-id (the original is unchanged)",
+      scope: "webhooks:write",
+      entitlement: "outbound_webhooks",
+      params: DeliveryParams,
+      status: 202,
+      response: WebhookDelivery,
+      errors: ["delivery_already_pending"],
+    },
+    ({ clients, params, ctx }) => clients.webhooks.call("replayDelivery", params, ctx),
+  );
+  r.op(
+    {
+      method: "POST",
+      url: "/v1/webhook-endpoints/:endpoint_id/replay-failed",
+      summary: "Replay the failed and disabled deliveries created since a time, oldest first, at most 1000 per call",
+      scope: "webhooks:write",
+      entitlement: "outbound_webhooks",
+      params: WebhookEndpointParams,
+      body: ReplayFailedBody,
+      status: 202,
+      response: ReplayFailedResult,
+    },
+    ({ clients, params, body, ctx }) => clients.webhooks.call("replayFailed", { endpoint_id: params.endpoint_id, since: body.since }, ctx),
   );
 });

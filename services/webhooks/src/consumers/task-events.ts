@@ -10,6 +10,8 @@ export interface TaskEventsConsumerOptions {
   fanout: FanOutService;
   /** Events handled at once by this replica. */
   concurrency?: number;
+  /** Called when an event made deliveries (the dispatcher sends them now rather than at its next poll). */
+  onFannedOut?: () => void;
 }
 
 /** Durable names may not contain dots (nor `*`, `>`, spaces): the namespace joins with `_`. */
@@ -38,6 +40,7 @@ export function startTaskEventsConsumer(o: TaskEventsConsumerOptions): Promise<C
     log: o.log,
     async handle(event, meta) {
       const made = await o.fanout.fanOut(event);
+      if (made > 0) o.onFannedOut?.();
       if (made > 0) meta.log.debug({ event_id: event.id, organization_id: event.organization_id, deliveries: made }, "event fanned out");
       return "ack";
     },

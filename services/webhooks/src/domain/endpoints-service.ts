@@ -1,8 +1,23 @@
-import type { Caller, CreatedWebhookEndpoint, CreateWebhookEndpointBody, UpdateWebhookEndpointBody, WebhookEndpoint } from "@tasksvc/contracts";
+import type {
+  CallResult,
+  Caller,
+  CreatedWebhookEndpoint,
+  CreateWebhookEndpointBody,
+  ProbeResult,
+  RotatedWebhookEndpoint,
+  RpcContext,
+  SignedRequest,
+  Task,
+  TaskEventType,
+  UpdateWebhookEndpointBody,
+  VerifyResult,
+  WebhookEndpoint,
+} from "@tasksvc/contracts";
 import { idempotentWrite, newId } from "@tasksvc/db";
 import { AppError, fieldError } from "@tasksvc/errors";
 import { checkUrl, EgressRefused, newSigningSecret, type SecretBox } from "@tasksvc/outbound";
 import type { EndpointsRepo } from "../repo/endpoints-repo.js";
+import type { Signer } from "./signer.js";
 
 export interface EndpointsDeps {
   repo: EndpointsRepo;
@@ -11,6 +26,13 @@ export interface EndpointsDeps {
   box: SecretBox;
   /** WEBHOOK_ALLOW_HTTP: accept http: destinations (local use). */
   allowHttp: boolean;
+  /** Signs probes with the endpoint's live secrets (the only holder of WEBHOOK_SECRET_KEY is this service). */
+  signer: Signer;
+  /**
+   * The delivery service's synchronous call (decision 0015): the only process that makes outbound
+   * HTTP calls, so the egress guard is applied in one place for deliveries and probes alike.
+   */
+  call: (request: SignedRequest, ctx: RpcContext) => Promise<CallResult>;
 }
 
 /**
@@ -20,6 +42,47 @@ export interface EndpointsDeps {
 interface CreateRecord {
   endpoint: WebhookEndpoint;
   secret_sealed: string;
+}
+
+/** What a rotation records under its Idempotency-Key: like the create's, the new secret only sealed. */
+interface RotateRecord {
+  endpoint: WebhookEndpoint;
+  secret_sealed: string;
+  previous_secret_expires_at: string;
+}
+
+/** The envelope type of a verify probe: not a task event, so a receiver cannot mistake it for one. */
+export const VERIFY_EVENT_TYPE = "webhook.verify";
+
+/**
+ * The test event's data (spec 4.1, 6): a representative task in the Task shape, so a receiver can
+ * exercise the code path a real event takes. Obviously a sample (its title says so); archived
+ * only for task.archived, as a real event of that type would be.
+ */
+export function sampleTask(type: TaskEventType, at: Date): Task {
+  const now = at.toISOString();
+  return {
+    id: "T-1",
+    title: "Sample task (webhook test event)",
+    description: "A sample task sent by the test-event operation; it does not exist.",
+    status: type === "task.created" ? "TODO" : "IN_PROGRESS",
+    priority: "MEDIUM",
+    start_date: now,
+    due_date: new Date(at.getTime() + 7 * 24 * 3600_000).toISOString(),
+    notes: null,
+    story_points: 3,
+    project_ids: [],
+    parent_task_id: null,
+    archived: type === "task.archived",
+    recurrence: null,
+    created_at: now,
+    updated_at: now,
+  };
+}
+
+/** Spec 4.1: the probe as the API shows it; `status` only when a response came. */
+function probeResult(r: CallResult): ProbeResult {
+  return r.status === null ? { outcome: r.outcome, duration_ms: r.duration_ms } : { outcome: r.outcome, status: r.status, duration_ms: r.duration_ms };
 }
 
 const notFound = () => new AppError("resource_not_found", "No webhook endpoint with that id exists in this organization.");
@@ -36,6 +99,19 @@ export function endpointsService(deps: EndpointsDeps) {
       if (e instanceof EgressRefused) throw fieldError("/url", e.message);
       throw e;
     }
+  }
+
+  /**
+   * One signed request to the endpoint, sent now by the delivery service. A fresh webhook-id: a
+   * probe is no event, so it must never be deduplicated against one. No delivery row is written
+   * (spec 4.1: a probe never appears in the delivery log).
+   */
+  async function probe(c: Caller, id: string, event: { type: string; data: (at: Date) => unknown }): Promise<{ result: CallResult; verified: boolean }> {
+    const target = await repo.signingTarget(c.organizationId, id);
+    if (!target) throw notFound();
+    const at = new Date();
+    const request = deps.signer.sign(target.url, target.secrets, newId("evt"), { type: event.type, timestamp: at, data: event.data(at) });
+    return { result: await deps.call(request, c.ctx), verified: target.verified };
   }
 
   return {
@@ -72,7 +148,45 @@ export function endpointsService(deps: EndpointsDeps) {
       return e;
     },
 
-    /** Hard delete (spec 4.1); deliveries will cascade with it once they exist. */
+    /**
+     * Spec 3.4, 4.1: a new secret each time. Under an Idempotency-Key a replay answers the same new
+     * secret and rotates once. The key's operation names the endpoint: should the gateway's record
+     * be gone, the same key sent for another endpoint is 422 idempotency_key_reused, never that
+     * endpoint's secret.
+     */
+    async rotateSecret(c: Caller, id: string): Promise<RotatedWebhookEndpoint> {
+      const record = await idempotentWrite<EndpointsRepo, undefined, RotateRecord>({
+        records: repo.idempotency,
+        tx: deps.tx,
+        credentialId: c.credentialId,
+        key: c.idempotencyKey,
+        operation: `rotateSecret:${id}`,
+        async work(r) {
+          const secretSealed = box.seal(newSigningSecret());
+          const rotated = await r.rotate(c.organizationId, id, secretSealed);
+          if (!rotated) throw notFound();
+          return { endpoint: rotated.endpoint, secret_sealed: secretSealed, previous_secret_expires_at: rotated.previousSecretExpiresAt };
+        },
+      });
+      return { ...record.endpoint, secret: box.open(record.secret_sealed), previous_secret_expires_at: record.previous_secret_expires_at };
+    },
+
+    /** Spec 4.1: one signed sample event, task.created unless asked otherwise. Any endpoint state: it is a probe. */
+    async sendTestEvent(c: Caller, id: string, eventType: TaskEventType | undefined): Promise<ProbeResult> {
+      const type = eventType ?? "task.created";
+      const { result } = await probe(c, id, { type, data: (at) => sampleTask(type, at) });
+      return probeResult(result);
+    },
+
+    /** DESIGN.md 4: a signed probe; a delivered one (2xx) marks the endpoint verified, a failure changes nothing. */
+    async verify(c: Caller, id: string): Promise<VerifyResult> {
+      const { result, verified } = await probe(c, id, { type: VERIFY_EVENT_TYPE, data: () => ({ endpoint_id: id }) });
+      if (result.outcome !== "delivered") return { ...probeResult(result), verified };
+      if (!(await repo.markVerified(c.organizationId, id))) throw notFound();
+      return { ...probeResult(result), verified: true };
+    },
+
+    /** Hard delete (spec 3.4, 4.1): its deliveries go with it, so a job already on the stream finds nothing to send. */
     async remove(c: Caller, id: string): Promise<{ id: string }> {
       if (!(await repo.remove(c.organizationId, id))) throw notFound();
       return { id };

@@ -30,7 +30,7 @@ export function deliveriesRepo(sql: Sql) {
     /**
      * Makes one PENDING delivery per target endpoint that has none for this event yet; answers
      * how many it made. Safe to repeat and to run concurrently for the same event: the unique key
-     * (endpoint_id, event_id) drops every second row (`on conflict do nothing`, so a racing
+     * of the fan-out's rows (endpoint_id, event_id where replay_of is null) drops every second row (`on conflict do nothing`, so a racing
      * replica neither fails nor doubles).
      *
      * Two statements, because ids are minted in the process (newId): the first only reads the
@@ -48,7 +48,7 @@ export function deliveriesRepo(sql: Sql) {
         from unnest(${ids}::text[], ${endpointIds}::text[]) as c (id, endpoint_id)
         join endpoints e on e.id = c.endpoint_id
         where ${targets(e)}
-        on conflict (endpoint_id, event_id) do nothing
+        on conflict (endpoint_id, event_id) where replay_of is null do nothing
         returning 1`;
       return rows.length;
     },

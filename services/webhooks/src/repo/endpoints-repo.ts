@@ -1,6 +1,13 @@
 import type { TaskEventType, WebhookEndpoint } from "@tasksvc/contracts";
 import { decodeKeyset, idempotencyRecords, pageOf, type Sql } from "@tasksvc/db";
 
+/** An endpoint's sealed secrets as stored: the current one and, during a rotation window, the previous. */
+export interface SealedSecrets {
+  secretSealed: string;
+  previousSecretSealed: string | null;
+  previousSecretExpiresAt: Date | null;
+}
+
 interface EndpointRow {
   id: string;
   url: string;
@@ -35,6 +42,27 @@ export interface NewEndpoint {
   secretSealed: string;
 }
 
+/** What signing a probe needs of an endpoint: where to, its sealed secrets, and whether it is verified. */
+export interface SigningTarget {
+  url: string;
+  verified: boolean;
+  secrets: SealedSecrets;
+}
+
+interface SigningRow {
+  url: string;
+  verified: boolean;
+  secret_sealed: string;
+  previous_secret_sealed: string | null;
+  previous_secret_expires_at: Date | null;
+}
+
+/** A rotated endpoint: as reads show it, plus when its previous secret stops signing. */
+export interface Rotated {
+  endpoint: WebhookEndpoint;
+  previousSecretExpiresAt: string;
+}
+
 export interface EndpointPatch {
   url?: string | undefined;
   event_types?: TaskEventType[] | undefined;
@@ -44,6 +72,16 @@ export interface EndpointPatch {
 /** All SQL of the webhooks service (schema `webhooks`). Bound to a pool or to one transaction. */
 export function endpointsRepo(sql: Sql) {
   const cols = sql.unsafe(COLS);
+  /**
+   * A manual disable treats the endpoint's queued deliveries like an auto-disable does (DESIGN.md
+   * 5): PENDING becomes DISABLED, so nothing is sent later by surprise and replay-failed can bring
+   * them back after re-enabling. In the update's own statement, so no dispatcher sees the endpoint
+   * disabled with deliveries still queued. Attempts already in flight (DELIVERING) finish.
+   */
+  const disableQueued = sql`, queued as (
+          update deliveries d set state = 'DISABLED', next_attempt_at = null, updated_at = clock_timestamp()
+          from e where d.endpoint_id = e.id and d.state = 'PENDING'
+        )`;
   return {
     async insert(e: NewEndpoint): Promise<WebhookEndpoint> {
       const [row] = await sql<EndpointRow[]>`
@@ -76,6 +114,7 @@ export function endpointsRepo(sql: Sql) {
      */
     async update(org: string, id: string, p: EndpointPatch): Promise<WebhookEndpoint | undefined> {
       const [row] = await sql<EndpointRow[]>`
+        with e as (
         update endpoints set
           url = ${p.url === undefined ? sql`url` : sql`${p.url}`},
           event_types = ${p.event_types === undefined ? sql`event_types` : sql`${p.event_types}::text[]`},
@@ -84,8 +123,52 @@ export function endpointsRepo(sql: Sql) {
           disabled_reason = ${p.enabled === true ? sql`null` : sql`disabled_reason`},
           updated_at = clock_timestamp()
         where organization_id = ${org} and id = ${id}
-        returning ${cols}, '' as cursor_at`;
+        returning ${cols}
+        )${p.enabled === false ? disableQueued : sql``}
+        select e.*, '' as cursor_at from e`;
       return row && toEndpoint(row);
+    },
+
+    /**
+     * Rotation (spec 3.4): the current secret moves into the one previous-secret slot for 24 hours
+     * (dropping any older previous secret), and `secretSealed` becomes the current one. One
+     * statement: the update locks the row, and every right-hand side reads the row as it was, so
+     * two concurrent rotations queue on the lock and each moves the secret the other left.
+     */
+    async rotate(org: string, id: string, secretSealed: string): Promise<Rotated | undefined> {
+      const [row] = await sql<Array<EndpointRow & { previous_secret_expires_at: Date }>>`
+        update endpoints set
+          previous_secret_sealed = secret_sealed,
+          previous_secret_expires_at = clock_timestamp() + interval '24 hours',
+          secret_sealed = ${secretSealed},
+          updated_at = clock_timestamp()
+        where organization_id = ${org} and id = ${id}
+        returning ${cols}, previous_secret_expires_at, '' as cursor_at`;
+      return row && { endpoint: toEndpoint(row), previousSecretExpiresAt: row.previous_secret_expires_at.toISOString() };
+    },
+
+    /** The one read that names the sealed secrets (never through COLS): for signing a probe. */
+    async signingTarget(org: string, id: string): Promise<SigningTarget | undefined> {
+      const [row] = await sql<SigningRow[]>`
+        select url, verified, secret_sealed, previous_secret_sealed, previous_secret_expires_at
+        from endpoints where organization_id = ${org} and id = ${id}`;
+      return (
+        row && {
+          url: row.url,
+          verified: row.verified,
+          secrets: {
+            secretSealed: row.secret_sealed,
+            previousSecretSealed: row.previous_secret_sealed,
+            previousSecretExpiresAt: row.previous_secret_expires_at,
+          },
+        }
+      );
+    },
+
+    /** A signed probe got a 2xx (DESIGN.md 4, verify). False when the endpoint is gone meanwhile. */
+    async markVerified(org: string, id: string): Promise<boolean> {
+      const rows = await sql`update endpoints set verified = true, updated_at = clock_timestamp() where organization_id = ${org} and id = ${id} returning 1`;
+      return rows.length === 1;
     },
 
     async remove(org: string, id: string): Promise<boolean> {

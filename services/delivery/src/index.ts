@@ -1,0 +1,1 @@
+export { service, DeliveryConfig } from "./service.js";

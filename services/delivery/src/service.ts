@@ -1,0 +1,46 @@
+import { natsServiceSettings, settings } from "@tasksvc/config";
+import { deliveryRpc, webhookAttemptsRpc } from "@tasksvc/contracts";
+import { webhookSettings } from "@tasksvc/outbound";
+import { defineStatelessService } from "@tasksvc/runtime";
+import { z } from "zod";
+import { sendSigned } from "./call.js";
+import { startWorker } from "./worker.js";
+
+export const DeliveryConfig = z.object({
+  ...natsServiceSettings,
+  RPC_TIMEOUT_MS: settings.RPC_TIMEOUT_MS,
+  WEBHOOK_ALLOW_HTTP: webhookSettings.WEBHOOK_ALLOW_HTTP,
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: webhookSettings.WEBHOOK_ALLOW_PRIVATE_TARGETS,
+  WEBHOOK_TIMEOUT_MS: webhookSettings.WEBHOOK_TIMEOUT_MS,
+  WEBHOOK_CONCURRENCY: webhookSettings.WEBHOOK_CONCURRENCY,
+});
+export type DeliveryConfig = z.output<typeof DeliveryConfig>;
+
+/**
+ * The delivery service (issue 11): the only process that makes outbound HTTP calls. No schema:
+ * the webhooks service holds the truth of every delivery and every secret; this one sends the
+ * signed requests it is given, through the egress guard, and reports what happened.
+ */
+export const service = defineStatelessService({
+  name: "delivery",
+  config: DeliveryConfig,
+  async start({ cfg, nc, namespace, log, serve, client, onStop }) {
+    if (cfg.WEBHOOK_ALLOW_PRIVATE_TARGETS)
+      log.warn("WEBHOOK_ALLOW_PRIVATE_TARGETS is on: calls may reach internal addresses (never a metadata address); local use and tests only");
+    const egress = { allowHttp: cfg.WEBHOOK_ALLOW_HTTP, allowPrivate: cfg.WEBHOOK_ALLOW_PRIVATE_TARGETS, timeoutMs: cfg.WEBHOOK_TIMEOUT_MS };
+    const send = (request: Parameters<typeof sendSigned>[0]) => sendSigned(request, egress);
+    const worker = await startWorker({
+      nc,
+      namespace,
+      log,
+      webhooks: client(webhookAttemptsRpc, { timeoutMs: cfg.RPC_TIMEOUT_MS }),
+      send,
+      concurrency: cfg.WEBHOOK_CONCURRENCY,
+      // The call, a start and a report (each bounded by the RPC timeout), and a margin.
+      ackWaitMs: cfg.WEBHOOK_TIMEOUT_MS + 2 * cfg.RPC_TIMEOUT_MS + 5000,
+    });
+    onStop(() => worker.stop());
+    // The synchronous calls of test-event and verify (the webhooks service signs, this one sends).
+    serve(deliveryRpc, { call: (request) => send(request) });
+  },
+});

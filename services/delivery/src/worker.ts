@@ -1,0 +1,121 @@
+import { DeliveryJob, webhookJobsStream, type CallResult, type RpcContext, type SignedRequest, type webhookAttemptsRpc } from "@tasksvc/contracts";
+import type { Logger } from "@tasksvc/logger";
+import { consume, type Consumption, type NatsConnection, type RpcClient } from "@tasksvc/nats";
+import { batcher } from "./batch.js";
+
+export interface WorkerOptions {
+  nc: NatsConnection;
+  namespace: string;
+  log: Logger;
+  webhooks: RpcClient<typeof webhookAttemptsRpc>;
+  send(request: SignedRequest): Promise<CallResult>;
+  /** WEBHOOK_CONCURRENCY: calls in flight in this process. */
+  concurrency: number;
+  /** How long a job may take here before JetStream hands it to another worker. */
+  ackWaitMs: number;
+  now?: () => Date;
+}
+
+/** Durable names may not contain dots: the namespace joins with `_`. Replicas share it. */
+export const deliveryDurable = (namespace: string) => `${namespace}_delivery`;
+
+/** The context of the worker's internal calls: no organization, no caller. */
+const systemCtx = (): RpcContext => ({
+  request_id: `delivery-${Date.now().toString(36)}`,
+  organization_id: null,
+  user_id: null,
+  credential_id: null,
+  scopes: [],
+  plan: null,
+});
+
+/**
+ * The delivery worker (decision 0015): takes jobs from the job stream, asks the webhooks service
+ * for each one's signed request (none when the delivery was deleted, its endpoint disabled, or
+ * the attempt already dispatched again), makes the call, reports the outcome, then acks.
+ * Starts and reports are batched: one request for many jobs.
+ *
+ * A job is acked only once its outcome is recorded. If the report fails, the job comes back
+ * (nak with backoff) and is started again, which answers nothing to send once the lease has run
+ * out and the dispatcher counted the attempt: at least once, never lost.
+ */
+export function startWorker(o: WorkerOptions): Promise<Consumption> {
+  const now = o.now ?? (() => new Date());
+  const starts = batcher<{ delivery_id: string; attempt: number }, SignedRequest | null>(
+    async (jobs) => (await o.webhooks.call("startAttempts", { jobs }, systemCtx())).attempts.map((a) => a.request),
+    { maxSize: 200, maxWaitMs: 2 },
+  );
+  const records = batcher(
+    async (results: Array<{ delivery_id: string; attempt: number; attempted_at: string; result: CallResult }>) => {
+      await o.webhooks.call("recordAttempts", { results }, systemCtx());
+      return results.map(() => true);
+    },
+    { maxSize: 200, maxWaitMs: 5 },
+  );
+
+  const slots = semaphore(o.concurrency);
+
+  /** One attempt: a slot, the call, then its report (batched with others'). */
+  async function attempt(ref: { delivery_id: string; attempt: number }, request: SignedRequest): Promise<void> {
+    const release = await slots.acquire();
+    let result: CallResult;
+    const attemptedAt = now().toISOString();
+    try {
+      result = await o.send(request);
+    } finally {
+      release();
+    }
+    await records.add({ ...ref, attempted_at: attemptedAt, result });
+  }
+
+  return consume(o.nc, {
+    stream: webhookJobsStream(o.namespace),
+    durable: deliveryDurable(o.namespace),
+    schema: DeliveryJob,
+    // Jobs in flight; the calls they make share WEBHOOK_CONCURRENCY slots. An endpoint never has
+    // more than WEBHOOK_ENDPOINT_CONCURRENCY attempts in flight (the dispatcher's bound), so a
+    // hanging endpoint holds at most that many slots and the others keep theirs.
+    concurrency: o.concurrency,
+    ackWaitMs: o.ackWaitMs,
+    log: o.log,
+    async handle(job, meta) {
+      // Its lease ran out: the dispatcher has counted these attempts and dispatched them again.
+      if (new Date(job.lease_until) <= now()) return "ack";
+      // A job waiting for call slots is still being worked on: keep JetStream from handing it to
+      // another worker (which would call again) while its lease lasts.
+      const keepAlive = setInterval(() => meta.working(), Math.max(1000, Math.floor(o.ackWaitMs / 3)));
+      try {
+        const requests = await Promise.all(job.deliveries.map((ref) => starts.add(ref)));
+        await Promise.all(
+          job.deliveries.map((ref, i) => {
+            const request = requests[i];
+            return request ? attempt(ref, request) : undefined;
+          }),
+        );
+      } finally {
+        clearInterval(keepAlive);
+      }
+      return "ack";
+    },
+  });
+}
+
+/** At most `n` holders at once; the others wait in arrival order. */
+function semaphore(n: number) {
+  let free = n;
+  const waiting: Array<() => void> = [];
+  const release = () => {
+    const next = waiting.shift();
+    if (next) next();
+    else free += 1;
+  };
+  return {
+    acquire(): Promise<() => void> {
+      if (free > 0) {
+        free -= 1;
+        return Promise.resolve(release);
+      }
+      return new Promise((resolve) => waiting.push(() => resolve(release)));
+    },
+  };
+}

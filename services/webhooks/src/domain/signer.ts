@@ -1,0 +1,48 @@
+import type { SignedRequest } from "@tasksvc/contracts";
+import { unixSeconds, webhookBody, webhookHeaders, type SecretBox, type WebhookEvent } from "@tasksvc/outbound";
+import type { SealedSecrets } from "../repo/endpoints-repo.js";
+
+/**
+ * Signs outbound requests (DESIGN.md 5, Standard Webhooks) in the webhooks service, the only
+ * holder of WEBHOOK_SECRET_KEY: the delivery service gets a signed request and never a secret
+ * (decision 0015). Signed right before the call, so `webhook-timestamp` is the sending time.
+ */
+export function signer(box: SecretBox, now: () => Date = () => new Date()) {
+  // Opened secrets by their sealed form: every attempt to an endpoint would otherwise decrypt the
+  // same string again. A sealed string is unique (random IV), so a rotation misses the cache
+  // rather than finding a stale entry. Bounded: cleared when it grows past CACHE_MAX.
+  const opened = new Map<string, string>();
+  const open = (sealed: string): string => {
+    let plain = opened.get(sealed);
+    if (plain === undefined) {
+      plain = box.open(sealed);
+      if (opened.size >= CACHE_MAX) opened.clear();
+      opened.set(sealed, plain);
+    }
+    return plain;
+  };
+
+  /** The secrets that sign now: the current one, then the previous one while its window lasts (spec 3.4). */
+  function liveSecrets(s: SealedSecrets, at: Date = now()): string[] {
+    const live = [open(s.secretSealed)];
+    if (s.previousSecretSealed !== null && s.previousSecretExpiresAt !== null && s.previousSecretExpiresAt > at) live.push(open(s.previousSecretSealed));
+    return live;
+  }
+
+  /** Signs `body` exactly as it will be sent; `id` is the event id (webhook-id: the same on every attempt and replay). */
+  function signBody(url: string, secrets: SealedSecrets, id: string, body: string): SignedRequest {
+    const at = now();
+    const headers = webhookHeaders({ id, timestamp: unixSeconds(at), body, secrets: liveSecrets(secrets, at) });
+    return { url, headers: { ...headers }, body };
+  }
+
+  return {
+    liveSecrets,
+    signBody,
+    /** Serializes the envelope (DESIGN.md 5), then signs it. */
+    sign: (url: string, secrets: SealedSecrets, id: string, event: WebhookEvent): SignedRequest => signBody(url, secrets, id, webhookBody(event)),
+  };
+}
+export type Signer = ReturnType<typeof signer>;
+
+const CACHE_MAX = 10_000;

@@ -1,0 +1,283 @@
+import type { CallResult, ProbeOutcome } from "@tasksvc/contracts";
+import type { Sql } from "@tasksvc/db";
+
+/** An attempt claimed for the job stream. */
+export interface Claimed {
+  delivery_id: string;
+  endpoint_id: string;
+  attempt: number;
+  lease_until: string;
+}
+
+/** A delivery whose attempt went unreported past its lease (decision 0015). */
+export interface Expired {
+  id: string;
+  /** The attempt that expired (1-based). */
+  attempt: number;
+  endpointEnabled: boolean;
+}
+
+/** What the worker needs to sign and send one attempt, as it stands in the database now. */
+export interface AttemptSubject {
+  id: string;
+  endpointId: string;
+  state: string;
+  attemptCount: number;
+  eventId: string;
+  eventType: string;
+  payload: { timestamp?: unknown; data?: unknown };
+  url: string;
+  enabled: boolean;
+  secretSealed: string;
+  previousSecretSealed: string | null;
+  previousSecretExpiresAt: Date | null;
+}
+
+export interface DeliveryForRecord {
+  id: string;
+  endpointId: string;
+  state: string;
+  attemptCount: number;
+}
+
+export interface EndpointStreak {
+  id: string;
+  enabled: boolean;
+  failureCount: number;
+  failingSince: Date | null;
+}
+
+/** One attempt's row in `attempts`. */
+export interface AttemptRow {
+  deliveryId: string;
+  attempt: number;
+  attemptedAt: string;
+  outcome: ProbeOutcome | "no_outcome";
+  status: number | null;
+  errorClass: string | null;
+  durationMs: number | null;
+}
+
+/** A delivery's state after an attempt (SUCCEEDED, PENDING with a next attempt, FAILED, DISABLED). */
+export interface DeliveryUpdate {
+  id: string;
+  state: "SUCCEEDED" | "PENDING" | "FAILED" | "DISABLED";
+  attemptCount: number;
+  lastStatus: number | null;
+  /** Milliseconds from now to the next attempt; null unless PENDING. */
+  nextInMs: number | null;
+}
+
+export interface StreakUpdate {
+  id: string;
+  failureCount: number;
+  failingSince: Date | null;
+  /** Set when this update disables the endpoint. */
+  disabledReason: string | null;
+}
+
+/**
+ * The delivery machinery's SQL in schema `webhooks`: the dispatcher's claims and expiries, the
+ * worker's start and record. Bound to a pool or to one transaction.
+ */
+export function attemptsRepo(sql: Sql) {
+  return {
+    /**
+     * Serializes dispatchers (every replica runs one) for the rest of the transaction, so the
+     * per-endpoint bound counts what is really in flight. A dispatch transaction is a few ms.
+     */
+    async lockDispatch(): Promise<void> {
+      await sql`select pg_advisory_xact_lock(hashtext('webhooks.dispatch'))`;
+    },
+
+    /** DELIVERING rows whose lease ran out, locked for this transaction. */
+    async expiredLeases(limit: number): Promise<Expired[]> {
+      const rows = await sql<{ id: string; attempt_count: number; enabled: boolean }[]>`
+        select d.id, d.attempt_count, e.enabled from deliveries d join endpoints e on e.id = d.endpoint_id
+        where d.state = 'DELIVERING' and d.lease_until < now()
+        order by d.lease_until
+        limit ${limit}
+        for update of d skip locked`;
+      return rows.map((r) => ({ id: r.id, attempt: r.attempt_count + 1, endpointEnabled: r.enabled }));
+    },
+
+    /**
+     * Claims due PENDING deliveries of enabled endpoints, at most `perEndpoint` in flight per
+     * endpoint (those already DELIVERING count), `limit` in all: they become DELIVERING with a
+     * lease. Each endpoint's oldest due first.
+     */
+    async claim(perEndpoint: number, limit: number, leaseMs: number): Promise<Claimed[]> {
+      const rows = await sql<{ id: string; endpoint_id: string; attempt: number; lease_until: Date }[]>`
+        with due as (
+          select distinct d.endpoint_id from deliveries d where d.state = 'PENDING' and d.next_attempt_at <= now()
+        ),
+        slots as (
+          select due.endpoint_id,
+                 ${perEndpoint}::int - (select count(*) from deliveries f where f.endpoint_id = due.endpoint_id and f.state = 'DELIVERING')::int as free
+          from due join endpoints e on e.id = due.endpoint_id and e.enabled
+        ),
+        picked as (
+          select p.id from slots s cross join lateral (
+            select d.id from deliveries d
+            where d.endpoint_id = s.endpoint_id and d.state = 'PENDING' and d.next_attempt_at <= now()
+            order by d.next_attempt_at, d.id
+            limit greatest(s.free, 0)
+          ) p
+          limit ${limit}
+        )
+        update deliveries d set
+          state = 'DELIVERING',
+          lease_until = now() + ${leaseMs} * interval '1 millisecond',
+          next_attempt_at = null,
+          updated_at = clock_timestamp()
+        from picked where d.id = picked.id
+        returning d.id, d.endpoint_id, d.attempt_count + 1 as attempt, d.lease_until`;
+      return rows.map((r) => ({ delivery_id: r.id, endpoint_id: r.endpoint_id, attempt: r.attempt, lease_until: r.lease_until.toISOString() }));
+    },
+
+    /** Gives claimed attempts back (their jobs could not be published): due again after `delayMs`. */
+    async unclaim(jobs: ReadonlyArray<{ delivery_id: string; attempt: number }>, delayMs: number): Promise<void> {
+      if (jobs.length === 0) return;
+      await sql`
+        update deliveries d set state = 'PENDING', lease_until = null,
+          next_attempt_at = now() + ${delayMs} * interval '1 millisecond', updated_at = clock_timestamp()
+        from unnest(${jobs.map((j) => j.delivery_id)}::text[], ${jobs.map((j) => j.attempt)}::int[]) as j (id, attempt)
+        where d.id = j.id and d.state = 'DELIVERING' and d.attempt_count + 1 = j.attempt`;
+    },
+
+    /** The deliveries (with their endpoint and sealed secrets) of these ids; a deleted one is absent. */
+    async subjects(ids: readonly string[]): Promise<AttemptSubject[]> {
+      const rows = await sql<
+        {
+          id: string;
+          endpoint_id: string;
+          state: string;
+          attempt_count: number;
+          event_id: string;
+          event_type: string;
+          payload: AttemptSubject["payload"];
+          url: string;
+          enabled: boolean;
+          secret_sealed: string;
+          previous_secret_sealed: string | null;
+          previous_secret_expires_at: Date | null;
+        }[]
+      >`
+        select d.id, d.endpoint_id, d.state, d.attempt_count, d.event_id, d.event_type, d.payload,
+               e.url, e.enabled, e.secret_sealed, e.previous_secret_sealed, e.previous_secret_expires_at
+        from deliveries d join endpoints e on e.id = d.endpoint_id
+        where d.id = any(${ids as string[]}::text[])`;
+      return rows.map((r) => ({
+        id: r.id,
+        endpointId: r.endpoint_id,
+        state: r.state,
+        attemptCount: r.attempt_count,
+        eventId: r.event_id,
+        eventType: r.event_type,
+        payload: r.payload,
+        url: r.url,
+        enabled: r.enabled,
+        secretSealed: r.secret_sealed,
+        previousSecretSealed: r.previous_secret_sealed,
+        previousSecretExpiresAt: r.previous_secret_expires_at,
+      }));
+    },
+
+    /**
+     * Endpoints' failure streaks, locked until the transaction ends. NO KEY UPDATE (not UPDATE):
+     * the fan-out's inserts take KEY SHARE on their endpoint (the foreign key) and must not wait
+     * for a recording. Locked in id order, before any delivery row, as every writer of both does.
+     */
+    async lockEndpoints(ids: readonly string[]): Promise<EndpointStreak[]> {
+      const rows = await sql<{ id: string; enabled: boolean; failure_count: number; failing_since: Date | null }[]>`
+        select id, enabled, failure_count, failing_since from endpoints
+        where id = any(${ids as string[]}::text[]) order by id for no key update`;
+      return rows.map((r) => ({ id: r.id, enabled: r.enabled, failureCount: r.failure_count, failingSince: r.failing_since }));
+    },
+
+    async lockDeliveries(ids: readonly string[]): Promise<DeliveryForRecord[]> {
+      const rows = await sql<{ id: string; endpoint_id: string; state: string; attempt_count: number }[]>`
+        select id, endpoint_id, state, attempt_count from deliveries
+        where id = any(${ids as string[]}::text[]) order by id for no key update`;
+      return rows.map((r) => ({ id: r.id, endpointId: r.endpoint_id, state: r.state, attemptCount: r.attempt_count }));
+    },
+
+    /** The deliveries of these ids and their endpoints, locked in that order: endpoints, then deliveries. */
+    async lockDeliveriesAfterEndpoints(ids: readonly string[]): Promise<{ endpoints: EndpointStreak[]; rows: DeliveryForRecord[] }> {
+      const owners = await sql<{ endpoint_id: string }[]>`select distinct endpoint_id from deliveries where id = any(${ids as string[]}::text[])`;
+      const endpoints = await this.lockEndpoints(owners.map((o) => o.endpoint_id));
+      const rows = await this.lockDeliveries(ids);
+      return { endpoints, rows };
+    },
+
+    /**
+     * Adds attempts; an attempt already recorded keeps its row, except a `no_outcome` placeholder
+     * (its lease ran out first), which the late real outcome replaces.
+     */
+    async insertAttempts(rows: readonly AttemptRow[]): Promise<void> {
+      if (rows.length === 0) return;
+      await sql`
+        insert into attempts (delivery_id, attempt, attempted_at, outcome, status, error_class, duration_ms)
+        select * from unnest(
+          ${rows.map((r) => r.deliveryId)}::text[], ${rows.map((r) => r.attempt)}::int[], ${rows.map((r) => r.attemptedAt)}::timestamptz[],
+          ${rows.map((r) => r.outcome)}::text[], ${rows.map((r) => r.status) as number[]}::int[], ${rows.map((r) => r.errorClass) as string[]}::text[],
+          ${rows.map((r) => r.durationMs) as number[]}::int[])
+        on conflict (delivery_id, attempt) do update set
+          attempted_at = excluded.attempted_at, outcome = excluded.outcome, status = excluded.status,
+          error_class = excluded.error_class, duration_ms = excluded.duration_ms
+        where attempts.outcome = 'no_outcome'`;
+    },
+
+    async updateDeliveries(updates: readonly DeliveryUpdate[]): Promise<void> {
+      if (updates.length === 0) return;
+      await sql`
+        update deliveries d set
+          state = u.state, attempt_count = u.attempt_count, last_status = u.last_status, lease_until = null,
+          next_attempt_at = case when u.next_in_ms is null then null else now() + u.next_in_ms * interval '1 millisecond' end,
+          updated_at = clock_timestamp()
+        from unnest(
+          ${updates.map((u) => u.id)}::text[], ${updates.map((u) => u.state)}::text[], ${updates.map((u) => u.attemptCount)}::int[],
+          ${updates.map((u) => u.lastStatus) as number[]}::int[], ${updates.map((u) => u.nextInMs) as number[]}::bigint[]
+        ) as u (id, state, attempt_count, last_status, next_in_ms)
+        where d.id = u.id`;
+    },
+
+    /** Writes streaks; an update with a reason disables its endpoint and its PENDING deliveries (DESIGN.md 5). */
+    async updateStreaks(updates: readonly StreakUpdate[]): Promise<void> {
+      if (updates.length === 0) return;
+      await sql`
+        update endpoints e set
+          failure_count = u.failure_count,
+          failing_since = u.failing_since,
+          enabled = case when u.reason is null then e.enabled else false end,
+          disabled_reason = coalesce(u.reason, e.disabled_reason),
+          updated_at = case when u.reason is null then e.updated_at else clock_timestamp() end
+        from unnest(
+          ${updates.map((u) => u.id)}::text[], ${updates.map((u) => u.failureCount)}::int[],
+          ${updates.map((u) => u.failingSince?.toISOString() ?? null) as string[]}::timestamptz[], ${updates.map((u) => u.disabledReason) as string[]}::text[]
+        ) as u (id, failure_count, failing_since, reason)
+        where e.id = u.id`;
+      const disabled = updates.filter((u) => u.disabledReason !== null).map((u) => u.id);
+      if (disabled.length > 0) await this.disablePending(disabled);
+    },
+
+    async disablePending(endpointIds: readonly string[]): Promise<void> {
+      await sql`
+        update deliveries set state = 'DISABLED', next_attempt_at = null, updated_at = clock_timestamp()
+        where endpoint_id = any(${endpointIds as string[]}::text[]) and state = 'PENDING'`;
+    },
+
+    /** An attempt whose endpoint is disabled now: its delivery stops there, nothing sent. */
+    async disableAttempt(id: string, attempt: number): Promise<void> {
+      await sql`
+        update deliveries set state = 'DISABLED', lease_until = null, next_attempt_at = null, updated_at = clock_timestamp()
+        where id = ${id} and state = 'DELIVERING' and attempt_count + 1 = ${attempt}`;
+    },
+  };
+}
+export type AttemptsRepo = ReturnType<typeof attemptsRepo>;
+
+/** The attempt row of a reported call. */
+export function attemptRow(deliveryId: string, attempt: number, attemptedAt: string, r: CallResult): AttemptRow {
+  return { deliveryId, attempt, attemptedAt, outcome: r.outcome, status: r.status, errorClass: r.error_class, durationMs: r.duration_ms };
+}

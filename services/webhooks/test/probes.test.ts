@@ -1,0 +1,48 @@
+import { Task, TaskEventType } from "@tasksvc/contracts";
+import { DEV_SECRET_KEY, newSigningSecret, secretBox } from "@tasksvc/outbound";
+import { Webhook } from "standardwebhooks";
+import { describe, expect, it } from "vitest";
+import { sampleTask } from "../src/domain/endpoints-service.js";
+import { signer } from "../src/domain/signer.js";
+
+// Pure logic of the probes (test event, verify) and of signing across a rotation: no database,
+// no NATS. The HTTP side is covered by test/e2e/webhook-operations.test.ts.
+const box = secretBox(DEV_SECRET_KEY);
+
+describe("test event sample", () => {
+  for (const type of TaskEventType.options) {
+    it(`when the sample for ${type} is built, then it parses as a Task`, () => {
+      const sample = sampleTask(type, new Date("2026-11-23T10:00:00.123Z"));
+      const parsed = Task.safeParse(sample);
+      expect(parsed.success, JSON.stringify(parsed.error?.issues)).toBe(true);
+      expect(sample.archived).toBe(type === "task.archived");
+    });
+  }
+});
+
+describe("signing across a rotation", () => {
+  const oldSecret = newSigningSecret();
+  const newSecret = newSigningSecret();
+  const s = signer(box);
+  const event = { type: "task.created", timestamp: new Date(), data: { id: "T-1" } };
+
+  it("when the previous secret is still in its window, then two v1 signatures, each verifiable with its own secret", () => {
+    const rotated = { secretSealed: box.seal(newSecret), previousSecretSealed: box.seal(oldSecret), previousSecretExpiresAt: new Date(Date.now() + 3600_000) };
+    const request = s.sign("https://hooks.example.com/", rotated, "evt_1", event);
+    const signatures = (request.headers["webhook-signature"] ?? "").split(" ");
+    expect(signatures, JSON.stringify(request.headers)).toHaveLength(2);
+    for (const s of signatures) expect(s.startsWith("v1,")).toBe(true);
+    for (const secret of [oldSecret, newSecret]) {
+      expect(new Webhook(secret).verify(request.body, request.headers)).toEqual(JSON.parse(request.body));
+    }
+    expect(() => new Webhook(newSigningSecret()).verify(request.body, request.headers)).toThrow();
+  });
+
+  it("when the previous secret's window has passed, then only the new secret signs", () => {
+    const expired = { secretSealed: box.seal(newSecret), previousSecretSealed: box.seal(oldSecret), previousSecretExpiresAt: new Date(Date.now() - 1000) };
+    const request = s.sign("https://hooks.example.com/", expired, "evt_2", event);
+    expect((request.headers["webhook-signature"] ?? "").split(" ")).toHaveLength(1);
+    expect(new Webhook(newSecret).verify(request.body, request.headers)).toEqual(JSON.parse(request.body));
+    expect(() => new Webhook(oldSecret).verify(request.body, request.headers)).toThrow();
+  });
+});

@@ -1,0 +1,109 @@
+// Webhook delivery scenarios of the benchmark (issue 11), run by run.mjs in the same run as the
+// baselines, on its stack (webhooks and delivery services in their own processes).
+//
+// (a) fan-out: 10 endpoints on one keep-alive receiver, tasks created at a steady rate (RATE per
+//     second, so 10 × RATE deliveries per second are due): successful deliveries per second and
+//     event-to-receiver latency p50/p99 (the task's commit to the receiver's arrival).
+// (b) isolation: the same with an 11th endpoint that hangs until WEBHOOK_TIMEOUT_MS: the healthy
+//     endpoints' figures, and their p99 as a ratio of (a)'s.
+import http from "node:http";
+
+const RATE = Number(process.env.BENCH_WEBHOOK_RATE ?? 200);
+// node:http with keep-alive: fetch (undici) costs this process several times the CPU per request,
+// which the two cores would take from the system under test.
+const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+
+/** POST /v1/tasks; resolves to the status (0 when the request failed). */
+function createTask(gateway, key) {
+  const body = JSON.stringify({ title: "Webhook benchmark task" });
+  return new Promise((resolve) => {
+    const req = http.request(
+      `${gateway}/v1/tasks`,
+      { method: "POST", agent, headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "content-length": Buffer.byteLength(body) } },
+      (res) => {
+        res.resume();
+        res.on("end", () => resolve(res.statusCode));
+        res.on("error", () => resolve(0));
+      },
+    );
+    req.on("error", () => resolve(0));
+    req.end(body);
+  });
+}
+
+const quantile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+
+/**
+ * Creates tasks at `rate` per second for `seconds`: each 10 ms tick sends what the elapsed time
+ * owes (timers drift; the rate does not). Answers how many were created and how many failed.
+ */
+async function steadyTasks(gateway, key, rate, seconds) {
+  let sent = 0;
+  let created = 0;
+  let failed = 0;
+  const inFlight = new Set();
+  const start = Date.now();
+  const end = start + seconds * 1000;
+  for (let now = start; now < end; now = Date.now()) {
+    const owed = Math.floor(((now - start) / 1000) * rate) - sent;
+    for (let i = 0; i < owed; i++, sent++) {
+      const p = createTask(gateway, key)
+        .then((status) => {
+          if (status === 201) created += 1;
+          else failed += 1;
+        })
+        .finally(() => inFlight.delete(p));
+      inFlight.add(p);
+    }
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  await Promise.all(inFlight);
+  return { created, failed };
+}
+
+/**
+ * One phase: warm-up, then `duration` seconds of steady load; arrivals are counted over the
+ * measured window plus a drain (deliveries of the window's events that arrive after it).
+ */
+async function phase({ gateway, key, receiver, duration, warmup }) {
+  await steadyTasks(gateway, key, RATE, warmup);
+  await new Promise((r) => setTimeout(r, 1000));
+  await fetch(`${receiver}/stats`).then((r) => r.json());
+  const from = Date.now();
+  const { created, failed } = await steadyTasks(gateway, key, RATE, duration);
+  const to = Date.now();
+  await new Promise((r) => setTimeout(r, 3000));
+  const { arrivals } = await fetch(`${receiver}/stats`).then((r) => r.json());
+  // Deliveries of events created in the window (arrival minus latency is the event's time).
+  const window = arrivals.filter(([at, latency]) => at - latency >= from && at - latency < to);
+  const inWindow = arrivals.filter(([at]) => at >= from && at < to).length;
+  const latencies = window.map(([, latency]) => latency).sort((a, b) => a - b);
+  const due = created * 10;
+  return {
+    deliveriesPerSecond: inWindow / ((to - from) / 1000),
+    delivered: window.length,
+    due,
+    p50: quantile(latencies, 50),
+    p99: quantile(latencies, 99),
+    failedCreates: failed,
+  };
+}
+
+export async function webhookScenarios({ gateway, key, receiver, duration, warmup, log }) {
+  const endpoint = async (url) => {
+    const r = await fetch(`${gateway}/v1/webhook-endpoints`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ url, event_types: ["task.created"] }),
+    });
+    if (r.status !== 201) throw new Error(`endpoint create failed: ${r.status} ${await r.text()}`);
+    return r.json();
+  };
+  for (let i = 0; i < 10; i++) await endpoint(`${receiver}/ok/${i}`);
+  log(`bench: webhooks (a) fan-out to 10 endpoints, ${RATE} tasks/s …`);
+  const a = await phase({ gateway, key, receiver, duration, warmup });
+  await endpoint(`${receiver}/hang/0`);
+  log(`bench: webhooks (b) the same plus one hanging endpoint …`);
+  const b = await phase({ gateway, key, receiver, duration, warmup });
+  return { rate: RATE, a, b };
+}

@@ -1,0 +1,324 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { api, factories, startReceiver, startStack, type Receiver, type StartedStack, type Tenant } from "@tasksvc/testing";
+import postgres from "postgres";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+// Issue 11: delivery end to end, through HTTP, to a real receiver on 127.0.0.1 that verifies every
+// request with `standardwebhooks` (the reference verifier). This file runs its own stack: the
+// shared one keeps the production defaults (https only, private targets refused), and here the
+// delivery worker is a separate process, so a test can kill it mid-call.
+const SETTINGS = {
+  WEBHOOK_ALLOW_HTTP: "true",
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
+  // Four attempts, retries 300 ms apart (±10%).
+  WEBHOOK_RETRY_DELAYS: "0,300ms,300ms,300ms",
+  WEBHOOK_TIMEOUT_MS: "2000",
+  WEBHOOK_LEASE: "4s",
+  WEBHOOK_ENDPOINT_CONCURRENCY: "2",
+  // Few worker slots, so an endpoint that took more than its share would starve the others.
+  WEBHOOK_CONCURRENCY: "4",
+  WEBHOOK_DISABLE_AFTER: "3",
+  WEBHOOK_DISABLE_MIN_AGE: "1h",
+};
+
+let stack: StartedStack;
+let rx: Receiver;
+let db: postgres.Sql;
+let f: ReturnType<typeof factories>;
+const workers = new Set<ChildProcess>();
+
+/** A delivery worker process (as in production: node services/delivery/dist/main.js). */
+function startWorker(): ChildProcess {
+  const child = spawn(process.execPath, ["services/delivery/dist/main.js"], {
+    env: { ...process.env, ...SETTINGS, NATS_URL: stack.natsUrl, NATS_NAMESPACE: stack.namespace, LOG_LEVEL: "warn" },
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  workers.add(child);
+  child.on("exit", () => workers.delete(child));
+  return child;
+}
+
+async function kill(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  child.kill("SIGKILL");
+  await exited;
+}
+
+beforeAll(async () => {
+  stack = await startStack({ env: SETTINGS, replicas: { delivery: 0, gateway: 1, keys: 1, tasks: 1 } });
+  db = postgres(stack.databaseUrl, { max: 2, onnotice: () => {} });
+  f = factories(stack);
+  rx = await startReceiver();
+  startWorker();
+});
+
+afterAll(async () => {
+  await Promise.all([...workers].map(kill));
+  await rx?.close();
+  await f?.close();
+  await db?.end({ timeout: 1 });
+  await stack?.stop();
+});
+
+const gw = () => api(stack.gatewayUrls[0] as string);
+
+interface Hook {
+  id: string;
+  secret: string;
+  path: string;
+}
+
+/** An endpoint of `t` at a fresh path of the receiver, which verifies with its secret. */
+async function hook(t: Tenant, body: Record<string, unknown> = {}): Promise<Hook> {
+  const path = `/${randomUUID()}`;
+  const r = await gw().post("/v1/webhook-endpoints", { url: rx.url(path), ...body }, { token: t.apiKey });
+  expect(r.status, r.text).toBe(201);
+  rx.expect(path, [r.body.secret]);
+  return { id: r.body.id, secret: r.body.secret, path };
+}
+
+async function createTask(t: Tenant, title = "deliver me"): Promise<{ id: string; number: number }> {
+  const r = await gw().post("/v1/tasks", { title }, { token: t.apiKey });
+  expect(r.status, r.text).toBe(201);
+  return r.body;
+}
+
+interface DeliveryRow {
+  id: string;
+  state: string;
+  attempt_count: number;
+  last_status: number | null;
+  event_id: string;
+}
+
+async function deliveries(t: Tenant, h: Hook): Promise<DeliveryRow[]> {
+  const r = await gw().get(`/v1/webhook-endpoints/${h.id}/deliveries`, { token: t.apiKey });
+  expect(r.status, r.text).toBe(200);
+  return r.body.data;
+}
+
+/**
+ * Polls the delivery rows until `ok` holds (or 15 s pass), then answers the log through the API.
+ * Polling reads the table: the API's burst limit is for clients, not for a test's busy wait.
+ */
+async function deliveriesWhen(t: Tenant, h: Hook, ok: (rows: DeliveryRow[]) => boolean): Promise<DeliveryRow[]> {
+  const deadline = Date.now() + 15_000;
+  const rows = () =>
+    db<
+      DeliveryRow[]
+    >`select id, state, attempt_count, last_status, event_id from webhooks.deliveries where endpoint_id = ${h.id} order by created_at desc, id desc`;
+  while (!ok(await rows()) && Date.now() < deadline) await sleep(100);
+  return deliveries(t, h);
+}
+
+async function endpoint(t: Tenant, h: Hook) {
+  const r = await gw().get(`/v1/webhook-endpoints/${h.id}`, { token: t.apiKey });
+  expect(r.status, r.text).toBe(200);
+  return r.body;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("webhook delivery", () => {
+  it("when a task is created, then the receiver gets it signed per Standard Webhooks, webhook-id the event id, and the log shows SUCCEEDED", async () => {
+    const t = await f.tenant();
+    const h = await hook(t);
+    const task = await createTask(t);
+    const [got] = await rx.waitFor(h.path, 1);
+    expect(got?.verifiedBy).toEqual([0]);
+    expect(got?.event.type).toBe("task.created");
+    expect(got?.event.data["id"]).toBe(task.id);
+    expect(got?.event.timestamp).toEqual(expect.stringMatching(/Z$/));
+    const rows = await deliveriesWhen(t, h, (d) => d[0]?.state === "SUCCEEDED");
+    expect(rows).toEqual([expect.objectContaining({ state: "SUCCEEDED", attempt_count: 1, last_status: 200, event_id: got?.id, next_attempt_at: null })]);
+    const attempts = await gw().get(`/v1/webhook-endpoints/${h.id}/deliveries/${rows[0]?.id}/attempts`, { token: t.apiKey });
+    expect(attempts.status, attempts.text).toBe(200);
+    expect(attempts.body.data).toEqual([expect.objectContaining({ attempt: 1, outcome: "delivered", status: 200, error_class: null })]);
+    expect(attempts.text).not.toContain(h.secret);
+  });
+
+  it("when the endpoint fails twice, then it is retried on the schedule with the same webhook-id and succeeds on the third attempt", async () => {
+    const t = await f.tenant();
+    const h = await hook(t);
+    rx.answer(h.path, (n) => (n <= 2 ? { status: 500 } : { status: 204 }));
+    await createTask(t);
+    const got = await rx.waitFor(h.path, 3);
+    expect(new Set(got.map((g) => g.id)).size).toBe(1);
+    expect(got.every((g) => g.verifiedBy.length === 1)).toBe(true);
+    const rows = await deliveriesWhen(t, h, (d) => d[0]?.state === "SUCCEEDED");
+    expect(rows[0]).toEqual(expect.objectContaining({ state: "SUCCEEDED", attempt_count: 3, last_status: 204 }));
+    const attempts = await gw().get(`/v1/webhook-endpoints/${h.id}/deliveries/${rows[0]?.id}/attempts`, { token: t.apiKey });
+    expect(attempts.body.data.map((a: { status: number }) => a.status)).toEqual([500, 500, 204]);
+  });
+
+  it("when every attempt fails, then the delivery is FAILED after the schedule's four attempts, and a 3xx counts as a failure (never followed)", async () => {
+    const t = await f.tenant();
+    const h = await hook(t);
+    const target = `/${randomUUID()}`;
+    rx.answer(h.path, () => ({ status: 302, headers: { location: rx.url(target) } }));
+    await createTask(t);
+    await rx.waitFor(h.path, 4);
+    const rows = await deliveriesWhen(t, h, (d) => d[0]?.state === "FAILED");
+    expect(rows[0]).toEqual(expect.objectContaining({ state: "FAILED", attempt_count: 4, last_status: 302, next_attempt_at: null }));
+    await sleep(700);
+    expect(rx.received(h.path)).toHaveLength(4);
+    expect(rx.received(target)).toHaveLength(0);
+    const attempts = await gw().get(`/v1/webhook-endpoints/${h.id}/deliveries/${rows[0]?.id}/attempts`, { token: t.apiKey });
+    expect(attempts.body.data.map((a: { outcome: string }) => a.outcome)).toEqual([
+      "redirect_blocked",
+      "redirect_blocked",
+      "redirect_blocked",
+      "redirect_blocked",
+    ]);
+  });
+
+  it("when the endpoint answers 503 with Retry-After, then the next attempt waits for it rather than the 300 ms schedule", async () => {
+    const t = await f.tenant();
+    const h = await hook(t);
+    rx.answer(h.path, (n) => (n === 1 ? { status: 503, headers: { "retry-after": "2" } } : { status: 200 }));
+    await createTask(t);
+    const got = await rx.waitFor(h.path, 2);
+    expect((got[1]?.at ?? 0) - (got[0]?.at ?? 0)).toBeGreaterThanOrEqual(1900);
+  });
+
+  it("when the endpoint answers 410 Gone, then it is disabled at once with a reason and its other pending deliveries become DISABLED", async () => {
+    const t = await f.tenant();
+    const h = await hook(t);
+    rx.answer(h.path, () => ({ status: 410 }));
+    await createTask(t);
+    await rx.waitFor(h.path, 1);
+    const e = await pollEndpoint(t, h, (x) => x.enabled === false);
+    expect(e).toEqual(expect.objectContaining({ enabled: false, disabled_reason: "endpoint_gone" }));
+    const rows = await deliveriesWhen(t, h, (d) => d[0]?.state === "DISABLED");
+    expect(rows[0]).toEqual(expect.objectContaining({ state: "DISABLED", attempt_count: 1, last_status: 410 }));
+    // A disabled endpoint gets no more deliveries.
+    await createTask(t);
+    await sleep(800);
+    expect(rx.received(h.path)).toHaveLength(1);
+  });
+
+  it("when failures reach WEBHOOK_DISABLE_AFTER, then the endpoint is disabled only once the streak is older than WEBHOOK_DISABLE_MIN_AGE", async () => {
+    const t = await f.tenant();
+    const h = await hook(t);
+    rx.answer(h.path, () => ({ status: 500 }));
+    await createTask(t);
+    await rx.waitFor(h.path, 4);
+    await deliveriesWhen(t, h, (d) => d[0]?.state === "FAILED");
+    // Four consecutive failures (over 3), but the streak is minutes old, not an hour: still enabled.
+    expect(await endpoint(t, h)).toEqual(expect.objectContaining({ enabled: true, disabled_reason: null }));
+    const [row] = await db<{ failure_count: number }[]>`select failure_count from webhooks.endpoints where id = ${h.id}`;
+    expect(row?.failure_count).toBe(4);
+    // The streak began two hours ago: the next failure disables.
+    await db`update webhooks.endpoints set failing_since = now() - interval '2 hours' where id = ${h.id}`;
+    await createTask(t);
+    await rx.waitFor(h.path, 5);
+    const e = await pollEndpoint(t, h, (x) => x.enabled === false);
+    expect(e).toEqual(expect.objectContaining({ enabled: false, disabled_reason: "consecutive_failures" }));
+    // Enabling through the API resets the count.
+    const on = await gw().patch(`/v1/webhook-endpoints/${h.id}`, { enabled: true }, { token: t.apiKey });
+    expect(on.body).toEqual(expect.objectContaining({ enabled: true, disabled_reason: null }));
+    const [after] = await db<{ failure_count: number }[]>`select failure_count from webhooks.endpoints where id = ${h.id}`;
+    expect(after?.failure_count).toBe(0);
+  });
+
+  it("when the endpoint is deleted while a retry is pending, then nothing more is sent", async () => {
+    const t = await f.tenant();
+    const h = await hook(t);
+    rx.answer(h.path, () => ({ status: 503, headers: { "retry-after": "2" } }));
+    await createTask(t);
+    await rx.waitFor(h.path, 1);
+    await deliveriesWhen(t, h, (d) => d[0]?.state === "PENDING" && d[0]?.attempt_count === 1);
+    const del = await gw().delete(`/v1/webhook-endpoints/${h.id}`, { token: t.apiKey });
+    expect(del.status, del.text).toBe(200);
+    await sleep(3000);
+    expect(rx.received(h.path)).toHaveLength(1);
+    expect(await db`select 1 from webhooks.deliveries where endpoint_id = ${h.id}`).toHaveLength(0);
+  });
+
+  it("when the secret is rotated, then deliveries carry two signatures, one verifying with each secret", async () => {
+    const t = await f.tenant();
+    const h = await hook(t);
+    const r = await gw().post(`/v1/webhook-endpoints/${h.id}/rotate-secret`, undefined, { token: t.apiKey, headers: { "idempotency-key": randomUUID() } });
+    expect(r.status, r.text).toBe(200);
+    rx.expect(h.path, [r.body.secret, h.secret]);
+    await createTask(t);
+    const [got] = await rx.waitFor(h.path, 1);
+    expect(got?.signature.split(" ")).toHaveLength(2);
+    // Each secret verifies on its own: the new one and, during the window, the previous one.
+    expect(got?.verifiedBy).toEqual([0, 1]);
+  });
+
+  it("when one endpoint hangs, then another endpoint's deliveries are not held up: the hanging one has at most WEBHOOK_ENDPOINT_CONCURRENCY calls in flight", async () => {
+    const t = await f.tenant();
+    const slow = await hook(t);
+    const fast = await hook(t);
+    rx.answer(slow.path, () => ({ hold: true }));
+    for (let i = 0; i < 6; i++) await createTask(t, `burst ${i}`);
+    // All six reach the healthy endpoint while the hanging one still holds its first calls
+    // (they end only at WEBHOOK_TIMEOUT_MS, 2 s).
+    await rx.waitFor(fast.path, 6);
+    expect(rx.holding(slow.path)).toBeLessThanOrEqual(2);
+    const [inFlight] = await db<{ n: number }[]>`select count(*)::int as n from webhooks.deliveries where endpoint_id = ${slow.id} and state = 'DELIVERING'`;
+    expect(inFlight?.n).toBeLessThanOrEqual(2);
+    rx.answer(slow.path, () => ({ status: 200 }));
+    rx.release(200);
+    await rx.waitFor(slow.path, 6);
+    await deliveriesWhen(t, slow, (d) => d.length === 6 && d.every((x) => x.state === "SUCCEEDED"));
+  });
+
+  it("when the worker is killed during a call, then after the lease the delivery is sent again with the same webhook-id and succeeds", async () => {
+    const t = await f.tenant();
+    const h = await hook(t);
+    rx.answer(h.path, (n) => (n === 1 ? { hold: true } : { status: 200 }));
+    await createTask(t);
+    const [first] = await rx.waitFor(h.path, 1);
+    await Promise.all([...workers].map(kill));
+    rx.release(200); // the dead worker never hears this answer
+    startWorker();
+    const got = await rx.waitFor(h.path, 2, 20_000);
+    expect(got[1]?.id).toBe(first?.id);
+    expect(got[1]?.verifiedBy).toEqual([0]);
+    const rows = await deliveriesWhen(t, h, (d) => d[0]?.state === "SUCCEEDED");
+    expect(rows[0]).toEqual(expect.objectContaining({ state: "SUCCEEDED", attempt_count: 2, last_status: 200 }));
+    const attempts = await gw().get(`/v1/webhook-endpoints/${h.id}/deliveries/${rows[0]?.id}/attempts`, { token: t.apiKey });
+    expect(attempts.body.data).toEqual([
+      expect.objectContaining({ attempt: 1, outcome: "no_outcome", error_class: "lease_expired", status: null }),
+      expect.objectContaining({ attempt: 2, outcome: "delivered", status: 200 }),
+    ]);
+  }, 40_000);
+
+  it("when test-event targets a redirecting URL, then the outcome is redirect_blocked and the redirect is not followed", async () => {
+    const t = await f.tenant();
+    const h = await hook(t);
+    const target = `/${randomUUID()}`;
+    rx.answer(h.path, () => ({ status: 307, headers: { location: rx.url(target) } }));
+    const r = await gw().post(`/v1/webhook-endpoints/${h.id}/test-event`, {}, { token: t.apiKey });
+    expect(r.status, r.text).toBe(200);
+    expect(r.body).toEqual({ outcome: "redirect_blocked", status: 307, duration_ms: expect.any(Number) });
+    expect(rx.received(h.path)).toHaveLength(1);
+    expect(rx.received(h.path)[0]?.verifiedBy).toEqual([0]);
+    expect(rx.received(target)).toHaveLength(0);
+    expect(await deliveries(t, h)).toEqual([]);
+  });
+
+  it("when verify reaches an endpoint that answers 2xx, then the endpoint is verified", async () => {
+    const t = await f.tenant();
+    const h = await hook(t);
+    rx.answer(h.path, (n) => (n === 1 ? { status: 500 } : { status: 200 }));
+    const failed = await gw().post(`/v1/webhook-endpoints/${h.id}/verify`, undefined, { token: t.apiKey });
+    expect(failed.body).toEqual(expect.objectContaining({ outcome: "request_failed", status: 500, verified: false }));
+    const ok = await gw().post(`/v1/webhook-endpoints/${h.id}/verify`, undefined, { token: t.apiKey });
+    expect(ok.body).toEqual(expect.objectContaining({ outcome: "delivered", status: 200, verified: true }));
+    expect((await endpoint(t, h)).verified).toBe(true);
+    expect(rx.received(h.path).every((g) => g.verifiedBy.length === 1)).toBe(true);
+  });
+});
+
+async function pollEndpoint(t: Tenant, h: Hook, ok: (e: { enabled: boolean }) => boolean) {
+  const deadline = Date.now() + 15_000;
+  const row = async () => (await db<{ enabled: boolean }[]>`select enabled from webhooks.endpoints where id = ${h.id}`)[0] ?? { enabled: true };
+  while (!ok(await row()) && Date.now() < deadline) await sleep(100);
+  return endpoint(t, h);
+}
