@@ -24,7 +24,7 @@ export const SERVICES = [
   { name: keysRpc.service, rpc: keysRpc, testReplicas: 2 },
   { name: tasksRpc.service, rpc: tasksRpc, testReplicas: 2 },
   { name: boardsRpc.service, rpc: boardsRpc, testReplicas: 1 },
-  { name: webhooksRpc.service, rpc: webhooksRpc, testReplicas: 1 },
+  { name: webhooksRpc.service, rpc: webhooksRpc, testReplicas: 2 },
   // The only process that makes outbound HTTP calls; its one operation is the webhooks service's, not the gateway's.
   { name: "delivery", testReplicas: 1 },
   { name: "gateway", testReplicas: 2 },

@@ -113,9 +113,10 @@ export function attemptsService(deps: AttemptsDeps) {
 
     /**
      * Records reported attempts in one transaction. Every report becomes an attempt row (a late
-     * one replaces its `no_outcome` placeholder); only a report of the delivery's current attempt
-     * moves its state (one of an attempt whose lease ran out and was dispatched again does not:
-     * the new attempt decides). Endpoints are locked first, in id order, then deliveries.
+     * one replaces its `no_outcome` placeholder). A failure moves the delivery's state only when
+     * it is the current attempt (one whose lease ran out and was dispatched again does not: the
+     * new attempt decides); a 2xx always ends a delivery still PENDING or DELIVERING. Endpoints
+     * are locked first, in id order, then deliveries.
      */
     async record(results: readonly ReportedAttempt[]): Promise<{ recorded: number }> {
       const recorded = await deps.tx(async (repo) => {
@@ -138,17 +139,21 @@ export function attemptsService(deps: AttemptsDeps) {
         const enabled = new Map(deliveries.endpoints.map((e) => [e.id, e.enabled]));
         for (const s of streaks) if (s.disabledReason !== null) enabled.set(s.id, false);
 
-        const updates: DeliveryUpdate[] = [];
-        for (const r of known) {
+        // One update per delivery (a batch may, rarely, hold two reports of one).
+        const updates = new Map<string, DeliveryUpdate>();
+        for (const r of ordered) {
           const d = byId.get(r.delivery_id);
-          if (d === undefined || d.state !== "DELIVERING" || d.attemptCount + 1 !== r.attempt) continue;
-          updates.push(
-            succeeded(r.result)
-              ? { id: d.id, state: "SUCCEEDED", attemptCount: r.attempt, lastStatus: r.result.status, nextInMs: null }
-              : afterFailure(d.id, r.attempt, r.result.status, r.result.retry_after_ms, enabled.get(d.endpointId) ?? false),
-          );
+          if (d === undefined || updates.get(d.id)?.state === "SUCCEEDED") continue;
+          const current = d.state === "DELIVERING" && d.attemptCount + 1 === r.attempt;
+          if (succeeded(r.result) && (current || d.state === "PENDING" || d.state === "DELIVERING")) {
+            // A 2xx is a success even when it comes late (its lease ran out and the delivery was
+            // scheduled or dispatched again): the receiver has the event, so no further call.
+            updates.set(d.id, { id: d.id, state: "SUCCEEDED", attemptCount: Math.max(d.attemptCount, r.attempt), lastStatus: r.result.status, nextInMs: null });
+          } else if (current) {
+            updates.set(d.id, afterFailure(d.id, r.attempt, r.result.status, r.result.retry_after_ms, enabled.get(d.endpointId) ?? false));
+          }
         }
-        await repo.updateDeliveries(updates);
+        await repo.updateDeliveries([...updates.values()]);
         return known.length;
       });
       deps.onRecorded?.();
