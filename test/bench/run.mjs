@@ -72,7 +72,9 @@ const BOARD_DAY = "2026-11-23";
 const children = [];
 let cleaningUp = false;
 function start(name, script, env) {
-  const child = spawn(process.execPath, [script], {
+  // BENCH_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", goes to every process started here.
+  const nodeArgs = process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(" ") : [];
+  const child = spawn(process.execPath, [...nodeArgs, script], {
     cwd: root,
     env: { ...process.env, LOG_LEVEL: "warn", NATS_URL, NATS_NAMESPACE: NAMESPACE, ...env },
     stdio: ["ignore", "pipe", "pipe"],
@@ -438,12 +440,13 @@ console.log(line(header));
 console.log(widths.map((w) => "-".repeat(w)).join("  "));
 for (const row of table) console.log(line(row));
 if (webhooks) {
-  const { rate, a, b } = webhooks;
+  const { rate, overloadRate, a, b, c } = webhooks;
   console.log(`\nWebhook delivery · ${rate} tasks/s × 10 endpoints = ${fmt(rate * 10)} deliveries/s due · latency from the task's commit to the receiver`);
   const wh = ["scenario", "deliveries/s", "delivered/due", "p50 ms", "p99 ms", "failed creates"];
   const wt = [
     ["(a) fan-out, 10 endpoints", a],
     ["(b) + 1 hanging endpoint (healthy 10)", b],
+    [`(c) capacity: ${overloadRate} tasks/s offered, as (b)`, c],
   ].map(([n, r]) => [n, fmt(r.deliveriesPerSecond), `${fmt(r.delivered)}/${fmt(r.due)}`, fmt(r.p50, 1), fmt(r.p99, 1), fmt(r.failedCreates)]);
   const ww = wh.map((h, i) => Math.max(h.length, ...wt.map((row) => row[i].length)));
   const wl = (cells) => cells.map((c, i) => (i === 0 ? c.padEnd(ww[i]) : c.padStart(ww[i]))).join("  ");

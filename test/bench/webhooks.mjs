@@ -6,9 +6,14 @@
 //     event-to-receiver latency p50/p99 (the task's commit to the receiver's arrival).
 // (b) isolation: the same with an 11th endpoint that hangs until WEBHOOK_TIMEOUT_MS: the healthy
 //     endpoints' figures, and their p99 as a ratio of (a)'s.
+// (c) capacity: (b)'s endpoints with tasks created faster than they can be delivered; the
+//     deliveries per second are what the system sustains (latency there only grows).
 import http from "node:http";
 
+// 200 tasks/s × 10 endpoints: the 2,000 deliveries/s of the target, due steadily.
 const RATE = Number(process.env.BENCH_WEBHOOK_RATE ?? 200);
+// (c): more than the system can deliver, so deliveries per second is its capacity.
+const OVERLOAD_RATE = Number(process.env.BENCH_WEBHOOK_OVERLOAD_RATE ?? 300);
 // node:http with keep-alive: fetch (undici) costs this process several times the CPU per request,
 // which the two cores would take from the system under test.
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
@@ -62,23 +67,26 @@ async function steadyTasks(gateway, key, rate, seconds) {
 }
 
 /**
- * One phase: warm-up, then `duration` seconds of steady load; arrivals are counted over the
- * measured window plus a drain (deliveries of the window's events that arrive after it).
+ * One phase: `warmup` seconds of steady load flowing straight into `duration` measured seconds
+ * (no gap, so the pipeline is full when the window opens). Deliveries per second are the
+ * arrivals inside the window; latencies are those of the window's events, including arrivals
+ * after it (a 3 s drain), so a backlog shows as latency rather than being left out.
  */
-async function phase({ gateway, key, receiver, duration, warmup }) {
-  await steadyTasks(gateway, key, RATE, warmup);
-  await new Promise((r) => setTimeout(r, 1000));
+async function phase({ gateway, key, receiver, duration, warmup, rate = RATE }) {
+  const load = steadyTasks(gateway, key, rate, warmup + duration);
+  await new Promise((r) => setTimeout(r, warmup * 1000));
   await fetch(`${receiver}/stats`).then((r) => r.json());
   const from = Date.now();
-  const { created, failed } = await steadyTasks(gateway, key, RATE, duration);
+  const { created, failed } = await load;
   const to = Date.now();
   await new Promise((r) => setTimeout(r, 3000));
   const { arrivals } = await fetch(`${receiver}/stats`).then((r) => r.json());
   // Deliveries of events created in the window (arrival minus latency is the event's time).
   const window = arrivals.filter(([at, latency]) => at - latency >= from && at - latency < to);
-  const inWindow = arrivals.filter(([at]) => at >= from && at < to).length;
+  const inWindow = arrivals.filter(([at]) => at < to).length;
   const latencies = window.map(([, latency]) => latency).sort((a, b) => a - b);
-  const due = created * 10;
+  // Tasks created in the window, from the steady rate (the load ran warm-up + window).
+  const due = Math.round((created * duration) / (warmup + duration)) * 10;
   return {
     deliveriesPerSecond: inWindow / ((to - from) / 1000),
     delivered: window.length,
@@ -89,7 +97,8 @@ async function phase({ gateway, key, receiver, duration, warmup }) {
   };
 }
 
-export async function webhookScenarios({ gateway, key, receiver, duration, warmup, log }) {
+export async function webhookScenarios({ gateway, key, receiver, duration, warmup: httpWarmup, log }) {
+  let warmup = httpWarmup;
   const endpoint = async (url) => {
     const r = await fetch(`${gateway}/v1/webhook-endpoints`, {
       method: "POST",
@@ -100,10 +109,14 @@ export async function webhookScenarios({ gateway, key, receiver, duration, warmu
     return r.json();
   };
   for (let i = 0; i < 10; i++) await endpoint(`${receiver}/ok/${i}`);
+  // JIT and caches settle over seconds; a longer warm-up than the HTTP scenarios' keeps (a) fair to (b).
+  warmup = Math.max(warmup, 5);
   log(`bench: webhooks (a) fan-out to 10 endpoints, ${RATE} tasks/s …`);
   const a = await phase({ gateway, key, receiver, duration, warmup });
   await endpoint(`${receiver}/hang/0`);
   log(`bench: webhooks (b) the same plus one hanging endpoint …`);
   const b = await phase({ gateway, key, receiver, duration, warmup });
-  return { rate: RATE, a, b };
+  log(`bench: webhooks (c) capacity: ${OVERLOAD_RATE} tasks/s, more than can be delivered …`);
+  const c = await phase({ gateway, key, receiver, duration, warmup, rate: OVERLOAD_RATE });
+  return { rate: RATE, overloadRate: OVERLOAD_RATE, a, b, c };
 }

@@ -102,6 +102,20 @@ function matchRange(address: string, family: "ipv4" | "ipv6"): BlockedClass | nu
  * Throws a TypeError for anything that is not an IP address.
  */
 export function classifyAddress(ip: string): BlockedClass | null {
+  // Every call to a literal-IP URL and every new connection classifies its address; the ranges
+  // are checked one BlockList at a time (each builds a SocketAddress), so remember the answers.
+  const known = classified.get(ip);
+  if (known !== undefined) return known;
+  const cls = classifyUncached(ip);
+  if (classified.size >= CLASSIFIED_MAX) classified.clear();
+  classified.set(ip, cls);
+  return cls;
+}
+
+const classified = new Map<string, BlockedClass | null>();
+const CLASSIFIED_MAX = 10_000;
+
+function classifyUncached(ip: string): BlockedClass | null {
   if (net.isIPv4(ip)) return matchRange(ip, "ipv4");
   // A zone (fe80::1%eth0) scopes the address to an interface; the address decides the class.
   const bare = ip.split("%", 1)[0] ?? "";

@@ -50,7 +50,7 @@ export function startWorker(o: WorkerOptions): Promise<Consumption> {
       await o.webhooks.call("recordAttempts", { results }, systemCtx());
       return results.map(() => true);
     },
-    { maxSize: 200, maxWaitMs: 5 },
+    { maxSize: 200, maxWaitMs: 10 },
   );
 
   const slots = semaphore(o.concurrency);

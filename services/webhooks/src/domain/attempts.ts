@@ -124,7 +124,6 @@ export function attemptsService(deps: AttemptsDeps) {
         const deliveries = await repo.lockDeliveriesAfterEndpoints(results.map((r) => r.delivery_id));
         const byId = new Map(deliveries.rows.map((d) => [d.id, d]));
         const known = results.filter((r) => byId.has(r.delivery_id));
-        await repo.insertAttempts(known.map((r) => attemptRow(r.delivery_id, r.attempt, r.attempted_at, r.result)));
 
         // Streaks first: a failure that disables its endpoint makes its own delivery DISABLED.
         const ordered = [...known].sort((a, b) => a.attempted_at.localeCompare(b.attempted_at));
@@ -135,7 +134,6 @@ export function attemptsService(deps: AttemptsDeps) {
             at,
           ),
         );
-        await repo.updateStreaks(streaks);
         const enabled = new Map(deliveries.endpoints.map((e) => [e.id, e.enabled]));
         for (const s of streaks) if (s.disabledReason !== null) enabled.set(s.id, false);
 
@@ -153,7 +151,12 @@ export function attemptsService(deps: AttemptsDeps) {
             updates.set(d.id, afterFailure(d.id, r.attempt, r.result.status, r.result.retry_after_ms, enabled.get(d.endpointId) ?? false));
           }
         }
-        await repo.updateDeliveries([...updates.values()]);
+        // Sent together (one round trip): none reads what another writes.
+        await Promise.all([
+          repo.insertAttempts(known.map((r) => attemptRow(r.delivery_id, r.attempt, r.attempted_at, r.result))),
+          repo.updateStreaks(streaks),
+          repo.updateDeliveries([...updates.values()]),
+        ]);
         return known.length;
       });
       deps.onRecorded?.();

@@ -184,30 +184,24 @@ export function attemptsRepo(sql: Sql) {
     },
 
     /**
-     * Endpoints' failure streaks, locked until the transaction ends. NO KEY UPDATE (not UPDATE):
-     * the fan-out's inserts take KEY SHARE on their endpoint (the foreign key) and must not wait
-     * for a recording. Locked in id order, before any delivery row, as every writer of both does.
+     * The deliveries of these ids and their endpoints, locked in that order: endpoints, then
+     * deliveries. Two statements sent together (one round trip): the second runs after the first
+     * has its locks, with a snapshot of its own.
      */
-    async lockEndpoints(ids: readonly string[]): Promise<EndpointStreak[]> {
-      const rows = await sql<{ id: string; enabled: boolean; failure_count: number; failing_since: Date | null }[]>`
-        select id, enabled, failure_count, failing_since from endpoints
-        where id = any(${ids as string[]}::text[]) order by id for no key update`;
-      return rows.map((r) => ({ id: r.id, enabled: r.enabled, failureCount: r.failure_count, failingSince: r.failing_since }));
-    },
-
-    async lockDeliveries(ids: readonly string[]): Promise<DeliveryForRecord[]> {
-      const rows = await sql<{ id: string; endpoint_id: string; state: string; attempt_count: number }[]>`
-        select id, endpoint_id, state, attempt_count from deliveries
-        where id = any(${ids as string[]}::text[]) order by id for no key update`;
-      return rows.map((r) => ({ id: r.id, endpointId: r.endpoint_id, state: r.state, attemptCount: r.attempt_count }));
-    },
-
-    /** The deliveries of these ids and their endpoints, locked in that order: endpoints, then deliveries. */
     async lockDeliveriesAfterEndpoints(ids: readonly string[]): Promise<{ endpoints: EndpointStreak[]; rows: DeliveryForRecord[] }> {
-      const owners = await sql<{ endpoint_id: string }[]>`select distinct endpoint_id from deliveries where id = any(${ids as string[]}::text[])`;
-      const endpoints = await this.lockEndpoints(owners.map((o) => o.endpoint_id));
-      const rows = await this.lockDeliveries(ids);
-      return { endpoints, rows };
+      const [endpoints, rows] = await Promise.all([
+        sql<{ id: string; enabled: boolean; failure_count: number; failing_since: Date | null }[]>`
+          select id, enabled, failure_count, failing_since from endpoints
+          where id in (select endpoint_id from deliveries where id = any(${ids as string[]}::text[]))
+          order by id for no key update`,
+        sql<{ id: string; endpoint_id: string; state: string; attempt_count: number }[]>`
+          select id, endpoint_id, state, attempt_count from deliveries
+          where id = any(${ids as string[]}::text[]) order by id for no key update`,
+      ]);
+      return {
+        endpoints: endpoints.map((r) => ({ id: r.id, enabled: r.enabled, failureCount: r.failure_count, failingSince: r.failing_since })),
+        rows: rows.map((r) => ({ id: r.id, endpointId: r.endpoint_id, state: r.state, attemptCount: r.attempt_count })),
+      };
     },
 
     /**

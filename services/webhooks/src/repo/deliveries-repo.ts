@@ -12,6 +12,9 @@ export interface FanOutEvent {
   payload: Record<string, unknown>;
 }
 
+/** Ids handed to one fan-out statement; most organizations have fewer endpoints. */
+const IDS_PER_TRY = 16;
+
 /** The deliveries of schema `webhooks`. Bound to a pool or to one transaction. */
 export function deliveriesRepo(sql: Sql) {
   /**
@@ -30,27 +33,38 @@ export function deliveriesRepo(sql: Sql) {
     /**
      * Makes one PENDING delivery per target endpoint that has none for this event yet; answers
      * how many it made. Safe to repeat and to run concurrently for the same event: the unique key
-     * of the fan-out's rows (endpoint_id, event_id where replay_of is null) drops every second row (`on conflict do nothing`, so a racing
-     * replica neither fails nor doubles).
+     * of the fan-out's rows (endpoint_id, event_id where replay_of is null) drops every second
+     * row (`on conflict do nothing`, so a racing replica neither fails nor doubles). No conflict
+     * target: two first handlings at once collide on the live-delivery key too (both rows are
+     * PENDING), and any conflict there also means the row exists.
      *
-     * Two statements, because ids are minted in the process (newId): the first only reads the
-     * candidates; the insert joins `endpoints` again with the same conditions, so an endpoint
-     * deleted or disabled in between gets nothing (and never trips the foreign key).
+     * Ids are minted in the process (newId) and handed in, `IDS_PER_TRY` at a time: the
+     * statement numbers the target endpoints and gives the n-th the n-th id. One statement for
+     * the usual event; an organization with more endpoints than that takes another try with
+     * enough ids, which only fills in (the key makes the first try's rows no-ops). An endpoint
+     * deleted while the statement runs fails its foreign key: the consumer's retry then finds it
+     * gone.
      */
     async fanOut(e: FanOutEvent, newId: () => string): Promise<number> {
-      const candidates = await sql<{ id: string }[]>`select e.id from endpoints e where ${targets(e)}`;
-      if (candidates.length === 0) return 0;
-      const endpointIds = candidates.map((c) => c.id);
-      const ids = endpointIds.map(() => newId());
-      const rows = await sql`
-        insert into deliveries (id, organization_id, endpoint_id, event_id, event_type, payload)
-        select c.id, e.organization_id, e.id, ${e.eventId}, ${e.eventType}, ${sql.json(e.payload as never)}
-        from unnest(${ids}::text[], ${endpointIds}::text[]) as c (id, endpoint_id)
-        join endpoints e on e.id = c.endpoint_id
-        where ${targets(e)}
-        on conflict (endpoint_id, event_id) where replay_of is null do nothing
-        returning 1`;
-      return rows.length;
+      let made = 0;
+      for (let size = IDS_PER_TRY; ; ) {
+        const ids = Array.from({ length: size }, () => newId());
+        const [row] = await sql<{ targets: number; made: number }[]>`
+          with t as (
+            select e.id, e.organization_id, row_number() over (order by e.id) as n from endpoints e where ${targets(e)}
+          ), made as (
+            insert into deliveries (id, organization_id, endpoint_id, event_id, event_type, payload)
+            select (${ids}::text[])[t.n], t.organization_id, t.id, ${e.eventId}, ${e.eventType}, ${sql.json(e.payload as never)}
+            from t where t.n <= ${size}
+            on conflict do nothing
+            returning 1
+          )
+          select (select count(*) from t)::int as targets, (select count(*) from made)::int as made`;
+        made += row?.made ?? 0;
+        const targetCount = row?.targets ?? 0;
+        if (targetCount <= size) return made;
+        size = targetCount;
+      }
     },
   };
 }
