@@ -105,21 +105,29 @@ export function attemptsRepo(sql: Sql) {
      * Claims due PENDING deliveries of enabled endpoints, at most `perEndpoint` in flight per
      * endpoint (those already DELIVERING count), `limit` in all: they become DELIVERING with a
      * lease. Each endpoint's oldest due first.
+     *
+     * The endpoints with PENDING rows are found by skipping through deliveries_live_key one
+     * endpoint at a time (a loose index scan), then each one's due rows are taken from
+     * deliveries_endpoint_due_idx: the cost follows the number of endpoints with pending work,
+     * not the number of rows, so a hanging endpoint's backlog costs one probe (migration 0004).
      */
     async claim(perEndpoint: number, limit: number, leaseMs: number): Promise<Claimed[]> {
       const rows = await sql<{ id: string; endpoint_id: string; attempt: number; lease_until: Date }[]>`
-        with due as (
-          select distinct d.endpoint_id from deliveries d where d.state = 'PENDING' and d.next_attempt_at <= now()
-        ),
-        slots as (
-          select due.endpoint_id,
-                 ${perEndpoint}::int - (select count(*) from deliveries f where f.endpoint_id = due.endpoint_id and f.state = 'DELIVERING')::int as free
-          from due join endpoints e on e.id = due.endpoint_id and e.enabled
+        with recursive owners (endpoint_id) as (
+          (select d.endpoint_id from deliveries d where d.state = 'PENDING' order by d.endpoint_id limit 1)
+          union all
+          select (select d.endpoint_id from deliveries d where d.state = 'PENDING' and d.endpoint_id > o.endpoint_id order by d.endpoint_id limit 1)
+          from owners o where o.endpoint_id is not null
         ),
         picked as (
-          select p.id from slots s cross join lateral (
+          select p.id from owners o
+          join endpoints e on e.id = o.endpoint_id and e.enabled
+          cross join lateral (
+            select ${perEndpoint}::int - count(*)::int as free from deliveries f where f.endpoint_id = e.id and f.state = 'DELIVERING'
+          ) s
+          cross join lateral (
             select d.id from deliveries d
-            where d.endpoint_id = s.endpoint_id and d.state = 'PENDING' and d.next_attempt_at <= now()
+            where d.endpoint_id = e.id and d.state = 'PENDING' and d.next_attempt_at <= now()
             order by d.next_attempt_at, d.id
             limit greatest(s.free, 0)
           ) p
