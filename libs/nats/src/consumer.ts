@@ -13,6 +13,7 @@ import type { MsgHdrs, NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "@tasksvc/logger";
 import type { z } from "zod";
 import { decodeJson } from "./json.js";
+import { sleeper } from "./sleeper.js";
 import { nanos } from "./streams.js";
 
 /**
@@ -132,18 +133,9 @@ export async function consume<S extends z.ZodType>(nc: NatsConnection, opts: Con
   const inFlight = new Set<Promise<void>>();
   let stopping = false;
   let batch: ConsumerMessages | undefined;
-  let wake: (() => void) | undefined;
-
-  const pause = (ms: number) =>
-    new Promise<void>((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        wake = undefined;
-        resolve();
-      }
-      wake = done;
-    });
+  // Stopping cuts a retry pause short.
+  const pauses = sleeper();
+  const pause = (ms: number) => pauses.sleep(ms);
 
   async function handleOne(m: JsMsg): Promise<void> {
     const deliveries = m.info.deliveryCount;
@@ -251,7 +243,7 @@ export async function consume<S extends z.ZodType>(nc: NatsConnection, opts: Con
         // Ends the pull waiting on the server. A message the server sends in that instant reaches
         // no one and is delivered again after ackWaitMs: late, never lost.
         void batch?.close();
-        wake?.();
+        pauses.wake();
       }
       await loop;
       await Promise.all([...inFlight]);

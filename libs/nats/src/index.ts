@@ -4,3 +4,4 @@ export * from "./client.js";
 export * from "./json.js";
 export * from "./streams.js";
 export * from "./consumer.js";
+export * from "./sleeper.js";

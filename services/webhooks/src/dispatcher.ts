@@ -1,7 +1,7 @@
 import { webhookJobsSubject, type DeliveryJob } from "@tasksvc/contracts";
 import type { Database } from "@tasksvc/db";
 import type { Logger } from "@tasksvc/logger";
-import { encodeJson, jetstream, type NatsConnection } from "@tasksvc/nats";
+import { encodeJson, jetstream, sleeper, type NatsConnection } from "@tasksvc/nats";
 import { attemptsRepo, type Claimed } from "./repo/attempts-repo.js";
 import type { AttemptsService } from "./domain/attempts.js";
 
@@ -53,7 +53,7 @@ export function startDispatcher(o: DispatcherOptions): Dispatcher {
   let expiryCheckedAt = 0;
   let stopping = false;
   let again = true;
-  let sleeping: (() => void) | undefined;
+  const idle = sleeper();
 
   /** One job per endpoint: the attempts of one endpoint claimed in one pass travel as one message. */
   function jobsOf(claimed: readonly Claimed[]): DeliveryJob[] {
@@ -109,17 +109,7 @@ export function startDispatcher(o: DispatcherOptions): Dispatcher {
 
   const loop = (async () => {
     while (!stopping) {
-      if (!again) {
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(done, pollMs);
-          function done() {
-            clearTimeout(timer);
-            sleeping = undefined;
-            resolve();
-          }
-          sleeping = done;
-        });
-      }
+      if (!again) await idle.sleep(pollMs);
       again = false;
       if (stopping) break;
       try {
@@ -134,11 +124,11 @@ export function startDispatcher(o: DispatcherOptions): Dispatcher {
   return {
     wake() {
       again = true;
-      sleeping?.();
+      idle.wake();
     },
     async stop() {
       stopping = true;
-      sleeping?.();
+      idle.wake();
       await loop;
     },
   };
