@@ -52,7 +52,15 @@ describe("webhook endpoints", () => {
     const again = await gw2.post("/v1/webhook-endpoints", body, { token: t.apiKey, headers });
     expect(again.status, again.text).toBe(201);
     expect(again.body).toEqual(first.body);
+    expect(again.headers.get("idempotency-replayed")).toBe("true");
     expect(await rowsOf(t.organizationId)).toHaveLength(1);
+    // The gateway's record of the key keeps the status, never the body with the secret: the
+    // replay above came from the service's record, where the secret is sealed.
+    const records = await db<{ status: number; response_body: string; replay_from_service: boolean }[]>`
+      select status, response_body, replay_from_service from gateway.idempotency_keys where key = 'create-hook'`;
+    expect(records).toEqual([{ status: 201, response_body: "", replay_from_service: true }]);
+    const everything = await db`select response_body from gateway.idempotency_keys`;
+    expect(JSON.stringify(everything)).not.toContain(first.body.secret);
     const other = await create(t.apiKey, body, { "idempotency-key": "create-hook-2" });
     expect(other.status, other.text).toBe(201);
     expect(other.body.secret).not.toBe(first.body.secret);

@@ -37,6 +37,12 @@ export interface Operation {
    * commit asynchronously (decision 0008).
    */
   serviceIdempotency: boolean;
+  /**
+   * The success body holds a secret shown once (a signing secret): the gateway's record keeps the
+   * status only, and a replay is forwarded to the service, whose record keeps it sealed
+   * (decision 0015). Requires serviceIdempotency.
+   */
+  secretInResponse: boolean;
   /** A cursor list: `after` is verified and unwrapped, `next_cursor` signed and bound to the query. */
   paginated: boolean;
   /** Count this call alone, after giving back this replica's unspent reserved calls (0007). */
@@ -73,6 +79,7 @@ export interface OperationSpec {
   response: z.ZodType;
   idempotent?: boolean;
   serviceIdempotency?: boolean;
+  secretInResponse?: boolean;
   paginated?: boolean;
   exactCharge?: boolean;
   errors?: ErrorCode[];
@@ -191,6 +198,8 @@ function operationOf(spec: OperationSpec): Operation {
   // does not allow; an upload that needs a key must bring a digest of its own.
   if (spec.kind === "stream" && (spec.idempotent || spec.body))
     throw new Error(`${spec.method} ${spec.url}: a stream operation has no body schema and no Idempotency-Key`);
+  // Forwarding a replay is safe only where the service answers it from its own record.
+  if (spec.secretInResponse && !spec.serviceIdempotency) throw new Error(`${spec.method} ${spec.url}: secretInResponse needs serviceIdempotency`);
   return {
     method: spec.method,
     url: spec.url,
@@ -205,6 +214,7 @@ function operationOf(spec: OperationSpec): Operation {
     response: spec.response,
     idempotent: spec.idempotent ?? false,
     serviceIdempotency: spec.serviceIdempotency ?? false,
+    secretInResponse: spec.secretInResponse ?? false,
     paginated: spec.paginated ?? false,
     exactCharge: spec.exactCharge ?? false,
     summary: spec.summary,

@@ -25,6 +25,8 @@ interface Held {
   credentialId: string;
   key: string;
   durable: boolean;
+  /** Store the success as "replay from the service", never its body (a secret shown once). */
+  replayFromService: boolean;
 }
 
 /** Per-request pipeline state, kept off the request's public shape. */
@@ -102,7 +104,13 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
         // Answering from a hook ends the request here: no later hook and no handler runs.
         return reply.code(claim.status).headers(claim.headers).header("idempotency-replayed", "true").send(claim.body);
       }
-      state.held = { credentialId: claim.credentialId, key: claim.key, durable };
+      if (claim.kind === "forward") {
+        // The service holds this outcome (with its secret sealed) and answers it again for the
+        // same key; nothing is held or stored here.
+        reply.header("idempotency-replayed", "true");
+        return undefined;
+      }
+      state.held = { credentialId: claim.credentialId, key: claim.key, durable, replayFromService: op.secretInResponse };
       return undefined;
     };
 
@@ -171,7 +179,7 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
     const failure = state.failure;
     try {
       if (failure === undefined) {
-        await opts.repo.storeIdempotentOutcome(held.credentialId, held.key, reply.statusCode, body, { "content-type": JSON_TYPE }, held.durable);
+        await opts.repo.storeIdempotentOutcome(held.credentialId, held.key, reply.statusCode, body, { "content-type": JSON_TYPE }, held.durable, held.replayFromService);
       } else if (isAppError(failure) && failure.status < 500 && failure.status !== 429) {
         // Outcomes the client caused are stored and replayed (400s included).
         const problem = JSON.stringify(toProblem(failure, String(req.id)));

@@ -3,7 +3,11 @@ import { IDEMPOTENCY_KEY_PATTERN } from "@tasksvc/contracts";
 import { AppError, fieldError } from "@tasksvc/errors";
 import type { GatewayRepo } from "../repo/gateway-repo.js";
 
-export type Claim = { kind: "claimed"; credentialId: string; key: string } | { kind: "replay"; status: number; body: string; headers: Record<string, string> };
+export type Claim =
+  | { kind: "claimed"; credentialId: string; key: string }
+  | { kind: "replay"; status: number; body: string; headers: Record<string, string> }
+  /** Done before, but its outcome is the service's to replay (it held a secret): run it again, unheld. */
+  | { kind: "forward" };
 
 /** Spec 8: 1-255 visible ASCII characters (so never NUL, a control character or a byte above 0x7E). */
 export function parseIdempotencyKey(header: string | string[] | undefined): string | undefined {
@@ -22,8 +26,9 @@ export function requestFingerprint(method: string, url: string, rawBody: string 
 }
 
 /**
- * Claims the key for a first execution, or answers from the stored outcome, or refuses:
- * 422 when the key was used for another request, 409 while the first execution still runs.
+ * Claims the key for a first execution, or answers from the stored outcome (or says to forward
+ * again, when the service keeps that outcome), or refuses: 422 when the key was used for
+ * another request, 409 while the first execution still runs.
  */
 export async function claimIdempotency(
   repo: GatewayRepo,
@@ -46,5 +51,6 @@ export async function claimIdempotency(
   if (rec.status === null || rec.response_body === null) {
     throw new AppError("idempotency_in_progress", "A request with this Idempotency-Key is being executed; retry shortly.", { retryAfter: 1 });
   }
+  if (rec.replay_from_service) return { kind: "forward" };
   return { kind: "replay", status: rec.status, body: rec.response_body, headers: rec.response_headers ?? {} };
 }

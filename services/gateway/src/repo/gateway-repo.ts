@@ -24,6 +24,8 @@ export interface StoredOutcome {
   status: number | null;
   response_body: string | null;
   response_headers: Record<string, string> | null;
+  /** The body was not stored (it held a secret): a replay asks the service again. */
+  replay_from_service: boolean;
 }
 
 /** All SQL of the gateway (schema `gateway`). */
@@ -70,7 +72,7 @@ export function gatewayRepo(sql: Sql) {
         from ${commitMode(durable)}
         on conflict (credential_id, key) do update
           set fingerprint = excluded.fingerprint, status = null, response_body = null,
-              response_headers = null, locked_until = excluded.locked_until, created_at = now()
+              response_headers = null, replay_from_service = false, locked_until = excluded.locked_until, created_at = now()
           where k.created_at < now() - interval '24 hours'
              or (k.status is null and k.locked_until < now() and k.fingerprint = excluded.fingerprint)
         returning 1`;
@@ -79,7 +81,7 @@ export function gatewayRepo(sql: Sql) {
 
     async idempotencyRecord(credentialId: string, key: string): Promise<StoredOutcome | undefined> {
       const [row] = await sql<StoredOutcome[]>`
-        select fingerprint, status, response_body, response_headers from idempotency_keys
+        select fingerprint, status, response_body, response_headers, replay_from_service from idempotency_keys
         where credential_id = ${credentialId} and key = ${key}`;
       return row;
     },
@@ -91,10 +93,11 @@ export function gatewayRepo(sql: Sql) {
       body: string,
       headers: Record<string, string>,
       durable = true,
+      replayFromService = false,
     ): Promise<void> {
       await sql`
-        update idempotency_keys set status = ${status}, response_body = ${body},
-          response_headers = ${sql.json(headers)}, locked_until = null
+        update idempotency_keys set status = ${status}, response_body = ${replayFromService ? "" : body},
+          response_headers = ${sql.json(headers)}, locked_until = null, replay_from_service = ${replayFromService}
         from ${commitMode(durable)}
         where credential_id = ${credentialId} and key = ${key}`;
     },

@@ -34,6 +34,8 @@ export const webhookEndpoints = resource("webhook-endpoints", (r) => {
       response: CreatedWebhookEndpoint,
       idempotent: true,
       serviceIdempotency: true,
+      // The signing secret: kept sealed by the service, never in the gateway's record.
+      secretInResponse: true,
     },
     ({ clients, body, ctx }) => clients.webhooks.call("createEndpoint", body, ctx),
   );
@@ -98,6 +100,8 @@ export const webhookEndpoints = resource("webhook-endpoints", (r) => {
       response: RotatedWebhookEndpoint,
       idempotent: true,
       serviceIdempotency: true,
+      // The signing secret: kept sealed by the service, never in the gateway's record.
+      secretInResponse: true,
     },
     ({ clients, params, ctx }) => clients.webhooks.call("rotateSecret", params, ctx),
   );
