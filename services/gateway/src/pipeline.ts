@@ -179,7 +179,15 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
     const failure = state.failure;
     try {
       if (failure === undefined) {
-        await opts.repo.storeIdempotentOutcome(held.credentialId, held.key, reply.statusCode, body, { "content-type": JSON_TYPE }, held.durable, held.replayFromService);
+        await opts.repo.storeIdempotentOutcome(
+          held.credentialId,
+          held.key,
+          reply.statusCode,
+          body,
+          { "content-type": JSON_TYPE },
+          held.durable,
+          held.replayFromService,
+        );
       } else if (isAppError(failure) && failure.status < 500 && failure.status !== 429) {
         // Outcomes the client caused are stored and replayed (400s included).
         const problem = JSON.stringify(toProblem(failure, String(req.id)));
