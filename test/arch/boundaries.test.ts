@@ -42,6 +42,7 @@ const LIB_DEPS: Record<string, string[]> = {
   "libs/db": ["@tasksvc/config", "@tasksvc/errors", "@tasksvc/logger"],
   "libs/nats": ["@tasksvc/config", "@tasksvc/contracts", "@tasksvc/errors", "@tasksvc/logger"],
   "libs/webhooks": ["@tasksvc/config"],
+  "libs/blobs": [],
   "libs/runtime": ["@tasksvc/config", "@tasksvc/contracts", "@tasksvc/db", "@tasksvc/logger", "@tasksvc/nats"],
   "libs/testing": ["@tasksvc/config", "@tasksvc/contracts", "@tasksvc/db", "@tasksvc/logger", "@tasksvc/nats", "@tasksvc/runtime"],
 };

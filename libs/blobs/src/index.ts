@@ -1,0 +1,4 @@
+export * from "./store.js";
+export * from "./setting.js";
+export * from "./nats.js";
+export * from "./s3.js";

@@ -1,0 +1,77 @@
+import { createHash, randomBytes } from "node:crypto";
+import { Readable } from "node:stream";
+import { Objm } from "@nats-io/obj";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { attachmentsBucket, natsBlobStore } from "../src/nats.js";
+import { BlobSizeMismatch, type BlobStore } from "../src/store.js";
+
+// Against the real JetStream of the test run, in a bucket of this file's own namespace.
+const stack = inject("stack");
+const namespace = `${stack.namespace}_blobs`;
+let nc: NatsConnection;
+let store: BlobStore;
+
+beforeAll(async () => {
+  nc = await connect({ servers: stack.natsUrl });
+  store = await natsBlobStore(nc, namespace);
+});
+
+afterAll(async () => {
+  await (await new Objm(nc).open(attachmentsBucket(namespace))).destroy();
+  await nc.drain();
+});
+
+const sha = (b: Buffer) => createHash("sha256").update(b).digest("hex");
+/** A body arriving in pieces, as a socket delivers it. */
+const pieces = (b: Buffer, size = 64 * 1024) =>
+  Readable.from(
+    (function* () {
+      for (let i = 0; i < b.length; i += size) yield b.subarray(i, i + size);
+    })(),
+  );
+async function read(r: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const c of r) chunks.push(c as Buffer);
+  return Buffer.concat(chunks);
+}
+
+describe("the JetStream object store", () => {
+  it("when 3 MiB are put, then stat and get answer exactly those bytes and their type", async () => {
+    const bytes = randomBytes(3 * 1024 * 1024 + 17);
+    await store.put("org_a/one", pieces(bytes), { size: bytes.length, contentType: "application/pdf" });
+    expect(await store.stat("org_a/one")).toEqual({ size: bytes.length, contentType: "application/pdf", createdAt: expect.any(Date) });
+    const got = await store.get("org_a/one");
+    expect(got?.info.contentType).toBe("application/pdf");
+    expect(sha(await read(got?.body ?? Readable.from([])))).toBe(sha(bytes));
+  });
+
+  it("when the body has one byte more or fewer than declared, then it is refused and nothing is stored", async () => {
+    const bytes = randomBytes(300 * 1024);
+    const more = store.put("org_a/more", pieces(bytes), { size: bytes.length - 1, contentType: "text/plain" });
+    await expect(more).rejects.toBeInstanceOf(BlobSizeMismatch);
+    await expect(more).rejects.toMatchObject({ kind: "too_large" });
+    const fewer = store.put("org_a/fewer", pieces(bytes), { size: bytes.length + 1, contentType: "text/plain" });
+    await expect(fewer).rejects.toMatchObject({ kind: "too_small", received: bytes.length });
+    expect(await store.stat("org_a/more")).toBeNull();
+    expect(await store.stat("org_a/fewer")).toBeNull();
+  });
+
+  it("when deleted, then the object is gone; listing by prefix shows only that prefix; a missing key answers null", async () => {
+    await store.put("org_b/x", Readable.from([Buffer.from("hello")]), { size: 5, contentType: "text/plain" });
+    await store.put("org_b/y", Readable.from([Buffer.from("world!")]), { size: 6, contentType: "text/plain" });
+    await store.put("org_c/z", Readable.from([Buffer.from("z")]), { size: 1, contentType: "text/plain" });
+    const listed = [];
+    for await (const o of store.list("org_b/")) listed.push([o.key, o.info.size]);
+    expect(listed.sort()).toEqual([
+      ["org_b/x", 5],
+      ["org_b/y", 6],
+    ]);
+    await store.delete("org_b/x");
+    await store.delete("org_b/x");
+    expect(await store.stat("org_b/x")).toBeNull();
+    expect(await store.get("org_b/x")).toBeNull();
+    expect(await store.get("nothing/here")).toBeNull();
+    expect(await store.presignPut("org_b/y", { size: 6, contentType: "text/plain", expiresInSeconds: 60 })).toBeNull();
+  });
+});
