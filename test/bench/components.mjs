@@ -116,6 +116,7 @@ async function tasksChild(tree) {
   } finally {
     await running.stop();
     await deleteStreams(nc, `${env.NATS_NAMESPACE}_`);
+    await deleteStreams(nc, `OBJ_${env.NATS_NAMESPACE}_`);
     await nc.drain();
     const sql = postgres(pgBase, { max: 1, onnotice: () => {} });
     await sql.unsafe(`drop database if exists "tasksvc_bench_tasks_${suffix}" with (force)`);

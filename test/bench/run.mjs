@@ -16,7 +16,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import postgres from "postgres";
-import { connectNats, deleteStreams, jetstreamManager } from "@tasksvc/nats";
+import { connectNats, deleteNamespaceStreams, jetstreamManager } from "@tasksvc/nats";
 import { webhookScenarios } from "./webhooks.mjs";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -130,7 +130,7 @@ async function cleanup() {
   // The run's JetStream streams (task events) go with its namespace.
   const nc = await connectNats({ url: NATS_URL, name: "bench-cleanup" }).catch(() => null);
   if (nc) {
-    await deleteStreams(nc, `${NAMESPACE}_`).catch(() => {});
+    await deleteNamespaceStreams(nc, NAMESPACE).catch(() => {});
     await nc.drain();
   }
 }

@@ -27,6 +27,8 @@ const SAMPLE_BODIES: Record<string, (ids: Ids) => unknown> = {
   "PATCH /v1/webhook-endpoints/:endpoint_id": () => ({ enabled: false }),
   "POST /v1/webhook-endpoints/:endpoint_id/test-event": () => ({ event_type: "task.created" }),
   "POST /v1/webhook-endpoints/:endpoint_id/replay-failed": () => ({ since: "2026-01-01T00:00:00Z" }),
+  "POST /v1/tasks/:task_id/attachments/uploads": () => ({ file_name: "route-auth.txt", content_type: "text/plain", size: 4 }),
+  "POST /v1/tasks/:task_id/attachments": () => ({ file_name: "route-auth.txt", file_key: "att/org_x/upl_x", content_type: "text/plain", size: 4 }),
 };
 const SAMPLE_QUERIES: Record<string, string> = {
   "GET /v1/daily-plan": "?date=2026-11-23",
@@ -43,6 +45,7 @@ interface Ids {
   entry_id: string;
   endpoint_id: string;
   delivery_id: string;
+  attachment_id: string;
 }
 const PLACEHOLDER_IDS: Ids = {
   organization_id: "org_x",
@@ -53,6 +56,7 @@ const PLACEHOLDER_IDS: Ids = {
   entry_id: "ent_x",
   endpoint_id: "whe_x",
   delivery_id: "whd_x",
+  attachment_id: "att_x",
 };
 
 const nameOf = (op: { method: string; url: string }) => `${op.method} ${op.url}`;
@@ -128,6 +132,17 @@ describe("every operation on a named resource answers 404 to another organizatio
     await db`
       insert into webhooks.deliveries (id, organization_id, endpoint_id, event_id, event_type, payload, state, next_attempt_at)
       values (${deliveryId}, ${owner.organizationId}, ${endpoint.body.id}, ${`evt_${deliveryId}`}, 'task.created', '{}'::jsonb, 'FAILED', null)`;
+    // An attachment of the owner's task, through both phases.
+    const ticket = await gw.post(`/v1/tasks/${task.body.id}/attachments/uploads`, { file_name: "owned.txt", content_type: "text/plain", size: 5 }, as);
+    expect(ticket.status, ticket.text).toBe(201);
+    const put = await fetch(ticket.body.upload_url, { method: "PUT", body: "owned", headers: { "content-type": "text/plain" } });
+    expect(put.status).toBe(200);
+    const attachment = await gw.post(
+      `/v1/tasks/${task.body.id}/attachments`,
+      { file_name: "owned.txt", file_key: ticket.body.file_key, content_type: "text/plain", size: 5 },
+      as,
+    );
+    expect(attachment.status, attachment.text).toBe(201);
     ids = {
       organization_id: owner.organizationId,
       key_id: key.body.id,
@@ -137,6 +152,7 @@ describe("every operation on a named resource answers 404 to another organizatio
       entry_id: entry.body.id,
       endpoint_id: endpoint.body.id,
       delivery_id: deliveryId,
+      attachment_id: attachment.body.id,
     };
     // Task numbers are per organization: the other one must have none, so "T-1" is not its own.
     expect((await gw.get("/v1/tasks", { token: other.apiKey })).body.data).toEqual([]);
@@ -181,6 +197,8 @@ describe("every operation on a named resource answers 404 to another organizatio
     // The fan-out adds rows for the owner's own task events; no replay of the delivery was made.
     const deliveries = await db`select id, state from webhooks.deliveries where id = ${ids.delivery_id} or replay_of = ${ids.delivery_id}`;
     expect(deliveries).toEqual([{ id: ids.delivery_id, state: "FAILED" }]);
+    const attachments = await gw.get(`/v1/tasks/${ids.task_id}/attachments`, as);
+    expect(attachments.body.data.map((a: { id: string }) => a.id)).toEqual([ids.attachment_id]);
     const [secrets] = await db`select previous_secret_sealed from webhooks.endpoints where id = ${ids.endpoint_id}`;
     expect(secrets?.["previous_secret_sealed"]).toBeNull();
   });

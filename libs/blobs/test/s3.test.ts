@@ -1,53 +1,25 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { once } from "node:events";
-import { mkdtemp, rm } from "node:fs/promises";
-import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { Readable } from "node:stream";
+import { startS3Server, type S3Server } from "@tasksvc/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { s3BlobStore } from "../src/s3.js";
 import { BlobSizeMismatch, type BlobInfo, type BlobStore } from "../src/store.js";
 
-// A real S3-API server (s3rver) on a free port, in a directory of its own. It runs in a child
-// process because its ListObjectsV2 continuation tokens are DES-encrypted, which OpenSSL 3 only
-// offers with the legacy provider, and that can only be switched on when a process starts.
-const bucket = "test-bucket";
-const serve = `
-  const S3rver = require(process.argv[1]);
-  new S3rver({ port: 0, address: "127.0.0.1", silent: true, directory: process.argv[2], configureBuckets: [{ name: ${JSON.stringify(bucket)} }] })
-    .run()
-    .then((a) => console.log(JSON.stringify(a)), (e) => { console.error(e); process.exit(1); });
-`;
-let dir: string;
-let server: ChildProcess;
+// A real S3-API server (s3rver, libs/testing) on a free port, in a directory of its own.
+let server: S3Server;
 let store: BlobStore;
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "blobs-s3-"));
-  server = spawn(process.execPath, ["--openssl-legacy-provider", "-e", serve, createRequire(import.meta.url).resolve("s3rver"), dir], {
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  const exited = once(server, "exit").then(([code]) => Promise.reject(new Error(`s3rver exited with ${code}`)));
-  const [line] = await Promise.race([once(createInterface({ input: server.stdout ?? Readable.from([]) }), "line"), exited]);
-  const { address, port } = JSON.parse(String(line)) as { address: string; port: number };
+  server = await startS3Server();
   store = s3BlobStore(
-    { kind: "s3", bucket, endpoint: `http://${address}:${port}`, region: "us-east-1", forcePathStyle: true },
-    // s3rver's built-in account.
-    { credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" } },
+    { kind: "s3", bucket: server.bucket, endpoint: server.endpoint, region: "us-east-1", forcePathStyle: true },
+    { credentials: server.credentials },
   );
 });
 
 afterAll(async () => {
   await store?.close();
-  if (server && server.exitCode === null) {
-    const exit = once(server, "exit");
-    server.kill();
-    await exit;
-  }
-  if (dir) await rm(dir, { recursive: true, force: true });
+  await server?.stop();
 });
 
 const sha = (b: Buffer) => createHash("sha256").update(b).digest("hex");

@@ -10,6 +10,8 @@ export const ERROR_CATALOG = {
   invalid_token: { status: 401, title: "Invalid access token" },
   insufficient_scope: { status: 403, title: "Insufficient scope" },
   feature_not_enabled: { status: 403, title: "Feature not enabled" },
+  // An upload or download link (issue 12) whose signature does not verify, or that has expired.
+  link_invalid: { status: 403, title: "Link invalid or expired" },
   resource_not_found: { status: 404, title: "Resource not found" },
   route_not_found: { status: 404, title: "Route not found" },
   method_not_allowed: { status: 405, title: "Method not allowed" },
@@ -17,6 +19,8 @@ export const ERROR_CATALOG = {
   idempotency_in_progress: { status: 409, title: "Idempotent request in progress" },
   delivery_already_pending: { status: 409, title: "Delivery already pending" },
   dependency_cycle: { status: 409, title: "Dependency cycle" },
+  // A second PUT to an upload link that already received its bytes (issue 12).
+  upload_already_received: { status: 409, title: "Upload already received" },
   payload_too_large: { status: 413, title: "Payload too large" },
   unsupported_media_type: { status: 415, title: "Unsupported media type" },
   idempotency_key_reused: { status: 422, title: "Idempotency key reused" },

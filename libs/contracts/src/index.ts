@@ -8,3 +8,4 @@ export * from "./boards.js";
 export * from "./webhooks.js";
 export * from "./services.js";
 export * from "./caller.js";
+export * from "./attachments.js";

@@ -134,5 +134,11 @@ export const Usage = z.object({
   calls_used: z.number().int(),
   calls_allowance: z.number().int(),
   burst: z.object({ limit: z.number().int(), window_seconds: z.number().int(), remaining: z.number().int(), reset_at: Timestamp }),
+  /** Bytes of the organization's registered attachments (issue 12). */
+  storage_used: z.number().int(),
+  /** The plan's storage allowance, in bytes (DESIGN.md 3; `set-limits --storage`). */
+  storage_allowance: z.number().int(),
+  /** The plan's largest file, in bytes. */
+  max_file_size: z.number().int(),
 });
 export type Usage = z.infer<typeof Usage>;

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { attachmentOps } from "./attachments.js";
 import { Label, OpaqueId, PageQuery, Text, Timestamp, page } from "./common.js";
 import type { RpcCatalog } from "./rpc.js";
 
@@ -371,5 +372,6 @@ export const tasksRpc = {
       input: z.object({ number: z.number().int().positive() }),
       output: z.object({ task: TaskSummary.nullable(), subtasks: z.array(TaskSummary) }),
     },
+    ...attachmentOps,
   },
 } as const satisfies RpcCatalog;

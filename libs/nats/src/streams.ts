@@ -37,3 +37,12 @@ export async function deleteStreams(nc: NatsConnection, prefix: string): Promise
     if (s.config.name.startsWith(prefix)) await jsm.streams.delete(s.config.name);
   }
 }
+
+/**
+ * Deletes everything a namespace made in JetStream: its streams (`<ns>_…`) and its object-store
+ * buckets, whose streams JetStream names `OBJ_<bucket>` (`OBJ_<ns>_…`). Test and benchmark clean-up.
+ */
+export async function deleteNamespaceStreams(nc: NatsConnection, namespace: string): Promise<void> {
+  await deleteStreams(nc, `${namespace}_`);
+  await deleteStreams(nc, `OBJ_${namespace}_`);
+}

@@ -8,3 +8,4 @@ export * from "./e2e.js";
 export * from "./windows.js";
 export * from "./must.js";
 export * from "./receiver.js";
+export * from "./s3.js";

@@ -3,7 +3,7 @@ import { execSync } from "node:child_process";
 import { parseConfig } from "@tasksvc/config";
 import { SERVICES, type ServiceName } from "@tasksvc/contracts";
 import { ensureDatabase, quoteIdent, withDefaultUser } from "@tasksvc/db";
-import { connectNats, deleteStreams } from "@tasksvc/nats";
+import { connectNats, deleteNamespaceStreams } from "@tasksvc/nats";
 import { createLogger, type Logger } from "@tasksvc/logger";
 import { isServiceDefinition, startService, type DbConfig, type ServiceDefinition } from "@tasksvc/runtime";
 import postgres from "postgres";
@@ -165,7 +165,7 @@ function urlOf(replica: object): string {
 export async function dropNamespace(natsUrl: string, namespace: string): Promise<void> {
   const nc = await connectNats({ url: natsUrl, name: "test-cleanup" });
   try {
-    await deleteStreams(nc, `${namespace}_`);
+    await deleteNamespaceStreams(nc, namespace);
   } finally {
     await nc.drain();
   }

@@ -10,6 +10,8 @@ import type { Resource } from "./operations.js";
 import { installPipeline, type PipelineOptions } from "./pipeline.js";
 import { frameworkErrors, registerProblemHandling, sendProblem } from "./problems.js";
 import { resources } from "./routes/index.js";
+import { registerTransfers } from "./transfers.js";
+import type { BlobStore } from "@tasksvc/blobs";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -26,6 +28,8 @@ export interface BuildOptions extends PipelineOptions {
   bodyLimit: number;
   /** The public API's resources; tests may mount extra ones on the same pipeline. */
   resources?: readonly Resource[];
+  /** The JetStream blob store, whose upload and download links this gateway serves (null with S3). */
+  blobs?: BlobStore | null;
 }
 
 const READY_CHECK_MS = 1000;
@@ -115,6 +119,7 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
   installPipeline(app, opts);
   const served = opts.resources ?? resources;
   for (const r of served) app.register(r.plugin, { clients: opts.clients });
+  registerTransfers(app, { store: opts.blobs ?? null, clients: opts.clients });
   registerDocs(
     app,
     served.flatMap((r) => r.operations),

@@ -1,3 +1,4 @@
+import { blobStoreSetting } from "@tasksvc/blobs";
 import { serviceSettings, settings } from "@tasksvc/config";
 import { z } from "zod";
 
@@ -10,6 +11,10 @@ export const GatewayConfig = z.object({
   OAUTH_PUBLIC_KEY: settings.OAUTH_PUBLIC_KEY,
   RPC_TIMEOUT_MS: settings.RPC_TIMEOUT_MS,
   AUTH_CACHE_TTL_MS: settings.AUTH_CACHE_TTL_MS,
+  /** How clients reach the gateway: the base of the upload and download links it hands out. */
+  PUBLIC_BASE_URL: settings.PUBLIC_BASE_URL,
+  /** Where attachment bytes live; with `nats` they stream through this gateway (decision 0016). */
+  BLOB_STORE: blobStoreSetting,
   /** Largest accepted request body; larger ones answer 413 payload_too_large. */
   BODY_LIMIT_BYTES: z.coerce
     .number()

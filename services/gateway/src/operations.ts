@@ -99,6 +99,8 @@ export interface Admitted {
   identity: Identity;
   /** This call's charge: the counters right after it was counted. */
   charge: Charge;
+  /** How this client reaches the gateway (PUBLIC_BASE_URL, else the request's own origin): for links. */
+  origin: string;
 }
 
 export type OperationInput<S extends OperationSpec> = InputOf<S> & Admitted & { clients: Clients };
@@ -248,6 +250,7 @@ export function resource(name: string, define: (r: ResourceBuilder) => void): Re
                 ctx: admitted.ctx,
                 identity: admitted.identity,
                 charge: admitted.charge,
+                origin: admitted.origin,
                 clients,
               }),
           };

@@ -10,6 +10,8 @@ import { rateLimitHeaders, type Charger } from "./policies/limits.js";
 import type { GatewayRepo } from "./repo/gateway-repo.js";
 
 export interface PipelineOptions {
+  /** PUBLIC_BASE_URL: how clients reach the gateway (links it hands out); the request's origin when unset. */
+  publicBaseUrl?: string | undefined;
   auth: Authenticator;
   repo: GatewayRepo;
   charger: Charger;
@@ -131,7 +133,7 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
         plan: identity.plan,
         ...(state.key === undefined ? {} : { idempotency_key: state.key }),
       };
-      req.admitted = { ctx, identity, charge };
+      req.admitted = { ctx, identity, charge, origin: opts.publicBaseUrl ?? `${req.protocol}://${req.host}` };
     };
 
   // The steps that never wait are callback hooks: no promise per request for them.

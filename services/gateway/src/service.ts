@@ -1,4 +1,5 @@
 import { fileURLToPath } from "node:url";
+import { natsBlobStore } from "@tasksvc/blobs";
 import { StartupError } from "@tasksvc/config";
 import { defineService } from "@tasksvc/runtime";
 import { buildGateway } from "./app.js";
@@ -40,6 +41,8 @@ export const service = defineService({
     onStop(() => auth.stop());
     const charger = createCharger({ repo, log });
     onStop(() => charger.close());
+    // With the JetStream store, attachment bytes stream through the gateway (decision 0016).
+    const blobs = cfg.BLOB_STORE.kind === "nats" ? await natsBlobStore(nc, namespace) : null;
     const app = buildGateway({
       log,
       auth,
@@ -50,6 +53,8 @@ export const service = defineService({
       repo,
       charger,
       cursors,
+      blobs,
+      publicBaseUrl: cfg.PUBLIC_BASE_URL,
       // Past the RPC timeout, an execution that never reported back is abandoned.
       idempotencyLeaseMs: cfg.RPC_TIMEOUT_MS + 10_000,
       // Where the service records the key itself, a second execution is answered from that record,

@@ -1,9 +1,10 @@
 import { callerOf, type tasksRpc } from "@tasksvc/contracts";
 import type { Handlers } from "@tasksvc/nats";
+import type { AttachmentsService } from "./domain/attachments.js";
 import type { TasksService } from "./domain/tasks-service.js";
 
 /** Entry layer: maps each RPC operation of the catalog onto the domain. */
-export function tasksHandlers(svc: TasksService): Handlers<typeof tasksRpc> {
+export function tasksHandlers(svc: TasksService, att: AttachmentsService): Handlers<typeof tasksRpc> {
   return {
     createTask: (i, ctx) => svc.createTask(callerOf(ctx), i),
     listTasks: (i, ctx) => svc.listTasks(callerOf(ctx), i),
@@ -22,5 +23,15 @@ export function tasksHandlers(svc: TasksService): Handlers<typeof tasksRpc> {
     deleteProject: (i, ctx) => svc.deleteProject(callerOf(ctx), i.project_id),
     lookupTasks: (i, ctx) => svc.lookupTasks(callerOf(ctx), i.numbers),
     taskWithSubtasks: (i, ctx) => svc.taskWithSubtasks(callerOf(ctx), i.number),
+    startUpload: ({ task_id, limits, ...body }, ctx) => att.startUpload(callerOf(ctx), task_id, body, limits),
+    registerAttachment: ({ task_id, ...body }, ctx) => att.registerAttachment(callerOf(ctx), task_id, body),
+    listAttachments: (i, ctx) => att.listAttachments(callerOf(ctx), i.task_id, i.limit, i.after),
+    downloadAttachment: (i, ctx) => att.downloadAttachment(callerOf(ctx), i.task_id, i.attachment_id),
+    deleteAttachment: (i, ctx) => att.deleteAttachment(callerOf(ctx), i.task_id, i.attachment_id),
+    // The gateway's streaming routes: the capability is the authorization (no caller needed).
+    claimUpload: (i) => att.claimUpload(i.capability),
+    releaseUpload: (i, ctx) => att.releaseUpload(i.file_key, ctx.organization_id),
+    openDownload: (i) => att.openDownload(i.capability),
+    storageUsage: (_i, ctx) => att.storageUsage(callerOf(ctx)),
   };
 }

@@ -1,16 +1,26 @@
 import { fileURLToPath } from "node:url";
-import { serviceSettings } from "@tasksvc/config";
+import { blobStoreSetting, natsBlobStore, s3BlobStore, type BlobStore } from "@tasksvc/blobs";
+import { serviceSettings, settings } from "@tasksvc/config";
 import { taskEventsStream, tasksChangedSubject, tasksRpc, TasksChanged } from "@tasksvc/contracts";
 import { decodeJson, encodeJson, jetstream, nanos } from "@tasksvc/nats";
 import { defineService } from "@tasksvc/runtime";
 import { z } from "zod";
+import { attachmentsService } from "./domain/attachments.js";
+import { capabilities } from "./domain/capabilities.js";
 import { taskCache } from "./domain/task-cache.js";
 import { tasksService } from "./domain/tasks-service.js";
 import { startRelay } from "./relay.js";
+import { attachmentsRepo } from "./repo/attachments-repo.js";
 import { tasksRepo } from "./repo/tasks-repo.js";
 import { tasksHandlers } from "./rpc.js";
 
-export const TasksConfig = z.object({ ...serviceSettings });
+export const TasksConfig = z.object({
+  ...serviceSettings,
+  /** Where attachment bytes live (decision 0016): `nats` (JetStream object store) or `s3://…`. */
+  BLOB_STORE: blobStoreSetting,
+  UPLOAD_TICKET_TTL: settings.duration("15m"),
+  DOWNLOAD_LINK_TTL: settings.duration("5m"),
+});
 export type TasksConfig = z.output<typeof TasksConfig>;
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL("../migrations", import.meta.url));
@@ -31,7 +41,7 @@ export const service = defineService({
       duplicate_window: nanos(3600_000),
     },
   ],
-  async start({ db, nc, namespace, log, serve, every, onStop }) {
+  async start({ db, nc, namespace, log, serve, every, onStop, cfg }) {
     const relay = startRelay({ db, js: jetstream(nc), namespace, log });
     onStop(() => relay.stop());
     const repo = tasksRepo(db.sql);
@@ -65,6 +75,22 @@ export const service = defineService({
       },
     });
     every(60 * 60_000, "idempotency sweep", () => repo.idempotency.sweep());
-    serve(tasksRpc, tasksHandlers(svc));
+
+    const store: BlobStore = cfg.BLOB_STORE.kind === "nats" ? await natsBlobStore(nc, namespace) : s3BlobStore(cfg.BLOB_STORE);
+    onStop(() => store.close());
+    const attRepo = attachmentsRepo(db.sql);
+    // Read once: every replica signs and verifies capabilities with the same key (first start makes it).
+    const capabilityKey = Buffer.from(await attRepo.secret("capability_key"), "hex");
+    const att = attachmentsService({
+      repo: attRepo,
+      tx: (fn) => db.tx((t) => fn(attachmentsRepo(t))),
+      store,
+      caps: capabilities(capabilityKey),
+      uploadTtlMs: cfg.UPLOAD_TICKET_TTL,
+      downloadTtlMs: cfg.DOWNLOAD_LINK_TTL,
+      warn: (err, what) => log.warn({ err }, `${what} failed`),
+    });
+    every(60_000, "attachment sweep", () => att.sweep());
+    serve(tasksRpc, tasksHandlers(svc, att));
   },
 });

@@ -1,5 +1,6 @@
 import type { Operation, Resource } from "../operations.js";
 import { apiKeys } from "./api-keys.js";
+import { attachments } from "./attachments.js";
 import { dailyPlan } from "./daily-plan.js";
 import { dependencies } from "./dependencies.js";
 import { members } from "./members.js";
@@ -10,7 +11,7 @@ import { usage } from "./usage.js";
 import { webhookEndpoints } from "./webhook-endpoints.js";
 
 /** Every resource of the public API, in the order of the reference documentation. */
-export const resources: readonly Resource[] = [organizations, members, apiKeys, usage, tasks, dependencies, projects, dailyPlan, webhookEndpoints];
+export const resources: readonly Resource[] = [organizations, members, apiKeys, usage, tasks, dependencies, attachments, projects, dailyPlan, webhookEndpoints];
 
 /** Every public operation, in the same order. */
 export const operations: readonly Operation[] = resources.flatMap((r) => r.operations);

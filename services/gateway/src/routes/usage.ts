@@ -6,13 +6,13 @@ export const usage = resource("usage", (r) => {
     {
       method: "GET",
       url: "/v1/usage",
-      summary: "API-call consumption of the current billing period (this call included)",
+      summary: "API-call consumption of the current billing period (this call included) and attachment storage",
       scope: "usage:read",
       response: Usage,
       exactCharge: true,
     },
-    // The gateway owns the counters; nothing to forward.
-    async ({ identity, charge }) => ({
+    // The gateway owns the call counters; the tasks service counts the stored bytes.
+    async ({ identity, charge, clients, ctx }) => ({
       plan: identity.plan,
       period_start: charge.quota.periodStart.toISOString(),
       period_end: charge.quota.periodEnd.toISOString(),
@@ -24,6 +24,9 @@ export const usage = resource("usage", (r) => {
         remaining: charge.burst.remaining,
         reset_at: charge.burst.resetAt.toISOString(),
       },
+      storage_used: (await clients.tasks.call("storageUsage", {}, ctx)).used_bytes,
+      storage_allowance: identity.limits.storage,
+      max_file_size: identity.limits.max_file_size,
     }),
   );
 });

@@ -1,0 +1,100 @@
+import {
+  Attachment,
+  AttachmentParams,
+  DeletedAttachment,
+  DownloadLink,
+  PageQuery,
+  RegisterAttachmentBody,
+  StartUploadBody,
+  TaskParams,
+  UploadTicket,
+  page,
+  type UploadTarget,
+} from "@tasksvc/contracts";
+import { resource } from "../operations.js";
+
+/** Where a link goes: straight to the store (S3 presigned), or through this gateway with a capability. */
+function linkTo(target: UploadTarget, origin: string, path: "/v1/uploads/" | "/v1/downloads/"): string {
+  return target.kind === "direct" ? target.url : `${origin}${path}${target.capability}`;
+}
+
+// Spec 2.4, 2.5, 4.1 "Attachments, two phases"; DESIGN.md 4; decision 0016.
+export const attachments = resource("attachments", (r) => {
+  r.op(
+    {
+      method: "POST",
+      url: "/v1/tasks/:task_id/attachments/uploads",
+      summary: "Start an upload: checks the plan's file-size and storage allowances, answers where to PUT the bytes",
+      scope: "tasks:write",
+      params: TaskParams,
+      body: StartUploadBody,
+      status: 201,
+      response: UploadTicket,
+      idempotent: true,
+      serviceIdempotency: true,
+      errors: ["resource_not_found"],
+    },
+    async ({ clients, params, body, ctx, identity, origin }) => {
+      const limits = { max_file_size: identity.limits.max_file_size, storage: identity.limits.storage };
+      const t = await clients.tasks.call("startUpload", { ...body, task_id: params.task_id, limits }, ctx);
+      return { upload_url: linkTo(t.target, origin, "/v1/uploads/"), upload_method: "PUT" as const, file_key: t.file_key, expires_at: t.expires_at };
+    },
+  );
+  r.op(
+    {
+      method: "POST",
+      url: "/v1/tasks/:task_id/attachments",
+      summary: "Register an uploaded file as an attachment of the task's current version",
+      scope: "tasks:write",
+      params: TaskParams,
+      body: RegisterAttachmentBody,
+      status: 201,
+      response: Attachment,
+      idempotent: true,
+      serviceIdempotency: true,
+      errors: ["resource_not_found"],
+    },
+    ({ clients, params, body, ctx }) => clients.tasks.call("registerAttachment", { ...body, task_id: params.task_id }, ctx),
+  );
+  r.op(
+    {
+      method: "GET",
+      url: "/v1/tasks/:task_id/attachments",
+      summary: "List the task's attachments, newest first",
+      scope: "tasks:read",
+      params: TaskParams,
+      query: PageQuery.strict(),
+      response: page(Attachment),
+      paginated: true,
+      errors: ["resource_not_found"],
+    },
+    ({ clients, params, query, ctx }) => clients.tasks.call("listAttachments", { ...query, task_id: params.task_id }, ctx),
+  );
+  r.op(
+    {
+      method: "GET",
+      url: "/v1/tasks/:task_id/attachments/:attachment_id/download",
+      summary: "A short-lived link that answers the attachment's bytes",
+      scope: "tasks:read",
+      params: AttachmentParams,
+      response: DownloadLink,
+      errors: ["resource_not_found"],
+    },
+    async ({ clients, params, ctx, origin }) => {
+      const d = await clients.tasks.call("downloadAttachment", params, ctx);
+      return { download_url: linkTo(d.target, origin, "/v1/downloads/"), expires_at: d.expires_at };
+    },
+  );
+  r.op(
+    {
+      method: "DELETE",
+      url: "/v1/tasks/:task_id/attachments/:attachment_id",
+      summary: "Delete an attachment (its bytes leave the storage allowance and the store)",
+      scope: "tasks:write",
+      params: AttachmentParams,
+      response: DeletedAttachment,
+      errors: ["resource_not_found"],
+    },
+    ({ clients, params, ctx }) => clients.tasks.call("deleteAttachment", params, ctx),
+  );
+});
