@@ -85,6 +85,8 @@ export const attachmentOps = {
    * when tampered or expired) and takes its one PUT (409 `upload_already_received` for another).
    */
   claimUpload: { input: z.object({ capability: z.string().max(4096) }), output: ClaimedUpload },
+  /** Internal: the claimed PUT stored its bytes; the ticket takes no other PUT. */
+  completeUpload: { input: z.object({ file_key: z.string() }), output: z.object({ completed: z.boolean() }) },
   /** Internal: the claimed PUT failed (size, connection); the ticket takes a PUT again. */
   releaseUpload: { input: z.object({ file_key: z.string() }), output: z.object({ released: z.boolean() }) },
   /** Internal (the gateway's download route): verifies a download capability. */

@@ -62,6 +62,11 @@ export function registerTransfers(app: FastifyInstance, o: TransferOptions): voi
         if (e instanceof BlobSizeMismatch) throw sizeRefusal(e.kind, claim.size);
         throw e;
       }
+      // A report that does not arrive leaves the claim to its lease: a later PUT may then replace
+      // the same bytes, never leave a partial file (the store writes an object whole or not at all).
+      await o.clients.tasks
+        .call("completeUpload", { file_key: claim.file_key }, linkCtx(req))
+        .catch((err: unknown) => req.log.warn({ err }, "upload completion not recorded"));
       return reply.code(200).send({ file_key: claim.file_key, size: claim.size });
     });
 

@@ -31,6 +31,7 @@ export function tasksHandlers(svc: TasksService, att: AttachmentsService): Handl
     // The gateway's streaming routes: the capability is the authorization (no caller needed).
     claimUpload: (i) => att.claimUpload(i.capability),
     releaseUpload: (i, ctx) => att.releaseUpload(i.file_key, ctx.organization_id),
+    completeUpload: (i, ctx) => att.completeUpload(i.file_key, ctx.organization_id),
     openDownload: (i) => att.openDownload(i.capability),
     storageUsage: (_i, ctx) => att.storageUsage(callerOf(ctx)),
   };

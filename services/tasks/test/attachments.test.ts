@@ -207,6 +207,20 @@ describe("upload capabilities", () => {
     await expect(svc.claimUpload(cap)).resolves.toHaveProperty("file_key", t.file_key);
   });
 
+  it("when a claim's lease has run out (its gateway died mid-upload), then a retry claims it; once completed, no PUT can", async () => {
+    const org = await tenant();
+    const t = await svc.startUpload(caller(org), "T-1", file(5), limits(MB, MB));
+    const cap = capabilityOf(t);
+    await svc.claimUpload(cap);
+    expect((await refusal(svc.claimUpload(cap))).code).toBe("upload_already_received");
+    await sql`update uploads set receiving_until = now() - interval '1 second' where file_key = ${t.file_key}`;
+    await expect(svc.claimUpload(cap)).resolves.toHaveProperty("file_key", t.file_key);
+    expect(await svc.completeUpload(t.file_key, org)).toEqual({ completed: true });
+    expect(await ticketState(t.file_key)).toBe("received");
+    await sql`update uploads set receiving_until = now() - interval '1 second' where file_key = ${t.file_key}`;
+    expect((await refusal(svc.claimUpload(cap))).code).toBe("upload_already_received");
+  });
+
   it("when two claims race, then exactly one takes the ticket", async () => {
     const org = await tenant();
     const cap = capabilityOf(await svc.startUpload(caller(org), "T-1", file(5), limits(MB, MB)));

@@ -80,7 +80,7 @@ export function attachmentsService(deps: AttachmentsDeps) {
       });
     },
 
-    /** The gateway's PUT route: takes the ticket's one PUT (open → receiving). */
+    /** The gateway's PUT route: takes the ticket's one PUT (open → receiving, leased). */
     async claimUpload(capability: string): Promise<{ file_key: string; size: number; content_type: string }> {
       const cap = caps.verify(capability, "upload");
       const row = await repo.claimUpload(cap.organization_id, cap.file_key);
@@ -94,6 +94,11 @@ export function attachmentsService(deps: AttachmentsDeps) {
       }
       // Unknown (swept) or expired since the capability was minted.
       throw linkInvalid();
+    },
+
+    /** The claimed PUT stored its bytes: the ticket takes no other PUT. */
+    async completeUpload(fileKey: string, org: string | null): Promise<{ completed: boolean }> {
+      return { completed: await repo.completeUpload(fileKey, org) };
     },
 
     /** The claimed PUT failed: the ticket takes a PUT again. */

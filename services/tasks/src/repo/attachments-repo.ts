@@ -87,19 +87,33 @@ export function attachmentsRepo(sql: Sql) {
       return row;
     },
 
-    /** open → receiving, only for a live ticket of the organization (one PUT at a time). */
+    /**
+     * open → receiving with a lease, only for a live ticket of the organization (one PUT at a
+     * time); a claim whose lease ran out (its gateway died mid-upload) may be taken again.
+     */
     async claimUpload(org: string, fileKey: string): Promise<UploadRow | undefined> {
       const [row] = await sql<UploadRow[]>`
-        update uploads set state = 'receiving'
-        where file_key = ${fileKey} and organization_id = ${org} and state = 'open' and expires_at > now()
+        update uploads set state = 'receiving',
+          receiving_until = now() + interval '60 seconds' + (size / 1048576.0) * interval '1 second'
+        where file_key = ${fileKey} and organization_id = ${org} and expires_at > now()
+          and (state = 'open' or (state = 'receiving' and receiving_until < now()))
         returning ${upl}`;
       return row;
+    },
+
+    /** receiving → received: the PUT's bytes are stored; no later PUT can claim the ticket. */
+    async completeUpload(fileKey: string, org: string | null): Promise<boolean> {
+      const rows = await sql`
+        update uploads set state = 'received', receiving_until = null
+        where file_key = ${fileKey} and state = 'receiving' ${org === null ? sql`` : sql`and organization_id = ${org}`}
+        returning 1`;
+      return rows.length === 1;
     },
 
     /** receiving → open (the claimed PUT failed). */
     async releaseUpload(fileKey: string, org: string | null): Promise<boolean> {
       const rows = await sql`
-        update uploads set state = 'open'
+        update uploads set state = 'open', receiving_until = null
         where file_key = ${fileKey} and state = 'receiving' ${org === null ? sql`` : sql`and organization_id = ${org}`}
         returning 1`;
       return rows.length === 1;
