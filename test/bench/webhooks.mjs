@@ -108,15 +108,22 @@ export async function webhookScenarios({ gateway, key, receiver, duration, warmu
     if (r.status !== 201) throw new Error(`endpoint create failed: ${r.status} ${await r.text()}`);
     return r.json();
   };
-  for (let i = 0; i < 10; i++) await endpoint(`${receiver}/ok/${i}`);
+  const made = [];
+  for (let i = 0; i < 10; i++) made.push(await endpoint(`${receiver}/ok/${i}`));
   // JIT and caches settle over seconds; a longer warm-up than the HTTP scenarios' keeps (a) fair to (b).
   warmup = Math.max(warmup, 5);
   log(`bench: webhooks (a) fan-out to 10 endpoints, ${RATE} tasks/s …`);
   const a = await phase({ gateway, key, receiver, duration, warmup });
-  await endpoint(`${receiver}/hang/0`);
+  made.push(await endpoint(`${receiver}/hang/0`));
   log(`bench: webhooks (b) the same plus one hanging endpoint …`);
   const b = await phase({ gateway, key, receiver, duration, warmup });
   log(`bench: webhooks (c) capacity: ${OVERLOAD_RATE} tasks/s, more than can be delivered …`);
   const c = await phase({ gateway, key, receiver, duration, warmup, rate: OVERLOAD_RATE });
+  // The capacity phase leaves a backlog (and the hanging endpoint one that never drains):
+  // deleting the endpoints deletes their deliveries, so later scenarios run on a quiet system.
+  for (const e of made) {
+    const r = await fetch(`${gateway}/v1/webhook-endpoints/${e.id}`, { method: "DELETE", headers: { authorization: `Bearer ${key}` } });
+    if (r.status !== 200) throw new Error(`endpoint delete failed: ${r.status} ${await r.text()}`);
+  }
   return { rate: RATE, overloadRate: OVERLOAD_RATE, a, b, c };
 }
