@@ -117,6 +117,26 @@ describe("attachments, two phases, JetStream store", () => {
     expect(atStorage.status, atStorage.text).toBe(201);
   });
 
+  it("when the PUT carries no content type, or another one, then the bytes are stored with the declared type", async () => {
+    const t = await f.tenant();
+    const id = await task(t);
+    for (const headers of [{}, { "content-type": "image/png" }] as Record<string, string>[]) {
+      const bytes = randomBytes(64);
+      const s = await start(t, id, { file_name: "typed.csv", content_type: "text/csv", size: 64 });
+      const up = await fetch(s.body.upload_url, { method: "PUT", body: bytes, headers });
+      expect(up.status, await up.text()).toBe(200);
+      const reg = await gw.post(
+        `/v1/tasks/${id}/attachments`,
+        { file_name: "typed.csv", file_key: s.body.file_key, content_type: "text/csv", size: 64 },
+        { token: t.apiKey },
+      );
+      const link = await gw.get(`/v1/tasks/${id}/attachments/${reg.body.id}/download`, { token: t.apiKey });
+      const dl = await fetch(link.body.download_url);
+      expect(dl.headers.get("content-type")).toBe("text/csv");
+      expect(Buffer.from(await dl.arrayBuffer()).equals(bytes)).toBe(true);
+    }
+  });
+
   it("when upload-start is replayed with its Idempotency-Key, then the same ticket", async () => {
     const t = await f.tenant();
     const id = await task(t);
