@@ -1,7 +1,8 @@
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { Readable } from "node:stream";
 import { Objm } from "@nats-io/obj";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { pieces, read, sha } from "./bodies.js";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { attachmentsBucket, natsBlobStore } from "../src/nats.js";
 import { BlobSizeMismatch, type BlobStore } from "../src/store.js";
@@ -21,20 +22,6 @@ afterAll(async () => {
   await (await new Objm(nc).open(attachmentsBucket(namespace))).destroy();
   await nc.drain();
 });
-
-const sha = (b: Buffer) => createHash("sha256").update(b).digest("hex");
-/** A body arriving in pieces, as a socket delivers it. */
-const pieces = (b: Buffer, size = 64 * 1024) =>
-  Readable.from(
-    (function* () {
-      for (let i = 0; i < b.length; i += size) yield b.subarray(i, i + size);
-    })(),
-  );
-async function read(r: Readable): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const c of r) chunks.push(c as Buffer);
-  return Buffer.concat(chunks);
-}
 
 describe("the JetStream object store", () => {
   it("when 3 MiB are put, then stat and get answer exactly those bytes and their type", async () => {

@@ -1,6 +1,7 @@
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { Readable } from "node:stream";
 import { startS3Server, type S3Server } from "@tasksvc/testing";
+import { pieces, read, sha } from "./bodies.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { s3BlobStore } from "../src/s3.js";
 import { BlobSizeMismatch, type BlobInfo, type BlobStore } from "../src/store.js";
@@ -22,19 +23,6 @@ afterAll(async () => {
   await server?.stop();
 });
 
-const sha = (b: Buffer) => createHash("sha256").update(b).digest("hex");
-/** A body arriving in pieces, as a socket delivers it. */
-const pieces = (b: Buffer, size = 64 * 1024) =>
-  Readable.from(
-    (function* () {
-      for (let i = 0; i < b.length; i += size) yield b.subarray(i, i + size);
-    })(),
-  );
-async function read(r: Readable): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const c of r) chunks.push(c as Buffer);
-  return Buffer.concat(chunks);
-}
 /** Polls `check` until it holds; a deadline rather than a sleep. */
 async function until(check: () => Promise<boolean>, what: string, ms = 10_000): Promise<void> {
   const deadline = Date.now() + ms;
