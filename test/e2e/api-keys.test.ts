@@ -128,6 +128,14 @@ describe("POST /v1/api-keys", () => {
     const headers = { "idempotency-key": "mint-once" };
     const first = await gw.post("/v1/api-keys", { name: "minted once" }, { token: t.apiKey, headers });
     expect(first.status, first.text).toBe(201);
+    // The gateway's record keeps the outcome, never the minted key (decision 0015): a replay is
+    // answered by the keys service's own record.
+    const replay = await gw2.post("/v1/api-keys", { name: "minted once" }, { token: t.apiKey, headers });
+    expect(replay.body).toEqual(first.body);
+    expect(replay.headers.get("idempotency-replayed")).toBe("true");
+    const [record] = await db<{ response_body: string; replay_from_service: boolean }[]>`
+      select response_body, replay_from_service from gateway.idempotency_keys where key = 'mint-once'`;
+    expect(record).toEqual({ response_body: "", replay_from_service: true });
     // What a gateway killed between the mint and its own record leaves once its claim expired.
     await db`delete from gateway.idempotency_keys where key = 'mint-once'`;
     const retry = await gw2.post("/v1/api-keys", { name: "minted once" }, { token: t.apiKey, headers });

@@ -97,8 +97,8 @@ export interface InputOf<S extends OperationSpec> {
 export interface Admitted {
   ctx: RpcContext;
   identity: Identity;
-  /** This call's charge: the counters right after it was counted. */
-  charge: Charge;
+  /** This call's charge: the counters right after it was counted; null for an Idempotency-Key replay (never charged). */
+  charge: Charge | null;
   /** How this client reaches the gateway (PUBLIC_BASE_URL, else the request's own origin): for links. */
   origin: string;
 }

@@ -36,6 +36,8 @@ interface State {
   identity: Identity;
   key?: string;
   held?: Held;
+  /** An Idempotency-Key replay forwarded to the service (its outcome held a secret): never charged. */
+  forwarded?: boolean;
   /** The error the request failed with, seen by onError before it is rendered. */
   failure?: unknown;
 }
@@ -108,7 +110,10 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
       }
       if (claim.kind === "forward") {
         // The service holds this outcome (with its secret sealed) and answers it again for the
-        // same key; nothing is held or stored here.
+        // same key; nothing is held or stored here, and like any replay it is not charged
+        // (spec 8). Scope and entitlement are still checked: a secret goes only to a credential
+        // that may see it now.
+        state.forwarded = true;
         reply.header("idempotency-replayed", "true");
         return undefined;
       }
@@ -121,8 +126,8 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
       const state = req.pipeline;
       if (!state) return;
       const { identity } = state;
-      const charge = await opts.charger.charge(identity, op.exactCharge);
-      reply.headers(rateLimitHeaders(charge));
+      const charge = state.forwarded ? null : await opts.charger.charge(identity, op.exactCharge);
+      if (charge) reply.headers(rateLimitHeaders(charge));
       authorize(op, identity);
       const ctx: RpcContext = {
         request_id: String(req.id),

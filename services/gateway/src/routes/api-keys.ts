@@ -13,6 +13,8 @@ export const apiKeys = resource("api-keys", (r) => {
       response: CreatedApiKey,
       idempotent: true,
       serviceIdempotency: true,
+      // The key itself: not kept in the gateway's record; a replay asks the keys service again.
+      secretInResponse: true,
     },
     ({ clients, body, ctx }) => clients.keys.call("createApiKey", body, ctx),
   );

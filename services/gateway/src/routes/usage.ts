@@ -12,21 +12,25 @@ export const usage = resource("usage", (r) => {
       exactCharge: true,
     },
     // The gateway owns the call counters; the tasks service counts the stored bytes.
-    async ({ identity, charge, clients, ctx }) => ({
-      plan: identity.plan,
-      period_start: charge.quota.periodStart.toISOString(),
-      period_end: charge.quota.periodEnd.toISOString(),
-      calls_used: charge.quota.used,
-      calls_allowance: charge.quota.limit,
-      burst: {
-        limit: charge.burst.limit,
-        window_seconds: charge.burst.windowSeconds,
-        remaining: charge.burst.remaining,
-        reset_at: charge.burst.resetAt.toISOString(),
-      },
-      storage_used: (await clients.tasks.call("storageUsage", {}, ctx)).used_bytes,
-      storage_allowance: identity.limits.storage,
-      max_file_size: identity.limits.max_file_size,
-    }),
+    async ({ identity, charge, clients, ctx }) => {
+      // Not idempotent, so never a replay: always charged (exactly, for current counters).
+      if (!charge) throw new Error("GET /v1/usage ran uncharged");
+      return {
+        plan: identity.plan,
+        period_start: charge.quota.periodStart.toISOString(),
+        period_end: charge.quota.periodEnd.toISOString(),
+        calls_used: charge.quota.used,
+        calls_allowance: charge.quota.limit,
+        burst: {
+          limit: charge.burst.limit,
+          window_seconds: charge.burst.windowSeconds,
+          remaining: charge.burst.remaining,
+          reset_at: charge.burst.resetAt.toISOString(),
+        },
+        storage_used: (await clients.tasks.call("storageUsage", {}, ctx)).used_bytes,
+        storage_allowance: identity.limits.storage,
+        max_file_size: identity.limits.max_file_size,
+      };
+    },
   );
 });
