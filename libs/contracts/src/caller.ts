@@ -25,3 +25,12 @@ export function callerOf(ctx: RpcContext): Caller {
   if (!ctx.organization_id || !ctx.user_id || !ctx.credential_id) throw new Error("RPC context carries no organization, user or credential.");
   return { organizationId: ctx.organization_id, userId: ctx.user_id, credentialId: ctx.credential_id, idempotencyKey: ctx.idempotency_key, ctx };
 }
+
+/**
+ * A context with no caller: the trust of NATS itself (the admin CLI, the delivery worker, the
+ * gateway's link routes, whose capability is the whole authorization; an unauthenticated request
+ * before its credential is resolved).
+ */
+export function systemContext(requestId: string): RpcContext {
+  return { request_id: requestId, organization_id: null, user_id: null, credential_id: null, scopes: [], plan: null };
+}

@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from "node:crypto";
-import { keysRpc, type OpInput, type OpName, type OpOutput, type Plan, type Role, type Scope } from "@tasksvc/contracts";
+import { keysRpc, systemContext, type OpInput, type OpName, type OpOutput, type Plan, type Role, type Scope } from "@tasksvc/contracts";
 import { client, connectNats, type NatsConnection } from "@tasksvc/nats";
 import type { StackInfo } from "./stack.js";
 
@@ -20,7 +20,7 @@ export function factories(stack: StackInfo) {
   const conn = () => (nc ??= connectNats({ url: stack.natsUrl, name: "test-factories" }));
   async function admin<K extends OpName<typeof keysRpc>>(op: K, input: OpInput<typeof keysRpc, K>): Promise<OpOutput<typeof keysRpc, K>> {
     const keys = client(await conn(), keysRpc, { namespace: stack.namespace, timeoutMs: 10_000 });
-    return keys.call(op, input, { request_id: `test_${randomUUID()}`, organization_id: null, user_id: null, credential_id: null, scopes: [], plan: null });
+    return keys.call(op, input, systemContext(`test_${randomUUID()}`));
   }
   const email = () => `user-${randomBytes(6).toString("hex")}@example.test`;
 

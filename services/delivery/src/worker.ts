@@ -1,4 +1,12 @@
-import { DeliveryJob, webhookJobsStream, type CallResult, type RpcContext, type SignedRequest, type webhookAttemptsRpc } from "@tasksvc/contracts";
+import {
+  DeliveryJob,
+  systemContext,
+  webhookJobsStream,
+  type CallResult,
+  type RpcContext,
+  type SignedRequest,
+  type webhookAttemptsRpc,
+} from "@tasksvc/contracts";
 import type { Logger } from "@tasksvc/logger";
 import { consume, type Consumption, type NatsConnection, type RpcClient } from "@tasksvc/nats";
 import { batcher } from "./batch.js";
@@ -20,14 +28,7 @@ export interface WorkerOptions {
 export const deliveryDurable = (namespace: string) => `${namespace}_delivery`;
 
 /** The context of the worker's internal calls: no organization, no caller. */
-const systemCtx = (): RpcContext => ({
-  request_id: `delivery-${Date.now().toString(36)}`,
-  organization_id: null,
-  user_id: null,
-  credential_id: null,
-  scopes: [],
-  plan: null,
-});
+const systemCtx = (): RpcContext => systemContext(`delivery-${Date.now().toString(36)}`);
 
 /**
  * The delivery worker (decision 0015): takes jobs from the job stream, asks the webhooks service

@@ -1,4 +1,4 @@
-import type { Identity, RpcContext } from "@tasksvc/contracts";
+import { systemContext, type Identity, type RpcContext } from "@tasksvc/contracts";
 import { databaseErrorAsAppError } from "@tasksvc/db";
 import { AppError, isAppError, toProblem } from "@tasksvc/errors";
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from "fastify";
@@ -83,7 +83,7 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
 
   // The same for every operation: one function, not one per route.
   async function authenticate(req: FastifyRequest): Promise<void> {
-    const base: RpcContext = { request_id: String(req.id), organization_id: null, user_id: null, credential_id: null, scopes: [], plan: null };
+    const base = systemContext(String(req.id));
     req.pipeline = { identity: await opts.auth.authenticate(req.headers.authorization, base) };
   }
 

@@ -1,6 +1,6 @@
 import type { Readable } from "node:stream";
 import { attachmentDisposition, BlobSizeMismatch, type BlobStore } from "@tasksvc/blobs";
-import type { RpcContext } from "@tasksvc/contracts";
+import { systemContext, type RpcContext } from "@tasksvc/contracts";
 import { AppError, fieldError } from "@tasksvc/errors";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Clients } from "./clients.js";
@@ -12,14 +12,7 @@ export interface TransferOptions {
 }
 
 /** A capability is the whole authorization of these routes: no credential, no organization in the context. */
-const linkCtx = (req: FastifyRequest): RpcContext => ({
-  request_id: String(req.id),
-  organization_id: null,
-  user_id: null,
-  credential_id: null,
-  scopes: [],
-  plan: null,
-});
+const linkCtx = (req: FastifyRequest): RpcContext => systemContext(String(req.id));
 
 /** Capabilities are base64url text (payload "." MAC); anything else is refused before a service is asked. */
 const CAPABILITY = /^[A-Za-z0-9_.-]{16,4096}$/;

@@ -119,7 +119,7 @@ describe("upload-start limits", () => {
     await attached(org, 30); // 30 used
     await svc.startUpload(caller(org), "T-1", file(50), limits(MB, 100)); // 50 reserved
     const exact = await svc.startUpload(caller(org), "T-1", file(20), limits(MB, 100));
-    expect(exact.file_key).toBeTruthy();
+    expect(await ticketState(exact.file_key)).toBe("open");
     const no = await refusal(svc.startUpload(caller(org), "T-1", file(1), limits(MB, 100)));
     expect(no.pointer).toBe("/size");
     expect(no.detail).toBe("/size the organization's storage allowance of 100 bytes would be exceeded (100 used or reserved)");

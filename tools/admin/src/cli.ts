@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
-import type { keysRpc, OpInput, OpName, RpcContext } from "@tasksvc/contracts";
+import { systemContext, type keysRpc, type OpInput, type OpName, type RpcContext } from "@tasksvc/contracts";
 import { isAppError } from "@tasksvc/errors";
 import type { RpcClient } from "@tasksvc/nats";
 
@@ -111,7 +111,7 @@ export async function runCli(argv: string[], keys: () => Promise<RpcClient<Keys>
     return 2;
   }
   const { op, input } = built;
-  const ctx: RpcContext = { request_id: `admin_${randomUUID()}`, organization_id: null, user_id: null, credential_id: null, scopes: [], plan: null };
+  const ctx: RpcContext = systemContext(`admin_${randomUUID()}`);
   try {
     const result = await (await keys()).call(op, input, ctx);
     if (json) io.out(JSON.stringify(result));
