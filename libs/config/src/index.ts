@@ -98,6 +98,14 @@ export const settings = {
   OAUTH_PUBLIC_KEY: z.string().includes("BEGIN PUBLIC KEY", { message: "expected a PEM public key" }).optional(),
   RPC_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(5000),
   AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(5000),
+  /** A process's ops HTTP port (/metrics, /healthz, /readyz); unset = the registry's default for the service. */
+  OPS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  /** On SIGTERM: fail readiness, wait this long (load balancers stop routing), then drain. */
+  SHUTDOWN_DELAY: duration("0s"),
+  /** OTLP/HTTP collector (e.g. http://otel-collector:4318); unset = tracing off. */
+  OTEL_EXPORTER_OTLP_ENDPOINT: urlString(["http:", "https:"]).optional(),
+  /** Copies of every stream, consumer and bucket the services create (3 on a 3-node JetStream cluster). */
+  NATS_STREAM_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
   bool,
   duration,
 } as const;
@@ -107,7 +115,11 @@ export * from "./runtime.js";
 export const natsServiceSettings = {
   NATS_URL: settings.NATS_URL,
   NATS_NAMESPACE: settings.NATS_NAMESPACE,
+  NATS_STREAM_REPLICAS: settings.NATS_STREAM_REPLICAS,
   LOG_LEVEL: settings.LOG_LEVEL,
+  OPS_PORT: settings.OPS_PORT,
+  SHUTDOWN_DELAY: settings.SHUTDOWN_DELAY,
+  OTEL_EXPORTER_OTLP_ENDPOINT: settings.OTEL_EXPORTER_OTLP_ENDPOINT,
 } as const;
 
 /** The settings of a service that owns a schema (database, NATS, logging); spread into its schema. */

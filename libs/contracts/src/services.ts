@@ -12,6 +12,11 @@ export interface ServiceEntry {
   rpc?: RpcCatalog;
   /** Replicas the test stack starts unless a test says otherwise (two where races matter). */
   testReplicas: number;
+  /**
+   * Default OPS_PORT (/metrics, /healthz, /readyz), distinct per service so that `make run` fits
+   * on one host. The gateway has none: it answers those paths on its PORT (OPS_PORT adds a port).
+   */
+  opsPort?: number;
 }
 
 /**
@@ -21,12 +26,12 @@ export interface ServiceEntry {
  * anything at start, but the first requests then find every service up).
  */
 export const SERVICES = [
-  { name: keysRpc.service, rpc: keysRpc, testReplicas: 2 },
-  { name: tasksRpc.service, rpc: tasksRpc, testReplicas: 2 },
-  { name: boardsRpc.service, rpc: boardsRpc, testReplicas: 1 },
-  { name: webhooksRpc.service, rpc: webhooksRpc, testReplicas: 2 },
+  { name: keysRpc.service, rpc: keysRpc, testReplicas: 2, opsPort: 9101 },
+  { name: tasksRpc.service, rpc: tasksRpc, testReplicas: 2, opsPort: 9102 },
+  { name: boardsRpc.service, rpc: boardsRpc, testReplicas: 1, opsPort: 9103 },
+  { name: webhooksRpc.service, rpc: webhooksRpc, testReplicas: 2, opsPort: 9104 },
   // The only process that makes outbound HTTP calls; its one operation is the webhooks service's, not the gateway's.
-  { name: "delivery", testReplicas: 1 },
+  { name: "delivery", testReplicas: 1, opsPort: 9105 },
   { name: "gateway", testReplicas: 2 },
 ] as const satisfies readonly ServiceEntry[];
 
