@@ -35,8 +35,10 @@ const LIB_GRAPH = {
   logger: [],
   contracts: [],
   errors: ["contracts"],
-  db: ["contracts", "errors", "config", "logger"],
-  nats: ["contracts", "errors", "config", "logger"],
+  // libs/telemetry: metrics, health and tracing primitives, below db and nats (which it instruments).
+  telemetry: [],
+  db: ["contracts", "errors", "config", "logger", "telemetry"],
+  nats: ["contracts", "errors", "config", "logger", "telemetry"],
   // libs/webhooks (@tasksvc/outbound): signing, sealing, egress; its settings through config.
   webhooks: ["config"],
   testing: "*",

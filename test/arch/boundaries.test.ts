@@ -39,11 +39,12 @@ const LIB_DEPS: Record<string, string[]> = {
   "libs/config": [],
   "libs/logger": [],
   "libs/errors": ["@tasksvc/contracts"],
-  "libs/db": ["@tasksvc/config", "@tasksvc/errors", "@tasksvc/logger"],
-  "libs/nats": ["@tasksvc/config", "@tasksvc/contracts", "@tasksvc/errors", "@tasksvc/logger"],
+  "libs/telemetry": [],
+  "libs/db": ["@tasksvc/config", "@tasksvc/errors", "@tasksvc/logger", "@tasksvc/telemetry"],
+  "libs/nats": ["@tasksvc/config", "@tasksvc/contracts", "@tasksvc/errors", "@tasksvc/logger", "@tasksvc/telemetry"],
   "libs/webhooks": ["@tasksvc/config"],
   "libs/blobs": [],
-  "libs/runtime": ["@tasksvc/config", "@tasksvc/contracts", "@tasksvc/db", "@tasksvc/logger", "@tasksvc/nats"],
+  "libs/runtime": ["@tasksvc/config", "@tasksvc/contracts", "@tasksvc/db", "@tasksvc/logger", "@tasksvc/nats", "@tasksvc/telemetry"],
   "libs/testing": ["@tasksvc/config", "@tasksvc/contracts", "@tasksvc/db", "@tasksvc/logger", "@tasksvc/nats", "@tasksvc/runtime"],
 };
 /** Packages that never ship: their devDependencies count as declared (pruned from the image). */

@@ -107,9 +107,12 @@ describe("health", () => {
     expect(r.body).toEqual({ status: "ok" });
   });
 
-  it("when Postgres and NATS are reachable, then /readyz answers 200 with both checks", async () => {
+  it("when Postgres, NATS and every service it forwards to answer, then /readyz answers 200 with each check", async () => {
     const r = await gw.get("/readyz");
     expect(r.status, r.text).toBe(200);
-    expect(r.body).toEqual({ status: "ready", checks: { postgres: "ok", nats: "ok" } });
+    expect(r.body).toEqual({
+      status: "ready",
+      checks: { postgres: "ok", nats: "ok", "service:keys": "ok", "service:tasks": "ok", "service:boards": "ok", "service:webhooks": "ok" },
+    });
   });
 });

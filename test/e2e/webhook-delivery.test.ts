@@ -32,7 +32,7 @@ const workers = new Set<ChildProcess>();
 /** A delivery worker process (as in production: node services/delivery/dist/main.js). */
 function startWorker(): ChildProcess {
   const child = spawn(process.execPath, ["services/delivery/dist/main.js"], {
-    env: { ...process.env, ...SETTINGS, NATS_URL: stack.natsUrl, NATS_NAMESPACE: stack.namespace, LOG_LEVEL: "warn" },
+    env: { ...process.env, ...SETTINGS, NATS_URL: stack.natsUrl, NATS_NAMESPACE: stack.namespace, LOG_LEVEL: "warn", OPS_PORT: "0" },
     stdio: ["ignore", "ignore", "inherit"],
   });
   workers.add(child);

@@ -9,8 +9,29 @@ export const attachmentsBucket = (namespace: string) => `${namespace}_attachment
 
 const CONTENT_TYPE = "content-type";
 
+export interface NatsBlobStoreOptions {
+  /** JetStream replicas of the bucket's stream when it is created (1..5; default 1). */
+  replicas?: number;
+}
+
 function infoOf(o: ObjectInfo): BlobInfo {
   return { size: o.size, contentType: o.metadata?.[CONTENT_TYPE] ?? null, createdAt: new Date(o.mtime) };
+}
+
+/**
+ * Creates the bucket, or opens it when it exists. On a JetStream cluster, replicas that start
+ * together race to create it: the server answers a second identical create by forwarding it as a
+ * stream info to the new stream's leader, which may not be elected yet, and the request times
+ * out. The bucket is there by then (or soon): try again a few times.
+ */
+async function createBucket(nc: NatsConnection, bucket: string, replicas: number): Promise<ObjectStore> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await new Objm(nc).create(bucket, { replicas });
+    } catch (e) {
+      if (attempt >= 5 || (e as { name?: unknown }).name !== "TimeoutError") throw e;
+    }
+  }
 }
 
 /**
@@ -18,9 +39,12 @@ function infoOf(o: ObjectInfo): BlobInfo {
  * object is written in 128 KiB chunks, each publish awaited before the next read, so a large
  * upload holds one chunk in memory, not the file; a failed write purges the chunks it wrote.
  * Uploads and downloads go through the gateway (no presigned URLs).
+ *
+ * `replicas`: copies JetStream keeps of the bucket's stream (NATS_STREAM_REPLICAS; default 1). It
+ * applies when the bucket is created: an existing bucket keeps the replicas it was made with.
  */
-export async function natsBlobStore(nc: NatsConnection, namespace: string): Promise<BlobStore> {
-  const os: ObjectStore = await new Objm(nc).create(attachmentsBucket(namespace));
+export async function natsBlobStore(nc: NatsConnection, namespace: string, opts: NatsBlobStoreOptions = {}): Promise<BlobStore> {
+  const os = await createBucket(nc, attachmentsBucket(namespace), opts.replicas ?? 1);
 
   async function info(key: string): Promise<ObjectInfo | null> {
     const o = await os.info(key);

@@ -39,10 +39,11 @@ export function installProcessGuards(log: ProcessLog): void {
 
 /**
  * Starts a process: one clear line and exit 1 on a StartupError (or ConfigError), a stack trace
- * for anything else; on SIGTERM/SIGINT it stops gracefully (drain, close pools) and exits 0.
+ * for anything else; on SIGTERM/SIGINT it stops gracefully (drain, close pools) and exits 0, or
+ * exits 1 when the stop takes longer than `forceExitAfterMs`.
  * With `log`, installs the process guards above.
  */
-export async function runMain(name: string, start: () => Promise<Running>, log?: ProcessLog): Promise<void> {
+export async function runMain(name: string, start: () => Promise<Running>, log?: ProcessLog, forceExitAfterMs = 10_000): Promise<void> {
   if (log) installProcessGuards(log);
   let running: Running;
   try {
@@ -59,7 +60,7 @@ export async function runMain(name: string, start: () => Promise<Running>, log?:
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    const force = setTimeout(() => process.exit(1), 10_000);
+    const force = setTimeout(() => process.exit(1), forceExitAfterMs);
     force.unref();
     running.stop().then(
       () => process.exit(0),

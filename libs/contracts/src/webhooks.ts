@@ -143,6 +143,11 @@ export const SignedRequest = z.object({
   /** webhook-id, webhook-timestamp, webhook-signature, content-type. */
   headers: z.record(z.string(), z.string()),
   body: z.string(),
+  /**
+   * The trace of the change this delivery announces (W3C traceparent, when tracing recorded
+   * one): the delivery worker's call continues it. Never sent to the receiver.
+   */
+  traceparent: z.string().max(128).nullable().optional(),
 });
 export type SignedRequest = z.infer<typeof SignedRequest>;
 

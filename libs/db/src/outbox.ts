@@ -1,4 +1,5 @@
 import type { Logger } from "@tasksvc/logger";
+import { contextFromTraceparent, currentTraceparent, inSpan, outboxPublished, outboxRelayDelay, sampled, SpanKind, tracingEnabled } from "@tasksvc/telemetry";
 import type { Database } from "./pool.js";
 
 /**
@@ -19,6 +20,13 @@ export interface OutboxRow {
   seq: string;
   event_id: string;
   payload: unknown;
+  /** When the row was written (its transaction's start): the relay's lag is measured from it. */
+  created_at?: Date;
+  /**
+   * The trace of the transaction that wrote the row, if it was traced: the column's default,
+   * `nullif(current_setting('tasksvc.traceparent', true), '')` (libs/db transactions.ts).
+   */
+  traceparent?: string | null;
 }
 
 /**
@@ -27,12 +35,15 @@ export interface OutboxRow {
  * calls, and the service that holds both passes its JetStream client in.
  */
 export interface OutboxPublisher {
-  /** Resolves once the stream stored the message (or dropped it as a duplicate of `msgID`). */
-  publish(subject: string, data: Uint8Array, opts: { msgID: string }): Promise<unknown>;
+  /**
+   * Resolves once the stream stored the message (or dropped it as a duplicate of `msgID`).
+   * `traceparent`, when given, goes in the message's headers (`outboxPublisher` of libs/nats).
+   */
+  publish(subject: string, data: Uint8Array, opts: { msgID: string; traceparent?: string }): Promise<unknown>;
 }
 
 export interface OutboxRelayOptions<R extends OutboxRow> {
-  db: Pick<Database, "tx">;
+  db: Pick<Database, "tx" | "sql">;
   publisher: OutboxPublisher;
   /**
    * The outbox table, quoted by the driver; bare, it resolves through the connection's
@@ -78,6 +89,41 @@ export function startOutboxRelay<R extends OutboxRow>(opts: OutboxRelayOptions<R
   let stopped = false;
   let wake: (() => void) | undefined;
   let pending = false;
+  const label = { outbox: opts.table };
+  const published = outboxPublished.labels(label);
+  const delay = outboxRelayDelay.labels(label);
+  // Scrape-time backlog: rows waiting (counted up to 100000, an index-only walk) and the oldest's age.
+  let backlog: { at: number; rows: Promise<Array<{ n: number; age: number }>> } | undefined;
+  const readBacklog = () => {
+    if (!backlog || performance.now() - backlog.at > 500) {
+      const rows = opts.db.sql<Array<{ n: number; age: number }>>`
+        select (select count(*)::int from (select 1 from ${opts.db.sql(opts.table)} limit 100000) c) as n,
+               coalesce(extract(epoch from now() - (select created_at from ${opts.db.sql(opts.table)} order by seq limit 1)), 0)::float8 as age`;
+      rows.catch(() => undefined);
+      backlog = { at: performance.now(), rows };
+    }
+    return backlog.rows;
+  };
+  const unregister = [
+    sampled.outboxBacklog(async () => [{ labels: label, value: (await readBacklog())[0]?.n ?? 0 }]),
+    sampled.outboxOldestAge(async () => [{ labels: label, value: (await readBacklog())[0]?.age ?? 0 }]),
+  ];
+
+  /** Publishes one row; with tracing on, in a producer span continuing the writer's trace. */
+  const publish = (r: R): Promise<unknown> => {
+    const data = encoder.encode(JSON.stringify(r.payload));
+    if (!tracingEnabled() || !r.traceparent) return opts.publisher.publish(opts.subject(r), data, { msgID: r.event_id });
+    const subject = opts.subject(r);
+    return inSpan(
+      `${subject} publish`,
+      {
+        kind: SpanKind.PRODUCER,
+        parent: contextFromTraceparent(r.traceparent),
+        attributes: { "messaging.system": "nats", "messaging.destination.name": subject, "messaging.message.id": r.event_id },
+      },
+      () => opts.publisher.publish(subject, data, { msgID: r.event_id, traceparent: currentTraceparent() ?? r.traceparent ?? undefined }),
+    );
+  };
 
   async function drainOnce(): Promise<number> {
     return opts.db.tx(async (t) => {
@@ -93,7 +139,10 @@ export function startOutboxRelay<R extends OutboxRow>(opts: OutboxRelayOptions<R
       if (found.length === 0) return 0;
       // Sent in outbox order on one connection, so the stream stores them in that order; the acks
       // are awaited together. (Only a publish the client must retry could land out of order.)
-      await Promise.all(found.map((r) => opts.publisher.publish(opts.subject(r), encoder.encode(JSON.stringify(r.payload)), { msgID: r.event_id })));
+      await Promise.all(found.map(publish));
+      const now = Date.now();
+      for (const r of found) if (r.created_at) delay.observe(Math.max(0, now - r.created_at.getTime()) / 1000);
+      published.inc(found.length);
       // A lost delete (database crash) only re-sends rows the stream then drops as duplicates.
       await t`
         delete from ${t(opts.table)} using (select set_config('synchronous_commit', 'off', true)) as commit_mode
@@ -137,6 +186,7 @@ export function startOutboxRelay<R extends OutboxRow>(opts: OutboxRelayOptions<R
       stopped = true;
       wake?.();
       await loop;
+      for (const u of unregister) u();
     },
   };
 }

@@ -1,4 +1,6 @@
+import { randomBytes } from "node:crypto";
 import { StartupError } from "@tasksvc/config";
+import { sampled } from "@tasksvc/telemetry";
 import { userInfo } from "node:os";
 import postgres from "postgres";
 import { transactionPool, type TxOptions } from "./transactions.js";
@@ -100,23 +102,26 @@ export interface Database {
   end(opts?: { timeout?: number }): Promise<void>;
 }
 
-function connectionOptions(opts: DbOptions) {
+function connectionOptions(opts: DbOptions, instance: string) {
   return {
     ...POOL_OPTIONS,
     onnotice: () => {},
     // TimeZone UTC: a server set to another zone returns old timestamps with offsets such as
     // +00:53:28 that JavaScript cannot parse (a 500 on reading them).
-    connection: { search_path: opts.schema, application_name: `tasksvc-${opts.schema}`, TimeZone: "UTC" },
+    connection: { search_path: opts.schema, application_name: `tasksvc-${opts.schema}-${instance}`, TimeZone: "UTC" },
   };
 }
 
 /** A postgres.js pool bound to one schema. Timestamps come back as Date; numerics as strings. */
 export function createDb(opts: DbOptions): Database {
   const url = withDefaultUser(opts.url);
+  // application_name tasksvc-<schema>-<instance>: the service in pg_stat_activity, and this pool's
+  // own connections for the tasksvc_db_connections metric (a pid would repeat across containers).
+  const instance = randomBytes(4).toString("hex");
   // One budget per process, so that splitting it changes no deployment's connection count.
   const max = Math.max(2, opts.max ?? 10);
   const txMax = Math.min(max - 1, Math.max(1, opts.txMax ?? Math.floor(max / 3)));
-  const sql = postgres(url, { ...connectionOptions(opts), max: max - txMax });
+  const sql = postgres(url, { ...connectionOptions(opts, instance), max: max - txMax });
   const refuse = () => {
     throw new Error("transactions never run on the autocommit pool (postgres.js can leak them to other callers): use db.tx()");
   };
@@ -129,23 +134,45 @@ export function createDb(opts: DbOptions): Database {
   // a slot's connection is lost while a statement of the transaction still waits to be sent, the
   // driver reconnects and sends that statement on the new connection, outside the transaction;
   // there the server refuses a write (25006) instead of committing it on its own.
-  const transactions = transactionPool(txMax, (onclose) => {
-    const base = connectionOptions(opts);
-    const slotOptions = {
-      ...base,
-      connection: { ...base.connection, default_transaction_read_only: true },
-      max: 1,
-      max_pipeline: 100,
-      max_lifetime: null,
-      onclose,
-    };
-    return postgres(url, slotOptions);
-  });
+  const transactions = transactionPool(
+    txMax,
+    (onclose) => {
+      const base = connectionOptions(opts, instance);
+      const slotOptions = {
+        ...base,
+        connection: { ...base.connection, default_transaction_read_only: true },
+        max: 1,
+        max_pipeline: 100,
+        max_lifetime: null,
+        onclose,
+      };
+      return postgres(url, slotOptions);
+    },
+    { "db.namespace": opts.schema },
+  );
+
+  const unregister = [
+    sampled.dbTransactionSlots(() => {
+      const s = transactions.stats();
+      return [
+        { labels: { state: "in_use" }, value: s.inUse },
+        { labels: { state: "waiting" }, value: s.waiting },
+        { labels: { state: "max" }, value: s.size },
+      ];
+    }),
+    sampled.dbConnections(async () => {
+      const rows = await sql<Array<{ state: string | null; n: number }>>`
+        select coalesce(state, 'unknown') as state, count(*)::int as n from pg_stat_activity
+        where application_name = ${`tasksvc-${opts.schema}-${instance}`} group by 1`;
+      return rows.map((r) => ({ labels: { state: r.state ?? "unknown" }, value: r.n }));
+    }),
+  ];
 
   return {
     sql,
     tx: transactions.tx,
     async end(endOpts = {}) {
+      for (const u of unregister) u();
       await Promise.all([sql.end(endOpts), transactions.end(endOpts)]);
     },
   };

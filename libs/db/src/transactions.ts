@@ -1,4 +1,5 @@
 import type postgres from "postgres";
+import { currentTraceparent, dbTransactionDuration, dbTransactionWait, inChildSpan, SpanKind, secondsSince } from "@tasksvc/telemetry";
 import { isConnectionError, isPgError, PG } from "./errors.js";
 
 type Sql = postgres.Sql;
@@ -52,7 +53,7 @@ interface Slot {
  *   on a connection outside the transaction, and ending the instance cannot stop it once it is the
  *   reconnect's first query; the server then refuses it as a write outside a transaction.
  */
-export function transactionPool(size: number, connect: (onclose: () => void) => Sql) {
+export function transactionPool(size: number, connect: (onclose: () => void) => Sql, spanAttributes: Record<string, string> = {}) {
   const make = (): Slot => {
     const slot: Slot = { sql: undefined as unknown as Sql, closes: 0 };
     slot.sql = connect(() => {
@@ -87,10 +88,14 @@ export function transactionPool(size: number, connect: (onclose: () => void) => 
   };
 
   async function once<T>(fn: (t: TxSql) => Promise<T>): Promise<T> {
+    const asked = performance.now();
     let slot = await acquire();
+    const started = performance.now();
+    dbTransactionWait.observe((started - asked) / 1000);
     const closes = slot.closes;
     active.add(slot);
     let trusted = true;
+    let outcome = "rollback";
     try {
       // BEGIN goes out now and the function's first statement right behind it on the same
       // connection (one round trip saved); both are sent before any socket event can intervene.
@@ -98,12 +103,20 @@ export function transactionPool(size: number, connect: (onclose: () => void) => 
       // driver re-sends on a new connection after a loss cannot commit a part of the transaction.
       const begun = slot.sql`begin read write`.execute();
       begun.catch(() => undefined); // awaited below; a failure surfaces there or in fn
+      // With tracing on, the transaction's span as a transaction-local setting, pipelined behind
+      // BEGIN: the default of every `traceparent` column (outbox rows, deliveries), so the rows
+      // a transaction writes carry its trace to whoever handles them later (decision 0017).
+      const traceparent = currentTraceparent();
+      const traced = traceparent ? slot.sql`select set_config('tasksvc.traceparent', ${traceparent}, true)`.execute() : undefined;
+      traced?.catch(() => undefined);
       const result = await fn(slot.sql as unknown as TxSql);
       await begun;
+      await traced;
       if (slot.closes !== closes) throw new TransactionConnectionLost();
       const done = await slot.sql`commit`;
       // COMMIT of a transaction aborted by an error the function swallowed is a ROLLBACK.
       if (done.command !== "COMMIT") throw new Error(`the transaction was rolled back (${done.command}): a statement in it failed`);
+      outcome = "commit";
       return result;
     } catch (e) {
       // 25006 on a slot is a statement that reached the server outside our BEGIN READ WRITE: the
@@ -121,6 +134,7 @@ export function transactionPool(size: number, connect: (onclose: () => void) => 
       const lost = slot.closes !== closes || resentOutside;
       throw lost && !(e instanceof TransactionConnectionLost) && !isConnectionError(e) ? new TransactionConnectionLost() : e;
     } finally {
+      dbTransactionDuration.observe({ outcome }, secondsSince(started));
       active.delete(slot);
       if (!trusted && !ended) slot = replace(slot);
       release(slot);
@@ -129,18 +143,23 @@ export function transactionPool(size: number, connect: (onclose: () => void) => 
 
   return {
     /** Runs `fn` in one transaction on a connection lent to it alone; retries deadlocks. */
-    async tx<T>(fn: (t: TxSql) => Promise<T>, opts: TxOptions = {}): Promise<T> {
-      const attempts = Math.max(1, opts.attempts ?? 5);
-      for (let attempt = 1; ; attempt++) {
-        try {
-          return await once(fn);
-        } catch (e) {
-          if (attempt >= attempts || !isPgError(e) || !RETRYABLE.has(e.code)) throw e;
+    tx<T>(fn: (t: TxSql) => Promise<T>, opts: TxOptions = {}): Promise<T> {
+      return inChildSpan("db.transaction", { kind: SpanKind.CLIENT, attributes: { "db.system.name": "postgresql", ...spanAttributes } }, async (span) => {
+        const attempts = Math.max(1, opts.attempts ?? 5);
+        for (let attempt = 1; ; attempt++) {
+          try {
+            return await once(fn);
+          } catch (e) {
+            if (attempt >= attempts || !isPgError(e) || !RETRYABLE.has(e.code)) throw e;
+            span.addEvent("retry", { "db.response.status_code": e.code });
+          }
+          // Jittered and growing, so the transactions that collided do not collide again at once.
+          await new Promise((r) => setTimeout(r, Math.random() * 5 * 2 ** attempt));
         }
-        // Jittered and growing, so the transactions that collided do not collide again at once.
-        await new Promise((r) => setTimeout(r, Math.random() * 5 * 2 ** attempt));
-      }
+      });
     },
+    /** Slots in use, transactions waiting for one, and the size (the pool's state for metrics). */
+    stats: () => ({ inUse: active.size, waiting: waiting.length, size }),
     async end(opts: { timeout?: number } = {}): Promise<void> {
       ended = true;
       for (const w of waiting.splice(0)) w.reject(closedError());

@@ -7,10 +7,22 @@ import {
   type Consumer,
   type ConsumerConfig,
   type ConsumerMessages,
+  type JetStreamManager,
   type JsMsg,
 } from "@nats-io/jetstream";
 import type { MsgHdrs, NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "@tasksvc/logger";
+import {
+  consumerHandleDuration,
+  consumerMessages,
+  consumerRedeliveries,
+  extractContext,
+  inSpan,
+  sampled,
+  SpanKind,
+  tracingEnabled,
+  type Check,
+} from "@tasksvc/telemetry";
 import type { z } from "zod";
 import { decodeJson } from "./json.js";
 import { sleeper } from "./sleeper.js";
@@ -56,6 +68,11 @@ export interface ConsumeOptions<S extends z.ZodType> {
   /** How long one pull waits on the server for messages (default 10 s; the nats.js minimum is 1 s). */
   pullExpiresMs?: number;
   log: Logger;
+  /**
+   * Where the consumer reports whether it is attached (its last pull reached the consumer on the
+   * server), as the readiness check `consumer:<durable>`: the service's `health` (libs/runtime).
+   */
+  health?: { check(name: string, fn: Check): () => void };
 }
 
 export interface Consumption {
@@ -133,12 +150,62 @@ export async function consume<S extends z.ZodType>(nc: NatsConnection, opts: Con
   const inFlight = new Set<Promise<void>>();
   let stopping = false;
   let batch: ConsumerMessages | undefined;
+  // Attached once a pull reached the consumer; detached by a failed one, until the next succeeds.
+  let attached = false;
+  const label = { consumer: opts.durable };
+  const counted = {
+    ack: consumerMessages.labels({ ...label, outcome: "ack" }),
+    nak: consumerMessages.labels({ ...label, outcome: "nak" }),
+    term: consumerMessages.labels({ ...label, outcome: "term" }),
+    error: consumerMessages.labels({ ...label, outcome: "error" }),
+  };
+  const redelivered = consumerRedeliveries.labels(label);
+  const handleTime = consumerHandleDuration.labels(label);
+  const removeCheck = opts.health?.check(`consumer:${opts.durable}`, () => (stopping ? "stopping" : attached ? "ok" : "not_attached"));
+  // The server's view of this consumer at scrape time (one request for the three gauges of a
+  // scrape); every replica reports the same figures.
+  let lastInfo: { at: number; info: ReturnType<JetStreamManager["consumers"]["info"]> } | undefined;
+  const info = () => {
+    if (!lastInfo || performance.now() - lastInfo.at > 500) {
+      const p = jetstreamManager(nc).then((jsm) => jsm.consumers.info(opts.stream, opts.durable));
+      p.catch(() => undefined);
+      lastInfo = { at: performance.now(), info: p };
+    }
+    return lastInfo.info;
+  };
+  const removeSamples = [
+    sampled.consumerPending(async () => [{ labels: label, value: (await info()).num_pending }]),
+    sampled.consumerAckPending(async () => [{ labels: label, value: (await info()).num_ack_pending }]),
+    sampled.consumerRedelivered(async () => [{ labels: label, value: (await info()).num_redelivered }]),
+  ];
   // Stopping cuts a retry pause short.
   const pauses = sleeper();
   const pause = (ms: number) => pauses.sleep(ms);
 
   async function handleOne(m: JsMsg): Promise<void> {
+    const started = performance.now();
+    try {
+      const outcome = tracingEnabled()
+        ? await inSpan(
+            `${opts.stream} process`,
+            {
+              kind: SpanKind.CONSUMER,
+              parent: extractContext(m.headers),
+              attributes: { "messaging.system": "nats", "messaging.destination.name": m.subject, "messaging.consumer.group.name": opts.durable },
+            },
+            () => answer(m),
+          )
+        : await answer(m);
+      counted[outcome].inc();
+    } finally {
+      handleTime.observe((performance.now() - started) / 1000);
+    }
+  }
+
+  /** Handles one message and answers it; resolves to what it answered ("error": a nak after a throw). */
+  async function answer(m: JsMsg): Promise<"ack" | "nak" | "term" | "error"> {
     const deliveries = m.info.deliveryCount;
+    if (deliveries > 1) redelivered.inc();
     // A child logger per message costs CPU; most messages log nothing, so build it on first use.
     let child: Logger | undefined;
     const meta: MessageMeta = {
@@ -158,13 +225,13 @@ export async function consume<S extends z.ZodType>(nc: NatsConnection, opts: Con
     } catch (err) {
       meta.log.error({ err }, "message is not JSON; terminated");
       m.term();
-      return;
+      return "term";
     }
     const parsed = opts.schema.safeParse(raw);
     if (!parsed.success) {
       meta.log.error({ issues: parsed.error.issues }, "message outside its schema; terminated");
       m.term();
-      return;
+      return "term";
     }
 
     let outcome: ConsumeOutcome;
@@ -174,12 +241,12 @@ export async function consume<S extends z.ZodType>(nc: NatsConnection, opts: Con
       if (opts.maxDeliver !== undefined && opts.maxDeliver > 0 && deliveries >= opts.maxDeliver) {
         meta.log.error({ err }, "handler failed on the last allowed delivery; terminated");
         m.term();
-        return;
+        return "error";
       }
       const delay = delayAfter(deliveries);
       meta.log.warn({ err, retry_in_ms: delay }, "handler failed; delivery again later");
       m.nak(delay);
-      return;
+      return "error";
     }
 
     if (outcome === "ack") {
@@ -190,11 +257,14 @@ export async function consume<S extends z.ZodType>(nc: NatsConnection, opts: Con
       } catch (err) {
         meta.log.warn({ err }, "ack not confirmed; the message may be delivered again");
       }
-    } else if (outcome === "term") {
-      m.term();
-    } else {
-      m.nak(Math.max(0, outcome.nak));
+      return "ack";
     }
+    if (outcome === "term") {
+      m.term();
+      return "term";
+    }
+    m.nak(Math.max(0, outcome.nak));
+    return "nak";
   }
 
   function dispatch(m: JsMsg): void {
@@ -215,15 +285,18 @@ export async function consume<S extends z.ZodType>(nc: NatsConnection, opts: Con
       try {
         consumer ??= await js.consumers.get(opts.stream, opts.durable);
         batch = await consumer.fetch({ max_messages: concurrency - inFlight.size, expires });
+        attached = true;
         if (stopping) void batch.close();
         // Messages already delivered to this pull are handled even when stop() came meanwhile:
         // they are within the free slots, and handling them beats waiting out their ack wait.
         for await (const m of batch) dispatch(m);
         failures = 0;
+        attached = true;
       } catch (err) {
         if (stopping) break;
         // Stream or consumer missing, server away, heartbeats missed: keep trying, more slowly.
         failures++;
+        attached = false;
         opts.log.warn({ err, ...base }, "pull failed; retrying");
         await pause(Math.min(100 * 2 ** failures, 5000));
         // A consumer deleted meanwhile (by an operator, with its stream), or not created yet, is
@@ -247,6 +320,8 @@ export async function consume<S extends z.ZodType>(nc: NatsConnection, opts: Con
       }
       await loop;
       await Promise.all([...inFlight]);
+      removeCheck?.();
+      for (const remove of removeSamples) remove();
       // Naks and terms are fire-and-forget publishes: make sure the server has them.
       await nc.flush().catch(() => undefined);
     },

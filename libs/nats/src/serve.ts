@@ -2,7 +2,11 @@ import { headers as natsHeaders, type Msg, type NatsConnection, type Subscriptio
 import { RpcRequest, rpcSubject, type OpName, type OpOutput, type OpParsedInput, type RpcCatalog, type RpcContext, type RpcReply } from "@tasksvc/contracts";
 import { AppError, isAppError, validationError } from "@tasksvc/errors";
 import type { Logger } from "@tasksvc/logger";
+import { extractContext, inSpan, rpcServerDuration, rpcServerInFlight, SpanKind, SpanStatusCode, tracingEnabled } from "@tasksvc/telemetry";
 import { REQUEST_ID_HEADER, decodeJson, encodeJson, headerSafe } from "./json.js";
+
+/** The operation every served catalog also answers, with nothing: the gateway's readiness ping. */
+export const PING_OP = "_ping";
 
 export interface HandlerMeta {
   log: Logger;
@@ -37,6 +41,15 @@ export function serve<C extends RpcCatalog>(nc: NatsConnection, catalog: C, hand
   const subs: Subscription[] = [];
   const inFlight = new Set<Promise<void>>();
   const debug = opts.log.isLevelEnabled("debug");
+  const service = catalog.service;
+  const gauge = rpcServerInFlight.labels({ service });
+  // Answered by any replica of the queue group at once: "is some replica of this service serving?"
+  subs.push(
+    nc.subscribe(rpcSubject(opts.namespace, service, PING_OP), {
+      queue: service,
+      callback: (_err, msg) => void msg.respond(encodeJson({ ok: true, data: null })),
+    }),
+  );
   for (const op of Object.keys(catalog.ops) as OpName<C>[]) {
     const def = catalog.ops[op];
     const handler = handlers[op];
@@ -50,16 +63,36 @@ export function serve<C extends RpcCatalog>(nc: NatsConnection, catalog: C, hand
         }
         // handle() answers every failure itself; this catch is the last line, so that nothing a
         // message carries can become an unhandled rejection (which would end the process).
-        const p = handle(msg)
-          .catch((e: unknown) => opts.log.error({ err: e, op }, "could not answer a request"))
-          .finally(() => inFlight.delete(p));
+        gauge.inc();
+        const started = performance.now();
+        const run = tracingEnabled()
+          ? inSpan(
+              `${service}/${op}`,
+              { kind: SpanKind.SERVER, parent: extractContext(msg.headers), attributes: { "rpc.system": "nats", "rpc.service": service, "rpc.method": op } },
+              async (span) => {
+                const code = await handle(msg, started);
+                if (code !== "ok") span.setAttributes({ "error.type": code });
+                if (code === "internal_error") span.setStatus({ code: SpanStatusCode.ERROR });
+              },
+            )
+          : handle(msg, started);
+        const p: Promise<void> = run
+          .then(
+            () => undefined,
+            (e: unknown) => opts.log.error({ err: e, op }, "could not answer a request"),
+          )
+          .finally(() => {
+            gauge.dec();
+            inFlight.delete(p);
+          });
         inFlight.add(p);
       },
     });
     subs.push(sub);
 
-    const handle = async (msg: Msg): Promise<void> => {
-      const started = performance.now();
+    const timers = { ok: rpcServerDuration.labels({ service, operation: op, code: "ok" }) };
+    /** Answers one request; resolves to its outcome code ("ok" or the error's code) once sent. */
+    const handle = async (msg: Msg, started: number): Promise<string> => {
       const requestId = msg.headers?.get(REQUEST_ID_HEADER) || "unknown";
       // The per-message child logger (request_id, organization_id on every line) is built on
       // first use: most messages log nothing, and a pino child per message is measurable CPU.
@@ -113,6 +146,11 @@ export function serve<C extends RpcCatalog>(nc: NatsConnection, catalog: C, hand
         body = encodeJson({ ok: false, error: new AppError("internal_error", "An unexpected error occurred.").toRpc() });
       }
       if (!msg.respond(body, { headers: h })) meta.log.warn("request had no reply subject; nothing sent");
+      const code = reply.ok ? "ok" : reply.error.code;
+      const seconds = (performance.now() - started) / 1000;
+      if (reply.ok) timers.ok.observe(seconds);
+      else rpcServerDuration.observe({ service, operation: op, code }, seconds);
+      return code;
     };
   }
   return {

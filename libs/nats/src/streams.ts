@@ -1,5 +1,5 @@
 import { JetStreamApiError, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type StreamConfig } from "@nats-io/jetstream";
-import type { NatsConnection } from "@nats-io/transport-node";
+import { headers, type NatsConnection } from "@nats-io/transport-node";
 
 export { jetstream, jetstreamManager };
 export type { JetStreamClient, JetStreamManager };
@@ -45,4 +45,21 @@ export async function deleteStreams(nc: NatsConnection, prefix: string): Promise
 export async function deleteNamespaceStreams(nc: NatsConnection, namespace: string): Promise<void> {
   await deleteStreams(nc, `${namespace}_`);
   await deleteStreams(nc, `OBJ_${namespace}_`);
+}
+
+/**
+ * A JetStream client as an outbox relay's publisher (libs/db OutboxPublisher): the row's trace
+ * context, when it has one, travels in the message's `traceparent` header.
+ */
+export function outboxPublisher(js: JetStreamClient): {
+  publish(subject: string, data: Uint8Array, opts: { msgID: string; traceparent?: string }): Promise<unknown>;
+} {
+  return {
+    publish(subject, data, opts) {
+      if (!opts.traceparent) return js.publish(subject, data, { msgID: opts.msgID });
+      const h = headers();
+      h.set("traceparent", opts.traceparent);
+      return js.publish(subject, data, { msgID: opts.msgID, headers: h });
+    },
+  };
 }

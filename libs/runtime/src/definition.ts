@@ -3,6 +3,7 @@ import type { RpcCatalog } from "@tasksvc/contracts";
 import type { Database, DbOptions } from "@tasksvc/db";
 import type { Logger } from "@tasksvc/logger";
 import type { ClientOptions, ensureStream, Handlers, NatsConnection, RpcClient } from "@tasksvc/nats";
+import type { Health } from "@tasksvc/telemetry";
 import type { z } from "zod";
 
 /** The settings the runtime reads of every service; a schema-less one spreads `natsServiceSettings` into its own. */
@@ -16,8 +17,11 @@ export type ConfigSchema<C extends BaseConfig = BaseConfig> = z.ZodObject & z.Zo
 /** A JetStream stream the service needs before it starts (created, or brought to this config). */
 export type StreamSpec = Parameters<typeof ensureStream>[1];
 
-/** What a running replica offers: `stop()`, plus whatever its `start` returned (the gateway: `url`). */
-export type Running<R = void> = { stop(): Promise<void> } & (R extends object ? R : Record<never, never>);
+/**
+ * What a running replica offers: `stop()`, its ops port (/metrics, /healthz, /readyz; undefined
+ * when it has none), plus whatever its `start` returned (the gateway: `url`).
+ */
+export type Running<R = void> = { stop(): Promise<void>; readonly opsPort: number | undefined } & (R extends object ? R : Record<never, never>);
 
 /**
  * What `start` gets: the connections the runtime opened and the ways to hang work on them. The
@@ -45,6 +49,11 @@ export interface ServiceContext<C extends BaseConfig = BaseConfig> {
   readonly every: (ms: number, what: string, fn: () => Promise<unknown>) => void;
   /** Work to undo at stop (or when start fails after this call): run last-registered first. */
   readonly onStop: (fn: () => Promise<void> | void) => void;
+  /**
+   * The replica's health: add readiness checks (a consumer passes it to `consume()`). Postgres
+   * and NATS are checked already; readiness fails once the replica begins to stop.
+   */
+  readonly health: Health;
 }
 
 /** What `start` of a service that owns a schema gets: the context plus its database. */

@@ -1,15 +1,35 @@
 import { loadConfigOrExit, runMain } from "@tasksvc/config";
 import { createLogger } from "@tasksvc/logger";
+import { initTracing } from "@tasksvc/telemetry";
 import type { BaseConfig, ServiceDefinition } from "./definition.js";
 import { startService } from "./start.js";
 
 /**
  * A service process's whole entry point (`await main(service)` in its main.ts): settings read
- * once (every problem printed, exit 1), a logger named after the service, then runMain's rules
- * (one line for a startup error, graceful stop on SIGTERM/SIGINT, process guards).
+ * once (every problem printed, exit 1), a logger named after the service, tracing when
+ * OTEL_EXPORTER_OTLP_ENDPOINT is set (spans flushed at stop), then runMain's rules (one line for
+ * a startup error, graceful stop on SIGTERM/SIGINT, process guards). The stop may take
+ * SHUTDOWN_DELAY plus 10 s before the process is forced out.
  */
 export async function main<C extends BaseConfig, R>(def: ServiceDefinition<C, R>): Promise<void> {
   const cfg = loadConfigOrExit(def.config);
   const log = createLogger({ service: def.name, level: cfg.LOG_LEVEL });
-  await runMain(def.name, () => startService(def, cfg, log), log);
+  const tracing = initTracing({ serviceName: def.name, endpoint: cfg.OTEL_EXPORTER_OTLP_ENDPOINT });
+  await runMain(
+    def.name,
+    async () => {
+      const running = await startService(def, cfg, log);
+      return {
+        async stop() {
+          try {
+            await running.stop();
+          } finally {
+            await tracing.shutdown();
+          }
+        },
+      };
+    },
+    log,
+    cfg.SHUTDOWN_DELAY + 10_000,
+  );
 }

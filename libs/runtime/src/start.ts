@@ -1,4 +1,7 @@
+import { StartupError } from "@tasksvc/config";
+import { SERVICES, type ServiceEntry } from "@tasksvc/contracts";
 import { checkDb, createDb, databaseErrorAsAppError, ensureDatabase, migrate, type Database } from "@tasksvc/db";
+import { Health, natsDisconnects, natsReconnects, sampled, startOpsServer, within, type OpsServer } from "@tasksvc/telemetry";
 import type { Logger } from "@tasksvc/logger";
 import { client, connectNats, ensureStream, serve } from "@tasksvc/nats";
 import type { BaseConfig, DbConfig, DbServiceContext, DbServiceDefinition, Running, ServiceContext, ServiceDefinition } from "./definition.js";
@@ -18,12 +21,20 @@ interface Step {
  * requests rely on stops; NATS is drained after that (whatever background work still
  * published is flushed), and the pool ends last, since every step before may still query.
  * A `start` that fails gets the same clean-up of what it had set up, then its error rethrown.
+ *
+ * Health (issue 13): the ops port (OPS_PORT, else the registry's default for the service; none
+ * for the gateway unless set) opens first, so /healthz answers while the replica starts and
+ * /readyz says "starting". Ready means started, Postgres and NATS answering, and every check the
+ * service added (its consumers attached). At stop, readiness fails first, then SHUTDOWN_DELAY
+ * passes (load balancers and Kubernetes endpoints stop routing here), then everything drains;
+ * the ops port closes last.
  */
 export async function startService<C extends BaseConfig, R>(def: ServiceDefinition<C, R>, cfg: C, log: Logger): Promise<Running<R>> {
   const steps: Step[] = [];
   // 5 s for queries in flight at an orderly stop; 1 s when start failed and nothing is in flight.
   let endTimeout = 5;
   let db: Database | undefined;
+
   if (isDbService(def)) {
     // Only a definition made by defineService has a schema, and its settings are a DbConfig.
     const url = (cfg as BaseConfig as DbConfig).DATABASE_URL;
@@ -33,6 +44,23 @@ export async function startService<C extends BaseConfig, R>(def: ServiceDefiniti
     db = pool;
     steps.push({ what: "database pool", run: () => pool.end({ timeout: endTimeout }) });
   }
+
+  // After the migrations: a failure before this point leaves nothing open.
+  const health = new Health();
+  const opsPortSetting = cfg.OPS_PORT ?? (SERVICES as readonly ServiceEntry[]).find((s) => s.name === def.name)?.opsPort;
+  let ops: OpsServer | undefined;
+  if (opsPortSetting !== undefined) {
+    try {
+      ops = await startOpsServer({ port: opsPortSetting, health });
+    } catch (e) {
+      await db?.end({ timeout: 1 }).catch(() => undefined);
+      if ((e as { code?: string }).code === "EADDRINUSE")
+        throw new StartupError(`OPS_PORT ${opsPortSetting} is already in use: stop the other process or set OPS_PORT to a free port`);
+      throw e;
+    }
+  }
+  const opsServer = ops;
+  const closeOps = () => opsServer?.close();
 
   const release = async (): Promise<void> => {
     let first: unknown;
@@ -51,7 +79,24 @@ export async function startService<C extends BaseConfig, R>(def: ServiceDefiniti
     if (db) await checkDb(db, (cfg as BaseConfig as DbConfig).DATABASE_URL);
     const nc = await connectNats({ url: cfg.NATS_URL, name: def.name });
     steps.push({ what: "NATS drain", run: () => nc.drain() });
-    for (const stream of def.streams?.(cfg.NATS_NAMESPACE) ?? []) await ensureStream(nc, stream);
+    let natsUp = true;
+    void (async () => {
+      for await (const s of nc.status()) {
+        if (s.type === "disconnect") {
+          natsUp = false;
+          natsDisconnects.inc();
+        } else if (s.type === "reconnect") {
+          natsUp = true;
+          natsReconnects.inc();
+        }
+      }
+    })();
+    const removeNatsSample = sampled.natsConnected(() => [{ value: natsUp && !nc.isClosed() ? 1 : 0 }]);
+    steps.push({ what: "NATS metrics", run: () => removeNatsSample() });
+    health.check("nats", () => (nc.isClosed() ? "unreachable" : within(1000, nc.flush())));
+    const pool = db;
+    if (pool) health.check("postgres", () => within(1000, pool.sql`select 1`));
+    for (const stream of def.streams?.(cfg.NATS_NAMESPACE) ?? []) await ensureStream(nc, { num_replicas: cfg.NATS_STREAM_REPLICAS, ...stream });
 
     const namespace = cfg.NATS_NAMESPACE;
     const ctx: ServiceContext<C> = {
@@ -94,22 +139,38 @@ export async function startService<C extends BaseConfig, R>(def: ServiceDefiniti
       onStop(fn) {
         steps.push({ what: "a stop hook", run: fn });
       },
+      health,
     };
     const result =
       isDbService(def) && db
         ? await def.start({ ...ctx, db } as DbServiceContext<C & DbConfig>)
         : await (def as { start(c: ServiceContext<C>): Promise<R> }).start(ctx);
-    log.info({ namespace }, `${def.name} service ready`);
+    health.serving();
+    log.info({ namespace, ops_port: opsServer?.port }, `${def.name} service ready`);
 
     let stopping: Promise<void> | undefined;
-    const stop = () => (stopping ??= release().then(() => log.info(`${def.name} service stopped`)));
+    const stop = () =>
+      (stopping ??= (async () => {
+        health.stopping();
+        if (cfg.SHUTDOWN_DELAY > 0) {
+          log.info({ delay_ms: cfg.SHUTDOWN_DELAY }, "stopping: not ready any more; draining after the shutdown delay");
+          await new Promise((r) => setTimeout(r, cfg.SHUTDOWN_DELAY));
+        }
+        try {
+          await release();
+        } finally {
+          await closeOps();
+        }
+        log.info(`${def.name} service stopped`);
+      })());
     const extra = typeof result === "object" && result !== null ? result : {};
-    // Running<R> is `{stop}` plus R when R is an object: exactly what is built here, which the
-    // conditional type cannot see through.
-    return { ...extra, stop } as Running<R>;
+    // Running<R> is `{stop, opsPort}` plus R when R is an object: exactly what is built here,
+    // which the conditional type cannot see through.
+    return { ...extra, stop, opsPort: opsServer?.port } as Running<R>;
   } catch (e) {
     endTimeout = 1;
     await release().catch(() => undefined);
+    await closeOps();
     throw e;
   }
 }

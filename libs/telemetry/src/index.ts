@@ -1,1 +1,4 @@
-export {};
+export * from "./health.js";
+export * from "./metrics.js";
+export * from "./ops-server.js";
+export * from "./tracing.js";

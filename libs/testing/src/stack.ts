@@ -17,6 +17,8 @@ export interface StackInfo {
 }
 
 export interface StartedStack extends StackInfo {
+  /** Each replica's ops port (/metrics, /healthz, /readyz) by service, in replica order. */
+  opsUrls: Partial<Record<ServiceName, string[]>>;
   stop(): Promise<void>;
 }
 
@@ -117,11 +119,12 @@ export async function startStack(opts: StackOptions = {}): Promise<StartedStack>
   const databaseUrl = dbUrl.toString();
   const namespace = `t_${suffix}`;
   const log = opts.log ?? createLogger({ service: "test", level: process.env["TEST_LOG_LEVEL"] ?? "silent" });
-  const env = { ...opts.env, DATABASE_URL: databaseUrl, NATS_URL: natsUrl, NATS_NAMESPACE: namespace, PORT: "0", LOG_LEVEL: "silent" };
+  const env = { OPS_PORT: "0", ...opts.env, DATABASE_URL: databaseUrl, NATS_URL: natsUrl, NATS_NAMESPACE: namespace, PORT: "0", LOG_LEVEL: "silent" };
 
   await ensureDatabase(databaseUrl);
   const stoppers: Array<() => Promise<void>> = [];
   const gatewayUrls: string[] = [];
+  const opsUrls: Partial<Record<ServiceName, string[]>> = {};
   try {
     // In registry order, one service at a time; a service's replicas start together on purpose:
     // migrations must wait for each other, not fail.
@@ -132,10 +135,12 @@ export async function startStack(opts: StackOptions = {}): Promise<StartedStack>
         Array.from({ length: count }, (_, i) => startService(def, parseConfig(def.config, env), log.child({ service: entry.name, replica: i }))),
       );
       stoppers.push(...started.map((r) => () => r.stop()));
+      opsUrls[entry.name] = started.flatMap((r) => (r.opsPort === undefined ? [] : [`http://127.0.0.1:${r.opsPort}`]));
       if (entry.name === "gateway") gatewayUrls.push(...started.map(urlOf));
     }
     return {
       gatewayUrls,
+      opsUrls,
       databaseUrl,
       natsUrl,
       namespace,

@@ -24,7 +24,7 @@ export type DeliveryConfig = z.output<typeof DeliveryConfig>;
 export const service = defineStatelessService({
   name: "delivery",
   config: DeliveryConfig,
-  async start({ cfg, nc, namespace, log, serve, client, onStop }) {
+  async start({ cfg, nc, namespace, log, serve, client, onStop, health }) {
     if (cfg.WEBHOOK_ALLOW_PRIVATE_TARGETS)
       log.warn("WEBHOOK_ALLOW_PRIVATE_TARGETS is on: calls may reach internal addresses (never a metadata address); local use and tests only");
     const egress = { allowHttp: cfg.WEBHOOK_ALLOW_HTTP, allowPrivate: cfg.WEBHOOK_ALLOW_PRIVATE_TARGETS, timeoutMs: cfg.WEBHOOK_TIMEOUT_MS };
@@ -36,6 +36,7 @@ export const service = defineStatelessService({
       webhooks: client(webhookAttemptsRpc, { timeoutMs: cfg.RPC_TIMEOUT_MS }),
       send,
       concurrency: cfg.WEBHOOK_CONCURRENCY,
+      health,
       // The call, a start and a report (each bounded by the RPC timeout), and a margin.
       ackWaitMs: cfg.WEBHOOK_TIMEOUT_MS + 2 * cfg.RPC_TIMEOUT_MS + 5000,
     });

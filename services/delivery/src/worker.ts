@@ -9,6 +9,16 @@ import {
 } from "@tasksvc/contracts";
 import type { Logger } from "@tasksvc/logger";
 import { consume, type Consumption, type NatsConnection, type RpcClient } from "@tasksvc/nats";
+import {
+  contextFromTraceparent,
+  inSpan,
+  SpanKind,
+  tracingEnabled,
+  webhookAttemptDuration,
+  webhookAttempts,
+  webhookDeliveryLag,
+  type Check,
+} from "@tasksvc/telemetry";
 import { batcher } from "./batch.js";
 
 export interface WorkerOptions {
@@ -21,6 +31,8 @@ export interface WorkerOptions {
   concurrency: number;
   /** How long a job may take here before JetStream hands it to another worker. */
   ackWaitMs: number;
+  /** The replica's health: the consumer reports whether it is attached. */
+  health?: { check(name: string, fn: Check): () => void };
   now?: () => Date;
 }
 
@@ -61,10 +73,35 @@ export function startWorker(o: WorkerOptions): Promise<Consumption> {
     const release = await slots.acquire();
     let result: CallResult;
     const attemptedAt = now().toISOString();
+    const started = performance.now();
     try {
-      result = await o.send(request);
+      // The call continues the trace of the change it announces (stored with the delivery).
+      result =
+        tracingEnabled() && request.traceparent
+          ? await inSpan(
+              "webhook POST",
+              {
+                kind: SpanKind.CLIENT,
+                parent: contextFromTraceparent(request.traceparent),
+                attributes: { "http.request.method": "POST", "tasksvc.delivery_id": ref.delivery_id, "tasksvc.attempt": ref.attempt },
+              },
+              async (span) => {
+                const r = await o.send(request);
+                span.setAttributes({ "tasksvc.outcome": r.outcome, ...(r.status === null ? {} : { "http.response.status_code": r.status }) });
+                return r;
+              },
+            )
+          : await o.send(request);
     } finally {
+      webhookAttemptDuration.observe((performance.now() - started) / 1000);
       release();
+    }
+    webhookAttempts.inc({ outcome: result.outcome });
+    if (result.outcome === "delivered") {
+      // End to end, from the change (the event's own timestamp, near the start of the body).
+      const at = /"timestamp":"([^"]{10,40})"/.exec(request.body.slice(0, 512))?.[1];
+      const t = at ? Date.parse(at) : Number.NaN;
+      if (Number.isFinite(t)) webhookDeliveryLag.observe(Math.max(0, Date.now() - t) / 1000);
     }
     await records.add({ ...ref, attempted_at: attemptedAt, result });
   }
@@ -79,6 +116,7 @@ export function startWorker(o: WorkerOptions): Promise<Consumption> {
     concurrency: o.concurrency,
     ackWaitMs: o.ackWaitMs,
     log: o.log,
+    health: o.health,
     async handle(job, meta) {
       // Its lease ran out: the dispatcher has counted these attempts and dispatched them again.
       if (new Date(job.lease_until) <= now()) return "ack";

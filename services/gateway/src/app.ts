@@ -12,11 +12,29 @@ import { frameworkErrors, registerProblemHandling, sendProblem } from "./problem
 import { resources } from "./routes/index.js";
 import { registerTransfers } from "./transfers.js";
 import type { BlobStore } from "@tasksvc/blobs";
+import { ping } from "@tasksvc/nats";
+import {
+  context,
+  extractContext,
+  httpRequestDuration,
+  httpRequestsInFlight,
+  registry,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  tracer,
+  tracingEnabled,
+  within,
+  type Health,
+  type Span,
+} from "@tasksvc/telemetry";
 
 declare module "fastify" {
   interface FastifyRequest {
     /** The JSON body as received: Idempotency-Key compares bodies byte for byte. */
     rawBody?: string;
+    /** The request's server span, when tracing is on. */
+    span?: Span;
   }
 }
 
@@ -30,22 +48,16 @@ export interface BuildOptions extends PipelineOptions {
   resources?: readonly Resource[];
   /** The JetStream blob store, whose upload and download links this gateway serves (null with S3). */
   blobs?: BlobStore | null;
+  /** The replica's health (libs/runtime): /readyz fails while it starts or stops. */
+  health?: Pick<Health, "state">;
+  /** NATS_NAMESPACE and the services /readyz pings (every one it forwards to). */
+  namespace?: string;
+  services?: readonly string[];
 }
 
 const READY_CHECK_MS = 1000;
 
-/** "ok" when `p` settles well within `ms`, else "unreachable". */
-function within(ms: number, p: PromiseLike<unknown>): Promise<"ok" | "unreachable"> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<"unreachable">((resolve) => {
-    timer = setTimeout(() => resolve("unreachable"), ms);
-  });
-  const settled = Promise.resolve(p).then(
-    () => "ok" as const,
-    () => "unreachable" as const,
-  );
-  return Promise.race([settled, late]).finally(() => clearTimeout(timer));
-}
+const firstHeader = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v[0] : v);
 
 /** Fastify's JSON parser in its callback form: it answers through `done` and returns nothing. */
 type CallbackBodyParser = Exclude<FastifyBodyParser<string>, (...args: never[]) => Promise<unknown>>;
@@ -92,27 +104,65 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
     parseJson(req, body as string, done);
   });
 
-  app.addHook("onRequest", async (req, reply) => {
+  app.addHook("onRequest", (req, reply, done) => {
     reply.header("x-request-id", req.id);
+    httpRequestsInFlight.inc();
+    // "close" comes for every response, finished or aborted (onResponse misses aborted ones).
+    reply.raw.once("close", () => httpRequestsInFlight.dec());
+    if (!tracingEnabled()) return done();
+    // W3C trace context in, a server span for the request, and every hook, handler and RPC
+    // after this one runs inside it (AsyncLocalStorage follows `done`'s continuation).
+    const parent = extractContext({ get: (k) => firstHeader(req.headers[k]), set: () => undefined });
+    const span = tracer().startSpan(
+      `${req.method} ${req.routeOptions.url ?? "unmatched"}`,
+      {
+        kind: SpanKind.SERVER,
+        attributes: { "http.request.method": req.method, "http.route": req.routeOptions.url ?? "unmatched", "tasksvc.request_id": req.id },
+      },
+      parent,
+    );
+    req.span = span;
+    const sc = span.spanContext();
+    reply.header("traceparent", `00-${sc.traceId}-${sc.spanId}-${(sc.traceFlags & 1).toString(16).padStart(2, "0")}`);
+    context.with(trace.setSpan(parent, span), done);
   });
   edge.install(app);
   app.addHook("onResponse", async (req, reply) => {
+    const route = req.routeOptions.url ?? "unmatched";
+    httpRequestDuration.observe({ method: req.method, route, status_code: String(reply.statusCode) }, reply.elapsedTime / 1000);
+    if (req.span) {
+      req.span.setAttribute("http.response.status_code", reply.statusCode);
+      if (reply.statusCode >= 500) req.span.setStatus({ code: SpanStatusCode.ERROR });
+      req.span.end();
+    }
     req.log.info({ method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, "request");
   });
   registerProblemHandling(app);
 
   app.get("/healthz", async () => ({ status: "ok" }));
+  app.get("/metrics", async (_req, reply) => reply.type(registry.contentType).send(await registry.metrics()));
   app.get("/readyz", async (req, reply) => {
     // Bounded: while Postgres restarts a query waits for the reconnect, and a flush waits for
     // NATS; a readiness probe must answer 503 meanwhile, not hang past the prober's timeout.
-    const checks = await Promise.all([
+    // Each service it forwards to must answer a ping (some replica serving its catalog), so a
+    // rollout or `docker compose up --wait` goes green only when the stack can serve.
+    const natsUp = !opts.nc.isClosed();
+    const services = opts.services ?? [];
+    const [postgres, nats, ...answers] = await Promise.all([
       within(READY_CHECK_MS, opts.sql`select 1`),
-      opts.nc.isClosed() ? Promise.resolve("unreachable") : within(READY_CHECK_MS, opts.nc.flush()),
+      natsUp ? within(READY_CHECK_MS, opts.nc.flush()) : Promise.resolve("unreachable" as const),
+      ...services.map((name) => (natsUp ? ping(opts.nc, opts.namespace ?? "", name, READY_CHECK_MS) : Promise.resolve(false))),
     ]);
-    const [postgres, nats] = checks;
-    if (postgres === "ok" && nats === "ok") return { status: "ready", checks: { postgres, nats } };
-    const err = new AppError("service_unavailable", `Not ready: postgres ${postgres}, nats ${nats}.`, { retryAfter: 1 });
-    req.log.warn({ postgres, nats }, "not ready");
+    const state = opts.health?.state ?? "serving";
+    const checks: Record<string, string> = { postgres, nats };
+    services.forEach((name, i) => {
+      checks[`service:${name}`] = answers[i] ? "ok" : "unreachable";
+    });
+    if (state !== "serving") checks["process"] = state;
+    const failing = Object.entries(checks).filter(([, v]) => v !== "ok");
+    if (failing.length === 0) return { status: "ready", checks };
+    const err = new AppError("service_unavailable", `Not ready: ${failing.map(([k, v]) => `${k} ${v}`).join(", ")}.`, { retryAfter: 1 });
+    req.log.warn({ checks }, "not ready");
     return sendProblem(reply, err);
   });
 

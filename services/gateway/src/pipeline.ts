@@ -1,3 +1,4 @@
+import { idempotencyOutcomes } from "@tasksvc/telemetry";
 import { systemContext, type Identity, type RpcContext } from "@tasksvc/contracts";
 import { databaseErrorAsAppError } from "@tasksvc/db";
 import { AppError, isAppError, toProblem } from "@tasksvc/errors";
@@ -105,6 +106,7 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
       const fingerprint = requestFingerprint(req.method, req.url, req.rawBody);
       const claim = await claimIdempotency(opts.repo, state.identity.credential_id, key, fingerprint, leaseMs(op), durable);
       if (claim.kind === "replay") {
+        idempotencyOutcomes.inc({ outcome: "replayed" });
         // Answering from a hook ends the request here: no later hook and no handler runs.
         return reply.code(claim.status).headers(claim.headers).header("idempotency-replayed", "true").send(claim.body);
       }
@@ -114,10 +116,12 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
         // (spec 8). Scope and entitlement are still checked: a secret goes only to a credential
         // that may see it now.
         state.forwarded = true;
+        idempotencyOutcomes.inc({ outcome: "replayed" });
         reply.header("idempotency-replayed", "true");
         return undefined;
       }
       state.held = { credentialId: claim.credentialId, key: claim.key, durable, replayFromService: op.secretInResponse };
+      idempotencyOutcomes.inc({ outcome: "first" });
       return undefined;
     };
 

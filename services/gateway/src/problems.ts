@@ -1,3 +1,4 @@
+import { gatewayRefusals, idempotencyOutcomes } from "@tasksvc/telemetry";
 import { databaseErrorAsAppError } from "@tasksvc/db";
 import { AppError, isAppError, toProblem } from "@tasksvc/errors";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
@@ -29,7 +30,16 @@ function fromFastify(e: FastifyError): AppError | undefined {
   }
 }
 
+/** Refusals counted as metrics (by code): the gateway's policies, and Idempotency-Key clashes. */
+const POLICY_REFUSALS = new Set(["rate_limited", "quota_exhausted"]);
+const IDEMPOTENCY_REFUSALS: Record<string, string> = { idempotency_key_reused: "conflict", idempotency_in_progress: "in_progress" };
+
 export function sendProblem(reply: FastifyReply, err: AppError): FastifyReply {
+  if (POLICY_REFUSALS.has(err.code)) gatewayRefusals.inc({ code: err.code });
+  else {
+    const outcome = IDEMPOTENCY_REFUSALS[err.code];
+    if (outcome) idempotencyOutcomes.inc({ outcome });
+  }
   if (err.retryAfter !== undefined) reply.header("retry-after", String(err.retryAfter));
   if (err.status === 401) reply.header("www-authenticate", 'Bearer realm="tasksvc"');
   return reply

@@ -1,6 +1,7 @@
 import { fileURLToPath } from "node:url";
 import { natsBlobStore } from "@tasksvc/blobs";
 import { StartupError } from "@tasksvc/config";
+import { SERVICES } from "@tasksvc/contracts";
 import { defineService } from "@tasksvc/runtime";
 import { buildGateway } from "./app.js";
 import { createAuthenticator } from "./auth.js";
@@ -23,7 +24,7 @@ export const service = defineService({
   config: GatewayConfig,
   // It runs no transactions: one transaction connection, for the start-up check (decision 0011).
   db: { max: 10, txMax: 1 },
-  async start({ cfg, log, db, nc, namespace, every, onStop }) {
+  async start({ cfg, log, db, nc, namespace, every, onStop, health }) {
     const repo = gatewayRepo(db.sql);
     const cursors = cursorCodec(await repo.secret("cursor"));
     const clients = createClients(nc, { namespace, timeoutMs: cfg.RPC_TIMEOUT_MS });
@@ -42,7 +43,7 @@ export const service = defineService({
     const charger = createCharger({ repo, log });
     onStop(() => charger.close());
     // With the JetStream store, attachment bytes stream through the gateway (decision 0016).
-    const blobs = cfg.BLOB_STORE.kind === "nats" ? await natsBlobStore(nc, namespace) : null;
+    const blobs = cfg.BLOB_STORE.kind === "nats" ? await natsBlobStore(nc, namespace, { replicas: cfg.NATS_STREAM_REPLICAS }) : null;
     const app = buildGateway({
       log,
       auth,
@@ -54,6 +55,10 @@ export const service = defineService({
       charger,
       cursors,
       blobs,
+      health,
+      namespace,
+      // Every service the gateway forwards to: /readyz pings each.
+      services: SERVICES.flatMap((s) => ("rpc" in s ? [s.rpc.service] : [])),
       publicBaseUrl: cfg.PUBLIC_BASE_URL,
       // Past the RPC timeout, an execution that never reported back is abandoned.
       idempotencyLeaseMs: cfg.RPC_TIMEOUT_MS + 10_000,

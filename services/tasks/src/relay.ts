@@ -1,7 +1,7 @@
 import { taskEventSubject, type TaskEventType } from "@tasksvc/contracts";
 import { startOutboxRelay, type Database, type OutboxRelay, type OutboxRow } from "@tasksvc/db";
 import type { Logger } from "@tasksvc/logger";
-import type { JetStreamClient } from "@tasksvc/nats";
+import { outboxPublisher, type JetStreamClient } from "@tasksvc/nats";
 
 export interface RelayOptions {
   db: Database;
@@ -27,7 +27,7 @@ interface TaskOutboxRow extends OutboxRow {
 export function startRelay(opts: RelayOptions): OutboxRelay {
   return startOutboxRelay<TaskOutboxRow>({
     db: opts.db,
-    publisher: opts.js,
+    publisher: outboxPublisher(opts.js),
     table: "outbox",
     lock: "tasks.outbox.relay",
     subject: (row) => taskEventSubject(opts.namespace, row.type),

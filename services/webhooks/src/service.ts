@@ -1,3 +1,4 @@
+import { sampled } from "@tasksvc/telemetry";
 import { fileURLToPath } from "node:url";
 import { serviceSettings, settings } from "@tasksvc/config";
 import { deliveryRpc, webhookAttemptsRpc, webhookJobsStream, webhookJobsSubject, webhooksRpc } from "@tasksvc/contracts";
@@ -56,7 +57,7 @@ export const service = defineService({
       duplicate_window: nanos(10 * 60_000),
     },
   ],
-  async start({ cfg, db, nc, namespace, serve, client, every, onStop, log }) {
+  async start({ cfg, db, nc, namespace, serve, client, every, onStop, log, health }) {
     if (cfg.WEBHOOK_SECRET_KEY.isDevKey) {
       log.warn("WEBHOOK_SECRET_KEY is not set: signing secrets are sealed with the public development key; set it outside development");
     }
@@ -96,6 +97,19 @@ export const service = defineService({
       endpointConcurrency: cfg.WEBHOOK_ENDPOINT_CONCURRENCY,
     });
     onStop(() => dispatcher.stop());
+    // Scrape-time backlog of deliveries (each count stops at 100000: an index walk, bounded).
+    const removeLive = sampled.webhookDeliveries(async () => {
+      const [r] = await db.sql<{ due: number; later: number; delivering: number }[]>`
+        select (select count(*)::int from (select 1 from deliveries where state = 'PENDING' and next_attempt_at <= now() limit 100000) a) as due,
+               (select count(*)::int from (select 1 from deliveries where state = 'PENDING' and next_attempt_at > now() limit 100000) b) as later,
+               (select count(*)::int from (select 1 from deliveries where state = 'DELIVERING' limit 100000) c) as delivering`;
+      return [
+        { labels: { state: "pending_due" }, value: r?.due ?? 0 },
+        { labels: { state: "pending_later" }, value: r?.later ?? 0 },
+        { labels: { state: "delivering" }, value: r?.delivering ?? 0 },
+      ];
+    });
+    onStop(removeLive);
 
     // Task events → deliveries (fan-out), then a wake for the dispatcher. Stopped after serving
     // stops (reverse order), before NATS drains and the pool ends.
@@ -104,6 +118,7 @@ export const service = defineService({
       namespace,
       log,
       fanout: fanOutService({ repo: deliveriesRepo(db.sql) }),
+      health,
       onFannedOut: () => dispatcher.wake(),
     });
     onStop(() => fanout.stop());

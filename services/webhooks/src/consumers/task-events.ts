@@ -1,3 +1,4 @@
+import type { Check } from "@tasksvc/telemetry";
 import { TaskEvent, taskEventsStream } from "@tasksvc/contracts";
 import type { Logger } from "@tasksvc/logger";
 import { consume, type Consumption, type NatsConnection } from "@tasksvc/nats";
@@ -12,6 +13,8 @@ export interface TaskEventsConsumerOptions {
   concurrency?: number;
   /** Called when an event made deliveries (the dispatcher sends them now rather than at its next poll). */
   onFannedOut?: () => void;
+  /** The replica's health: the consumer reports whether it is attached. */
+  health?: { check(name: string, fn: Check): () => void };
 }
 
 /** Durable names may not contain dots (nor `*`, `>`, spaces): the namespace joins with `_`. */
@@ -38,6 +41,7 @@ export function startTaskEventsConsumer(o: TaskEventsConsumerOptions): Promise<C
     // One insert per event: far below this, unless the database is in trouble.
     ackWaitMs: 30_000,
     log: o.log,
+    health: o.health,
     async handle(event, meta) {
       const made = await o.fanout.fanOut(event);
       if (made > 0) o.onFannedOut?.();

@@ -1,3 +1,4 @@
+import { webhookAttempts, webhookDeliveriesFinished, webhookEndpointsDisabled } from "@tasksvc/telemetry";
 import type { CallResult, SignedRequest } from "@tasksvc/contracts";
 import { delayAfterFailure } from "@tasksvc/outbound";
 import { attemptRow, type AttemptsRepo, type DeliveryUpdate, type EndpointStreak, type Expired, type StreakUpdate } from "../repo/attempts-repo.js";
@@ -106,7 +107,7 @@ export function attemptsService(deps: AttemptsDeps) {
         // The event's own time, as the fan-out stored it (the same on every attempt and replay).
         const timestamp = typeof s.payload.timestamp === "string" ? new Date(s.payload.timestamp) : now();
         const request = deps.signer.sign(s.url, s, s.eventId, { type: s.eventType, timestamp, data: s.payload.data });
-        attempts.push({ ...job, request });
+        attempts.push({ ...job, request: s.traceparent ? { ...request, traceparent: s.traceparent } : request });
       }
       return { attempts };
     },
@@ -157,10 +158,16 @@ export function attemptsService(deps: AttemptsDeps) {
           repo.updateStreaks(streaks),
           repo.updateDeliveries([...updates.values()]),
         ]);
-        return known.length;
+        return {
+          count: known.length,
+          finished: [...updates.values()].map((u) => u.state),
+          disabled: streaks.flatMap((s) => (s.disabledReason === null ? [] : [s.disabledReason])),
+        };
       });
+      for (const state of recorded.finished) if (state === "SUCCEEDED" || state === "FAILED" || state === "DISABLED") webhookDeliveriesFinished.inc({ state });
+      for (const reason of recorded.disabled) webhookEndpointsDisabled.inc({ reason });
       deps.onRecorded?.();
-      return { recorded };
+      return { recorded: recorded.count };
     },
 
     /**
@@ -184,6 +191,8 @@ export function attemptsService(deps: AttemptsDeps) {
         })),
       );
       await repo.updateDeliveries(expired.map((e) => afterFailure(e.id, e.attempt, null, null, e.endpointEnabled)));
+      // Counted as the attempts they are (the delivery worker counts the ones it made).
+      webhookAttempts.inc({ outcome: "no_outcome" }, expired.length);
     },
   };
 }

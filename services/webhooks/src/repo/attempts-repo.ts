@@ -31,6 +31,8 @@ export interface AttemptSubject {
   secretSealed: string;
   previousSecretSealed: string | null;
   previousSecretExpiresAt: Date | null;
+  /** The trace of the change, as the fan-out stored it (null when untraced). */
+  traceparent: string | null;
 }
 
 export interface DeliveryForRecord {
@@ -169,9 +171,10 @@ export function attemptsRepo(sql: Sql) {
           secret_sealed: string;
           previous_secret_sealed: string | null;
           previous_secret_expires_at: Date | null;
+          traceparent: string | null;
         }[]
       >`
-        select d.id, d.endpoint_id, d.state, d.attempt_count, d.event_id, d.event_type, d.payload,
+        select d.id, d.endpoint_id, d.state, d.attempt_count, d.event_id, d.event_type, d.payload, d.traceparent,
                e.url, e.enabled, e.secret_sealed, e.previous_secret_sealed, e.previous_secret_expires_at
         from deliveries d join endpoints e on e.id = d.endpoint_id
         where d.id = any(${ids as string[]}::text[])`;
@@ -188,6 +191,7 @@ export function attemptsRepo(sql: Sql) {
         secretSealed: r.secret_sealed,
         previousSecretSealed: r.previous_secret_sealed,
         previousSecretExpiresAt: r.previous_secret_expires_at,
+        traceparent: r.traceparent,
       }));
     },
 

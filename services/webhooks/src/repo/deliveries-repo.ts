@@ -1,3 +1,4 @@
+import { currentTraceparent } from "@tasksvc/telemetry";
 import type { TaskEventType } from "@tasksvc/contracts";
 import type { Sql } from "@tasksvc/db";
 
@@ -53,8 +54,8 @@ export function deliveriesRepo(sql: Sql) {
           with t as (
             select e.id, e.organization_id, row_number() over (order by e.id) as n from endpoints e where ${targets(e)}
           ), made as (
-            insert into deliveries (id, organization_id, endpoint_id, event_id, event_type, payload)
-            select (${ids}::text[])[t.n], t.organization_id, t.id, ${e.eventId}, ${e.eventType}, ${sql.json(e.payload as never)}
+            insert into deliveries (id, organization_id, endpoint_id, event_id, event_type, payload, traceparent)
+            select (${ids}::text[])[t.n], t.organization_id, t.id, ${e.eventId}, ${e.eventType}, ${sql.json(e.payload as never)}, ${currentTraceparent()}
             from t where t.n <= ${size}
             on conflict do nothing
             returning 1

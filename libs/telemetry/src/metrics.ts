@@ -1,0 +1,273 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+
+/**
+ * Every metric family of the system, in one place: this file is the list docs/operations.md
+ * turns into a dashboard. Names follow Prometheus conventions (`tasksvc_` prefix, base units,
+ * `_total` counters, `_seconds` durations); label values are bounded sets (operation names, error
+ * codes, outcomes, route patterns), never ids. A process registers what it uses; the families it
+ * never touches are still listed with no series, which Prometheus handles as absent.
+ *
+ * One registry per process. The test stack runs several services in one process: they share it,
+ * which is what each would report on its own, summed.
+ */
+export const registry = new Registry();
+collectDefaultMetrics({ register: registry });
+
+/** Latency buckets for requests and RPCs (seconds): 1 ms to 10 s. */
+const LATENCY = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+/** Buckets for lags that run from milliseconds to hours (outbox, webhook end-to-end). */
+const LAG = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800, 3600, 7200, 36_000, 86_400];
+
+const registers = [registry];
+
+// --- HTTP (gateway) -------------------------------------------------------------------------
+
+export const httpRequestDuration = new Histogram({
+  name: "tasksvc_http_request_duration_seconds",
+  help: "HTTP requests answered by the gateway, by method, route pattern and status code.",
+  labelNames: ["method", "route", "status_code"] as const,
+  buckets: LATENCY,
+  registers,
+});
+
+export const httpRequestsInFlight = new Gauge({
+  name: "tasksvc_http_requests_in_flight",
+  help: "HTTP requests the gateway is handling now.",
+  registers,
+});
+
+export const gatewayRefusals = new Counter({
+  name: "tasksvc_gateway_refusals_total",
+  help: "Requests refused by a gateway policy, by error code (rate_limited, quota_exceeded, plan_limit_exceeded, ...).",
+  labelNames: ["code"] as const,
+  registers,
+});
+
+export const idempotencyOutcomes = new Counter({
+  name: "tasksvc_idempotency_keys_total",
+  help: "Idempotency-Key handling at the gateway: first execution, replay, conflict (same key, other request), in progress.",
+  labelNames: ["outcome"] as const,
+  registers,
+});
+
+// --- RPC over NATS --------------------------------------------------------------------------
+
+export const rpcClientDuration = new Histogram({
+  name: "tasksvc_rpc_client_duration_seconds",
+  help: "NATS request/reply calls made, by service, operation and outcome code (ok or the error code).",
+  labelNames: ["service", "operation", "code"] as const,
+  buckets: LATENCY,
+  registers,
+});
+
+export const rpcServerDuration = new Histogram({
+  name: "tasksvc_rpc_server_duration_seconds",
+  help: "NATS requests handled, by service, operation and outcome code (ok or the error code).",
+  labelNames: ["service", "operation", "code"] as const,
+  buckets: LATENCY,
+  registers,
+});
+
+export const rpcServerInFlight = new Gauge({
+  name: "tasksvc_rpc_server_in_flight",
+  help: "NATS requests being handled now, by service.",
+  labelNames: ["service"] as const,
+  registers,
+});
+
+// --- Outbox ---------------------------------------------------------------------------------
+
+export const outboxPublished = new Counter({
+  name: "tasksvc_outbox_published_total",
+  help: "Outbox rows published to JetStream (and deleted), by outbox table.",
+  labelNames: ["outbox"] as const,
+  registers,
+});
+
+export const outboxRelayDelay = new Histogram({
+  name: "tasksvc_outbox_relay_delay_seconds",
+  help: "From a row's commit to its publication acknowledged by JetStream.",
+  labelNames: ["outbox"] as const,
+  buckets: LAG,
+  registers,
+});
+
+// --- JetStream consumers --------------------------------------------------------------------
+
+export const consumerMessages = new Counter({
+  name: "tasksvc_jetstream_messages_total",
+  help: "JetStream messages handled by this process, by consumer and outcome (ack, nak, term, error).",
+  labelNames: ["consumer", "outcome"] as const,
+  registers,
+});
+
+export const consumerRedeliveries = new Counter({
+  name: "tasksvc_jetstream_redeliveries_total",
+  help: "JetStream messages this process received on their second or later delivery, by consumer.",
+  labelNames: ["consumer"] as const,
+  registers,
+});
+
+export const consumerHandleDuration = new Histogram({
+  name: "tasksvc_jetstream_handle_duration_seconds",
+  help: "Time a handler took for one JetStream message, by consumer.",
+  labelNames: ["consumer"] as const,
+  buckets: LATENCY,
+  registers,
+});
+
+// --- Webhooks -------------------------------------------------------------------------------
+
+export const webhookAttempts = new Counter({
+  name: "tasksvc_webhook_attempts_total",
+  help: "Webhook delivery attempts recorded, by outcome (delivered, http_error, timeout, network_error, ...).",
+  labelNames: ["outcome"] as const,
+  registers,
+});
+
+export const webhookAttemptDuration = new Histogram({
+  name: "tasksvc_webhook_attempt_duration_seconds",
+  help: "One outbound webhook HTTP call, from connect to the response status (delivery workers).",
+  buckets: LATENCY,
+  registers,
+});
+
+export const webhookDeliveryLag = new Histogram({
+  name: "tasksvc_webhook_delivery_lag_seconds",
+  help: "End to end: from the task change to its webhook delivered (2xx), retries included.",
+  buckets: LAG,
+  registers,
+});
+
+export const webhookDeliveriesFinished = new Counter({
+  name: "tasksvc_webhook_deliveries_finished_total",
+  help: "Deliveries that reached a final state, by state (SUCCEEDED, FAILED, DISABLED).",
+  labelNames: ["state"] as const,
+  registers,
+});
+
+export const webhookEndpointsDisabled = new Counter({
+  name: "tasksvc_webhook_endpoints_disabled_total",
+  help: "Endpoints disabled automatically, by reason (consecutive_failures, endpoint_gone).",
+  labelNames: ["reason"] as const,
+  registers,
+});
+
+// --- Postgres -------------------------------------------------------------------------------
+
+export const dbTransactionDuration = new Histogram({
+  name: "tasksvc_db_transaction_duration_seconds",
+  help: "Transactions, from taking a connection slot to commit or rollback, by outcome.",
+  labelNames: ["outcome"] as const,
+  buckets: LATENCY,
+  registers,
+});
+
+export const dbTransactionWait = new Histogram({
+  name: "tasksvc_db_transaction_wait_seconds",
+  help: "Time a transaction waited for a free connection slot (pool saturation).",
+  buckets: LATENCY,
+  registers,
+});
+
+// --- NATS connection ------------------------------------------------------------------------
+
+export const natsReconnects = new Counter({
+  name: "tasksvc_nats_reconnects_total",
+  help: "Times the NATS connection was re-established.",
+  registers,
+});
+
+export const natsDisconnects = new Counter({
+  name: "tasksvc_nats_disconnects_total",
+  help: "Times the NATS connection was lost.",
+  registers,
+});
+
+/**
+ * A gauge whose values are read at scrape time from sources that come and go (one per pool,
+ * connection, consumer or outbox in this process). A source that fails or takes too long is left
+ * out of that scrape: a scrape never hangs on Postgres or NATS.
+ */
+export interface Sample {
+  labels?: Record<string, string>;
+  value: number;
+}
+export type SampleSource = () => Promise<Sample[]> | Sample[];
+
+const SOURCE_TIMEOUT_MS = 1000;
+
+function sampledGauge(name: string, help: string, labelNames: readonly string[]) {
+  const sources = new Set<SampleSource>();
+  new Gauge({
+    name,
+    help,
+    labelNames,
+    registers,
+    async collect() {
+      this.reset();
+      const results = await Promise.all([...sources].map((s) => withTimeout(s)));
+      for (const samples of results) for (const s of samples) s.labels ? this.set(s.labels, s.value) : this.set(s.value);
+    },
+  });
+  /** Adds a source; the returned function removes it (at stop). */
+  return (source: SampleSource): (() => void) => {
+    sources.add(source);
+    return () => sources.delete(source);
+  };
+}
+
+async function withTimeout(source: SampleSource): Promise<Sample[]> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      Promise.resolve().then(source),
+      new Promise<Sample[]>((resolve) => {
+        timer = setTimeout(() => resolve([]), SOURCE_TIMEOUT_MS);
+      }),
+    ]);
+  } catch {
+    return [];
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export const sampled = {
+  outboxBacklog: sampledGauge("tasksvc_outbox_backlog_rows", "Outbox rows not yet published (counted up to 100000), by outbox table.", ["outbox"]),
+  outboxOldestAge: sampledGauge(
+    "tasksvc_outbox_oldest_row_age_seconds",
+    "Age of the oldest unpublished outbox row (relay lag; 0 when empty), by outbox table.",
+    ["outbox"],
+  ),
+  consumerPending: sampledGauge(
+    "tasksvc_jetstream_consumer_pending_messages",
+    "Messages in the stream not yet delivered to the consumer (server's num_pending).",
+    ["consumer"],
+  ),
+  consumerAckPending: sampledGauge(
+    "tasksvc_jetstream_consumer_ack_pending_messages",
+    "Messages delivered to the consumer and not yet acknowledged (server's num_ack_pending).",
+    ["consumer"],
+  ),
+  consumerRedelivered: sampledGauge(
+    "tasksvc_jetstream_consumer_redelivered_messages",
+    "Messages currently outstanding that were delivered more than once (server's num_redelivered).",
+    ["consumer"],
+  ),
+  webhookDeliveries: sampledGauge(
+    "tasksvc_webhook_deliveries_live",
+    "Deliveries waiting or in flight (PENDING due now, PENDING later, DELIVERING; counted up to 100000).",
+    ["state"],
+  ),
+  dbConnections: sampledGauge(
+    "tasksvc_db_connections",
+    "This process's Postgres connections by state (active, idle, idle in transaction), from pg_stat_activity.",
+    ["state"],
+  ),
+  dbTransactionSlots: sampledGauge("tasksvc_db_transaction_slots", "Transaction connection slots: in use, waiting for one, and the maximum.", ["state"]),
+  natsConnected: sampledGauge("tasksvc_nats_connected", "1 while the NATS connection is up, 0 while it reconnects.", []),
+} as const;
+
+/** Seconds since `t0` (a performance.now() value). */
+export const secondsSince = (t0: number) => (performance.now() - t0) / 1000;

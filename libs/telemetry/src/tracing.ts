@@ -1,0 +1,143 @@
+import {
+  context,
+  INVALID_SPAN_CONTEXT,
+  propagation,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+  type Link,
+  type Span,
+  type TextMapGetter,
+  type TextMapSetter,
+} from "@opentelemetry/api";
+import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
+import { W3CTraceContextPropagator } from "@opentelemetry/core";
+import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
+import { resourceFromAttributes } from "@opentelemetry/resources";
+import { BatchSpanProcessor, TracerProvider } from "@opentelemetry/sdk-trace";
+
+export { SpanKind, SpanStatusCode, context, trace, ROOT_CONTEXT };
+export type { Context, Span, Attributes, Link };
+
+/**
+ * Tracing (decision 0017): W3C trace context travels in NATS headers on every request/reply hop
+ * and every JetStream message, and in the outbox and delivery rows between them, so that one
+ * trace shows HTTP → gateway → service → Postgres → outbox → consumer → webhook call.
+ *
+ * Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set: then no span is made, no context manager is
+ * installed (no AsyncLocalStorage on the hot path) and nothing is injected, so the cost is one
+ * branch per hop. Off means off for the whole process: a caller's `traceparent` is not passed on
+ * by a process that records nothing.
+ */
+propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+
+let provider: TracerProvider | undefined;
+
+export interface TracingOptions {
+  serviceName: string;
+  /** OTLP/HTTP base URL (e.g. http://collector:4318); spans go to `<endpoint>/v1/traces`. */
+  endpoint: string | undefined;
+  version?: string;
+}
+
+/** Turns tracing on for this process when an endpoint is set (once per process: its main). */
+export function initTracing(opts: TracingOptions): { shutdown(): Promise<void> } {
+  if (!opts.endpoint || provider) return { shutdown: async () => {} };
+  const url = `${opts.endpoint.replace(/\/+$/, "")}/v1/traces`;
+  provider = new TracerProvider({
+    resource: resourceFromAttributes({ "service.name": opts.serviceName, "service.namespace": "tasksvc", "service.version": opts.version ?? "0.1.0" }),
+    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url }), scheduledDelayMillis: 1000 })],
+  });
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  trace.setGlobalTracerProvider(provider);
+  const p = provider;
+  return {
+    async shutdown() {
+      await p.shutdown().catch(() => undefined);
+    },
+  };
+}
+
+/** Whether spans are recorded and exported in this process. */
+export const tracingEnabled = (): boolean => provider !== undefined;
+
+export const tracer = () => trace.getTracer("tasksvc");
+
+/** Anything headers-like: NATS MsgHdrs, a plain record. */
+export interface HeaderCarrier {
+  get(key: string): string | undefined | null;
+  set(key: string, value: string): void;
+}
+
+const getter: TextMapGetter<HeaderCarrier> = {
+  keys: () => ["traceparent", "tracestate"],
+  get: (c, k) => c.get(k) || undefined,
+};
+const setter: TextMapSetter<HeaderCarrier> = { set: (c, k, v) => c.set(k, v) };
+
+/** Writes the active (or given) context into headers: traceparent, tracestate. */
+export function injectContext(carrier: HeaderCarrier, ctx: Context = context.active()): void {
+  if (provider) propagation.inject(ctx, carrier, setter);
+}
+
+/** The context carried by headers (a message, an HTTP request), on top of the root. */
+export function extractContext(carrier: HeaderCarrier | undefined): Context {
+  return carrier ? propagation.extract(ROOT_CONTEXT, carrier, getter) : ROOT_CONTEXT;
+}
+
+/** The active context as a `traceparent` value to store with a row (null when there is none). */
+export function currentTraceparent(ctx: Context = context.active()): string | null {
+  if (!provider) return null;
+  const sc = trace.getSpanContext(ctx);
+  if (!sc || !trace.isSpanContextValid(sc)) return null;
+  const flags = (sc.traceFlags & 1).toString(16).padStart(2, "0");
+  return `00-${sc.traceId}-${sc.spanId}-${flags}`;
+}
+
+/** The context a stored `traceparent` names (the root when it is null or malformed). */
+export function contextFromTraceparent(traceparent: string | null | undefined): Context {
+  if (!traceparent) return ROOT_CONTEXT;
+  return propagation.extract(ROOT_CONTEXT, { traceparent }, { keys: () => ["traceparent"], get: (c, k) => (c as Record<string, string>)[k] });
+}
+
+export interface SpanOptions {
+  kind?: SpanKind;
+  attributes?: Attributes;
+  links?: Link[];
+  /** The parent; the active context when absent. */
+  parent?: Context;
+}
+
+const NO_SPAN = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+
+/**
+ * Like `inSpan`, but only inside a trace already going (a request, a message): background work
+ * (pollers, sweeps) would otherwise start a new trace every few milliseconds.
+ */
+export function inChildSpan<T>(name: string, opts: Omit<SpanOptions, "parent">, fn: (span: Span) => Promise<T>): Promise<T> {
+  if (!provider || !trace.getSpanContext(context.active())) return fn(NO_SPAN);
+  return inSpan(name, opts, fn);
+}
+
+/**
+ * Runs `fn` in a span (child of `parent` or the active context), ended when `fn` settles; an
+ * error marks it failed and is rethrown. With tracing off, `fn` runs as it is.
+ */
+export function inSpan<T>(name: string, opts: SpanOptions, fn: (span: Span) => Promise<T>): Promise<T> {
+  const parent = opts.parent ?? context.active();
+  if (!provider) return fn(NO_SPAN);
+  const span = tracer().startSpan(name, { kind: opts.kind ?? SpanKind.INTERNAL, attributes: opts.attributes, links: opts.links }, parent);
+  return context.with(trace.setSpan(parent, span), async () => {
+    try {
+      return await fn(span);
+    } catch (e) {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: e instanceof Error ? e.message : String(e) });
+      throw e;
+    } finally {
+      span.end();
+    }
+  });
+}
