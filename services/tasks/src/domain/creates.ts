@@ -3,6 +3,7 @@ import { newId } from "@tasksvc/db";
 import { fieldError, isAppError } from "@tasksvc/errors";
 import { ReferenceVanished, toTask, type Content, type TaskRow, type TasksRepo } from "../repo/tasks-repo.js";
 import type { TasksDeps } from "./tasks-service.js";
+import { contextFromTraceparent, currentTraceparent, inSpan, SpanKind, trace } from "@tasksvc/telemetry";
 
 /** Checks one create against the database (projects, parent) and returns its first version. */
 export type Prepare = (r: TasksRepo, c: Caller, b: CreateTaskBody) => Promise<Content>;
@@ -10,6 +11,8 @@ export type Prepare = (r: TasksRepo, c: Caller, b: CreateTaskBody) => Promise<Co
 interface Pending {
   caller: Caller;
   body: CreateTaskBody;
+  /** The trace of the request that asked for it (null when tracing is off). */
+  traceparent: string | null;
   resolve(t: Task): void;
   reject(e: unknown): void;
 }
@@ -95,17 +98,33 @@ export function createBatcher(deps: TasksDeps, prepare: Prepare) {
     if (accepted.length > 0) {
       let rows: TaskRow[];
       try {
-        rows = await r.createTasks(
-          org,
-          accepted.map((a) => ({
-            owner: a.p.caller.userId,
-            content: a.content,
-            versionId: newId("ver"),
-            eventId: newId("evt"),
-            credentialId: a.p.caller.idempotencyKey === undefined ? null : a.p.caller.credentialId,
-            key: a.p.caller.idempotencyKey ?? null,
-          })),
-        );
+        const items = accepted.map((a) => ({
+          owner: a.p.caller.userId,
+          content: a.content,
+          versionId: newId("ver"),
+          eventId: newId("evt"),
+          credentialId: a.p.caller.idempotencyKey === undefined ? null : a.p.caller.credentialId,
+          key: a.p.caller.idempotencyKey ?? null,
+          traceparent: a.p.traceparent,
+        }));
+        // One statement for creates of several requests: a span in the first one's trace, linked to the others'.
+        const traced = accepted.flatMap((a) => (a.p.traceparent ? [a.p.traceparent] : []));
+        rows =
+          traced.length === 0
+            ? await r.createTasks(org, items)
+            : await inSpan(
+                "db.createTasks",
+                {
+                  kind: SpanKind.CLIENT,
+                  parent: contextFromTraceparent(traced[0]),
+                  links: traced.slice(1).flatMap((tp) => {
+                    const sc = trace.getSpanContext(contextFromTraceparent(tp));
+                    return sc ? [{ context: sc }] : [];
+                  }),
+                  attributes: { "db.system.name": "postgresql", "db.namespace": "tasks", "tasksvc.batch_size": items.length },
+                },
+                () => r.createTasks(org, items),
+              );
       } catch (e) {
         // A project or parent that vanished between the check and the insert. (A batch fails
         // as a whole and re-runs alone; a key recorded meanwhile is KeyRecordedMeanwhile.)
@@ -129,7 +148,7 @@ export function createBatcher(deps: TasksDeps, prepare: Prepare) {
       return new Promise<Task>((resolve, reject) => {
         const org = caller.organizationId;
         const queue = queues.get(org);
-        const p = { caller, body, resolve, reject };
+        const p = { caller, body, resolve, reject, traceparent: currentTraceparent() };
         if (queue) queue.push(p);
         else {
           const q = [p];

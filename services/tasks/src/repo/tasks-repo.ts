@@ -208,6 +208,24 @@ export function tasksRepo(sql: Sql) {
       return row;
     },
 
+    /**
+     * The version of a task's row for the read cache (decision 0017): its `xmin`, the transaction
+     * that wrote the row's current tuple. Every UPDATE of the row writes a new tuple, so any change
+     * (content, archive, unlinked project) changes it; a row lock does not. A primary-key lookup
+     * that returns one small value. Undefined when there is no such task.
+     */
+    async taskVersion(org: string, number: number): Promise<string | undefined> {
+      const [row] = await sql<{ v: string }[]>`select xmin::text as v from tasks where organization_id = ${org} and number = ${number}`;
+      return row?.v;
+    },
+
+    /** One task with its row version (taskVersion), read together, for the read cache. */
+    async taskForCache(org: string, number: number): Promise<(TaskRow & { row_version: string }) | undefined> {
+      const [row] = await sql<(TaskRow & { row_version: string })[]>`
+        select ${cols}, xmin::text as row_version from tasks where organization_id = ${org} and number = ${number}`;
+      return row;
+    },
+
     async taskExists(org: string, number: number): Promise<boolean> {
       const rows = await sql`select 1 from tasks where organization_id = ${org} and number = ${number}`;
       return rows.length === 1;
@@ -224,7 +242,16 @@ export function tasksRepo(sql: Sql) {
      */
     async createTasks(
       org: string,
-      items: Array<{ owner: string; content: Content; versionId: string; eventId: string; credentialId: string | null; key: string | null }>,
+      items: Array<{
+        owner: string;
+        content: Content;
+        versionId: string;
+        eventId: string;
+        credentialId: string | null;
+        key: string | null;
+        /** The create's own trace, for its outbox row (creates of several traces share the statement). */
+        traceparent?: string | null;
+      }>,
     ): Promise<TaskRow[]> {
       const input = items.map((it, i) => ({
         ord: i + 1,
@@ -233,6 +260,7 @@ export function tasksRepo(sql: Sql) {
         event_id: it.eventId,
         credential_id: it.credentialId,
         key: it.key,
+        traceparent: it.traceparent ?? null,
         template: taskTemplate(it.owner, it.content),
         parent_number: it.content.parent_number,
         title: it.content.title,
@@ -255,7 +283,7 @@ export function tasksRepo(sql: Sql) {
         ), x as (
           select c.last_number - ${items.length} + i.ord as number, i.*
           from c, jsonb_to_recordset(${sql.json(input as never)}) as i(ord int, owner_user_id text, version_id text, event_id text,
-            credential_id text, key text, template jsonb, parent_number bigint, title text, description text, status text,
+            credential_id text, key text, traceparent text, template jsonb, parent_number bigint, title text, description text, status text,
             priority text, start_date timestamptz, due_date date, notes text, story_points numeric, recurrence jsonb, project_ids jsonb)
         ), t as (
           insert into tasks (organization_id, number, owner_user_id, parent_number, current_version_id, version_count,
@@ -274,14 +302,14 @@ export function tasksRepo(sql: Sql) {
           insert into task_projects (organization_id, task_number, project_id)
           select organization_id, number, unnest(project_ids) from t
         ), api as (
-          select x.event_id, x.credential_id, x.key, t.number,
+          select x.event_id, x.credential_id, x.key, x.traceparent, t.number,
             x.template || jsonb_build_object('id', 'T-' || t.number, 'created_at', to_char(t.created_at at time zone 'UTC', ${iso}),
               'updated_at', to_char(t.updated_at at time zone 'UTC', ${iso})) as task
           from t join x on x.number = t.number
         ), o as (
-          insert into outbox (event_id, type, organization_id, payload)
+          insert into outbox (event_id, type, organization_id, payload, traceparent)
           select event_id, 'task.created', ${org}::text, jsonb_build_object('id', event_id, 'type', 'task.created', 'organization_id', ${org}::text,
-            'created_at', to_char(now() at time zone 'UTC', ${iso}), 'data', task)
+            'created_at', to_char(now() at time zone 'UTC', ${iso}), 'data', task), traceparent
           from api order by number
         ), r as (
           insert into idempotency (credential_id, key, operation, result)
