@@ -120,7 +120,7 @@ export const consumerHandleDuration = new Histogram({
 
 export const webhookAttempts = new Counter({
   name: "tasksvc_webhook_attempts_total",
-  help: "Webhook delivery attempts recorded, by outcome (delivered, http_error, timeout, network_error, ...).",
+  help: "Webhook delivery attempts, by outcome (delivered = 2xx, request_failed, timeout, redirect_blocked, blocked, no_outcome = lease expired).",
   labelNames: ["outcome"] as const,
   registers,
 });
