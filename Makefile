@@ -9,7 +9,7 @@ node_modules/.installed: package.json package-lock.json $(wildcard patches/*.pat
 	npm install --no-audit --no-fund
 	@touch $@
 
-.PHONY: help install build lint format run test fault bench services clean
+.PHONY: help install build lint format run test fault bench services tools clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -33,10 +33,18 @@ format: install ## rewrite files to the Biome format and apply its safe lint fix
 services: ## make sure local Postgres and NATS (JetStream) are running
 	@bash scripts/ensure-services.sh
 
+# kubectl renders the Kubernetes manifests (kustomize) that test/arch/deploy.test.ts validates.
+# Debian's kubernetes-client has it; a kubectl already installed (any version since 1.20) is used as is.
+tools: ## install the system tools the tests use (kubectl) when missing
+	@command -v kubectl >/dev/null 2>&1 || { \
+	  echo "installing kubectl (Debian package kubernetes-client)" >&2; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq kubernetes-client >/dev/null; \
+	  else sudo apt-get update -qq && sudo apt-get install -y -qq kubernetes-client >/dev/null; fi; }
+
 run: build services ## run the whole stack (gateway on PORT, default 8080)
 	node scripts/start.mjs
 
-test: build lint services ## lint, type-check, then the whole suite and the fault suite against real Postgres and NATS
+test: build lint services tools ## lint, type-check, then the whole suite and the fault suite against real Postgres and NATS
 	npx tsc -p tsconfig.test.json
 	@rm -f .vitest-results.json
 	@rm -f .vitest-fault-results.json

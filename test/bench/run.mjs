@@ -17,6 +17,7 @@ import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import postgres from "postgres";
 import { connectNats, deleteNamespaceStreams, jetstreamManager } from "@tasksvc/nats";
+import { metricsSnapshot, printMetricsSnapshot } from "./metrics.mjs";
 import { uploadScenarios } from "./uploads.mjs";
 import { webhookScenarios } from "./webhooks.mjs";
 
@@ -326,6 +327,7 @@ const results = [];
 let explainList = null;
 let webhooks = null;
 let uploads = null;
+let metrics = null;
 try {
   const bare = start("bare fastify", "test/bench/bare-server.mjs", { PORT: "18301" });
   const echo = start("echo responder", "test/bench/echo-responder.mjs", {});
@@ -336,7 +338,10 @@ try {
   for (const c of [bare, hop, echo]) stop(c);
 
   const stackEnv = { DATABASE_URL, PORT: "18303" };
-  start("keys", "services/keys/dist/main.js", stackEnv);
+  // Ops ports of the bench's own (not the defaults a `make run` on this host may hold).
+  const OPS = { keys: 18311, tasks: 18312, boards: 18313, webhooks: 18314, delivery: 18315 };
+  const ops = (name) => ({ OPS_PORT: String(OPS[name]) });
+  start("keys", "services/keys/dist/main.js", { ...stackEnv, ...ops("keys") });
   await until("keys schema", async () => {
     const sql = postgres(DATABASE_URL, { max: 1, onnotice: () => {} });
     try {
@@ -345,7 +350,7 @@ try {
       await sql.end({ timeout: 1 });
     }
   });
-  start("tasks", "services/tasks/dist/main.js", stackEnv);
+  start("tasks", "services/tasks/dist/main.js", { ...stackEnv, ...ops("tasks") });
   await until("tasks schema", async () => {
     const sql = postgres(DATABASE_URL, { max: 1, onnotice: () => {} });
     try {
@@ -354,7 +359,7 @@ try {
       await sql.end({ timeout: 1 });
     }
   });
-  start("boards", "services/boards/dist/main.js", stackEnv);
+  start("boards", "services/boards/dist/main.js", { ...stackEnv, ...ops("boards") });
   // Webhooks: the receiver is on 127.0.0.1 over http, so the guard is relaxed as for local use.
   const webhookEnv = {
     ...stackEnv,
@@ -362,8 +367,8 @@ try {
     WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
     WEBHOOK_TIMEOUT_MS: process.env.BENCH_WEBHOOK_TIMEOUT_MS ?? "15000",
   };
-  start("webhooks", "services/webhooks/dist/main.js", webhookEnv);
-  start("delivery", "services/delivery/dist/main.js", webhookEnv);
+  start("webhooks", "services/webhooks/dist/main.js", { ...webhookEnv, ...ops("webhooks") });
+  start("delivery", "services/delivery/dist/main.js", { ...webhookEnv, ...ops("delivery") });
   const receiver = start("webhook receiver", "test/bench/webhook-receiver.mjs", {});
   await ready(receiver);
   const receiverUrl = `http://127.0.0.1:${/ready (\d+)/.exec(receiver.output)[1]}`;
@@ -428,6 +433,10 @@ try {
       log: (m) => process.stderr.write(`${m}\n`),
     });
   }
+  metrics = await metricsSnapshot([
+    { name: "gateway", url: "http://127.0.0.1:18303" },
+    ...Object.entries(OPS).map(([name, port]) => ({ name, url: `http://127.0.0.1:${port}` })),
+  ]);
   if (!only) {
     const pg = pgbenchInsert();
     if (pg) results.push(pg);
@@ -477,9 +486,10 @@ if (uploads) {
     `one 200 MiB file: ${fmt(b.seconds, 1)} s (${fmt(b.mibPerSecond, 1)} MiB/s); gateway RSS idle ${fmt(b.idle, 1)} MiB, peak ${fmt(b.peak, 1)} MiB (+${fmt(b.peak - b.idle, 1)} MiB)`,
   );
 }
+if (metrics) printMetricsSnapshot(metrics);
 if (explainList) console.log(`\nEXPLAIN ANALYZE, GET /v1/tasks on 100,000 tasks in one organization:\n\n${explainList}`);
 mkdirSync(new URL("./results", import.meta.url), { recursive: true });
 writeFileSync(
   new URL("./results/latest.json", import.meta.url),
-  `${JSON.stringify({ at: new Date().toISOString(), tool, node: process.version, cores: cpus().length, connections: CONNECTIONS, duration: DURATION, results: rows, webhooks, uploads, explain: explainList }, null, 2)}\n`,
+  `${JSON.stringify({ at: new Date().toISOString(), tool, node: process.version, cores: cpus().length, connections: CONNECTIONS, duration: DURATION, results: rows, webhooks, uploads, metrics, explain: explainList }, null, 2)}\n`,
 );

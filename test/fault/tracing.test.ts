@@ -87,7 +87,10 @@ describe("tracing", () => {
     const inTrace = () => collector.spans.filter((s) => s.traceId === traceId);
     const has = (service: string, name: RegExp) => inTrace().some((s) => s.service === service && name.test(s.name));
     // Each process exports on its own schedule (about every second).
-    const seen = () => inTrace().map((s) => `${s.service} ${s.name}`).join(", ");
+    const seen = () =>
+      inTrace()
+        .map((s) => `${s.service} ${s.name}`)
+        .join(", ");
     await until(
       "every hop's span",
       () =>
@@ -141,11 +144,20 @@ describe("tracing", () => {
     expect(created.status, created.text).toBe(201);
     const traceId = randomBytes(16).toString("hex");
     const parent = randomBytes(8).toString("hex");
-    const patched = await gw.patch(`/v1/tasks/${created.body.id}`, { title: "changed" }, { token: t.apiKey, headers: { traceparent: `00-${traceId}-${parent}-01` } });
+    const patched = await gw.patch(
+      `/v1/tasks/${created.body.id}`,
+      { title: "changed" },
+      { token: t.apiKey, headers: { traceparent: `00-${traceId}-${parent}-01` } },
+    );
     expect(patched.status, patched.text).toBe(200);
 
     const inTrace = () => collector.spans.filter((s) => s.traceId === traceId);
-    await until("the transaction and the publish", () => inTrace().some((s) => s.name === "db.transaction") && inTrace().some((s) => / publish$/.test(s.name)), 20_000, 100);
+    await until(
+      "the transaction and the publish",
+      () => inTrace().some((s) => s.name === "db.transaction") && inTrace().some((s) => / publish$/.test(s.name)),
+      20_000,
+      100,
+    );
     const spans = inTrace();
     const rpc = spans.find((s) => s.service === "tasks" && s.name === "tasks/updateTask");
     const tx = spans.find((s) => s.service === "tasks" && s.name === "db.transaction" && s.parentSpanId === rpc?.spanId);

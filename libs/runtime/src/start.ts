@@ -23,8 +23,9 @@ interface Step {
  * A `start` that fails gets the same clean-up of what it had set up, then its error rethrown.
  *
  * Health (issue 13): the ops port (OPS_PORT, else the registry's default for the service; none
- * for the gateway unless set) opens first, so /healthz answers while the replica starts and
- * /readyz says "starting". Ready means started, Postgres and NATS answering, and every check the
+ * for the gateway unless set) opens once the migrations are applied (a failure before that
+ * leaves nothing open), before NATS and the service's own start: from then on /healthz answers
+ * and /readyz says "starting". Ready means started, Postgres and NATS answering, and every check the
  * service added (its consumers attached). At stop, readiness fails first, then SHUTDOWN_DELAY
  * passes (load balancers and Kubernetes endpoints stop routing here), then everything drains;
  * the ops port closes last.
