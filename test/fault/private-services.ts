@@ -89,12 +89,21 @@ function sweepStrays(): void {
         }
       }
     } else {
-      const pid = readPid(join(dir, NATS_PID_FILE));
-      if (pid !== null && alive(pid)) {
-        try {
-          process.kill(pid, "SIGKILL");
-        } catch {
-          // already gone
+      // One nats.pid for a single server, nats-<i>.pid for each server of a cluster.
+      let files: string[] = [];
+      try {
+        files = readdirSync(dir).filter((f) => f === NATS_PID_FILE || /^nats-\d+\.pid$/.test(f));
+      } catch {
+        // gone meanwhile
+      }
+      for (const f of files) {
+        const pid = readPid(join(dir, f));
+        if (pid !== null && alive(pid)) {
+          try {
+            process.kill(pid, "SIGKILL");
+          } catch {
+            // already gone
+          }
         }
       }
     }
@@ -411,5 +420,205 @@ export async function startPrivateNats(): Promise<PrivateNats> {
       }
     },
     log: () => output,
+  };
+}
+
+export interface PrivateNatsCluster {
+  /** Comma-separated client URLs of every server (usable as NATS_URL), server 0 first. */
+  urls: string;
+  /** Each server's client URL (nats://127.0.0.1:<port>), by index. */
+  url: string[];
+  /** Each server's name (`-n`), by index: what JetStream reports as a stream's leader. */
+  names: string[];
+  /** Each server's monitoring port (`-m`), by index. */
+  monitorPorts: number[];
+  dir: string;
+  /** The index of the server named `name` (e.g. a stream leader), or -1. */
+  indexOf(name: string): number;
+  /** Whether server i is running. */
+  running(i: number): boolean;
+  /** Kills server i (SIGKILL by default: a crash; its store stays on disk). */
+  kill(i: number, signal?: NodeJS.Signals): Promise<void>;
+  /**
+   * Starts server i again on the same ports and store directory; resolves when it accepts clients
+   * and sees the JetStream meta leader (no-op while up).
+   */
+  start(i: number): Promise<void>;
+  /** kill(i, signal) then start(i). */
+  restart(i: number, signal?: NodeJS.Signals): Promise<void>;
+  /** The meta leader's name as server i's /jsz reports it ("" while there is none). */
+  metaLeader(i: number): Promise<string>;
+  /** Kills every server and removes the directory. Safe to call twice. */
+  stop(): Promise<void>;
+  /** What server i printed (for failure messages). */
+  log(i: number): string;
+}
+
+interface ClusterNode {
+  name: string;
+  port: number;
+  clusterPort: number;
+  monitorPort: number;
+  store: string;
+  pidFile: string;
+  child?: ChildProcess;
+  output: string;
+}
+
+async function jsz(monitorPort: number): Promise<{ meta_cluster?: { leader?: string; cluster_size?: number } }> {
+  const res = await fetch(`http://127.0.0.1:${monitorPort}/jsz`, { signal: AbortSignal.timeout(1000) });
+  return (await res.json()) as { meta_cluster?: { leader?: string; cluster_size?: number } };
+}
+
+/**
+ * `n` nats-servers with JetStream, clustered over routes on 127.0.0.1 (NATS 2.9: `-n`,
+ * `--cluster_name`, `--cluster`, `--routes`), each with its own client, cluster and monitoring
+ * port (free, below the ephemeral range) and store directory, all in one fresh directory under the
+ * OS temp dir. Same stray hygiene as startPrivateNats (owner file, watchdog, exit hook, sweep).
+ * Resolves once every server accepts clients and reports the same JetStream meta leader.
+ */
+export async function startPrivateNatsCluster(n = 3): Promise<PrivateNatsCluster> {
+  if (n < 1) throw new Error("a cluster needs at least one server");
+  sweepStrays();
+  const dir = mkdtempSync(join(tmpdir(), NATS_PREFIX));
+  writeFileSync(join(dir, OWNER_FILE), `${process.pid}\n`);
+  const clusterName = `fault_${process.pid}_${Date.now().toString(36)}`;
+  const nodes: ClusterNode[] = [];
+  const taken = new Set<number>();
+  const port = async () => {
+    for (;;) {
+      const p = await serverPort();
+      if (!taken.has(p)) {
+        taken.add(p);
+        return p;
+      }
+    }
+  };
+  for (let i = 0; i < n; i++) {
+    nodes.push({
+      name: `n${i}`,
+      port: await port(),
+      clusterPort: await port(),
+      monitorPort: await port(),
+      store: join(dir, `n${i}`),
+      pidFile: join(dir, `nats-${i}.pid`),
+      output: "",
+    });
+  }
+  let stopped = false;
+  const up = (c: ChildProcess | undefined): c is ChildProcess => c !== undefined && c.exitCode === null && c.signalCode === null;
+  const guard = watchdog(`for f in '${dir}'/nats-*.pid; do kill -9 "$(cat "$f" 2>/dev/null)" 2>/dev/null; done; rm -rf '${dir}'`);
+  const unhook0 = onExit(() => {
+    for (const node of nodes) if (up(node.child)) node.child.kill("SIGKILL");
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const unhook = () => {
+    unhook0();
+    guard.kill("SIGKILL");
+  };
+  const nodeAt = (i: number): ClusterNode => {
+    const node = nodes[i];
+    if (!node) throw new Error(`no server ${i} in a cluster of ${n}`);
+    return node;
+  };
+
+  async function metaLeader(i: number): Promise<string> {
+    return (await jsz(nodeAt(i).monitorPort)).meta_cluster?.leader ?? "";
+  }
+
+  function spawnNode(i: number): ChildProcess {
+    const node = nodeAt(i);
+    const routes = nodes.filter((_, j) => j !== i).map((o) => `nats://127.0.0.1:${o.clusterPort}`);
+    const args = ["-js", "-a", "127.0.0.1", "-p", String(node.port), "-m", String(node.monitorPort), "-sd", node.store, "-n", node.name];
+    if (n > 1) args.push("--cluster_name", clusterName, "--cluster", `nats://127.0.0.1:${node.clusterPort}`, "--routes", routes.join(","));
+    const c = spawn("nats-server", args, { stdio: ["ignore", "pipe", "pipe"] });
+    node.child = c;
+    if (c.pid !== undefined) writeFileSync(node.pidFile, `${c.pid}\n`);
+    const keep = (d: Buffer) => {
+      node.output = (node.output + d.toString()).slice(-20_000);
+    };
+    c.stdout?.on("data", keep);
+    c.stderr?.on("data", keep);
+    return c;
+  }
+
+  /** Server i accepts clients and sees a meta leader. */
+  async function waitNode(i: number, timeoutMs = 30_000): Promise<void> {
+    const node = nodeAt(i);
+    await until(
+      `private nats-server ${node.name} on port ${node.port} with a JetStream meta leader`,
+      async () => {
+        const c = node.child;
+        if (!c || c.exitCode !== null || c.signalCode !== null) throw new Error(`nats-server ${node.name} exited (${c?.exitCode ?? c?.signalCode})`);
+        return node.output.includes("Server is ready") && (await tcpOpen(node.port)) && (await metaLeader(i)) !== "";
+      },
+      timeoutMs,
+      100,
+    ).catch((e: Error) => {
+      throw new Error(`${e.message}\n${node.output.slice(-3000)}`);
+    });
+  }
+
+  async function start(i: number): Promise<void> {
+    if (stopped) throw new Error("private NATS cluster was stopped for good");
+    if (up(nodeAt(i).child)) return;
+    spawnNode(i);
+    await waitNode(i);
+  }
+
+  async function kill(i: number, signal: NodeJS.Signals = "SIGKILL"): Promise<void> {
+    const node = nodeAt(i);
+    const c = node.child;
+    if (!up(c)) return;
+    const gone = new Promise<void>((res) => c.once("exit", () => res()));
+    c.kill(signal);
+    await gone;
+    node.output += `\n--- nats-server stopped with ${signal} ---\n`;
+  }
+
+  try {
+    // All at once: JetStream elects its meta leader once a quorum of the routes is up.
+    for (let i = 0; i < n; i++) spawnNode(i);
+    await Promise.all(nodes.map((_, i) => waitNode(i, 60_000)));
+    // Every server agrees on the one leader (none still reports an election in progress).
+    await until(
+      "every server to report the same JetStream meta leader",
+      async () => new Set(await Promise.all(nodes.map((_, i) => metaLeader(i)))).size === 1,
+      30_000,
+      100,
+    );
+  } catch (e) {
+    await Promise.all(nodes.map((_, i) => kill(i).catch(() => undefined)));
+    unhook();
+    rmSync(dir, { recursive: true, force: true });
+    throw e;
+  }
+
+  return {
+    urls: nodes.map((node) => `nats://127.0.0.1:${node.port}`).join(","),
+    url: nodes.map((node) => `nats://127.0.0.1:${node.port}`),
+    names: nodes.map((node) => node.name),
+    monitorPorts: nodes.map((node) => node.monitorPort),
+    dir,
+    indexOf: (name: string) => nodes.findIndex((node) => node.name === name),
+    running: (i: number) => up(nodeAt(i).child),
+    kill,
+    start,
+    async restart(i: number, signal: NodeJS.Signals = "SIGKILL") {
+      await kill(i, signal);
+      await start(i);
+    },
+    metaLeader,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      try {
+        await Promise.all(nodes.map((_, i) => kill(i, "SIGKILL")));
+      } finally {
+        unhook();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+    log: (i: number) => nodeAt(i).output,
   };
 }

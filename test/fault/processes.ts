@@ -57,6 +57,11 @@ export interface ProcessStackOptions {
   env?: Record<string, string>;
   /** Settings of one service's replicas only (over `env`), e.g. { tasks: { LOG_LEVEL: "info" } }. */
   serviceEnv?: Partial<Record<ServiceName, Record<string, string>>>;
+  /**
+   * Settings of one replica only (over `serviceEnv`), e.g. a NATS_URL naming another server of a
+   * cluster for each replica: (service, index) => ({ NATS_URL: … }).
+   */
+  replicaEnv?: (service: ServiceName, index: number) => Record<string, string> | undefined;
 }
 
 export interface UnexpectedExit {
@@ -85,7 +90,8 @@ export async function startProcessStack(opts: ProcessStackOptions = {}) {
 
   const replicas: Replica[] = [];
   const unexpectedExits: UnexpectedExit[] = [];
-  const common = { DATABASE_URL: databaseUrl, NATS_URL: natsUrl, NATS_NAMESPACE: namespace, LOG_LEVEL: "warn", ...(opts.env ?? {}) };
+  // OPS_PORT 0: replicas of one service share this host, so each takes a free ops port.
+  const common = { DATABASE_URL: databaseUrl, NATS_URL: natsUrl, NATS_NAMESPACE: namespace, LOG_LEVEL: "warn", OPS_PORT: "0", ...(opts.env ?? {}) };
 
   function spawnReplica(r: Omit<Replica, "child" | "output" | "expectedExit">): Replica {
     const child = spawn(process.execPath, [`services/${r.service}/dist/main.js`], {
@@ -117,7 +123,10 @@ export async function startProcessStack(opts: ProcessStackOptions = {}) {
   // Services first (their migrations run under a lock), then the gateways.
   for (const service of SERVICES) {
     for (let index = 0; index < (counts[service] ?? 1); index++) {
-      const env: Record<string, string> = { ...(opts.serviceEnv?.[service] ?? {}) };
+      const env: Record<string, string> = {
+        ...(opts.serviceEnv?.[service] ?? {}),
+        ...(opts.replicaEnv?.(service, index) ?? {}),
+      };
       if (service === "gateway") {
         const port = await freePort();
         env["PORT"] = String(port);

@@ -14,6 +14,20 @@ export const nanos = (ms: number) => ms * 1_000_000;
  * at once: a lost creation race is followed by an update). Uses only NATS 2.9 features.
  */
 export async function ensureStream(nc: NatsConnection, cfg: Partial<StreamConfig> & { name: string; subjects: string[] }): Promise<void> {
+  // On a JetStream cluster, replicas that create one stream together can time out: NATS 2.9
+  // answers the second create through the new stream's leader, which may not be elected yet
+  // (seen with three servers and streams at 3 replicas). The stream is there by then, or soon.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await ensureStreamOnce(nc, cfg);
+    } catch (e) {
+      if (attempt >= 5 || (e as { name?: unknown }).name !== "TimeoutError") throw e;
+      await new Promise((r) => setTimeout(r, 250 * attempt));
+    }
+  }
+}
+
+async function ensureStreamOnce(nc: NatsConnection, cfg: Partial<StreamConfig> & { name: string; subjects: string[] }): Promise<void> {
   const jsm = await jetstreamManager(nc);
   try {
     await jsm.streams.info(cfg.name);

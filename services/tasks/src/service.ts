@@ -48,7 +48,8 @@ export const service = defineService({
     const cache = taskCache();
     const changedSubject = tasksChangedSubject(namespace);
     // Every replica hears every change (no queue group). A callback, not an iterator: it runs in
-    // arrival order with the RPC subscriptions, before any request that was published after it.
+    // arrival order with the RPC subscriptions, before any request that was published after it
+    // through the same server (on a cluster, see checkHits below).
     const changes = nc.subscribe(changedSubject, {
       callback: (err, msg) => {
         if (err) return void log.error({ err }, "change subscription error");
@@ -69,6 +70,11 @@ export const service = defineService({
       tx: (fn) => db.tx((t) => fn(tasksRepo(t))),
       written: () => relay.notify(),
       cache,
+      // On one server, hits are served as they are: the broadcast, flushed before the reply,
+      // reaches every replica ahead of any later request (decision 0008). On a cluster it need not
+      // (another route, or lost with a server that dies), so hits are checked against the row's
+      // version first (decision 0017). Read per request: a reconnect may land elsewhere.
+      checkHits: () => nc.info === undefined || nc.info.cluster !== undefined,
       async changed(organizationId, numbers) {
         nc.publish(changedSubject, encodeJson({ organization_id: organizationId, numbers }));
         await nc.flush();
@@ -76,7 +82,8 @@ export const service = defineService({
     });
     every(60 * 60_000, "idempotency sweep", () => repo.idempotency.sweep());
 
-    const store: BlobStore = cfg.BLOB_STORE.kind === "nats" ? await natsBlobStore(nc, namespace) : s3BlobStore(cfg.BLOB_STORE);
+    const store: BlobStore =
+      cfg.BLOB_STORE.kind === "nats" ? await natsBlobStore(nc, namespace, { replicas: cfg.NATS_STREAM_REPLICAS }) : s3BlobStore(cfg.BLOB_STORE);
     onStop(() => store.close());
     const attRepo = attachmentsRepo(db.sql);
     // Read once: every replica signs and verifies capabilities with the same key (first start makes it).

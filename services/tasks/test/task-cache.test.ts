@@ -9,30 +9,42 @@ describe("task cache", () => {
     const c = taskCache();
     const epoch = c.epoch();
     c.invalidate("org", [99]); // any change, even of another task, ends the read's epoch
-    c.put("org", 1, task("old"), epoch);
+    c.put("org", 1, task("old"), "v1", epoch);
     expect(c.get("org", 1)).toBeUndefined();
-    c.put("org", 1, task("new"), c.epoch());
-    expect(c.get("org", 1)?.title).toBe("new");
+    c.put("org", 1, task("new"), "v1", c.epoch());
+    expect(c.get("org", 1)?.task.title).toBe("new");
   });
 
   it("when a task changes, then its copy is dropped and other organizations' copies stay", () => {
     const c = taskCache();
-    c.put("a", 1, task("a1"), c.epoch());
-    c.put("b", 1, task("b1"), c.epoch());
+    c.put("a", 1, task("a1"), "v1", c.epoch());
+    c.put("b", 1, task("b1"), "v1", c.epoch());
     c.invalidate("a", [1]);
     expect(c.get("a", 1)).toBeUndefined();
-    expect(c.get("b", 1)?.title).toBe("b1");
+    expect(c.get("b", 1)?.task.title).toBe("b1");
     c.clear();
     expect(c.get("b", 1)).toBeUndefined();
   });
 
   it("when full, then the oldest copy goes first; when expired, then a copy is not served", async () => {
     const c = taskCache({ maxEntries: 2, ttlMs: 30 });
-    c.put("o", 1, task("1"), c.epoch());
-    c.put("o", 2, task("2"), c.epoch());
-    c.put("o", 3, task("3"), c.epoch());
-    expect([c.get("o", 1), c.get("o", 2)?.title, c.get("o", 3)?.title]).toEqual([undefined, "2", "3"]);
+    c.put("o", 1, task("1"), "v1", c.epoch());
+    c.put("o", 2, task("2"), "v1", c.epoch());
+    c.put("o", 3, task("3"), "v1", c.epoch());
+    expect([c.get("o", 1), c.get("o", 2)?.task.title, c.get("o", 3)?.task.title]).toEqual([undefined, "2", "3"]);
     await new Promise((r) => setTimeout(r, 40));
     expect(c.get("o", 3)).toBeUndefined();
+  });
+
+  it("when a copy is put, then it keeps the row version it was built from; drop() forgets it without ending reads in flight", () => {
+    const c = taskCache();
+    const epoch = c.epoch();
+    c.put("o", 1, task("one"), "v7", epoch);
+    expect(c.get("o", 1)?.version).toBe("v7");
+    c.drop("o", 1);
+    expect(c.get("o", 1)).toBeUndefined();
+    // A drop is not an invalidation: a read that started before it may still keep its copy.
+    c.put("o", 2, task("two"), "v8", epoch);
+    expect(c.get("o", 2)?.task.title).toBe("two");
   });
 });

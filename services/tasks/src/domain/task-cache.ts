@@ -7,25 +7,37 @@ export interface TaskCacheOptions {
   ttlMs?: number;
 }
 
+/** A cached task and the version of its row it was built from (tasksRepo.taskVersion). */
+export interface CachedTask {
+  task: Task;
+  version: string;
+}
+
 /**
- * Current tasks by (organization, number), in one replica's memory (decision 0008).
+ * Current tasks by (organization, number), in one replica's memory (decisions 0008, 0017).
  *
- * Correctness rests on invalidation, not on the TTL: every write that changes a task row
- * broadcasts the changed numbers to every replica and flushes before it replies, so a read that
- * follows the write's answer (through any gateway, on any replica) finds the entry gone — NATS
- * delivers the broadcast to each replica before any request published after it. A read that
- * raced a write may have fetched the old row: it is stored only if no invalidation arrived while
- * it ran (the epoch). Losing the connection to NATS could lose broadcasts, so it clears the cache.
+ * Every write that changes a task row broadcasts the changed numbers to every replica and flushes
+ * before it replies. On one NATS server that makes a read that follows the write's answer (through
+ * any gateway, on any replica) find the entry gone: the server delivers the broadcast to each
+ * replica before any request published after it. On a cluster it need not (the broadcast and the
+ * request travel different routes; a server that dies may lose the broadcast), so each entry keeps
+ * the version of the row it was built from, and there a hit is served only once a primary-key
+ * lookup of the row's current version matches it (tasks-service getTask, `checkHits`).
+ *
+ * A read that raced a write may have fetched the old row: it is stored only if no invalidation
+ * arrived while it ran (the epoch). Losing the connection to NATS could lose broadcasts, so it
+ * clears the cache.
  */
 export function taskCache(opts: TaskCacheOptions = {}) {
   const max = opts.maxEntries ?? 20_000;
   const ttl = opts.ttlMs ?? 30_000;
-  const entries = new Map<string, { task: Task; expires: number }>();
+  const entries = new Map<string, CachedTask & { expires: number }>();
   let epoch = 0;
   const key = (org: string, n: number) => `${org}\u0000${n}`;
 
   return {
-    get(org: string, n: number): Task | undefined {
+    /** The copy and its row version, to be checked against the row's current version before use. */
+    get(org: string, n: number): CachedTask | undefined {
       const k = key(org, n);
       const e = entries.get(k);
       if (!e) return undefined;
@@ -33,20 +45,24 @@ export function taskCache(opts: TaskCacheOptions = {}) {
         entries.delete(k);
         return undefined;
       }
-      return e.task;
+      return e;
     },
     /** The epoch to pass to put() for a read that starts now. */
     epoch: () => epoch,
-    put(org: string, n: number, task: Task, readEpoch: number): void {
+    put(org: string, n: number, task: Task, version: string, readEpoch: number): void {
       if (readEpoch !== epoch) return;
       const k = key(org, n);
       entries.delete(k);
-      entries.set(k, { task, expires: Date.now() + ttl });
+      entries.set(k, { task, version, expires: Date.now() + ttl });
       if (entries.size > max) {
         // Maps iterate in insertion order: the first key is the least recently put.
         const oldest = entries.keys().next();
         if (!oldest.done) entries.delete(oldest.value);
       }
+    },
+    /** Drops one copy found out of date (its version no longer the row's); no epoch change. */
+    drop(org: string, n: number): void {
+      entries.delete(key(org, n));
     },
     invalidate(org: string, numbers: readonly number[]): void {
       epoch += 1;

@@ -24,6 +24,12 @@ export interface TasksDeps {
   written(): void;
   /** Current tasks kept in memory; dropped on every replica by changed(). */
   cache: TaskCache;
+  /**
+   * Whether a cache hit must be checked against its row's current version before it is served
+   * (decision 0017): when changed() may reach another replica after a later request does, or
+   * never (a NATS cluster). Asked on every hit.
+   */
+  checkHits(): boolean;
   /** Tells every replica that these tasks changed; resolves once NATS has the message. */
   changed(organizationId: string, numbers: readonly number[]): Promise<void>;
 }
@@ -96,7 +102,9 @@ export function tasksService(deps: TasksDeps) {
       async afterCommit() {
         deps.written();
         if (touched.length) {
-          // Before the reply: no replica may answer a later read from a copy older than this write.
+          // Before the reply: no replica may answer a later read from a copy older than this write
+          // (on a cluster, where the broadcast may come late or not at all, getTask checks the
+          // copy's row version: decision 0017).
           deps.cache.invalidate(c.organizationId, touched);
           await deps.changed(c.organizationId, touched);
         }
@@ -123,12 +131,17 @@ export function tasksService(deps: TasksDeps) {
       const org = c.organizationId;
       const n = pathNumber(ref);
       const hit = deps.cache.get(org, n);
-      if (hit) return hit;
+      if (hit) {
+        // On a cluster a copy is served only if its row is still that version (decision 0017):
+        // one primary-key lookup of one value, however the write's broadcast fared.
+        if (!deps.checkHits() || (await repo.taskVersion(org, n)) === hit.version) return hit.task;
+        deps.cache.drop(org, n);
+      }
       const epoch = deps.cache.epoch();
-      const row = await repo.task(org, n);
+      const row = await repo.taskForCache(org, n);
       if (!row) throw noTask();
       const task = toTask(row);
-      deps.cache.put(org, n, task, epoch);
+      deps.cache.put(org, n, task, row.row_version, epoch);
       return task;
     },
 
