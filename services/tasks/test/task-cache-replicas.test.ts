@@ -29,9 +29,9 @@ function counted(repo: TasksRepo) {
         calls.rows++;
         return repo.taskForCache(org, n);
       },
-      taskVersion: (org: string, n: number) => {
+      rowVersion: (org: string, n: number) => {
         calls.versions++;
-        return repo.taskVersion(org, n);
+        return repo.rowVersion(org, n);
       },
     } satisfies TasksRepo,
   };

@@ -7,7 +7,7 @@ export interface TaskCacheOptions {
   ttlMs?: number;
 }
 
-/** A cached task and the version of its row it was built from (tasksRepo.taskVersion). */
+/** A cached task and the version of its row it was built from (tasksRepo.rowVersion). */
 export interface CachedTask {
   task: Task;
   version: string;

@@ -134,7 +134,7 @@ export function tasksService(deps: TasksDeps) {
       if (hit) {
         // On a cluster a copy is served only if its row is still that version (decision 0017):
         // one primary-key lookup of one value, however the write's broadcast fared.
-        if (!deps.checkHits() || (await repo.taskVersion(org, n)) === hit.version) return hit.task;
+        if (!deps.checkHits() || (await repo.rowVersion(org, n)) === hit.version) return hit.task;
         deps.cache.drop(org, n);
       }
       const epoch = deps.cache.epoch();

@@ -214,12 +214,12 @@ export function tasksRepo(sql: Sql) {
      * (content, archive, unlinked project) changes it; a row lock does not. A primary-key lookup
      * that returns one small value. Undefined when there is no such task.
      */
-    async taskVersion(org: string, number: number): Promise<string | undefined> {
+    async rowVersion(org: string, number: number): Promise<string | undefined> {
       const [row] = await sql<{ v: string }[]>`select xmin::text as v from tasks where organization_id = ${org} and number = ${number}`;
       return row?.v;
     },
 
-    /** One task with its row version (taskVersion), read together, for the read cache. */
+    /** One task with its row version (rowVersion), read together, for the read cache. */
     async taskForCache(org: string, number: number): Promise<(TaskRow & { row_version: string }) | undefined> {
       const [row] = await sql<(TaskRow & { row_version: string })[]>`
         select ${cols}, xmin::text as row_version from tasks where organization_id = ${org} and number = ${number}`;
