@@ -1,7 +1,7 @@
 import { headers as natsHeaders, type Msg, type NatsConnection } from "@nats-io/transport-node";
 import { RpcReply, rpcSubject, type OpInput, type OpName, type OpOutput, type RpcCatalog, type RpcContext } from "@tasksvc/contracts";
 import { AppError } from "@tasksvc/errors";
-import { injectContext, inSpan, rpcClientDuration, SpanKind, tracingEnabled } from "@tasksvc/telemetry";
+import { injectContext, inSpan, rpcClientDuration, SpanKind, seriesCache, tracingEnabled } from "@tasksvc/telemetry";
 import { REQUEST_ID_HEADER, decodeJson, encodeJson } from "./json.js";
 import { PING_OP } from "./serve.js";
 
@@ -23,6 +23,7 @@ const RETRY_AFTER_SECONDS = 1;
  */
 export function client<C extends RpcCatalog>(nc: NatsConnection, catalog: C, opts: ClientOptions): RpcClient<C> {
   const service = catalog.service;
+  const series = seriesCache(rpcClientDuration);
   const call: RpcClient<C>["call"] = async (op, input, ctx) => {
     const started = performance.now();
     let code = "ok";
@@ -32,7 +33,7 @@ export function client<C extends RpcCatalog>(nc: NatsConnection, catalog: C, opt
       code = e instanceof AppError ? e.code : "internal_error";
       throw e;
     } finally {
-      rpcClientDuration.observe({ service, operation: op, code }, (performance.now() - started) / 1000);
+      series(`${op} ${code}`, { service, operation: op, code }).observe((performance.now() - started) / 1000);
     }
   };
   const send: RpcClient<C>["call"] = async (op, input, ctx) => {

@@ -269,5 +269,22 @@ export const sampled = {
   natsConnected: sampledGauge("tasksvc_nats_connected", "1 while the NATS connection is up, 0 while it reconnects.", []),
 } as const;
 
+/**
+ * A histogram's series by a key the caller builds from its label values: prom-client hashes a
+ * label object on every observe (sorting its keys); on the hot paths (each request, each RPC) a
+ * Map lookup of a string is cheaper. Label values stay bounded, so the map does too.
+ */
+export function seriesCache<L extends string>(h: Histogram<L>): (key: string, labels: Partial<Record<L, string>>) => { observe(v: number): void } {
+  const cache = new Map<string, { observe(v: number): void }>();
+  return (key, labels) => {
+    let s = cache.get(key);
+    if (!s) {
+      s = h.labels(labels);
+      cache.set(key, s);
+    }
+    return s;
+  };
+}
+
 /** Seconds since `t0` (a performance.now() value). */
 export const secondsSince = (t0: number) => (performance.now() - t0) / 1000;

@@ -19,6 +19,7 @@ import {
   httpRequestDuration,
   httpRequestsInFlight,
   registry,
+  seriesCache,
   SpanKind,
   SpanStatusCode,
   trace,
@@ -76,6 +77,8 @@ function callbackParser(parser: FastifyBodyParser<string>): CallbackBodyParser {
  * Builds the gateway (not listening: `inject()` works for unit tests): the HTTP edge, the request
  * pipeline's hooks (pipeline.ts), then one plugin per resource (routes/).
  */
+const httpSeries = seriesCache(httpRequestDuration);
+
 export function buildGateway(opts: BuildOptions): FastifyInstance {
   const edge = edgeHandling(opts.log);
   const app = Fastify({
@@ -129,7 +132,8 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
   edge.install(app);
   app.addHook("onResponse", async (req, reply) => {
     const route = req.routeOptions.url ?? "unmatched";
-    httpRequestDuration.observe({ method: req.method, route, status_code: String(reply.statusCode) }, reply.elapsedTime / 1000);
+    const status = reply.statusCode;
+    httpSeries(`${req.method} ${route} ${status}`, { method: req.method, route, status_code: String(status) }).observe(reply.elapsedTime / 1000);
     if (req.span) {
       req.span.setAttribute("http.response.status_code", reply.statusCode);
       if (reply.statusCode >= 500) req.span.setStatus({ code: SpanStatusCode.ERROR });
