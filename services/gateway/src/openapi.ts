@@ -1,11 +1,113 @@
-import { ERROR_CATALOG, ERROR_CODES, FieldError, IDEMPOTENCY_KEY_PATTERN, type ErrorCode } from "@tasksvc/contracts";
+import {
+  ApiKey,
+  Attachment,
+  Board,
+  BoardEntry,
+  BoardSection,
+  CreatedApiKey,
+  CreatedWebhookEndpoint,
+  DateOnly,
+  DeliveryAttempt,
+  DependencyItem,
+  DependencyView,
+  DownloadLink,
+  ERROR_CATALOG,
+  ERROR_CODES,
+  FieldError,
+  IDEMPOTENCY_KEY_PATTERN,
+  Member,
+  Organization,
+  ProbeResult,
+  Project,
+  Recurrence,
+  RotatedWebhookEndpoint,
+  SCOPES,
+  Task,
+  TaskVersion,
+  UploadTicket,
+  Usage,
+  WebhookDelivery,
+  WebhookEndpoint,
+  type ErrorCode,
+} from "@tasksvc/contracts";
 import { z } from "zod";
 import type { Operation } from "./operations.js";
 
 type Json = Record<string, unknown>;
 
+/**
+ * The resources a client works with, as named components (`#/components/schemas/Task`): every
+ * response that holds one refers to it, so generated clients get one `Task` type, not one per
+ * operation. Request bodies and the other responses are named after their operation
+ * (`CreateTaskRequest`, `ListTasksResponse`).
+ */
+const RESOURCES: ReadonlyArray<[z.ZodType, string]> = [
+  [Organization, "Organization"],
+  [Member, "Member"],
+  [ApiKey, "ApiKey"],
+  [CreatedApiKey, "CreatedApiKey"],
+  [Usage, "Usage"],
+  [Task, "Task"],
+  [TaskVersion, "TaskVersion"],
+  [Recurrence, "Recurrence"],
+  [DependencyItem, "DependencyItem"],
+  [DependencyView, "DependencyView"],
+  [Project, "Project"],
+  [Attachment, "Attachment"],
+  [UploadTicket, "UploadTicket"],
+  [DownloadLink, "DownloadLink"],
+  [Board, "DailyPlan"],
+  [BoardSection, "DailyPlanSection"],
+  [BoardEntry, "DailyPlanEntry"],
+  [WebhookEndpoint, "WebhookEndpoint"],
+  [CreatedWebhookEndpoint, "CreatedWebhookEndpoint"],
+  [RotatedWebhookEndpoint, "RotatedWebhookEndpoint"],
+  [WebhookDelivery, "WebhookDelivery"],
+  [DeliveryAttempt, "WebhookDeliveryAttempt"],
+  [ProbeResult, "WebhookProbeResult"],
+];
+
+/** The OpenAPI tag of each resource (route file), with what it groups. */
+const TAGS: Record<string, { name: string; description: string }> = {
+  organizations: { name: "Organizations", description: "The credential's organization." },
+  members: { name: "Members", description: "The organization's users and their roles." },
+  "api-keys": { name: "API keys", description: "Keys for servers and CI jobs: scoped, expiring, revocable; the secret is shown once." },
+  usage: { name: "Usage", description: "API calls and storage used in the current billing period." },
+  tasks: { name: "Tasks", description: "Tasks numbered T-<n> per organization, each change an immutable version." },
+  dependencies: { name: "Dependencies", description: "What blocks a task; the graph is always acyclic." },
+  attachments: { name: "Attachments", description: "Files on tasks: start an upload, send the bytes, register, download." },
+  projects: { name: "Projects", description: "Groups of tasks; a task may belong to several." },
+  "daily-plan": { name: "Daily plan", description: "Each user's board for a day: TODO, PROGRESS and DONE sections." },
+  "webhook-endpoints": {
+    name: "Webhook endpoints",
+    description: "Signed outbound events (Standard Webhooks): endpoints, secrets, the delivery log, replays.",
+  },
+};
+
+const pascal = (id: string) => id.charAt(0).toUpperCase() + id.slice(1);
+const COMPONENT_REF = (id: string) => `#/components/schemas/${id}`;
+
+/** Calendar days (`YYYY-MM-DD`) are `format: date`; zod only knows them as refined strings. */
+const override: NonNullable<Parameters<typeof z.toJSONSchema>[1]>["override"] = (ctx) => {
+  if (ctx.zodSchema === (DateOnly as unknown)) ctx.jsonSchema.format = "date";
+};
+
+/** One registry's schemas as components, each `$ref` pointing into #/components/schemas. */
+function componentsOf(registry: z.core.$ZodRegistry<{ id?: string | undefined }>, io: "input" | "output"): Record<string, Json> {
+  const out = z.toJSONSchema(registry, { target: "draft-2020-12", io, unrepresentable: "any", uri: COMPONENT_REF, override }) as {
+    schemas: Record<string, Json>;
+  };
+  const schemas: Record<string, Json> = {};
+  for (const [id, schema] of Object.entries(out.schemas)) {
+    const { $schema: _drop, $id: _ref, id: _id, ...rest } = schema;
+    schemas[id] = rest;
+  }
+  return schemas;
+}
+
+/** An inline schema (parameters), dates as `format: date`. */
 const schemaOf = (s: z.ZodType, io: "input" | "output"): Json => {
-  const { $schema: _drop, ...rest } = z.toJSONSchema(s, { target: "draft-2020-12", io, unrepresentable: "any" }) as Json;
+  const { $schema: _drop, ...rest } = z.toJSONSchema(s, { target: "draft-2020-12", io, unrepresentable: "any", override }) as Json;
   return rest;
 };
 
@@ -30,10 +132,20 @@ const RATE_HEADERS = {
 };
 
 function problemResponse(codes: ErrorCode[], extraHeaders: Json = {}): Json {
+  // One example per code the response may carry, so the docs show what each looks like.
+  const examples = Object.fromEntries(
+    codes.map((c) => [
+      c,
+      {
+        summary: ERROR_CATALOG[c].title,
+        value: { type: `/docs/errors#${c}`, title: ERROR_CATALOG[c].title, status: ERROR_CATALOG[c].status, code: c, detail: `${ERROR_CATALOG[c].title}.` },
+      },
+    ]),
+  );
   return {
     description: codes.map((c) => `\`${c}\`: ${ERROR_CATALOG[c].title}`).join("; "),
     headers: { "x-request-id": REQUEST_ID, ...extraHeaders },
-    content: { "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } } },
+    content: { "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" }, examples } },
   };
 }
 
@@ -67,8 +179,21 @@ function parametersOf(def: Operation): Json[] {
 
 /** OpenAPI 3.1 document of the public API, generated from the route table and its zod schemas. */
 export function buildOpenApi(operations: readonly Operation[]): Json {
+  // Responses (output types) and request bodies (input types) are two registries: zod converts
+  // each registry for one direction. Every response and body gets a name; resources keep theirs.
+  const outputs = z.registry<{ id?: string | undefined }>();
+  const inputs = z.registry<{ id?: string | undefined }>();
+  for (const [schema, id] of RESOURCES) outputs.add(schema, { id });
+  outputs.add(Problem, { id: "Problem" });
+  const ref = (registry: typeof outputs, schema: z.ZodType, fallback: string): Json => {
+    const existing = registry.get(schema)?.id;
+    if (existing) return { $ref: COMPONENT_REF(existing) };
+    registry.add(schema, { id: fallback });
+    return { $ref: COMPONENT_REF(fallback) };
+  };
   const paths: Record<string, Record<string, Json>> = {};
   for (const def of operations) {
+    const response = ref(outputs, def.response, `${pascal(def.operationId)}Response`);
     const path = def.url.replace(/:([a-z_]+)/g, "{$1}");
     const successHeaders: Json = { "x-request-id": REQUEST_ID, ...RATE_HEADERS };
     if (def.idempotent) successHeaders["Idempotency-Replayed"] = header("`true` when this is a stored response replayed for a repeated Idempotency-Key");
@@ -76,7 +201,7 @@ export function buildOpenApi(operations: readonly Operation[]): Json {
       [String(def.status)]: {
         description: def.summary,
         headers: successHeaders,
-        content: { "application/json": { schema: schemaOf(def.response, "output") } },
+        content: { "application/json": { schema: response } },
       },
       "400": problemResponse(codesWithStatus(400)),
       "401": problemResponse(codesWithStatus(401), { "WWW-Authenticate": header('Bearer realm="tasksvc"') }),
@@ -87,7 +212,7 @@ export function buildOpenApi(operations: readonly Operation[]): Json {
     };
     if (def.params) responses["404"] = problemResponse(["resource_not_found"]);
     for (const [status, description] of Object.entries(def.otherStatuses ?? {})) {
-      responses[status] = { description, headers: successHeaders, content: { "application/json": { schema: schemaOf(def.response, "output") } } };
+      responses[status] = { description, headers: successHeaders, content: { "application/json": { schema: response } } };
     }
     const extra = new Map<number, ErrorCode[]>();
     for (const code of def.errors ?? []) {
@@ -105,16 +230,18 @@ export function buildOpenApi(operations: readonly Operation[]): Json {
     if (def.params && extra.has(404)) extra.delete(404);
     for (const [st, codes] of extra) responses[String(st)] = problemResponse(codes);
     const op: Json = {
-      operationId: `${def.method.toLowerCase()}${def.url.replace(/^\/v1/, "").replace(/[/:-]+([a-z])/g, (_m, c: string) => c.toUpperCase())}`,
+      operationId: def.operationId,
+      tags: [TAGS[def.resource]?.name ?? def.resource],
       summary: def.summary,
       description: `Requires scope \`${def.scope}\` and plan entitlement \`${def.entitlement}\`. Costs 1 API call${def.idempotent ? " (an idempotent replay costs nothing)" : ""}.`,
-      security: [{ bearer: [] }],
+      // OpenAPI 3.1 lets a bearer requirement name the roles it needs: here, the scope.
+      security: [{ bearer: [def.scope] }],
       "x-required-scope": def.scope,
       "x-entitlement": def.entitlement,
       parameters: parametersOf(def),
       responses,
     };
-    if (def.body) op["requestBody"] = { required: true, content: { "application/json": { schema: schemaOf(def.body, "input") } } };
+    if (def.body) op["requestBody"] = { required: true, content: { "application/json": { schema: ref(inputs, def.body, `${pascal(def.operationId)}Request`) } } };
     (paths[path] ??= {})[def.method.toLowerCase()] = op;
   }
   return {
@@ -127,14 +254,17 @@ export function buildOpenApi(operations: readonly Operation[]): Json {
     },
     servers: [{ url: "/" }],
     security: [{ bearer: [] }],
+    tags: Object.values(TAGS).filter((t) => operations.some((o) => TAGS[o.resource]?.name === t.name)),
     paths,
     components: {
-      schemas: { Problem: schemaOf(Problem, "output") },
+      schemas: { ...componentsOf(outputs, "output"), ...componentsOf(inputs, "input") },
       securitySchemes: {
         bearer: {
           type: "http",
           scheme: "bearer",
-          description: "An API key (`svc_live_…`, sandbox `svc_test_…`) or an OAuth 2.1 access token (JWT with sub, org_id, scope).",
+          description:
+            "An API key (`svc_live_…`, sandbox `svc_test_…`) or an OAuth 2.1 access token (JWT with sub, org_id, scope). " +
+            `Each operation names the scope it needs; the scopes are ${SCOPES.map((s) => `\`${s}\``).join(", ")}.`,
         },
       },
     },

@@ -14,6 +14,10 @@ import type { Charge } from "./policies/limits.js";
 export interface Operation {
   method: "GET" | "POST" | "PATCH" | "DELETE";
   url: string;
+  /** The OpenAPI operationId, as a person would type it (`listTasks`, `rotateWebhookSecret`); unique. */
+  operationId: string;
+  /** The resource it belongs to: the OpenAPI tag. */
+  resource: string;
   scope: Scope;
   entitlement: Entitlement;
   /**
@@ -66,6 +70,7 @@ export const NoQuery = z.strictObject({});
 export interface OperationSpec {
   method: Operation["method"];
   url: string;
+  operationId: string;
   summary: string;
   /** "json" unless stated; a "stream" operation gets the request body as a stream. */
   kind?: "json" | "stream";
@@ -195,7 +200,7 @@ function parseInput(spec: OperationSpec, paginated: boolean, raw: RawInput, unwr
   return { params, query, body };
 }
 
-function operationOf(spec: OperationSpec): Operation {
+function operationOf(spec: OperationSpec, resource: string): Operation {
   // The gateway's Idempotency-Key compares bodies byte for byte, which a stream it never buffers
   // does not allow; an upload that needs a key must bring a digest of its own.
   if (spec.kind === "stream" && (spec.idempotent || spec.body))
@@ -205,6 +210,8 @@ function operationOf(spec: OperationSpec): Operation {
   return {
     method: spec.method,
     url: spec.url,
+    operationId: spec.operationId,
+    resource,
     scope: spec.scope,
     entitlement: spec.entitlement ?? "public_api",
     kind: spec.kind ?? "json",
@@ -234,7 +241,7 @@ export function resource(name: string, define: (r: ResourceBuilder) => void): Re
   const served: ServedOperation[] = [];
   define({
     op(spec, forward) {
-      const operation = operationOf(spec);
+      const operation = operationOf(spec, name);
       served.push({
         ...operation,
         prepare(raw, unwrapCursor) {

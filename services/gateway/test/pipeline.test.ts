@@ -30,6 +30,7 @@ const gated = resource("test-only", (r) => {
     {
       method: "GET",
       url: "/v1/test-only/webhooks-feature",
+      operationId: "testOnlyFeature",
       summary: "test only",
       scope: "webhooks:read",
       entitlement: "outbound_webhooks",
@@ -49,6 +50,7 @@ const uploads = resource("test-only-uploads", (r) => {
     {
       method: "POST",
       url: "/v1/test-only/uploads",
+      operationId: "testOnlyUpload",
       summary: "test only",
       scope: "tasks:write",
       kind: "stream",

@@ -6,6 +6,7 @@ export const apiKeys = resource("api-keys", (r) => {
     {
       method: "POST",
       url: "/v1/api-keys",
+      operationId: "createApiKey",
       summary: "Mint an API key (the secret is shown once)",
       scope: "api-keys:manage",
       body: CreateApiKeyBody,
@@ -22,6 +23,7 @@ export const apiKeys = resource("api-keys", (r) => {
     {
       method: "GET",
       url: "/v1/api-keys",
+      operationId: "listApiKeys",
       summary: "List API keys (legacy rows too; never the secret)",
       scope: "api-keys:manage",
       query: PageQuery.strict(),
@@ -34,6 +36,7 @@ export const apiKeys = resource("api-keys", (r) => {
     {
       method: "DELETE",
       url: "/v1/api-keys/:key_id",
+      operationId: "revokeApiKey",
       summary: "Revoke an API key (legacy keys are soft-revoked)",
       scope: "api-keys:manage",
       params: KeyIdParams,

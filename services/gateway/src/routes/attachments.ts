@@ -24,6 +24,7 @@ export const attachments = resource("attachments", (r) => {
     {
       method: "POST",
       url: "/v1/tasks/:task_id/attachments/uploads",
+      operationId: "startAttachmentUpload",
       summary: "Start an upload: checks the plan's file-size and storage allowances, answers where to PUT the bytes",
       scope: "tasks:write",
       params: TaskParams,
@@ -44,6 +45,7 @@ export const attachments = resource("attachments", (r) => {
     {
       method: "POST",
       url: "/v1/tasks/:task_id/attachments",
+      operationId: "registerAttachment",
       summary: "Register an uploaded file as an attachment of the task's current version",
       scope: "tasks:write",
       params: TaskParams,
@@ -60,6 +62,7 @@ export const attachments = resource("attachments", (r) => {
     {
       method: "GET",
       url: "/v1/tasks/:task_id/attachments",
+      operationId: "listAttachments",
       summary: "List the task's attachments, newest first",
       scope: "tasks:read",
       params: TaskParams,
@@ -74,6 +77,7 @@ export const attachments = resource("attachments", (r) => {
     {
       method: "GET",
       url: "/v1/tasks/:task_id/attachments/:attachment_id/download",
+      operationId: "getAttachmentDownloadLink",
       summary: "A short-lived link that answers the attachment's bytes",
       scope: "tasks:read",
       params: AttachmentParams,
@@ -89,6 +93,7 @@ export const attachments = resource("attachments", (r) => {
     {
       method: "DELETE",
       url: "/v1/tasks/:task_id/attachments/:attachment_id",
+      operationId: "deleteAttachment",
       summary: "Delete an attachment (its bytes leave the storage allowance and the store)",
       scope: "tasks:write",
       params: AttachmentParams,

@@ -6,6 +6,7 @@ export const dailyPlan = resource("daily-plan", (r) => {
     {
       method: "GET",
       url: "/v1/daily-plan",
+      operationId: "getDailyPlan",
       summary: "The credential's user's board for a UTC day: TODO then PROGRESS, entries oldest first, current titles and statuses",
       scope: "tasks:read",
       query: DateQuery,
@@ -17,6 +18,7 @@ export const dailyPlan = resource("daily-plan", (r) => {
     {
       method: "PATCH",
       url: "/v1/daily-plan",
+      operationId: "setDailyPlanSection",
       summary: "Set a section's fill status for a day (creates the section when needed)",
       scope: "tasks:write",
       query: DateQuery,
@@ -29,6 +31,7 @@ export const dailyPlan = resource("daily-plan", (r) => {
     {
       method: "POST",
       url: "/v1/daily-plan/entries",
+      operationId: "addDailyPlanEntry",
       summary: "Place one of your tasks (and its subtasks) on a section of a day; moves it from the other section",
       scope: "tasks:write",
       body: PlanEntryBody,
@@ -44,6 +47,7 @@ export const dailyPlan = resource("daily-plan", (r) => {
     {
       method: "DELETE",
       url: "/v1/daily-plan/entries/:entry_id",
+      operationId: "removeDailyPlanEntry",
       summary: "Remove an entry from your board",
       scope: "tasks:write",
       params: EntryParams,

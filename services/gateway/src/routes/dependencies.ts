@@ -6,6 +6,7 @@ export const dependencies = resource("dependencies", (r) => {
     {
       method: "GET",
       url: "/v1/tasks/:task_id/dependencies",
+      operationId: "getTaskDependencies",
       summary: "A task's dependency view: what blocks it and what it blocks",
       scope: "tasks:read",
       params: TaskParams,
@@ -17,6 +18,7 @@ export const dependencies = resource("dependencies", (r) => {
     {
       method: "POST",
       url: "/v1/tasks/:task_id/dependencies",
+      operationId: "addTaskDependency",
       summary: "Record that the task is blocked by blocker_task_id (201 new link, 200 existing link)",
       scope: "tasks:write",
       params: TaskParams,
@@ -37,6 +39,7 @@ export const dependencies = resource("dependencies", (r) => {
     {
       method: "DELETE",
       url: "/v1/tasks/:task_id/dependencies/:blocker_task_id",
+      operationId: "removeTaskDependency",
       summary: "Remove a dependency link; answers the task's dependency view",
       scope: "tasks:write",
       params: DependencyParams,

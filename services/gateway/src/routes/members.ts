@@ -6,6 +6,7 @@ export const members = resource("members", (r) => {
     {
       method: "GET",
       url: "/v1/members",
+      operationId: "listMembers",
       summary: "List the organization's members",
       scope: "members:read",
       query: PageQuery.strict(),

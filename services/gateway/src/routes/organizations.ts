@@ -6,6 +6,7 @@ export const organizations = resource("organizations", (r) => {
     {
       method: "GET",
       url: "/v1/organizations",
+      operationId: "listOrganizations",
       summary: "List the credential's organization (always one page)",
       scope: "workspaces:read",
       query: PageQuery.strict(),
@@ -18,6 +19,7 @@ export const organizations = resource("organizations", (r) => {
     {
       method: "GET",
       url: "/v1/organizations/:organization_id",
+      operationId: "getOrganization",
       summary: "Get the credential's organization",
       scope: "workspaces:read",
       params: OrganizationIdParams,

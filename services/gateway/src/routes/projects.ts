@@ -7,6 +7,7 @@ export const projects = resource("projects", (r) => {
     {
       method: "POST",
       url: "/v1/projects",
+      operationId: "createProject",
       summary: "Create a project (name unique in the organization)",
       scope: "projects:write",
       body: CreateProjectBody,
@@ -21,6 +22,7 @@ export const projects = resource("projects", (r) => {
     {
       method: "GET",
       url: "/v1/projects",
+      operationId: "listProjects",
       summary: "List projects, newest first",
       scope: "projects:read",
       query: PageQuery.strict(),
@@ -33,6 +35,7 @@ export const projects = resource("projects", (r) => {
     {
       method: "GET",
       url: "/v1/projects/:project_id",
+      operationId: "getProject",
       summary: "Get a project",
       scope: "projects:read",
       params: ProjectParams,
@@ -44,6 +47,7 @@ export const projects = resource("projects", (r) => {
     {
       method: "PATCH",
       url: "/v1/projects/:project_id",
+      operationId: "updateProject",
       summary: "Update a project's name or description",
       scope: "projects:write",
       params: ProjectParams,
@@ -56,6 +60,7 @@ export const projects = resource("projects", (r) => {
     {
       method: "DELETE",
       url: "/v1/projects/:project_id",
+      operationId: "deleteProject",
       summary: "Delete a project; tasks keep their other projects (emits task.updated for each task it leaves)",
       scope: "projects:write",
       params: ProjectParams,

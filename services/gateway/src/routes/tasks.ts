@@ -6,6 +6,7 @@ export const tasks = resource("tasks", (r) => {
     {
       method: "POST",
       url: "/v1/tasks",
+      operationId: "createTask",
       summary: "Create a task (numbered T-<n> per organization; owned by the credential's user)",
       scope: "tasks:write",
       body: CreateTaskBody,
@@ -20,6 +21,7 @@ export const tasks = resource("tasks", (r) => {
     {
       method: "GET",
       url: "/v1/tasks",
+      operationId: "listTasks",
       summary: "List tasks, most recently updated first (filters apply to the current version)",
       scope: "tasks:read",
       query: ListTasksQuery,
@@ -33,6 +35,7 @@ export const tasks = resource("tasks", (r) => {
     {
       method: "GET",
       url: "/v1/tasks/:task_id",
+      operationId: "getTask",
       summary: "Get a task (its current version)",
       scope: "tasks:read",
       params: TaskParams,
@@ -44,6 +47,7 @@ export const tasks = resource("tasks", (r) => {
     {
       method: "PATCH",
       url: "/v1/tasks/:task_id",
+      operationId: "updateTask",
       summary: "Update a task: a new immutable version when the content changed, none otherwise",
       scope: "tasks:write",
       params: TaskParams,
@@ -58,6 +62,7 @@ export const tasks = resource("tasks", (r) => {
     {
       method: "POST",
       url: "/v1/tasks/:task_id/archive",
+      operationId: "archiveTask",
       summary: "Archive a task (emits task.archived; archiving an archived task changes nothing)",
       scope: "tasks:write",
       params: TaskParams,
@@ -71,6 +76,7 @@ export const tasks = resource("tasks", (r) => {
     {
       method: "POST",
       url: "/v1/tasks/:task_id/unarchive",
+      operationId: "unarchiveTask",
       summary: "Unarchive a task (emits task.updated)",
       scope: "tasks:write",
       params: TaskParams,
@@ -84,6 +90,7 @@ export const tasks = resource("tasks", (r) => {
     {
       method: "GET",
       url: "/v1/tasks/:task_id/history",
+      operationId: "listTaskVersions",
       summary: "A task's versions, newest first",
       scope: "tasks:read",
       params: TaskParams,

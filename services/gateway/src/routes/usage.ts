@@ -6,6 +6,7 @@ export const usage = resource("usage", (r) => {
     {
       method: "GET",
       url: "/v1/usage",
+      operationId: "getUsage",
       summary: "API-call consumption of the current billing period (this call included) and attachment storage",
       scope: "usage:read",
       response: Usage,

@@ -26,6 +26,7 @@ export const webhookEndpoints = resource("webhook-endpoints", (r) => {
     {
       method: "POST",
       url: "/v1/webhook-endpoints",
+      operationId: "createWebhookEndpoint",
       summary: "Create a webhook endpoint (the signing secret is shown once)",
       scope: "webhooks:write",
       entitlement: "outbound_webhooks",
@@ -43,6 +44,7 @@ export const webhookEndpoints = resource("webhook-endpoints", (r) => {
     {
       method: "GET",
       url: "/v1/webhook-endpoints",
+      operationId: "listWebhookEndpoints",
       summary: "List webhook endpoints, newest first (never the secret)",
       scope: "webhooks:read",
       entitlement: "outbound_webhooks",
@@ -56,6 +58,7 @@ export const webhookEndpoints = resource("webhook-endpoints", (r) => {
     {
       method: "GET",
       url: "/v1/webhook-endpoints/:endpoint_id",
+      operationId: "getWebhookEndpoint",
       summary: "Get a webhook endpoint (never the secret)",
       scope: "webhooks:read",
       entitlement: "outbound_webhooks",
@@ -68,6 +71,7 @@ export const webhookEndpoints = resource("webhook-endpoints", (r) => {
     {
       method: "PATCH",
       url: "/v1/webhook-endpoints/:endpoint_id",
+      operationId: "updateWebhookEndpoint",
       summary: "Update a webhook endpoint's url, event types or enabled flag (enabling resets its failure count)",
       scope: "webhooks:write",
       entitlement: "outbound_webhooks",
@@ -81,6 +85,7 @@ export const webhookEndpoints = resource("webhook-endpoints", (r) => {
     {
       method: "DELETE",
       url: "/v1/webhook-endpoints/:endpoint_id",
+      operationId: "deleteWebhookEndpoint",
       summary: "Delete a webhook endpoint permanently",
       scope: "webhooks:write",
       entitlement: "outbound_webhooks",
@@ -93,6 +98,7 @@ export const webhookEndpoints = resource("webhook-endpoints", (r) => {
     {
       method: "POST",
       url: "/v1/webhook-endpoints/:endpoint_id/rotate-secret",
+      operationId: "rotateWebhookSecret",
       summary: "Rotate the signing secret (the new one is shown once; the previous one keeps signing for about 24 h)",
       scope: "webhooks:write",
       entitlement: "outbound_webhooks",
@@ -109,6 +115,7 @@ export const webhookEndpoints = resource("webhook-endpoints", (r) => {
     {
       method: "POST",
       url: "/v1/webhook-endpoints/:endpoint_id/test-event",
+      operationId: "sendWebhookTestEvent",
       summary: "Send one signed sample event now and report how the call ended (no delivery row)",
       scope: "webhooks:write",
       entitlement: "outbound_webhooks",
@@ -123,6 +130,7 @@ export const webhookEndpoints = resource("webhook-endpoints", (r) => {
     {
       method: "POST",
       url: "/v1/webhook-endpoints/:endpoint_id/verify",
+      operationId: "verifyWebhookEndpoint",
       summary: "Send a signed verification probe; a 2xx answer marks the endpoint verified",
       scope: "webhooks:write",
       entitlement: "outbound_webhooks",
@@ -135,6 +143,7 @@ export const webhookEndpoints = resource("webhook-endpoints", (r) => {
     {
       method: "GET",
       url: "/v1/webhook-endpoints/:endpoint_id/deliveries",
+      operationId: "listWebhookDeliveries",
       summary: "The endpoint's delivery log, newest first, optionally of one state (never bodies)",
       scope: "webhooks:read",
       entitlement: "outbound_webhooks",
@@ -149,6 +158,7 @@ export const webhookEndpoints = resource("webhook-endpoints", (r) => {
     {
       method: "GET",
       url: "/v1/webhook-endpoints/:endpoint_id/deliveries/:delivery_id/attempts",
+      operationId: "listWebhookDeliveryAttempts",
       summary: "A delivery's attempts in order: time, status or error class, duration (never bodies)",
       scope: "webhooks:read",
       entitlement: "outbound_webhooks",
@@ -163,6 +173,7 @@ export const webhookEndpoints = resource("webhook-endpoints", (r) => {
     {
       method: "POST",
       url: "/v1/webhook-endpoints/:endpoint_id/deliveries/:delivery_id/replay",
+      operationId: "replayWebhookDelivery",
       summary: "Replay a delivery as a new PENDING row with the same webhook-id (the original is unchanged)",
       scope: "webhooks:write",
       entitlement: "outbound_webhooks",
@@ -177,6 +188,7 @@ export const webhookEndpoints = resource("webhook-endpoints", (r) => {
     {
       method: "POST",
       url: "/v1/webhook-endpoints/:endpoint_id/replay-failed",
+      operationId: "replayFailedWebhookDeliveries",
       summary: "Replay the failed and disabled deliveries created since a time, oldest first, at most 1000 per call",
       scope: "webhooks:write",
       entitlement: "outbound_webhooks",
