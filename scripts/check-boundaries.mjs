@@ -37,6 +37,8 @@ const LIB_GRAPH = {
   errors: ["contracts"],
   // libs/telemetry: metrics, health and tracing primitives, below db and nats (which it instruments).
   telemetry: [],
+  // libs/client (@tasksvc/client): published for users; it knows the HTTP API only.
+  client: [],
   db: ["contracts", "errors", "config", "logger", "telemetry"],
   nats: ["contracts", "errors", "config", "logger", "telemetry"],
   // libs/webhooks (@tasksvc/outbound): signing, sealing, egress; its settings through config.

@@ -40,6 +40,7 @@ const LIB_DEPS: Record<string, string[]> = {
   "libs/logger": [],
   "libs/errors": ["@tasksvc/contracts"],
   "libs/telemetry": [],
+  "libs/client": [],
   "libs/db": ["@tasksvc/config", "@tasksvc/errors", "@tasksvc/logger", "@tasksvc/telemetry"],
   "libs/nats": ["@tasksvc/config", "@tasksvc/contracts", "@tasksvc/errors", "@tasksvc/logger", "@tasksvc/telemetry"],
   "libs/webhooks": ["@tasksvc/config"],

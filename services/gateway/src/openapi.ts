@@ -241,7 +241,8 @@ export function buildOpenApi(operations: readonly Operation[]): Json {
       parameters: parametersOf(def),
       responses,
     };
-    if (def.body) op["requestBody"] = { required: true, content: { "application/json": { schema: ref(inputs, def.body, `${pascal(def.operationId)}Request`) } } };
+    if (def.body)
+      op["requestBody"] = { required: true, content: { "application/json": { schema: ref(inputs, def.body, `${pascal(def.operationId)}Request`) } } };
     (paths[path] ??= {})[def.method.toLowerCase()] = op;
   }
   return {
