@@ -34,7 +34,8 @@ describe("problem+json for every error", () => {
     const r = await gw.get("/v1/nothing-here");
     expect(r.status, r.text).toBe(404);
     isProblem(r);
-    expect(r.body).toMatchObject({ type: "/docs/errors#route_not_found", title: "Route not found", status: 404, code: "route_not_found" });
+    // type: a URL the client can follow, on the origin it called.
+    expect(r.body).toMatchObject({ type: `${stack.gatewayUrls[0]}/docs/errors#route_not_found`, title: "Route not found", status: 404, code: "route_not_found" });
     expect(r.body.request_id).toBeUndefined();
   });
 

@@ -922,7 +922,7 @@ export interface components {
             duration_ms: number;
         };
         Problem: {
-            /** @description Relative reference to the code's row in /docs/errors */
+            /** @description URL of the code's entry on the errors page: `<PUBLIC_BASE_URL or the request's origin>/docs/errors#<code>` */
             type: string;
             title: string;
             status: number;

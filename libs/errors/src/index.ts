@@ -83,10 +83,11 @@ export interface Problem {
  * resolves against whatever host serves the API. Only 5xx carry request_id in the body; every
  * response carries it in the x-request-id header.
  */
-export function toProblem(err: AppError, requestId: string): Problem {
+export function toProblem(err: AppError, requestId: string, typeBase = ""): Problem {
   const entry = ERROR_CATALOG[err.code];
   const problem: Problem = {
-    type: `/docs/errors#${err.code}`,
+    // An absolute URL when the caller knows where the errors page is served (the gateway does).
+    type: `${typeBase}/docs/errors#${err.code}`,
     title: entry.title,
     status: entry.status,
     code: err.code,

@@ -97,6 +97,7 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     http: { requireHostHeader: false },
   });
+  app.decorate("publicBaseUrl", opts.publicBaseUrl ?? null);
   // JSON only: fastify's text/plain parser would let a mislabelled body through.
   app.removeContentTypeParser("text/plain");
   // Fastify's own JSON parsing (proto-poisoning checks included), keeping the raw text.

@@ -112,7 +112,7 @@ const schemaOf = (s: z.ZodType, io: "input" | "output"): Json => {
 };
 
 const Problem = z.object({
-  type: z.string().describe("Relative reference to the code's row in /docs/errors"),
+  type: z.string().describe("URL of the code's entry on the errors page: `<PUBLIC_BASE_URL or the request's origin>/docs/errors#<code>`"),
   title: z.string(),
   status: z.number().int(),
   code: z.enum(ERROR_CODES as [ErrorCode, ...ErrorCode[]]),
@@ -138,7 +138,7 @@ function problemResponse(codes: ErrorCode[], extraHeaders: Json = {}): Json {
       c,
       {
         summary: ERROR_CATALOG[c].title,
-        value: { type: `/docs/errors#${c}`, title: ERROR_CATALOG[c].title, status: ERROR_CATALOG[c].status, code: c, detail: `${ERROR_CATALOG[c].title}.` },
+        value: { type: `https://api.example.com/docs/errors#${c}`, title: ERROR_CATALOG[c].title, status: ERROR_CATALOG[c].status, code: c, detail: `${ERROR_CATALOG[c].title}.` },
       },
     ]),
   );

@@ -30,6 +30,23 @@ function fromFastify(e: FastifyError): AppError | undefined {
   }
 }
 
+declare module "fastify" {
+  interface FastifyInstance {
+    /** PUBLIC_BASE_URL, when set: the origin problem types and links are built on. */
+    publicBaseUrl: string | null;
+  }
+}
+
+/**
+ * Where the errors page is for this request's client: PUBLIC_BASE_URL, else the origin the
+ * request came to, so a problem's `type` is a URL the client can follow (`…/docs/errors#code`).
+ */
+export function problemTypeBase(req: FastifyRequest): string {
+  if (req.server.publicBaseUrl) return req.server.publicBaseUrl;
+  // A request with no Host header (HTTP/1.0) names no origin: the type stays a relative reference.
+  return req.host ? `${req.protocol}://${req.host}` : "";
+}
+
 /** Refusals counted as metrics (by code): the gateway's policies, and Idempotency-Key clashes. */
 const POLICY_REFUSALS = new Set(["rate_limited", "quota_exhausted"]);
 const IDEMPOTENCY_REFUSALS: Record<string, string> = { idempotency_key_reused: "conflict", idempotency_in_progress: "in_progress" };
@@ -45,7 +62,7 @@ export function sendProblem(reply: FastifyReply, err: AppError): FastifyReply {
   return reply
     .code(err.status)
     .type("application/problem+json")
-    .send(toProblem(err, String(reply.request.id)));
+    .send(toProblem(err, String(reply.request.id), problemTypeBase(reply.request)));
 }
 
 /**
