@@ -26,11 +26,39 @@ describe("the OpenAPI document's quality", () => {
         "tag-description": "error",
         "paths-kebab-case": "error",
         "no-unused-components": "error",
+        // Every example is checked against its schema.
+        "no-invalid-schema-examples": "error",
+        "no-invalid-parameter-examples": "error",
       },
     });
     const problems = await lintFromString({ source: read("openapi.json"), absoluteRef: "openapi.json", config });
     const lines = problems.map((p) => `${p.severity} ${p.ruleId}: ${p.message} at ${p.location[0]?.pointer ?? "?"}`);
     expect(lines).toEqual([]);
+  });
+
+  it("when read, then every field of every schema and every parameter has a description and an example, and every operation a tag, summary and description", () => {
+    const doc = current();
+    const missing: string[] = [];
+    const walk = (schema: Record<string, unknown>, at: string) => {
+      const props = (schema["properties"] ?? {}) as Record<string, Record<string, unknown>>;
+      for (const [name, value] of Object.entries(props)) {
+        if (typeof value["description"] !== "string" || !Array.isArray(value["examples"])) missing.push(`${at}.${name}`);
+        walk(value, `${at}.${name}`);
+      }
+      for (const m of [...((schema["anyOf"] as Record<string, unknown>[]) ?? []), ...((schema["oneOf"] as Record<string, unknown>[]) ?? [])]) walk(m, at);
+      if (typeof schema["items"] === "object" && schema["items"] !== null) walk(schema["items"] as Record<string, unknown>, `${at}[]`);
+    };
+    for (const [name, schema] of Object.entries(doc.components.schemas as Record<string, Record<string, unknown>>)) walk(schema, name);
+    for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, Record<string, unknown>>>)) {
+      for (const [method, op] of Object.entries(ops)) {
+        const where = `${method.toUpperCase()} ${path}`;
+        if (!op["summary"] || !op["description"] || !(op["tags"] as unknown[] | undefined)?.length) missing.push(`${where} (summary, description, tag)`);
+        for (const p of (op["parameters"] as Array<Record<string, unknown>>) ?? []) {
+          if (!p["description"] || p["example"] === undefined) missing.push(`${where} ${String(p["in"])}:${String(p["name"])}`);
+        }
+      }
+    }
+    expect(missing, "document them in libs/contracts/src/field-docs.ts").toEqual([]);
   });
 
   it("when compared with the last released document, then no change breaks an existing client", () => {

@@ -677,474 +677,1686 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         Organization: {
+            /**
+             * @description The organization's id.
+             * @example org_3kTMd92jf7Qw1xYp8LmN2a
+             */
             id: string;
+            /**
+             * @description The organization's name.
+             * @example Acme
+             */
             name: string;
-            /** @enum {string} */
+            /**
+             * @description The organization's plan: what it may use and how much.
+             * @example pro
+             * @enum {string}
+             */
             plan: "free" | "pro" | "team";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When it was created (UTC, ISO 8601).
+             * @example 2026-11-23T09:30:00.000Z
+             */
             created_at: string;
         };
         Member: {
+            /**
+             * @description The user's id.
+             * @example usr_7hQ2mD9xK3pL5nB8vR4tW1
+             */
             user_id: string;
+            /**
+             * @description The user's email address (their identity in the organization).
+             * @example ada@example.com
+             */
             email: string;
-            /** @enum {string} */
+            /**
+             * @description The member's role: owner, admin or member (owners and admins manage keys).
+             * @example member
+             * @enum {string}
+             */
             role: "owner" | "admin" | "member";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When it was created (UTC, ISO 8601).
+             * @example 2026-11-23T09:30:00.000Z
+             */
             created_at: string;
         };
         ApiKey: {
+            /**
+             * @description The key's id (not the secret): use it to revoke the key.
+             * @example key_2bN8xQ4mT7pL1vD9kR3sW6
+             */
             id: string;
+            /**
+             * @description What the key is for, as its creator named it.
+             * @example CI deploys
+             */
             name: string | null;
+            /**
+             * @description The first characters of the secret, to recognise a key in logs and lists.
+             * @example svc_live_4f9a
+             */
             key_prefix: string | null;
+            /**
+             * @description What the key may do: one or more scopes.
+             * @example [
+             *       "tasks:read",
+             *       "tasks:write"
+             *     ]
+             */
             scopes: ("workspaces:read" | "tasks:read" | "tasks:write" | "members:read" | "projects:read" | "projects:write" | "usage:read" | "api-keys:manage" | "webhooks:read" | "webhooks:write")[];
+            /**
+             * @description When the key last authenticated a request; null when never.
+             * @example 2026-11-23T09:30:00.000Z
+             */
             last_used_at: string | null;
+            /**
+             * @description When the key stops working; null when it never expires.
+             * @example null
+             */
             expires_at: string | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When it was created (UTC, ISO 8601).
+             * @example 2026-11-23T09:30:00.000Z
+             */
             created_at: string;
+            /**
+             * @description True for a key made before scopes existed (it keeps full access; revoking it soft-revokes).
+             * @example false
+             */
             legacy: boolean;
         };
         CreatedApiKey: {
+            /**
+             * @description The key's id (not the secret): use it to revoke the key.
+             * @example key_2bN8xQ4mT7pL1vD9kR3sW6
+             */
             id: string;
+            /**
+             * @description What the key is for, as its creator named it.
+             * @example CI deploys
+             */
             name: string | null;
+            /**
+             * @description The first characters of the secret, to recognise a key in logs and lists.
+             * @example svc_live_4f9a
+             */
             key_prefix: string | null;
+            /**
+             * @description What the key may do: one or more scopes.
+             * @example [
+             *       "tasks:read",
+             *       "tasks:write"
+             *     ]
+             */
             scopes: ("workspaces:read" | "tasks:read" | "tasks:write" | "members:read" | "projects:read" | "projects:write" | "usage:read" | "api-keys:manage" | "webhooks:read" | "webhooks:write")[];
+            /**
+             * @description When the key last authenticated a request; null when never.
+             * @example 2026-11-23T09:30:00.000Z
+             */
             last_used_at: string | null;
+            /**
+             * @description When the key stops working; null when it never expires.
+             * @example null
+             */
             expires_at: string | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When it was created (UTC, ISO 8601).
+             * @example 2026-11-23T09:30:00.000Z
+             */
             created_at: string;
+            /**
+             * @description True for a key made before scopes existed (it keeps full access; revoking it soft-revokes).
+             * @example false
+             */
             legacy: boolean;
+            /**
+             * @description The API key itself: shown only in this answer, store it now. Send it as `Authorization: Bearer <key>`.
+             * @example svc_live_4f9a…
+             */
             key: string;
         };
         Usage: {
-            /** @enum {string} */
+            /**
+             * @description The organization's plan: what it may use and how much.
+             * @example pro
+             * @enum {string}
+             */
             plan: "free" | "pro" | "team";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description Start of the current billing period (UTC).
+             * @example 2026-11-01T00:00:00.000Z
+             */
             period_start: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description End of the current billing period (UTC): the allowance renews then.
+             * @example 2026-12-01T00:00:00.000Z
+             */
             period_end: string;
+            /**
+             * @description API calls counted in this billing period.
+             * @example 1234
+             */
             calls_used: number;
+            /**
+             * @description API calls the plan allows per billing period.
+             * @example 1000000
+             */
             calls_allowance: number;
+            /**
+             * @description The per-credential burst limit now: requests allowed per window, left in this one, and when it resets.
+             * @example {
+             *       "limit": 100,
+             *       "window_seconds": 1,
+             *       "remaining": 99,
+             *       "reset_at": "2026-11-23T09:30:00.000Z"
+             *     }
+             */
             burst: {
+                /**
+                 * @description Requests a credential may make per window.
+                 * @example 100
+                 */
                 limit: number;
+                /**
+                 * @description The window's length in seconds.
+                 * @example 1
+                 */
                 window_seconds: number;
+                /**
+                 * @description Requests left in the current window.
+                 * @example 99
+                 */
                 remaining: number;
-                /** Format: date-time */
+                /**
+                 * Format: date-time
+                 * @description When the current window ends.
+                 * @example 2026-11-23T09:30:00.000Z
+                 */
                 reset_at: string;
             };
+            /**
+             * @description Bytes of attachments stored, plus uploads started and not yet expired.
+             * @example 3145728
+             */
             storage_used: number;
+            /**
+             * @description Bytes of attachments the plan allows.
+             * @example 10737418240
+             */
             storage_allowance: number;
+            /**
+             * @description The largest single attachment the plan allows, in bytes.
+             * @example 104857600
+             */
             max_file_size: number;
         };
         Task: {
+            /**
+             * @description The task's id: T-<n>, numbered per organization from 1.
+             * @example T-42
+             */
             id: string;
+            /**
+             * @description A short single-line title.
+             * @example Write the announcement
+             */
             title: string;
+            /**
+             * @description Free text (line breaks kept); null when none.
+             * @example Everything for the November launch.
+             */
             description: string | null;
-            /** @enum {string} */
+            /**
+             * @description Where the task stands.
+             * @example IN_PROGRESS
+             * @enum {string}
+             */
             status: "TODO" | "IN_PROGRESS" | "IN_REVIEW" | "COMPLETED" | "BLOCKED";
+            /**
+             * @description How urgent the task is.
+             * @example HIGH
+             */
             priority: ("LOW" | "MEDIUM" | "HIGH" | "URGENT") | null;
+            /**
+             * @description When work starts (UTC); null when unset.
+             * @example 2026-11-24T09:00:00.000Z
+             */
             start_date: string | null;
+            /**
+             * @description When it is due (UTC); null when unset.
+             * @example 2026-11-30T17:00:00.000Z
+             */
             due_date: string | null;
+            /**
+             * @description Free-form notes (line breaks kept); null when none.
+             * @example Ask legal before publishing.
+             */
             notes: string | null;
+            /**
+             * @description An estimate in story points; null when unset.
+             * @example 3
+             */
             story_points: number | null;
+            /**
+             * @description The projects the task belongs to.
+             * @example [
+             *       "prj_5vN5Zu6nSVCjmB2jJBpwRY"
+             *     ]
+             */
             project_ids: string[];
+            /**
+             * @description The parent task when this is a subtask; null for a top-level task.
+             * @example T-7
+             */
             parent_task_id: string | null;
+            /**
+             * @description Whether the task is archived (hidden from lists unless asked for).
+             * @example false
+             */
             archived: boolean;
+            /**
+             * @description How the task repeats (the rule with its RRULE form); null when it does not.
+             * @example null
+             */
             recurrence: components["schemas"]["Recurrence"] | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When it was created (UTC, ISO 8601).
+             * @example 2026-11-23T09:30:00.000Z
+             */
             created_at: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When it last changed (UTC, ISO 8601).
+             * @example 2026-11-23T09:30:00.000Z
+             */
             updated_at: string;
         };
         TaskVersion: {
+            /**
+             * @description A short single-line title.
+             * @example Write the announcement
+             */
             title: string;
+            /**
+             * @description Free text (line breaks kept); null when none.
+             * @example Everything for the November launch.
+             */
             description: string | null;
-            /** @enum {string} */
+            /**
+             * @description Where the task stood in this version.
+             * @example IN_PROGRESS
+             * @enum {string}
+             */
             status: "TODO" | "IN_PROGRESS" | "IN_REVIEW" | "COMPLETED" | "BLOCKED";
+            /**
+             * @description How urgent the task is.
+             * @example HIGH
+             */
             priority: ("LOW" | "MEDIUM" | "HIGH" | "URGENT") | null;
+            /**
+             * @description When work starts (UTC); null when unset.
+             * @example 2026-11-24T09:00:00.000Z
+             */
             start_date: string | null;
+            /**
+             * @description When it is due (UTC); null when unset.
+             * @example 2026-11-30T17:00:00.000Z
+             */
             due_date: string | null;
+            /**
+             * @description Free-form notes (line breaks kept); null when none.
+             * @example Ask legal before publishing.
+             */
             notes: string | null;
+            /**
+             * @description An estimate in story points; null when unset.
+             * @example 3
+             */
             story_points: number | null;
+            /**
+             * @description The projects the task belongs to.
+             * @example [
+             *       "prj_5vN5Zu6nSVCjmB2jJBpwRY"
+             *     ]
+             */
             project_ids: string[];
+            /**
+             * @description How the task repeated in this version; null when it did not.
+             * @example null
+             */
             recurrence: components["schemas"]["Recurrence"] | null;
+            /**
+             * @description The version's id.
+             * @example ver_6yH3nK8pQ2mT5vL9xD4rW7
+             */
             id: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When it was created (UTC, ISO 8601).
+             * @example 2026-11-23T09:30:00.000Z
+             */
             created_at: string;
         };
         Recurrence: {
-            /** @enum {string} */
+            /**
+             * @description The unit it repeats by.
+             * @example WEEKLY
+             * @enum {string}
+             */
             frequency: "DAILY" | "WEEKLY" | "MONTHLY" | "YEARLY";
+            /**
+             * @description Every how many units (1 = every week for WEEKLY).
+             * @example 1
+             */
             interval: number;
+            /**
+             * @description On which weekdays (WEEKLY), 1 = Monday … 7 = Sunday.
+             * @example [
+             *       1,
+             *       4
+             *     ]
+             */
             by_weekday: number[];
+            /**
+             * @description On which day of the month (MONTHLY).
+             * @example 15
+             */
             by_month_day: number | null;
-            /** @enum {string} */
+            /**
+             * @description Whether the next occurrence counts from the schedule or from the last completion.
+             * @example SCHEDULE
+             * @enum {string}
+             */
             basis: "SCHEDULE" | "COMPLETION";
+            /**
+             * @description The IANA time zone its days are counted in.
+             * @example Europe/Paris
+             */
             timezone: string;
+            /**
+             * @description The first day it may occur (YYYY-MM-DD).
+             * @example 2026-11-23
+             */
             start_date: string | null;
+            /**
+             * @description The last day it may occur (YYYY-MM-DD); open-ended when absent or null.
+             * @example 2027-06-30
+             */
             end_date: string | null;
+            /**
+             * @description How many times at most; unlimited when absent or null.
+             * @example 10
+             */
             max_occurrences: number | null;
+            /**
+             * @description Whether an unfinished occurrence rolls over to the next one.
+             * @example false
+             */
             rollover_enabled: boolean;
+            /**
+             * @description Whether the recurrence is running.
+             * @example true
+             */
             active: boolean;
+            /**
+             * @description The same rule as an RFC 5545 RRULE string.
+             * @example FREQ=WEEKLY;INTERVAL=1;BYDAY=MO,TH
+             */
             rrule: string;
         };
         DependencyItem: {
+            /**
+             * @description A task's id (T-<n>).
+             * @example T-42
+             */
             task_id: string;
+            /**
+             * @description A short single-line title.
+             * @example Write the announcement
+             */
             title: string;
-            /** @enum {string} */
+            /**
+             * @description The linked task's status.
+             * @example TODO
+             * @enum {string}
+             */
             status: "TODO" | "IN_PROGRESS" | "IN_REVIEW" | "COMPLETED" | "BLOCKED";
+            /**
+             * @description Whether the linked task is not completed yet (an open blocker blocks).
+             * @example true
+             */
             open: boolean;
         };
         DependencyView: {
+            /**
+             * @description A task's id (T-<n>).
+             * @example T-42
+             */
             task_id: string;
+            /**
+             * @description Whether any blocker of this task is still open.
+             * @example true
+             */
             is_blocked: boolean;
+            /**
+             * @description How many open tasks block this one.
+             * @example 1
+             */
             blocked_by_count: number;
+            /**
+             * @description How many tasks this one blocks.
+             * @example 0
+             */
             blocking_count: number;
+            /**
+             * @description The tasks that block this one.
+             * @example []
+             */
             blocked_by: components["schemas"]["DependencyItem"][];
+            /**
+             * @description The tasks this one blocks.
+             * @example []
+             */
             blocking: components["schemas"]["DependencyItem"][];
         };
         Project: {
+            /**
+             * @description The object's id: opaque, stable, unique in its kind.
+             * @example prj_5vN5Zu6nSVCjmB2jJBpwRY
+             */
             id: string;
+            /**
+             * @description The project's name, unique in the organization (compared trimmed).
+             * @example Launch
+             */
             name: string;
+            /**
+             * @description Free text (line breaks kept); null when none.
+             * @example Everything for the November launch.
+             */
             description: string | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When it was created (UTC, ISO 8601).
+             * @example 2026-11-23T09:30:00.000Z
+             */
             created_at: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When it last changed (UTC, ISO 8601).
+             * @example 2026-11-23T09:30:00.000Z
+             */
             updated_at: string;
         };
         Attachment: {
+            /**
+             * @description The attachment's id.
+             * @example att_9pL2xQ7mT4vK1nD8bR5sW3
+             */
             id: string;
+            /**
+             * @description The file's name, as given at upload (sent back in Content-Disposition).
+             * @example notes.txt
+             */
             file_name: string;
+            /**
+             * @description The file's media type.
+             * @example text/plain
+             */
             content_type: string;
+            /**
+             * @description The file's size in bytes.
+             * @example 12
+             */
             size: number;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When it was created (UTC, ISO 8601).
+             * @example 2026-11-23T09:30:00.000Z
+             */
             created_at: string;
         };
         UploadTicket: {
+            /**
+             * @description Where to send the bytes: PUT exactly `size` bytes here before `expires_at`.
+             * @example https://api.example.com/v1/uploads/eyJ…
+             */
             upload_url: string;
-            /** @constant */
+            /**
+             * @description The HTTP method for upload_url.
+             * @example PUT
+             * @constant
+             */
             upload_method: "PUT";
+            /**
+             * @description The uploaded object's key: register it as an attachment after the PUT.
+             * @example att/org_3kTM…/upl_…
+             */
             file_key: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When it stops working (UTC, ISO 8601).
+             * @example 2026-11-23T09:30:00.000Z
+             */
             expires_at: string;
         };
         DownloadLink: {
+            /**
+             * @description A short-lived link answering the file's bytes.
+             * @example https://api.example.com/v1/downloads/eyJ…
+             */
             download_url: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When it stops working (UTC, ISO 8601).
+             * @example 2026-11-23T09:30:00.000Z
+             */
             expires_at: string;
         };
         DailyPlan: {
+            /**
+             * @description The UTC day (YYYY-MM-DD).
+             * @example 2026-11-23
+             */
             date: string;
+            /**
+             * @description The day's sections in order: TODO, PROGRESS, DONE.
+             * @example []
+             */
             sections: components["schemas"]["DailyPlanSection"][];
         };
         DailyPlanSection: {
-            /** @enum {string} */
+            /**
+             * @description A section of the day's board.
+             * @example TODO
+             * @enum {string}
+             */
             section: "TODO" | "PROGRESS";
-            /** @enum {string} */
+            /**
+             * @description How the section's planning stands: NOT_FILLED, FILLING, PLANNED or COMPLETED.
+             * @example FILLING
+             * @enum {string}
+             */
             status: "COMPLETED" | "PLANNED" | "NOT_FILLED" | "FILLING";
+            /**
+             * @description The tasks placed on the section, in the order they were placed.
+             * @example []
+             */
             entries: components["schemas"]["DailyPlanEntry"][];
         };
         DailyPlanEntry: {
+            /**
+             * @description The entry's id: use it to remove the entry.
+             * @example ent_4mT8xQ2pL6vK9nD1bR3sW7
+             */
             id: string;
-            /** @enum {string} */
+            /**
+             * @description A section of the day's board.
+             * @example TODO
+             * @enum {string}
+             */
             section: "TODO" | "PROGRESS";
+            /**
+             * @description A task's id (T-<n>).
+             * @example T-42
+             */
             task_id: string;
+            /**
+             * @description The task's title when the entry was read.
+             * @example Write the announcement
+             */
             title: string;
-            /** @enum {string} */
+            /**
+             * @description The task's status when the entry was read.
+             * @example TODO
+             * @enum {string}
+             */
             status: "TODO" | "IN_PROGRESS" | "IN_REVIEW" | "COMPLETED" | "BLOCKED";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When it was created (UTC, ISO 8601).
+             * @example 2026-11-23T09:30:00.000Z
+             */
             created_at: string;
         };
         WebhookEndpoint: {
+            /**
+             * @description The endpoint's id.
+             * @example whe_8kQ3mT6pL2vX9nD4bR7sW1
+             */
             id: string;
+            /**
+             * @description An https URL.
+             * @example https://hooks.example.com/tasksvc
+             */
             url: string;
+            /**
+             * @description Whether deliveries are sent (false after auto-disable or by choice).
+             * @example true
+             */
             enabled: boolean;
+            /**
+             * @description The event types delivered; all when absent or empty.
+             * @example [
+             *       "task.created",
+             *       "task.updated"
+             *     ]
+             */
             event_types: ("task.created" | "task.updated" | "task.archived")[];
+            /**
+             * @description Whether the endpoint answered a verification probe with a 2xx.
+             * @example true
+             */
             verified: boolean;
+            /**
+             * @description Why it was disabled automatically; null when enabled or disabled by hand.
+             * @example null
+             */
             disabled_reason: string | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When it was created (UTC, ISO 8601).
+             * @example 2026-11-23T09:30:00.000Z
+             */
             created_at: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When it last changed (UTC, ISO 8601).
+             * @example 2026-11-23T09:30:00.000Z
+             */
             updated_at: string;
         };
         CreatedWebhookEndpoint: {
+            /**
+             * @description The object's id: opaque, stable, unique in its kind.
+             * @example prj_5vN5Zu6nSVCjmB2jJBpwRY
+             */
             id: string;
+            /**
+             * @description An https URL.
+             * @example https://hooks.example.com/tasksvc
+             */
             url: string;
+            /**
+             * @description Whether deliveries are sent (false after auto-disable or by choice).
+             * @example true
+             */
             enabled: boolean;
+            /**
+             * @description The event types delivered; all when absent or empty.
+             * @example [
+             *       "task.created",
+             *       "task.updated"
+             *     ]
+             */
             event_types: ("task.created" | "task.updated" | "task.archived")[];
+            /**
+             * @description Whether the endpoint answered a verification probe with a 2xx.
+             * @example true
+             */
             verified: boolean;
+            /**
+             * @description Why it was disabled automatically; null when enabled or disabled by hand.
+             * @example null
+             */
             disabled_reason: string | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When it was created (UTC, ISO 8601).
+             * @example 2026-11-23T09:30:00.000Z
+             */
             created_at: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When it last changed (UTC, ISO 8601).
+             * @example 2026-11-23T09:30:00.000Z
+             */
             updated_at: string;
+            /**
+             * @description The signing secret (`whsec_…`): shown only in this answer. Verify each delivery's `webhook-signature` with it.
+             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+             */
             secret: string;
         };
         RotatedWebhookEndpoint: {
+            /**
+             * @description The object's id: opaque, stable, unique in its kind.
+             * @example prj_5vN5Zu6nSVCjmB2jJBpwRY
+             */
             id: string;
+            /**
+             * @description An https URL.
+             * @example https://hooks.example.com/tasksvc
+             */
             url: string;
+            /**
+             * @description Whether deliveries are sent (false after auto-disable or by choice).
+             * @example true
+             */
             enabled: boolean;
+            /**
+             * @description The event types delivered; all when absent or empty.
+             * @example [
+             *       "task.created",
+             *       "task.updated"
+             *     ]
+             */
             event_types: ("task.created" | "task.updated" | "task.archived")[];
+            /**
+             * @description Whether the endpoint answered a verification probe with a 2xx.
+             * @example true
+             */
             verified: boolean;
+            /**
+             * @description Why it was disabled automatically; null when enabled or disabled by hand.
+             * @example null
+             */
             disabled_reason: string | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When it was created (UTC, ISO 8601).
+             * @example 2026-11-23T09:30:00.000Z
+             */
             created_at: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When it last changed (UTC, ISO 8601).
+             * @example 2026-11-23T09:30:00.000Z
+             */
             updated_at: string;
+            /**
+             * @description The signing secret (`whsec_…`): shown only in this answer. Verify each delivery's `webhook-signature` with it.
+             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+             */
             secret: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description Until when the previous secret still signs too (both signatures are sent).
+             * @example 2026-11-23T09:30:00.000Z
+             */
             previous_secret_expires_at: string;
         };
         WebhookDelivery: {
+            /**
+             * @description The delivery's id.
+             * @example whd_5pL8xQ2mT7vK4nD1bR9sW3
+             */
             id: string;
+            /**
+             * @description The event's id: the `webhook-id` header of every attempt of it.
+             * @example evt_2nK7xQ4mT9pL3vD6bR8sW5
+             */
             event_id: string;
+            /**
+             * @description The event's type.
+             * @example task.created
+             */
             event_type: string;
-            /** @enum {string} */
+            /**
+             * @description Where the delivery stands.
+             * @example SUCCEEDED
+             * @enum {string}
+             */
             state: "PENDING" | "DELIVERING" | "SUCCEEDED" | "FAILED" | "DISABLED";
+            /**
+             * @description Attempts made so far.
+             * @example 1
+             */
             attempt_count: number;
+            /**
+             * @description The HTTP status of the last attempt; null when none answered.
+             * @example 204
+             */
             last_status: number | null;
+            /**
+             * @description When the next attempt is due; null when none is.
+             * @example null
+             */
             next_attempt_at: string | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When it was created (UTC, ISO 8601).
+             * @example 2026-11-23T09:30:00.000Z
+             */
             created_at: string;
         };
         WebhookDeliveryAttempt: {
+            /**
+             * @description The attempt's number, from 1.
+             * @example 1
+             */
             attempt: number;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the attempt was made.
+             * @example 2026-11-23T09:30:00.000Z
+             */
             attempted_at: string;
+            /**
+             * @description How the call ended: delivered (a 2xx), request_failed, timeout, redirect_blocked, blocked or no_outcome.
+             * @example delivered
+             */
             outcome: ("delivered" | "blocked" | "redirect_blocked" | "request_failed" | "timeout") | "no_outcome";
+            /**
+             * @description The HTTP status the endpoint answered; null when none.
+             * @example 204
+             */
             status: number | null;
+            /**
+             * @description What went wrong when the call failed (dns, connect, tls, timeout, …); null on success.
+             * @example null
+             */
             error_class: string | null;
+            /**
+             * @description How long the call took, in milliseconds.
+             * @example 42
+             */
             duration_ms: number | null;
         };
         WebhookProbeResult: {
-            /** @enum {string} */
+            /**
+             * @description How the call ended: delivered (a 2xx), request_failed, timeout, redirect_blocked, blocked or no_outcome.
+             * @example delivered
+             * @enum {string}
+             */
             outcome: "delivered" | "blocked" | "redirect_blocked" | "request_failed" | "timeout";
+            /**
+             * @description The HTTP status the endpoint answered; null when none.
+             * @example 204
+             */
             status?: number;
+            /**
+             * @description How long the call took, in milliseconds.
+             * @example 42
+             */
             duration_ms: number;
         };
         Problem: {
-            /** @description URL of the code's entry on the errors page: `<PUBLIC_BASE_URL or the request's origin>/docs/errors#<code>` */
+            /**
+             * @description URL of the code's entry on the errors page: `<PUBLIC_BASE_URL or the request's origin>/docs/errors#<code>`
+             * @example https://api.example.com/docs/errors#validation_failed
+             */
             type: string;
+            /**
+             * @description A short, human summary of the code.
+             * @example Validation failed
+             */
             title: string;
+            /**
+             * @description The HTTP status, repeated.
+             * @example 400
+             */
             status: number;
-            /** @enum {string} */
+            /**
+             * @description The stable, machine-readable error code: branch on it.
+             * @example validation_failed
+             * @enum {string}
+             */
             code: "validation_failed" | "malformed_request" | "missing_credentials" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "feature_not_enabled" | "link_invalid" | "resource_not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "idempotency_in_progress" | "delivery_already_pending" | "dependency_cycle" | "upload_already_received" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "quota_exhausted" | "headers_too_large" | "internal_error" | "service_unavailable";
+            /**
+             * @description What went wrong with this request, for a person.
+             * @example The request body is invalid: /name is required
+             */
             detail: string;
-            /** @description Present on 5xx; also in the x-request-id header */
+            /**
+             * @description Present on 5xx; also in the x-request-id header
+             * @example req_e903a3119ecb434ab66f13614829a34b
+             */
             request_id?: string;
-            /** @description Field errors, each with an RFC 6901 pointer */
+            /**
+             * @description Field errors, each with an RFC 6901 pointer
+             * @example [
+             *       {
+             *         "pointer": "/name",
+             *         "message": "is required"
+             *       }
+             *     ]
+             */
             errors?: {
+                /**
+                 * @description An RFC 6901 JSON pointer to the field: into the body, or /<name> for a query or path parameter.
+                 * @example /name
+                 */
                 pointer: string;
+                /**
+                 * @description What is wrong with the field.
+                 * @example is required
+                 */
                 message: string;
             }[];
         };
         ListOrganizationsResponse: {
+            /**
+             * @description The items of this page, in the list's order.
+             * @example []
+             */
             data: components["schemas"]["Organization"][];
+            /**
+             * @description Whether another page follows: ask for it with `after=<next_cursor>`.
+             * @example false
+             */
             has_more: boolean;
+            /**
+             * @description Opaque cursor of the next page (pass as `after`), or null on the last page.
+             * @example null
+             */
             next_cursor: string | null;
         };
         ListMembersResponse: {
+            /**
+             * @description The items of this page, in the list's order.
+             * @example []
+             */
             data: components["schemas"]["Member"][];
+            /**
+             * @description Whether another page follows: ask for it with `after=<next_cursor>`.
+             * @example false
+             */
             has_more: boolean;
+            /**
+             * @description Opaque cursor of the next page (pass as `after`), or null on the last page.
+             * @example null
+             */
             next_cursor: string | null;
         };
         ListApiKeysResponse: {
+            /**
+             * @description The items of this page, in the list's order.
+             * @example []
+             */
             data: components["schemas"]["ApiKey"][];
+            /**
+             * @description Whether another page follows: ask for it with `after=<next_cursor>`.
+             * @example false
+             */
             has_more: boolean;
+            /**
+             * @description Opaque cursor of the next page (pass as `after`), or null on the last page.
+             * @example null
+             */
             next_cursor: string | null;
         };
         RevokeApiKeyResponse: {
+            /**
+             * @description The revoked key's id.
+             * @example key_2bN8xQ4mT7pL1vD9kR3sW6
+             */
             id: string;
+            /**
+             * @description True for a key made before scopes existed (it keeps full access; revoking it soft-revokes).
+             * @example false
+             */
             legacy: boolean;
         };
         ListTasksResponse: {
+            /**
+             * @description The items of this page, in the list's order.
+             * @example []
+             */
             data: components["schemas"]["Task"][];
+            /**
+             * @description Whether another page follows: ask for it with `after=<next_cursor>`.
+             * @example false
+             */
             has_more: boolean;
+            /**
+             * @description Opaque cursor of the next page (pass as `after`), or null on the last page.
+             * @example null
+             */
             next_cursor: string | null;
         };
         ListTaskVersionsResponse: {
+            /**
+             * @description The items of this page, in the list's order.
+             * @example []
+             */
             data: components["schemas"]["TaskVersion"][];
+            /**
+             * @description Whether another page follows: ask for it with `after=<next_cursor>`.
+             * @example false
+             */
             has_more: boolean;
+            /**
+             * @description Opaque cursor of the next page (pass as `after`), or null on the last page.
+             * @example null
+             */
             next_cursor: string | null;
         };
         ListAttachmentsResponse: {
+            /**
+             * @description The items of this page, in the list's order.
+             * @example []
+             */
             data: components["schemas"]["Attachment"][];
+            /**
+             * @description Whether another page follows: ask for it with `after=<next_cursor>`.
+             * @example false
+             */
             has_more: boolean;
+            /**
+             * @description Opaque cursor of the next page (pass as `after`), or null on the last page.
+             * @example null
+             */
             next_cursor: string | null;
         };
         DeleteAttachmentResponse: {
+            /**
+             * @description The object's id: opaque, stable, unique in its kind.
+             * @example prj_5vN5Zu6nSVCjmB2jJBpwRY
+             */
             id: string;
-            /** @constant */
+            /**
+             * @description Always true: the object is gone.
+             * @example true
+             * @constant
+             */
             deleted: true;
         };
         ListProjectsResponse: {
+            /**
+             * @description The items of this page, in the list's order.
+             * @example []
+             */
             data: components["schemas"]["Project"][];
+            /**
+             * @description Whether another page follows: ask for it with `after=<next_cursor>`.
+             * @example false
+             */
             has_more: boolean;
+            /**
+             * @description Opaque cursor of the next page (pass as `after`), or null on the last page.
+             * @example null
+             */
             next_cursor: string | null;
         };
         DeleteProjectResponse: {
+            /**
+             * @description The object's id: opaque, stable, unique in its kind.
+             * @example prj_5vN5Zu6nSVCjmB2jJBpwRY
+             */
             id: string;
-            /** @constant */
+            /**
+             * @description Always true: the object is gone.
+             * @example true
+             * @constant
+             */
             deleted: true;
         };
         SetDailyPlanSectionResponse: {
+            /**
+             * @description The UTC day (YYYY-MM-DD).
+             * @example 2026-11-23
+             */
             date: string;
-            /** @enum {string} */
+            /**
+             * @description A section of the day's board.
+             * @example TODO
+             * @enum {string}
+             */
             section: "TODO" | "PROGRESS";
-            /** @enum {string} */
+            /**
+             * @description The section's planning status.
+             * @example COMPLETED
+             * @enum {string}
+             */
             status: "COMPLETED" | "PLANNED" | "NOT_FILLED" | "FILLING";
         };
         RemoveDailyPlanEntryResponse: {
+            /**
+             * @description The object's id: opaque, stable, unique in its kind.
+             * @example prj_5vN5Zu6nSVCjmB2jJBpwRY
+             */
             id: string;
-            /** @constant */
+            /**
+             * @description Always true: the object is gone.
+             * @example true
+             * @constant
+             */
             deleted: true;
         };
         ListWebhookEndpointsResponse: {
+            /**
+             * @description The items of this page, in the list's order.
+             * @example []
+             */
             data: components["schemas"]["WebhookEndpoint"][];
+            /**
+             * @description Whether another page follows: ask for it with `after=<next_cursor>`.
+             * @example false
+             */
             has_more: boolean;
+            /**
+             * @description Opaque cursor of the next page (pass as `after`), or null on the last page.
+             * @example null
+             */
             next_cursor: string | null;
         };
         DeleteWebhookEndpointResponse: {
+            /**
+             * @description The object's id: opaque, stable, unique in its kind.
+             * @example prj_5vN5Zu6nSVCjmB2jJBpwRY
+             */
             id: string;
         };
         VerifyWebhookEndpointResponse: {
-            /** @enum {string} */
+            /**
+             * @description How the call ended: delivered (a 2xx), request_failed, timeout, redirect_blocked, blocked or no_outcome.
+             * @example delivered
+             * @enum {string}
+             */
             outcome: "delivered" | "blocked" | "redirect_blocked" | "request_failed" | "timeout";
+            /**
+             * @description The HTTP status the endpoint answered; null when none.
+             * @example 204
+             */
             status?: number;
+            /**
+             * @description How long the call took, in milliseconds.
+             * @example 42
+             */
             duration_ms: number;
+            /**
+             * @description Whether the endpoint answered a verification probe with a 2xx.
+             * @example true
+             */
             verified: boolean;
         };
         ListWebhookDeliveriesResponse: {
+            /**
+             * @description The items of this page, in the list's order.
+             * @example []
+             */
             data: components["schemas"]["WebhookDelivery"][];
+            /**
+             * @description Whether another page follows: ask for it with `after=<next_cursor>`.
+             * @example false
+             */
             has_more: boolean;
+            /**
+             * @description Opaque cursor of the next page (pass as `after`), or null on the last page.
+             * @example null
+             */
             next_cursor: string | null;
         };
         ListWebhookDeliveryAttemptsResponse: {
+            /**
+             * @description The items of this page, in the list's order.
+             * @example []
+             */
             data: components["schemas"]["WebhookDeliveryAttempt"][];
+            /**
+             * @description Whether another page follows: ask for it with `after=<next_cursor>`.
+             * @example false
+             */
             has_more: boolean;
+            /**
+             * @description Opaque cursor of the next page (pass as `after`), or null on the last page.
+             * @example null
+             */
             next_cursor: string | null;
         };
         ReplayFailedWebhookDeliveriesResponse: {
+            /**
+             * @description How many deliveries were queued again.
+             * @example 12
+             */
             replayed_count: number;
         };
         CreateApiKeyRequest: {
+            /**
+             * @description A display name, unique where the resource says so.
+             * @example Launch
+             */
             name: string;
+            /**
+             * @description What the key may do: one or more scopes.
+             * @example [
+             *       "tasks:read",
+             *       "tasks:write"
+             *     ]
+             */
             scopes?: ("workspaces:read" | "tasks:read" | "tasks:write" | "members:read" | "projects:read" | "projects:write" | "usage:read" | "api-keys:manage" | "webhooks:read" | "webhooks:write")[];
+            /**
+             * @description Mint a sandbox key (`svc_test_…`) instead of a live one.
+             * @example false
+             */
             test_mode?: boolean;
+            /**
+             * @description Days until the key expires (1-3650); never when absent.
+             * @example 30
+             */
             expires_in_days?: number;
         };
         CreateTaskRequest: {
+            /**
+             * @description The task's title (single line, 1-500 characters).
+             * @example Write the announcement
+             */
             title: string;
+            /**
+             * @description Free text (line breaks kept); null when none.
+             * @example Everything for the November launch.
+             */
             description?: string;
-            /** @enum {string} */
+            /**
+             * @description The state it is in.
+             * @example TODO
+             * @enum {string}
+             */
             status?: "TODO" | "IN_PROGRESS" | "IN_REVIEW" | "COMPLETED" | "BLOCKED";
-            /** @enum {string} */
+            /**
+             * @description How urgent the task is.
+             * @example HIGH
+             * @enum {string}
+             */
             priority?: "LOW" | "MEDIUM" | "HIGH" | "URGENT";
+            /**
+             * @description When work starts (UTC); null when unset.
+             * @example 2026-11-24T09:00:00.000Z
+             */
             start_date?: string;
-            /** Format: date */
+            /**
+             * Format: date
+             * @description When it is due: a day (YYYY-MM-DD) or a date-time.
+             * @example 2026-11-30
+             */
             due_date?: string;
+            /**
+             * @description Free-form notes (line breaks kept); null when none.
+             * @example Ask legal before publishing.
+             */
             notes?: string;
+            /**
+             * @description An estimate in story points; null when unset.
+             * @example 3
+             */
             story_points?: number;
+            /**
+             * @description One project to put the task in (shorthand for a one-element project_ids).
+             * @example prj_5vN5Zu6nSVCjmB2jJBpwRY
+             */
             project_id?: string;
+            /**
+             * @description The projects the task belongs to.
+             * @example [
+             *       "prj_5vN5Zu6nSVCjmB2jJBpwRY"
+             *     ]
+             */
             project_ids?: string[];
+            /**
+             * @description The parent task when this is a subtask; null for a top-level task.
+             * @example T-7
+             */
             parent_task_id?: string;
+            /**
+             * @description How the task repeats; null when it does not.
+             * @example {
+             *       "frequency": "WEEKLY",
+             *       "interval": 1,
+             *       "by_weekday": [
+             *         1,
+             *         4
+             *       ],
+             *       "timezone": "Europe/Paris"
+             *     }
+             */
             recurrence?: {
-                /** @enum {string} */
+                /**
+                 * @description The unit it repeats by.
+                 * @example WEEKLY
+                 * @enum {string}
+                 */
                 frequency: "DAILY" | "WEEKLY" | "MONTHLY" | "YEARLY";
+                /**
+                 * @description Every how many units (1 = every week for WEEKLY).
+                 * @example 1
+                 */
                 interval?: number;
+                /**
+                 * @description On which weekdays (WEEKLY), 1 = Monday … 7 = Sunday.
+                 * @example [
+                 *       1,
+                 *       4
+                 *     ]
+                 */
                 by_weekday?: number[];
+                /**
+                 * @description On which day of the month (MONTHLY).
+                 * @example 15
+                 */
                 by_month_day?: number;
-                /** @enum {string} */
+                /**
+                 * @description Whether the next occurrence counts from the schedule or from the last completion.
+                 * @example SCHEDULE
+                 * @enum {string}
+                 */
                 basis?: "SCHEDULE" | "COMPLETION";
+                /**
+                 * @description The IANA time zone its days are counted in.
+                 * @example Europe/Paris
+                 */
                 timezone?: string;
-                /** Format: date */
+                /**
+                 * Format: date
+                 * @description The first day it may occur (YYYY-MM-DD).
+                 * @example 2026-11-23
+                 */
                 start_date?: string;
-                /** Format: date */
+                /**
+                 * Format: date
+                 * @description The last day it may occur (YYYY-MM-DD); open-ended when absent or null.
+                 * @example 2027-06-30
+                 */
                 end_date?: string;
+                /**
+                 * @description How many times at most; unlimited when absent or null.
+                 * @example 10
+                 */
                 max_occurrences?: number;
+                /**
+                 * @description Whether an unfinished occurrence rolls over to the next one.
+                 * @example false
+                 */
                 rollover_enabled?: boolean;
+                /**
+                 * @description Whether the recurrence is running.
+                 * @example true
+                 */
                 active?: boolean;
             };
         };
         UpdateTaskRequest: {
+            /**
+             * @description A short single-line title.
+             * @example Write the announcement
+             */
             title?: string;
+            /**
+             * @description Free text (line breaks kept); null when none.
+             * @example Everything for the November launch.
+             */
             description?: string | null;
-            /** @enum {string} */
+            /**
+             * @description The state it is in.
+             * @example TODO
+             * @enum {string}
+             */
             status?: "TODO" | "IN_PROGRESS" | "IN_REVIEW" | "COMPLETED" | "BLOCKED";
+            /**
+             * @description How urgent the task is.
+             * @example HIGH
+             */
             priority?: ("LOW" | "MEDIUM" | "HIGH" | "URGENT") | null;
+            /**
+             * @description When work starts (UTC); null when unset.
+             * @example 2026-11-24T09:00:00.000Z
+             */
             start_date?: (string) | null;
+            /**
+             * @description When it is due: a day (YYYY-MM-DD) or a date-time; null clears it.
+             * @example 2026-11-30
+             */
             due_date?: string | null;
+            /**
+             * @description Free-form notes (line breaks kept); null when none.
+             * @example Ask legal before publishing.
+             */
             notes?: string | null;
+            /**
+             * @description An estimate in story points; null when unset.
+             * @example 3
+             */
             story_points?: number | null;
+            /**
+             * @description The projects the task belongs to.
+             * @example [
+             *       "prj_5vN5Zu6nSVCjmB2jJBpwRY"
+             *     ]
+             */
             project_ids?: string[];
+            /**
+             * @description The parent task when this is a subtask; null for a top-level task.
+             * @example T-7
+             */
             parent_task_id?: string | null;
+            /**
+             * @description How the task repeats; null when it does not.
+             * @example {
+             *       "frequency": "WEEKLY",
+             *       "interval": 1,
+             *       "by_weekday": [
+             *         1,
+             *         4
+             *       ],
+             *       "timezone": "Europe/Paris"
+             *     }
+             */
             recurrence?: {
-                /** @enum {string} */
+                /**
+                 * @description The unit it repeats by.
+                 * @example WEEKLY
+                 * @enum {string}
+                 */
                 frequency: "DAILY" | "WEEKLY" | "MONTHLY" | "YEARLY";
+                /**
+                 * @description Every how many units (1 = every week for WEEKLY).
+                 * @example 1
+                 */
                 interval?: number;
+                /**
+                 * @description On which weekdays (WEEKLY), 1 = Monday … 7 = Sunday.
+                 * @example [
+                 *       1,
+                 *       4
+                 *     ]
+                 */
                 by_weekday?: number[];
+                /**
+                 * @description On which day of the month (MONTHLY).
+                 * @example 15
+                 */
                 by_month_day?: number;
-                /** @enum {string} */
+                /**
+                 * @description Whether the next occurrence counts from the schedule or from the last completion.
+                 * @example SCHEDULE
+                 * @enum {string}
+                 */
                 basis?: "SCHEDULE" | "COMPLETION";
+                /**
+                 * @description The IANA time zone its days are counted in.
+                 * @example Europe/Paris
+                 */
                 timezone?: string;
-                /** Format: date */
+                /**
+                 * Format: date
+                 * @description The first day it may occur (YYYY-MM-DD).
+                 * @example 2026-11-23
+                 */
                 start_date?: string;
-                /** Format: date */
+                /**
+                 * Format: date
+                 * @description The last day it may occur (YYYY-MM-DD); open-ended when absent or null.
+                 * @example 2027-06-30
+                 */
                 end_date?: string;
+                /**
+                 * @description How many times at most; unlimited when absent or null.
+                 * @example 10
+                 */
                 max_occurrences?: number;
+                /**
+                 * @description Whether an unfinished occurrence rolls over to the next one.
+                 * @example false
+                 */
                 rollover_enabled?: boolean;
+                /**
+                 * @description Whether the recurrence is running.
+                 * @example true
+                 */
                 active?: boolean;
             } | null;
         };
         AddTaskDependencyRequest: {
+            /**
+             * @description The task that blocks this one.
+             * @example T-41
+             */
             blocker_task_id: string;
         };
         StartAttachmentUploadRequest: {
+            /**
+             * @description The file's name, as given at upload (sent back in Content-Disposition).
+             * @example notes.txt
+             */
             file_name: string;
+            /**
+             * @description The file's media type.
+             * @example text/plain
+             */
             content_type: string;
+            /**
+             * @description The file's size in bytes.
+             * @example 12
+             */
             size: number;
         };
         RegisterAttachmentRequest: {
+            /**
+             * @description The file's name, as given at upload (sent back in Content-Disposition).
+             * @example notes.txt
+             */
             file_name: string;
+            /**
+             * @description The uploaded object's key: register it as an attachment after the PUT.
+             * @example att/org_3kTM…/upl_…
+             */
             file_key: string;
+            /**
+             * @description The file's media type.
+             * @example text/plain
+             */
             content_type: string;
+            /**
+             * @description The file's size in bytes.
+             * @example 12
+             */
             size: number;
         };
         CreateProjectRequest: {
+            /**
+             * @description The project's name, unique in the organization (compared trimmed).
+             * @example Launch
+             */
             name: string;
+            /**
+             * @description Free text (line breaks kept); null when none.
+             * @example Everything for the November launch.
+             */
             description?: string;
         };
         UpdateProjectRequest: {
+            /**
+             * @description A new name, unique in the organization.
+             * @example Launch v2
+             */
             name?: string;
+            /**
+             * @description Free text (line breaks kept); null when none.
+             * @example Everything for the November launch.
+             */
             description?: string | null;
         };
         SetDailyPlanSectionRequest: {
-            /** @enum {string} */
+            /**
+             * @description A section of the day's board.
+             * @example TODO
+             * @enum {string}
+             */
             section: "TODO" | "PROGRESS";
-            /** @enum {string} */
+            /**
+             * @description The section's new planning status.
+             * @example COMPLETED
+             * @enum {string}
+             */
             status: "COMPLETED" | "PLANNED" | "NOT_FILLED" | "FILLING";
         };
         AddDailyPlanEntryRequest: {
-            /** Format: date */
+            /**
+             * Format: date
+             * @description The UTC day (YYYY-MM-DD).
+             * @example 2026-11-23
+             */
             date: string;
+            /**
+             * @description A task's id (T-<n>).
+             * @example T-42
+             */
             task_id: string;
-            /** @enum {string} */
+            /**
+             * @description A section of the day's board.
+             * @example TODO
+             * @enum {string}
+             */
             section: "TODO" | "PROGRESS";
         };
         CreateWebhookEndpointRequest: {
+            /**
+             * @description An https URL.
+             * @example https://hooks.example.com/tasksvc
+             */
             url: string;
+            /**
+             * @description The event types delivered; all when absent or empty.
+             * @example [
+             *       "task.created",
+             *       "task.updated"
+             *     ]
+             */
             event_types?: ("task.created" | "task.updated" | "task.archived")[];
         };
         UpdateWebhookEndpointRequest: {
+            /**
+             * @description An https URL.
+             * @example https://hooks.example.com/tasksvc
+             */
             url?: string;
+            /**
+             * @description The event types delivered; all when absent or empty.
+             * @example [
+             *       "task.created",
+             *       "task.updated"
+             *     ]
+             */
             event_types?: ("task.created" | "task.updated" | "task.archived")[];
+            /**
+             * @description Whether deliveries are sent (false after auto-disable or by choice).
+             * @example true
+             */
             enabled?: boolean;
         };
         SendWebhookTestEventRequest: {
-            /** @enum {string} */
+            /**
+             * @description The event's type.
+             * @example task.created
+             * @enum {string}
+             */
             event_type?: "task.created" | "task.updated" | "task.archived";
         };
         ReplayFailedWebhookDeliveriesRequest: {
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description Replay the failed and disabled deliveries created at or after this time.
+             * @example 2026-11-23T09:30:00.000Z
+             */
             since: string;
         };
     };
@@ -1159,7 +2371,15 @@ export interface operations {
     listOrganizations: {
         parameters: {
             query?: {
+                /**
+                 * @description Items per page, 1-100 (default 25).
+                 * @example 25
+                 */
                 limit?: number;
+                /**
+                 * @description The `next_cursor` of the previous page; the other parameters must be the same as for that page.
+                 * @example eyJ2IjoxLCJrIjoi…
+                 */
                 after?: string;
             };
             header?: never;
@@ -1268,6 +2488,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /**
+                 * @description The organization's id (the credential's own).
+                 * @example org_3kTMd92jf7Qw1xYp8LmN2a
+                 */
                 organization_id: string;
             };
             cookie?: never;
@@ -1383,7 +2607,15 @@ export interface operations {
     listMembers: {
         parameters: {
             query?: {
+                /**
+                 * @description Items per page, 1-100 (default 25).
+                 * @example 25
+                 */
                 limit?: number;
+                /**
+                 * @description The `next_cursor` of the previous page; the other parameters must be the same as for that page.
+                 * @example eyJ2IjoxLCJrIjoi…
+                 */
                 after?: string;
             };
             header?: never;
@@ -1490,7 +2722,15 @@ export interface operations {
     listApiKeys: {
         parameters: {
             query?: {
+                /**
+                 * @description Items per page, 1-100 (default 25).
+                 * @example 25
+                 */
                 limit?: number;
+                /**
+                 * @description The `next_cursor` of the previous page; the other parameters must be the same as for that page.
+                 * @example eyJ2IjoxLCJrIjoi…
+                 */
                 after?: string;
             };
             header?: never;
@@ -1598,7 +2838,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8). */
+                /**
+                 * @description Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8).
+                 * @example 3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20
+                 */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -1756,6 +2999,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /**
+                 * @description The API key's id.
+                 * @example key_2bN8xQ4mT7pL1vD9kR3sW6
+                 */
                 key_id: string;
             };
             cookie?: never;
@@ -1975,11 +3222,35 @@ export interface operations {
     listTasks: {
         parameters: {
             query?: {
+                /**
+                 * @description Items per page, 1-100 (default 25).
+                 * @example 25
+                 */
                 limit?: number;
+                /**
+                 * @description The `next_cursor` of the previous page; the other parameters must be the same as for that page.
+                 * @example eyJ2IjoxLCJrIjoi…
+                 */
                 after?: string;
+                /**
+                 * @description Only tasks in this status.
+                 * @example TODO
+                 */
                 status?: "TODO" | "IN_PROGRESS" | "IN_REVIEW" | "COMPLETED" | "BLOCKED";
+                /**
+                 * @description Only tasks in this project.
+                 * @example prj_5vN5Zu6nSVCjmB2jJBpwRY
+                 */
                 project_id?: string;
+                /**
+                 * @description Only the subtasks of this task.
+                 * @example T-7
+                 */
                 parent_task_id?: string;
+                /**
+                 * @description Archived tasks instead of current ones (default false).
+                 * @example false
+                 */
                 archived?: boolean | ("true" | "false");
             };
             header?: never;
@@ -2098,7 +3369,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8). */
+                /**
+                 * @description Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8).
+                 * @example 3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20
+                 */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -2256,6 +3530,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /**
+                 * @description The task's id (T-<n>).
+                 * @example T-42
+                 */
                 task_id: string;
             };
             cookie?: never;
@@ -2372,10 +3650,17 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8). */
+                /**
+                 * @description Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8).
+                 * @example 3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20
+                 */
                 "Idempotency-Key"?: string;
             };
             path: {
+                /**
+                 * @description The task's id (T-<n>).
+                 * @example T-42
+                 */
                 task_id: string;
             };
             cookie?: never;
@@ -2542,10 +3827,17 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8). */
+                /**
+                 * @description Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8).
+                 * @example 3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20
+                 */
                 "Idempotency-Key"?: string;
             };
             path: {
+                /**
+                 * @description The task's id (T-<n>).
+                 * @example T-42
+                 */
                 task_id: string;
             };
             cookie?: never;
@@ -2686,10 +3978,17 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8). */
+                /**
+                 * @description Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8).
+                 * @example 3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20
+                 */
                 "Idempotency-Key"?: string;
             };
             path: {
+                /**
+                 * @description The task's id (T-<n>).
+                 * @example T-42
+                 */
                 task_id: string;
             };
             cookie?: never;
@@ -2829,11 +4128,23 @@ export interface operations {
     listTaskVersions: {
         parameters: {
             query?: {
+                /**
+                 * @description Items per page, 1-100 (default 25).
+                 * @example 25
+                 */
                 limit?: number;
+                /**
+                 * @description The `next_cursor` of the previous page; the other parameters must be the same as for that page.
+                 * @example eyJ2IjoxLCJrIjoi…
+                 */
                 after?: string;
             };
             header?: never;
             path: {
+                /**
+                 * @description The task's id (T-<n>).
+                 * @example T-42
+                 */
                 task_id: string;
             };
             cookie?: never;
@@ -2951,6 +4262,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /**
+                 * @description The task's id (T-<n>).
+                 * @example T-42
+                 */
                 task_id: string;
             };
             cookie?: never;
@@ -3067,10 +4382,17 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8). */
+                /**
+                 * @description Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8).
+                 * @example 3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20
+                 */
                 "Idempotency-Key"?: string;
             };
             path: {
+                /**
+                 * @description The task's id (T-<n>).
+                 * @example T-42
+                 */
                 task_id: string;
             };
             cookie?: never;
@@ -3261,7 +4583,15 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /**
+                 * @description The task's id (T-<n>).
+                 * @example T-42
+                 */
                 task_id: string;
+                /**
+                 * @description The blocking task's id (T-<n>).
+                 * @example T-41
+                 */
                 blocker_task_id: string;
             };
             cookie?: never;
@@ -3378,10 +4708,17 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8). */
+                /**
+                 * @description Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8).
+                 * @example 3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20
+                 */
                 "Idempotency-Key"?: string;
             };
             path: {
+                /**
+                 * @description The task's id (T-<n>).
+                 * @example T-42
+                 */
                 task_id: string;
             };
             cookie?: never;
@@ -3547,11 +4884,23 @@ export interface operations {
     listAttachments: {
         parameters: {
             query?: {
+                /**
+                 * @description Items per page, 1-100 (default 25).
+                 * @example 25
+                 */
                 limit?: number;
+                /**
+                 * @description The `next_cursor` of the previous page; the other parameters must be the same as for that page.
+                 * @example eyJ2IjoxLCJrIjoi…
+                 */
                 after?: string;
             };
             header?: never;
             path: {
+                /**
+                 * @description The task's id (T-<n>).
+                 * @example T-42
+                 */
                 task_id: string;
             };
             cookie?: never;
@@ -3668,10 +5017,17 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8). */
+                /**
+                 * @description Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8).
+                 * @example 3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20
+                 */
                 "Idempotency-Key"?: string;
             };
             path: {
+                /**
+                 * @description The task's id (T-<n>).
+                 * @example T-42
+                 */
                 task_id: string;
             };
             cookie?: never;
@@ -3839,7 +5195,15 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /**
+                 * @description The task's id (T-<n>).
+                 * @example T-42
+                 */
                 task_id: string;
+                /**
+                 * @description The attachment's id.
+                 * @example att_9pL2xQ7mT4vK1nD8bR5sW3
+                 */
                 attachment_id: string;
             };
             cookie?: never;
@@ -3957,7 +5321,15 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /**
+                 * @description The task's id (T-<n>).
+                 * @example T-42
+                 */
                 task_id: string;
+                /**
+                 * @description The attachment's id.
+                 * @example att_9pL2xQ7mT4vK1nD8bR5sW3
+                 */
                 attachment_id: string;
             };
             cookie?: never;
@@ -4073,7 +5445,15 @@ export interface operations {
     listProjects: {
         parameters: {
             query?: {
+                /**
+                 * @description Items per page, 1-100 (default 25).
+                 * @example 25
+                 */
                 limit?: number;
+                /**
+                 * @description The `next_cursor` of the previous page; the other parameters must be the same as for that page.
+                 * @example eyJ2IjoxLCJrIjoi…
+                 */
                 after?: string;
             };
             header?: never;
@@ -4181,7 +5561,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8). */
+                /**
+                 * @description Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8).
+                 * @example 3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20
+                 */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -4339,6 +5722,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /**
+                 * @description The project's id.
+                 * @example prj_5vN5Zu6nSVCjmB2jJBpwRY
+                 */
                 project_id: string;
             };
             cookie?: never;
@@ -4456,6 +5843,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /**
+                 * @description The project's id.
+                 * @example prj_5vN5Zu6nSVCjmB2jJBpwRY
+                 */
                 project_id: string;
             };
             cookie?: never;
@@ -4573,6 +5964,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /**
+                 * @description The project's id.
+                 * @example prj_5vN5Zu6nSVCjmB2jJBpwRY
+                 */
                 project_id: string;
             };
             cookie?: never;
@@ -4714,6 +6109,10 @@ export interface operations {
     getDailyPlan: {
         parameters: {
             query: {
+                /**
+                 * @description The UTC day (YYYY-MM-DD).
+                 * @example 2026-11-23
+                 */
                 date: string;
             };
             header?: never;
@@ -4820,6 +6219,10 @@ export interface operations {
     setDailyPlanSection: {
         parameters: {
             query: {
+                /**
+                 * @description The UTC day (YYYY-MM-DD).
+                 * @example 2026-11-23
+                 */
                 date: string;
             };
             header?: never;
@@ -4953,7 +6356,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8). */
+                /**
+                 * @description Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8).
+                 * @example 3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20
+                 */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -5122,6 +6528,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /**
+                 * @description The board entry's id.
+                 * @example ent_4mT8xQ2pL6vK9nD1bR3sW7
+                 */
                 entry_id: string;
             };
             cookie?: never;
@@ -5237,7 +6647,15 @@ export interface operations {
     listWebhookEndpoints: {
         parameters: {
             query?: {
+                /**
+                 * @description Items per page, 1-100 (default 25).
+                 * @example 25
+                 */
                 limit?: number;
+                /**
+                 * @description The `next_cursor` of the previous page; the other parameters must be the same as for that page.
+                 * @example eyJ2IjoxLCJrIjoi…
+                 */
                 after?: string;
             };
             header?: never;
@@ -5345,7 +6763,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8). */
+                /**
+                 * @description Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8).
+                 * @example 3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20
+                 */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -5503,6 +6924,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /**
+                 * @description The webhook endpoint's id.
+                 * @example whe_8kQ3mT6pL2vX9nD4bR7sW1
+                 */
                 endpoint_id: string;
             };
             cookie?: never;
@@ -5620,6 +7045,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /**
+                 * @description The webhook endpoint's id.
+                 * @example whe_8kQ3mT6pL2vX9nD4bR7sW1
+                 */
                 endpoint_id: string;
             };
             cookie?: never;
@@ -5737,6 +7166,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /**
+                 * @description The webhook endpoint's id.
+                 * @example whe_8kQ3mT6pL2vX9nD4bR7sW1
+                 */
                 endpoint_id: string;
             };
             cookie?: never;
@@ -5879,10 +7312,17 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8). */
+                /**
+                 * @description Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8).
+                 * @example 3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20
+                 */
                 "Idempotency-Key"?: string;
             };
             path: {
+                /**
+                 * @description The webhook endpoint's id.
+                 * @example whe_8kQ3mT6pL2vX9nD4bR7sW1
+                 */
                 endpoint_id: string;
             };
             cookie?: never;
@@ -6024,6 +7464,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /**
+                 * @description The webhook endpoint's id.
+                 * @example whe_8kQ3mT6pL2vX9nD4bR7sW1
+                 */
                 endpoint_id: string;
             };
             cookie?: never;
@@ -6167,6 +7611,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /**
+                 * @description The webhook endpoint's id.
+                 * @example whe_8kQ3mT6pL2vX9nD4bR7sW1
+                 */
                 endpoint_id: string;
             };
             cookie?: never;
@@ -6282,12 +7730,28 @@ export interface operations {
     listWebhookDeliveries: {
         parameters: {
             query?: {
+                /**
+                 * @description Items per page, 1-100 (default 25).
+                 * @example 25
+                 */
                 limit?: number;
+                /**
+                 * @description The `next_cursor` of the previous page; the other parameters must be the same as for that page.
+                 * @example eyJ2IjoxLCJrIjoi…
+                 */
                 after?: string;
+                /**
+                 * @description Only deliveries in this state.
+                 * @example FAILED
+                 */
                 state?: "PENDING" | "DELIVERING" | "SUCCEEDED" | "FAILED" | "DISABLED";
             };
             header?: never;
             path: {
+                /**
+                 * @description The webhook endpoint's id.
+                 * @example whe_8kQ3mT6pL2vX9nD4bR7sW1
+                 */
                 endpoint_id: string;
             };
             cookie?: never;
@@ -6403,12 +7867,28 @@ export interface operations {
     listWebhookDeliveryAttempts: {
         parameters: {
             query?: {
+                /**
+                 * @description Items per page, 1-100 (default 25).
+                 * @example 25
+                 */
                 limit?: number;
+                /**
+                 * @description The `next_cursor` of the previous page; the other parameters must be the same as for that page.
+                 * @example eyJ2IjoxLCJrIjoi…
+                 */
                 after?: string;
             };
             header?: never;
             path: {
+                /**
+                 * @description The webhook endpoint's id.
+                 * @example whe_8kQ3mT6pL2vX9nD4bR7sW1
+                 */
                 endpoint_id: string;
+                /**
+                 * @description The delivery's id.
+                 * @example whd_5pL8xQ2mT7vK4nD1bR9sW3
+                 */
                 delivery_id: string;
             };
             cookie?: never;
@@ -6526,7 +8006,15 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /**
+                 * @description The webhook endpoint's id.
+                 * @example whe_8kQ3mT6pL2vX9nD4bR7sW1
+                 */
                 endpoint_id: string;
+                /**
+                 * @description The delivery's id.
+                 * @example whd_5pL8xQ2mT7vK4nD1bR9sW3
+                 */
                 delivery_id: string;
             };
             cookie?: never;
@@ -6655,6 +8143,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /**
+                 * @description The webhook endpoint's id.
+                 * @example whe_8kQ3mT6pL2vX9nD4bR7sW1
+                 */
                 endpoint_id: string;
             };
             cookie?: never;

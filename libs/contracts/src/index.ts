@@ -9,3 +9,4 @@ export * from "./webhooks.js";
 export * from "./services.js";
 export * from "./caller.js";
 export * from "./attachments.js";
+export * from "./field-docs.js";

@@ -14,7 +14,9 @@ import {
   ERROR_CATALOG,
   ERROR_CODES,
   FieldError,
+  fieldDoc,
   IDEMPOTENCY_KEY_PATTERN,
+  parameterDoc,
   Member,
   Organization,
   ProbeResult,
@@ -92,6 +94,29 @@ const override: NonNullable<Parameters<typeof z.toJSONSchema>[1]>["override"] = 
   if (ctx.zodSchema === (DateOnly as unknown)) ctx.jsonSchema.format = "date";
 };
 
+/**
+ * Every property of a component gets its description and an example (libs/contracts
+ * field-docs.ts) where its schema has none; nested objects are named after the component.
+ */
+function documentFields(component: string, schema: Json): void {
+  const props = schema["properties"];
+  if (typeof props === "object" && props !== null) {
+    for (const [field, value] of Object.entries(props as Record<string, Json>)) {
+      const doc = fieldDoc(component, field);
+      if (doc) {
+        // A $ref's siblings are allowed in 3.1; the field's meaning belongs next to the reference.
+        value["description"] ??= doc.description;
+        value["examples"] ??= [doc.example];
+      }
+      // An inline object (a task's recurrence, the usage's burst) is documented as its own kind.
+      documentFields(pascal(field), value);
+    }
+  }
+  for (const member of [...((schema["anyOf"] as Json[]) ?? []), ...((schema["oneOf"] as Json[]) ?? [])]) documentFields(component, member);
+  const items = schema["items"];
+  if (typeof items === "object" && items !== null) documentFields(component, items as Json);
+}
+
 /** One registry's schemas as components, each `$ref` pointing into #/components/schemas. */
 function componentsOf(registry: z.core.$ZodRegistry<{ id?: string | undefined }>, io: "input" | "output"): Record<string, Json> {
   const out = z.toJSONSchema(registry, { target: "draft-2020-12", io, unrepresentable: "any", uri: COMPONENT_REF, override }) as {
@@ -100,6 +125,7 @@ function componentsOf(registry: z.core.$ZodRegistry<{ id?: string | undefined }>
   const schemas: Record<string, Json> = {};
   for (const [id, schema] of Object.entries(out.schemas)) {
     const { $schema: _drop, $id: _ref, id: _id, ...rest } = schema;
+    documentFields(id, rest);
     schemas[id] = rest;
   }
   return schemas;
@@ -138,7 +164,13 @@ function problemResponse(codes: ErrorCode[], extraHeaders: Json = {}): Json {
       c,
       {
         summary: ERROR_CATALOG[c].title,
-        value: { type: `https://api.example.com/docs/errors#${c}`, title: ERROR_CATALOG[c].title, status: ERROR_CATALOG[c].status, code: c, detail: `${ERROR_CATALOG[c].title}.` },
+        value: {
+          type: `https://api.example.com/docs/errors#${c}`,
+          title: ERROR_CATALOG[c].title,
+          status: ERROR_CATALOG[c].status,
+          code: c,
+          detail: `${ERROR_CATALOG[c].title}.`,
+        },
       },
     ]),
   );
@@ -162,7 +194,14 @@ function parametersOf(def: Operation): Json[] {
     if (!schema) continue;
     const js = schemaOf(schema, "input") as { properties?: Record<string, Json>; required?: string[] };
     for (const [name, s] of Object.entries(js.properties ?? {})) {
-      out.push({ name, in: where, required: where === "path" || (js.required ?? []).includes(name), schema: s });
+      const doc = parameterDoc(def.operationId, name);
+      out.push({
+        name,
+        in: where,
+        required: where === "path" || (js.required ?? []).includes(name),
+        ...(doc ? { description: doc.description, example: doc.example } : {}),
+        schema: s,
+      });
     }
   }
   if (def.idempotent) {
@@ -171,6 +210,7 @@ function parametersOf(def: Operation): Json[] {
       in: "header",
       required: false,
       description: "Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8).",
+      example: "3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20",
       schema: { type: "string", pattern: IDEMPOTENCY_KEY_PATTERN.source },
     });
   }
