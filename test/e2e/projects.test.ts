@@ -1,30 +1,47 @@
+import { createClient, TasksvcError, unwrap } from "@tasksvc/client";
 import { e2eContext } from "@tasksvc/testing";
 import { describe, expect, it } from "vitest";
 
-const { gw, gw2, f, events, db } = e2eContext();
+// Behaviour through the typed client (@tasksvc/client), as API users write it; raw HTTP where
+// the test is about the wire (replayed bytes, fields the client's types would refuse).
+const { stack, gw, gw2, f, events, db } = e2eContext();
+const client = (token: string) => createClient({ baseUrl: stack.gatewayUrls[0] as string, token, retries: 0 });
+/** The problem an awaited call answered (the test fails if it succeeded). */
+const problemOf = async (call: Promise<{ data?: unknown; error?: unknown; response: Response }>): Promise<TasksvcError> => {
+  try {
+    unwrap(await call);
+  } catch (e) {
+    if (e instanceof TasksvcError) return e;
+    throw e;
+  }
+  throw new Error("the call succeeded");
+};
 const projectCount = async (orgId: string) => Number((await db`select count(*)::int as n from tasks.projects where organization_id = ${orgId}`)[0]?.["n"]);
 
 describe("projects", () => {
   it("when created, then 201 with an opaque id, the trimmed name and the description; then listed, fetched, updated", async () => {
     const t = await f.tenant();
-    const r = await gw.post("/v1/projects", { name: "  Website  ", description: "Relaunch" }, { token: t.apiKey });
-    expect(r.status, r.text).toBe(201);
-    expect(r.body).toEqual({
+    const api = client(t.apiKey);
+    const created = await api.POST("/v1/projects", { body: { name: "  Website  ", description: "Relaunch" } });
+    expect(created.response.status).toBe(201);
+    const project = unwrap(created);
+    expect(project).toEqual({
       id: expect.stringMatching(/^prj_/),
       name: "Website",
       description: "Relaunch",
       created_at: expect.any(String),
-      updated_at: r.body.created_at,
+      updated_at: project.created_at,
     });
-    expect((await gw.get(`/v1/projects/${r.body.id}`, { token: t.apiKey })).body).toEqual(r.body);
-    const second = (await gw.post("/v1/projects", { name: "Mobile" }, { token: t.apiKey })).body;
-    const list = (await gw.get("/v1/projects?limit=1", { token: t.apiKey })).body;
-    expect(list.data.map((p: { id: string }) => p.id)).toEqual([second.id]);
-    const rest = (await gw.get(`/v1/projects?limit=1&after=${encodeURIComponent(list.next_cursor)}`, { token: t.apiKey })).body;
-    expect(rest.data.map((p: { id: string }) => p.id)).toEqual([r.body.id]);
-    const patched = await gw.patch(`/v1/projects/${r.body.id}`, { name: "Web", description: null }, { token: t.apiKey });
-    expect(patched.status, patched.text).toBe(200);
-    expect(patched.body).toMatchObject({ id: r.body.id, name: "Web", description: null });
+    expect(unwrap(await api.GET("/v1/projects/{project_id}", { params: { path: { project_id: project.id } } }))).toEqual(project);
+    const second = unwrap(await api.POST("/v1/projects", { body: { name: "Mobile" } }));
+    // Newest first, one per page: the client follows the cursor.
+    const ids: string[] = [];
+    for await (const p of api.pages("/v1/projects", { limit: 1 })) ids.push(p.id);
+    expect(ids).toEqual([second.id, project.id]);
+    const patched = unwrap(
+      await api.PATCH("/v1/projects/{project_id}", { params: { path: { project_id: project.id } }, body: { name: "Web", description: null } }),
+    );
+    expect(patched).toMatchObject({ id: project.id, name: "Web", description: null });
   });
 
   it("when a name is already used (after trimming), then 400 at /name, and with an Idempotency-Key that 400 is replayed identically", async () => {
@@ -45,12 +62,13 @@ describe("projects", () => {
 
   it("when renamed onto another project's name, then 400 at /name and nothing changes", async () => {
     const t = await f.tenant();
-    await gw.post("/v1/projects", { name: "A" }, { token: t.apiKey });
-    const b = (await gw.post("/v1/projects", { name: "B" }, { token: t.apiKey })).body;
-    const r = await gw.patch(`/v1/projects/${b.id}`, { name: "A" }, { token: t.apiKey });
-    expect(r.status).toBe(400);
-    expect(r.body.errors).toEqual([expect.objectContaining({ pointer: "/name" })]);
-    expect((await gw.get(`/v1/projects/${b.id}`, { token: t.apiKey })).body.name).toBe("B");
+    const api = client(t.apiKey);
+    unwrap(await api.POST("/v1/projects", { body: { name: "A" } }));
+    const b = unwrap(await api.POST("/v1/projects", { body: { name: "B" } }));
+    const refused = await problemOf(api.PATCH("/v1/projects/{project_id}", { params: { path: { project_id: b.id } }, body: { name: "A" } }));
+    expect(refused).toMatchObject({ status: 400, code: "validation_failed" });
+    expect(refused.problem.errors).toEqual([expect.objectContaining({ pointer: "/name" })]);
+    expect(unwrap(await api.GET("/v1/projects/{project_id}", { params: { path: { project_id: b.id } } })).name).toBe("B");
   });
 
   it("when the body breaks a rule, then 400 naming the field", async () => {
@@ -71,13 +89,14 @@ describe("projects", () => {
   });
 
   it("when another organization's project is read, updated or deleted, then 404 and nothing changes", async () => {
-    const t = await f.tenant();
-    const other = await f.tenant();
-    const theirs = (await gw.post("/v1/projects", { name: "Theirs" }, { token: other.apiKey })).body;
-    expect((await gw.get(`/v1/projects/${theirs.id}`, { token: t.apiKey })).status).toBe(404);
-    expect((await gw.patch(`/v1/projects/${theirs.id}`, { name: "Mine" }, { token: t.apiKey })).status).toBe(404);
-    expect((await gw.delete(`/v1/projects/${theirs.id}`, { token: t.apiKey })).status).toBe(404);
-    expect((await gw.get(`/v1/projects/${theirs.id}`, { token: other.apiKey })).body.name).toBe("Theirs");
+    const mine = client((await f.tenant()).apiKey);
+    const owner = client((await f.tenant()).apiKey);
+    const theirs = unwrap(await owner.POST("/v1/projects", { body: { name: "Theirs" } }));
+    const path = { project_id: theirs.id };
+    expect(await problemOf(mine.GET("/v1/projects/{project_id}", { params: { path } }))).toMatchObject({ status: 404, code: "resource_not_found" });
+    expect(await problemOf(mine.PATCH("/v1/projects/{project_id}", { params: { path }, body: { name: "Mine" } }))).toMatchObject({ status: 404 });
+    expect(await problemOf(mine.DELETE("/v1/projects/{project_id}", { params: { path } }))).toMatchObject({ status: 404 });
+    expect(unwrap(await owner.GET("/v1/projects/{project_id}", { params: { path } })).name).toBe("Theirs");
   });
 
   it("when a task belongs to several projects and one is deleted, then the task keeps the others and a task.updated is emitted", async () => {
