@@ -76,8 +76,23 @@ export const keysRpc = {
     revokeApiKey: { input: KeyIdParams, output: RevokedApiKey },
     // Admin CLI (DESIGN.md section 2).
     bootstrap: {
-      input: z.object({ org: Label.min(1).max(200), plan: Plan, email: Email }),
+      input: z.object({
+        org: Label.min(1).max(200),
+        plan: Plan,
+        email: Email,
+        /**
+         * When an organization of this name already has this email as an owner (a CI job run
+         * again): absent creates another one (the original behaviour); "refuse" answers
+         * validation_failed; "reuse" answers that organization and owner with a fresh owner key.
+         */
+        if_exists: z.enum(["refuse", "reuse"]).optional(),
+      }),
       output: z.object({ organization_id: z.string(), user_id: z.string(), api_key: z.string() }),
+    },
+    /** Ends a membership: the user's keys in the organization are revoked; the last owner stays. */
+    removeMember: {
+      input: z.object({ org: OpaqueId, user: OpaqueId }),
+      output: z.object({ organization_id: z.string(), user_id: z.string(), revoked_keys: z.number().int() }),
     },
     addUser: {
       input: z.object({ org: OpaqueId, email: Email, role: Role }),

@@ -17,6 +17,7 @@ export function keysHandlers(svc: KeysService): Handlers<typeof keysRpc> {
     bootstrap: (i) => svc.bootstrap(i),
     addUser: (i) => svc.addUser(i),
     setRole: (i) => svc.setRole(i),
+    removeMember: (i) => svc.removeMember(i),
     setPlan: (i) => svc.setPlan(i),
     setLimits: (i) => svc.setLimits(i),
     legacyKey: (i) => svc.legacyKey(i),

@@ -195,8 +195,23 @@ export function keysService(deps: KeysDeps) {
 
     // ----- admin CLI (DESIGN.md section 2) -----
 
-    async bootstrap(a: { org: string; plan: Plan; email: string }) {
+    async bootstrap(a: { org: string; plan: Plan; email: string; if_exists?: "refuse" | "reuse" | undefined }) {
       return deps.tx(async (r) => {
+        if (a.if_exists) {
+          // Two CI jobs bootstrapping the same organization at once: the second sees the first's.
+          await r.lockBootstrap(a.org, a.email);
+          const found = await r.bootstrapped(a.org, a.email);
+          if (found && a.if_exists === "refuse") {
+            throw new AppError("validation_failed", `Organization "${a.org}" (${found.organization_id}) already exists with owner ${a.email}.`, {
+              errors: [{ pointer: "/if_exists", message: 'use "reuse" to get a fresh owner key for it' }],
+            });
+          }
+          if (found) {
+            const { organization_id, user_id } = found;
+            const key = await mintKey(r, { orgId: organization_id, userId: user_id, name: "bootstrap", scopes: SCOPES, kind: "live", expiresAt: null });
+            return { organization_id, user_id, api_key: key.key };
+          }
+        }
         const orgId = newId("org");
         await r.insertOrganization(orgId, a.org, a.plan);
         const userId = await r.upsertUser(newId("usr"), a.email);
@@ -222,6 +237,21 @@ export function keysService(deps: KeysDeps) {
       if (!(await repo.setRole(a.org, a.user, a.role))) throw new AppError("resource_not_found", `User ${a.user} is not a member of organization ${a.org}.`);
       await deps.invalidate(a.org);
       return { user_id: a.user, role: a.role };
+    },
+
+    async removeMember(a: { org: string; user: string }) {
+      const out = await deps.tx(async (r) => {
+        const owners = await r.lockOwners(a.org);
+        if (owners.length === 1 && owners[0] === a.user) {
+          throw new AppError("validation_failed", `User ${a.user} is the last owner of organization ${a.org}; make another member an owner first.`, {
+            errors: [{ pointer: "/user", message: "is the organization's last owner" }],
+          });
+        }
+        return r.removeMembership(a.org, a.user);
+      });
+      if (!out.removed) throw new AppError("resource_not_found", `User ${a.user} is not a member of organization ${a.org}.`);
+      await deps.invalidate(a.org);
+      return { organization_id: a.org, user_id: a.user, revoked_keys: out.revokedKeys };
     },
 
     async setPlan(a: { org: string; plan: Plan }) {

@@ -128,6 +128,42 @@ export function keysRepo(sql: Sql) {
         on conflict (organization_id, user_id) do update set role = excluded.role`;
     },
 
+    /** Serializes bootstraps of one organization name and owner email (until the transaction ends). */
+    async lockBootstrap(name: string, email: string): Promise<void> {
+      await sql`select pg_advisory_xact_lock(hashtextextended(${`keys.bootstrap:${name}\n${email.toLowerCase()}`}, 0))`;
+    },
+
+    /** The oldest organization of this exact name with this email (any case) as an owner. */
+    async bootstrapped(name: string, email: string): Promise<{ organization_id: string; user_id: string } | undefined> {
+      const [row] = await sql<{ organization_id: string; user_id: string }[]>`
+        select o.id as organization_id, u.id as user_id
+        from organizations o
+        join memberships m on m.organization_id = o.id and m.role = 'owner'
+        join users u on u.id = m.user_id and lower(u.email) = lower(${email})
+        where o.name = ${name}
+        order by o.created_at, o.id
+        limit 1`;
+      return row;
+    },
+
+    /** The organization's owners, locked until the transaction ends (a last-owner check). */
+    async lockOwners(orgId: string): Promise<string[]> {
+      const rows = await sql<{ user_id: string }[]>`
+        select user_id from memberships where organization_id = ${orgId} and role = 'owner' order by user_id for update`;
+      return rows.map((r) => r.user_id);
+    },
+
+    /** Ends a membership and revokes the user's keys in that organization (legacy rows soft, kept for audit). */
+    async removeMembership(orgId: string, userId: string): Promise<{ removed: boolean; revokedKeys: number }> {
+      const gone = await sql`delete from memberships where organization_id = ${orgId} and user_id = ${userId}`;
+      if (gone.count !== 1) return { removed: false, revokedKeys: 0 };
+      const soft = await sql`
+        update api_keys set revoked_at = now()
+        where organization_id = ${orgId} and user_id = ${userId} and legacy and revoked_at is null`;
+      const hard = await sql`delete from api_keys where organization_id = ${orgId} and user_id = ${userId} and not legacy`;
+      return { removed: true, revokedKeys: soft.count + hard.count };
+    },
+
     async setRole(orgId: string, userId: string, role: Role): Promise<boolean> {
       const r = await sql`update memberships set role = ${role} where organization_id = ${orgId} and user_id = ${userId}`;
       return r.count === 1;
