@@ -35,7 +35,12 @@ describe("problem+json for every error", () => {
     expect(r.status, r.text).toBe(404);
     isProblem(r);
     // type: a URL the client can follow, on the origin it called.
-    expect(r.body).toMatchObject({ type: `${stack.gatewayUrls[0]}/docs/errors#route_not_found`, title: "Route not found", status: 404, code: "route_not_found" });
+    expect(r.body).toMatchObject({
+      type: `${stack.gatewayUrls[0]}/docs/errors#route_not_found`,
+      title: "Route not found",
+      status: 404,
+      code: "route_not_found",
+    });
     expect(r.body.request_id).toBeUndefined();
   });
 
