@@ -43,8 +43,19 @@ function pipe(name, stream, out) {
   });
 }
 
+// At a terminal, readable logs (LOG_FORMAT=pretty, docs/operations.md "Logs") unless LOG_FORMAT says
+// otherwise; FORCE_COLOR because the children write into a pipe, not the terminal. Piped or
+// redirected (CI, a file), JSON lines as in production.
+const env = { ...process.env };
+if (!env.LOG_FORMAT && process.stdout.isTTY) {
+  env.LOG_FORMAT = "pretty";
+  if (env.FORCE_COLOR === undefined && env.NO_COLOR === undefined) env.FORCE_COLOR = "1";
+}
+// Stack traces point at the TypeScript sources (tsc emits source maps next to dist/).
+const nodeArgs = ["--enable-source-maps"];
+
 for (const name of services) {
-  const child = spawn(process.execPath, [`services/${name}/dist/main.js`], { cwd: root, env: process.env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [...nodeArgs, `services/${name}/dist/main.js`], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] });
   children.set(name, child);
   pipe(name, child.stdout, process.stdout);
   pipe(name, child.stderr, process.stderr);

@@ -91,6 +91,8 @@ export const settings = {
     .regex(/^[A-Za-z0-9_-]{1,32}$/, "letters, digits, _ and - only (it prefixes subjects and stream names)")
     .default("tasksvc"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  /** `json` lines (production), or `pretty` for a terminal (`make run` sets it when it has one). */
+  LOG_FORMAT: z.enum(["json", "pretty"]).default("json"),
   PUBLIC_BASE_URL: urlString(["http:", "https:"]).optional(),
   OAUTH_ISSUER: z.string().min(1).default("tasksvc-dev"),
   OAUTH_AUDIENCE: z.string().min(1).default("tasksvc-api"),
@@ -117,6 +119,7 @@ export const natsServiceSettings = {
   NATS_NAMESPACE: settings.NATS_NAMESPACE,
   NATS_STREAM_REPLICAS: settings.NATS_STREAM_REPLICAS,
   LOG_LEVEL: settings.LOG_LEVEL,
+  LOG_FORMAT: settings.LOG_FORMAT,
   OPS_PORT: settings.OPS_PORT,
   SHUTDOWN_DELAY: settings.SHUTDOWN_DELAY,
   OTEL_EXPORTER_OTLP_ENDPOINT: settings.OTEL_EXPORTER_OTLP_ENDPOINT,

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { describe, expect, it } from "vitest";
-import { ConfigError, parseConfig, parseDuration, settings } from "../src/index.js";
+import { ConfigError, natsServiceSettings, parseConfig, parseDuration, settings } from "../src/index.js";
 
 const Schema = z.object({ PORT: settings.PORT, LOG_LEVEL: settings.LOG_LEVEL, NATS_NAMESPACE: settings.NATS_NAMESPACE, DATABASE_URL: settings.DATABASE_URL });
 
@@ -27,6 +27,23 @@ describe("parseConfig", () => {
 
   it("when other variables are present, then they are ignored (each process reads only its own)", () => {
     expect(parseConfig(Schema, { SECRET_OF_SOMEONE_ELSE: "x" })).not.toHaveProperty("SECRET_OF_SOMEONE_ELSE");
+  });
+});
+
+describe("LOG_FORMAT", () => {
+  const Logs = z.object({ ...natsServiceSettings });
+
+  it("when it is unset, then every process logs JSON", () => {
+    expect(parseConfig(Logs, {}).LOG_FORMAT).toBe("json");
+  });
+
+  it.each(["json", "pretty"])("when it is %s, then that format is read", (v) => {
+    expect(parseConfig(Logs, { LOG_FORMAT: v }).LOG_FORMAT).toBe(v);
+  });
+
+  it("when it is neither json nor pretty, then the settings error names it with its value", () => {
+    expect(() => parseConfig(Logs, { LOG_FORMAT: "colour" })).toThrow(ConfigError);
+    expect(() => parseConfig(Logs, { LOG_FORMAT: "colour" })).toThrow(/LOG_FORMAT: .*\(got "colour"\)/);
   });
 });
 

@@ -13,7 +13,7 @@ import { startService } from "./start.js";
  */
 export async function main<C extends BaseConfig, R>(def: ServiceDefinition<C, R>): Promise<void> {
   const cfg = loadConfigOrExit(def.config);
-  const log = createLogger({ service: def.name, level: cfg.LOG_LEVEL });
+  const log = createLogger({ service: def.name, level: cfg.LOG_LEVEL, format: cfg.LOG_FORMAT });
   const tracing = initTracing({ serviceName: def.name, endpoint: cfg.OTEL_EXPORTER_OTLP_ENDPOINT });
   await runMain(
     def.name,

@@ -140,7 +140,11 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
       if (reply.statusCode >= 500) req.span.setStatus({ code: SpanStatusCode.ERROR });
       req.span.end();
     }
-    req.log.info({ method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, "request");
+    const org = req.pipeline?.identity.organization_id;
+    req.log.info(
+      { method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime), ...(org ? { organization_id: org } : {}) },
+      "request",
+    );
   });
   registerProblemHandling(app);
 

@@ -18,16 +18,31 @@ const sink = new Writable({
     done();
   },
 });
+// A second gateway on the same stack, logging as `make run` does at a terminal (LOG_FORMAT=pretty).
+let pretty = "";
+const prettySink = new Writable({
+  write(chunk: Buffer, _enc, done) {
+    pretty += chunk.toString("utf8");
+    done();
+  },
+});
 const env = { DATABASE_URL: stack.databaseUrl, NATS_URL: stack.natsUrl, NATS_NAMESPACE: namespace, PORT: "0" };
 const f = factories({ ...stack, namespace });
 let stops: Array<() => Promise<void>> = [];
 let gw: ReturnType<typeof api>;
+let prettyGw: ReturnType<typeof api>;
 
 beforeAll(async () => {
   const keys = await startService(keysService, parseConfig(KeysConfig, env), createLogger({ service: "keys", level: "debug", destination: sink }));
   const gateway = await startService(gatewayService, parseConfig(GatewayConfig, env), createLogger({ service: "gateway", level: "info", destination: sink }));
-  stops = [() => gateway.stop(), () => keys.stop()];
+  const prettyGateway = await startService(
+    gatewayService,
+    parseConfig(GatewayConfig, { ...env, LOG_FORMAT: "pretty" }),
+    createLogger({ service: "gateway", level: "info", format: "pretty", colorize: true, destination: prettySink }),
+  );
+  stops = [() => prettyGateway.stop(), () => gateway.stop(), () => keys.stop()];
   gw = api(gateway.url);
+  prettyGw = api(prettyGateway.url);
 });
 afterAll(async () => {
   for (const s of stops) await s();
@@ -48,7 +63,7 @@ describe("logs", () => {
     const keysLine = mine.find((l) => l["service"] === "keys" && l["op"] === "keys.listOrganizations");
     expect(keysLine, JSON.stringify(mine)).toMatchObject({ organization_id: t.organizationId, msg: "rpc handled" });
     const access = mine.find((l) => l["service"] === "gateway" && l["msg"] === "request");
-    expect(access).toMatchObject({ method: "GET", url: "/v1/organizations", status: 200 });
+    expect(access).toMatchObject({ method: "GET", url: "/v1/organizations", status: 200, organization_id: t.organizationId });
   });
 
   it("when lines are written during requests, then none of the request-scoped ones lacks a request_id", () => {
@@ -64,5 +79,23 @@ describe("logs", () => {
     const all = JSON.stringify(lines);
     expect(all).not.toContain(t.apiKey);
     expect(all).not.toContain("notAKeyButStillSecret");
+  });
+
+  it("when logs are pretty, then the access line is one line with the organization, and no credential appears", async () => {
+    const t = await f.tenant();
+    const r = await prettyGw.get("/v1/organizations", { token: t.apiKey });
+    expect(r.status, r.text).toBe(200);
+    await prettyGw.get("/v1/organizations", { token: "svc_live_notAKeyButStillSecret0000000000000000000" });
+    const id = r.headers.get("x-request-id") ?? "";
+    // The access line is written once the response is sent: wait for both requests' lines.
+    const uncoloured = () => pretty.replace(new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g"), "");
+    const deadline = Date.now() + 5000;
+    while (Date.now() < deadline && !(pretty.includes(id) && uncoloured().includes(" 401 "))) await new Promise((res) => setTimeout(res, 20));
+    const plain = uncoloured();
+    const line = plain.split("\n").find((l) => l.includes(id));
+    expect(line, plain).toMatch(new RegExp(`^\\d\\d:\\d\\d:\\d\\d\\.\\d{3} INFO gateway: GET /v1/organizations 200 \\d+ms ${t.organizationId} ${id}$`));
+    expect(plain).toMatch(/ INFO gateway: GET \/v1\/organizations 401 \d+ms req_\S+\n/);
+    expect(pretty).not.toContain(t.apiKey);
+    expect(pretty).not.toContain("notAKeyButStillSecret");
   });
 });
