@@ -1,13 +1,19 @@
+import { createClient, unwrap } from "@tasksvc/client";
 import { e2eContext, type Tenant } from "@tasksvc/testing";
 import { describe, expect, it } from "vitest";
 
-const { gw, gw2, f, events, db } = e2eContext();
+// Tasks are made and views read through the typed client (@tasksvc/client); links go over raw
+// HTTP, since their status (201 new, 200 already there) is what these tests check.
+const { stack, gw, gw2, f, events, db } = e2eContext();
+const client = (t: Tenant) => createClient({ baseUrl: stack.gatewayUrls[0] as string, token: t.apiKey, retries: 0 });
 
 async function tasks(t: Tenant, n: number): Promise<string[]> {
+  const api = client(t);
   const ids: string[] = [];
-  for (let i = 0; i < n; i++) ids.push((await gw.post("/v1/tasks", { title: `task ${i + 1}` }, { token: t.apiKey })).body.id);
+  for (let i = 0; i < n; i++) ids.push(unwrap(await api.POST("/v1/tasks", { body: { title: `task ${i + 1}` } })).id);
   return ids;
 }
+const view = async (t: Tenant, task: string) => unwrap(await client(t).GET("/v1/tasks/{task_id}/dependencies", { params: { path: { task_id: task } } }));
 const link = (t: Tenant, blocked: string, blocker: string, via = gw) =>
   via.post(`/v1/tasks/${blocked}/dependencies`, { blocker_task_id: blocker }, { token: t.apiKey });
 const linkCount = async (orgId: string) => Number((await db`select count(*)::int as n from tasks.dependencies where organization_id = ${orgId}`)[0]?.["n"]);
@@ -33,8 +39,7 @@ describe("dependencies", () => {
     expect(await linkCount(t.organizationId)).toBe(1);
     const got = await events.await(mark, t.organizationId, 1);
     expect(got.map((e) => [e.type, e.data.id])).toEqual([["task.updated", a]]);
-    const blockerView = (await gw.get(`/v1/tasks/${b}/dependencies`, { token: t.apiKey })).body;
-    expect(blockerView).toMatchObject({
+    expect(await view(t, b)).toMatchObject({
       task_id: b,
       is_blocked: false,
       blocked_by_count: 0,
@@ -48,16 +53,16 @@ describe("dependencies", () => {
     const [a, b, c] = await tasks(t, 3);
     await link(t, a, b);
     await link(t, a, c);
-    await gw.patch(`/v1/tasks/${b}`, { status: "COMPLETED", title: "done" }, { token: t.apiKey });
-    let view = (await gw.get(`/v1/tasks/${a}/dependencies`, { token: t.apiKey })).body;
-    expect(view).toMatchObject({ is_blocked: true, blocked_by_count: 2 });
-    expect(view.blocked_by).toEqual([
+    const api = client(t);
+    unwrap(await api.PATCH("/v1/tasks/{task_id}", { params: { path: { task_id: b } }, body: { status: "COMPLETED", title: "done" } }));
+    const before = await view(t, a);
+    expect(before).toMatchObject({ is_blocked: true, blocked_by_count: 2 });
+    expect(before.blocked_by).toEqual([
       { task_id: b, title: "done", status: "COMPLETED", open: false },
       { task_id: c, title: "task 3", status: "TODO", open: true },
     ]);
-    await gw.patch(`/v1/tasks/${c}`, { status: "COMPLETED" }, { token: t.apiKey });
-    view = (await gw.get(`/v1/tasks/${a}/dependencies`, { token: t.apiKey })).body;
-    expect(view.is_blocked).toBe(false);
+    unwrap(await api.PATCH("/v1/tasks/{task_id}", { params: { path: { task_id: c } }, body: { status: "COMPLETED" } }));
+    expect((await view(t, a)).is_blocked).toBe(false);
   });
 
   it("when a task would block itself, then 400 at /blocker_task_id", async () => {
