@@ -1,3 +1,4 @@
+import { createClient, unwrap } from "@tasksvc/client";
 import { connectNats, decodeJson, type NatsConnection } from "@tasksvc/nats";
 import { api, factories, must } from "@tasksvc/testing";
 import postgres from "postgres";
@@ -30,18 +31,14 @@ afterAll(async () => {
 });
 
 const DAY = "2026-11-23";
-const board = async (token: string, date = DAY) => {
-  const r = await gw.get(`/v1/daily-plan?date=${date}`, { token });
-  expect(r.status, r.text).toBe(200);
-  return r.body;
-};
+// Boards are read and tasks made through the typed client (@tasksvc/client); the tests about
+// refusals and the wire use raw HTTP.
+const client = (token: string) => createClient({ baseUrl: stack.gatewayUrls[0] as string, token, retries: 0 });
+const board = async (token: string, date = DAY) => unwrap(await client(token).GET("/v1/daily-plan", { params: { query: { date } } }));
 const plan = (token: string, task_id: string, section = "TODO", date = DAY, headers: Record<string, string> = {}) =>
   gw.post("/v1/daily-plan/entries", { date, task_id, section }, { token, headers });
-const task = async (token: string, body: Record<string, unknown>) => {
-  const r = await gw.post("/v1/tasks", body, { token });
-  expect(r.status, r.text).toBe(201);
-  return r.body.id as string;
-};
+const task = async (token: string, body: { title: string; parent_task_id?: string; status?: "TODO" | "IN_PROGRESS" | "IN_REVIEW" | "COMPLETED" | "BLOCKED" }) =>
+  unwrap(await client(token).POST("/v1/tasks", { body })).id;
 const rows = async (table: string, orgId: string) =>
   Number((await db`select count(*)::int as n from ${db("boards")}.${db(table)} where organization_id = ${orgId}`)[0]?.["n"]);
 const pointers = (r: { body: { errors?: { pointer: string }[] } }) => (r.body.errors ?? []).map((e) => e.pointer);
