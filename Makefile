@@ -37,11 +37,16 @@ services: ## make sure local Postgres and NATS (JetStream) are running
 
 # kubectl renders the Kubernetes manifests (kustomize) that test/arch/deploy.test.ts validates.
 # Debian's kubernetes-client has it; a kubectl already installed (any version since 1.20) is used as is.
-tools: ## install the system tools the tests use (kubectl) when missing
+# Chromium (Debian's) is the headless browser test/e2e/docs-page.test.ts opens /docs in.
+tools: ## install the system tools the tests use (kubectl, chromium) when missing
 	@command -v kubectl >/dev/null 2>&1 || { \
 	  echo "installing kubectl (Debian package kubernetes-client)" >&2; \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq kubernetes-client >/dev/null; \
 	  else sudo apt-get update -qq && sudo apt-get install -y -qq kubernetes-client >/dev/null; fi; }
+	@command -v chromium >/dev/null 2>&1 || [ -n "$$CHROMIUM_PATH" ] || { \
+	  echo "installing chromium (Debian package chromium)" >&2; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; fi; }
 
 run: build services ## run the whole stack (gateway on PORT, default 8080)
 	node scripts/start.mjs

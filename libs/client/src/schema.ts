@@ -2376,10 +2376,7 @@ export interface operations {
                  * @example 25
                  */
                 limit?: number;
-                /**
-                 * @description The `next_cursor` of the previous page; the other parameters must be the same as for that page.
-                 * @example eyJ2IjoxLCJrIjoi…
-                 */
+                /** @description The `next_cursor` of the previous page; the other parameters must be the same as for that page. */
                 after?: string;
             };
             header?: never;
@@ -2612,10 +2609,7 @@ export interface operations {
                  * @example 25
                  */
                 limit?: number;
-                /**
-                 * @description The `next_cursor` of the previous page; the other parameters must be the same as for that page.
-                 * @example eyJ2IjoxLCJrIjoi…
-                 */
+                /** @description The `next_cursor` of the previous page; the other parameters must be the same as for that page. */
                 after?: string;
             };
             header?: never;
@@ -2727,10 +2721,7 @@ export interface operations {
                  * @example 25
                  */
                 limit?: number;
-                /**
-                 * @description The `next_cursor` of the previous page; the other parameters must be the same as for that page.
-                 * @example eyJ2IjoxLCJrIjoi…
-                 */
+                /** @description The `next_cursor` of the previous page; the other parameters must be the same as for that page. */
                 after?: string;
             };
             header?: never;
@@ -3227,10 +3218,7 @@ export interface operations {
                  * @example 25
                  */
                 limit?: number;
-                /**
-                 * @description The `next_cursor` of the previous page; the other parameters must be the same as for that page.
-                 * @example eyJ2IjoxLCJrIjoi…
-                 */
+                /** @description The `next_cursor` of the previous page; the other parameters must be the same as for that page. */
                 after?: string;
                 /**
                  * @description Only tasks in this status.
@@ -4133,10 +4121,7 @@ export interface operations {
                  * @example 25
                  */
                 limit?: number;
-                /**
-                 * @description The `next_cursor` of the previous page; the other parameters must be the same as for that page.
-                 * @example eyJ2IjoxLCJrIjoi…
-                 */
+                /** @description The `next_cursor` of the previous page; the other parameters must be the same as for that page. */
                 after?: string;
             };
             header?: never;
@@ -4889,10 +4874,7 @@ export interface operations {
                  * @example 25
                  */
                 limit?: number;
-                /**
-                 * @description The `next_cursor` of the previous page; the other parameters must be the same as for that page.
-                 * @example eyJ2IjoxLCJrIjoi…
-                 */
+                /** @description The `next_cursor` of the previous page; the other parameters must be the same as for that page. */
                 after?: string;
             };
             header?: never;
@@ -5450,10 +5432,7 @@ export interface operations {
                  * @example 25
                  */
                 limit?: number;
-                /**
-                 * @description The `next_cursor` of the previous page; the other parameters must be the same as for that page.
-                 * @example eyJ2IjoxLCJrIjoi…
-                 */
+                /** @description The `next_cursor` of the previous page; the other parameters must be the same as for that page. */
                 after?: string;
             };
             header?: never;
@@ -6652,10 +6631,7 @@ export interface operations {
                  * @example 25
                  */
                 limit?: number;
-                /**
-                 * @description The `next_cursor` of the previous page; the other parameters must be the same as for that page.
-                 * @example eyJ2IjoxLCJrIjoi…
-                 */
+                /** @description The `next_cursor` of the previous page; the other parameters must be the same as for that page. */
                 after?: string;
             };
             header?: never;
@@ -7735,10 +7711,7 @@ export interface operations {
                  * @example 25
                  */
                 limit?: number;
-                /**
-                 * @description The `next_cursor` of the previous page; the other parameters must be the same as for that page.
-                 * @example eyJ2IjoxLCJrIjoi…
-                 */
+                /** @description The `next_cursor` of the previous page; the other parameters must be the same as for that page. */
                 after?: string;
                 /**
                  * @description Only deliveries in this state.
@@ -7872,10 +7845,7 @@ export interface operations {
                  * @example 25
                  */
                 limit?: number;
-                /**
-                 * @description The `next_cursor` of the previous page; the other parameters must be the same as for that page.
-                 * @example eyJ2IjoxLCJrIjoi…
-                 */
+                /** @description The `next_cursor` of the previous page; the other parameters must be the same as for that page. */
                 after?: string;
             };
             header?: never;

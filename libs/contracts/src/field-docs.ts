@@ -181,9 +181,11 @@ export const FIELD_DOCS: Record<string, FieldDoc> = {
 };
 
 /** Query and path parameters, by name (`<operationId>.<name>` where one means something more). */
-export const PARAMETER_DOCS: Record<string, FieldDoc> = {
+export const PARAMETER_DOCS: Record<string, Omit<FieldDoc, "example"> & { example?: unknown }> = {
   limit: { description: "Items per page, 1-100 (default 25).", example: 25 },
-  after: { description: "The `next_cursor` of the previous page; the other parameters must be the same as for that page.", example: "eyJ2IjoxLCJrIjoi…" },
+  // No example: a cursor is signed by the API, so any example would be refused (and reference UIs
+  // prefill "Try it out" with examples).
+  after: { description: "The `next_cursor` of the previous page; the other parameters must be the same as for that page." },
   organization_id: { description: "The organization's id (the credential's own).", example: "org_3kTMd92jf7Qw1xYp8LmN2a" },
   key_id: { description: "The API key's id.", example: "key_2bN8xQ4mT7pL1vD9kR3sW6" },
   "listTasks.status": { description: "Only tasks in this status.", example: "TODO" },
@@ -202,7 +204,7 @@ export const PARAMETER_DOCS: Record<string, FieldDoc> = {
 };
 
 /** The documentation of a parameter of an operation. */
-export function parameterDoc(operationId: string, name: string): FieldDoc | undefined {
+export function parameterDoc(operationId: string, name: string): (typeof PARAMETER_DOCS)[string] | undefined {
   return PARAMETER_DOCS[`${operationId}.${name}`] ?? PARAMETER_DOCS[name];
 }
 

@@ -1,45 +1,67 @@
-import { ERROR_CATALOG, ERROR_CODES } from "@tasksvc/contracts";
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { AppError } from "@tasksvc/errors";
 import type { FastifyInstance } from "fastify";
+import { errorsPage } from "./errors-page.js";
 import { buildOpenApi } from "./openapi.js";
 import type { Operation } from "./operations.js";
+import { sendProblem } from "./problems.js";
 
-const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-const page = (title: string, body: string) =>
-  `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${esc(title)}</title>` +
-  `<style>body{font:15px/1.5 system-ui,sans-serif;max-width:960px;margin:2rem auto;padding:0 1rem}` +
-  `table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.35rem .5rem;text-align:left;vertical-align:top}` +
-  `code{background:#f4f4f4;padding:0 .2rem}</style></head><body>${body}</body></html>`;
+/** The reference UI's files, served from the installed swagger-ui-dist package (no CDN). */
+const UI_FILES: Record<string, string> = {
+  "swagger-ui.css": "text/css; charset=utf-8",
+  "swagger-ui-bundle.js": "text/javascript; charset=utf-8",
+  "favicon-32x32.png": "image/png",
+};
+
+/** How the UI starts: the document of this gateway, try-it against this gateway, no validator call-out. */
+const INIT_JS = `window.ui = SwaggerUIBundle({
+  url: "/v1/openapi.json",
+  dom_id: "#swagger-ui",
+  deepLinking: true,
+  // The default would send the document to validator.swagger.io: nothing leaves this gateway.
+  validatorUrl: null,
+  displayOperationId: true,
+  displayRequestDuration: true,
+  docExpansion: "list",
+  defaultModelsExpandDepth: 1,
+  persistAuthorization: false,
+});
+`;
+
+const DOCS_HTML = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Task Service API</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" type="image/png" href="/docs/assets/favicon-32x32.png">
+<link rel="stylesheet" href="/docs/assets/swagger-ui.css"></head>
+<body><div id="swagger-ui"></div>
+<script src="/docs/assets/swagger-ui-bundle.js"></script>
+<script src="/docs/assets/init.js"></script></body></html>`;
 
 /**
- * Public, unauthenticated documentation: the OpenAPI document (`/v1/openapi.json`), a reference
- * page of every operation (`/docs`), and the error catalog that problem `type`s point to
- * (`/docs/errors#<code>`). All three are rendered once, at start, from the same route table.
+ * Public, unauthenticated documentation (issue 14):
+ * - `/v1/openapi.json`, the OpenAPI 3.1 document built from the route table;
+ * - `/docs`, Swagger UI over that document, every file served by this gateway from the installed
+ *   `swagger-ui-dist` package (no CDN, no call to the validator service), with "Try it out"
+ *   sending real requests to this gateway (Authorize takes an API key or access token);
+ * - `/docs/errors`, docs/errors.md rendered, each code's row its anchor: where a problem's `type`
+ *   points (`/docs/errors#<code>`).
+ * All are built once, at start.
  */
 export function registerDocs(app: FastifyInstance, operations: readonly Operation[]): void {
-  const document = buildOpenApi(operations);
-  const documentJson = JSON.stringify(document);
-  const rows = operations
-    .map(
-      (r) =>
-        `<tr><td><code>${r.method}</code></td><td><code>${esc(r.url)}</code></td><td>${esc(r.summary)}</td><td><code>${r.scope}</code></td><td>${r.idempotent ? "yes" : ""}</td></tr>`,
-    )
-    .join("");
-  const docsHtml = page(
-    "Task Service API",
-    `<h1>Task Service API <small>v1.0.0</small></h1><p>Machine-readable: <a href="/v1/openapi.json">/v1/openapi.json</a> (OpenAPI 3.1). ` +
-      `Errors: <a href="/docs/errors">/docs/errors</a>. Authenticate with <code>Authorization: Bearer &lt;API key or access token&gt;</code>.</p>` +
-      `<table><thead><tr><th>Method</th><th>Path</th><th>What</th><th>Scope</th><th>Idempotency-Key</th></tr></thead><tbody>${rows}</tbody></table>`,
-  );
-  const errorsHtml = page(
-    "Errors",
-    `<h1>Errors</h1><p>Every error is <code>application/problem+json</code> with <code>type</code>, <code>title</code>, <code>status</code>, <code>code</code>, <code>detail</code>; ` +
-      `validation errors add <code>errors: [{pointer, message}]</code>; 5xx add <code>request_id</code>.</p><table><thead><tr><th>Status</th><th>Code</th><th>Title</th></tr></thead><tbody>` +
-      ERROR_CODES.map((c) => `<tr id="${c}"><td>${ERROR_CATALOG[c].status}</td><td><code>${c}</code></td><td>${esc(ERROR_CATALOG[c].title)}</td></tr>`).join(
-        "",
-      ) +
-      `</tbody></table>`,
-  );
+  const documentJson = JSON.stringify(buildOpenApi(operations));
+  const uiDir = dirname(createRequire(import.meta.url).resolve("swagger-ui-dist/package.json"));
+  const assets = new Map(Object.entries(UI_FILES).map(([name, type]) => [name, { type, body: readFileSync(join(uiDir, name)) }]));
+  assets.set("init.js", { type: "text/javascript; charset=utf-8", body: Buffer.from(INIT_JS) });
+  const errorsHtml = errorsPage();
+
   app.get("/v1/openapi.json", async (_req, reply) => reply.type("application/json; charset=utf-8").send(documentJson));
-  app.get("/docs", async (_req, reply) => reply.type("text/html; charset=utf-8").send(docsHtml));
+  app.get("/docs", async (_req, reply) => reply.type("text/html; charset=utf-8").send(DOCS_HTML));
+  // A fixed list of files, looked up by name: no path reaches the file system.
+  app.get<{ Params: { file: string } }>("/docs/assets/:file", async (req, reply) => {
+    const asset = assets.get(req.params.file);
+    if (!asset) return sendProblem(reply, new AppError("route_not_found", `No documentation asset ${req.params.file}.`));
+    return reply.type(asset.type).header("cache-control", "public, max-age=3600").send(asset.body);
+  });
   app.get("/docs/errors", async (_req, reply) => reply.type("text/html; charset=utf-8").send(errorsHtml));
 }

@@ -199,7 +199,8 @@ function parametersOf(def: Operation): Json[] {
         name,
         in: where,
         required: where === "path" || (js.required ?? []).includes(name),
-        ...(doc ? { description: doc.description, example: doc.example } : {}),
+        ...(doc ? { description: doc.description } : {}),
+        ...(doc?.example === undefined ? {} : { example: doc.example }),
         schema: s,
       });
     }

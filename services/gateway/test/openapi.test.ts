@@ -108,7 +108,19 @@ describe("the OpenAPI document", () => {
     const page = await gw.get("/docs");
     expect(page.status).toBe(200);
     expect(page.headers.get("content-type")).toMatch(/^text\/html/);
-    expect(page.text).toContain("/v1/api-keys");
+    // The reference UI's page: it loads the document from this gateway (rendering is checked in a
+    // real browser by test/e2e/docs-page.test.ts), and its assets come from here too.
+    expect(page.text).toContain("/docs/assets/swagger-ui-bundle.js");
+    expect((await gw.get("/docs/assets/init.js")).text).toContain('url: "/v1/openapi.json"');
+    const asset = await gw.get("/docs/assets/swagger-ui-bundle.js");
+    expect(asset.status).toBe(200);
+    expect(asset.headers.get("content-type")).toMatch(/javascript/);
+    // Only the listed files: nothing else of the package or the disk.
+    for (const name of ["package.json", "..%2F..%2Fpackage.json", "index.html"]) {
+      const r = await gw.get(`/docs/assets/${name}`);
+      expect(r.status, name).toBe(404);
+      expect(r.body.code).toBe("route_not_found");
+    }
     const errors = await gw.get("/docs/errors");
     expect(errors.text).toContain('id="idempotency_key_reused"');
   });

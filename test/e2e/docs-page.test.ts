@@ -1,0 +1,90 @@
+import { existsSync } from "node:fs";
+import { factories } from "@tasksvc/testing";
+import { chromium, type Browser } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+
+// Issue 14: /docs in a real headless browser (Debian's Chromium, driven by playwright-core): the
+// reference UI loads from the gateway alone, shows the Task schema and the operations, and its
+// "Try it out" calls the running gateway with a key given to Authorize.
+const stack = inject("stack");
+const gateway = stack.gatewayUrls[0] as string;
+const f = factories(stack);
+const CHROMIUM = process.env["CHROMIUM_PATH"] ?? ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p) => existsSync(p));
+let browser: Browser;
+
+beforeAll(async () => {
+  if (!CHROMIUM) throw new Error("Chromium is not installed: `make tools` installs it (apt-get install chromium), or set CHROMIUM_PATH");
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
+});
+afterAll(async () => {
+  await browser?.close();
+  await f.close();
+});
+
+describe("/docs", () => {
+  it("when opened, then the reference loads from the gateway alone, shows the Task schema and the operations, and Try it out calls the gateway", async () => {
+    const t = await f.tenant();
+    const page = await browser.newPage();
+    // Every request the page makes must go to the gateway: no CDN, fonts or validator service.
+    const elsewhere: string[] = [];
+    await page.route("**/*", (route) => {
+      const url = route.request().url();
+      if (url.startsWith(gateway) || url.startsWith("data:") || url.startsWith("blob:")) return route.continue();
+      elsewhere.push(url);
+      return route.abort();
+    });
+    const errors: string[] = [];
+    page.on("pageerror", (e) => errors.push(e.message));
+    try {
+      await page.goto(`${gateway}/docs`, { waitUntil: "load" });
+      // The operations of the Tasks tag, and the schemas section naming Task.
+      const create = page.locator("#operations-Tasks-createTask");
+      await create.waitFor({ timeout: 15_000 });
+      await expect(create.textContent()).resolves.toContain("/v1/tasks");
+      await expect(page.locator("#operations-Tasks-listTasks").count()).resolves.toBe(1);
+      // OpenAPI 3.1 schemas render as JSON Schema 2020-12 articles under "Schemas", titled by name.
+      const taskModel = page.locator(".models article.json-schema-2020-12", {
+        has: page.locator(".json-schema-2020-12__title", { hasText: /^Task$/ }),
+      });
+      await taskModel.first().waitFor({ timeout: 10_000 });
+      await taskModel.first().locator("button.json-schema-2020-12-accordion").first().click();
+      await expect(taskModel.first().textContent()).resolves.toContain("story_points");
+
+      // Authorize with the tenant's key, then try GET /v1/organizations.
+      await page.locator("button.authorize").first().click();
+      await page.locator(".auth-container input").first().fill(t.apiKey);
+      await page.locator(".auth-btn-wrapper button.authorize").first().click();
+      await page.locator(".auth-btn-wrapper button.btn-done").first().click();
+      const list = page.locator("#operations-Organizations-listOrganizations");
+      await list.locator(".opblock-summary").first().click();
+      await list.locator("button.try-out__btn").click();
+      await list.locator("button.execute").click();
+      const status = list.locator(".live-responses-table tbody .response-col_status").first();
+      await status.waitFor({ timeout: 10_000 });
+      const answered = (await list.locator(".live-responses-table").textContent()) ?? "";
+      expect(await status.textContent(), answered).toContain("200");
+      await expect(list.locator(".live-responses-table").textContent()).resolves.toContain(t.organizationId);
+
+      expect(elsewhere).toEqual([]);
+      expect(errors).toEqual([]);
+    } finally {
+      await page.close();
+    }
+  });
+
+  it("when a problem's type is followed, then the errors page has that code's row", async () => {
+    const r = await fetch(`${gateway}/v1/tasks`);
+    const problem = (await r.json()) as { type: string; code: string };
+    expect(problem.type).toBe(`${gateway}/docs/errors#missing_credentials`);
+    const page = await browser.newPage();
+    try {
+      await page.goto(problem.type, { waitUntil: "load" });
+      const row = page.locator("tr#missing_credentials");
+      await expect(row.count()).resolves.toBe(1);
+      await expect(row.textContent()).resolves.toContain("401");
+      await expect(page.locator("h2#input-rules").count()).resolves.toBe(1);
+    } finally {
+      await page.close();
+    }
+  });
+});
