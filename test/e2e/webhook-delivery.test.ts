@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { Task } from "@tasksvc/contracts";
+import { createClient, unwrap } from "@tasksvc/client";
 import { api, factories, startReceiver, startStack, type Receiver, type StartedStack, type Tenant } from "@tasksvc/testing";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -71,19 +72,19 @@ interface Hook {
   path: string;
 }
 
+// Fixtures and the delivery log go through the typed client (@tasksvc/client).
+const client = (t: Tenant) => createClient({ baseUrl: stack.gatewayUrls[0] as string, token: t.apiKey, retries: 0 });
+
 /** An endpoint of `t` at a fresh path of the receiver, which verifies with its secret. */
-async function hook(t: Tenant, body: Record<string, unknown> = {}): Promise<Hook> {
+async function hook(t: Tenant, body: { event_types?: Array<"task.created" | "task.updated" | "task.archived"> } = {}): Promise<Hook> {
   const path = `/${randomUUID()}`;
-  const r = await gw().post("/v1/webhook-endpoints", { url: rx.url(path), ...body }, { token: t.apiKey });
-  expect(r.status, r.text).toBe(201);
-  rx.expect(path, [r.body.secret]);
-  return { id: r.body.id, secret: r.body.secret, path };
+  const created = unwrap(await client(t).POST("/v1/webhook-endpoints", { body: { url: rx.url(path), ...body } }));
+  rx.expect(path, [created.secret]);
+  return { id: created.id, secret: created.secret, path };
 }
 
-async function createTask(t: Tenant, title = "deliver me"): Promise<{ id: string; number: number }> {
-  const r = await gw().post("/v1/tasks", { title }, { token: t.apiKey });
-  expect(r.status, r.text).toBe(201);
-  return r.body;
+async function createTask(t: Tenant, title = "deliver me") {
+  return unwrap(await client(t).POST("/v1/tasks", { body: { title } }));
 }
 
 interface DeliveryRow {
@@ -95,9 +96,9 @@ interface DeliveryRow {
 }
 
 async function deliveries(t: Tenant, h: Hook): Promise<DeliveryRow[]> {
-  const r = await gw().get(`/v1/webhook-endpoints/${h.id}/deliveries`, { token: t.apiKey });
-  expect(r.status, r.text).toBe(200);
-  return r.body.data;
+  const rows: DeliveryRow[] = [];
+  for await (const d of client(t).pages("/v1/webhook-endpoints/{endpoint_id}/deliveries", {}, { endpoint_id: h.id })) rows.push(d);
+  return rows;
 }
 
 /**

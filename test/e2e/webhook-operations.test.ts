@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { createClient, unwrap } from "@tasksvc/client";
 import { e2eContext, type Tenant } from "@tasksvc/testing";
 import { describe, expect, it } from "vitest";
 
@@ -7,19 +8,16 @@ import { describe, expect, it } from "vitest";
 // these tests are about the log and its replays, not about how deliveries come to be. Endpoints
 // that hold rows are disabled first, so the dispatcher (which only claims PENDING rows of enabled
 // endpoints) never races the assertions.
-const { gw, gw2, f, db } = e2eContext();
+const { stack, gw, gw2, f, db } = e2eContext();
+// Fixtures go through the typed client (@tasksvc/client); the operations under test use raw HTTP.
+const client = (t: Tenant) => createClient({ baseUrl: stack.gatewayUrls[0] as string, token: t.apiKey, retries: 0 });
 
-const create = async (t: Tenant, url = "https://hooks.example.com/ops") => {
-  const r = await gw.post("/v1/webhook-endpoints", { url }, { token: t.apiKey });
-  expect(r.status, r.text).toBe(201);
-  return r.body as { id: string; secret: string; updated_at: string };
-};
+const create = async (t: Tenant, url = "https://hooks.example.com/ops") => unwrap(await client(t).POST("/v1/webhook-endpoints", { body: { url } }));
 
 /** An endpoint disabled through the API: its rows stay where the test puts them. */
 const disabledEndpoint = async (t: Tenant) => {
   const e = await create(t);
-  const off = await gw.patch(`/v1/webhook-endpoints/${e.id}`, { enabled: false }, { token: t.apiKey });
-  expect(off.status, off.text).toBe(200);
+  unwrap(await client(t).PATCH("/v1/webhook-endpoints/{endpoint_id}", { params: { path: { endpoint_id: e.id } }, body: { enabled: false } }));
   return e;
 };
 
