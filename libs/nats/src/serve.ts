@@ -61,8 +61,6 @@ export function serve<C extends RpcCatalog>(nc: NatsConnection, catalog: C, hand
           opts.log.error({ err, op }, "subscription error");
           return;
         }
-        // handle() answers every failure itself; this catch is the last line, so that nothing a
-        // message carries can become an unhandled rejection (which would end the process).
         gauge.inc();
         const started = performance.now();
         const run = tracingEnabled()
@@ -76,6 +74,8 @@ export function serve<C extends RpcCatalog>(nc: NatsConnection, catalog: C, hand
               },
             )
           : handle(msg, started);
+        // handle() answers every failure itself; this rejection handler is the last line, so that
+        // nothing a message carries can become an unhandled rejection (which would end the process).
         const p: Promise<void> = run
           .then(
             () => undefined,
