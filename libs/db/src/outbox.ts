@@ -1,5 +1,15 @@
 import type { Logger } from "@tasksvc/logger";
-import { contextFromTraceparent, currentTraceparent, inSpan, outboxPublished, outboxRelayDelay, sampled, SpanKind, tracingEnabled } from "@tasksvc/telemetry";
+import {
+  contextFromTraceparent,
+  currentTraceparent,
+  inSpan,
+  outboxPublished,
+  outboxRelayDelay,
+  sampled,
+  sharedFor,
+  SpanKind,
+  tracingEnabled,
+} from "@tasksvc/telemetry";
 import type { Database } from "./pool.js";
 
 /**
@@ -93,17 +103,12 @@ export function startOutboxRelay<R extends OutboxRow>(opts: OutboxRelayOptions<R
   const published = outboxPublished.labels(label);
   const delay = outboxRelayDelay.labels(label);
   // Scrape-time backlog: rows waiting (counted up to 100000, an index-only walk) and the oldest's age.
-  let backlog: { at: number; rows: Promise<Array<{ n: number; age: number }>> } | undefined;
-  const readBacklog = () => {
-    if (!backlog || performance.now() - backlog.at > 500) {
-      const rows = opts.db.sql<Array<{ n: number; age: number }>>`
-        select (select count(*)::int from (select 1 from ${opts.db.sql(opts.table)} limit 100000) c) as n,
-               coalesce(extract(epoch from now() - (select created_at from ${opts.db.sql(opts.table)} order by seq limit 1)), 0)::float8 as age`;
-      rows.catch(() => undefined);
-      backlog = { at: performance.now(), rows };
-    }
-    return backlog.rows;
-  };
+  const readBacklog = sharedFor(
+    500,
+    async () => opts.db.sql<Array<{ n: number; age: number }>>`
+      select (select count(*)::int from (select 1 from ${opts.db.sql(opts.table)} limit 100000) c) as n,
+             coalesce(extract(epoch from now() - (select created_at from ${opts.db.sql(opts.table)} order by seq limit 1)), 0)::float8 as age`,
+  );
   const unregister = [
     sampled.outboxBacklog(async () => [{ labels: label, value: (await readBacklog())[0]?.n ?? 0 }]),
     sampled.outboxOldestAge(async () => [{ labels: label, value: (await readBacklog())[0]?.age ?? 0 }]),

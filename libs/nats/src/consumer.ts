@@ -7,7 +7,6 @@ import {
   type Consumer,
   type ConsumerConfig,
   type ConsumerMessages,
-  type JetStreamManager,
   type JsMsg,
 } from "@nats-io/jetstream";
 import type { MsgHdrs, NatsConnection } from "@nats-io/transport-node";
@@ -19,6 +18,7 @@ import {
   extractContext,
   inSpan,
   sampled,
+  sharedFor,
   SpanKind,
   tracingEnabled,
   type Check,
@@ -164,15 +164,7 @@ export async function consume<S extends z.ZodType>(nc: NatsConnection, opts: Con
   const removeCheck = opts.health?.check(`consumer:${opts.durable}`, () => (stopping ? "stopping" : attached ? "ok" : "not_attached"));
   // The server's view of this consumer at scrape time (one request for the three gauges of a
   // scrape); every replica reports the same figures.
-  let lastInfo: { at: number; info: ReturnType<JetStreamManager["consumers"]["info"]> } | undefined;
-  const info = () => {
-    if (!lastInfo || performance.now() - lastInfo.at > 500) {
-      const p = jetstreamManager(nc).then((jsm) => jsm.consumers.info(opts.stream, opts.durable));
-      p.catch(() => undefined);
-      lastInfo = { at: performance.now(), info: p };
-    }
-    return lastInfo.info;
-  };
+  const info = sharedFor(500, () => jetstreamManager(nc).then((jsm) => jsm.consumers.info(opts.stream, opts.durable)));
   const removeSamples = [
     sampled.consumerPending(async () => [{ labels: label, value: (await info()).num_pending }]),
     sampled.consumerAckPending(async () => [{ labels: label, value: (await info()).num_ack_pending }]),

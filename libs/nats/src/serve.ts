@@ -2,7 +2,7 @@ import { headers as natsHeaders, type Msg, type NatsConnection, type Subscriptio
 import { RpcRequest, rpcSubject, type OpName, type OpOutput, type OpParsedInput, type RpcCatalog, type RpcContext, type RpcReply } from "@tasksvc/contracts";
 import { AppError, isAppError, validationError } from "@tasksvc/errors";
 import type { Logger } from "@tasksvc/logger";
-import { extractContext, inSpan, rpcServerDuration, rpcServerInFlight, SpanKind, SpanStatusCode, tracingEnabled } from "@tasksvc/telemetry";
+import { extractContext, inSpan, rpcServerDuration, rpcServerInFlight, seriesCache, SpanKind, SpanStatusCode, tracingEnabled } from "@tasksvc/telemetry";
 import { REQUEST_ID_HEADER, decodeJson, encodeJson, headerSafe } from "./json.js";
 
 /** The operation every served catalog also answers, with nothing: the gateway's readiness ping. */
@@ -43,6 +43,7 @@ export function serve<C extends RpcCatalog>(nc: NatsConnection, catalog: C, hand
   const debug = opts.log.isLevelEnabled("debug");
   const service = catalog.service;
   const gauge = rpcServerInFlight.labels({ service });
+  const series = seriesCache(rpcServerDuration);
   // Answered by any replica of the queue group at once: "is some replica of this service serving?"
   subs.push(
     nc.subscribe(rpcSubject(opts.namespace, service, PING_OP), {
@@ -90,7 +91,6 @@ export function serve<C extends RpcCatalog>(nc: NatsConnection, catalog: C, hand
     });
     subs.push(sub);
 
-    const timers = { ok: rpcServerDuration.labels({ service, operation: op, code: "ok" }) };
     /** Answers one request; resolves to its outcome code ("ok" or the error's code) once sent. */
     const handle = async (msg: Msg, started: number): Promise<string> => {
       const requestId = msg.headers?.get(REQUEST_ID_HEADER) || "unknown";
@@ -147,9 +147,7 @@ export function serve<C extends RpcCatalog>(nc: NatsConnection, catalog: C, hand
       }
       if (!msg.respond(body, { headers: h })) meta.log.warn("request had no reply subject; nothing sent");
       const code = reply.ok ? "ok" : reply.error.code;
-      const seconds = (performance.now() - started) / 1000;
-      if (reply.ok) timers.ok.observe(seconds);
-      else rpcServerDuration.observe({ service, operation: op, code }, seconds);
+      series(`${op} ${code}`, { service, operation: op, code }).observe((performance.now() - started) / 1000);
       return code;
     };
   }

@@ -1,3 +1,5 @@
+import { settleWithin } from "./bounded.js";
+
 /** One readiness check's answer: "ok", or why not. */
 export type CheckResult = "ok" | "unreachable" | "not_attached" | "stopping" | "starting";
 
@@ -42,7 +44,7 @@ export class Health {
 
   async readiness(): Promise<Readiness> {
     const names = [...this.checks.keys()];
-    const results = await Promise.all([...this.checks.values()].map((fn) => bounded(fn)));
+    const results = await Promise.all([...this.checks.values()].map((fn) => settleWithin<CheckResult>(CHECK_TIMEOUT_MS, fn, "unreachable")));
     const checks: Record<string, CheckResult> = {};
     names.forEach((n, i) => {
       checks[n] = results[i] ?? "unreachable";
@@ -55,29 +57,5 @@ export class Health {
 
 /** "ok" when `p` settles well within `ms`, else "unreachable". */
 export function within(ms: number, p: PromiseLike<unknown>): Promise<"ok" | "unreachable"> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<"unreachable">((resolve) => {
-    timer = setTimeout(() => resolve("unreachable"), ms);
-  });
-  const settled = Promise.resolve(p).then(
-    () => "ok" as const,
-    () => "unreachable" as const,
-  );
-  return Promise.race([settled, late]).finally(() => clearTimeout(timer));
-}
-
-async function bounded(fn: Check): Promise<CheckResult> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      Promise.resolve().then(fn),
-      new Promise<CheckResult>((resolve) => {
-        timer = setTimeout(() => resolve("unreachable"), CHECK_TIMEOUT_MS);
-      }),
-    ]);
-  } catch {
-    return "unreachable";
-  } finally {
-    clearTimeout(timer);
-  }
+  return settleWithin(ms, () => Promise.resolve(p).then(() => "ok" as const), "unreachable" as const);
 }

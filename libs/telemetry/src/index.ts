@@ -1,3 +1,4 @@
+export * from "./bounded.js";
 export * from "./health.js";
 export * from "./metrics.js";
 export * from "./ops-server.js";

@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import { settleWithin } from "./bounded.js";
 
 /**
  * Every metric family of the system, in one place: this file is the list docs/operations.md
@@ -206,7 +207,7 @@ function sampledGauge(name: string, help: string, labelNames: readonly string[])
     registers,
     async collect() {
       this.reset();
-      const results = await Promise.all([...sources].map((s) => withTimeout(s)));
+      const results = await Promise.all([...sources].map((s) => settleWithin<Sample[]>(SOURCE_TIMEOUT_MS, s, [])));
       for (const samples of results) for (const s of samples) s.labels ? this.set(s.labels, s.value) : this.set(s.value);
     },
   });
@@ -215,22 +216,6 @@ function sampledGauge(name: string, help: string, labelNames: readonly string[])
     sources.add(source);
     return () => sources.delete(source);
   };
-}
-
-async function withTimeout(source: SampleSource): Promise<Sample[]> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      Promise.resolve().then(source),
-      new Promise<Sample[]>((resolve) => {
-        timer = setTimeout(() => resolve([]), SOURCE_TIMEOUT_MS);
-      }),
-    ]);
-  } catch {
-    return [];
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 export const sampled = {

@@ -1,7 +1,5 @@
 import { AppError } from "@tasksvc/errors";
-import type { Sql } from "@tasksvc/db";
 import type { Logger } from "@tasksvc/logger";
-import type { NatsConnection } from "@tasksvc/nats";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyBodyParser, type FastifyInstance } from "fastify";
 import type { Clients } from "./clients.js";
 import { registerDocs } from "./docs.js";
@@ -12,9 +10,9 @@ import { frameworkErrors, registerProblemHandling, sendProblem } from "./problem
 import { resources } from "./routes/index.js";
 import { registerTransfers } from "./transfers.js";
 import type { BlobStore } from "@tasksvc/blobs";
-import { ping } from "@tasksvc/nats";
 import {
   context,
+  currentTraceparent,
   extractContext,
   httpRequestDuration,
   httpRequestsInFlight,
@@ -25,7 +23,6 @@ import {
   trace,
   tracer,
   tracingEnabled,
-  within,
   type Health,
   type Span,
 } from "@tasksvc/telemetry";
@@ -42,21 +39,17 @@ declare module "fastify" {
 export interface BuildOptions extends PipelineOptions {
   log: Logger;
   clients: Clients;
-  sql: Sql;
-  nc: NatsConnection;
   bodyLimit: number;
   /** The public API's resources; tests may mount extra ones on the same pipeline. */
   resources?: readonly Resource[];
   /** The JetStream blob store, whose upload and download links this gateway serves (null with S3). */
   blobs?: BlobStore | null;
-  /** The replica's health (libs/runtime): /readyz fails while it starts or stops. */
-  health?: Pick<Health, "state">;
-  /** NATS_NAMESPACE and the services /readyz pings (every one it forwards to). */
-  namespace?: string;
-  services?: readonly string[];
+  /**
+   * The replica's readiness (libs/runtime Health: Postgres, NATS, started and not stopping, and
+   * the gateway's own checks, a ping of every service it forwards to): what /readyz answers.
+   */
+  health: Pick<Health, "readiness">;
 }
-
-const READY_CHECK_MS = 1000;
 
 const firstHeader = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v[0] : v);
 
@@ -126,9 +119,10 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
       parent,
     );
     req.span = span;
-    const sc = span.spanContext();
-    reply.header("traceparent", `00-${sc.traceId}-${sc.spanId}-${(sc.traceFlags & 1).toString(16).padStart(2, "0")}`);
-    context.with(trace.setSpan(parent, span), done);
+    const active = trace.setSpan(parent, span);
+    const traceparent = currentTraceparent(active);
+    if (traceparent) reply.header("traceparent", traceparent);
+    context.with(active, done);
   });
   edge.install(app);
   app.addHook("onResponse", async (req, reply) => {
@@ -151,25 +145,11 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
   app.get("/healthz", async () => ({ status: "ok" }));
   app.get("/metrics", async (_req, reply) => reply.type(registry.contentType).send(await registry.metrics()));
   app.get("/readyz", async (req, reply) => {
-    // Bounded: while Postgres restarts a query waits for the reconnect, and a flush waits for
-    // NATS; a readiness probe must answer 503 meanwhile, not hang past the prober's timeout.
-    // Each service it forwards to must answer a ping (some replica serving its catalog), so a
-    // rollout or `docker compose up --wait` goes green only when the stack can serve.
-    const natsUp = !opts.nc.isClosed();
-    const services = opts.services ?? [];
-    const [postgres, nats, ...answers] = await Promise.all([
-      within(READY_CHECK_MS, opts.sql`select 1`),
-      natsUp ? within(READY_CHECK_MS, opts.nc.flush()) : Promise.resolve("unreachable" as const),
-      ...services.map((name) => (natsUp ? ping(opts.nc, opts.namespace ?? "", name, READY_CHECK_MS) : Promise.resolve(false))),
-    ]);
-    const state = opts.health?.state ?? "serving";
-    const checks: Record<string, string> = { postgres, nats };
-    services.forEach((name, i) => {
-      checks[`service:${name}`] = answers[i] ? "ok" : "unreachable";
-    });
-    if (state !== "serving") checks["process"] = state;
+    // The same readiness as every process's ops port (each check bounded to 1 s), answered as
+    // the public API answers: a problem+json 503 naming what is not ready.
+    const { ready, checks } = await opts.health.readiness();
+    if (ready) return { status: "ready", checks };
     const failing = Object.entries(checks).filter(([, v]) => v !== "ok");
-    if (failing.length === 0) return { status: "ready", checks };
     const err = new AppError("service_unavailable", `Not ready: ${failing.map(([k, v]) => `${k} ${v}`).join(", ")}.`, { retryAfter: 1 });
     req.log.warn({ checks }, "not ready");
     return sendProblem(reply, err);

@@ -8,7 +8,7 @@ import type { Operation, ServedOperation } from "./operations.js";
 import type { CursorCodec } from "./policies/cursors.js";
 import { claimIdempotency, parseIdempotencyKey, requestFingerprint } from "./policies/idempotency.js";
 import { rateLimitHeaders, type Charger } from "./policies/limits.js";
-import { problemTypeBase } from "./problems.js";
+import { requestOrigin } from "./problems.js";
 import type { GatewayRepo } from "./repo/gateway-repo.js";
 
 export interface PipelineOptions {
@@ -143,7 +143,7 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
         plan: identity.plan,
         ...(state.key === undefined ? {} : { idempotency_key: state.key }),
       };
-      req.admitted = { ctx, identity, charge, origin: opts.publicBaseUrl ?? `${req.protocol}://${req.host}` };
+      req.admitted = { ctx, identity, charge, origin: requestOrigin(req) };
     };
 
   // The steps that never wait are callback hooks: no promise per request for them.
@@ -202,7 +202,7 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
         );
       } else if (isAppError(failure) && failure.status < 500 && failure.status !== 429) {
         // Outcomes the client caused are stored and replayed (400s included).
-        const problem = JSON.stringify(toProblem(failure, String(req.id), problemTypeBase(req)));
+        const problem = JSON.stringify(toProblem(failure, String(req.id), requestOrigin(req)));
         await opts.repo.storeIdempotentOutcome(held.credentialId, held.key, failure.status, problem, { "content-type": PROBLEM_TYPE }, held.durable);
       } else {
         // A refusal before execution (429) or an unknown outcome (5xx) gives the key back: the
@@ -221,7 +221,7 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
       const err = known ?? new AppError("internal_error", "An unexpected error occurred. Quote the request id when contacting support.");
       reply.code(err.status).header("content-type", PROBLEM_TYPE);
       if (err.retryAfter !== undefined) reply.header("retry-after", String(err.retryAfter));
-      return JSON.stringify(toProblem(err, String(req.id), problemTypeBase(req)));
+      return JSON.stringify(toProblem(err, String(req.id), requestOrigin(req)));
     }
     return payload;
   }

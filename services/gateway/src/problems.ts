@@ -38,10 +38,11 @@ declare module "fastify" {
 }
 
 /**
- * Where the errors page is for this request's client: PUBLIC_BASE_URL, else the origin the
- * request came to, so a problem's `type` is a URL the client can follow (`…/docs/errors#code`).
+ * How this request's client reaches the gateway: PUBLIC_BASE_URL, else the origin the request
+ * came to. The base of the links the gateway hands out, and of a problem's `type`, so that it is a
+ * URL the client can follow (`…/docs/errors#code`).
  */
-export function problemTypeBase(req: FastifyRequest): string {
+export function requestOrigin(req: FastifyRequest): string {
   if (req.server.publicBaseUrl) return req.server.publicBaseUrl;
   // A request with no Host header (HTTP/1.0) names no origin: the type stays a relative reference.
   return req.host ? `${req.protocol}://${req.host}` : "";
@@ -62,7 +63,7 @@ export function sendProblem(reply: FastifyReply, err: AppError): FastifyReply {
   return reply
     .code(err.status)
     .type("application/problem+json")
-    .send(toProblem(err, String(reply.request.id), problemTypeBase(reply.request)));
+    .send(toProblem(err, String(reply.request.id), requestOrigin(reply.request)));
 }
 
 /**

@@ -2,6 +2,7 @@ import { fileURLToPath } from "node:url";
 import { natsBlobStore } from "@tasksvc/blobs";
 import { StartupError } from "@tasksvc/config";
 import { SERVICES } from "@tasksvc/contracts";
+import { ping } from "@tasksvc/nats";
 import { defineService } from "@tasksvc/runtime";
 import { buildGateway } from "./app.js";
 import { createAuthenticator } from "./auth.js";
@@ -44,21 +45,21 @@ export const service = defineService({
     onStop(() => charger.close());
     // With the JetStream store, attachment bytes stream through the gateway (decision 0016).
     const blobs = cfg.BLOB_STORE.kind === "nats" ? await natsBlobStore(nc, namespace, { replicas: cfg.NATS_STREAM_REPLICAS }) : null;
+    // Ready only while every service it forwards to answers a ping (some replica serving its
+    // catalog), so a rollout or `docker compose up --wait` goes green only when the stack can serve.
+    for (const s of SERVICES) {
+      if ("rpc" in s) health.check(`service:${s.rpc.service}`, async () => ((await ping(nc, namespace, s.rpc.service, 1000)) ? "ok" : "unreachable"));
+    }
     const app = buildGateway({
       log,
       auth,
       clients,
-      sql: db.sql,
-      nc,
       bodyLimit: cfg.BODY_LIMIT_BYTES,
       repo,
       charger,
       cursors,
       blobs,
       health,
-      namespace,
-      // Every service the gateway forwards to: /readyz pings each.
-      services: SERVICES.flatMap((s) => ("rpc" in s ? [s.rpc.service] : [])),
       publicBaseUrl: cfg.PUBLIC_BASE_URL,
       // Past the RPC timeout, an execution that never reported back is abandoned.
       idempotencyLeaseMs: cfg.RPC_TIMEOUT_MS + 10_000,

@@ -2,6 +2,7 @@ import { PageQuery, boardsRpc, keysRpc, tasksRpc, webhooksRpc } from "@tasksvc/c
 import { createDb } from "@tasksvc/db";
 import { createLogger } from "@tasksvc/logger";
 import { client, connectNats, type NatsConnection } from "@tasksvc/nats";
+import { Health } from "@tasksvc/telemetry";
 import { factories } from "@tasksvc/testing";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -82,8 +83,7 @@ beforeAll(async () => {
       log,
       auth,
       clients: { keys, tasks, boards, webhooks },
-      sql,
-      nc,
+      health: new Health(),
       bodyLimit: 1024 * 1024,
       repo,
       charger: createCharger({ repo, log }),

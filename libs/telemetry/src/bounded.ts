@@ -1,0 +1,35 @@
+/**
+ * `fn`'s result, or `fallback` when it throws or has not settled within `ms`: how every probe
+ * and scrape-time source is read, so that a sick Postgres or NATS never holds a probe or a scrape.
+ */
+export async function settleWithin<T>(ms: number, fn: () => T | PromiseLike<T>, fallback: T): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      Promise.resolve().then(fn),
+      new Promise<T>((resolve) => {
+        timer = setTimeout(() => resolve(fallback), ms);
+      }),
+    ]);
+  } catch {
+    return fallback;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * `fn` called at most once per `ms`, its promise shared meanwhile: the several gauges of one
+ * scrape that read the same server-side figures (consumer info, an outbox's backlog) ask once.
+ */
+export function sharedFor<T>(ms: number, fn: () => Promise<T>): () => Promise<T> {
+  let last: { at: number; value: Promise<T> } | undefined;
+  return () => {
+    if (!last || performance.now() - last.at > ms) {
+      const value = fn();
+      value.catch(() => undefined); // each caller handles the failure it gets
+      last = { at: performance.now(), value };
+    }
+    return last.value;
+  };
+}
