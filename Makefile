@@ -63,7 +63,13 @@ test: build lint services tools ## lint, type-check, then the whole suite and th
 fault: build services ## only the fault suite (crashes, restarts, mixed load, fuzz); prints its figures
 	npx vitest run --config vitest.fault.config.ts
 
+# wrk (Debian's) is the bench's load generator: in C, it leaves the 2 cores to the system under
+# test (autocannon, the fallback, takes one of them and halves every figure).
 bench: build services ## print throughput and latency figures (asserts nothing)
+	@command -v wrk >/dev/null 2>&1 || { \
+	  echo "installing wrk (Debian package wrk)" >&2; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq wrk >/dev/null; \
+	  else sudo apt-get update -qq && sudo apt-get install -y -qq wrk >/dev/null; fi; }
 	node test/bench/run.mjs
 
 clean: ## remove build output

@@ -100,6 +100,12 @@ export const settings = {
   OAUTH_PUBLIC_KEY: z.string().includes("BEGIN PUBLIC KEY", { message: "expected a PEM public key" }).optional(),
   RPC_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(5000),
   AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(5000),
+  /**
+   * The gateway checks every relayed service reply against its operation's output schema (and
+   * that the check changed nothing) before it goes out: on in tests, off in production, where
+   * replies pass through as bytes (decision 0020).
+   */
+  RPC_CHECK_REPLIES: bool(false),
   /** A process's ops HTTP port (/metrics, /healthz, /readyz); unset = the registry's default for the service. */
   OPS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   /** On SIGTERM: fail readiness, wait this long (load balancers stop routing), then drain. */

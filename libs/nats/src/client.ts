@@ -1,17 +1,30 @@
 import { headers as natsHeaders, type Msg, type NatsConnection } from "@nats-io/transport-node";
-import { RpcReply, rpcSubject, type OpInput, type OpName, type OpOutput, type RpcCatalog, type RpcContext } from "@tasksvc/contracts";
+import { RpcReply, rpcSubject, type RpcOp, type OpInput, type OpName, type OpOutput, type RpcCatalog, type RpcContext } from "@tasksvc/contracts";
 import { AppError } from "@tasksvc/errors";
 import { injectContext, inSpan, rpcClientDuration, SpanKind, seriesCache, tracingEnabled } from "@tasksvc/telemetry";
-import { REQUEST_ID_HEADER, decodeJson, encodeJson } from "./json.js";
+import { isDeepStrictEqual } from "node:util";
+import { REQUEST_ID_HEADER, RawJson, decodeJson, encodeJson, okReplyData } from "./json.js";
 import { PING_OP } from "./serve.js";
 
 export interface ClientOptions {
   namespace: string;
   timeoutMs: number;
+  /**
+   * relay() checks each reply against the operation's output schema, and that the check changed
+   * nothing (no field stripped, no default added), before handing the bytes on. On in tests
+   * (RPC_CHECK_REPLIES); off in production, where relayed replies are never parsed.
+   */
+  checkReplies?: boolean;
 }
 
 export interface RpcClient<C extends RpcCatalog> {
+  /** The operation's output, parsed and checked against its schema: for a caller that reads it. */
   call<K extends OpName<C>>(op: K, input: OpInput<C, K>, ctx: RpcContext): Promise<OpOutput<C, K>>;
+  /**
+   * The operation's output as the service encoded it, unparsed: for a caller that only passes it
+   * on (the gateway answering HTTP with it). Failures throw the same AppError as call().
+   */
+  relay<K extends OpName<C>>(op: K, input: OpInput<C, K>, ctx: RpcContext): Promise<RawJson>;
 }
 
 /** Seconds a client should wait before retrying a call that found no service or timed out. */
@@ -24,11 +37,14 @@ const RETRY_AFTER_SECONDS = 1;
 export function client<C extends RpcCatalog>(nc: NatsConnection, catalog: C, opts: ClientOptions): RpcClient<C> {
   const service = catalog.service;
   const series = seriesCache(rpcClientDuration);
-  const call: RpcClient<C>["call"] = async (op, input, ctx) => {
+  /** One call, timed and labelled by its outcome; `read` turns the reply into the result. */
+  const timed = async <T>(op: OpName<C>, input: unknown, ctx: RpcContext, read: (op: string, def: RpcOp, data: Uint8Array) => T): Promise<T> => {
     const started = performance.now();
     let code = "ok";
     try {
-      return await send(op, input, ctx);
+      const def = catalog.ops[op];
+      if (!def) throw new Error(`${catalog.service} has no operation ${op}`);
+      return read(op, def, await send(op, def, input, ctx));
     } catch (e) {
       code = e instanceof AppError ? e.code : "internal_error";
       throw e;
@@ -36,40 +52,54 @@ export function client<C extends RpcCatalog>(nc: NatsConnection, catalog: C, opt
       series(`${op} ${code}`, { service, operation: op, code }).observe((performance.now() - started) / 1000);
     }
   };
-  const send: RpcClient<C>["call"] = async (op, input, ctx) => {
-    const def = catalog.ops[op];
-    if (!def) throw new Error(`${catalog.service} has no operation ${op}`);
+  const send = async (op: string, def: RpcOp, input: unknown, ctx: RpcContext): Promise<Uint8Array> => {
     const h = natsHeaders();
     h.set(REQUEST_ID_HEADER, ctx.request_id);
     injectContext(h);
-    let raw: Msg;
     try {
-      raw = await nc.request(rpcSubject(opts.namespace, catalog.service, op), encodeJson({ ctx, input }), {
+      const raw = await nc.request(rpcSubject(opts.namespace, catalog.service, op), encodeJson({ ctx, input }), {
         timeout: Math.max(opts.timeoutMs, def.timeoutMs ?? 0),
         headers: h,
       });
+      return raw.data;
     } catch (e) {
       throw new AppError("service_unavailable", `The ${catalog.service} service did not answer in time; retry shortly.`, {
         cause: e,
         retryAfter: RETRY_AFTER_SECONDS,
       });
     }
-    const reply = RpcReply.parse(decodeJson(raw.data));
+  };
+  /** A service broke its own contract: a bug on our side, never the caller's. */
+  const outsideContract = (op: string, cause: unknown) =>
+    new AppError("internal_error", `The ${catalog.service} service answered ${op} outside its contract.`, { cause });
+  const parsed = (op: string, def: RpcOp, data: Uint8Array): unknown => {
+    const reply = RpcReply.parse(decodeJson(data));
     if (!reply.ok) throw AppError.fromRpc(reply.error);
     const out = def.output.safeParse(reply.data);
-    if (!out.success) {
-      // A service broke its own contract: a bug on our side, never the caller's.
-      throw new AppError("internal_error", `The ${catalog.service} service answered ${op} outside its contract.`, { cause: out.error });
-    }
-    return out.data as OpOutput<C, typeof op>;
+    if (!out.success) throw outsideContract(op, out.error);
+    return out.data;
   };
+  const relayed = (op: string, def: RpcOp, data: Uint8Array): RawJson => {
+    const bytes = okReplyData(data);
+    // Anything but a success is read in full: an error, or a reply in a framing we do not slice.
+    if (!bytes) return new RawJson(Buffer.from(JSON.stringify(parsed(op, def, data))));
+    const raw = new RawJson(bytes);
+    if (opts.checkReplies) {
+      const value = raw.parse();
+      const out = def.output.safeParse(value);
+      if (!out.success) throw outsideContract(op, out.error);
+      // Relayed bytes skip the schema, so the schema must have nothing to change in them.
+      if (!isDeepStrictEqual(out.data, value)) throw outsideContract(op, new Error("the output schema changes this reply (a stripped field or an added default)"));
+    }
+    return raw;
+  };
+  const traced = <T>(op: string, run: () => Promise<T>): Promise<T> =>
+    tracingEnabled()
+      ? inSpan(`${service}/${op}`, { kind: SpanKind.CLIENT, attributes: { "rpc.system": "nats", "rpc.service": service, "rpc.method": op } }, run)
+      : run();
   return {
-    call: (op, input, ctx) =>
-      tracingEnabled()
-        ? inSpan(`${service}/${op}`, { kind: SpanKind.CLIENT, attributes: { "rpc.system": "nats", "rpc.service": service, "rpc.method": op } }, () =>
-            call(op, input, ctx),
-          )
-        : call(op, input, ctx),
+    call: (op, input, ctx) => traced(op, () => timed(op, input, ctx, parsed) as Promise<OpOutput<C, typeof op>>),
+    relay: (op, input, ctx) => traced(op, () => timed(op, input, ctx, relayed)),
   };
 }
 

@@ -30,3 +30,32 @@ export function headerSafe(value: string, max = 256): string {
   }
   return out.slice(0, max).trim();
 }
+
+/**
+ * A JSON document kept as the bytes it arrived in: a service's reply relayed to HTTP without
+ * being parsed and written again (decision 0020). `bytes` is valid JSON by construction (it is a
+ * slice of what the service's `JSON.stringify` wrote).
+ */
+export class RawJson {
+  constructor(readonly bytes: Buffer) {}
+  /** The document parsed (tests, and the rare caller that must look inside). */
+  parse(): unknown {
+    return JSON.parse(this.bytes.toString("utf8"));
+  }
+}
+
+/** How serve() frames every success: these bytes, the data's JSON, then `}`. */
+const OK_PREFIX = Buffer.from('{"ok":true,"data":');
+
+/** A success reply's data bytes, without parsing them; undefined for any other reply (an error). */
+export function okReplyData(reply: Uint8Array): Buffer | undefined {
+  const buf = Buffer.from(reply.buffer, reply.byteOffset, reply.byteLength);
+  if (buf.length <= OK_PREFIX.length || buf[buf.length - 1] !== 0x7d) return undefined;
+  if (buf.compare(OK_PREFIX, 0, OK_PREFIX.length, 0, OK_PREFIX.length) !== 0) return undefined;
+  return buf.subarray(OK_PREFIX.length, buf.length - 1);
+}
+
+/** Encodes a success reply in the framing okReplyData() reads. */
+export function encodeOkReply(data: unknown): Uint8Array {
+  return encoder.encode(`{"ok":true,"data":${JSON.stringify(data ?? null)}}`);
+}

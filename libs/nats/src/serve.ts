@@ -3,7 +3,7 @@ import { RpcRequest, rpcSubject, type OpName, type OpOutput, type OpParsedInput,
 import { AppError, isAppError, validationError } from "@tasksvc/errors";
 import type { Logger } from "@tasksvc/logger";
 import { extractContext, inSpan, rpcServerDuration, rpcServerInFlight, seriesCache, SpanKind, SpanStatusCode, tracingEnabled } from "@tasksvc/telemetry";
-import { REQUEST_ID_HEADER, decodeJson, encodeJson, headerSafe } from "./json.js";
+import { REQUEST_ID_HEADER, decodeJson, encodeJson, encodeOkReply, headerSafe } from "./json.js";
 
 /** The operation every served catalog also answers, with nothing: the gateway's readiness ping. */
 export const PING_OP = "_ping";
@@ -48,7 +48,7 @@ export function serve<C extends RpcCatalog>(nc: NatsConnection, catalog: C, hand
   subs.push(
     nc.subscribe(rpcSubject(opts.namespace, service, PING_OP), {
       queue: service,
-      callback: (_err, msg) => void msg.respond(encodeJson({ ok: true, data: null })),
+      callback: (_err, msg) => void msg.respond(encodeOkReply(null)),
     }),
   );
   for (const op of Object.keys(catalog.ops) as OpName<C>[]) {
@@ -139,7 +139,8 @@ export function serve<C extends RpcCatalog>(nc: NatsConnection, catalog: C, hand
       }
       let body: Uint8Array;
       try {
-        body = encodeJson(reply);
+        // Successes in the one framing a relaying client slices without parsing (okReplyData).
+        body = reply.ok ? encodeOkReply(reply.data) : encodeJson(reply);
       } catch (e) {
         // A handler returned something JSON cannot carry (a BigInt, a cycle): a bug, answered as one.
         meta.log.error({ err: e }, "reply could not be encoded");

@@ -11,6 +11,7 @@ export const GatewayConfig = z.object({
   OAUTH_PUBLIC_KEY: settings.OAUTH_PUBLIC_KEY,
   RPC_TIMEOUT_MS: settings.RPC_TIMEOUT_MS,
   AUTH_CACHE_TTL_MS: settings.AUTH_CACHE_TTL_MS,
+  RPC_CHECK_REPLIES: settings.RPC_CHECK_REPLIES,
   /** How clients reach the gateway: the base of the upload and download links it hands out. */
   PUBLIC_BASE_URL: settings.PUBLIC_BASE_URL,
   /** Where attachment bytes live; with `nats` they stream through this gateway (decision 0016). */

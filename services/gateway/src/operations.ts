@@ -1,8 +1,9 @@
 import type { Entitlement, ErrorCode, Identity, RpcContext, Scope } from "@tasksvc/contracts";
-import type { FastifyPluginAsync } from "fastify";
+import type { FastifyPluginAsync, FastifyReply } from "fastify";
 import { Readable } from "node:stream";
 import { AppError, validationError } from "@tasksvc/errors";
 import { z } from "zod";
+import { RawJson } from "@tasksvc/nats";
 import type { Clients } from "./clients.js";
 import type { Charge } from "./policies/limits.js";
 
@@ -232,6 +233,16 @@ function operationOf(spec: OperationSpec, resource: string): Operation {
   };
 }
 
+const JSON_TYPE = "application/json; charset=utf-8";
+
+/**
+ * Answers with a service's reply bytes, never parsed here (decision 0020); the pipeline's onSend
+ * hooks (the next cursor's signature, the Idempotency-Key outcome) see them as any other body.
+ */
+function sendRaw(reply: FastifyReply, result: RawJson): FastifyReply {
+  return reply.type(JSON_TYPE).send(result.bytes);
+}
+
 /**
  * Declares a resource's operations. Each forward() is typed by its own operation's schemas:
  * `prepare` parses the input inside the operation's own generic scope and keeps the typed values
@@ -281,6 +292,7 @@ export function resource(name: string, define: (r: ResourceBuilder) => void): Re
           handler: async (req, reply) => {
             if (!req.prepared || !req.admitted) throw new Error(`${operation.method} ${operation.url} ran without the pipeline`);
             const result = await req.prepared.run(req.admitted, opts.clients);
+            if (result instanceof RawJson) return sendRaw(reply, result);
             if (!(result instanceof WithStatus)) return result;
             reply.code(result.status);
             return result.body;

@@ -5,7 +5,7 @@ import { AppError, isAppError, toProblem } from "@tasksvc/errors";
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from "fastify";
 import type { Authenticator } from "./auth.js";
 import type { Operation, ServedOperation } from "./operations.js";
-import type { CursorCodec } from "./policies/cursors.js";
+import { signNextCursor, type CursorCodec } from "./policies/cursors.js";
 import { claimIdempotency, parseIdempotencyKey, requestFingerprint } from "./policies/idempotency.js";
 import { rateLimitHeaders, type Charger } from "./policies/limits.js";
 import { requestOrigin } from "./problems.js";
@@ -165,14 +165,22 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
     };
   };
 
-  /** The next cursor of a paginated list, signed and bound to the list's query. */
+  /**
+   * The next cursor of a paginated list, signed and bound to the list's query: on the encoded
+   * body, which is the service's own bytes when the route relayed them (decision 0020).
+   */
   const signCursor = (op: ServedOperation) =>
-    function signCursor(req: FastifyRequest, _reply: FastifyReply, payload: unknown, done: (err: Error | null, payload?: unknown) => void): void {
+    function signCursor(req: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: Error | null, payload?: unknown) => void): void {
       const query = req.prepared?.query;
-      if (isRecord(query) && isRecord(payload) && typeof payload["next_cursor"] === "string") {
-        payload["next_cursor"] = opts.cursors.wrap(op.url, query, payload["next_cursor"]);
+      if (reply.statusCode !== op.status || !isRecord(query) || (typeof payload !== "string" && !Buffer.isBuffer(payload))) {
+        done(null, payload);
+        return;
       }
-      done(null, payload);
+      try {
+        done(null, signNextCursor(typeof payload === "string" ? Buffer.from(payload) : payload, (raw) => opts.cursors.wrap(op.url, query, raw)));
+      } catch (e) {
+        done(e instanceof Error ? e : new Error(String(e)));
+      }
     };
 
   async function noteFailure(req: FastifyRequest, _reply: FastifyReply, error: unknown): Promise<void> {
@@ -187,7 +195,8 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
     if (!state || !held) return payload;
     // Once per request: if storing fails, the error's own response passes here again.
     state.held = undefined;
-    const body = typeof payload === "string" ? payload : JSON.stringify(payload);
+    // A relayed reply arrives as its bytes (decision 0020).
+    const body = typeof payload === "string" ? payload : Buffer.isBuffer(payload) ? payload.toString("utf8") : JSON.stringify(payload);
     const failure = state.failure;
     try {
       if (failure === undefined) {
@@ -230,7 +239,7 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
     const op = route.config?.operation;
     if (!op) return;
     route.preHandler = [...hooks(route.preHandler), authenticate, ...(op.idempotent ? [idempotency(op)] : []), admit(op), input(op)];
-    if (op.paginated) route.preSerialization = [...hooks(route.preSerialization), signCursor(op)];
+    if (op.paginated) route.onSend = [...hooks(route.onSend), signCursor(op)];
     if (op.idempotent) {
       route.onError = [...hooks(route.onError), noteFailure];
       route.onSend = [...hooks(route.onSend), storeOutcome];

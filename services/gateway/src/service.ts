@@ -28,7 +28,7 @@ export const service = defineService({
   async start({ cfg, log, db, nc, namespace, every, onStop, health }) {
     const repo = gatewayRepo(db.sql);
     const cursors = cursorCodec(await repo.secret("cursor"));
-    const clients = createClients(nc, { namespace, timeoutMs: cfg.RPC_TIMEOUT_MS });
+    const clients = createClients(nc, { namespace, timeoutMs: cfg.RPC_TIMEOUT_MS, checkReplies: cfg.RPC_CHECK_REPLIES });
     const auth = createAuthenticator({
       nc,
       namespace,

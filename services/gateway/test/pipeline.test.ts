@@ -11,7 +11,7 @@ import { buildGateway } from "../src/app.js";
 import { resource } from "../src/operations.js";
 import { resources } from "../src/routes/index.js";
 import { createAuthenticator } from "../src/auth.js";
-import { cursorCodec } from "../src/policies/cursors.js";
+import { cursorCodec, signNextCursor } from "../src/policies/cursors.js";
 import { createCharger } from "../src/policies/limits.js";
 import { gatewayRepo } from "../src/repo/gateway-repo.js";
 
@@ -230,5 +230,21 @@ describe("service timeouts", () => {
     expect(r.headers["retry-after"]).toBe("1");
     expect(r.json()).toMatchObject({ code: "service_unavailable" });
     expect(r.json().request_id).toBe(r.headers["x-request-id"]);
+  });
+});
+
+describe("signNextCursor (a relayed page's cursor, signed on its bytes)", () => {
+  const sign = (raw: string) => `signed(${raw})`;
+  const run = (page: unknown) => JSON.parse(signNextCursor(Buffer.from(JSON.stringify(page)), sign).toString("utf8")) as unknown;
+  it("when a page has a next cursor, then only that value is replaced, whatever the items hold", () => {
+    const tricky = { id: "T-1", title: 'say "next_cursor": "x" \\ \u00e9', notes: '","next_cursor":"evil' };
+    expect(run({ data: [tricky], has_more: true, next_cursor: 'k\\"1' })).toEqual({ data: [tricky], has_more: true, next_cursor: 'signed(k\\"1)' });
+    expect(run({ data: [], next_cursor: "abc", has_more: true })).toEqual({ data: [], next_cursor: "signed(abc)", has_more: true });
+  });
+  it("when the cursor is null or absent, then the body is left as it is", () => {
+    const last = Buffer.from(JSON.stringify({ data: [{ title: '"next_cursor":"x"' }], has_more: false, next_cursor: null }));
+    expect(signNextCursor(last, sign)).toBe(last);
+    const none = Buffer.from(JSON.stringify({ id: "T-1" }));
+    expect(signNextCursor(none, sign)).toBe(none);
   });
 });

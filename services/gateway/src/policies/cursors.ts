@@ -36,3 +36,24 @@ export function cursorCodec(secret: string) {
   };
 }
 export type CursorCodec = ReturnType<typeof cursorCodec>;
+
+const NEXT_CURSOR = Buffer.from('"next_cursor":');
+
+/**
+ * A page's body with its `next_cursor` replaced by `sign(next_cursor)`, working on the encoded
+ * JSON: a relayed page is never parsed (decision 0020). The key is found from the end, where
+ * every page writes it after its `data`: inside a JSON string a quote is always escaped, so the
+ * bytes `"next_cursor":` can only be a key, and no item of a page has one. A null cursor is left.
+ */
+export function signNextCursor(body: Buffer, sign: (raw: string) => string): Buffer {
+  const at = body.lastIndexOf(NEXT_CURSOR);
+  if (at < 0) return body;
+  const start = at + NEXT_CURSOR.length;
+  if (body[start] !== 0x22) return body;
+  // The value's closing quote: the first one not escaped by a backslash.
+  let end = start + 1;
+  while (end < body.length && body[end] !== 0x22) end += body[end] === 0x5c ? 2 : 1;
+  const raw: unknown = JSON.parse(body.toString("utf8", start, end + 1));
+  if (typeof raw !== "string") return body;
+  return Buffer.concat([body.subarray(0, start), Buffer.from(JSON.stringify(sign(raw))), body.subarray(end + 1)]);
+}

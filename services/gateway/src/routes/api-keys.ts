@@ -17,7 +17,7 @@ export const apiKeys = resource("api-keys", (r) => {
       // The key itself: not kept in the gateway's record; a replay asks the keys service again.
       secretInResponse: true,
     },
-    ({ clients, body, ctx }) => clients.keys.call("createApiKey", body, ctx),
+    ({ clients, body, ctx }) => clients.keys.relay("createApiKey", body, ctx),
   );
   r.op(
     {
@@ -30,7 +30,7 @@ export const apiKeys = resource("api-keys", (r) => {
       response: page(ApiKey),
       paginated: true,
     },
-    ({ clients, query, ctx }) => clients.keys.call("listApiKeys", query, ctx),
+    ({ clients, query, ctx }) => clients.keys.relay("listApiKeys", query, ctx),
   );
   r.op(
     {
@@ -42,6 +42,6 @@ export const apiKeys = resource("api-keys", (r) => {
       params: KeyIdParams,
       response: RevokedApiKey,
     },
-    ({ clients, params, ctx }) => clients.keys.call("revokeApiKey", params, ctx),
+    ({ clients, params, ctx }) => clients.keys.relay("revokeApiKey", params, ctx),
   );
 });

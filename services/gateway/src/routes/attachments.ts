@@ -56,7 +56,7 @@ export const attachments = resource("attachments", (r) => {
       serviceIdempotency: true,
       errors: ["resource_not_found"],
     },
-    ({ clients, params, body, ctx }) => clients.tasks.call("registerAttachment", { ...body, task_id: params.task_id }, ctx),
+    ({ clients, params, body, ctx }) => clients.tasks.relay("registerAttachment", { ...body, task_id: params.task_id }, ctx),
   );
   r.op(
     {
@@ -71,7 +71,7 @@ export const attachments = resource("attachments", (r) => {
       paginated: true,
       errors: ["resource_not_found"],
     },
-    ({ clients, params, query, ctx }) => clients.tasks.call("listAttachments", { ...query, task_id: params.task_id }, ctx),
+    ({ clients, params, query, ctx }) => clients.tasks.relay("listAttachments", { ...query, task_id: params.task_id }, ctx),
   );
   r.op(
     {
@@ -100,6 +100,6 @@ export const attachments = resource("attachments", (r) => {
       response: DeletedAttachment,
       errors: ["resource_not_found"],
     },
-    ({ clients, params, ctx }) => clients.tasks.call("deleteAttachment", params, ctx),
+    ({ clients, params, ctx }) => clients.tasks.relay("deleteAttachment", params, ctx),
   );
 });

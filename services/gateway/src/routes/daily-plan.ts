@@ -12,7 +12,7 @@ export const dailyPlan = resource("daily-plan", (r) => {
       query: DateQuery,
       response: Board,
     },
-    ({ clients, query, ctx }) => clients.boards.call("getBoard", query, ctx),
+    ({ clients, query, ctx }) => clients.boards.relay("getBoard", query, ctx),
   );
   r.op(
     {
@@ -25,7 +25,7 @@ export const dailyPlan = resource("daily-plan", (r) => {
       body: SetSectionStatusBody,
       response: SectionStatus,
     },
-    ({ clients, query, body, ctx }) => clients.boards.call("setSectionStatus", { ...body, date: query.date }, ctx),
+    ({ clients, query, body, ctx }) => clients.boards.relay("setSectionStatus", { ...body, date: query.date }, ctx),
   );
   r.op(
     {
@@ -41,7 +41,7 @@ export const dailyPlan = resource("daily-plan", (r) => {
       serviceIdempotency: true,
       errors: ["resource_not_found"],
     },
-    ({ clients, body, ctx }) => clients.boards.call("planEntry", body, ctx),
+    ({ clients, body, ctx }) => clients.boards.relay("planEntry", body, ctx),
   );
   r.op(
     {
@@ -53,6 +53,6 @@ export const dailyPlan = resource("daily-plan", (r) => {
       params: EntryParams,
       response: DeletedEntry,
     },
-    ({ clients, params, ctx }) => clients.boards.call("deleteEntry", params, ctx),
+    ({ clients, params, ctx }) => clients.boards.relay("deleteEntry", params, ctx),
   );
 });

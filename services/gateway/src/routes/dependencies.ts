@@ -12,7 +12,7 @@ export const dependencies = resource("dependencies", (r) => {
       params: TaskParams,
       response: DependencyView,
     },
-    ({ clients, params, ctx }) => clients.tasks.call("getDependencies", params, ctx),
+    ({ clients, params, ctx }) => clients.tasks.relay("getDependencies", params, ctx),
   );
   r.op(
     {
@@ -45,6 +45,6 @@ export const dependencies = resource("dependencies", (r) => {
       params: DependencyParams,
       response: DependencyView,
     },
-    ({ clients, params, ctx }) => clients.tasks.call("removeDependency", params, ctx),
+    ({ clients, params, ctx }) => clients.tasks.relay("removeDependency", params, ctx),
   );
 });

@@ -13,6 +13,6 @@ export const members = resource("members", (r) => {
       response: page(Member),
       paginated: true,
     },
-    ({ clients, query, ctx }) => clients.keys.call("listMembers", query, ctx),
+    ({ clients, query, ctx }) => clients.keys.relay("listMembers", query, ctx),
   );
 });

@@ -13,7 +13,7 @@ export const organizations = resource("organizations", (r) => {
       response: page(Organization),
       paginated: true,
     },
-    ({ clients, query, ctx }) => clients.keys.call("listOrganizations", query, ctx),
+    ({ clients, query, ctx }) => clients.keys.relay("listOrganizations", query, ctx),
   );
   r.op(
     {
@@ -25,6 +25,6 @@ export const organizations = resource("organizations", (r) => {
       params: OrganizationIdParams,
       response: Organization,
     },
-    ({ clients, params, ctx }) => clients.keys.call("getOrganization", params, ctx),
+    ({ clients, params, ctx }) => clients.keys.relay("getOrganization", params, ctx),
   );
 });

@@ -16,7 +16,7 @@ export const projects = resource("projects", (r) => {
       idempotent: true,
       serviceIdempotency: true,
     },
-    ({ clients, body, ctx }) => clients.tasks.call("createProject", body, ctx),
+    ({ clients, body, ctx }) => clients.tasks.relay("createProject", body, ctx),
   );
   r.op(
     {
@@ -29,7 +29,7 @@ export const projects = resource("projects", (r) => {
       response: page(Project),
       paginated: true,
     },
-    ({ clients, query, ctx }) => clients.tasks.call("listProjects", query, ctx),
+    ({ clients, query, ctx }) => clients.tasks.relay("listProjects", query, ctx),
   );
   r.op(
     {
@@ -41,7 +41,7 @@ export const projects = resource("projects", (r) => {
       params: ProjectParams,
       response: Project,
     },
-    ({ clients, params, ctx }) => clients.tasks.call("getProject", params, ctx),
+    ({ clients, params, ctx }) => clients.tasks.relay("getProject", params, ctx),
   );
   r.op(
     {
@@ -54,7 +54,7 @@ export const projects = resource("projects", (r) => {
       body: UpdateProjectBody,
       response: Project,
     },
-    ({ clients, params, body, ctx }) => clients.tasks.call("updateProject", { project_id: params.project_id, patch: body }, ctx),
+    ({ clients, params, body, ctx }) => clients.tasks.relay("updateProject", { project_id: params.project_id, patch: body }, ctx),
   );
   r.op(
     {
@@ -66,6 +66,6 @@ export const projects = resource("projects", (r) => {
       params: ProjectParams,
       response: z.object({ id: z.string(), deleted: z.literal(true) }),
     },
-    ({ clients, params, ctx }) => clients.tasks.call("deleteProject", params, ctx),
+    ({ clients, params, ctx }) => clients.tasks.relay("deleteProject", params, ctx),
   );
 });

@@ -15,7 +15,7 @@ export const tasks = resource("tasks", (r) => {
       idempotent: true,
       serviceIdempotency: true,
     },
-    ({ clients, body, ctx }) => clients.tasks.call("createTask", body, ctx),
+    ({ clients, body, ctx }) => clients.tasks.relay("createTask", body, ctx),
   );
   r.op(
     {
@@ -29,7 +29,7 @@ export const tasks = resource("tasks", (r) => {
       paginated: true,
       errors: ["resource_not_found"],
     },
-    ({ clients, query, ctx }) => clients.tasks.call("listTasks", query, ctx),
+    ({ clients, query, ctx }) => clients.tasks.relay("listTasks", query, ctx),
   );
   r.op(
     {
@@ -41,7 +41,7 @@ export const tasks = resource("tasks", (r) => {
       params: TaskParams,
       response: Task,
     },
-    ({ clients, params, ctx }) => clients.tasks.call("getTask", params, ctx),
+    ({ clients, params, ctx }) => clients.tasks.relay("getTask", params, ctx),
   );
   r.op(
     {
@@ -56,7 +56,7 @@ export const tasks = resource("tasks", (r) => {
       idempotent: true,
       serviceIdempotency: true,
     },
-    ({ clients, params, body, ctx }) => clients.tasks.call("updateTask", { task_id: params.task_id, patch: body }, ctx),
+    ({ clients, params, body, ctx }) => clients.tasks.relay("updateTask", { task_id: params.task_id, patch: body }, ctx),
   );
   r.op(
     {
@@ -70,7 +70,7 @@ export const tasks = resource("tasks", (r) => {
       idempotent: true,
       serviceIdempotency: true,
     },
-    ({ clients, params, ctx }) => clients.tasks.call("archiveTask", params, ctx),
+    ({ clients, params, ctx }) => clients.tasks.relay("archiveTask", params, ctx),
   );
   r.op(
     {
@@ -84,7 +84,7 @@ export const tasks = resource("tasks", (r) => {
       idempotent: true,
       serviceIdempotency: true,
     },
-    ({ clients, params, ctx }) => clients.tasks.call("unarchiveTask", params, ctx),
+    ({ clients, params, ctx }) => clients.tasks.relay("unarchiveTask", params, ctx),
   );
   r.op(
     {
@@ -98,6 +98,6 @@ export const tasks = resource("tasks", (r) => {
       response: page(TaskVersion),
       paginated: true,
     },
-    ({ clients, params, query, ctx }) => clients.tasks.call("taskHistory", { ...query, task_id: params.task_id }, ctx),
+    ({ clients, params, query, ctx }) => clients.tasks.relay("taskHistory", { ...query, task_id: params.task_id }, ctx),
   );
 });

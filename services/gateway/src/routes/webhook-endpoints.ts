@@ -38,7 +38,7 @@ export const webhookEndpoints = resource("webhook-endpoints", (r) => {
       // The signing secret: kept sealed by the service, never in the gateway's record.
       secretInResponse: true,
     },
-    ({ clients, body, ctx }) => clients.webhooks.call("createEndpoint", body, ctx),
+    ({ clients, body, ctx }) => clients.webhooks.relay("createEndpoint", body, ctx),
   );
   r.op(
     {
@@ -52,7 +52,7 @@ export const webhookEndpoints = resource("webhook-endpoints", (r) => {
       response: page(WebhookEndpoint),
       paginated: true,
     },
-    ({ clients, query, ctx }) => clients.webhooks.call("listEndpoints", query, ctx),
+    ({ clients, query, ctx }) => clients.webhooks.relay("listEndpoints", query, ctx),
   );
   r.op(
     {
@@ -65,7 +65,7 @@ export const webhookEndpoints = resource("webhook-endpoints", (r) => {
       params: WebhookEndpointParams,
       response: WebhookEndpoint,
     },
-    ({ clients, params, ctx }) => clients.webhooks.call("getEndpoint", params, ctx),
+    ({ clients, params, ctx }) => clients.webhooks.relay("getEndpoint", params, ctx),
   );
   r.op(
     {
@@ -79,7 +79,7 @@ export const webhookEndpoints = resource("webhook-endpoints", (r) => {
       body: UpdateWebhookEndpointBody,
       response: WebhookEndpoint,
     },
-    ({ clients, params, body, ctx }) => clients.webhooks.call("updateEndpoint", { endpoint_id: params.endpoint_id, patch: body }, ctx),
+    ({ clients, params, body, ctx }) => clients.webhooks.relay("updateEndpoint", { endpoint_id: params.endpoint_id, patch: body }, ctx),
   );
   r.op(
     {
@@ -92,7 +92,7 @@ export const webhookEndpoints = resource("webhook-endpoints", (r) => {
       params: WebhookEndpointParams,
       response: DeletedWebhookEndpoint,
     },
-    ({ clients, params, ctx }) => clients.webhooks.call("deleteEndpoint", params, ctx),
+    ({ clients, params, ctx }) => clients.webhooks.relay("deleteEndpoint", params, ctx),
   );
   r.op(
     {
@@ -109,7 +109,7 @@ export const webhookEndpoints = resource("webhook-endpoints", (r) => {
       // The signing secret: kept sealed by the service, never in the gateway's record.
       secretInResponse: true,
     },
-    ({ clients, params, ctx }) => clients.webhooks.call("rotateSecret", params, ctx),
+    ({ clients, params, ctx }) => clients.webhooks.relay("rotateSecret", params, ctx),
   );
   r.op(
     {
@@ -124,7 +124,7 @@ export const webhookEndpoints = resource("webhook-endpoints", (r) => {
       body: TestEventBody.optional(),
       response: ProbeResult,
     },
-    ({ clients, params, body, ctx }) => clients.webhooks.call("sendTestEvent", { endpoint_id: params.endpoint_id, event_type: body?.event_type }, ctx),
+    ({ clients, params, body, ctx }) => clients.webhooks.relay("sendTestEvent", { endpoint_id: params.endpoint_id, event_type: body?.event_type }, ctx),
   );
   r.op(
     {
@@ -137,7 +137,7 @@ export const webhookEndpoints = resource("webhook-endpoints", (r) => {
       params: WebhookEndpointParams,
       response: VerifyResult,
     },
-    ({ clients, params, ctx }) => clients.webhooks.call("verifyEndpoint", params, ctx),
+    ({ clients, params, ctx }) => clients.webhooks.relay("verifyEndpoint", params, ctx),
   );
   r.op(
     {
@@ -152,7 +152,7 @@ export const webhookEndpoints = resource("webhook-endpoints", (r) => {
       response: page(WebhookDelivery),
       paginated: true,
     },
-    ({ clients, params, query, ctx }) => clients.webhooks.call("listDeliveries", { ...query, endpoint_id: params.endpoint_id }, ctx),
+    ({ clients, params, query, ctx }) => clients.webhooks.relay("listDeliveries", { ...query, endpoint_id: params.endpoint_id }, ctx),
   );
   r.op(
     {
@@ -167,7 +167,7 @@ export const webhookEndpoints = resource("webhook-endpoints", (r) => {
       response: page(DeliveryAttempt),
       paginated: true,
     },
-    ({ clients, params, query, ctx }) => clients.webhooks.call("listAttempts", { ...query, ...params }, ctx),
+    ({ clients, params, query, ctx }) => clients.webhooks.relay("listAttempts", { ...query, ...params }, ctx),
   );
   r.op(
     {
@@ -182,7 +182,7 @@ export const webhookEndpoints = resource("webhook-endpoints", (r) => {
       response: WebhookDelivery,
       errors: ["delivery_already_pending"],
     },
-    ({ clients, params, ctx }) => clients.webhooks.call("replayDelivery", params, ctx),
+    ({ clients, params, ctx }) => clients.webhooks.relay("replayDelivery", params, ctx),
   );
   r.op(
     {
@@ -197,6 +197,6 @@ export const webhookEndpoints = resource("webhook-endpoints", (r) => {
       status: 202,
       response: ReplayFailedResult,
     },
-    ({ clients, params, body, ctx }) => clients.webhooks.call("replayFailed", { endpoint_id: params.endpoint_id, since: body.since }, ctx),
+    ({ clients, params, body, ctx }) => clients.webhooks.relay("replayFailed", { endpoint_id: params.endpoint_id, since: body.since }, ctx),
   );
 });
