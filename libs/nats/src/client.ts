@@ -1,4 +1,4 @@
-import { headers as natsHeaders, type Msg, type NatsConnection } from "@nats-io/transport-node";
+import { headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
 import { RpcReply, rpcSubject, type RpcOp, type OpInput, type OpName, type OpOutput, type RpcCatalog, type RpcContext } from "@tasksvc/contracts";
 import { AppError } from "@tasksvc/errors";
 import { injectContext, inSpan, rpcClientDuration, SpanKind, seriesCache, tracingEnabled } from "@tasksvc/telemetry";
@@ -89,7 +89,8 @@ export function client<C extends RpcCatalog>(nc: NatsConnection, catalog: C, opt
       const out = def.output.safeParse(value);
       if (!out.success) throw outsideContract(op, out.error);
       // Relayed bytes skip the schema, so the schema must have nothing to change in them.
-      if (!isDeepStrictEqual(out.data, value)) throw outsideContract(op, new Error("the output schema changes this reply (a stripped field or an added default)"));
+      if (!isDeepStrictEqual(out.data, value))
+        throw outsideContract(op, new Error("the output schema changes this reply (a stripped field or an added default)"));
     }
     return raw;
   };

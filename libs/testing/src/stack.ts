@@ -119,7 +119,16 @@ export async function startStack(opts: StackOptions = {}): Promise<StartedStack>
   const databaseUrl = dbUrl.toString();
   const namespace = `t_${suffix}`;
   const log = opts.log ?? createLogger({ service: "test", level: process.env["TEST_LOG_LEVEL"] ?? "silent" });
-  const env = { OPS_PORT: "0", RPC_CHECK_REPLIES: "true", ...opts.env, DATABASE_URL: databaseUrl, NATS_URL: natsUrl, NATS_NAMESPACE: namespace, PORT: "0", LOG_LEVEL: "silent" };
+  const env = {
+    OPS_PORT: "0",
+    RPC_CHECK_REPLIES: "true",
+    ...opts.env,
+    DATABASE_URL: databaseUrl,
+    NATS_URL: natsUrl,
+    NATS_NAMESPACE: namespace,
+    PORT: "0",
+    LOG_LEVEL: "silent",
+  };
 
   await ensureDatabase(databaseUrl);
   const stoppers: Array<() => Promise<void>> = [];

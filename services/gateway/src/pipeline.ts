@@ -177,7 +177,10 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
         return;
       }
       try {
-        done(null, signNextCursor(typeof payload === "string" ? Buffer.from(payload) : payload, (raw) => opts.cursors.wrap(op.url, query, raw)));
+        done(
+          null,
+          signNextCursor(typeof payload === "string" ? Buffer.from(payload) : payload, (raw) => opts.cursors.wrap(op.url, query, raw)),
+        );
       } catch (e) {
         done(e instanceof Error ? e : new Error(String(e)));
       }
