@@ -31,6 +31,22 @@ export type RpcError = z.infer<typeof RpcError>;
 export const RpcReply = z.discriminatedUnion("ok", [z.object({ ok: z.literal(true), data: z.unknown() }), z.object({ ok: z.literal(false), error: RpcError })]);
 export type RpcReply = z.infer<typeof RpcReply>;
 
+const textDecoder = new TextDecoder();
+
+/**
+ * An operation's output as JSON bytes encoded once (by Postgres, or as a service's reply arrived)
+ * and passed on without being parsed or stringified again (decision 0020). `T` is the value the
+ * bytes encode, for the types only: a handler may answer `RawJson<its output>`.
+ */
+export class RawJson<T = unknown> {
+  declare readonly encodes?: T;
+  constructor(readonly bytes: Uint8Array) {}
+  /** The value the bytes encode (tests, and a caller that must look inside). */
+  parse(): T {
+    return JSON.parse(textDecoder.decode(this.bytes)) as T;
+  }
+}
+
 export interface RpcOp {
   input: z.ZodType;
   output: z.ZodType;

@@ -1,3 +1,4 @@
+import { RawJson, type Page } from "@tasksvc/contracts";
 import { fieldError } from "@tasksvc/errors";
 
 /**
@@ -28,4 +29,19 @@ export function pageOf<Row, Out>(rows: Row[], limit: number, toItem: (r: Row) =>
     has_more: hasMore,
     next_cursor: hasMore && last !== undefined ? encodeKeyset(keyOf(last)) : null,
   };
+}
+
+/**
+ * pageOf() for rows that carry their item already encoded as JSON text (`json`, built by
+ * Postgres): the page's bytes, assembled without parsing or stringifying any item (decision 0020).
+ * `next_cursor` is written last, where the gateway signs it in place.
+ */
+export function rawPageOf<T, Row extends { json: string }>(rows: Row[], limit: number, keyOf: (r: Row) => Array<string | number>): RawJson<Page<T>> {
+  const hasMore = rows.length > limit;
+  const kept = hasMore ? rows.slice(0, limit) : rows;
+  const last = kept[kept.length - 1];
+  const cursor = hasMore && last !== undefined ? JSON.stringify(encodeKeyset(keyOf(last))) : "null";
+  let data = "";
+  for (const r of kept) data += data === "" ? r.json : `,${r.json}`;
+  return new RawJson(Buffer.from(`{"data":[${data}],"has_more":${hasMore},"next_cursor":${cursor}}`));
 }

@@ -1,9 +1,9 @@
 import { headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
-import { RpcReply, rpcSubject, type RpcOp, type OpInput, type OpName, type OpOutput, type RpcCatalog, type RpcContext } from "@tasksvc/contracts";
+import { RawJson, RpcReply, rpcSubject, type RpcOp, type OpInput, type OpName, type OpOutput, type RpcCatalog, type RpcContext } from "@tasksvc/contracts";
 import { AppError } from "@tasksvc/errors";
 import { injectContext, inSpan, rpcClientDuration, SpanKind, seriesCache, tracingEnabled } from "@tasksvc/telemetry";
 import { isDeepStrictEqual } from "node:util";
-import { REQUEST_ID_HEADER, RawJson, decodeJson, encodeJson, okReplyData } from "./json.js";
+import { REQUEST_ID_HEADER, decodeJson, encodeJson, okReplyData } from "./json.js";
 import { PING_OP } from "./serve.js";
 
 export interface ClientOptions {
@@ -24,7 +24,7 @@ export interface RpcClient<C extends RpcCatalog> {
    * The operation's output as the service encoded it, unparsed: for a caller that only passes it
    * on (the gateway answering HTTP with it). Failures throw the same AppError as call().
    */
-  relay<K extends OpName<C>>(op: K, input: OpInput<C, K>, ctx: RpcContext): Promise<RawJson>;
+  relay<K extends OpName<C>>(op: K, input: OpInput<C, K>, ctx: RpcContext): Promise<RawJson<OpOutput<C, K>>>;
 }
 
 /** Seconds a client should wait before retrying a call that found no service or timed out. */
@@ -100,7 +100,7 @@ export function client<C extends RpcCatalog>(nc: NatsConnection, catalog: C, opt
       : run();
   return {
     call: (op, input, ctx) => traced(op, () => timed(op, input, ctx, parsed) as Promise<OpOutput<C, typeof op>>),
-    relay: (op, input, ctx) => traced(op, () => timed(op, input, ctx, relayed)),
+    relay: (op, input, ctx) => traced(op, () => timed(op, input, ctx, relayed) as Promise<RawJson<OpOutput<C, typeof op>>>),
   };
 }
 

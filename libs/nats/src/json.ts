@@ -1,3 +1,5 @@
+import { RawJson } from "@tasksvc/contracts";
+
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -31,19 +33,6 @@ export function headerSafe(value: string, max = 256): string {
   return out.slice(0, max).trim();
 }
 
-/**
- * A JSON document kept as the bytes it arrived in: a service's reply relayed to HTTP without
- * being parsed and written again (decision 0020). `bytes` is valid JSON by construction (it is a
- * slice of what the service's `JSON.stringify` wrote).
- */
-export class RawJson {
-  constructor(readonly bytes: Buffer) {}
-  /** The document parsed (tests, and the rare caller that must look inside). */
-  parse(): unknown {
-    return JSON.parse(this.bytes.toString("utf8"));
-  }
-}
-
 /** How serve() frames every success: these bytes, the data's JSON, then `}`. */
 const OK_PREFIX = Buffer.from('{"ok":true,"data":');
 
@@ -55,7 +44,10 @@ export function okReplyData(reply: Uint8Array): Buffer | undefined {
   return buf.subarray(OK_PREFIX.length, buf.length - 1);
 }
 
-/** Encodes a success reply in the framing okReplyData() reads. */
+const OK_SUFFIX = Buffer.from("}");
+
+/** Encodes a success reply in the framing okReplyData() reads; RawJson data goes in as its bytes. */
 export function encodeOkReply(data: unknown): Uint8Array {
+  if (data instanceof RawJson) return Buffer.concat([OK_PREFIX, data.bytes, OK_SUFFIX]);
   return encoder.encode(`{"ok":true,"data":${JSON.stringify(data ?? null)}}`);
 }

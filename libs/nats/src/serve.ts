@@ -1,5 +1,15 @@
 import { headers as natsHeaders, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
-import { RpcRequest, rpcSubject, type OpName, type OpOutput, type OpParsedInput, type RpcCatalog, type RpcContext, type RpcReply } from "@tasksvc/contracts";
+import {
+  type RawJson,
+  RpcRequest,
+  rpcSubject,
+  type OpName,
+  type OpOutput,
+  type OpParsedInput,
+  type RpcCatalog,
+  type RpcContext,
+  type RpcReply,
+} from "@tasksvc/contracts";
 import { AppError, isAppError, validationError } from "@tasksvc/errors";
 import type { Logger } from "@tasksvc/logger";
 import { extractContext, inSpan, rpcServerDuration, rpcServerInFlight, seriesCache, SpanKind, SpanStatusCode, tracingEnabled } from "@tasksvc/telemetry";
@@ -13,7 +23,7 @@ export interface HandlerMeta {
 }
 
 export type Handlers<C extends RpcCatalog> = {
-  [K in OpName<C>]: (input: OpParsedInput<C, K>, ctx: RpcContext, meta: HandlerMeta) => Promise<OpOutput<C, K>>;
+  [K in OpName<C>]: (input: OpParsedInput<C, K>, ctx: RpcContext, meta: HandlerMeta) => Promise<OpOutput<C, K> | RawJson<OpOutput<C, K>>>;
 };
 
 export interface ServeOptions {

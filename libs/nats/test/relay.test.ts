@@ -3,7 +3,8 @@ import { AppError } from "@tasksvc/errors";
 import { createLogger } from "@tasksvc/logger";
 import { z } from "zod";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { client, connectNats, encodeOkReply, okReplyData, RawJson, serve, type NatsConnection } from "../src/index.js";
+import { RawJson } from "@tasksvc/contracts";
+import { client, connectNats, encodeOkReply, okReplyData, serve, type NatsConnection } from "../src/index.js";
 
 const stack = inject("stack");
 const namespace = `${stack.namespace}_relay_${randomUUID().slice(0, 8)}`;
@@ -51,7 +52,7 @@ describe("relay(): a reply passed on as the service's bytes", () => {
     const rpc = client(nc, catalog, { namespace, timeoutMs: 2000 });
     const raw = await rpc.relay("get", { id: "a" }, ctx);
     expect(raw).toBeInstanceOf(RawJson);
-    expect(raw.bytes.toString("utf8")).toBe(JSON.stringify({ id: "a", title }));
+    expect(Buffer.from(raw.bytes).toString("utf8")).toBe(JSON.stringify({ id: "a", title }));
     expect(raw.parse()).toEqual(await rpc.call("get", { id: "a" }, ctx));
   });
 

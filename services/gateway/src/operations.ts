@@ -1,9 +1,8 @@
-import type { Entitlement, ErrorCode, Identity, RpcContext, Scope } from "@tasksvc/contracts";
+import { RawJson, type Entitlement, type ErrorCode, type Identity, type RpcContext, type Scope } from "@tasksvc/contracts";
 import type { FastifyPluginAsync, FastifyReply } from "fastify";
 import { Readable } from "node:stream";
 import { AppError, validationError } from "@tasksvc/errors";
 import { z } from "zod";
-import { RawJson } from "@tasksvc/nats";
 import type { Clients } from "./clients.js";
 import type { Charge } from "./policies/limits.js";
 

@@ -1,4 +1,5 @@
 import {
+  type RawJson,
   normalizeRecurrence,
   taskNumber,
   type Caller,
@@ -155,7 +156,7 @@ export function tasksService(deps: TasksDeps) {
         parent_task_id?: string | undefined;
         archived: boolean;
       },
-    ): Promise<Page<Task>> {
+    ): Promise<RawJson<Page<Task>>> {
       const org = c.organizationId;
       let parent: number | undefined;
       if (q.parent_task_id !== undefined) {

@@ -1,6 +1,6 @@
 import type { DependencyView, Project, Recurrence, Task, TaskEventType, TaskStatus, TaskSummary, TaskVersion } from "@tasksvc/contracts";
 import { taskId } from "@tasksvc/contracts";
-import { decodeKeyset, idempotencyRecords, KeyRecordedMeanwhile, mapPgError, newId, pageOf, PG, type PgErrorRule, type Sql } from "@tasksvc/db";
+import { decodeKeyset, idempotencyRecords, KeyRecordedMeanwhile, mapPgError, newId, pageOf, PG, rawPageOf, type PgErrorRule, type Sql } from "@tasksvc/db";
 
 /** The columns every task read selects; bigint and numeric come back as text, dates as text. */
 const TASK_COLUMNS = `number::text as number, owner_user_id, parent_number::text as parent_number, archived,
@@ -129,6 +129,17 @@ export function taskTemplate(owner: string, c: Content): Omit<Task, "id" | "crea
 /** Postgres' rendering of a timestamptz as Date#toISOString() renders it (milliseconds, Z). */
 const ISO_SQL = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
 
+/**
+ * A task row's API shape as JSON text, built by Postgres exactly as toTask() builds it from the
+ * same row (test/task-json.test.ts holds the two equal, field by field): a list sends these bytes
+ * on, to the gateway and from there to HTTP, without any process parsing them (decision 0020).
+ */
+const TASK_JSON = `json_build_object('id', 'T-' || number, 'title', title, 'description', description, 'status', status,
+  'priority', priority, 'start_date', to_char(start_date at time zone 'UTC', ${ISO_SQL}),
+  'due_date', due_date::text || 'T00:00:00.000Z', 'notes', notes, 'story_points', story_points, 'project_ids', project_ids,
+  'recurrence', recurrence, 'parent_task_id', 'T-' || parent_number, 'archived', archived,
+  'created_at', to_char(created_at at time zone 'UTC', ${ISO_SQL}), 'updated_at', to_char(updated_at at time zone 'UTC', ${ISO_SQL}))::text`;
+
 const toSummary = (r: {
   number: string;
   title: string;
@@ -193,6 +204,7 @@ const CREATE_RULES: readonly PgErrorRule[] = [
 /** All SQL of the tasks service (schema `tasks`). Bound to a pool or to one transaction. */
 export function tasksRepo(sql: Sql) {
   const cols = sql.unsafe(TASK_COLUMNS);
+  const taskJson = sql.unsafe(TASK_JSON);
   const idempotency = idempotencyRecords(sql);
   return {
     /**
@@ -365,8 +377,9 @@ export function tasksRepo(sql: Sql) {
       },
     ) {
       const [at, n] = q.after ? decodeKeyset(q.after, 2) : [null, null];
-      const rows = await sql<TaskRow[]>`
-        select ${cols} from tasks
+      const rows = await sql<{ json: string; cursor_at: string; number: string }[]>`
+        select ${taskJson} as json, to_char(updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as cursor_at, number::text as number
+        from tasks
         where organization_id = ${org} and archived = ${q.archived}
           ${q.status === undefined ? sql`` : sql`and status = ${q.status}`}
           ${q.parent === undefined ? sql`` : sql`and parent_number = ${q.parent}`}
@@ -374,7 +387,7 @@ export function tasksRepo(sql: Sql) {
           ${at === null ? sql`` : sql`and (updated_at, number) < (${String(at)}::text::timestamp at time zone 'UTC', ${String(n)}::bigint)`}
         order by tasks.updated_at desc, tasks.number desc
         limit ${q.limit + 1}`;
-      return pageOf(rows, q.limit, toTask, (r) => [r.cursor_at, r.number]);
+      return rawPageOf<Task, (typeof rows)[number]>(rows, q.limit, (r) => [r.cursor_at, r.number]);
     },
 
     async history(org: string, number: number, limit: number, after: string | undefined) {
