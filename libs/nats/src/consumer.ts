@@ -61,6 +61,13 @@ export interface ConsumeOptions<S extends z.ZodType> {
   concurrency: number;
   /** How long the server waits for an answer before delivering a message again. */
   ackWaitMs: number;
+  /**
+   * Whether each ack waits for the server's confirmation (a request/reply) before the handler's
+   * slot frees (default true). A consumer whose handler is idempotent may say false: its acks are
+   * plain publishes, flushed per loop turn and by stop(), and one the server never got brings a
+   * message back that changes nothing (decision 0020: the fan-out saves a round trip per event).
+   */
+  confirmAcks?: boolean;
   /** Deliveries per message at most (server default: unlimited). */
   maxDeliver?: number;
   /** Milliseconds before the next delivery after a handler threw on delivery `n` (default `retryDelay`). */
@@ -138,6 +145,7 @@ export async function consume<S extends z.ZodType>(nc: NatsConnection, opts: Con
   const concurrency = opts.concurrency;
   if (!Number.isInteger(concurrency) || concurrency < 1) throw new Error(`consume(${opts.durable}): concurrency must be a positive integer`);
   const delayAfter = opts.retryDelay ?? retryDelay;
+  const confirmAcks = opts.confirmAcks ?? true;
   const expires = Math.max(1000, opts.pullExpiresMs ?? 10_000);
   const base = { stream: opts.stream, durable: opts.durable };
 
@@ -242,6 +250,10 @@ export async function consume<S extends z.ZodType>(nc: NatsConnection, opts: Con
     }
 
     if (outcome === "ack") {
+      if (!confirmAcks) {
+        m.ack();
+        return "ack";
+      }
       // Acknowledged by the server before the slot frees: once stop() resolves, nothing this
       // consumer handled can be delivered again (a plain ack is a fire-and-forget publish).
       try {

@@ -134,6 +134,39 @@ describe("consume()", () => {
     ).toEqual(seqs.map((seq, i) => ({ job: { n: i + 1 }, seq, deliveries: 1 })));
   });
 
+  it("when acks are unconfirmed (an idempotent handler), then each message is still acknowledged once, and stop() leaves none unanswered on the server", async () => {
+    const s = await freshStream();
+    const seen: number[] = [];
+    const seqs = await s.publish(Array.from({ length: 40 }, (_, i) => ({ n: i })));
+    const c = await start({
+      stream: s.name,
+      durable: "plain-ack",
+      concurrency: 8,
+      ackWaitMs: 5000,
+      confirmAcks: false,
+      handle: async (job) => {
+        seen.push(job.n);
+        return "ack";
+      },
+    });
+    await until(() => seen.length === 40, "all handled");
+    await c.stop();
+    // Right after stop(), without waiting: its flush has taken every plain ack to the server.
+    expect(await settled(s.name, "plain-ack", seqs.at(-1) ?? 0)).toBe(true);
+    // A consumer started again on the durable gets none of them.
+    const again = await start({
+      stream: s.name,
+      durable: "plain-ack",
+      concurrency: 8,
+      ackWaitMs: 5000,
+      confirmAcks: false,
+      handle: async (job) => (seen.push(job.n), "ack"),
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    await again.stop();
+    expect(seen.sort((a, b) => a - b)).toEqual(Array.from({ length: 40 }, (_, i) => i));
+  });
+
   it("when a handler answers nak with a delay, then the message comes again after that delay, marked as a redelivery", async () => {
     const s = await freshStream();
     const deliveries: Array<{ at: number; n: number }> = [];

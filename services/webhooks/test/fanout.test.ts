@@ -109,6 +109,27 @@ describe("fan-out of a task event into deliveries", () => {
     expect((await rowsOf(e.id)).map((r) => r.endpoint_id)).toEqual([older.id]);
   });
 
+  it("when events of many organizations arrive at once, then one batch gives each event exactly its own endpoints' rows and its own count", async () => {
+    const orgs = Array.from({ length: 6 }, () => org());
+    const counts = [0, 1, 3, 0, 2, 1];
+    for (const [i, o] of orgs.entries()) for (let k = 0; k < (counts[i] ?? 0); k++) await endpoint(o, k === 2 ? ["task.archived"] : []);
+    const events = orgs.flatMap((o) => [event(o, "task.created"), event(o, "task.archived")]);
+    const made = await Promise.all(events.map((e) => svc.fanOut(e)));
+    const expected = orgs.flatMap((_, i) => [Math.min(counts[i] ?? 0, 2), counts[i] ?? 0]);
+    expect(made).toEqual(expected);
+    for (const [i, e] of events.entries()) expect(await rowsOf(e.id), e.type).toHaveLength(expected[i] ?? -1);
+    // Again, all at once: nothing new.
+    expect(await Promise.all(events.map((e) => svc.fanOut(e)))).toEqual(events.map(() => 0));
+  });
+
+  it("when a batch's events have more endpoints than the first try's ids, then a second try fills in every row", async () => {
+    const o = org();
+    for (let k = 0; k < 40; k++) await endpoint(o);
+    const events = [event(o), event(o)];
+    expect(await Promise.all(events.map((e) => svc.fanOut(e)))).toEqual([40, 40]);
+    for (const e of events) expect(new Set((await rowsOf(e.id)).map((r) => r.endpoint_id)).size).toBe(40);
+  });
+
   it("when an endpoint is deleted, then its deliveries go with it", async () => {
     const o = org();
     const ep = await endpoint(o);

@@ -40,6 +40,9 @@ export function startTaskEventsConsumer(o: TaskEventsConsumerOptions): Promise<C
     concurrency: o.concurrency ?? 16,
     // One insert per event: far below this, unless the database is in trouble.
     ackWaitMs: 30_000,
+    // The fan-out is idempotent (the key above): an ack the server never got brings the event
+    // back to add nothing, so acks need no confirmation round trip (decision 0020).
+    confirmAcks: false,
     log: o.log,
     health: o.health,
     async handle(event, meta) {

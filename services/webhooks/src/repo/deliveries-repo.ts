@@ -1,4 +1,3 @@
-import { currentTraceparent } from "@tasksvc/telemetry";
 import type { TaskEventType } from "@tasksvc/contracts";
 import type { Sql } from "@tasksvc/db";
 
@@ -11,6 +10,8 @@ export interface FanOutEvent {
   occurredAt: string;
   /** The envelope to send, `{type, timestamp, data}` (DESIGN.md 5). */
   payload: Record<string, unknown>;
+  /** The trace the event's handling runs in (W3C traceparent), stored on each delivery; null untraced. */
+  traceparent: string | null;
 }
 
 /** Ids handed to one fan-out statement; most organizations have fewer endpoints. */
@@ -18,53 +19,74 @@ const IDS_PER_TRY = 16;
 
 /** The deliveries of schema `webhooks`. Bound to a pool or to one transaction. */
 export function deliveriesRepo(sql: Sql) {
-  /**
-   * The endpoints an event goes to (spec 3.4, 6): enabled, its organization's, subscribed, and
-   * existing when it occurred. Event times carry milliseconds, endpoint times microseconds: the
-   * endpoint's is truncated, or one created in the same millisecond just before the event would
-   * compare as newer and miss it.
-   */
-  const targets = (e: FanOutEvent) => sql`
-    e.organization_id = ${e.organizationId}
-    and e.enabled
-    and (cardinality(e.event_types) = 0 or ${e.eventType} = any (e.event_types))
-    and date_trunc('milliseconds', e.created_at) <= ${e.occurredAt}::timestamptz`;
-
   return {
     /**
-     * Makes one PENDING delivery per target endpoint that has none for this event yet; answers
-     * how many it made. Safe to repeat and to run concurrently for the same event: the unique key
-     * of the fan-out's rows (endpoint_id, event_id where replay_of is null) drops every second
-     * row (`on conflict do nothing`, so a racing replica neither fails nor doubles). No conflict
-     * target: two first handlings at once collide on the live-delivery key too (both rows are
-     * PENDING), and any conflict there also means the row exists.
+     * Makes one PENDING delivery per target endpoint that has none for the event yet, for several
+     * events in one statement (the fan-out batches the events its consumer holds at once,
+     * decision 0020); answers how many each event made, in order. The targets of an event (spec
+     * 3.4, 6): enabled endpoints of its organization, subscribed to its type, that existed when
+     * it occurred. Event times carry milliseconds, endpoint times microseconds: the endpoint's is
+     * truncated, or one created in the same millisecond just before the event would compare as
+     * newer and miss it.
      *
-     * Ids are minted in the process (newId) and handed in, `IDS_PER_TRY` at a time: the
-     * statement numbers the target endpoints and gives the n-th the n-th id. One statement for
-     * the usual event; an organization with more endpoints than that takes another try with
-     * enough ids, which only fills in (the key makes the first try's rows no-ops). An endpoint
-     * deleted while the statement runs fails its foreign key: the consumer's retry then finds it
-     * gone.
+     * Safe to repeat and to run concurrently for the same event: the unique key of the fan-out's
+     * rows (endpoint_id, event_id where replay_of is null) drops every second row (`on conflict
+     * do nothing`, so a racing replica neither fails nor doubles, nor does the same event twice
+     * in one batch). No conflict target: two first handlings at once collide on the
+     * live-delivery key too (both rows are PENDING), and any conflict there also means the row
+     * exists. Rows go in in (event, endpoint) order, so two replicas' statements wait for each
+     * other's keys in one order and never deadlock.
+     *
+     * Ids are minted in the process (newId) and handed in, `IDS_PER_TRY` per event at first: the
+     * statement numbers the targets and gives the n-th the n-th id. One statement for the usual
+     * batch; one whose events have more endpoints than that takes another try with enough ids,
+     * which only fills in (the key makes the first try's rows no-ops). An endpoint deleted while
+     * the statement runs fails its foreign key: the consumer's retry then finds it gone.
      */
-    async fanOut(e: FanOutEvent, newId: () => string): Promise<number> {
-      let made = 0;
-      for (let size = IDS_PER_TRY; ; ) {
+    async fanOut(events: FanOutEvent[], newId: () => string): Promise<number[]> {
+      const made = events.map(() => 0);
+      if (events.length === 0) return made;
+      const input = events.map((e, ord) => ({
+        ord,
+        event_id: e.eventId,
+        event_type: e.eventType,
+        organization_id: e.organizationId,
+        occurred_at: e.occurredAt,
+        payload: e.payload,
+        traceparent: e.traceparent,
+      }));
+      for (let size = IDS_PER_TRY * events.length; ; ) {
         const ids = Array.from({ length: size }, () => newId());
-        const [row] = await sql<{ targets: number; made: number }[]>`
-          with t as (
-            select e.id, e.organization_id, row_number() over (order by e.id) as n from endpoints e where ${targets(e)}
+        const rows = await sql<{ ord: number; targets: number; made: number }[]>`
+          with ev as (
+            select * from jsonb_to_recordset(${sql.json(input as never)}) as x(ord int, event_id text, event_type text,
+              organization_id text, occurred_at timestamptz, payload jsonb, traceparent text)
+          ), t as (
+            select ev.ord, ev.event_id, ev.event_type, ev.payload, ev.traceparent, e.organization_id, e.id as endpoint_id,
+              row_number() over (order by ev.event_id, e.id, ev.ord) as n
+            from ev join endpoints e on e.organization_id = ev.organization_id
+              and e.enabled
+              and (cardinality(e.event_types) = 0 or ev.event_type = any (e.event_types))
+              and date_trunc('milliseconds', e.created_at) <= ev.occurred_at
           ), made as (
             insert into deliveries (id, organization_id, endpoint_id, event_id, event_type, payload, traceparent)
-            select (${ids}::text[])[t.n], t.organization_id, t.id, ${e.eventId}, ${e.eventType}, ${sql.json(e.payload as never)}, ${currentTraceparent()}
+            select (${ids}::text[])[t.n], t.organization_id, t.endpoint_id, t.event_id, t.event_type, t.payload, t.traceparent
             from t where t.n <= ${size}
+            order by t.n
             on conflict do nothing
-            returning 1
+            returning id
           )
-          select (select count(*) from t)::int as targets, (select count(*) from made)::int as made`;
-        made += row?.made ?? 0;
-        const targetCount = row?.targets ?? 0;
-        if (targetCount <= size) return made;
-        size = targetCount;
+          select ev.ord,
+            (select count(*) from t where t.ord = ev.ord)::int as targets,
+            (select count(*) from made join t on made.id = (${ids}::text[])[t.n] where t.ord = ev.ord)::int as made
+          from ev`;
+        let targets = 0;
+        for (const r of rows) {
+          made[r.ord] = (made[r.ord] ?? 0) + r.made;
+          targets += r.targets;
+        }
+        if (targets <= size) return made;
+        size = targets;
       }
     },
   };
