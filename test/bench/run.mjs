@@ -396,10 +396,12 @@ try {
     const task = await post("/v1/tasks", { title: `Seed ${i}` });
     await post("/v1/daily-plan/entries", { date: BOARD_DAY, task_id: task.id, section: i % 2 ? "PROGRESS" : "TODO" });
   }
-  // BENCH_ONLY=<text> runs only the full-stack scenarios whose name contains it (while tuning).
+  // BENCH_ONLY=<text>[|<text>…] runs only the scenarios whose name contains one of them (while
+  // tuning; BENCH_ONLY=/v1/ runs the six HTTP scenarios of issue 15's targets and nothing else).
   const only = process.env.BENCH_ONLY;
-  for (const s of SCENARIOS.filter((x) => !only || x.name.includes(only))) results.push(await measure(s.name, "http://127.0.0.1:18303", s.request(ctx)));
-  if (!only || "webhooks".includes(only)) {
+  const picked = (name) => !only || only.split("|").some((part) => name.includes(part));
+  for (const s of SCENARIOS.filter((x) => picked(x.name))) results.push(await measure(s.name, "http://127.0.0.1:18303", s.request(ctx)));
+  if (!only || only.split("|").includes("webhooks")) {
     // The task scenarios above left events for the fan-out consumer: let it catch up first.
     const nc = await connectNats({ url: NATS_URL, name: "bench-wait" });
     const jsm = await jetstreamManager(nc);
@@ -423,7 +425,7 @@ try {
   }
   // After the webhook scenarios, which delete their endpoints (and backlog) when done: the
   // object store's writes here would otherwise weigh on their latency.
-  if (!only || "uploads".includes(only)) {
+  if (!only || only.split("|").includes("uploads")) {
     uploads = await uploadScenarios({
       gateway: "http://127.0.0.1:18303",
       key: ctx.key,

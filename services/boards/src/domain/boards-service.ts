@@ -39,7 +39,7 @@ export function boardsService(deps: BoardsDeps) {
     task_id: taskId(row.task_number),
     title: t.title,
     status: t.status,
-    created_at: row.created_at.toISOString(),
+    created_at: row.created_at,
   });
 
   return {
@@ -50,7 +50,7 @@ export function boardsService(deps: BoardsDeps) {
      * it shows again if the task is unarchived.
      */
     async board(c: Caller, date: string): Promise<Board> {
-      const [sections, entries] = await Promise.all([repo.sections(c.organizationId, c.userId, date), repo.entries(c.organizationId, c.userId, date)]);
+      const { sections, entries } = await repo.day(c.organizationId, c.userId, date);
       const numbers = [...new Set(entries.map((e) => Number(e.task_number)))];
       const tasks = numbers.length ? await deps.tasks.lookup(c.ctx, numbers) : [];
       const byNumber = new Map(tasks.map((t) => [numberOf(t), t]));
