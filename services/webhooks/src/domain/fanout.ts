@@ -36,7 +36,7 @@ export function fanOutService(deps: { repo: DeliveriesRepo }) {
         batch.map((w) => w.event),
         () => newId("whd"),
       );
-      batch.forEach((w, i) => w.resolve(made[i] ?? 0));
+      for (const [i, w] of batch.entries()) w.resolve(made[i] ?? 0);
     } catch (e) {
       for (const w of batch) w.reject(e);
     }
