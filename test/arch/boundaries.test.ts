@@ -41,7 +41,7 @@ const LIB_DEPS: Record<string, string[]> = {
   "libs/errors": ["@tasksvc/contracts"],
   "libs/telemetry": [],
   "libs/client": [],
-  "libs/db": ["@tasksvc/config", "@tasksvc/errors", "@tasksvc/logger", "@tasksvc/telemetry"],
+  "libs/db": ["@tasksvc/config", "@tasksvc/contracts", "@tasksvc/errors", "@tasksvc/logger", "@tasksvc/telemetry"],
   "libs/nats": ["@tasksvc/config", "@tasksvc/contracts", "@tasksvc/errors", "@tasksvc/logger", "@tasksvc/telemetry"],
   "libs/webhooks": ["@tasksvc/config"],
   "libs/blobs": [],

@@ -160,7 +160,10 @@ describe("consume()", () => {
       concurrency: 8,
       ackWaitMs: 5000,
       confirmAcks: false,
-      handle: async (job) => (seen.push(job.n), "ack"),
+      handle: async (job) => {
+        seen.push(job.n);
+        return "ack";
+      },
     });
     await new Promise((r) => setTimeout(r, 300));
     await again.stop();

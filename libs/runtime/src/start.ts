@@ -146,6 +146,9 @@ export async function startService<C extends BaseConfig, R>(def: ServiceDefiniti
       isDbService(def) && db
         ? await def.start({ ...ctx, db } as DbServiceContext<C & DbConfig>)
         : await (def as { start(c: ServiceContext<C>): Promise<R> }).start(ctx);
+    // Every subscription serve() made has reached the server (a PING answered after them) before
+    // the replica calls itself ready: a request sent the moment it is ready finds it subscribed.
+    await nc.flush();
     health.serving();
     log.info({ namespace, ops_port: opsServer?.port }, `${def.name} service ready`);
 
