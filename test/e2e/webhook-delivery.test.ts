@@ -141,6 +141,26 @@ describe("webhook delivery", () => {
     expect(attempts.text).not.toContain(h.secret);
   });
 
+  it("when tasks change, then GET /v1/events holds each delivered body, with the delivery's webhook-id as its id (issue 16)", async () => {
+    const t = await f.tenant();
+    const h = await hook(t);
+    const task = await createTask(t, "feed me");
+    unwrap(await client(t).PATCH("/v1/tasks/{task_id}", { params: { path: { task_id: task.id } }, body: { status: "IN_PROGRESS" } }));
+    unwrap(await client(t).POST("/v1/tasks/{task_id}/archive", { params: { path: { task_id: task.id } } }));
+    const got = await rx.waitFor(h.path, 3);
+    const feed = unwrap(await client(t).GET("/v1/events", { params: { query: { limit: 10 } } }));
+    expect(feed.data.map((e) => e.type)).toEqual(["task.archived", "task.updated", "task.created"]);
+    for (const delivered of got) {
+      const item = feed.data.find((e) => e.id === delivered.id);
+      expect(item, delivered.id).toBeDefined();
+      // The feed's item is the delivered body plus its webhook-id: the same object, field for field.
+      const { id, ...body } = item ?? { id: "" };
+      expect(id).toBe(delivered.id);
+      expect(body).toStrictEqual(JSON.parse(delivered.body));
+      expect(unwrap(await client(t).GET("/v1/events/{event_id}", { params: { path: { event_id: delivered.id } } }))).toStrictEqual(item);
+    }
+  });
+
   it("when the endpoint fails twice, then it is retried on the schedule with the same webhook-id and succeeds on the third attempt", async () => {
     const t = await f.tenant();
     const h = await hook(t);

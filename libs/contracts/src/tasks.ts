@@ -322,6 +322,29 @@ export const TaskEvent = z.object({
 });
 export type TaskEvent = z.infer<typeof TaskEvent>;
 
+/**
+ * A task event as the events feed (GET /v1/events) shows it: exactly the body a webhook delivers
+ * for it (`type`, `timestamp`, `data`) and the event's id, which is the delivery's `webhook-id`
+ * header. A consumer that missed deliveries reads the same objects here, for 30 days.
+ */
+export const Event = z.object({ id: z.string(), type: TaskEventType, timestamp: Timestamp, data: Task });
+export type Event = z.infer<typeof Event>;
+
+/** How long the feed keeps an event (the tasks service sweeps older ones). */
+export const EVENT_RETENTION_DAYS = 30;
+
+const EventTime = z.iso.datetime({ offset: true });
+/**
+ * GET /v1/events: newest first; `type` filters by event type, `created_gte` and `created_lt` by
+ * the event's time (from, inclusive; to, exclusive).
+ */
+export const ListEventsQuery = PageQuery.extend({
+  type: TaskEventType.optional(),
+  created_gte: EventTime.optional(),
+  created_lt: EventTime.optional(),
+}).strict();
+export const EventParams = z.object({ event_id: OpaqueId });
+
 /** Broadcast by a tasks replica after a write changed these tasks (drops cached copies). */
 export const TasksChanged = z.object({ organization_id: z.string(), numbers: z.array(z.number().int()) });
 export const tasksChangedSubject = (namespace: string) => `${namespace}.evt.tasks-cache.changed`;
@@ -357,6 +380,8 @@ export const tasksRpc = {
     archiveTask: { input: TaskParams, output: Task },
     unarchiveTask: { input: TaskParams, output: Task },
     taskHistory: { input: PageQuery.extend({ task_id: OpaqueId }), output: page(TaskVersion) },
+    listEvents: { input: ListEventsQuery, output: page(Event) },
+    getEvent: { input: EventParams, output: Event },
     getDependencies: { input: TaskParams, output: DependencyView },
     addDependency: { input: AddDependencyBody.extend({ task_id: OpaqueId }), output: Upserted(DependencyView) },
     removeDependency: { input: DependencyParams, output: DependencyView },

@@ -1,4 +1,5 @@
 import {
+  Event,
   ApiKey,
   Attachment,
   Board,
@@ -65,6 +66,7 @@ const RESOURCES: ReadonlyArray<[z.ZodType, string]> = [
   [CreatedWebhookEndpoint, "CreatedWebhookEndpoint"],
   [RotatedWebhookEndpoint, "RotatedWebhookEndpoint"],
   [WebhookDelivery, "WebhookDelivery"],
+  [Event, "Event"],
   [DeliveryAttempt, "WebhookDeliveryAttempt"],
   [ProbeResult, "WebhookProbeResult"],
 ];
@@ -80,6 +82,10 @@ const TAGS: Record<string, { name: string; description: string }> = {
   attachments: { name: "Attachments", description: "Files on tasks: start an upload, send the bytes, register, download." },
   projects: { name: "Projects", description: "Groups of tasks; a task may belong to several." },
   "daily-plan": { name: "Daily plan", description: "Each user's board for a day: TODO, PROGRESS and DONE sections." },
+  events: {
+    name: "Events",
+    description: "Task events of the last 30 days, exactly as webhooks deliver them: catch up on missed deliveries or rebuild state.",
+  },
   "webhook-endpoints": {
     name: "Webhook endpoints",
     description: "Signed outbound events (Standard Webhooks): endpoints, secrets, the delivery log, replays.",

@@ -13,6 +13,8 @@ export function tasksHandlers(svc: TasksService, att: AttachmentsService): Handl
     archiveTask: (i, ctx) => svc.setArchived(callerOf(ctx), i.task_id, true),
     unarchiveTask: (i, ctx) => svc.setArchived(callerOf(ctx), i.task_id, false),
     taskHistory: (i, ctx) => svc.history(callerOf(ctx), i.task_id, i.limit, i.after),
+    listEvents: (i, ctx) => svc.listEvents(callerOf(ctx), i),
+    getEvent: (i, ctx) => svc.getEvent(callerOf(ctx), i.event_id),
     getDependencies: (i, ctx) => svc.dependencies(callerOf(ctx), i.task_id),
     addDependency: (i, ctx) => svc.addDependency(callerOf(ctx), i.task_id, i.blocker_task_id),
     removeDependency: (i, ctx) => svc.removeDependency(callerOf(ctx), i.task_id, i.blocker_task_id),

@@ -81,6 +81,8 @@ export const service = defineService({
       },
     });
     every(60 * 60_000, "idempotency sweep", () => repo.idempotency.sweep());
+    // The events feed keeps 30 days (EVENT_RETENTION_DAYS); reads never show older ones, swept or not.
+    every(60 * 60_000, "events sweep", () => repo.sweepEvents());
 
     const store: BlobStore =
       cfg.BLOB_STORE.kind === "nats" ? await natsBlobStore(nc, namespace, { replicas: cfg.NATS_STREAM_REPLICAS }) : s3BlobStore(cfg.BLOB_STORE);

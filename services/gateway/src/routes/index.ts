@@ -3,6 +3,7 @@ import { apiKeys } from "./api-keys.js";
 import { attachments } from "./attachments.js";
 import { dailyPlan } from "./daily-plan.js";
 import { dependencies } from "./dependencies.js";
+import { events } from "./events.js";
 import { members } from "./members.js";
 import { organizations } from "./organizations.js";
 import { projects } from "./projects.js";
@@ -11,7 +12,19 @@ import { usage } from "./usage.js";
 import { webhookEndpoints } from "./webhook-endpoints.js";
 
 /** Every resource of the public API, in the order of the reference documentation. */
-export const resources: readonly Resource[] = [organizations, members, apiKeys, usage, tasks, dependencies, attachments, projects, dailyPlan, webhookEndpoints];
+export const resources: readonly Resource[] = [
+  organizations,
+  members,
+  apiKeys,
+  usage,
+  tasks,
+  dependencies,
+  attachments,
+  projects,
+  dailyPlan,
+  webhookEndpoints,
+  events,
+];
 
 /** Every public operation, in the same order. */
 export const operations: readonly Operation[] = resources.flatMap((r) => r.operations);

@@ -5,6 +5,7 @@ import {
   type Caller,
   type CreateTaskBody,
   type DependencyView,
+  type Event,
   type Page,
   type Project,
   type Task,
@@ -166,6 +167,20 @@ export function tasksService(deps: TasksDeps) {
       }
       if (q.project_id !== undefined && !(await repo.project(org, q.project_id))) throw notFound("project");
       return repo.listTasks(org, { limit: q.limit, after: q.after, status: q.status, project_id: q.project_id, parent, archived: q.archived });
+    },
+
+    /** The events feed (issue 16): the organization's task events of the last 30 days, newest first. */
+    listEvents(
+      c: Caller,
+      q: { limit: number; after?: string | undefined; type?: Event["type"] | undefined; created_gte?: string | undefined; created_lt?: string | undefined },
+    ): Promise<RawJson<Page<Event>>> {
+      return repo.listEvents(c.organizationId, q);
+    },
+
+    async getEvent(c: Caller, id: string): Promise<RawJson<Event>> {
+      const e = await repo.event(c.organizationId, id);
+      if (!e) throw notFound("event");
+      return e;
     },
 
     async updateTask(c: Caller, ref: string, p: UpdateTaskBody): Promise<Task> {

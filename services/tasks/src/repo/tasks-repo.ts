@@ -1,5 +1,5 @@
-import type { DependencyView, Project, Recurrence, Task, TaskEventType, TaskStatus, TaskSummary, TaskVersion } from "@tasksvc/contracts";
-import { taskId } from "@tasksvc/contracts";
+import type { DependencyView, Event, Project, Recurrence, Task, TaskEventType, TaskStatus, TaskSummary, TaskVersion } from "@tasksvc/contracts";
+import { EVENT_RETENTION_DAYS, RawJson, taskId } from "@tasksvc/contracts";
 import { decodeKeyset, idempotencyRecords, KeyRecordedMeanwhile, mapPgError, newId, pageOf, PG, rawPageOf, type PgErrorRule, type Sql } from "@tasksvc/db";
 
 /** The columns every task read selects; bigint and numeric come back as text, dates as text. */
@@ -134,6 +134,9 @@ const ISO_SQL = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
  * same row (test/task-json.test.ts holds the two equal, field by field): a list sends these bytes
  * on, to the gateway and from there to HTTP, without any process parsing them (decision 0020).
  */
+/** A stored event as the feed shows it: the webhook body (`type`, `timestamp`, `data`) and its id. */
+const EVENT_JSON = `json_build_object('id', id, 'type', type, 'timestamp', payload->'created_at', 'data', payload->'data')::text`;
+
 const TASK_JSON = `json_build_object('id', 'T-' || number, 'title', title, 'description', description, 'status', status,
   'priority', priority, 'start_date', to_char(start_date at time zone 'UTC', ${ISO_SQL}),
   'due_date', due_date::text || 'T00:00:00.000Z', 'notes', notes, 'story_points', story_points, 'project_ids', project_ids,
@@ -205,6 +208,7 @@ const CREATE_RULES: readonly PgErrorRule[] = [
 export function tasksRepo(sql: Sql) {
   const cols = sql.unsafe(TASK_COLUMNS);
   const taskJson = sql.unsafe(TASK_JSON);
+  const eventJson = sql.unsafe(EVENT_JSON);
   const idempotency = idempotencyRecords(sql);
   return {
     /**
@@ -549,6 +553,51 @@ export function tasksRepo(sql: Sql) {
         returning ${cols}`;
       const rows = await sql`delete from projects where organization_id = ${org} and id = ${id} returning 1`;
       return { deleted: rows.length === 1, tasks };
+    },
+
+    // -- events feed ---------------------------------------------------------------------------
+
+    /**
+     * An organization's events, newest first, as the feed shows them: JSON built by Postgres from
+     * the outbox's envelope (the trigger of migration 0005 copies it), so the items are the
+     * webhook bodies' own objects. Events older than the retention are never shown, swept or not.
+     */
+    async listEvents(
+      org: string,
+      q: { limit: number; after?: string | undefined; type?: TaskEventType | undefined; created_gte?: string | undefined; created_lt?: string | undefined },
+    ) {
+      const [at, id] = q.after ? decodeKeyset(q.after, 2) : [null, null];
+      const rows = await sql<{ json: string; cursor_at: string; id: string }[]>`
+        select ${eventJson} as json, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as cursor_at, id
+        from events
+        where organization_id = ${org} and created_at > now() - make_interval(days => ${EVENT_RETENTION_DAYS})
+          ${q.type === undefined ? sql`` : sql`and type = ${q.type}`}
+          ${q.created_gte === undefined ? sql`` : sql`and created_at >= ${q.created_gte}::timestamptz`}
+          ${q.created_lt === undefined ? sql`` : sql`and created_at < ${q.created_lt}::timestamptz`}
+          ${at === null ? sql`` : sql`and (created_at, id) < (${String(at)}::text::timestamp at time zone 'UTC', ${String(id)})`}
+        order by created_at desc, id desc
+        limit ${q.limit + 1}`;
+      return rawPageOf<Event, (typeof rows)[number]>(rows, q.limit, (r) => [r.cursor_at, r.id]);
+    },
+
+    async event(org: string, id: string): Promise<RawJson<Event> | undefined> {
+      const [row] = await sql<{ json: string }[]>`
+        select ${eventJson} as json from events
+        where organization_id = ${org} and id = ${id} and created_at > now() - make_interval(days => ${EVENT_RETENTION_DAYS})`;
+      return row && new RawJson<Event>(Buffer.from(row.json));
+    },
+
+    /** Deletes events past the retention, a batch at a time; answers how many went. */
+    async sweepEvents(batch = 10_000): Promise<number> {
+      let total = 0;
+      for (;;) {
+        const rows = await sql`
+          delete from events where id in (
+            select id from events where created_at <= now() - make_interval(days => ${EVENT_RETENTION_DAYS}) limit ${batch})
+          returning 1`;
+        total += rows.length;
+        if (rows.length < batch) return total;
+      }
     },
 
     // -- outbox and idempotency -------------------------------------------------------------

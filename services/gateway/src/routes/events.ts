@@ -1,0 +1,34 @@
+import { Event, EventParams, ListEventsQuery, page } from "@tasksvc/contracts";
+import { resource } from "../operations.js";
+
+/**
+ * The events feed (issue 16, decision 0021): every task event of the last 30 days, as webhooks
+ * deliver it, for a consumer that missed deliveries to catch up or rebuild its state.
+ */
+export const events = resource("events", (r) => {
+  r.op(
+    {
+      method: "GET",
+      url: "/v1/events",
+      operationId: "listEvents",
+      summary: "Task events of the last 30 days, newest first: the bodies webhooks deliver, with their webhook-id",
+      scope: "tasks:read",
+      query: ListEventsQuery,
+      response: page(Event),
+      paginated: true,
+    },
+    ({ clients, query, ctx }) => clients.tasks.relay("listEvents", query, ctx),
+  );
+  r.op(
+    {
+      method: "GET",
+      url: "/v1/events/:event_id",
+      operationId: "getEvent",
+      summary: "One task event (its id is the delivery's webhook-id)",
+      scope: "tasks:read",
+      params: EventParams,
+      response: Event,
+    },
+    ({ clients, params, ctx }) => clients.tasks.relay("getEvent", params, ctx),
+  );
+});
