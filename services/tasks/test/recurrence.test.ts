@@ -1,0 +1,101 @@
+import { normalizeRecurrence, type RecurrenceInput } from "@tasksvc/contracts";
+import { describe, expect, it } from "vitest";
+import { dueSlot, localDay, ruleOf, slotAfter, slotAfterCompletion, type Day } from "../src/domain/recurrence.js";
+
+// Issue 16: the days a recurring task's occurrences fall on, for every field of the recurrence
+// object. Pure functions of a rule and a day: no clock, no sleeps.
+const rule = (r: RecurrenceInput, start: Day = "2026-11-01") => ruleOf(normalizeRecurrence(r), start);
+function slots(r: RecurrenceInput, from: Day, n: number, start?: Day): Array<Day | null> {
+  const ru = rule(r, start);
+  const out: Array<Day | null> = [];
+  let day: Day | null = from;
+  for (let i = 0; i < n && day !== null; i++) out.push((day = slotAfter(ru, day)));
+  return out;
+}
+
+describe("recurrence slots", () => {
+  it("when the rule is daily, weekly on weekdays, monthly or yearly, then each next slot is the rule's", () => {
+    expect(slots({ frequency: "DAILY", interval: 2 }, "2026-11-01", 3)).toEqual(["2026-11-03", "2026-11-05", "2026-11-07"]);
+    // ISO weekdays: 1 Monday, 3 Wednesday. 2026-11-23 is a Monday.
+    expect(slots({ frequency: "WEEKLY", by_weekday: [3, 1] }, "2026-11-23", 4, "2026-11-23")).toEqual(["2026-11-25", "2026-11-30", "2026-12-02", "2026-12-07"]);
+    expect(slots({ frequency: "WEEKLY", interval: 2 }, "2026-11-23", 2, "2026-11-23")).toEqual(["2026-12-07", "2026-12-21"]);
+    expect(slots({ frequency: "MONTHLY", by_month_day: 15 }, "2026-11-01", 2)).toEqual(["2026-11-15", "2026-12-15"]);
+    expect(slots({ frequency: "YEARLY", start_date: "2026-03-10" }, "2026-03-10", 2)).toEqual(["2027-03-10", "2028-03-10"]);
+  });
+
+  it("when a month has no such day, then its last day is the slot (Jan 31 → Feb 28, Feb 29 → Feb 28)", () => {
+    expect(slots({ frequency: "MONTHLY", by_month_day: 31, start_date: "2026-01-31" }, "2026-01-31", 4)).toEqual([
+      "2026-02-28",
+      "2026-03-31",
+      "2026-04-30",
+      "2026-05-31",
+    ]);
+    expect(slots({ frequency: "MONTHLY", by_month_day: 30, start_date: "2028-01-30" }, "2028-01-30", 2)).toEqual(["2028-02-29", "2028-03-30"]);
+    expect(slots({ frequency: "YEARLY", by_month_day: 29, start_date: "2024-02-29" }, "2024-02-29", 4)).toEqual([
+      "2025-02-28",
+      "2026-02-28",
+      "2027-02-28",
+      "2028-02-29",
+    ]);
+  });
+
+  it("when the rule has an end date or a number of occurrences, then no slot comes after it", () => {
+    expect(slots({ frequency: "DAILY", start_date: "2026-11-01", end_date: "2026-11-03" }, "2026-11-01", 5)).toEqual(["2026-11-02", "2026-11-03", null]);
+    // max_occurrences counts the first day: 3 occurrences are Nov 1, 2 and 3.
+    expect(slots({ frequency: "DAILY", start_date: "2026-11-01", max_occurrences: 3 }, "2026-11-01", 5)).toEqual(["2026-11-02", "2026-11-03", null]);
+  });
+
+  it("when the scheduler was down for weeks, then one slot is due (the latest), not one per missed day, and none twice", () => {
+    const daily = rule({ frequency: "DAILY", start_date: "2026-11-01" });
+    expect(dueSlot(daily, "2026-11-02", "2026-11-20")).toBe("2026-11-20");
+    expect(dueSlot(daily, "2026-11-20", "2026-11-20")).toBeNull();
+    expect(dueSlot(daily, null, "2026-10-31")).toBeNull();
+    expect(dueSlot(daily, null, "2026-11-01")).toBe("2026-11-01");
+    const weekly = rule({ frequency: "WEEKLY", by_weekday: [1], start_date: "2026-11-02" });
+    expect(dueSlot(weekly, "2026-11-02", "2026-11-22")).toBe("2026-11-16");
+  });
+
+  it("when a zone changes its clocks, then the local day turns at local midnight, and a daily series gets one slot per local day", () => {
+    // New York springs forward on 2026-03-08 (EST → EDT) and falls back on 2026-11-01 (EDT → EST).
+    const ny = "America/New_York";
+    expect(localDay(new Date("2026-03-08T04:59:00Z"), ny)).toBe("2026-03-07");
+    expect(localDay(new Date("2026-03-08T05:00:00Z"), ny)).toBe("2026-03-08");
+    expect(localDay(new Date("2026-03-09T03:59:00Z"), ny)).toBe("2026-03-08"); // 23:59 EDT
+    expect(localDay(new Date("2026-03-09T04:00:00Z"), ny)).toBe("2026-03-09");
+    expect(localDay(new Date("2026-11-02T04:59:00Z"), ny)).toBe("2026-11-01"); // 23:59 EST
+    // Every 15 minutes across both changes in Berlin: the due slot changes exactly at each local
+    // midnight, once a day, never skipping or repeating a day.
+    const berlin = "Europe/Berlin";
+    const daily = rule({ frequency: "DAILY", timezone: berlin, start_date: "2026-03-27" });
+    for (const [from, to] of [
+      ["2026-03-27T00:00:00Z", "2026-03-31T00:00:00Z"],
+      ["2026-10-23T00:00:00Z", "2026-10-27T00:00:00Z"],
+    ] as const) {
+      const changes: string[] = [];
+      let last: Day | null = null;
+      for (let t = Date.parse(from); t < Date.parse(to); t += 15 * 60_000) {
+        const due = dueSlot(daily, last, localDay(new Date(t), berlin));
+        if (due !== null) {
+          changes.push(`${due}@${new Date(t).toISOString().slice(0, 16)}`);
+          last = due;
+        }
+      }
+      const days = changes.map((c) => c.slice(0, 10));
+      expect(new Set(days).size, changes.join(" ")).toBe(days.length);
+      for (const c of changes.slice(1)) {
+        // Local midnight is 23:00Z in winter (CET) and 22:00Z in summer (CEST).
+        expect(c.slice(-5), changes.join(" ")).toMatch(/^(22|23):00$/);
+      }
+    }
+  });
+
+  it("when the basis is completion, then the next is due one interval after the completion day, on the rule's weekday or month day if it has one", () => {
+    const r = (x: RecurrenceInput) => normalizeRecurrence({ basis: "COMPLETION", ...x });
+    expect(slotAfterCompletion(r({ frequency: "DAILY", interval: 3 }), "2026-11-24")).toBe("2026-11-27");
+    expect(slotAfterCompletion(r({ frequency: "MONTHLY" }), "2026-01-31")).toBe("2026-02-28");
+    expect(slotAfterCompletion(r({ frequency: "WEEKLY" }), "2026-11-25")).toBe("2026-12-02");
+    // Completed on a Wednesday; one week on is Wednesday Dec 2; the rule's Friday after it is Dec 4.
+    expect(slotAfterCompletion(r({ frequency: "WEEKLY", by_weekday: [5] }), "2026-11-25")).toBe("2026-12-04");
+    expect(slotAfterCompletion(r({ frequency: "MONTHLY", by_month_day: 10 }), "2026-11-24")).toBe("2027-01-10");
+  });
+});
