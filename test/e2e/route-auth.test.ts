@@ -46,6 +46,7 @@ interface Ids {
   endpoint_id: string;
   delivery_id: string;
   attachment_id: string;
+  event_id: string;
 }
 const PLACEHOLDER_IDS: Ids = {
   organization_id: "org_x",
@@ -57,6 +58,7 @@ const PLACEHOLDER_IDS: Ids = {
   endpoint_id: "whe_x",
   delivery_id: "whd_x",
   attachment_id: "att_x",
+  event_id: "evt_x",
 };
 
 const nameOf = (op: { method: string; url: string }) => `${op.method} ${op.url}`;
@@ -143,7 +145,11 @@ describe("every operation on a named resource answers 404 to another organizatio
       as,
     );
     expect(attachment.status, attachment.text).toBe(201);
+    // An event of the owner's (the feed has it once its change committed).
+    const feed = await gw.get("/v1/events?limit=1", as);
+    expect(feed.status, feed.text).toBe(200);
     ids = {
+      event_id: feed.body.data[0].id,
       organization_id: owner.organizationId,
       key_id: key.body.id,
       task_id: task.body.id,
