@@ -138,33 +138,25 @@ describe("consume()", () => {
     const s = await freshStream();
     const seen: number[] = [];
     const seqs = await s.publish(Array.from({ length: 40 }, (_, i) => ({ n: i })));
-    const c = await start({
-      stream: s.name,
-      durable: "plain-ack",
-      concurrency: 8,
-      ackWaitMs: 5000,
-      confirmAcks: false,
-      handle: async (job) => {
-        seen.push(job.n);
-        return "ack";
-      },
-    });
+    const plain = () =>
+      start({
+        stream: s.name,
+        durable: "plain-ack",
+        concurrency: 8,
+        ackWaitMs: 5000,
+        confirmAcks: false,
+        handle: async (job) => {
+          seen.push(job.n);
+          return "ack";
+        },
+      });
+    const c = await plain();
     await until(() => seen.length === 40, "all handled");
     await c.stop();
     // Right after stop(), without waiting: its flush has taken every plain ack to the server.
     expect(await settled(s.name, "plain-ack", seqs.at(-1) ?? 0)).toBe(true);
     // A consumer started again on the durable gets none of them.
-    const again = await start({
-      stream: s.name,
-      durable: "plain-ack",
-      concurrency: 8,
-      ackWaitMs: 5000,
-      confirmAcks: false,
-      handle: async (job) => {
-        seen.push(job.n);
-        return "ack";
-      },
-    });
+    const again = await plain();
     await new Promise((r) => setTimeout(r, 300));
     await again.stop();
     expect(seen.sort((a, b) => a - b)).toEqual(Array.from({ length: 40 }, (_, i) => i));
