@@ -8,6 +8,7 @@ import { z } from "zod";
 import { attachmentsService } from "./domain/attachments.js";
 import { capabilities } from "./domain/capabilities.js";
 import { taskCache } from "./domain/task-cache.js";
+import { recurrenceScheduler } from "./domain/scheduler.js";
 import { tasksService } from "./domain/tasks-service.js";
 import { startRelay } from "./relay.js";
 import { attachmentsRepo } from "./repo/attachments-repo.js";
@@ -19,6 +20,8 @@ export const TasksConfig = z.object({
   /** Where attachment bytes live (decision 0016): `nats` (JetStream object store) or `s3://…`. */
   BLOB_STORE: blobStoreSetting,
   UPLOAD_TICKET_TTL: settings.duration("15m"),
+  /** How often the recurrence scheduler looks for occurrences due (decision 0021). */
+  RECURRENCE_TICK: settings.duration("30s"),
   DOWNLOAD_LINK_TTL: settings.duration("5m"),
 });
 export type TasksConfig = z.output<typeof TasksConfig>;
@@ -83,6 +86,10 @@ export const service = defineService({
     every(60 * 60_000, "idempotency sweep", () => repo.idempotency.sweep());
     // The events feed keeps 30 days (EVENT_RETENTION_DAYS); reads never show older ones, swept or not.
     every(60 * 60_000, "events sweep", () => repo.sweepEvents());
+    // Recurring tasks' occurrences (decision 0021): every replica ticks; the (series, slot) key
+    // makes each occurrence once whichever replica gets there first.
+    const scheduler = recurrenceScheduler({ repo, tx: (fn) => db.tx((t) => fn(tasksRepo(t))), written: () => relay.notify() }, log);
+    every(cfg.RECURRENCE_TICK, "recurrence", () => scheduler.tick(new Date()));
 
     const store: BlobStore =
       cfg.BLOB_STORE.kind === "nats" ? await natsBlobStore(nc, namespace, { replicas: cfg.NATS_STREAM_REPLICAS }) : s3BlobStore(cfg.BLOB_STORE);

@@ -555,6 +555,59 @@ export function tasksRepo(sql: Sql) {
       return { deleted: rows.length === 1, tasks };
     },
 
+    // -- recurrence ----------------------------------------------------------------------------
+
+    /**
+     * Every series the scheduler looks at: unarchived tasks with a recurrence, each with its
+     * series' last slot, the occurrences made after the head, and the latest occurrence's status
+     * and last change (the head's when none was made yet).
+     */
+    async recurringHeads() {
+      return sql<
+        {
+          organization_id: string;
+          number: string;
+          owner_user_id: string;
+          recurrence: Recurrence;
+          created_at: Date;
+          last_slot: string | null;
+          made: number;
+          latest_status: TaskStatus;
+          latest_updated_at: Date;
+        }[]
+      >`
+        select t.organization_id, t.number::text as number, t.owner_user_id, t.recurrence, t.created_at,
+          s.last_slot, s.made, coalesce(o.status, t.status) as latest_status, coalesce(o.updated_at, t.updated_at) as latest_updated_at
+        from tasks t
+        cross join lateral (
+          select max(slot)::text as last_slot, count(*)::int as made from recurrence_slots rs
+          where rs.organization_id = t.organization_id and rs.head_number = t.number
+        ) s
+        left join lateral (
+          select x.status, x.updated_at from recurrence_slots rs
+          join tasks x on x.organization_id = rs.organization_id and x.number = rs.task_number
+          where rs.organization_id = t.organization_id and rs.head_number = t.number
+          order by rs.slot desc limit 1
+        ) o on true
+        where t.recurrence is not null and not t.archived`;
+    },
+
+    /** Records `slot`'s occurrence of a series; false when it was recorded already (by anyone). */
+    async recordSlot(org: string, head: number, slot: string, taskNumber: number): Promise<boolean> {
+      const rows = await sql`
+        insert into recurrence_slots (organization_id, head_number, slot, task_number)
+        values (${org}, ${head}, ${slot}::date, ${taskNumber})
+        on conflict do nothing
+        returning 1`;
+      return rows.length === 1;
+    },
+
+    /** Whether `slot`'s occurrence of a series exists (a cheap check before making one). */
+    async slotTaken(org: string, head: number, slot: string): Promise<boolean> {
+      const rows = await sql`select 1 from recurrence_slots where organization_id = ${org} and head_number = ${head} and slot = ${slot}::date`;
+      return rows.length === 1;
+    },
+
     // -- events feed ---------------------------------------------------------------------------
 
     /**

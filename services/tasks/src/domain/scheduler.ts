@@ -1,0 +1,107 @@
+import type { Recurrence } from "@tasksvc/contracts";
+import { newId } from "@tasksvc/db";
+import type { Logger } from "@tasksvc/logger";
+import type { Content, TasksRepo } from "../repo/tasks-repo.js";
+import { type Day, dueSlot, localDay, ruleOf, slotAfterCompletion, slotFrom } from "./recurrence.js";
+import type { TasksDeps } from "./tasks-service.js";
+
+/** Thrown inside an occurrence's transaction when its slot was recorded meanwhile: undoes the task. */
+class SlotTaken extends Error {}
+
+/** One series as the scheduler sees it (TasksRepo.recurringHeads). */
+type Head = Awaited<ReturnType<TasksRepo["recurringHeads"]>>[number];
+
+/**
+ * Issue 16 (decision 0021): makes the occurrences of recurring tasks. The task that carries a
+ * recurrence heads its series and is its first occurrence, on the rule's first slot. Each later
+ * occurrence is a new task: the head's title, description, priority, notes, story points,
+ * projects and parent, status TODO, due on its slot, with no recurrence of its own. It is created
+ * like any task (numbered, versioned, `task.created` through the outbox).
+ *
+ * - SCHEDULE: the latest slot due by today (in the series' zone) gets an occurrence, whether or
+ *   not the last one was done. A scheduler that was down makes one occurrence for the latest
+ *   missed slot, not one per missed day.
+ * - COMPLETION: once the latest occurrence is COMPLETED, the next is due one interval after the
+ *   day it was completed; it is made when that day comes.
+ * - `active: false` makes nothing; after resuming, the latest slot due is made (as after downtime).
+ * - `end_date` and `max_occurrences` end the series (the head counts as the first occurrence).
+ *
+ * Exactly once per slot: the task and its (series, slot) record are written in one transaction,
+ * and a slot recorded meanwhile (another replica, a retried tick) undoes ours. `tick(now)` takes
+ * the time as an argument: the service passes the clock, tests pass any instant.
+ */
+export function recurrenceScheduler(deps: Pick<TasksDeps, "repo" | "tx" | "written">, log: Logger) {
+  /** The slot a series is due to get now, or null. */
+  function due(h: Head, now: Date): Day | null {
+    const r: Recurrence = h.recurrence;
+    if (!r.active) return null;
+    const today = localDay(now, r.timezone);
+    const begun = localDay(h.created_at, r.timezone);
+    const rule = ruleOf(r, begun);
+    // The head is the first occurrence: its slot is the rule's first.
+    const first = slotFrom(rule, r.start_date ?? begun);
+    if (first === null) return null;
+    const last = h.last_slot ?? first;
+    if (r.basis === "SCHEDULE") return dueSlot(rule, last, today);
+    // COMPLETION: after the latest occurrence is completed, one interval on.
+    if (h.latest_status !== "COMPLETED") return null;
+    if (r.max_occurrences !== null && h.made + 1 >= r.max_occurrences) return null;
+    const next = slotAfterCompletion(r, localDay(h.latest_updated_at, r.timezone));
+    if (next <= last || next > today) return null;
+    if (r.end_date !== null && next > r.end_date) return null;
+    return next;
+  }
+
+  /** Makes `slot`'s occurrence of a series; false when it existed already. */
+  async function occur(h: Head, slot: Day): Promise<boolean> {
+    const org = h.organization_id;
+    const head = Number(h.number);
+    if (await deps.repo.slotTaken(org, head, slot)) return false;
+    try {
+      await deps.tx(async (r) => {
+        const current = await r.task(org, head);
+        if (!current) throw new SlotTaken();
+        const content: Content = {
+          title: current.title,
+          description: current.description,
+          status: "TODO",
+          priority: current.priority,
+          start_date: null,
+          due_date: slot,
+          notes: current.notes,
+          story_points: current.story_points === null ? null : Number(current.story_points),
+          recurrence: null,
+          project_ids: current.project_ids,
+          parent_number: current.parent_number === null ? null : Number(current.parent_number),
+        };
+        const [row] = await r.createTasks(org, [
+          { owner: h.owner_user_id, content, versionId: newId("ver"), eventId: newId("evt"), credentialId: null, key: null },
+        ]);
+        if (!row || !(await r.recordSlot(org, head, slot, Number(row.number)))) throw new SlotTaken();
+      });
+    } catch (e) {
+      if (e instanceof SlotTaken) return false;
+      throw e;
+    }
+    deps.written();
+    return true;
+  }
+
+  return {
+    /** Makes every occurrence due at `now`; answers how many it made. One failing series does not stop the others. */
+    async tick(now: Date): Promise<number> {
+      let made = 0;
+      for (const h of await deps.repo.recurringHeads()) {
+        const slot = due(h, now);
+        if (slot === null) continue;
+        try {
+          if (await occur(h, slot)) made++;
+        } catch (err) {
+          log.error({ err, organization_id: h.organization_id, task: `T-${h.number}`, slot }, "could not make a recurring task's occurrence");
+        }
+      }
+      return made;
+    },
+  };
+}
+export type RecurrenceScheduler = ReturnType<typeof recurrenceScheduler>;

@@ -1,0 +1,164 @@
+import type { Caller, CreateTaskBody, RpcContext } from "@tasksvc/contracts";
+import { createDb, migrate, newId } from "@tasksvc/db";
+import { createLogger } from "@tasksvc/logger";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { recurrenceScheduler } from "../src/domain/scheduler.js";
+import { taskCache } from "../src/domain/task-cache.js";
+import { tasksService } from "../src/domain/tasks-service.js";
+import { tasksRepo, type TasksRepo } from "../src/repo/tasks-repo.js";
+import { MIGRATIONS_DIR } from "../src/service.js";
+
+// Issue 16: the recurrence scheduler against real Postgres, on a schema of its own (the stack's
+// tasks service runs its own scheduler on `tasks` with the real clock). Time is an argument of
+// tick(): every case says which instant it is, and nothing sleeps.
+const stack = inject("stack");
+const SCHEMA = "tasks_scheduler_test";
+const log = createLogger({ service: "scheduler-test", level: "silent" });
+const db = createDb({ url: stack.databaseUrl, schema: SCHEMA, max: 6 });
+const repo = tasksRepo(db.sql);
+const deps = { repo, tx: <T>(fn: (r: TasksRepo) => Promise<T>) => db.tx((t) => fn(tasksRepo(t))), written: () => undefined };
+const svc = tasksService({ ...deps, cache: taskCache(), checkHits: () => false, changed: async () => undefined });
+const scheduler = () => recurrenceScheduler(deps, log);
+
+beforeAll(async () => {
+  await migrate({ url: stack.databaseUrl, schema: SCHEMA, dir: MIGRATIONS_DIR, log });
+});
+afterAll(async () => {
+  await db.sql.unsafe(`drop schema ${SCHEMA} cascade`);
+  await db.end({ timeout: 1 });
+});
+
+function caller(): Caller {
+  const org = newId("org");
+  const ctx: RpcContext = { request_id: "req_sched", organization_id: org, user_id: "usr_sched", credential_id: "key_sched", scopes: [], plan: "pro" };
+  return { organizationId: org, userId: "usr_sched", credentialId: "key_sched", idempotencyKey: undefined, ctx };
+}
+
+/** The organization's tasks other than the head, oldest first, as the API shows them. */
+async function occurrences(c: Caller, head: string) {
+  const page = (await repo.listTasks(c.organizationId, { limit: 100, archived: false })).parse();
+  return page.data.filter((t) => t.id !== head).sort((a, b) => Number(a.id.slice(2)) - Number(b.id.slice(2)));
+}
+const at = (iso: string) => new Date(iso);
+/** The due days of a series' occurrences. tick() serves every series in the schema, so tests look at their own. */
+const days = async (c: Caller, head: string) => (await occurrences(c, head)).map((t) => t.due_date?.slice(0, 10));
+
+async function series(c: Caller, body: Partial<CreateTaskBody> & { recurrence: NonNullable<CreateTaskBody["recurrence"]> }) {
+  return svc.createTask(c, { title: "water the plants", priority: "HIGH", story_points: 2, notes: "the big ones too", ...body });
+}
+
+describe("the recurrence scheduler", () => {
+  it("when a daily series' next day comes, then one new TODO task like the head is due that day, with its own task.created event; ticking again makes none", async () => {
+    const c = caller();
+    const head = await series(c, { recurrence: { frequency: "DAILY", start_date: "2026-11-01" } });
+    const s = scheduler();
+    // The head is the series' first occurrence (Nov 1): that day makes nothing.
+    await s.tick(at("2026-11-01T12:00:00Z"));
+    expect(await days(c, head.id)).toEqual([]);
+    await s.tick(at("2026-11-02T08:00:00Z"));
+    await s.tick(at("2026-11-02T20:00:00Z"));
+    expect(await days(c, head.id)).toEqual(["2026-11-02"]);
+    const [made] = await occurrences(c, head.id);
+    expect(made).toMatchObject({ title: "water the plants", priority: "HIGH", story_points: 2, notes: "the big ones too", status: "TODO" });
+    expect(made?.due_date).toBe("2026-11-02T00:00:00.000Z");
+    expect(made?.recurrence).toBeNull();
+    const events = await db.sql<
+      { type: string }[]
+    >`select type from events where organization_id = ${c.organizationId} and payload->'data'->>'id' = ${made?.id ?? ""}`;
+    expect(events.map((e) => e.type)).toEqual(["task.created"]);
+  });
+
+  it("when the scheduler was down for weeks, then it makes one occurrence, for the latest day due, not one per missed day", async () => {
+    const c = caller();
+    const head = await series(c, { recurrence: { frequency: "DAILY", start_date: "2026-11-01" } });
+    await scheduler().tick(at("2026-11-20T09:00:00Z"));
+    expect(await days(c, head.id)).toEqual(["2026-11-20"]);
+    await scheduler().tick(at("2026-11-21T09:00:00Z"));
+    expect(await days(c, head.id)).toEqual(["2026-11-20", "2026-11-21"]);
+  });
+
+  it("when two replicas tick at once, many times over, then each slot still has exactly one occurrence", async () => {
+    const c = caller();
+    const head = await series(c, { recurrence: { frequency: "WEEKLY", by_weekday: [1, 4], start_date: "2026-11-02" } });
+    for (const now of ["2026-11-05T10:00:00Z", "2026-11-09T10:00:00Z", "2026-11-12T10:00:00Z"]) {
+      await Promise.all(Array.from({ length: 4 }, () => scheduler().tick(at(now))));
+    }
+    expect(await days(c, head.id)).toEqual(["2026-11-05", "2026-11-09", "2026-11-12"]);
+  });
+
+  it("when making an occurrence fails after its task was written, then nothing of it stays, and the next tick makes it once", async () => {
+    const c = caller();
+    const head = await series(c, { recurrence: { frequency: "DAILY", start_date: "2026-11-01" } });
+    // A scheduler whose transaction dies after the task's insert, before the slot is recorded.
+    const crashing = recurrenceScheduler(
+      {
+        ...deps,
+        tx: (fn) =>
+          db.tx((t) =>
+            fn({
+              ...tasksRepo(t),
+              recordSlot: async () => {
+                throw new Error("killed mid-way");
+              },
+            }),
+          ),
+      },
+      log,
+    );
+    await crashing.tick(at("2026-11-02T10:00:00Z"));
+    expect(await days(c, head.id)).toEqual([]);
+    const counter = await db.sql<{ last_number: string }[]>`select last_number::text from org_counters where organization_id = ${c.organizationId}`;
+    expect(counter[0]?.last_number, "the failed occurrence's number is given back").toBe("1");
+    await scheduler().tick(at("2026-11-02T10:00:00Z"));
+    await scheduler().tick(at("2026-11-02T11:00:00Z"));
+    expect(await days(c, head.id)).toEqual(["2026-11-02"]);
+  });
+
+  it("when a series has max_occurrences or an end date, then it stops there (the head is the first occurrence)", async () => {
+    const c = caller();
+    const counted = await series(c, { recurrence: { frequency: "DAILY", start_date: "2026-11-01", max_occurrences: 2 } });
+    const ended = await series(c, { title: "ends", recurrence: { frequency: "DAILY", start_date: "2026-11-01", end_date: "2026-11-02" } });
+    const s = scheduler();
+    for (const day of ["02", "03", "04"]) await s.tick(at(`2026-11-${day}T10:00:00Z`));
+    const all = await occurrences(c, "none");
+    const dueOf = (title: string, head: string) => all.filter((t) => t.title === title && t.id !== head).map((t) => t.due_date?.slice(0, 10));
+    expect(dueOf("water the plants", counted.id)).toEqual(["2026-11-02"]);
+    expect(dueOf("ends", ended.id)).toEqual(["2026-11-02"]);
+  });
+
+  it("when a series is paused, then nothing is made; once resumed, the latest day due is", async () => {
+    const c = caller();
+    const head = await series(c, { recurrence: { frequency: "DAILY", start_date: "2026-11-01", active: false } });
+    await scheduler().tick(at("2026-11-05T10:00:00Z"));
+    expect(await days(c, head.id)).toEqual([]);
+    await svc.updateTask(c, head.id, { recurrence: { frequency: "DAILY", start_date: "2026-11-01", active: true } });
+    await scheduler().tick(at("2026-11-06T10:00:00Z"));
+    expect(await days(c, head.id)).toEqual(["2026-11-06"]);
+  });
+
+  it("when the basis is completion, then nothing comes until the latest occurrence is completed, and the next is due one interval after", async () => {
+    const c = caller();
+    const head = await series(c, { recurrence: { frequency: "DAILY", interval: 3, basis: "COMPLETION", start_date: "2026-11-01" } });
+    const far = new Date(Date.now() + 30 * 86_400_000);
+    await scheduler().tick(far);
+    expect(await days(c, head.id)).toEqual([]);
+    await svc.updateTask(c, head.id, { status: "COMPLETED" });
+    const completedOn = new Date().toISOString().slice(0, 10);
+    const threeOn = new Date(Date.parse(`${completedOn}T12:00:00Z`) + 3 * 86_400_000);
+    await scheduler().tick(new Date(threeOn.getTime() - 86_400_000));
+    expect(await days(c, head.id)).toEqual([]);
+    await scheduler().tick(threeOn);
+    expect(await days(c, head.id)).toEqual([threeOn.toISOString().slice(0, 10)]);
+    // That one open, nothing more however long it waits.
+    await scheduler().tick(far);
+    expect(await days(c, head.id)).toEqual([threeOn.toISOString().slice(0, 10)]);
+  });
+
+  it("when the series' zone is a day ahead of UTC, then the slot is the local day", async () => {
+    const c = caller();
+    const head = await series(c, { recurrence: { frequency: "DAILY", start_date: "2026-11-01", timezone: "Pacific/Auckland" } });
+    // 2026-11-02T12:00Z is already Nov 3 in Auckland (UTC+13 in November).
+    await scheduler().tick(at("2026-11-02T12:00:00Z"));
+    expect(await days(c, head.id)).toEqual(["2026-11-03"]);
+  });
+});
