@@ -160,11 +160,16 @@ export async function startProcessStack(opts: ProcessStackOptions = {}) {
   try {
     await waitReady();
   } catch (e) {
+    // What was not ready, and what each replica said: a start that times out explains itself.
+    const readiness = await Promise.all(
+      gatewayUrls.map(async (url) => `${url}/readyz: ${await fetch(`${url}/readyz`).then((r) => r.text(), (err: unknown) => String(err))}`),
+    );
+    const outputs = replicas.map((r) => `--- ${r.service}#${r.index}\n${r.output.slice(-1500)}`);
     for (const r of replicas) {
       r.expectedExit = true;
       r.child.kill("SIGKILL");
     }
-    throw e;
+    throw new Error(`${e instanceof Error ? e.message : String(e)}\n${readiness.join("\n")}\n${outputs.join("\n")}`, { cause: e });
   }
 
   return {
