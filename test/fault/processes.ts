@@ -162,7 +162,13 @@ export async function startProcessStack(opts: ProcessStackOptions = {}) {
   } catch (e) {
     // What was not ready, and what each replica said: a start that times out explains itself.
     const readiness = await Promise.all(
-      gatewayUrls.map(async (url) => `${url}/readyz: ${await fetch(`${url}/readyz`).then((r) => r.text(), (err: unknown) => String(err))}`),
+      gatewayUrls.map(
+        async (url) =>
+          `${url}/readyz: ${await fetch(`${url}/readyz`).then(
+            (r) => r.text(),
+            (err: unknown) => String(err),
+          )}`,
+      ),
     );
     const outputs = replicas.map((r) => `--- ${r.service}#${r.index}\n${r.output.slice(-1500)}`);
     for (const r of replicas) {
