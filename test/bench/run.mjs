@@ -18,6 +18,7 @@ import autocannon from "autocannon";
 import postgres from "postgres";
 import { connectNats, deleteNamespaceStreams, jetstreamManager } from "@tasksvc/nats";
 import { metricsSnapshot, printMetricsSnapshot } from "./metrics.mjs";
+import { recurrenceScenario } from "./recurrence.mjs";
 import { uploadScenarios } from "./uploads.mjs";
 import { webhookScenarios } from "./webhooks.mjs";
 
@@ -351,6 +352,7 @@ const results = [];
 let explainList = null;
 let webhooks = null;
 let uploads = null;
+let recurrence = null;
 let metrics = null;
 try {
   const bare = start("bare fastify", "test/bench/bare-server.mjs", { PORT: "18301" });
@@ -465,6 +467,9 @@ try {
       log: (m) => process.stderr.write(`${m}\n`),
     });
   }
+  if (!only || only.split("|").includes("recurrence")) {
+    recurrence = await recurrenceScenario({ databaseUrl: DATABASE_URL, log: (m) => process.stderr.write(`bench: ${m}\n`) });
+  }
   metrics = await metricsSnapshot([
     { name: "gateway", url: "http://127.0.0.1:18303" },
     ...Object.entries(OPS).map(([name, port]) => ({ name, url: `http://127.0.0.1:${port}` })),
@@ -518,10 +523,16 @@ if (uploads) {
     `one 200 MiB file: ${fmt(b.seconds, 1)} s (${fmt(b.mibPerSecond, 1)} MiB/s); gateway RSS idle ${fmt(b.idle, 1)} MiB, peak ${fmt(b.peak, 1)} MiB (+${fmt(b.peak - b.idle, 1)} MiB)`,
   );
 }
+if (recurrence) {
+  const r = recurrence;
+  console.log(
+    `\nRecurrence scheduler (issue 16) · ${fmt(r.series)} daily series in one organization · one tick at the next day made ${fmt(r.made)} occurrences in ${fmt(r.seconds, 2)} s: ${fmt(r.perSecond)} series advanced/s; a tick with nothing due over the same series: ${fmt(r.idleMs, 1)} ms (made ${r.again})`,
+  );
+}
 if (metrics) printMetricsSnapshot(metrics);
 if (explainList) console.log(`\nEXPLAIN ANALYZE, GET /v1/tasks on 100,000 tasks in one organization:\n\n${explainList}`);
 mkdirSync(new URL("./results", import.meta.url), { recursive: true });
 writeFileSync(
   new URL("./results/latest.json", import.meta.url),
-  `${JSON.stringify({ at: new Date().toISOString(), tool, node: process.version, cores: cpus().length, connections: CONNECTIONS, duration: DURATION, results: rows, webhooks, uploads, metrics, explain: explainList }, null, 2)}\n`,
+  `${JSON.stringify({ at: new Date().toISOString(), tool, node: process.version, cores: cpus().length, connections: CONNECTIONS, duration: DURATION, results: rows, webhooks, uploads, recurrence, metrics, explain: explainList }, null, 2)}\n`,
 );

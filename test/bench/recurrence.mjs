@@ -1,0 +1,54 @@
+// Issue 16: how many recurring tasks the scheduler advances per second. The tasks service's own
+// scheduler code (services/tasks/dist) against the bench's database, on a schema of its own so
+// that the running tasks replicas' scheduler never sees these series: N daily series are created
+// through the domain (numbered, versioned, with events), then one tick at the next day makes an
+// occurrence of each, and a second tick at the same instant finds nothing due (the cost of the
+// scan alone).
+import { createDb, migrate } from "@tasksvc/db";
+import { createLogger } from "@tasksvc/logger";
+import { recurrenceScheduler } from "../../services/tasks/dist/domain/scheduler.js";
+import { taskCache } from "../../services/tasks/dist/domain/task-cache.js";
+import { tasksService } from "../../services/tasks/dist/domain/tasks-service.js";
+import { tasksRepo } from "../../services/tasks/dist/repo/tasks-repo.js";
+import { MIGRATIONS_DIR } from "../../services/tasks/dist/service.js";
+
+const SCHEMA = "bench_recurrence";
+
+export async function recurrenceScenario({ databaseUrl, series = 2000, log }) {
+  const silent = createLogger({ service: "bench-recurrence", level: "silent" });
+  await migrate({ url: databaseUrl, schema: SCHEMA, dir: MIGRATIONS_DIR, log: silent });
+  const db = createDb({ url: databaseUrl, schema: SCHEMA, max: 10 });
+  try {
+    const repo = tasksRepo(db.sql);
+    const deps = { repo, tx: (fn) => db.tx((t) => fn(tasksRepo(t))), written: () => undefined };
+    const svc = tasksService({ ...deps, cache: taskCache(), checkHits: () => false, changed: async () => undefined });
+    const org = "org_bench_recurrence";
+    const caller = {
+      organizationId: org,
+      userId: "usr_bench",
+      credentialId: "key_bench",
+      idempotencyKey: undefined,
+      ctx: { request_id: "bench", organization_id: org, user_id: "usr_bench", credential_id: "key_bench", scopes: [], plan: "pro" },
+    };
+    log(`recurrence: creating ${series} daily series …`);
+    for (let i = 0; i < series; i += 100) {
+      await Promise.all(
+        Array.from({ length: Math.min(100, series - i) }, (_, k) =>
+          svc.createTask(caller, { title: `recurring ${i + k}`, recurrence: { frequency: "DAILY", start_date: "2026-11-01" } }),
+        ),
+      );
+    }
+    const scheduler = recurrenceScheduler(deps, silent);
+    const now = new Date("2026-11-02T12:00:00Z");
+    let started = performance.now();
+    const made = await scheduler.tick(now);
+    const busySeconds = (performance.now() - started) / 1000;
+    started = performance.now();
+    const again = await scheduler.tick(now);
+    const idleMs = performance.now() - started;
+    return { series, made, seconds: busySeconds, perSecond: made / busySeconds, idleMs, again };
+  } finally {
+    await db.sql.unsafe(`drop schema if exists ${SCHEMA} cascade`);
+    await db.end({ timeout: 1 });
+  }
+}
