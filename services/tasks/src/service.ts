@@ -22,6 +22,11 @@ export const TasksConfig = z.object({
   UPLOAD_TICKET_TTL: settings.duration("15m"),
   /** How often the recurrence scheduler looks for occurrences due (decision 0021). */
   RECURRENCE_TICK: settings.duration("30s"),
+  /**
+   * Runs the recurrence scheduler's clock this far ahead of the real one: for tests that need
+   * tomorrow's occurrences now, never for production (decision 0021). 0s by default.
+   */
+  RECURRENCE_CLOCK_AHEAD: settings.duration("0s"),
   DOWNLOAD_LINK_TTL: settings.duration("5m"),
 });
 export type TasksConfig = z.output<typeof TasksConfig>;
@@ -89,7 +94,7 @@ export const service = defineService({
     // Recurring tasks' occurrences (decision 0021): every replica ticks; the (series, slot) key
     // makes each occurrence once whichever replica gets there first.
     const scheduler = recurrenceScheduler({ repo, tx: (fn) => db.tx((t) => fn(tasksRepo(t))), written: () => relay.notify() }, log);
-    every(cfg.RECURRENCE_TICK, "recurrence", () => scheduler.tick(new Date()));
+    every(cfg.RECURRENCE_TICK, "recurrence", () => scheduler.tick(new Date(Date.now() + cfg.RECURRENCE_CLOCK_AHEAD)));
 
     const store: BlobStore =
       cfg.BLOB_STORE.kind === "nats" ? await natsBlobStore(nc, namespace, { replicas: cfg.NATS_STREAM_REPLICAS }) : s3BlobStore(cfg.BLOB_STORE);
