@@ -38,4 +38,14 @@ describe("recurring tasks through the running service", () => {
     const created = unwrap(await client(t).GET("/v1/events", { params: { query: { type: "task.created" } } })).data;
     expect(created.map((e) => e.data.id).sort()).toEqual([head.id, others[0]?.id].sort());
   });
+
+  it("when a task's recurrence comes as an rrule, then it is stored as its fields; one this API cannot keep is a 400 naming /recurrence/rrule", async () => {
+    const t = await f.tenant();
+    const made = unwrap(await client(t).POST("/v1/tasks", { body: { title: "biweekly", recurrence: { rrule: "FREQ=WEEKLY;INTERVAL=2;BYDAY=TU" } } }));
+    expect(made.recurrence).toMatchObject({ frequency: "WEEKLY", interval: 2, by_weekday: [2], rrule: "FREQ=WEEKLY;INTERVAL=2;BYDAY=TU" });
+    const bad = await client(t).POST("/v1/tasks", { body: { title: "hourly", recurrence: { rrule: "FREQ=DAILY;BYHOUR=9" } } });
+    expect(bad.response.status).toBe(400);
+    expect(JSON.stringify(bad.error)).toContain("/recurrence/rrule");
+    expect(unwrap(await client(t).GET("/v1/tasks", {})).data.map((x) => x.title)).toEqual(["biweekly"]);
+  });
 });

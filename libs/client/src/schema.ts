@@ -2112,7 +2112,7 @@ export interface components {
                  * @example WEEKLY
                  * @enum {string}
                  */
-                frequency: "DAILY" | "WEEKLY" | "MONTHLY" | "YEARLY";
+                frequency?: "DAILY" | "WEEKLY" | "MONTHLY" | "YEARLY";
                 /**
                  * @description Every how many units (1 = every week for WEEKLY).
                  * @example 1
@@ -2169,6 +2169,11 @@ export interface components {
                  * @example true
                  */
                 active?: boolean;
+                /**
+                 * @description The same rule as an RFC 5545 RRULE string.
+                 * @example FREQ=WEEKLY;INTERVAL=1;BYDAY=MO,TH
+                 */
+                rrule?: string;
             };
         };
         UpdateTaskRequest: {
@@ -2243,7 +2248,7 @@ export interface components {
                  * @example WEEKLY
                  * @enum {string}
                  */
-                frequency: "DAILY" | "WEEKLY" | "MONTHLY" | "YEARLY";
+                frequency?: "DAILY" | "WEEKLY" | "MONTHLY" | "YEARLY";
                 /**
                  * @description Every how many units (1 = every week for WEEKLY).
                  * @example 1
@@ -2300,6 +2305,11 @@ export interface components {
                  * @example true
                  */
                 active?: boolean;
+                /**
+                 * @description The same rule as an RFC 5545 RRULE string.
+                 * @example FREQ=WEEKLY;INTERVAL=1;BYDAY=MO,TH
+                 */
+                rrule?: string;
             } | null;
         };
         AddTaskDependencyRequest: {

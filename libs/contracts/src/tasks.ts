@@ -1,7 +1,11 @@
+import rrule from "rrule";
 import { z } from "zod";
 import { attachmentOps } from "./attachments.js";
 import { Label, OpaqueId, PageQuery, Text, Timestamp, page } from "./common.js";
 import type { RpcCatalog } from "./rpc.js";
+
+// rrule ships CommonJS without named ESM exports: the default import is its module object.
+const { RRule } = rrule;
 
 // ---------------------------------------------------------------------------------------------
 // Scalars (spec 2.1, 4.1; decisions in docs/decisions/0008-tasks.md)
@@ -89,31 +93,116 @@ const RecurrenceFields = {
   active: z.boolean(),
 };
 
-/** What a client sends: frequency required, the rest optional with the defaults below. */
-export const RecurrenceInput = z
-  .strictObject({
-    frequency: RecurrenceFields.frequency,
-    interval: RecurrenceFields.interval.optional(),
-    by_weekday: RecurrenceFields.by_weekday.optional(),
-    by_month_day: RecurrenceFields.by_month_day.optional(),
-    basis: RecurrenceFields.basis.optional(),
-    timezone: RecurrenceFields.timezone.optional(),
-    start_date: RecurrenceFields.start_date.optional(),
-    end_date: RecurrenceFields.end_date.optional(),
-    max_occurrences: RecurrenceFields.max_occurrences.optional(),
-    rollover_enabled: RecurrenceFields.rollover_enabled.optional(),
-    active: RecurrenceFields.active.optional(),
-  })
-  .superRefine((r, ctx) => {
-    if (r.by_weekday !== undefined && r.frequency !== "WEEKLY")
-      ctx.addIssue({ code: "custom", path: ["by_weekday"], message: "applies only to frequency WEEKLY" });
-    if (r.by_month_day !== undefined && r.frequency !== "MONTHLY" && r.frequency !== "YEARLY")
-      ctx.addIssue({ code: "custom", path: ["by_month_day"], message: "applies only to frequency MONTHLY or YEARLY" });
-    if (r.end_date !== undefined && r.max_occurrences !== undefined)
-      ctx.addIssue({ code: "custom", path: ["max_occurrences"], message: "cannot be combined with end_date (a series ends one way)" });
-    if (r.end_date !== undefined && r.start_date !== undefined && r.end_date < r.start_date)
-      ctx.addIssue({ code: "custom", path: ["end_date"], message: "must not be before start_date" });
-  });
+/** The rule as fields: frequency required, the rest optional with the defaults below. */
+const RecurrenceFieldsObject = z.strictObject({
+  frequency: RecurrenceFields.frequency,
+  interval: RecurrenceFields.interval.optional(),
+  by_weekday: RecurrenceFields.by_weekday.optional(),
+  by_month_day: RecurrenceFields.by_month_day.optional(),
+  basis: RecurrenceFields.basis.optional(),
+  timezone: RecurrenceFields.timezone.optional(),
+  start_date: RecurrenceFields.start_date.optional(),
+  end_date: RecurrenceFields.end_date.optional(),
+  max_occurrences: RecurrenceFields.max_occurrences.optional(),
+  rollover_enabled: RecurrenceFields.rollover_enabled.optional(),
+  active: RecurrenceFields.active.optional(),
+});
+type RecurrenceFieldsInput = z.output<typeof RecurrenceFieldsObject>;
+
+/** What the fields say together that each alone cannot: [field, problem]. */
+function ruleProblems(r: RecurrenceFieldsInput): Array<[string, string]> {
+  const out: Array<[string, string]> = [];
+  if (r.by_weekday !== undefined && r.frequency !== "WEEKLY") out.push(["by_weekday", "applies only to frequency WEEKLY"]);
+  if (r.by_month_day !== undefined && r.frequency !== "MONTHLY" && r.frequency !== "YEARLY")
+    out.push(["by_month_day", "applies only to frequency MONTHLY or YEARLY"]);
+  if (r.end_date !== undefined && r.max_occurrences !== undefined) out.push(["max_occurrences", "cannot be combined with end_date (a series ends one way)"]);
+  if (r.end_date !== undefined && r.start_date !== undefined && r.end_date < r.start_date) out.push(["end_date", "must not be before start_date"]);
+  return out;
+}
+
+/** The fields an RRULE states; `rrule` on input is one or the other, never both. */
+const RULE_FIELDS = ["frequency", "interval", "by_weekday", "by_month_day", "end_date", "max_occurrences"] as const;
+const RRULE_PARTS = new Set(["FREQ", "INTERVAL", "BYDAY", "BYMONTHDAY", "COUNT", "UNTIL"]);
+const RRULE_FREQ: Record<number, RecurrenceFieldsInput["frequency"]> = {
+  [RRule.YEARLY]: "YEARLY",
+  [RRule.MONTHLY]: "MONTHLY",
+  [RRule.WEEKLY]: "WEEKLY",
+  [RRule.DAILY]: "DAILY",
+};
+
+/**
+ * The rule fields an RFC 5545 RRULE value states (parsed by the `rrule` library), or what in it
+ * this API cannot keep: FREQ (DAILY to YEARLY), INTERVAL, BYDAY (plain weekdays), one positive
+ * BYMONTHDAY, COUNT and UNTIL are the parts the fields can say; a day-level schedule has no use
+ * for BYHOUR and the like, and ordinals (1MO) or sets (BYSETPOS) have no field to live in.
+ */
+function fieldsOfRrule(value: string): { fields: Record<string, unknown> } | { problem: string } {
+  const body = value.replace(/^RRULE:/i, "");
+  for (const part of body.split(";")) {
+    const name = part.split("=")[0]?.toUpperCase() ?? "";
+    if (!RRULE_PARTS.has(name))
+      return { problem: `has ${name || "an empty part"}, which this API does not support (use FREQ, INTERVAL, BYDAY, BYMONTHDAY, COUNT, UNTIL)` };
+  }
+  let o: ReturnType<typeof RRule.parseString>;
+  try {
+    o = RRule.parseString(body);
+  } catch (e) {
+    return { problem: `is not an RFC 5545 RRULE value (${e instanceof Error ? e.message : String(e)})` };
+  }
+  const frequency = o.freq === undefined ? undefined : RRULE_FREQ[o.freq];
+  if (!frequency) return { problem: "needs FREQ=DAILY, WEEKLY, MONTHLY or YEARLY" };
+  const fields: Record<string, unknown> = { frequency };
+  if (o.interval !== undefined) fields["interval"] = o.interval;
+  if (o.byweekday !== undefined && o.byweekday !== null) {
+    const days = (Array.isArray(o.byweekday) ? o.byweekday : [o.byweekday]).map((d) =>
+      typeof d === "number" ? { weekday: d, n: undefined } : typeof d === "string" ? null : { weekday: d.weekday, n: d.n },
+    );
+    if (days.some((d) => d === null || d.n !== undefined)) return { problem: "BYDAY takes plain weekdays here (MO,TH), not ordinals such as 1MO" };
+    fields["by_weekday"] = days.map((d) => (d?.weekday ?? 0) + 1);
+  }
+  if (o.bymonthday !== undefined && o.bymonthday !== null) {
+    const days = Array.isArray(o.bymonthday) ? o.bymonthday : [o.bymonthday];
+    if (days.length !== 1) return { problem: "BYMONTHDAY takes one day here" };
+    fields["by_month_day"] = days[0];
+  }
+  if (o.count !== undefined && o.count !== null) fields["max_occurrences"] = o.count;
+  if (o.until) fields["end_date"] = o.until.toISOString().slice(0, 10);
+  return { fields };
+}
+
+/**
+ * What a client sends: the rule as fields (frequency required), or as an RFC 5545 `rrule` with
+ * the other settings (basis, timezone, start_date, rollover_enabled, active) beside it.
+ */
+export const RecurrenceInput = RecurrenceFieldsObject.extend({
+  frequency: RecurrenceFields.frequency.optional(),
+  rrule: Label.min(1).max(500).optional(),
+}).transform((r, ctx): RecurrenceFieldsInput => {
+  const { rrule: value, ...given } = r;
+  if (value === undefined) {
+    if (given.frequency === undefined) {
+      ctx.addIssue({ code: "custom", path: ["frequency"], message: "is required (or give the rule as rrule)" });
+      return z.NEVER;
+    }
+    const fields = { ...given, frequency: given.frequency };
+    for (const [path, message] of ruleProblems(fields)) ctx.addIssue({ code: "custom", path: [path], message });
+    return fields;
+  }
+  const both = RULE_FIELDS.filter((k) => given[k] !== undefined);
+  for (const k of both) ctx.addIssue({ code: "custom", path: [k], message: "give the rule as rrule or as fields, not both" });
+  const parsed = fieldsOfRrule(value);
+  if ("problem" in parsed) {
+    ctx.addIssue({ code: "custom", path: ["rrule"], message: parsed.problem });
+    return z.NEVER;
+  }
+  const checked = RecurrenceFieldsObject.safeParse({ ...given, ...parsed.fields });
+  if (!checked.success) {
+    for (const issue of checked.error.issues) ctx.addIssue({ code: "custom", path: ["rrule"], message: `${issue.path.join(".")} ${issue.message}` });
+    return z.NEVER;
+  }
+  for (const [path, message] of ruleProblems(checked.data)) ctx.addIssue({ code: "custom", path: ["rrule"], message: `${path} ${message}` });
+  return both.length ? z.NEVER : checked.data;
+});
 export type RecurrenceInput = z.infer<typeof RecurrenceInput>;
 
 /** What the API shows: every field present; `rrule` is the RFC 5545 rule derived from the rest. */

@@ -1,4 +1,4 @@
-import { normalizeRecurrence, type RecurrenceInput } from "@tasksvc/contracts";
+import { normalizeRecurrence, RecurrenceInput as RecurrenceInputSchema, type RecurrenceInput } from "@tasksvc/contracts";
 import { describe, expect, it } from "vitest";
 import { dueSlot, localDay, ruleOf, slotAfter, slotAfterCompletion, type Day } from "../src/domain/recurrence.js";
 
@@ -97,5 +97,29 @@ describe("recurrence slots", () => {
     // Completed on a Wednesday; one week on is Wednesday Dec 2; the rule's Friday after it is Dec 4.
     expect(slotAfterCompletion(r({ frequency: "WEEKLY", by_weekday: [5] }), "2026-11-25")).toBe("2026-12-04");
     expect(slotAfterCompletion(r({ frequency: "MONTHLY", by_month_day: 10 }), "2026-11-24")).toBe("2027-01-10");
+  });
+});
+
+describe("a rule given as rrule (RFC 5545) on input", () => {
+  const parse = (v: unknown) => {
+    const r = RecurrenceInputSchema.safeParse(v);
+    return r.success ? normalizeRecurrence(r.data) : r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`);
+  };
+  it("when rrule states the rule, then it becomes the same fields a client could have sent, and the same slots", () => {
+    expect(parse({ rrule: "FREQ=WEEKLY;INTERVAL=2;BYDAY=MO,TH;COUNT=5", timezone: "Europe/Berlin" })).toEqual(
+      normalizeRecurrence({ frequency: "WEEKLY", interval: 2, by_weekday: [1, 4], max_occurrences: 5, timezone: "Europe/Berlin" }),
+    );
+    expect(parse({ rrule: "RRULE:FREQ=MONTHLY;BYMONTHDAY=31;UNTIL=20270101T000000Z" })).toEqual(
+      normalizeRecurrence({ frequency: "MONTHLY", by_month_day: 31, end_date: "2027-01-01" }),
+    );
+  });
+  it("when rrule has what the fields cannot say, clashes with them, or breaks a rule of theirs, then the problem is named at rrule or at the field", () => {
+    expect(parse({ rrule: "FREQ=MONTHLY;BYDAY=1MO" })).toEqual(["rrule: BYDAY takes plain weekdays here (MO,TH), not ordinals such as 1MO"]);
+    expect(parse({ rrule: "FREQ=DAILY;BYHOUR=9" })).toEqual([expect.stringMatching(/^rrule: has BYHOUR/)]);
+    expect(parse({ rrule: "FREQ=HOURLY" })).toEqual(["rrule: needs FREQ=DAILY, WEEKLY, MONTHLY or YEARLY"]);
+    expect(parse({ rrule: "FREQ=WEEKLY;INTERVAL=999" })).toEqual([expect.stringMatching(/^rrule: interval /)]);
+    expect(parse({ rrule: "FREQ=DAILY;BYDAY=MO" })).toEqual(["rrule: by_weekday applies only to frequency WEEKLY"]);
+    expect(parse({ rrule: "FREQ=DAILY", frequency: "DAILY" })).toEqual(["frequency: give the rule as rrule or as fields, not both"]);
+    expect(parse({})).toEqual(["frequency: is required (or give the rule as rrule)"]);
   });
 });
