@@ -6,11 +6,7 @@
 // scan alone).
 import { createDb, migrate } from "@tasksvc/db";
 import { createLogger } from "@tasksvc/logger";
-import { recurrenceScheduler } from "../../services/tasks/dist/domain/scheduler.js";
-import { taskCache } from "../../services/tasks/dist/domain/task-cache.js";
-import { tasksService } from "../../services/tasks/dist/domain/tasks-service.js";
-import { tasksRepo } from "../../services/tasks/dist/repo/tasks-repo.js";
-import { MIGRATIONS_DIR } from "../../services/tasks/dist/service.js";
+import { MIGRATIONS_DIR, recurrenceScheduler, taskCache, tasksRepo, tasksService } from "@tasksvc/tasks";
 
 const SCHEMA = "bench_recurrence";
 
