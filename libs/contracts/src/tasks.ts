@@ -122,6 +122,8 @@ function ruleProblems(r: RecurrenceFieldsInput): Array<[string, string]> {
 
 /** The fields an RRULE states; `rrule` on input is one or the other, never both. */
 const RULE_FIELDS = ["frequency", "interval", "by_weekday", "by_month_day", "end_date", "max_occurrences"] as const;
+/** RFC 5545 weekday codes, Monday first: by_weekday n is RRULE_DAYS[n - 1]. */
+const RRULE_DAYS = ["MO", "TU", "WE", "TH", "FR", "SA", "SU"];
 const RRULE_PARTS = new Set(["FREQ", "INTERVAL", "BYDAY", "BYMONTHDAY", "COUNT", "UNTIL"]);
 const RRULE_FREQ: Record<number, RecurrenceFieldsInput["frequency"]> = {
   [RRule.YEARLY]: "YEARLY",
@@ -138,11 +140,23 @@ const RRULE_FREQ: Record<number, RecurrenceFieldsInput["frequency"]> = {
  */
 function fieldsOfRrule(value: string): { fields: Record<string, unknown> } | { problem: string } {
   const body = value.replace(/^RRULE:/i, "");
+  const given = new Map<string, string>();
   for (const part of body.split(";")) {
-    const name = part.split("=")[0]?.toUpperCase() ?? "";
-    if (!RRULE_PARTS.has(name))
-      return { problem: `has ${name || "an empty part"}, which this API does not support (use FREQ, INTERVAL, BYDAY, BYMONTHDAY, COUNT, UNTIL)` };
+    const [name = "", ...rest] = part.split("=");
+    const key = name.toUpperCase();
+    if (!RRULE_PARTS.has(key))
+      return { problem: `has ${key || "an empty part"}, which this API does not support (use FREQ, INTERVAL, BYDAY, BYMONTHDAY, COUNT, UNTIL)` };
+    given.set(key, rest.join("="));
   }
+  // BYDAY and UNTIL are read here, not by the library: it throws on an unknown weekday and rolls
+  // an impossible date (20261399) over into a real one instead of refusing it.
+  const byday = given.get("BYDAY");
+  const weekdays = byday?.toUpperCase().split(",");
+  if (weekdays?.some((d) => /^[+-]?\d+[A-Z]{2}$/.test(d))) return { problem: "BYDAY takes plain weekdays here (MO,TH), not ordinals such as 1MO" };
+  if (weekdays?.some((d) => !RRULE_DAYS.includes(d))) return { problem: "BYDAY takes weekdays written MO, TU, WE, TH, FR, SA or SU" };
+  const until = given.get("UNTIL");
+  const day = until === undefined ? undefined : /^(\d{4})(\d{2})(\d{2})(T\d{6}Z?)?$/.exec(until);
+  if (day === null) return { problem: "UNTIL must be a date (YYYYMMDD) or a UTC date-time (YYYYMMDDTHHMMSSZ)" };
   let o: ReturnType<typeof RRule.parseString>;
   try {
     o = RRule.parseString(body);
@@ -153,20 +167,15 @@ function fieldsOfRrule(value: string): { fields: Record<string, unknown> } | { p
   if (!frequency) return { problem: "needs FREQ=DAILY, WEEKLY, MONTHLY or YEARLY" };
   const fields: Record<string, unknown> = { frequency };
   if (o.interval !== undefined) fields["interval"] = o.interval;
-  if (o.byweekday !== undefined && o.byweekday !== null) {
-    const days = (Array.isArray(o.byweekday) ? o.byweekday : [o.byweekday]).map((d) =>
-      typeof d === "number" ? { weekday: d, n: undefined } : typeof d === "string" ? null : { weekday: d.weekday, n: d.n },
-    );
-    if (days.some((d) => d === null || d.n !== undefined)) return { problem: "BYDAY takes plain weekdays here (MO,TH), not ordinals such as 1MO" };
-    fields["by_weekday"] = days.map((d) => (d?.weekday ?? 0) + 1);
-  }
+  if (weekdays) fields["by_weekday"] = weekdays.map((d) => RRULE_DAYS.indexOf(d) + 1);
   if (o.bymonthday !== undefined && o.bymonthday !== null) {
     const days = Array.isArray(o.bymonthday) ? o.bymonthday : [o.bymonthday];
     if (days.length !== 1) return { problem: "BYMONTHDAY takes one day here" };
     fields["by_month_day"] = days[0];
   }
   if (o.count !== undefined && o.count !== null) fields["max_occurrences"] = o.count;
-  if (o.until) fields["end_date"] = o.until.toISOString().slice(0, 10);
+  // The calendar check is end_date's own (DateOnly), reported at rrule like every field's.
+  if (day) fields["end_date"] = `${day[1]}-${day[2]}-${day[3]}`;
   return { fields };
 }
 
@@ -221,8 +230,6 @@ export const Recurrence = z.object({
   rrule: z.string(),
 });
 export type Recurrence = z.infer<typeof Recurrence>;
-
-const RRULE_DAYS = ["MO", "TU", "WE", "TH", "FR", "SA", "SU"];
 
 /** Fills the defaults and derives `rrule` (RFC 5545 RRULE value). */
 export function normalizeRecurrence(r: RecurrenceInput): Recurrence {

@@ -121,5 +121,11 @@ describe("a rule given as rrule (RFC 5545) on input", () => {
     expect(parse({ rrule: "FREQ=DAILY;BYDAY=MO" })).toEqual(["rrule: by_weekday applies only to frequency WEEKLY"]);
     expect(parse({ rrule: "FREQ=DAILY", frequency: "DAILY" })).toEqual(["frequency: give the rule as rrule or as fields, not both"]);
     expect(parse({})).toEqual(["frequency: is required (or give the rule as rrule)"]);
+    // Read here, not by the library, which throws on an unknown weekday and rolls an impossible
+    // date into a real one.
+    expect(parse({ rrule: "FREQ=WEEKLY;BYDAY=XX" })).toEqual(["rrule: BYDAY takes weekdays written MO, TU, WE, TH, FR, SA or SU"]);
+    expect(parse({ rrule: "FREQ=DAILY;UNTIL=20261399" })).toEqual(["rrule: end_date must be a calendar day written YYYY-MM-DD"]);
+    expect(parse({ rrule: "FREQ=DAILY;UNTIL=2026" })).toEqual([expect.stringMatching(/^rrule: UNTIL must be a date/)]);
+    expect(parse({ rrule: "FREQ=DAILY;UNTIL=00010101" })).toEqual([expect.stringMatching(/^rrule: end_date must lie between/)]);
   });
 });

@@ -5,8 +5,11 @@ import type { Content, TasksRepo } from "../repo/tasks-repo.js";
 import { type Day, dueSlot, localDay, ruleOf, slotAfterCompletion, slotFrom } from "./recurrence.js";
 import type { TasksDeps } from "./tasks-service.js";
 
-/** Thrown inside an occurrence's transaction when its slot was recorded meanwhile: undoes the task. */
-class SlotTaken extends Error {}
+/**
+ * Thrown inside an occurrence's transaction to undo it: its slot was recorded meanwhile (another
+ * replica, a retried tick), or its head is gone.
+ */
+class NotMade extends Error {}
 
 /** One series as the scheduler sees it (TasksRepo.recurringHeads). */
 type Head = Awaited<ReturnType<TasksRepo["recurringHeads"]>>[number];
@@ -60,7 +63,7 @@ export function recurrenceScheduler(deps: Pick<TasksDeps, "repo" | "tx" | "writt
     try {
       await deps.tx(async (r) => {
         const current = await r.task(org, head);
-        if (!current) throw new SlotTaken();
+        if (!current) throw new NotMade();
         const content: Content = {
           title: current.title,
           description: current.description,
@@ -77,10 +80,10 @@ export function recurrenceScheduler(deps: Pick<TasksDeps, "repo" | "tx" | "writt
         const [row] = await r.createTasks(org, [
           { owner: h.owner_user_id, content, versionId: newId("ver"), eventId: newId("evt"), credentialId: null, key: null },
         ]);
-        if (!row || !(await r.recordSlot(org, head, slot, Number(row.number)))) throw new SlotTaken();
+        if (!row || !(await r.recordSlot(org, head, slot, Number(row.number)))) throw new NotMade();
       });
     } catch (e) {
-      if (e instanceof SlotTaken) return false;
+      if (e instanceof NotMade) return false;
       throw e;
     }
     deps.written();

@@ -2,11 +2,17 @@ import type { DependencyView, Event, Project, Recurrence, Task, TaskEventType, T
 import { EVENT_RETENTION_DAYS, RawJson, taskId } from "@tasksvc/contracts";
 import { decodeKeyset, idempotencyRecords, KeyRecordedMeanwhile, mapPgError, newId, pageOf, PG, rawPageOf, type PgErrorRule, type Sql } from "@tasksvc/db";
 
+/**
+ * A keyset position's time as text, to the microsecond the column holds (milliseconds would make
+ * rows of one millisecond skip or repeat across pages); read back with `::timestamp at time zone 'UTC'`.
+ */
+const KEYSET_TIME = `'YYYY-MM-DD"T"HH24:MI:SS.US'`;
+
 /** The columns every task read selects; bigint and numeric come back as text, dates as text. */
 const TASK_COLUMNS = `number::text as number, owner_user_id, parent_number::text as parent_number, archived,
   current_version_id, version_count, title, description, status, priority, start_date,
   due_date::text as due_date, notes, story_points::text as story_points, recurrence, project_ids,
-  created_at, updated_at, to_char(updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as cursor_at`;
+  created_at, updated_at, to_char(updated_at at time zone 'UTC', ${KEYSET_TIME}) as cursor_at`;
 
 /** The columns a task row and a version row share, as the API shows them. */
 interface ContentColumns {
@@ -129,14 +135,14 @@ export function taskTemplate(owner: string, c: Content): Omit<Task, "id" | "crea
 /** Postgres' rendering of a timestamptz as Date#toISOString() renders it (milliseconds, Z). */
 const ISO_SQL = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
 
+/** A stored event as the feed shows it: the webhook body (`type`, `timestamp`, `data`) and its id. */
+const EVENT_JSON = `json_build_object('id', id, 'type', type, 'timestamp', payload->'created_at', 'data', payload->'data')::text`;
+
 /**
  * A task row's API shape as JSON text, built by Postgres exactly as toTask() builds it from the
  * same row (test/task-json.test.ts holds the two equal, field by field): a list sends these bytes
  * on, to the gateway and from there to HTTP, without any process parsing them (decision 0020).
  */
-/** A stored event as the feed shows it: the webhook body (`type`, `timestamp`, `data`) and its id. */
-const EVENT_JSON = `json_build_object('id', id, 'type', type, 'timestamp', payload->'created_at', 'data', payload->'data')::text`;
-
 const TASK_JSON = `json_build_object('id', 'T-' || number, 'title', title, 'description', description, 'status', status,
   'priority', priority, 'start_date', to_char(start_date at time zone 'UTC', ${ISO_SQL}),
   'due_date', due_date::text || 'T00:00:00.000Z', 'notes', notes, 'story_points', story_points, 'project_ids', project_ids,
@@ -209,6 +215,7 @@ export function tasksRepo(sql: Sql) {
   const cols = sql.unsafe(TASK_COLUMNS);
   const taskJson = sql.unsafe(TASK_JSON);
   const eventJson = sql.unsafe(EVENT_JSON);
+  const keysetTime = sql.unsafe(KEYSET_TIME);
   const idempotency = idempotencyRecords(sql);
   return {
     /**
@@ -382,7 +389,7 @@ export function tasksRepo(sql: Sql) {
     ) {
       const [at, n] = q.after ? decodeKeyset(q.after, 2) : [null, null];
       const rows = await sql<{ json: string; cursor_at: string; number: string }[]>`
-        select ${taskJson} as json, to_char(updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as cursor_at, number::text as number
+        select ${taskJson} as json, to_char(updated_at at time zone 'UTC', ${keysetTime}) as cursor_at, number::text as number
         from tasks
         where organization_id = ${org} and archived = ${q.archived}
           ${q.status === undefined ? sql`` : sql`and status = ${q.status}`}
@@ -525,7 +532,7 @@ export function tasksRepo(sql: Sql) {
     async listProjects(org: string, limit: number, after: string | undefined) {
       const [at, id] = after ? decodeKeyset(after, 2) : [null, null];
       const rows = await sql<ProjectRow[]>`
-        select *, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as cursor_at from projects
+        select *, to_char(created_at at time zone 'UTC', ${keysetTime}) as cursor_at from projects
         where organization_id = ${org}
           ${at === null ? sql`` : sql`and (created_at, id) < (${String(at)}::text::timestamp at time zone 'UTC', ${String(id)})`}
         order by created_at desc, id desc
@@ -621,7 +628,7 @@ export function tasksRepo(sql: Sql) {
     ) {
       const [at, id] = q.after ? decodeKeyset(q.after, 2) : [null, null];
       const rows = await sql<{ json: string; cursor_at: string; id: string }[]>`
-        select ${eventJson} as json, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as cursor_at, id
+        select ${eventJson} as json, to_char(created_at at time zone 'UTC', ${keysetTime}) as cursor_at, id
         from events
         where organization_id = ${org} and created_at > now() - make_interval(days => ${EVENT_RETENTION_DAYS})
           ${q.type === undefined ? sql`` : sql`and type = ${q.type}`}
