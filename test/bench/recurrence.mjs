@@ -34,7 +34,7 @@ export async function recurrenceScenario({ databaseUrl, series = 2000, log }) {
         ),
       );
     }
-    const scheduler = recurrenceScheduler(deps, silent);
+    const scheduler = recurrenceScheduler({ ...deps, boards: { rollOver: async () => true } }, silent);
     const now = new Date("2026-11-02T12:00:00Z");
     let started = performance.now();
     const made = await scheduler.tick(now);

@@ -1,4 +1,7 @@
+import { randomUUID } from "node:crypto";
 import { createClient, unwrap } from "@tasksvc/client";
+import { boardsRpc, systemContext } from "@tasksvc/contracts";
+import { client as rpcClient, connectNats } from "@tasksvc/nats";
 import { factories, startStack, type StartedStack, type Tenant } from "@tasksvc/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -47,5 +50,48 @@ describe("recurring tasks through the running service", () => {
     expect(bad.response.status).toBe(400);
     expect(JSON.stringify(bad.error)).toContain("/recurrence/rrule");
     expect(unwrap(await client(t).GET("/v1/tasks", {})).data.map((x) => x.title)).toEqual(["biweekly"]);
+  });
+
+  it("when an occurrence with rollover_enabled is still open after its day, then it is on its owner's board for the next day once, and an entry the owner removes stays removed", async () => {
+    const t = await f.tenant();
+    const today = new Date().toISOString().slice(0, 10);
+    const tomorrow = new Date(Date.parse(`${today}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
+    // Completion basis: no next occurrence until this one is done, so the head itself rolls.
+    const head = unwrap(
+      await client(t).POST("/v1/tasks", {
+        body: { title: "inbox zero", recurrence: { frequency: "DAILY", basis: "COMPLETION", start_date: today, rollover_enabled: true } },
+      }),
+    );
+    const todoOf = async () => unwrap(await client(t).GET("/v1/daily-plan", { params: { query: { date: tomorrow } } })).sections[0]?.entries ?? [];
+    const deadline = Date.now() + 10_000;
+    while (Date.now() < deadline && (await todoOf()).length === 0) await new Promise((r) => setTimeout(r, 100));
+    // Both replicas keep ticking every 100 ms: it must stay one entry.
+    await new Promise((r) => setTimeout(r, 500));
+    const entries = await todoOf();
+    expect(entries).toEqual([expect.objectContaining({ section: "TODO", task_id: head.id, title: "inbox zero", status: "TODO" })]);
+    const board = unwrap(await client(t).GET("/v1/daily-plan", { params: { query: { date: tomorrow } } }));
+    expect(board.sections[0]?.status, "a rolled-over entry fills the section like a planned one").toBe("FILLING");
+    unwrap(await client(t).DELETE("/v1/daily-plan/entries/{entry_id}", { params: { path: { entry_id: entries[0]?.id ?? "" } } }));
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await todoOf()).toEqual([]);
+    // The boards service's own record makes it once per task and day, whoever asks (a scheduler
+    // replica that restarted has forgotten what it asked).
+    const nc = await connectNats({ url: stack.natsUrl, name: "rollover-test" });
+    try {
+      const boards = rpcClient(nc, boardsRpc, { namespace: stack.namespace, timeoutMs: 10_000 });
+      const ask = (date: string) =>
+        boards.call(
+          "rollOver",
+          { organization_id: t.organizationId, user_id: t.userId, date, task_number: Number(head.id.slice(2)), section: "TODO" },
+          systemContext(`test_${randomUUID()}`),
+        );
+      expect(await ask(tomorrow)).toEqual({ placed: false });
+      expect(await todoOf()).toEqual([]);
+      const later = new Date(Date.parse(`${tomorrow}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
+      expect(await ask(later)).toEqual({ placed: true });
+      expect(await ask(later)).toEqual({ placed: false });
+    } finally {
+      await nc.drain();
+    }
   });
 });

@@ -1138,7 +1138,7 @@ export interface components {
              */
             max_occurrences: number | null;
             /**
-             * @description Whether an unfinished occurrence rolls over to the next one.
+             * @description Whether an occurrence still unfinished after its day goes onto its owner's daily board for each following day, until it is done or the next occurrence comes.
              * @example false
              */
             rollover_enabled: boolean;
@@ -2160,7 +2160,7 @@ export interface components {
                  */
                 max_occurrences?: number;
                 /**
-                 * @description Whether an unfinished occurrence rolls over to the next one.
+                 * @description Whether an occurrence still unfinished after its day goes onto its owner's daily board for each following day, until it is done or the next occurrence comes.
                  * @example false
                  */
                 rollover_enabled?: boolean;
@@ -2296,7 +2296,7 @@ export interface components {
                  */
                 max_occurrences?: number;
                 /**
-                 * @description Whether an unfinished occurrence rolls over to the next one.
+                 * @description Whether an occurrence still unfinished after its day goes onto its owner's daily board for each following day, until it is done or the next occurrence comes.
                  * @example false
                  */
                 rollover_enabled?: boolean;

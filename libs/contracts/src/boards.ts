@@ -35,6 +35,22 @@ export const PlanEntryBody = z.strictObject({ date: DateOnly, task_id: TaskRef, 
 export const EntryParams = z.object({ entry_id: OpaqueId });
 export const DeletedEntry = z.object({ id: z.string(), deleted: z.literal(true) });
 
+/**
+ * Internal (the tasks service's recurrence scheduler, decision 0021): an unfinished occurrence of
+ * a series with rollover_enabled, to be placed on its owner's board for `date`. Sent with a system
+ * context, so the organization and user are in the input.
+ */
+export const RollOverInput = z.strictObject({
+  organization_id: OpaqueId,
+  user_id: OpaqueId,
+  date: DateOnly,
+  task_number: z.number().int().positive(),
+  section: DailySection,
+});
+export type RollOverInput = z.infer<typeof RollOverInput>;
+/** `placed` is false when the task was rolled onto that day before (by any replica): once per task and day. */
+export const RollOverResult = z.object({ placed: z.boolean() });
+
 export const boardsRpc = {
   service: "boards",
   ops: {
@@ -42,5 +58,7 @@ export const boardsRpc = {
     setSectionStatus: { input: SetSectionStatusBody.extend({ date: DateOnly }), output: SectionStatus },
     planEntry: { input: PlanEntryBody, output: BoardEntry },
     deleteEntry: { input: EntryParams, output: DeletedEntry },
+    // Internal (tasks service, recurrence rollover).
+    rollOver: { input: RollOverInput, output: RollOverResult },
   },
 } as const satisfies RpcCatalog;

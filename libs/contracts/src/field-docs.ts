@@ -97,7 +97,11 @@ export const FIELD_DOCS: Record<string, FieldDoc> = {
   "Recurrence.start_date": { description: "The first day it may occur (YYYY-MM-DD).", example: "2026-11-23" },
   end_date: { description: "The last day it may occur (YYYY-MM-DD); open-ended when absent or null.", example: "2027-06-30" },
   max_occurrences: { description: "How many times at most; unlimited when absent or null.", example: 10 },
-  rollover_enabled: { description: "Whether an unfinished occurrence rolls over to the next one.", example: false },
+  rollover_enabled: {
+    description:
+      "Whether an occurrence still unfinished after its day goes onto its owner's daily board for each following day, until it is done or the next occurrence comes.",
+    example: false,
+  },
   active: { description: "Whether the recurrence is running.", example: true },
   rrule: { description: "The same rule as an RFC 5545 RRULE string.", example: "FREQ=WEEKLY;INTERVAL=1;BYDAY=MO,TH" },
   // -- dependencies ---------------------------------------------------------------------------------

@@ -9,5 +9,6 @@ export function boardsHandlers(svc: BoardsService): Handlers<typeof boardsRpc> {
     setSectionStatus: (i, ctx) => svc.setStatus(callerOf(ctx), i.date, i.section, i.status),
     planEntry: (i, ctx) => svc.plan(callerOf(ctx), i),
     deleteEntry: (i, ctx) => svc.remove(callerOf(ctx), i.entry_id),
+    rollOver: (i) => svc.rollOver(i),
   };
 }

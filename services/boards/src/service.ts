@@ -30,6 +30,7 @@ export const service = defineService({
       },
     });
     every(60 * 60_000, "idempotency sweep", () => repo.idempotency.sweep());
+    every(60 * 60_000, "rollover sweep", () => repo.sweepRollovers());
     serve(boardsRpc, boardsHandlers(svc));
   },
 });

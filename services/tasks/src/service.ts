@@ -1,7 +1,8 @@
 import { fileURLToPath } from "node:url";
 import { blobStoreSetting, natsBlobStore, s3BlobStore, type BlobStore } from "@tasksvc/blobs";
 import { serviceSettings, settings } from "@tasksvc/config";
-import { taskEventsStream, tasksChangedSubject, tasksRpc, TasksChanged } from "@tasksvc/contracts";
+import { boardsRpc, systemContext, taskEventsStream, tasksChangedSubject, tasksRpc, TasksChanged } from "@tasksvc/contracts";
+import { newId } from "@tasksvc/db";
 import { decodeJson, encodeJson, jetstream, nanos } from "@tasksvc/nats";
 import { defineService } from "@tasksvc/runtime";
 import { z } from "zod";
@@ -27,6 +28,8 @@ export const TasksConfig = z.object({
    * tomorrow's occurrences now, never for production (decision 0021). 0s by default.
    */
   RECURRENCE_CLOCK_AHEAD: settings.duration("0s"),
+  /** Bounds the scheduler's requests to the boards service (rollover). */
+  RPC_TIMEOUT_MS: settings.RPC_TIMEOUT_MS,
   DOWNLOAD_LINK_TTL: settings.duration("5m"),
 });
 export type TasksConfig = z.output<typeof TasksConfig>;
@@ -49,7 +52,7 @@ export const service = defineService({
       duplicate_window: nanos(3600_000),
     },
   ],
-  async start({ db, nc, namespace, log, serve, every, onStop, cfg }) {
+  async start({ db, nc, namespace, log, serve, every, onStop, cfg, client }) {
     const relay = startRelay({ db, js: jetstream(nc), namespace, log });
     onStop(() => relay.stop());
     const repo = tasksRepo(db.sql);
@@ -93,7 +96,17 @@ export const service = defineService({
     every(60 * 60_000, "events sweep", () => repo.sweepEvents());
     // Recurring tasks' occurrences (decision 0021): every replica ticks; the (series, slot) key
     // makes each occurrence once whichever replica gets there first.
-    const scheduler = recurrenceScheduler({ repo, tx: (fn) => db.tx((t) => fn(tasksRepo(t))), written: () => relay.notify() }, log);
+    // Rollover puts unfinished occurrences on their owners' boards through the boards service.
+    const boards = client(boardsRpc, { timeoutMs: cfg.RPC_TIMEOUT_MS });
+    const scheduler = recurrenceScheduler(
+      {
+        repo,
+        tx: (fn) => db.tx((t) => fn(tasksRepo(t))),
+        written: () => relay.notify(),
+        boards: { rollOver: async (input) => (await boards.call("rollOver", input, systemContext(newId("req")))).placed },
+      },
+      log,
+    );
     every(cfg.RECURRENCE_TICK, "recurrence", () => scheduler.tick(new Date(Date.now() + cfg.RECURRENCE_CLOCK_AHEAD)));
 
     const store: BlobStore =

@@ -7,6 +7,7 @@ import {
   type Caller,
   type DailySection,
   type DailyStatus,
+  type RollOverInput,
   type RpcContext,
   type SectionStatus,
   type TaskSummary,
@@ -117,6 +118,21 @@ export function boardsService(deps: BoardsDeps) {
             throw e;
           }
         },
+      });
+    },
+
+    /**
+     * The recurrence scheduler's rollover (decision 0021): puts an unfinished occurrence on its
+     * owner's board for a day, once per task and day. The tasks service decided it is the owner's,
+     * unfinished and the series' latest; a task the user placed on that day already stays where it
+     * is, and an entry the user removes after a rollover is not put back.
+     */
+    async rollOver(i: RollOverInput): Promise<{ placed: boolean }> {
+      return deps.tx(async (r) => {
+        if (!(await r.recordRollover(i.organization_id, i.task_number, i.date))) return { placed: false };
+        const placed = await r.placeIfAbsent(newId("ent"), i.organization_id, i.user_id, i.date, i.section, i.task_number);
+        if (placed) await r.markFilling(i.organization_id, i.user_id, i.date, i.section);
+        return { placed };
       });
     },
 

@@ -91,6 +91,33 @@ export function boardsRepo(sql: Sql) {
       return rows.length === 1;
     },
 
+    /**
+     * Records that a task was rolled onto a day (decision 0021); false when it was already, by
+     * anyone. Run in the transaction that places the entry, so the record and the entry go together.
+     */
+    async recordRollover(org: string, number: number, date: string): Promise<boolean> {
+      const rows = await sql`
+        insert into rollovers (organization_id, task_number, date) values (${org}, ${number}, ${date}::date)
+        on conflict do nothing
+        returning 1`;
+      return rows.length === 1;
+    },
+
+    /** Places an entry unless the task is on the day already (in either section): false then. */
+    async placeIfAbsent(id: string, org: string, user: string, date: string, section: DailySection, number: number): Promise<boolean> {
+      const rows = await sql`
+        insert into entries (id, organization_id, user_id, date, section, task_number) values (${id}, ${org}, ${user}, ${date}::date, ${section}, ${number})
+        on conflict on constraint entries_task_key do nothing
+        returning 1`;
+      return rows.length === 1;
+    },
+
+    /** Rollover records of days more than a week gone: no scheduler asks for those days any more. */
+    async sweepRollovers(): Promise<number> {
+      const rows = await sql`delete from rollovers where date < current_date - 7 returning 1`;
+      return rows.length;
+    },
+
     /** The service's Idempotency-Key records (libs/db). */
     idempotency,
   };

@@ -1,4 +1,4 @@
-import type { Recurrence } from "@tasksvc/contracts";
+import type { DailySection, Recurrence, RollOverInput, TaskStatus } from "@tasksvc/contracts";
 import { newId } from "@tasksvc/db";
 import type { Logger } from "@tasksvc/logger";
 import type { Content, TasksRepo } from "../repo/tasks-repo.js";
@@ -14,6 +14,15 @@ class NotMade extends Error {}
 /** One series as the scheduler sees it (TasksRepo.recurringHeads). */
 type Head = Awaited<ReturnType<TasksRepo["recurringHeads"]>>[number];
 
+/** Where rollover places an unfinished occurrence: the boards service's internal `rollOver`. */
+export interface RolloverPort {
+  /** Places the task on the owner's board for the day, once per task and day; false when it was before. */
+  rollOver(input: RollOverInput): Promise<boolean>;
+}
+
+/** The board section an unfinished occurrence rolls onto: work under way goes to PROGRESS. */
+const sectionFor = (status: TaskStatus): DailySection => (status === "IN_PROGRESS" || status === "IN_REVIEW" ? "PROGRESS" : "TODO");
+
 /**
  * Issue 16 (decision 0021): makes the occurrences of recurring tasks. The task that carries a
  * recurrence heads its series and is its first occurrence, on the rule's first slot. Each later
@@ -28,23 +37,32 @@ type Head = Awaited<ReturnType<TasksRepo["recurringHeads"]>>[number];
  *   day it was completed; it is made when that day comes.
  * - `active: false` makes nothing; after resuming, the latest slot due is made (as after downtime).
  * - `end_date` and `max_occurrences` end the series (the head counts as the first occurrence).
+ * - `rollover_enabled`: while the series' latest occurrence is unfinished after its day (its due
+ *   date, which the user may have moved, else its slot), it is put on its owner's board for each
+ *   following day (today in the series' zone), once per day, until it is completed or archived,
+ *   the series is paused, or a newer occurrence is made.
  *
  * Exactly once per slot: the task and its (series, slot) record are written in one transaction,
  * and a slot recorded meanwhile (another replica, a retried tick) undoes ours. `tick(now)` takes
  * the time as an argument: the service passes the clock, tests pass any instant.
  */
-export function recurrenceScheduler(deps: Pick<TasksDeps, "repo" | "tx" | "written">, log: Logger) {
+export function recurrenceScheduler(deps: Pick<TasksDeps, "repo" | "tx" | "written"> & { boards: RolloverPort }, log: Logger) {
+  /** The slot of a series' latest occurrence (the head's is the rule's first), or null when it has none. */
+  function lastSlot(h: Head): Day | null {
+    if (h.last_slot !== null) return h.last_slot;
+    const r: Recurrence = h.recurrence;
+    const begun = localDay(h.created_at, r.timezone);
+    return slotFrom(ruleOf(r, begun), r.start_date ?? begun);
+  }
+
   /** The slot a series is due to get now, or null. */
   function due(h: Head, now: Date): Day | null {
     const r: Recurrence = h.recurrence;
     if (!r.active) return null;
     const today = localDay(now, r.timezone);
-    const begun = localDay(h.created_at, r.timezone);
-    const rule = ruleOf(r, begun);
-    // The head is the first occurrence: its slot is the rule's first.
-    const first = slotFrom(rule, r.start_date ?? begun);
-    if (first === null) return null;
-    const last = h.last_slot ?? first;
+    const rule = ruleOf(r, localDay(h.created_at, r.timezone));
+    const last = lastSlot(h);
+    if (last === null) return null;
     if (r.basis === "SCHEDULE") return dueSlot(rule, last, today);
     // COMPLETION: after the latest occurrence is completed, one interval on.
     if (h.latest_status !== "COMPLETED") return null;
@@ -90,19 +108,71 @@ export function recurrenceScheduler(deps: Pick<TasksDeps, "repo" | "tx" | "writt
     return true;
   }
 
+  /**
+   * The board placement a series' latest occurrence is due, or null: rollover on, series active,
+   * the occurrence unfinished and its day (due date, else slot) over in the series' zone. The
+   * board is today's there.
+   */
+  function rollover(h: Head, now: Date): RollOverInput | null {
+    const r: Recurrence = h.recurrence;
+    if (!r.active || !r.rollover_enabled || h.latest_archived || h.latest_status === "COMPLETED") return null;
+    const today = localDay(now, r.timezone);
+    // Its day is its due date (the user may have moved it), else its slot.
+    const day = h.latest_due ?? lastSlot(h);
+    if (day === null || day >= today) return null;
+    return {
+      organization_id: h.organization_id,
+      user_id: h.owner_user_id,
+      date: today,
+      task_number: Number(h.latest_number),
+      section: sectionFor(h.latest_status),
+    };
+  }
+
+  /**
+   * What this replica has had the boards service confirm: task → day. It only saves requests (the
+   * boards service's own record makes a placement once per task and day); a restart forgets it and
+   * asks once more. Each tick keeps only the placements still due, so it holds one day per series.
+   */
+  let rolled = new Map<string, Day>();
+
   return {
-    /** Makes every occurrence due at `now`; answers how many it made. One failing series does not stop the others. */
+    /**
+     * Makes every occurrence due at `now`, then rolls unfinished ones onto today's boards; answers
+     * how many occurrences it made. One failing series does not stop the others.
+     */
     async tick(now: Date): Promise<number> {
       let made = 0;
+      const stillDue = new Map<string, Day>();
       for (const h of await deps.repo.recurringHeads()) {
         const slot = due(h, now);
-        if (slot === null) continue;
+        if (slot !== null) {
+          try {
+            if (await occur(h, slot)) made++;
+          } catch (err) {
+            log.error({ err, organization_id: h.organization_id, task: `T-${h.number}`, slot }, "could not make a recurring task's occurrence");
+          }
+          // The series' latest occurrence has just changed: its rollover waits for the next tick.
+          continue;
+        }
+        const place = rollover(h, now);
+        if (place === null) continue;
+        const key = `${place.organization_id}/${place.task_number}`;
+        if (rolled.get(key) === place.date) {
+          stillDue.set(key, place.date);
+          continue;
+        }
         try {
-          if (await occur(h, slot)) made++;
+          await deps.boards.rollOver(place);
+          stillDue.set(key, place.date);
         } catch (err) {
-          log.error({ err, organization_id: h.organization_id, task: `T-${h.number}`, slot }, "could not make a recurring task's occurrence");
+          log.error(
+            { err, organization_id: h.organization_id, task: `T-${place.task_number}`, date: place.date },
+            "could not roll a recurring task's occurrence onto a board",
+          );
         }
       }
+      rolled = stillDue;
       return made;
     },
   };

@@ -581,17 +581,22 @@ export function tasksRepo(sql: Sql) {
           made: number;
           latest_status: TaskStatus;
           latest_updated_at: Date;
+          latest_number: string;
+          latest_archived: boolean;
+          latest_due: string | null;
         }[]
       >`
         select t.organization_id, t.number::text as number, t.owner_user_id, t.recurrence, t.created_at,
-          s.last_slot, s.made, coalesce(o.status, t.status) as latest_status, coalesce(o.updated_at, t.updated_at) as latest_updated_at
+          s.last_slot, s.made, coalesce(o.status, t.status) as latest_status, coalesce(o.updated_at, t.updated_at) as latest_updated_at,
+          coalesce(o.number, t.number)::text as latest_number, coalesce(o.archived, false) as latest_archived,
+          (case when o.number is null then t.due_date else o.due_date end)::text as latest_due
         from tasks t
         cross join lateral (
           select max(slot)::text as last_slot, count(*)::int as made from recurrence_slots rs
           where rs.organization_id = t.organization_id and rs.head_number = t.number
         ) s
         left join lateral (
-          select x.status, x.updated_at from recurrence_slots rs
+          select x.status, x.updated_at, x.number, x.archived, x.due_date from recurrence_slots rs
           join tasks x on x.organization_id = rs.organization_id and x.number = rs.task_number
           where rs.organization_id = t.organization_id and rs.head_number = t.number
           order by rs.slot desc limit 1
