@@ -37,7 +37,21 @@ describe("recurring tasks through the running service", () => {
     await new Promise((r) => setTimeout(r, 500));
     others = unwrap(await client(t).GET("/v1/tasks", {})).data.filter((x) => x.id !== head.id);
     const tomorrow = new Date(Date.parse(`${today}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
-    expect(others).toEqual([expect.objectContaining({ title: "stand-up notes", status: "TODO", due_date: `${tomorrow}T00:00:00.000Z`, recurrence: null })]);
+    expect(others).toEqual([
+      expect.objectContaining({
+        title: "stand-up notes",
+        status: "TODO",
+        due_date: `${tomorrow}T00:00:00.000Z`,
+        recurrence: null,
+        series_task_id: head.id,
+        occurrence_date: tomorrow,
+      }),
+    ]);
+    // The series' occurrences, by its head; an id that names no task is a 404, as for parent_task_id.
+    const bySeries = unwrap(await client(t).GET("/v1/tasks", { params: { query: { series_task_id: head.id } } })).data;
+    expect(bySeries.map((x) => x.id)).toEqual([others[0]?.id]);
+    const none = await client(t).GET("/v1/tasks", { params: { query: { series_task_id: "T-999999" } } });
+    expect(none.response.status).toBe(404);
     const created = unwrap(await client(t).GET("/v1/events", { params: { query: { type: "task.created" } } })).data;
     expect(created.map((e) => e.data.id).sort()).toEqual([head.id, others[0]?.id].sort());
   });

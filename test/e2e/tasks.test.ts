@@ -33,6 +33,8 @@ describe("POST /v1/tasks", () => {
       parent_task_id: null,
       archived: false,
       recurrence: null,
+      series_task_id: null,
+      occurrence_date: null,
       created_at: expect.any(String),
       updated_at: r.body.created_at,
     });

@@ -1008,6 +1008,16 @@ export interface components {
              */
             recurrence: components["schemas"]["Recurrence"] | null;
             /**
+             * @description The recurring task this occurrence was made from (the series' head); null for every other task, the head included.
+             * @example T-12
+             */
+            series_task_id: string | null;
+            /**
+             * @description The series' day this occurrence was made for (YYYY-MM-DD); null when series_task_id is.
+             * @example 2026-11-25
+             */
+            occurrence_date: string | null;
+            /**
              * Format: date-time
              * @description When it was created (UTC, ISO 8601).
              * @example 2026-11-23T09:30:00.000Z
@@ -1603,6 +1613,8 @@ export interface components {
              *       "parent_task_id": null,
              *       "archived": false,
              *       "recurrence": null,
+             *       "series_task_id": null,
+             *       "occurrence_date": null,
              *       "created_at": "2026-11-23T09:30:00.000Z",
              *       "updated_at": "2026-11-23T09:30:00.000Z"
              *     }
@@ -3342,6 +3354,11 @@ export interface operations {
                  * @example T-7
                  */
                 parent_task_id?: string;
+                /**
+                 * @description Only the occurrences made from this recurring task.
+                 * @example T-12
+                 */
+                series_task_id?: string;
                 /**
                  * @description Archived tasks instead of current ones (default false).
                  * @example false

@@ -76,6 +76,11 @@ export const FIELD_DOCS: Record<string, FieldDoc> = {
   project_ids: { description: "The projects the task belongs to.", example: ["prj_5vN5Zu6nSVCjmB2jJBpwRY"] },
   project_id: { description: "One project to put the task in (shorthand for a one-element project_ids).", example: "prj_5vN5Zu6nSVCjmB2jJBpwRY" },
   parent_task_id: { description: "The parent task when this is a subtask; null for a top-level task.", example: "T-7" },
+  series_task_id: {
+    description: "The recurring task this occurrence was made from (the series' head); null for every other task, the head included.",
+    example: "T-12",
+  },
+  occurrence_date: { description: "The series' day this occurrence was made for (YYYY-MM-DD); null when series_task_id is.", example: "2026-11-25" },
   archived: { description: "Whether the task is archived (hidden from lists unless asked for).", example: false },
   recurrence: {
     description: "How the task repeats; null when it does not.",
@@ -172,6 +177,8 @@ export const FIELD_DOCS: Record<string, FieldDoc> = {
       parent_task_id: null,
       archived: false,
       recurrence: null,
+      series_task_id: null,
+      occurrence_date: null,
       created_at: T,
       updated_at: T,
     },
@@ -219,6 +226,7 @@ export const PARAMETER_DOCS: Record<string, Omit<FieldDoc, "example"> & { exampl
   project_id: { description: "The project's id.", example: "prj_5vN5Zu6nSVCjmB2jJBpwRY" },
   "listTasks.project_id": { description: "Only tasks in this project.", example: "prj_5vN5Zu6nSVCjmB2jJBpwRY" },
   "listTasks.parent_task_id": { description: "Only the subtasks of this task.", example: "T-7" },
+  "listTasks.series_task_id": { description: "Only the occurrences made from this recurring task.", example: "T-12" },
   "listTasks.archived": { description: "Archived tasks instead of current ones (default false).", example: false },
   task_id: { description: "The task's id (T-<n>).", example: "T-42" },
   blocker_task_id: { description: "The blocking task's id (T-<n>).", example: "T-41" },

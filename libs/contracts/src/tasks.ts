@@ -273,6 +273,9 @@ export const Task = z.object({
   parent_task_id: z.string().nullable(),
   archived: z.boolean(),
   recurrence: Recurrence.nullable(),
+  /** Additive (issue 16): the series an occurrence was made for, and its day in it; null on every other task (the head included). */
+  series_task_id: z.string().nullable(),
+  occurrence_date: z.string().nullable(),
   created_at: Timestamp,
   updated_at: Timestamp,
 });
@@ -372,6 +375,7 @@ export const ListTasksQuery = PageQuery.extend({
   status: TaskStatus.optional(),
   project_id: ProjectRef.optional(),
   parent_task_id: TaskRef.optional(),
+  series_task_id: TaskRef.optional(),
   archived: BoolParam.default(false),
 }).strict();
 

@@ -50,6 +50,8 @@ const task: Task = {
   parent_task_id: null,
   archived: false,
   recurrence: null,
+  series_task_id: null,
+  occurrence_date: null,
   created_at: "2026-01-01T00:00:00.000Z",
   updated_at: "2026-01-01T00:00:00.000Z",
 };

@@ -76,10 +76,14 @@ describe("the recurrence scheduler", () => {
     expect(made).toMatchObject({ title: "water the plants", priority: "HIGH", story_points: 2, notes: "the big ones too", status: "TODO" });
     expect(made?.due_date).toBe("2026-11-02T00:00:00.000Z");
     expect(made?.recurrence).toBeNull();
+    expect(made).toMatchObject({ series_task_id: head.id, occurrence_date: "2026-11-02" });
+    expect(head).toMatchObject({ series_task_id: null, occurrence_date: null });
     const events = await db.sql<
-      { type: string }[]
-    >`select type from events where organization_id = ${c.organizationId} and payload->'data'->>'id' = ${made?.id ?? ""}`;
+      { type: string; data: unknown }[]
+    >`select type, payload->'data' as data from events where organization_id = ${c.organizationId} and payload->'data'->>'id' = ${made?.id ?? ""}`;
     expect(events.map((e) => e.type)).toEqual(["task.created"]);
+    // The event's task (built with the create's statement) is the task as reads show it.
+    expect(events[0]?.data).toStrictEqual(await svc.getTask(c, made?.id ?? ""));
   });
 
   it("when the scheduler was down for weeks, then it makes one occurrence, for the latest day due, not one per missed day", async () => {
@@ -98,6 +102,8 @@ describe("the recurrence scheduler", () => {
       await Promise.all(Array.from({ length: 4 }, () => scheduler().tick(at(now))));
     }
     expect(await days(c, head.id)).toEqual(["2026-11-05", "2026-11-09", "2026-11-12"]);
+    const bySeries = (await repo.listTasks(c.organizationId, { limit: 100, archived: false, series: Number(head.id.slice(2)) })).parse().data;
+    expect(bySeries.map((t) => t.occurrence_date).sort()).toEqual(["2026-11-05", "2026-11-09", "2026-11-12"]);
   });
 
   it("when making an occurrence fails after its task was written, then nothing of it stays, and the next tick makes it once", async () => {

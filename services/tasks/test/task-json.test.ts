@@ -67,6 +67,9 @@ describe("a task as a list renders it (Postgres) and as toTask() renders it", ()
     // Microseconds that milliseconds must cut the same way on both sides (truncation, not rounding).
     await db.sql`update tasks set start_date = '2026-05-05 10:00:00.123999+00' where organization_id = ${c.organizationId} and number = ${Number(created[0]?.id.slice(2))}`;
     await svc.setArchived(c, created[2]?.id ?? "", true);
+    // An occurrence's link to its series (the scheduler writes it; set here on a task of the list).
+    await db.sql`update tasks set series_head = ${Number(parent.id.slice(2))}, series_slot = '2024-02-29'
+      where organization_id = ${c.organizationId} and number = ${Number(created[3]?.id.slice(2))}`;
 
     for (const archived of [false, true]) {
       const page = (await repo.listTasks(c.organizationId, { limit: 100, archived })).parse();
@@ -81,6 +84,8 @@ describe("a task as a list renders it (Postgres) and as toTask() renders it", ()
     const all = [...(await repo.listTasks(c.organizationId, { limit: 100, archived: false })).parse().data];
     expect(all.find((t) => t.title === "bare")?.start_date).toBe("2026-05-05T10:00:00.123Z");
     expect(all.find((t) => t.title === "points")).toBeUndefined();
+    expect(all.find((t) => t.title === "one project")).toMatchObject({ series_task_id: parent.id, occurrence_date: "2024-02-29" });
+    expect(all.find((t) => t.title === "bare")).toMatchObject({ series_task_id: null, occurrence_date: null });
   });
 
   it("when a list has more than a page, then the raw page's has_more and next_cursor lead to the rest, each task once", async () => {

@@ -96,7 +96,7 @@ export function recurrenceScheduler(deps: Pick<TasksDeps, "repo" | "tx" | "writt
           parent_number: current.parent_number === null ? null : Number(current.parent_number),
         };
         const [row] = await r.createTasks(org, [
-          { owner: h.owner_user_id, content, versionId: newId("ver"), eventId: newId("evt"), credentialId: null, key: null },
+          { owner: h.owner_user_id, content, versionId: newId("ver"), eventId: newId("evt"), credentialId: null, key: null, series: { head, slot } },
         ]);
         if (!row || !(await r.recordSlot(org, head, slot, Number(row.number)))) throw new NotMade();
       });

@@ -155,6 +155,7 @@ export function tasksService(deps: TasksDeps) {
         status?: Task["status"] | undefined;
         project_id?: string | undefined;
         parent_task_id?: string | undefined;
+        series_task_id?: string | undefined;
         archived: boolean;
       },
     ): Promise<RawJson<Page<Task>>> {
@@ -165,8 +166,14 @@ export function tasksService(deps: TasksDeps) {
         if (n === null || !(await repo.taskExists(org, n))) throw notFound("parent task");
         parent = n;
       }
+      let series: number | undefined;
+      if (q.series_task_id !== undefined) {
+        const n = taskNumber(q.series_task_id);
+        if (n === null || !(await repo.taskExists(org, n))) throw notFound("series task");
+        series = n;
+      }
       if (q.project_id !== undefined && !(await repo.project(org, q.project_id))) throw notFound("project");
-      return repo.listTasks(org, { limit: q.limit, after: q.after, status: q.status, project_id: q.project_id, parent, archived: q.archived });
+      return repo.listTasks(org, { limit: q.limit, after: q.after, status: q.status, project_id: q.project_id, parent, series, archived: q.archived });
     },
 
     /** The events feed (issue 16): the organization's task events of the last 30 days, newest first. */

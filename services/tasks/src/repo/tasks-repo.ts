@@ -12,7 +12,7 @@ const KEYSET_TIME = `'YYYY-MM-DD"T"HH24:MI:SS.US'`;
 const TASK_COLUMNS = `number::text as number, owner_user_id, parent_number::text as parent_number, archived,
   current_version_id, version_count, title, description, status, priority, start_date,
   due_date::text as due_date, notes, story_points::text as story_points, recurrence, project_ids,
-  created_at, updated_at, to_char(updated_at at time zone 'UTC', ${KEYSET_TIME}) as cursor_at`;
+  series_head::text as series_head, series_slot::text as series_slot, created_at, updated_at, to_char(updated_at at time zone 'UTC', ${KEYSET_TIME}) as cursor_at`;
 
 /** The columns a task row and a version row share, as the API shows them. */
 interface ContentColumns {
@@ -35,6 +35,9 @@ export interface TaskRow extends ContentColumns {
   archived: boolean;
   current_version_id: string;
   version_count: number;
+  /** The series an occurrence was made from, and its slot (migration 0007); null on other tasks. */
+  series_head: string | null;
+  series_slot: string | null;
   created_at: Date;
   updated_at: Date;
   cursor_at: string;
@@ -79,6 +82,8 @@ export function toTask(r: TaskRow): Task {
     ...shownContent(r),
     parent_task_id: r.parent_number === null ? null : taskId(r.parent_number),
     archived: r.archived,
+    series_task_id: r.series_head === null ? null : taskId(r.series_head),
+    occurrence_date: r.series_slot,
     created_at: iso(r.created_at),
     updated_at: iso(r.updated_at),
   };
@@ -100,8 +105,14 @@ export function contentOf(r: TaskRow): Content {
   };
 }
 
+/** An occurrence's place in its series (the scheduler's creates): head task number and slot day. */
+export interface SeriesLink {
+  head: number;
+  slot: string;
+}
+
 /** A task's API shape before it has a number and timestamps (toTask decides every other field). */
-export function taskTemplate(owner: string, c: Content): Omit<Task, "id" | "created_at" | "updated_at"> {
+export function taskTemplate(owner: string, c: Content, series: SeriesLink | null = null): Omit<Task, "id" | "created_at" | "updated_at"> {
   const epoch = new Date(0);
   const {
     id: _id,
@@ -115,6 +126,8 @@ export function taskTemplate(owner: string, c: Content): Omit<Task, "id" | "crea
     archived: false,
     current_version_id: "",
     version_count: 1,
+    series_head: series === null ? null : String(series.head),
+    series_slot: series === null ? null : series.slot,
     title: c.title,
     description: c.description,
     status: c.status,
@@ -147,6 +160,7 @@ const TASK_JSON = `json_build_object('id', 'T-' || number, 'title', title, 'desc
   'priority', priority, 'start_date', to_char(start_date at time zone 'UTC', ${ISO_SQL}),
   'due_date', due_date::text || 'T00:00:00.000Z', 'notes', notes, 'story_points', story_points, 'project_ids', project_ids,
   'recurrence', recurrence, 'parent_task_id', 'T-' || parent_number, 'archived', archived,
+  'series_task_id', 'T-' || series_head, 'occurrence_date', series_slot::text,
   'created_at', to_char(created_at at time zone 'UTC', ${ISO_SQL}), 'updated_at', to_char(updated_at at time zone 'UTC', ${ISO_SQL}))::text`;
 
 const toSummary = (r: {
@@ -274,6 +288,8 @@ export function tasksRepo(sql: Sql) {
         key: string | null;
         /** The create's own trace, for its outbox row (creates of several traces share the statement). */
         traceparent?: string | null;
+        /** Set by the recurrence scheduler only: the occurrence's series and slot. */
+        series?: SeriesLink | null;
       }>,
     ): Promise<TaskRow[]> {
       const input = items.map((it, i) => ({
@@ -284,7 +300,9 @@ export function tasksRepo(sql: Sql) {
         credential_id: it.credentialId,
         key: it.key,
         traceparent: it.traceparent ?? null,
-        template: taskTemplate(it.owner, it.content),
+        template: taskTemplate(it.owner, it.content, it.series ?? null),
+        series_head: it.series?.head ?? null,
+        series_slot: it.series?.slot ?? null,
         parent_number: it.content.parent_number,
         title: it.content.title,
         description: it.content.description,
@@ -307,13 +325,15 @@ export function tasksRepo(sql: Sql) {
           select c.last_number - ${items.length} + i.ord as number, i.*
           from c, jsonb_to_recordset(${sql.json(input as never)}) as i(ord int, owner_user_id text, version_id text, event_id text,
             credential_id text, key text, traceparent text, template jsonb, parent_number bigint, title text, description text, status text,
-            priority text, start_date timestamptz, due_date date, notes text, story_points numeric, recurrence jsonb, project_ids jsonb)
+            priority text, start_date timestamptz, due_date date, notes text, story_points numeric, recurrence jsonb, project_ids jsonb,
+            series_head bigint, series_slot date)
         ), t as (
           insert into tasks (organization_id, number, owner_user_id, parent_number, current_version_id, version_count,
             title, description, status, priority, start_date, due_date, notes, story_points, recurrence, project_ids,
-            created_at, updated_at)
+            series_head, series_slot, created_at, updated_at)
           select ${org}, number, owner_user_id, parent_number, version_id, 1, title, description, status, priority, start_date,
-            due_date, notes, story_points, recurrence, array(select jsonb_array_elements_text(project_ids)), now(), now()
+            due_date, notes, story_points, recurrence, array(select jsonb_array_elements_text(project_ids)), series_head, series_slot,
+            now(), now()
           from x
           returning *
         ), v as (
@@ -384,6 +404,7 @@ export function tasksRepo(sql: Sql) {
         status?: TaskStatus | undefined;
         project_id?: string | undefined;
         parent?: number | undefined;
+        series?: number | undefined;
         archived: boolean;
       },
     ) {
@@ -394,6 +415,7 @@ export function tasksRepo(sql: Sql) {
         where organization_id = ${org} and archived = ${q.archived}
           ${q.status === undefined ? sql`` : sql`and status = ${q.status}`}
           ${q.parent === undefined ? sql`` : sql`and parent_number = ${q.parent}`}
+          ${q.series === undefined ? sql`` : sql`and series_head = ${q.series}`}
           ${q.project_id === undefined ? sql`` : sql`and project_ids @> array[${q.project_id}]::text[]`}
           ${at === null ? sql`` : sql`and (updated_at, number) < (${String(at)}::text::timestamp at time zone 'UTC', ${String(n)}::bigint)`}
         order by tasks.updated_at desc, tasks.number desc

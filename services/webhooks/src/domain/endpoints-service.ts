@@ -75,6 +75,8 @@ export function sampleTask(type: TaskEventType, at: Date): Task {
     parent_task_id: null,
     archived: type === "task.archived",
     recurrence: null,
+    series_task_id: null,
+    occurrence_date: null,
     created_at: now,
     updated_at: now,
   };
