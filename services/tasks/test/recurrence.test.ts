@@ -1,6 +1,6 @@
 import { normalizeRecurrence, RecurrenceInput as RecurrenceInputSchema, type RecurrenceInput } from "@tasksvc/contracts";
 import { describe, expect, it } from "vitest";
-import { dueSlot, localDay, ruleOf, slotAfter, slotAfterCompletion, type Day } from "../src/domain/recurrence.js";
+import { dueSlot, localDay, nextDayStart, ruleOf, slotAfter, slotAfterCompletion, type Day } from "../src/domain/recurrence.js";
 
 // Issue 16: the days a recurring task's occurrences fall on, for every field of the recurrence
 // object. Pure functions of a rule and a day: no clock, no sleeps.
@@ -86,6 +86,28 @@ describe("recurrence slots", () => {
         // Local midnight is 23:00Z in winter (CET) and 22:00Z in summer (CEST).
         expect(c.slice(-5), changes.join(" ")).toMatch(/^(22|23):00$/);
       }
+    }
+  });
+
+  it("when the scheduler asks when the next day begins in a zone, then it is the local midnight (or the first instant of a day a clock change skips into), to the second", () => {
+    const cases: Array<[string, string, string]> = [
+      ["2026-11-24T10:00:00Z", "UTC", "2026-11-25T00:00:00Z"],
+      ["2026-11-24T10:00:00Z", "Europe/Berlin", "2026-11-24T23:00:00Z"], // CET
+      ["2026-03-28T12:00:00Z", "Europe/Berlin", "2026-03-28T23:00:00Z"], // the night the clocks go forward
+      ["2026-03-29T12:00:00Z", "Europe/Berlin", "2026-03-29T22:00:00Z"], // the first CEST midnight
+      ["2026-11-01T02:00:00Z", "America/New_York", "2026-11-01T04:00:00Z"], // 22:00 EDT; midnight still EDT
+      ["2026-11-01T12:00:00Z", "America/New_York", "2026-11-02T05:00:00Z"], // after falling back: EST
+      ["2026-11-24T10:00:00Z", "Pacific/Auckland", "2026-11-24T11:00:00Z"], // UTC+13
+      ["2026-11-24T09:59:59.5Z", "Pacific/Kiritimati", "2026-11-24T10:00:00Z"], // UTC+14: half a second to midnight
+      ["2026-11-24T10:00:00Z", "Pacific/Kiritimati", "2026-11-25T10:00:00Z"], // the 25th has just begun there
+      ["2026-11-24T10:00:00Z", "Pacific/Pago_Pago", "2026-11-24T11:00:00Z"], // UTC-11: 23:00 on the 23rd there
+      // Havana springs forward at midnight (00:00 → 01:00, 2026-03-08): that day begins at 01:00 there.
+      ["2026-03-07T12:00:00Z", "America/Havana", "2026-03-08T05:00:00Z"],
+    ];
+    for (const [now, zone, expected] of cases) {
+      const at = nextDayStart(new Date(now), zone);
+      expect(at.toISOString(), `${now} in ${zone}`).toBe(new Date(expected).toISOString());
+      expect(localDay(new Date(at.getTime() - 1000), zone) < localDay(at, zone)).toBe(true);
     }
   });
 

@@ -34,6 +34,25 @@ export function localDay(at: Date, timeZone: string): Day {
 }
 
 /**
+ * The first instant, to the second, at which the next day has begun in `timeZone`: when a series
+ * the scheduler found nothing to do for can next have something (migration 0008's wake-up). Found
+ * by bisection over the zone's own day, so any offset and daylight-saving rule is its own: no
+ * arithmetic on offsets. Within 50 hours of `now` in every zone (offsets span UTC-12 to UTC+14).
+ */
+export function nextDayStart(now: Date, timeZone: string): Date {
+  const today = localDay(now, timeZone);
+  // In whole seconds (zones change on whole minutes): lo is still today, hi is past it.
+  let lo = Math.floor(now.getTime() / 1000);
+  let hi = lo + 50 * 3600;
+  while (hi - lo > 1) {
+    const mid = Math.floor((lo + hi) / 2);
+    if (localDay(new Date(mid * 1000), timeZone) > today) hi = mid;
+    else lo = mid;
+  }
+  return new Date(hi * 1000);
+}
+
+/**
  * `by_month_day` as decision 0008 defines it: a month without that day uses its last day. RFC
  * 5545 skips such months instead, so days past 28 become "the last of 28…d that exists"
  * (BYMONTHDAY=28,…,d;BYSETPOS=-1).

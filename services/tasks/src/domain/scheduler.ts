@@ -2,7 +2,7 @@ import type { DailySection, Recurrence, RollOverInput, TaskStatus } from "@tasks
 import { newId } from "@tasksvc/db";
 import type { Logger } from "@tasksvc/logger";
 import type { Content, TasksRepo } from "../repo/tasks-repo.js";
-import { type Day, dueSlot, localDay, ruleOf, slotAfterCompletion, slotFrom } from "./recurrence.js";
+import { type Day, dueSlot, localDay, nextDayStart, ruleOf, slotAfterCompletion, slotFrom } from "./recurrence.js";
 import type { TasksDeps } from "./tasks-service.js";
 
 /**
@@ -129,22 +129,18 @@ export function recurrenceScheduler(deps: Pick<TasksDeps, "repo" | "tx" | "writt
     };
   }
 
-  /**
-   * What this replica has had the boards service confirm: task → day. It only saves requests (the
-   * boards service's own record makes a placement once per task and day); a restart forgets it and
-   * asks once more. Each tick keeps only the placements still due, so it holds one day per series.
-   */
-  let rolled = new Map<string, Day>();
-
   return {
     /**
      * Makes every occurrence due at `now`, then rolls unfinished ones onto today's boards; answers
-     * how many occurrences it made. One failing series does not stop the others.
+     * how many occurrences it made. Reads only the series whose wake-up time has come (migration
+     * 0008), and puts each it is done with to sleep until the next day begins in its zone: no slot,
+     * rollover or completion's next day can come sooner, and what a user changes wakes it. One
+     * failing series does not stop the others; it is looked at again on the next tick.
      */
     async tick(now: Date): Promise<number> {
       let made = 0;
-      const stillDue = new Map<string, Day>();
-      for (const h of await deps.repo.recurringHeads()) {
+      const done: Array<{ org: string; number: number; seen: string; wake: Date }> = [];
+      for (const h of await deps.repo.recurringHeads(now)) {
         const slot = due(h, now);
         if (slot !== null) {
           try {
@@ -152,27 +148,26 @@ export function recurrenceScheduler(deps: Pick<TasksDeps, "repo" | "tx" | "writt
           } catch (err) {
             log.error({ err, organization_id: h.organization_id, task: `T-${h.number}`, slot }, "could not make a recurring task's occurrence");
           }
-          // The series' latest occurrence has just changed: its rollover waits for the next tick.
+          // Its latest occurrence has just changed (here or on another replica): the next tick
+          // looks at it again, for its rollover.
           continue;
         }
         const place = rollover(h, now);
-        if (place === null) continue;
-        const key = `${place.organization_id}/${place.task_number}`;
-        if (rolled.get(key) === place.date) {
-          stillDue.set(key, place.date);
-          continue;
+        if (place !== null) {
+          try {
+            // Once per task and day by the boards service's own record, however often asked.
+            await deps.boards.rollOver(place);
+          } catch (err) {
+            log.error(
+              { err, organization_id: h.organization_id, task: `T-${place.task_number}`, date: place.date },
+              "could not roll a recurring task's occurrence onto a board",
+            );
+            continue;
+          }
         }
-        try {
-          await deps.boards.rollOver(place);
-          stillDue.set(key, place.date);
-        } catch (err) {
-          log.error(
-            { err, organization_id: h.organization_id, task: `T-${place.task_number}`, date: place.date },
-            "could not roll a recurring task's occurrence onto a board",
-          );
-        }
+        done.push({ org: h.organization_id, number: Number(h.number), seen: h.seen, wake: nextDayStart(now, h.recurrence.timezone) });
       }
-      rolled = stillDue;
+      await deps.repo.wakeAt(done);
       return made;
     },
   };

@@ -587,11 +587,12 @@ export function tasksRepo(sql: Sql) {
     // -- recurrence ----------------------------------------------------------------------------
 
     /**
-     * Every series the scheduler looks at: unarchived tasks with a recurrence, each with its
-     * series' last slot, the occurrences made after the head, and the latest occurrence's status
-     * and last change (the head's when none was made yet).
+     * The series a tick looks at: the unarchived tasks with a recurrence whose wake-up time has
+     * come by `now` (migration 0008). Each with its series' last slot, the occurrences made after
+     * the head, and the latest occurrence (the head when none was made yet): its number, status,
+     * last change, due day and archiving. `seen` is the head row's xmin, for wakeAt.
      */
-    async recurringHeads() {
+    async recurringHeads(now: Date) {
       return sql<
         {
           organization_id: string;
@@ -599,6 +600,7 @@ export function tasksRepo(sql: Sql) {
           owner_user_id: string;
           recurrence: Recurrence;
           created_at: Date;
+          seen: string;
           last_slot: string | null;
           made: number;
           latest_status: TaskStatus;
@@ -608,7 +610,7 @@ export function tasksRepo(sql: Sql) {
           latest_due: string | null;
         }[]
       >`
-        select t.organization_id, t.number::text as number, t.owner_user_id, t.recurrence, t.created_at,
+        select t.organization_id, t.number::text as number, t.owner_user_id, t.recurrence, t.created_at, t.xmin::text as seen,
           s.last_slot, s.made, coalesce(o.status, t.status) as latest_status, coalesce(o.updated_at, t.updated_at) as latest_updated_at,
           coalesce(o.number, t.number)::text as latest_number, coalesce(o.archived, false) as latest_archived,
           (case when o.number is null then t.due_date else o.due_date end)::text as latest_due
@@ -623,7 +625,28 @@ export function tasksRepo(sql: Sql) {
           where rs.organization_id = t.organization_id and rs.head_number = t.number
           order by rs.slot desc limit 1
         ) o on true
-        where t.recurrence is not null and not t.archived`;
+        where t.recurrence is not null and not t.archived and t.recurrence_wake <= ${now}`;
+    },
+
+    /**
+     * Sets the wake-up time of series the scheduler is done with for now, each only if its row is
+     * as the scheduler read it (`seen`, its xmin): a head changed meanwhile, or woken by a trigger,
+     * is read again on the next tick. Rows another transaction holds are skipped (read again too),
+     * so this never waits for, or deadlocks with, a user's write.
+     */
+    async wakeAt(items: Array<{ org: string; number: number; seen: string; wake: Date }>): Promise<void> {
+      if (items.length === 0) return;
+      const input = items.map((i) => ({ org: i.org, number: i.number, seen: i.seen, wake: i.wake.toISOString() }));
+      await sql`
+        with x as (
+          select * from jsonb_to_recordset(${sql.json(input as never)}) as x(org text, number bigint, seen text, wake timestamptz)
+        ), free as (
+          select t.organization_id, t.number, x.wake from tasks t join x on t.organization_id = x.org and t.number = x.number
+          where t.xmin = x.seen::xid
+          for update of t skip locked
+        )
+        update tasks t set recurrence_wake = free.wake from free
+        where t.organization_id = free.organization_id and t.number = free.number`;
     },
 
     /** Records `slot`'s occurrence of a series; false when it was recorded already (by anyone). */
