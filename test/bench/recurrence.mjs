@@ -11,7 +11,12 @@ import { MIGRATIONS_DIR, recurrenceScheduler, taskCache, tasksRepo, tasksService
 
 const SCHEMA = "bench_recurrence";
 
-export async function recurrenceScenario({ databaseUrl, series = 2000, log }) {
+/** Runs the scenario with the series in one organization, then spread over 200 (10 each): batches are per organization. */
+export async function recurrenceScenarios({ databaseUrl, series = 2000, log }) {
+  return [await recurrenceScenario({ databaseUrl, series, orgs: 1, log }), await recurrenceScenario({ databaseUrl, series, orgs: 200, log })];
+}
+
+async function recurrenceScenario({ databaseUrl, series, orgs, log }) {
   const silent = createLogger({ service: "bench-recurrence", level: "silent" });
   await migrate({ url: databaseUrl, schema: SCHEMA, dir: MIGRATIONS_DIR, log: silent });
   const db = createDb({ url: databaseUrl, schema: SCHEMA, max: 10 });
@@ -19,19 +24,21 @@ export async function recurrenceScenario({ databaseUrl, series = 2000, log }) {
     const repo = tasksRepo(db.sql);
     const deps = { repo, tx: (fn) => db.tx((t) => fn(tasksRepo(t))), written: () => undefined };
     const svc = tasksService({ ...deps, cache: taskCache(), checkHits: () => false, changed: async () => undefined });
-    const org = "org_bench_recurrence";
-    const caller = {
+    const callerOf = (org) => ({
       organizationId: org,
       userId: "usr_bench",
       credentialId: "key_bench",
       idempotencyKey: undefined,
       ctx: { request_id: "bench", organization_id: org, user_id: "usr_bench", credential_id: "key_bench", scopes: [], plan: "pro" },
-    };
-    log(`recurrence: creating ${series} daily series …`);
+    });
+    log(`recurrence: creating ${series} daily series in ${orgs} organization(s) …`);
     for (let i = 0; i < series; i += 100) {
       await Promise.all(
         Array.from({ length: Math.min(100, series - i) }, (_, k) =>
-          svc.createTask(caller, { title: `recurring ${i + k}`, recurrence: { frequency: "DAILY", start_date: "2026-11-01" } }),
+          svc.createTask(callerOf(`org_bench_recurrence_${(i + k) % orgs}`), {
+            title: `recurring ${i + k}`,
+            recurrence: { frequency: "DAILY", start_date: "2026-11-01" },
+          }),
         ),
       );
     }
@@ -46,7 +53,7 @@ export async function recurrenceScenario({ databaseUrl, series = 2000, log }) {
     started = performance.now();
     const asleep = await scheduler.tick(now);
     const idleMs = performance.now() - started;
-    return { series, made, seconds: busySeconds, perSecond: made / busySeconds, scanMs, idleMs, again: again + asleep };
+    return { series, orgs, made, seconds: busySeconds, perSecond: made / busySeconds, scanMs, idleMs, again: again + asleep };
   } finally {
     await db.sql.unsafe(`drop schema if exists ${SCHEMA} cascade`);
     await db.end({ timeout: 1 });

@@ -1,7 +1,7 @@
 import type { DailySection, Recurrence, RollOverInput, TaskStatus } from "@tasksvc/contracts";
 import { newId } from "@tasksvc/db";
 import type { Logger } from "@tasksvc/logger";
-import type { Content, TasksRepo } from "../repo/tasks-repo.js";
+import { type Content, ReferenceVanished, type TaskRow, type TasksRepo } from "../repo/tasks-repo.js";
 import { type Day, dueSlot, localDay, nextDayStart, ruleOf, slotAfterCompletion, slotFrom } from "./recurrence.js";
 import type { TasksDeps } from "./tasks-service.js";
 
@@ -13,6 +13,16 @@ class NotMade extends Error {}
 
 /** One series as the scheduler sees it (TasksRepo.recurringHeads). */
 type Head = Awaited<ReturnType<TasksRepo["recurringHeads"]>>[number];
+/** A series due to get the occurrence of `slot`. */
+interface Due {
+  h: Head;
+  slot: Day;
+}
+/**
+ * Occurrences made by one transaction at most: a create statement of this many tasks stays well
+ * under a second, and holds its organization's number counter no longer.
+ */
+const BATCH = 100;
 
 /** Where rollover places an unfinished occurrence: the boards service's internal `rollOver`. */
 export interface RolloverPort {
@@ -73,39 +83,91 @@ export function recurrenceScheduler(deps: Pick<TasksDeps, "repo" | "tx" | "writt
     return next;
   }
 
-  /** Makes `slot`'s occurrence of a series; false when it existed already. */
-  async function occur(h: Head, slot: Day): Promise<boolean> {
-    const org = h.organization_id;
-    const head = Number(h.number);
-    if (await deps.repo.slotTaken(org, head, slot)) return false;
-    try {
-      await deps.tx(async (r) => {
-        const current = await r.task(org, head);
+  /** An occurrence's content: the head's, status TODO, due on its slot, with no recurrence of its own. */
+  const contentFor = (head: TaskRow, slot: Day): Content => ({
+    title: head.title,
+    description: head.description,
+    status: "TODO",
+    priority: head.priority,
+    start_date: null,
+    due_date: slot,
+    notes: head.notes,
+    story_points: head.story_points === null ? null : Number(head.story_points),
+    recurrence: null,
+    project_ids: head.project_ids,
+    parent_number: head.parent_number === null ? null : Number(head.parent_number),
+  });
+
+  /**
+   * Makes the occurrences of due series of one organization in one transaction: one read of the
+   * heads, one statement for the tasks (numbered in a row, like group-committed creates), one for
+   * their slot records. Throws NotMade when a slot was recorded meanwhile or a head is gone, and
+   * ReferenceVanished when a head's project or parent went: the transaction undoes them all,
+   * numbers included.
+   */
+  async function makeAll(org: string, batch: Due[]): Promise<void> {
+    await deps.tx(async (r) => {
+      const heads = new Map(
+        (
+          await r.tasksByNumber(
+            org,
+            batch.map((d) => Number(d.h.number)),
+          )
+        ).map((t) => [t.number, t]),
+      );
+      const items = batch.map(({ h, slot }) => {
+        const current = heads.get(h.number);
         if (!current) throw new NotMade();
-        const content: Content = {
-          title: current.title,
-          description: current.description,
-          status: "TODO",
-          priority: current.priority,
-          start_date: null,
-          due_date: slot,
-          notes: current.notes,
-          story_points: current.story_points === null ? null : Number(current.story_points),
-          recurrence: null,
-          project_ids: current.project_ids,
-          parent_number: current.parent_number === null ? null : Number(current.parent_number),
+        const series = { head: Number(h.number), slot };
+        return {
+          owner: h.owner_user_id,
+          content: contentFor(current, slot),
+          versionId: newId("ver"),
+          eventId: newId("evt"),
+          credentialId: null,
+          key: null,
+          series,
         };
-        const [row] = await r.createTasks(org, [
-          { owner: h.owner_user_id, content, versionId: newId("ver"), eventId: newId("evt"), credentialId: null, key: null, series: { head, slot } },
-        ]);
-        if (!row || !(await r.recordSlot(org, head, slot, Number(row.number)))) throw new NotMade();
       });
-    } catch (e) {
-      if (e instanceof NotMade) return false;
-      throw e;
-    }
+      const rows = await r.createTasks(org, items);
+      const slots = rows.map((row) => ({ head: Number(row.series_head), slot: String(row.series_slot), task: Number(row.number) }));
+      if ((await r.recordSlots(org, slots)) !== batch.length) throw new NotMade();
+    });
     deps.written();
-    return true;
+  }
+
+  /**
+   * Makes the due occurrences of one organization's series; answers how many it made (none for a
+   * slot made already). A batch that cannot be made whole (a slot recorded meanwhile by another
+   * replica, a head, project or parent gone) is made one series at a time instead, so one series'
+   * trouble costs the others nothing, and each series' own is logged.
+   */
+  async function occur(org: string, batch: Due[]): Promise<number> {
+    const taken = await deps.repo.slotsTaken(
+      org,
+      batch.map((d) => ({ head: Number(d.h.number), slot: d.slot })),
+    );
+    const open = batch.filter((d) => !taken.has(`${d.h.number}/${d.slot}`));
+    if (open.length === 0) return 0;
+    try {
+      await makeAll(org, open);
+      return open.length;
+    } catch (e) {
+      if (!(e instanceof NotMade || e instanceof ReferenceVanished)) throw e;
+      if (open.length === 1) {
+        if (e instanceof NotMade) return 0;
+        throw e;
+      }
+    }
+    let made = 0;
+    for (const d of open) {
+      try {
+        made += await occur(org, [d]);
+      } catch (err) {
+        log.error({ err, organization_id: org, task: `T-${d.h.number}`, slot: d.slot }, "could not make a recurring task's occurrence");
+      }
+    }
+    return made;
   }
 
   /**
@@ -140,16 +202,15 @@ export function recurrenceScheduler(deps: Pick<TasksDeps, "repo" | "tx" | "writt
     async tick(now: Date): Promise<number> {
       let made = 0;
       const done: Array<{ org: string; number: number; seen: string; wake: Date }> = [];
+      const dueByOrg = new Map<string, Due[]>();
       for (const h of await deps.repo.recurringHeads(now)) {
         const slot = due(h, now);
         if (slot !== null) {
-          try {
-            if (await occur(h, slot)) made++;
-          } catch (err) {
-            log.error({ err, organization_id: h.organization_id, task: `T-${h.number}`, slot }, "could not make a recurring task's occurrence");
-          }
-          // Its latest occurrence has just changed (here or on another replica): the next tick
-          // looks at it again, for its rollover.
+          // Its latest occurrence is about to change (here or on another replica): the next tick
+          // looks at it again, for its rollover. So it is not put to sleep.
+          const list = dueByOrg.get(h.organization_id) ?? [];
+          list.push({ h, slot });
+          dueByOrg.set(h.organization_id, list);
           continue;
         }
         const place = rollover(h, now);
@@ -166,6 +227,16 @@ export function recurrenceScheduler(deps: Pick<TasksDeps, "repo" | "tx" | "writt
           }
         }
         done.push({ org: h.organization_id, number: Number(h.number), seen: h.seen, wake: nextDayStart(now, h.recurrence.timezone) });
+      }
+      for (const [org, list] of dueByOrg) {
+        for (let i = 0; i < list.length; i += BATCH) {
+          const batch = list.slice(i, i + BATCH);
+          try {
+            made += await occur(org, batch);
+          } catch (err) {
+            log.error({ err, organization_id: org, series: batch.length }, "could not make recurring tasks' occurrences");
+          }
+        }
       }
       await deps.repo.wakeAt(done);
       return made;

@@ -649,20 +649,37 @@ export function tasksRepo(sql: Sql) {
         where t.organization_id = free.organization_id and t.number = free.number`;
     },
 
-    /** Records `slot`'s occurrence of a series; false when it was recorded already (by anyone). */
-    async recordSlot(org: string, head: number, slot: string, taskNumber: number): Promise<boolean> {
+    /**
+     * Records the occurrences of series of one organization, each (head, slot) → task; answers how
+     * many were recorded, fewer when some slot was recorded already (by anyone). In head order, so
+     * two transactions recording overlapping sets wait for each other in one order.
+     */
+    async recordSlots(org: string, items: Array<{ head: number; slot: string; task: number }>): Promise<number> {
+      if (items.length === 0) return 0;
       const rows = await sql`
         insert into recurrence_slots (organization_id, head_number, slot, task_number)
-        values (${org}, ${head}, ${slot}::date, ${taskNumber})
+        select ${org}, head, slot, task
+        from unnest(${items.map((i) => i.head)}::bigint[], ${items.map((i) => i.slot)}::date[], ${items.map((i) => i.task)}::bigint[]) as x(head, slot, task)
+        order by head, slot
         on conflict do nothing
         returning 1`;
-      return rows.length === 1;
+      return rows.length;
     },
 
-    /** Whether `slot`'s occurrence of a series exists (a cheap check before making one). */
-    async slotTaken(org: string, head: number, slot: string): Promise<boolean> {
-      const rows = await sql`select 1 from recurrence_slots where organization_id = ${org} and head_number = ${head} and slot = ${slot}::date`;
-      return rows.length === 1;
+    /** Which of these (head, slot) pairs have their occurrence already (a cheap check before making them), as `head/slot`. */
+    async slotsTaken(org: string, items: Array<{ head: number; slot: string }>): Promise<Set<string>> {
+      if (items.length === 0) return new Set();
+      const rows = await sql<{ key: string }[]>`
+        select rs.head_number::text || '/' || rs.slot::text as key
+        from unnest(${items.map((i) => i.head)}::bigint[], ${items.map((i) => i.slot)}::date[]) as x(head, slot)
+        join recurrence_slots rs on rs.organization_id = ${org} and rs.head_number = x.head and rs.slot = x.slot`;
+      return new Set(rows.map((r) => r.key));
+    },
+
+    /** Several tasks of one organization as rows (unknown numbers are absent). */
+    async tasksByNumber(org: string, numbers: number[]): Promise<TaskRow[]> {
+      if (numbers.length === 0) return [];
+      return sql<TaskRow[]>`select ${cols} from tasks where organization_id = ${org} and number = any(${numbers}::bigint[])`;
     },
 
     // -- events feed ---------------------------------------------------------------------------
