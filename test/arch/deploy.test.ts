@@ -259,7 +259,9 @@ describe.each(OVERLAYS)("deploy/k8s/overlays/%s", (overlay) => {
         c.envFrom?.some((e: Obj) => e.secretRef),
         `${nameOf(d)}: secrets by key, never a whole Secret`,
       ).toBeFalsy();
-      const expected = d.metadata.name === "delivery" ? [] : d.metadata.name === "webhooks" ? ["DATABASE_URL", "WEBHOOK_SECRET_KEY"] : ["DATABASE_URL"];
+      const sealing: Record<string, string> = { webhooks: "WEBHOOK_SECRET_KEY", keys: "KEYS_SECRET_KEY" };
+      const own = sealing[String(d.metadata.name)];
+      const expected = d.metadata.name === "delivery" ? [] : own ? ["DATABASE_URL", own].sort() : ["DATABASE_URL"];
       expect(secretEnv.sort(), `${nameOf(d)} secrets`).toEqual(expected);
     }
   });
@@ -377,6 +379,7 @@ describe("docker-compose.yml", () => {
       expect(s.depends_on?.nats?.condition, `${name} waits for a healthy NATS`).toBe("service_healthy");
       if (processOf(s) !== "delivery") expect(s.depends_on?.postgres?.condition, `${name} waits for a healthy Postgres`).toBe("service_healthy");
       expect("WEBHOOK_SECRET_KEY" in (s.environment ?? {}), `${name}: only the webhooks service gets WEBHOOK_SECRET_KEY`).toBe(processOf(s) === "webhooks");
+      expect("KEYS_SECRET_KEY" in (s.environment ?? {}), `${name}: only the keys service gets KEYS_SECRET_KEY`).toBe(processOf(s) === "keys");
     }
     expect(existsSync(join(root, "deploy/healthcheck.mjs"))).toBe(true);
   });

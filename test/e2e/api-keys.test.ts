@@ -146,6 +146,45 @@ describe("POST /v1/api-keys", () => {
     // The recorded answer is the stored key as a read shows it.
     const { key: _secret, ...shown } = first.body;
     expect((await listKeys(t.apiKey)).find((k) => k["id"] === first.body.id)).toEqual(shown);
+    // The keys service's record, the only place the secret is kept, holds it sealed (decision 0022).
+    const [own] = await db<{ result: string }[]>`select result::text as result from keys.idempotency where key = 'mint-once'`;
+    expect(own?.result).not.toContain(first.body.key);
+    expect(own?.result).not.toContain(first.body.key.slice(9, 30));
+    expect(JSON.parse(own?.result ?? "{}")).toEqual({ ...shown, key_sealed: expect.stringMatching(/^v1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/) });
+  });
+
+  it("when a keyed mint was recorded before records were sealed (plain), then its replay still answers that key", async () => {
+    const t = await f.tenant();
+    const nc = await connectNats({ url: stack.natsUrl, name: "test-legacy-record" });
+    try {
+      const keys = client(nc, keysRpc, { namespace: stack.namespace, timeoutMs: 10_000 });
+      const ctx = {
+        request_id: "req_legacy_record",
+        organization_id: t.organizationId,
+        user_id: t.userId,
+        credential_id: `key_legacy_${t.organizationId}`,
+        scopes: [...SCOPES],
+        plan: "pro" as const,
+        idempotency_key: "plain-record",
+      };
+      const recorded = {
+        id: "key_recorded_plain",
+        name: "recorded plain",
+        key_prefix: "svc_live_abc",
+        scopes: ["tasks:read"],
+        last_used_at: null,
+        expires_at: null,
+        created_at: "2026-11-24T00:00:00.000Z",
+        legacy: false,
+        key: "svc_live_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ",
+      };
+      await db`insert into keys.idempotency (credential_id, key, operation, result)
+        values (${ctx.credential_id}, ${ctx.idempotency_key}, 'createApiKey', ${db.json(recorded)})`;
+      const answer = await keys.call("createApiKey", { name: "recorded plain" }, ctx);
+      expect(answer).toMatchObject({ id: recorded.id, key: recorded.key });
+    } finally {
+      await nc.close();
+    }
   });
 
   it("when two executions of one keyed mint reach the keys service at once (twins), then both answer the same key and one is stored", async () => {

@@ -2,7 +2,10 @@ import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import { z } from "zod";
 
 /**
- * Signing secrets at rest (DESIGN §5): AES-256-GCM under the key in WEBHOOK_SECRET_KEY.
+ * Secrets at rest (DESIGN §5): AES-256-GCM under a key given by a setting. Webhook signing
+ * secrets are sealed under WEBHOOK_SECRET_KEY (webhooks service); a new API key's secret, in the
+ * keys service's Idempotency-Key record, under KEYS_SECRET_KEY (decision 0022). Each box names
+ * its setting in its errors.
  *
  * Sealed format: `v1.<iv>.<ciphertext‖tag>`, both parts base64url without padding. The version
  * names the algorithm and layout, so a later key rotation or algorithm can add `v2` and still open
@@ -27,17 +30,17 @@ export const DEV_SECRET_KEY = "dGFza3N2Yy1ERVYtT05MWS13ZWJob29rLWtleS0wMDA=";
 const KEY_FORMAT_HINT = "64 hex characters or base64 of 32 bytes (e.g. `openssl rand -base64 32`)";
 
 /**
- * WEBHOOK_SECRET_KEY → 32 key bytes. Two encodings are accepted because both are what
+ * A sealing key setting's value → 32 key bytes. Two encodings are accepted because both are what
  * `openssl rand` prints; they cannot be confused (64 hex characters would be 48 base64 bytes).
  */
-export function parseSecretKey(keyMaterial: string): Buffer {
+export function parseSecretKey(keyMaterial: string, setting = "WEBHOOK_SECRET_KEY"): Buffer {
   const text = keyMaterial.trim();
   if (/^[0-9a-fA-F]{64}$/.test(text)) return Buffer.from(text, "hex");
   if (/^[A-Za-z0-9+/_-]{43}=?$/.test(text)) {
     const key = Buffer.from(text.replace(/-/g, "+").replace(/_/g, "/"), "base64");
     if (key.length === KEY_BYTES) return key;
   }
-  throw new Error(`WEBHOOK_SECRET_KEY must be ${KEY_FORMAT_HINT}; got ${text.length} characters`);
+  throw new Error(`${setting} must be ${KEY_FORMAT_HINT}; got ${text.length} characters`);
 }
 
 export interface SecretBox {
@@ -47,8 +50,8 @@ export interface SecretBox {
   open(sealed: string): string;
 }
 
-export function secretBox(keyMaterial: string): SecretBox {
-  const key = parseSecretKey(keyMaterial);
+export function secretBox(keyMaterial: string, setting = "WEBHOOK_SECRET_KEY"): SecretBox {
+  const key = parseSecretKey(keyMaterial, setting);
   return {
     seal(plaintext) {
       const iv = randomBytes(IV_BYTES);
@@ -58,11 +61,11 @@ export function secretBox(keyMaterial: string): SecretBox {
     },
     open(sealed) {
       const parts = sealed.split(".");
-      if (parts.length !== 3 || parts[0] !== VERSION) throw new Error(`sealed webhook secret is not in the ${VERSION} format`);
+      if (parts.length !== 3 || parts[0] !== VERSION) throw new Error(`sealed secret is not in the ${VERSION} format`);
       const iv = strictBase64url(parts[1]);
       const body = strictBase64url(parts[2]);
       if (iv?.length !== IV_BYTES || body === undefined || body.length < TAG_BYTES) {
-        throw new Error(`sealed webhook secret is not in the ${VERSION} format`);
+        throw new Error(`sealed secret is not in the ${VERSION} format`);
       }
       // authTagLength pins the tag at 16 bytes: without it GCM accepts a truncated tag, which
       // makes forgery far cheaper.
@@ -72,7 +75,7 @@ export function secretBox(keyMaterial: string): SecretBox {
         return Buffer.concat([decipher.update(body.subarray(0, body.length - TAG_BYTES)), decipher.final()]).toString("utf8");
       } catch (cause) {
         // The only failure here is authentication; say which setting to check, never echo data.
-        throw new Error("sealed webhook secret failed authentication: altered, or sealed under another WEBHOOK_SECRET_KEY", { cause });
+        throw new Error(`sealed secret failed authentication: altered, or sealed under another ${setting}`, { cause });
       }
     },
   };
@@ -86,20 +89,25 @@ function strictBase64url(text: string | undefined): Buffer | undefined {
 }
 
 /**
- * The WEBHOOK_SECRET_KEY setting for a process's config schema: validated at start (a bad key stops
- * the process with the message from `parseSecretKey`); unset falls back to DEV_SECRET_KEY with
+ * A sealing key setting for a process's config schema, named `setting`: validated at start (a bad
+ * key stops the process with the message from `parseSecretKey`); unset falls back to `devKey` with
  * `isDevKey: true` so the process can warn.
  */
-export const webhookSecretKey = z
-  .string()
-  .optional()
-  .transform((value, ctx) => {
-    if (value === undefined) return { keyMaterial: DEV_SECRET_KEY, isDevKey: true };
-    try {
-      parseSecretKey(value);
-    } catch (e) {
-      ctx.addIssue({ code: "custom", message: e instanceof Error ? e.message : String(e) });
-      return z.NEVER;
-    }
-    return { keyMaterial: value, isDevKey: false };
-  });
+export function sealingKeySetting(setting: string, devKey: string) {
+  return z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      if (value === undefined) return { keyMaterial: devKey, isDevKey: true };
+      try {
+        parseSecretKey(value, setting);
+      } catch (e) {
+        ctx.addIssue({ code: "custom", message: e instanceof Error ? e.message : String(e) });
+        return z.NEVER;
+      }
+      return { keyMaterial: value, isDevKey: false };
+    });
+}
+
+/** The WEBHOOK_SECRET_KEY setting (webhooks service). */
+export const webhookSecretKey = sealingKeySetting("WEBHOOK_SECRET_KEY", DEV_SECRET_KEY);

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { DEV_SECRET_KEY, parseSecretKey, secretBox, webhookSecretKey } from "../src/secrets.js";
+import { DEV_SECRET_KEY, parseSecretKey, sealingKeySetting, secretBox, webhookSecretKey } from "../src/secrets.js";
 
 const plaintext = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 const keyB64 = () => randomBytes(32).toString("base64");
@@ -85,6 +85,16 @@ describe("parseSecretKey", () => {
   it("when sealed with a key in hex, then it opens with the same key in base64", () => {
     const raw = randomBytes(32);
     expect(secretBox(raw.toString("base64")).open(secretBox(raw.toString("hex")).seal(plaintext))).toBe(plaintext);
+  });
+});
+
+describe("a sealing key of another setting (KEYS_SECRET_KEY)", () => {
+  it("when its key is malformed or a sealed string was sealed under another key, then the errors name that setting", () => {
+    expect(() => secretBox("short", "KEYS_SECRET_KEY")).toThrow(/^KEYS_SECRET_KEY must be/);
+    const sealed = secretBox(keyB64(), "KEYS_SECRET_KEY").seal(plaintext);
+    expect(() => secretBox(keyB64(), "KEYS_SECRET_KEY").open(sealed)).toThrow(/another KEYS_SECRET_KEY/);
+    const schema = z.object({ KEYS_SECRET_KEY: sealingKeySetting("KEYS_SECRET_KEY", DEV_SECRET_KEY) });
+    expect(schema.safeParse({ KEYS_SECRET_KEY: "short" }).error?.issues[0]?.message).toMatch(/^KEYS_SECRET_KEY must be/);
   });
 });
 

@@ -2,10 +2,12 @@ import { fileURLToPath } from "node:url";
 import { serviceSettings, settings } from "@tasksvc/config";
 import { keysInvalidationSubject, keysRpc } from "@tasksvc/contracts";
 import { encodeJson } from "@tasksvc/nats";
+import { sealingKeySetting, secretBox } from "@tasksvc/outbound";
 import { defineService } from "@tasksvc/runtime";
 import { z } from "zod";
 import { devIssuer } from "./domain/dev-issuer.js";
 import { keysService } from "./domain/keys-service.js";
+import { DEV_KEYS_SECRET_KEY } from "./domain/secrets.js";
 import { keysRepo } from "./repo/keys-repo.js";
 import { keysHandlers } from "./rpc.js";
 
@@ -13,6 +15,11 @@ export const KeysConfig = z.object({
   ...serviceSettings,
   OAUTH_ISSUER: settings.OAUTH_ISSUER,
   OAUTH_AUDIENCE: settings.OAUTH_AUDIENCE,
+  /**
+   * Seals a new API key's secret in its Idempotency-Key record, the only place it is kept (for the
+   * 24 h in which a retry gets the same key back). Decision 0022.
+   */
+  KEYS_SECRET_KEY: sealingKeySetting("KEYS_SECRET_KEY", DEV_KEYS_SECRET_KEY),
 });
 export type KeysConfig = z.output<typeof KeysConfig>;
 
@@ -24,11 +31,15 @@ export const service = defineService({
   schema: "keys",
   migrations: MIGRATIONS_DIR,
   config: KeysConfig,
-  async start({ cfg, db, nc, namespace, serve, every }) {
+  async start({ cfg, db, nc, namespace, serve, every, log }) {
+    if (cfg.KEYS_SECRET_KEY.isDevKey) {
+      log.warn("KEYS_SECRET_KEY is not set: new API keys are sealed in their idempotency records with the public development key; set it outside development");
+    }
     const repo = keysRepo(db.sql);
     const svc = keysService({
       repo,
       tx: (fn) => db.tx((t) => fn(keysRepo(t))),
+      box: secretBox(cfg.KEYS_SECRET_KEY.keyMaterial, "KEYS_SECRET_KEY"),
       issuer: devIssuer(repo, cfg.OAUTH_ISSUER, cfg.OAUTH_AUDIENCE),
       async invalidate(organizationId) {
         nc.publish(keysInvalidationSubject(namespace), encodeJson({ organization_id: organizationId }));
@@ -37,7 +48,7 @@ export const service = defineService({
         await nc.flush();
       },
     });
-    // Idempotency records hold a new key's secret for their 24 h: removed hourly once past it.
+    // Idempotency records hold a new key's secret (sealed) for their 24 h: removed hourly once past it.
     every(60 * 60_000, "idempotency sweep", () => repo.idempotency.sweep());
     serve(keysRpc, keysHandlers(svc));
   },

@@ -17,14 +17,24 @@ import {
 } from "@tasksvc/contracts";
 import { newId } from "@tasksvc/db";
 import { AppError } from "@tasksvc/errors";
+import type { SecretBox } from "@tasksvc/outbound";
 import { toApiKey, toOrganization, type KeysRepo, type NewKey, type OrgRow } from "../repo/keys-repo.js";
 import type { DevIssuer } from "./dev-issuer.js";
 import { hashKey, keyPrefix, mintKeySecret } from "./secrets.js";
+
+/**
+ * What a keyed mint records under its Idempotency-Key: the answer with the secret SEALED
+ * (KEYS_SECRET_KEY), so no table holds a usable API key; a replay opens it again (decision 0022,
+ * as decision 0013 does for webhook signing secrets).
+ */
+type RecordedKey = Omit<CreatedApiKey, "key"> & { key_sealed: string };
 
 export interface KeysDeps {
   repo: KeysRepo;
   /** Runs `fn` in one transaction with a repo bound to it. */
   tx<T>(fn: (repo: KeysRepo) => Promise<T>): Promise<T>;
+  /** Seals a new key's secret in its Idempotency-Key record (KEYS_SECRET_KEY, decision 0022). */
+  box: SecretBox;
   issuer: DevIssuer;
   /** Tells every gateway replica to drop cached identities of an organization; resolves once sent. */
   invalidate(organizationId: string): Promise<void>;
@@ -61,6 +71,14 @@ const notFound = (what: string, id: string) => new AppError("resource_not_found"
 
 export function keysService(deps: KeysDeps) {
   const { repo } = deps;
+
+  /** A recorded mint as its replay answers it: the secret opened again. */
+  function opened(r: RecordedKey): CreatedApiKey {
+    // Records written before decision 0022 hold the secret plain (gone 24 h after the upgrade).
+    if ("key" in r && typeof r.key === "string") return r as CreatedApiKey;
+    const { key_sealed, ...shown } = r;
+    return { ...shown, key: deps.box.open(key_sealed) };
+  }
 
   async function orgOrThrow(orgId: string): Promise<OrgRow> {
     const org = await repo.organization(orgId);
@@ -129,8 +147,8 @@ export function keysService(deps: KeysDeps) {
       // gateway's own record (a killed gateway, a reply lost with the keys replica) gets the same
       // key back instead of a second one. A replay comes first, as the gateway's would.
       const { credentialId, idempotencyKey: idemKey } = t;
-      const prior = await repo.idempotency.replay<CreatedApiKey>(credentialId, idemKey, "createApiKey");
-      if (prior) return prior;
+      const prior = await repo.idempotency.replay<RecordedKey>(credentialId, idemKey, "createApiKey");
+      if (prior) return opened(prior);
       // Spec 4.1 / 5.6: the caller's user must be owner or admin NOW, whatever the key's scopes say.
       const m = await repo.membership(t.organizationId, t.userId);
       if (!m || (m.role !== "owner" && m.role !== "admin")) {
@@ -166,12 +184,14 @@ export function keysService(deps: KeysDeps) {
         }),
         key: secret,
       };
+      const { key: plain, ...shown } = created;
+      const record: RecordedKey = { ...shown, key_sealed: deps.box.seal(plain) };
       try {
-        await repo.insertKeyOnce(key, { credentialId, key: idemKey, result: created });
+        await repo.insertKeyOnce(key, { credentialId, key: idemKey, result: record });
         return created;
       } catch (e) {
         // A twin recorded the key first (the statement waited for its commit): its key is the answer.
-        return repo.idempotency.replayRecordedMeanwhile<CreatedApiKey>(e, credentialId, idemKey, "createApiKey");
+        return opened(await repo.idempotency.replayRecordedMeanwhile<RecordedKey>(e, credentialId, idemKey, "createApiKey"));
       }
     },
 
