@@ -74,6 +74,8 @@ export const service = defineService({
       call: (request, ctx) => delivery.call("call", request, ctx),
     });
     every(60 * 60_000, "idempotency sweep", () => repo.idempotency.sweep());
+    // The delivery log keeps 30 days, as the events feed does; attempts go with their delivery.
+    every(60 * 60_000, "delivery log sweep", () => deliveriesRepo(db.sql).sweep());
 
     const attempts = attemptsService({
       repo: attemptsRepo(db.sql),

@@ -1,4 +1,4 @@
-import type { TaskEventType } from "@tasksvc/contracts";
+import { EVENT_RETENTION_DAYS, type TaskEventType } from "@tasksvc/contracts";
 import type { Sql } from "@tasksvc/db";
 
 /** One event as the fan-out stores it: who, what, when, and the body to send. */
@@ -20,6 +20,26 @@ const IDS_PER_TRY = 16;
 /** The deliveries of schema `webhooks`. Bound to a pool or to one transaction. */
 export function deliveriesRepo(sql: Sql) {
   return {
+    /**
+     * The delivery log's retention: deletes finished deliveries (SUCCEEDED, FAILED, DISABLED)
+     * created more than EVENT_RETENTION_DAYS (30) ago, their attempts with them, `batch` rows per
+     * statement. The log then shows what the events feed shows. Work still to do (PENDING,
+     * DELIVERING) is never deleted, however old. Answers how many it deleted.
+     */
+    async sweep(batch = 10_000): Promise<number> {
+      let total = 0;
+      for (;;) {
+        const rows = await sql`
+          delete from deliveries where id in (
+            select id from deliveries
+            where created_at <= now() - make_interval(days => ${EVENT_RETENTION_DAYS}) and state in ('SUCCEEDED', 'FAILED', 'DISABLED')
+            limit ${batch})
+          returning 1`;
+        total += rows.length;
+        if (rows.length < batch) return total;
+      }
+    },
+
     /**
      * Makes one PENDING delivery per target endpoint that has none for the event yet, for several
      * events in one statement (the fan-out batches the events its consumer holds at once,
