@@ -175,6 +175,45 @@ describe("the recurrence scheduler", () => {
     expect(await days(c, head.id)).toEqual([threeOn.toISOString().slice(0, 10)]);
   });
 
+  it("when the basis is completion and the latest occurrence is archived instead of completed, then the next is due one interval after the day it was archived", async () => {
+    const c = caller();
+    const head = await series(c, { recurrence: { frequency: "DAILY", interval: 2, basis: "COMPLETION", start_date: "2026-11-01" } });
+    const bySeries = async () => (await repo.listTasks(c.organizationId, { limit: 100, archived: false, series: Number(head.id.slice(2)) })).parse().data;
+    const day = (at: Date) => at.toISOString().slice(0, 10);
+    const now = new Date();
+    const inDays = (n: number) => new Date(Date.parse(`${day(now)}T12:00:00Z`) + n * 86_400_000);
+    // The head was completed four days ago: its next occurrence was due two days ago, and is made now.
+    await svc.updateTask(c, head.id, { status: "COMPLETED" });
+    await db.sql`update tasks set updated_at = updated_at - interval '4 days' where organization_id = ${c.organizationId} and number = ${Number(head.id.slice(2))}`;
+    await scheduler().tick(now);
+    const [first] = await bySeries();
+    expect(first?.occurrence_date).toBe(day(inDays(-2)));
+    // Dismissed today (archived, never completed): the series goes on from today, not stalled.
+    await svc.setArchived(c, first?.id ?? "", true);
+    await scheduler().tick(inDays(1));
+    expect(await bySeries()).toEqual([]);
+    await scheduler().tick(inDays(2));
+    expect((await bySeries()).map((t) => t.occurrence_date)).toEqual([day(inDays(2))]);
+  });
+
+  it("when the basis is completion and an occurrence is completed before its own day (a replica's clock ran ahead), then the next is one interval after that day, not the same slot again", async () => {
+    const c = caller();
+    const head = await series(c, { recurrence: { frequency: "DAILY", basis: "COMPLETION", start_date: "2026-11-01" } });
+    const bySeries = async () => (await repo.listTasks(c.organizationId, { limit: 100, archived: false, series: Number(head.id.slice(2)) })).parse().data;
+    const day = (at: Date) => at.toISOString().slice(0, 10);
+    const inDays = (n: number) => new Date(Date.parse(`${day(new Date())}T12:00:00Z`) + n * 86_400_000);
+    await svc.updateTask(c, head.id, { status: "COMPLETED" });
+    // A replica a day ahead makes tomorrow's occurrence now; the user completes it today.
+    await scheduler().tick(inDays(1));
+    const [early] = await bySeries();
+    expect(early?.occurrence_date).toBe(day(inDays(1)));
+    await svc.updateTask(c, early?.id ?? "", { status: "COMPLETED" });
+    await scheduler().tick(inDays(1));
+    expect((await bySeries()).map((t) => t.occurrence_date)).toEqual([day(inDays(1))]);
+    await scheduler().tick(inDays(2));
+    expect((await bySeries()).map((t) => t.occurrence_date).sort()).toEqual([day(inDays(1)), day(inDays(2))]);
+  });
+
   it("when the series' zone is a day ahead of UTC, then the slot is the local day", async () => {
     const c = caller();
     const head = await series(c, { recurrence: { frequency: "DAILY", start_date: "2026-11-01", timezone: "Pacific/Auckland" } });

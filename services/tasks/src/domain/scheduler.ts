@@ -43,8 +43,8 @@ const sectionFor = (status: TaskStatus): DailySection => (status === "IN_PROGRES
  * - SCHEDULE: the latest slot due by today (in the series' zone) gets an occurrence, whether or
  *   not the last one was done. A scheduler that was down makes one occurrence for the latest
  *   missed slot, not one per missed day.
- * - COMPLETION: once the latest occurrence is COMPLETED, the next is due one interval after the
- *   day it was completed; it is made when that day comes.
+ * - COMPLETION: once the latest occurrence is COMPLETED (or archived instead), the next is due
+ *   one interval after the day it was completed (or archived); it is made when that day comes.
  * - `active: false` makes nothing; after resuming, the latest slot due is made (as after downtime).
  * - `end_date` and `max_occurrences` end the series (the head counts as the first occurrence).
  * - `rollover_enabled`: while the series' latest occurrence is unfinished after its day (its due
@@ -74,11 +74,16 @@ export function recurrenceScheduler(deps: Pick<TasksDeps, "repo" | "tx" | "writt
     const last = lastSlot(h);
     if (last === null) return null;
     if (r.basis === "SCHEDULE") return dueSlot(rule, last, today);
-    // COMPLETION: after the latest occurrence is completed, one interval on.
-    if (h.latest_status !== "COMPLETED") return null;
+    // COMPLETION: one interval after the latest occurrence was done: completed, or archived
+    // instead (dismissed), counted from the day it was completed, else from the day it was archived.
+    const doneAt = h.latest_status === "COMPLETED" ? h.latest_updated_at : h.latest_archived ? h.latest_archived_at : null;
+    if (doneAt === null) return null;
     if (r.max_occurrences !== null && h.made + 1 >= r.max_occurrences) return null;
-    const next = slotAfterCompletion(r, localDay(h.latest_updated_at, r.timezone));
-    if (next <= last || next > today) return null;
+    let next = slotAfterCompletion(r, localDay(doneAt, r.timezone));
+    // Done before its own day (a replica whose clock ran ahead made it early): one interval after
+    // that day instead, never the same slot again, and never a series stalled on it.
+    if (next <= last) next = slotAfterCompletion(r, last);
+    if (next > today) return null;
     if (r.end_date !== null && next > r.end_date) return null;
     return next;
   }

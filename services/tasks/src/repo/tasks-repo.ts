@@ -391,7 +391,8 @@ export function tasksRepo(sql: Sql) {
 
     async setArchived(org: string, number: number, archived: boolean): Promise<TaskRow | undefined> {
       const [row] = await sql<TaskRow[]>`
-        update tasks set archived = ${archived} where organization_id = ${org} and number = ${number} and archived <> ${archived}
+        update tasks set archived = ${archived}, archived_at = ${archived ? sql`now()` : null}
+        where organization_id = ${org} and number = ${number} and archived <> ${archived}
         returning ${cols}`;
       return row;
     },
@@ -605,6 +606,7 @@ export function tasksRepo(sql: Sql) {
           made: number;
           latest_status: TaskStatus;
           latest_updated_at: Date;
+          latest_archived_at: Date | null;
           latest_number: string;
           latest_archived: boolean;
           latest_due: string | null;
@@ -612,6 +614,7 @@ export function tasksRepo(sql: Sql) {
       >`
         select t.organization_id, t.number::text as number, t.owner_user_id, t.recurrence, t.created_at, t.xmin::text as seen,
           s.last_slot, s.made, coalesce(o.status, t.status) as latest_status, coalesce(o.updated_at, t.updated_at) as latest_updated_at,
+          o.archived_at as latest_archived_at,
           coalesce(o.number, t.number)::text as latest_number, coalesce(o.archived, false) as latest_archived,
           (case when o.number is null then t.due_date else o.due_date end)::text as latest_due
         from tasks t
@@ -620,7 +623,7 @@ export function tasksRepo(sql: Sql) {
           where rs.organization_id = t.organization_id and rs.head_number = t.number
         ) s
         left join lateral (
-          select x.status, x.updated_at, x.number, x.archived, x.due_date from recurrence_slots rs
+          select x.status, x.updated_at, x.number, x.archived, x.archived_at, x.due_date from recurrence_slots rs
           join tasks x on x.organization_id = rs.organization_id and x.number = rs.task_number
           where rs.organization_id = t.organization_id and rs.head_number = t.number
           order by rs.slot desc limit 1
