@@ -145,53 +145,50 @@ export function keysService(deps: KeysDeps) {
       // A keyed request mints once (DESIGN.md section 1): the key is recorded with the new key in
       // the minting statement, so a retry after a crash anywhere between the insert and the
       // gateway's own record (a killed gateway, a reply lost with the keys replica) gets the same
-      // key back instead of a second one. A replay comes first, as the gateway's would.
+      // key back instead of a second one. A replay comes first, as the gateway's would. One
+      // statement does it all (replay check, membership, record, insert; decision 0020): the
+      // answer is computed before it, so that the record can hold it.
       const { credentialId, idempotencyKey: idemKey } = t;
-      const prior = await repo.idempotency.replay<RecordedKey>(credentialId, idemKey, "createApiKey");
-      if (prior) return opened(prior);
-      // Spec 4.1 / 5.6: the caller's user must be owner or admin NOW, whatever the key's scopes say.
-      const m = await repo.membership(t.organizationId, t.userId);
-      if (!m || (m.role !== "owner" && m.role !== "admin")) {
-        throw new AppError(
-          "insufficient_scope",
-          `Minting API keys requires an owner or admin membership; the calling user is ${m ? `a ${m.role}` : "not a member"}.`,
-        );
-      }
       const expiresAt = body.expires_in_days === undefined ? null : new Date(Date.now() + body.expires_in_days * 86_400_000);
-      const spec: KeySpec = {
+      const { key: row, secret } = newKey({
         orgId: t.organizationId,
         userId: t.userId,
         name: body.name,
         scopes: [...new Set(body.scopes ?? DEFAULT_KEY_SCOPES)],
         kind: body.test_mode ? "test" : "live",
         expiresAt,
-      };
-      if (idemKey === undefined) return mintKey(repo, spec);
-      // Keyed: the key and its record in one statement, the answer computed before it (so that
-      // the record can hold it): no transaction, one round trip, as cheap as an unkeyed mint.
-      const { key: row, secret } = newKey(spec);
+      });
       const key = { ...row, createdAt: new Date() };
-      const created: CreatedApiKey = {
-        ...toApiKey({
-          id: key.id,
-          name: key.name,
-          key_prefix: key.keyPrefix,
-          scopes: [...key.scopes],
-          last_used_at: null,
-          expires_at: key.expiresAt,
-          created_at: key.createdAt,
-          legacy: key.legacy,
-        }),
-        key: secret,
-      };
-      const { key: plain, ...shown } = created;
-      const record: RecordedKey = { ...shown, key_sealed: deps.box.seal(plain) };
-      try {
-        await repo.insertKeyOnce(key, { credentialId, key: idemKey, result: record });
-        return created;
-      } catch (e) {
-        // A twin recorded the key first (the statement waited for its commit): its key is the answer.
-        return opened(await repo.idempotency.replayRecordedMeanwhile<RecordedKey>(e, credentialId, idemKey, "createApiKey"));
+      const shown = toApiKey({
+        id: key.id,
+        name: key.name,
+        key_prefix: key.keyPrefix,
+        scopes: [...key.scopes],
+        last_used_at: null,
+        expires_at: key.expiresAt,
+        created_at: key.createdAt,
+        legacy: key.legacy,
+      });
+      const once = idemKey === undefined ? null : { credentialId, key: idemKey, result: { ...shown, key_sealed: deps.box.seal(secret) } satisfies RecordedKey };
+      const out = await repo.mintApiKey(key, once);
+      switch (out.kind) {
+        case "minted":
+          return { ...shown, key: secret };
+        case "replay":
+          if (out.operation !== "createApiKey") throw new AppError("idempotency_key_reused", "This Idempotency-Key was already used for a different request.");
+          return opened(out.result as RecordedKey);
+        case "forbidden":
+          // Spec 4.1 / 5.6: the caller's user must be owner or admin NOW, whatever the key's scopes say.
+          throw new AppError(
+            "insufficient_scope",
+            `Minting API keys requires an owner or admin membership; the calling user is ${out.role ? `a ${out.role}` : "not a member"}.`,
+          );
+        case "recordedMeanwhile": {
+          // A twin recorded the key first (the statement waited for its commit): its key is the answer.
+          const stored = await repo.idempotency.replay<RecordedKey>(credentialId, idemKey, "createApiKey");
+          if (stored) return opened(stored);
+          throw new AppError("internal_error", "The Idempotency-Key was recorded but its result could not be read back.");
+        }
       }
     },
 

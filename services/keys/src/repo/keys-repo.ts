@@ -1,5 +1,5 @@
 import type { Sql } from "@tasksvc/db";
-import { decodeKeyset, idempotencyRecords, KeyRecordedMeanwhile, pageOf } from "@tasksvc/db";
+import { decodeKeyset, idempotencyRecords, pageOf } from "@tasksvc/db";
 import type { ApiKey, Member, Organization, Page, Plan, Role, Scope } from "@tasksvc/contracts";
 
 export interface OrgRow {
@@ -187,26 +187,54 @@ export function keysRepo(sql: Sql) {
     },
 
     /**
-     * Inserts a key and, in the same statement, its Idempotency-Key record (`result` is what the
-     * creation answered, computed before the insert). Throws KeyRecordedMeanwhile when a record of
-     * that key younger than 24 h exists (a twin, or the first attempt of a retry): nothing is
-     * inserted. A twin still in flight makes this wait for its commit, then throw.
+     * POST /v1/api-keys in ONE statement (decision 0020): the caller's membership, and under an
+     * Idempotency-Key the replay check and the record (`once.result`, the answer computed before
+     * the statement), together with the key's insert. What happened:
+     * - `replay`: a record of this Idempotency-Key younger than 24 h exists (whatever the caller's
+     *   role is now): `result` is what it answered;
+     * - `forbidden`: the caller is not an owner or admin (`role` null: not a member); nothing written;
+     * - `minted`: the key (and its record) are in;
+     * - `recordedMeanwhile`: a twin recorded the Idempotency-Key after this statement's snapshot
+     *   (the insert waited for its commit); nothing written. Its record is the answer.
+     * A record older than 24 h is replaced, as `recordOnce` does.
      */
-    async insertKeyOnce(k: NewKey & { createdAt: Date }, once: { credentialId: string; key: string; result: unknown }): Promise<void> {
-      const rows = await sql`
-        with recorded as (
+    async mintApiKey(
+      k: NewKey & { createdAt: Date },
+      once: { credentialId: string; key: string; result: unknown } | null,
+    ): Promise<
+      { kind: "replay"; operation: string; result: unknown } | { kind: "forbidden"; role: Role | null } | { kind: "minted" } | { kind: "recordedMeanwhile" }
+    > {
+      const [row] = await sql<{ prior_operation: string | null; prior_result: unknown; role: Role | null; inserted: number }[]>`
+        with prior as (
+          select operation, result from idempotency
+          where ${once !== null} and credential_id = ${once?.credentialId ?? ""} and key = ${once?.key ?? ""}
+            and created_at > now() - interval '24 hours'
+        ), member as (
+          select role from memberships where organization_id = ${k.organizationId} and user_id = ${k.userId}
+        ), allowed as (
+          select 1 as ok from member where role in ('owner', 'admin') and not exists (select 1 from prior)
+        ), recorded as (
           insert into idempotency as i (credential_id, key, operation, result)
-          values (${once.credentialId}, ${once.key}, 'createApiKey', ${sql.json(once.result as never)})
+          select ${once?.credentialId ?? ""}, ${once?.key ?? ""}, 'createApiKey', ${sql.json((once?.result ?? null) as never)}
+          from allowed where ${once !== null}
           on conflict (credential_id, key) do update set operation = excluded.operation, result = excluded.result, created_at = now()
             where i.created_at <= now() - interval '24 hours'
-          returning 1
+          returning 1 as ok
+        ), go as (
+          select ok from recorded union all select ok from allowed where ${once === null}
+        ), inserted as (
+          insert into api_keys (id, organization_id, user_id, name, key_hash, key_prefix, scopes, legacy, test_mode, expires_at, created_at)
+          select ${k.id}, ${k.organizationId}, ${k.userId}, ${k.name}, ${k.keyHash}, ${k.keyPrefix},
+                 ${sql.array(k.scopes as Scope[])}, ${k.legacy}, ${k.testMode}, ${k.expiresAt}, ${k.createdAt}
+          from go
+          returning id
         )
-        insert into api_keys (id, organization_id, user_id, name, key_hash, key_prefix, scopes, legacy, test_mode, expires_at, created_at)
-        select ${k.id}, ${k.organizationId}, ${k.userId}, ${k.name}, ${k.keyHash}, ${k.keyPrefix},
-               ${sql.array(k.scopes as Scope[])}, ${k.legacy}, ${k.testMode}, ${k.expiresAt}, ${k.createdAt}
-        from recorded
-        returning id`;
-      if (rows.length !== 1) throw new KeyRecordedMeanwhile();
+        select (select operation from prior) as prior_operation, (select result from prior) as prior_result,
+          (select role from member) as role, (select count(*) from inserted)::int as inserted`;
+      if (!row) throw new Error("the mint statement returned no row");
+      if (row.prior_operation !== null) return { kind: "replay", operation: row.prior_operation, result: row.prior_result };
+      if (row.role !== "owner" && row.role !== "admin") return { kind: "forbidden", role: row.role };
+      return row.inserted === 1 ? { kind: "minted" } : { kind: "recordedMeanwhile" };
     },
 
     async insertKey(k: NewKey): Promise<KeyRow> {
