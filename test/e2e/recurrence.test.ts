@@ -19,6 +19,17 @@ afterAll(async () => {
   await stack?.stop();
 });
 
+/** A series' value on the first tasks replica's /metrics (NaN when absent). */
+async function metric(series: string): Promise<number> {
+  const text = await (await fetch(`${stack.opsUrls.tasks?.[0]}/metrics`)).text();
+  return Number(
+    text
+      .split("\n")
+      .find((l) => l.startsWith(`${series} `))
+      ?.split(" ")[1] ?? Number.NaN,
+  );
+}
+
 const client = (t: Tenant) => createClient({ baseUrl: stack.gatewayUrls[0] as string, token: t.apiKey, retries: 0 });
 
 describe("recurring tasks through the running service", () => {
@@ -52,6 +63,7 @@ describe("recurring tasks through the running service", () => {
     expect(bySeries.map((x) => x.id)).toEqual([others[0]?.id]);
     const none = await client(t).GET("/v1/tasks", { params: { query: { series_task_id: "T-999999" } } });
     expect(none.response.status).toBe(404);
+    expect(await metric("tasksvc_recurrence_occurrences_total")).toBeGreaterThanOrEqual(1);
     const created = unwrap(await client(t).GET("/v1/events", { params: { query: { type: "task.created" } } })).data;
     expect(created.map((e) => e.data.id).sort()).toEqual([head.id, others[0]?.id].sort());
   });
@@ -107,5 +119,9 @@ describe("recurring tasks through the running service", () => {
     } finally {
       await nc.drain();
     }
+    // The scheduler's metrics (the replicas of this stack run in this process, on one registry).
+    expect(await metric('tasksvc_recurrence_rollovers_total{outcome="placed"}')).toBeGreaterThanOrEqual(1);
+    expect(await metric("tasksvc_recurrence_series_read_total")).toBeGreaterThanOrEqual(1);
+    expect(await metric("tasksvc_recurrence_tick_seconds_count")).toBeGreaterThanOrEqual(1);
   });
 });

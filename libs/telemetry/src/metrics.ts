@@ -154,6 +154,41 @@ export const webhookEndpointsDisabled = new Counter({
   registers,
 });
 
+// --- Recurrence scheduler (tasks, decision 0021) ------------------------------------------
+
+export const recurrenceTickDuration = new Histogram({
+  name: "tasksvc_recurrence_tick_seconds",
+  help: "One tick of the recurrence scheduler: reading the series due, making occurrences, rollovers, wake-ups.",
+  buckets: LATENCY,
+  registers,
+});
+
+export const recurrenceSeriesRead = new Counter({
+  name: "tasksvc_recurrence_series_read_total",
+  help: "Series a tick read (their wake-up time had come).",
+  registers,
+});
+
+export const recurrenceOccurrences = new Counter({
+  name: "tasksvc_recurrence_occurrences_total",
+  help: "Occurrences of recurring tasks made (tasks created by the scheduler).",
+  registers,
+});
+
+export const recurrenceRollovers = new Counter({
+  name: "tasksvc_recurrence_rollovers_total",
+  help: "Unfinished occurrences asked onto a board, by outcome (placed, already: placed before that day, failed).",
+  labelNames: ["outcome"] as const,
+  registers,
+});
+
+export const recurrenceFailures = new Counter({
+  name: "tasksvc_recurrence_failures_total",
+  help: "Series the scheduler could not serve in a tick, by what failed (occurrence, rollover); each is tried again next tick.",
+  labelNames: ["what"] as const,
+  registers,
+});
+
 // --- Postgres -------------------------------------------------------------------------------
 
 export const dbTransactionDuration = new Histogram({

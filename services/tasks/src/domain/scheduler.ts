@@ -1,6 +1,7 @@
 import type { DailySection, Recurrence, RollOverInput, TaskStatus } from "@tasksvc/contracts";
 import { newId } from "@tasksvc/db";
 import type { Logger } from "@tasksvc/logger";
+import { recurrenceFailures, recurrenceOccurrences, recurrenceRollovers, recurrenceSeriesRead, recurrenceTickDuration } from "@tasksvc/telemetry";
 import { type Content, ReferenceVanished, type TaskRow, type TasksRepo } from "../repo/tasks-repo.js";
 import { type Day, dueSlot, localDay, nextDayStart, ruleOf, slotAfterCompletion, slotFrom } from "./recurrence.js";
 import type { TasksDeps } from "./tasks-service.js";
@@ -169,6 +170,7 @@ export function recurrenceScheduler(deps: Pick<TasksDeps, "repo" | "tx" | "writt
       try {
         made += await occur(org, [d]);
       } catch (err) {
+        recurrenceFailures.inc({ what: "occurrence" });
         log.error({ err, organization_id: org, task: `T-${d.h.number}`, slot: d.slot }, "could not make a recurring task's occurrence");
       }
     }
@@ -196,6 +198,55 @@ export function recurrenceScheduler(deps: Pick<TasksDeps, "repo" | "tx" | "writt
     };
   }
 
+  /** One tick's work (tick() adds its metrics). */
+  async function tickAt(now: Date): Promise<number> {
+    let made = 0;
+    const done: Array<{ org: string; number: number; seen: string; wake: Date }> = [];
+    const dueByOrg = new Map<string, Due[]>();
+    const heads = await deps.repo.recurringHeads(now);
+    recurrenceSeriesRead.inc(heads.length);
+    for (const h of heads) {
+      const slot = due(h, now);
+      if (slot !== null) {
+        // Its latest occurrence is about to change (here or on another replica): the next tick
+        // looks at it again, for its rollover. So it is not put to sleep.
+        const list = dueByOrg.get(h.organization_id) ?? [];
+        list.push({ h, slot });
+        dueByOrg.set(h.organization_id, list);
+        continue;
+      }
+      const place = rollover(h, now);
+      if (place !== null) {
+        try {
+          // Once per task and day by the boards service's own record, however often asked.
+          recurrenceRollovers.inc({ outcome: (await deps.boards.rollOver(place)) ? "placed" : "already" });
+        } catch (err) {
+          recurrenceRollovers.inc({ outcome: "failed" });
+          recurrenceFailures.inc({ what: "rollover" });
+          log.error(
+            { err, organization_id: h.organization_id, task: `T-${place.task_number}`, date: place.date },
+            "could not roll a recurring task's occurrence onto a board",
+          );
+          continue;
+        }
+      }
+      done.push({ org: h.organization_id, number: Number(h.number), seen: h.seen, wake: nextDayStart(now, h.recurrence.timezone) });
+    }
+    for (const [org, list] of dueByOrg) {
+      for (let i = 0; i < list.length; i += BATCH) {
+        const batch = list.slice(i, i + BATCH);
+        try {
+          made += await occur(org, batch);
+        } catch (err) {
+          recurrenceFailures.inc({ what: "occurrence" }, batch.length);
+          log.error({ err, organization_id: org, series: batch.length }, "could not make recurring tasks' occurrences");
+        }
+      }
+    }
+    await deps.repo.wakeAt(done);
+    return made;
+  }
+
   return {
     /**
      * Makes every occurrence due at `now`, then rolls unfinished ones onto today's boards; answers
@@ -205,46 +256,14 @@ export function recurrenceScheduler(deps: Pick<TasksDeps, "repo" | "tx" | "writt
      * failing series does not stop the others; it is looked at again on the next tick.
      */
     async tick(now: Date): Promise<number> {
-      let made = 0;
-      const done: Array<{ org: string; number: number; seen: string; wake: Date }> = [];
-      const dueByOrg = new Map<string, Due[]>();
-      for (const h of await deps.repo.recurringHeads(now)) {
-        const slot = due(h, now);
-        if (slot !== null) {
-          // Its latest occurrence is about to change (here or on another replica): the next tick
-          // looks at it again, for its rollover. So it is not put to sleep.
-          const list = dueByOrg.get(h.organization_id) ?? [];
-          list.push({ h, slot });
-          dueByOrg.set(h.organization_id, list);
-          continue;
-        }
-        const place = rollover(h, now);
-        if (place !== null) {
-          try {
-            // Once per task and day by the boards service's own record, however often asked.
-            await deps.boards.rollOver(place);
-          } catch (err) {
-            log.error(
-              { err, organization_id: h.organization_id, task: `T-${place.task_number}`, date: place.date },
-              "could not roll a recurring task's occurrence onto a board",
-            );
-            continue;
-          }
-        }
-        done.push({ org: h.organization_id, number: Number(h.number), seen: h.seen, wake: nextDayStart(now, h.recurrence.timezone) });
+      const endTimer = recurrenceTickDuration.startTimer();
+      try {
+        const made = await tickAt(now);
+        recurrenceOccurrences.inc(made);
+        return made;
+      } finally {
+        endTimer();
       }
-      for (const [org, list] of dueByOrg) {
-        for (let i = 0; i < list.length; i += BATCH) {
-          const batch = list.slice(i, i + BATCH);
-          try {
-            made += await occur(org, batch);
-          } catch (err) {
-            log.error({ err, organization_id: org, series: batch.length }, "could not make recurring tasks' occurrences");
-          }
-        }
-      }
-      await deps.repo.wakeAt(done);
-      return made;
     },
   };
 }
