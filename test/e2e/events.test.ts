@@ -57,6 +57,25 @@ describe("GET /v1/events", () => {
     expect(none).toEqual({ data: [], has_more: false, next_cursor: null });
   });
 
+  it("when filtered by task, then only that task's events come, newest first, whichever way the id is written; an id that names no task is 404", async () => {
+    const t = await f.tenant();
+    const streamed = await history(t);
+    const first = streamed[0]?.data.id ?? "";
+    const mine = streamed.filter((e) => e.data.id === first).map((e) => e.id);
+    expect(mine).toHaveLength(2); // its create and its update
+    for (const ref of [first, first.slice(2)]) {
+      const got = unwrap(await client(t).GET("/v1/events", { params: { query: { task_id: ref } } }));
+      expect(got.data.map((e) => e.id)).toEqual([...mine].reverse());
+      expect(got.data.every((e) => e.data.id === first)).toBe(true);
+    }
+    const created = unwrap(await client(t).GET("/v1/events", { params: { query: { task_id: first, type: "task.created" } } }));
+    expect(created.data.map((e) => e.id)).toEqual([mine[0]]);
+    const unknown = await gw.get("/v1/events?task_id=T-999999", { token: t.apiKey });
+    expect(unknown.status, unknown.text).toBe(404);
+    const other = await f.tenant();
+    expect((await gw.get(`/v1/events?task_id=${first}`, { token: other.apiKey })).status).toBe(404);
+  });
+
   it("when an event is asked for by id, then it is the feed's item; another organization's, or an unknown id, is 404", async () => {
     const t = await f.tenant();
     const other = await f.tenant();
@@ -95,6 +114,7 @@ describe("GET /v1/events", () => {
       ["created_lt=2026-13-01T00:00:00Z", "/created_lt"],
       ["limit=0", "/limit"],
       ["kind=x", "/kind"],
+      ["task_id=task", "/task_id"],
     ] as const) {
       const r = await gw.get(`/v1/events?${query}`, { token: t.apiKey });
       expect(r.status, `${query}: ${r.text}`).toBe(400);

@@ -8395,6 +8395,11 @@ export interface operations {
                  */
                 type?: "task.created" | "task.updated" | "task.archived";
                 /**
+                 * @description Only the events of this task (404 when no task has this id).
+                 * @example T-42
+                 */
+                task_id?: string;
+                /**
                  * @description Only events that occurred at or after this time (ISO 8601).
                  * @example 2026-11-01T00:00:00Z
                  */

@@ -236,6 +236,7 @@ export const PARAMETER_DOCS: Record<string, Omit<FieldDoc, "example"> & { exampl
   endpoint_id: { description: "The webhook endpoint's id.", example: "whe_8kQ3mT6pL2vX9nD4bR7sW1" },
   "listWebhookDeliveries.state": { description: "Only deliveries in this state.", example: "FAILED" },
   "listEvents.type": { description: "Only events of this type.", example: "task.updated" },
+  "listEvents.task_id": { description: "Only the events of this task (404 when no task has this id).", example: "T-42" },
   "listEvents.created_gte": { description: "Only events that occurred at or after this time (ISO 8601).", example: "2026-11-01T00:00:00Z" },
   "listEvents.created_lt": { description: "Only events that occurred before this time (ISO 8601).", example: "2026-11-24T00:00:00Z" },
   "getEvent.event_id": { description: "The event's id: the `webhook-id` header of its deliveries.", example: "evt_2nK7xQ4mT9pL3vD6bR8sW5" },

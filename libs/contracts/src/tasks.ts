@@ -440,6 +440,7 @@ const EventTime = z.iso.datetime({ offset: true });
  */
 export const ListEventsQuery = PageQuery.extend({
   type: TaskEventType.optional(),
+  task_id: TaskRef.optional(),
   created_gte: EventTime.optional(),
   created_lt: EventTime.optional(),
 }).strict();

@@ -1,6 +1,7 @@
 import {
   type RawJson,
   normalizeRecurrence,
+  taskId,
   taskNumber,
   type Caller,
   type CreateTaskBody,
@@ -177,11 +178,24 @@ export function tasksService(deps: TasksDeps) {
     },
 
     /** The events feed (issue 16): the organization's task events of the last 30 days, newest first. */
-    listEvents(
+    async listEvents(
       c: Caller,
-      q: { limit: number; after?: string | undefined; type?: Event["type"] | undefined; created_gte?: string | undefined; created_lt?: string | undefined },
+      q: {
+        limit: number;
+        after?: string | undefined;
+        type?: Event["type"] | undefined;
+        task_id?: string | undefined;
+        created_gte?: string | undefined;
+        created_lt?: string | undefined;
+      },
     ): Promise<RawJson<Page<Event>>> {
-      return repo.listEvents(c.organizationId, q);
+      // An id that names no task is a 404, as for the task list's filters. A task whose events
+      // are all past the 30 days answers an empty page.
+      if (q.task_id === undefined) return repo.listEvents(c.organizationId, q);
+      const n = taskNumber(q.task_id);
+      if (n === null || !(await repo.taskExists(c.organizationId, n))) throw noTask();
+      // Matched as events carry it (`T-<n>`), whatever spelling the query used.
+      return repo.listEvents(c.organizationId, { ...q, task_id: taskId(n) });
     },
 
     async getEvent(c: Caller, id: string): Promise<RawJson<Event>> {

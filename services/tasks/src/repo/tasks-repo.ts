@@ -694,7 +694,14 @@ export function tasksRepo(sql: Sql) {
      */
     async listEvents(
       org: string,
-      q: { limit: number; after?: string | undefined; type?: TaskEventType | undefined; created_gte?: string | undefined; created_lt?: string | undefined },
+      q: {
+        limit: number;
+        after?: string | undefined;
+        type?: TaskEventType | undefined;
+        task_id?: string | undefined;
+        created_gte?: string | undefined;
+        created_lt?: string | undefined;
+      },
     ) {
       const [at, id] = q.after ? decodeKeyset(q.after, 2) : [null, null];
       const rows = await sql<{ json: string; cursor_at: string; id: string }[]>`
@@ -702,6 +709,7 @@ export function tasksRepo(sql: Sql) {
         from events
         where organization_id = ${org} and created_at > now() - make_interval(days => ${EVENT_RETENTION_DAYS})
           ${q.type === undefined ? sql`` : sql`and type = ${q.type}`}
+          ${q.task_id === undefined ? sql`` : sql`and payload->'data'->>'id' = ${q.task_id}`}
           ${q.created_gte === undefined ? sql`` : sql`and created_at >= ${q.created_gte}::timestamptz`}
           ${q.created_lt === undefined ? sql`` : sql`and created_at < ${q.created_lt}::timestamptz`}
           ${at === null ? sql`` : sql`and (created_at, id) < (${String(at)}::text::timestamp at time zone 'UTC', ${String(id)})`}
