@@ -25,6 +25,16 @@ export class KeyRecordedMeanwhile extends Error {
  * below; a write that records its key in its own statement (a group-committed create, a keyed
  * mint) uses `replay()` before and `replayRecordedMeanwhile()` after.
  */
+/**
+ * A stored record's result as a replay of `operation` answers it: a key stored for another
+ * operation is 422 idempotency_key_reused. For a repository whose own statement reads the record
+ * (the keyed mint, which checks and records in one statement); `replay()` uses it too.
+ */
+export function storedResult<T>(row: { operation: string; result: unknown }, operation: string): T {
+  if (row.operation !== operation) throw new AppError("idempotency_key_reused", "This Idempotency-Key was already used for a different request.");
+  return row.result as T;
+}
+
 export function idempotencyRecords(sql: Sql) {
   /**
    * The stored result of `operation` under this key, or undefined (also when there is no key).
@@ -34,9 +44,7 @@ export function idempotencyRecords(sql: Sql) {
     if (key === undefined) return undefined;
     const [row] = await sql<{ operation: string; result: T }[]>`
       select operation, result from idempotency where credential_id = ${credentialId} and key = ${key} and created_at > now() - interval '24 hours'`;
-    if (!row) return undefined;
-    if (row.operation !== operation) throw new AppError("idempotency_key_reused", "This Idempotency-Key was already used for a different request.");
-    return row.result;
+    return row && storedResult<T>(row, operation);
   }
 
   return {

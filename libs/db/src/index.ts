@@ -6,3 +6,4 @@ export * from "./ids.js";
 export * from "./keyset.js";
 export * from "./idempotency.js";
 export * from "./outbox.js";
+export * from "./sweep.js";

@@ -15,7 +15,7 @@ import {
   type Role,
   type Scope,
 } from "@tasksvc/contracts";
-import { newId } from "@tasksvc/db";
+import { newId, storedResult } from "@tasksvc/db";
 import { AppError } from "@tasksvc/errors";
 import type { SecretBox } from "@tasksvc/outbound";
 import { toApiKey, toOrganization, type KeysRepo, type NewKey, type OrgRow } from "../repo/keys-repo.js";
@@ -175,8 +175,7 @@ export function keysService(deps: KeysDeps) {
         case "minted":
           return { ...shown, key: secret };
         case "replay":
-          if (out.operation !== "createApiKey") throw new AppError("idempotency_key_reused", "This Idempotency-Key was already used for a different request.");
-          return opened(out.result as RecordedKey);
+          return opened(storedResult<RecordedKey>(out, "createApiKey"));
         case "forbidden":
           // Spec 4.1 / 5.6: the caller's user must be owner or admin NOW, whatever the key's scopes say.
           throw new AppError(

@@ -2,7 +2,7 @@ import type { DailySection, Recurrence, RollOverInput, TaskStatus } from "@tasks
 import { newId } from "@tasksvc/db";
 import type { Logger } from "@tasksvc/logger";
 import { recurrenceFailures, recurrenceOccurrences, recurrenceRollovers, recurrenceSeriesRead, recurrenceTickDuration } from "@tasksvc/telemetry";
-import { type Content, ReferenceVanished, type TaskRow, type TasksRepo } from "../repo/tasks-repo.js";
+import { type Content, contentOf, ReferenceVanished, type TaskRow, type TasksRepo } from "../repo/tasks-repo.js";
 import { type Day, dueSlot, localDay, nextDayStart, ruleOf, slotAfterCompletion, slotFrom } from "./recurrence.js";
 import type { TasksDeps } from "./tasks-service.js";
 
@@ -90,19 +90,7 @@ export function recurrenceScheduler(deps: Pick<TasksDeps, "repo" | "tx" | "writt
   }
 
   /** An occurrence's content: the head's, status TODO, due on its slot, with no recurrence of its own. */
-  const contentFor = (head: TaskRow, slot: Day): Content => ({
-    title: head.title,
-    description: head.description,
-    status: "TODO",
-    priority: head.priority,
-    start_date: null,
-    due_date: slot,
-    notes: head.notes,
-    story_points: head.story_points === null ? null : Number(head.story_points),
-    recurrence: null,
-    project_ids: head.project_ids,
-    parent_number: head.parent_number === null ? null : Number(head.parent_number),
-  });
+  const contentFor = (head: TaskRow, slot: Day): Content => ({ ...contentOf(head), status: "TODO", start_date: null, due_date: slot, recurrence: null });
 
   /**
    * Makes the occurrences of due series of one organization in one transaction: one read of the

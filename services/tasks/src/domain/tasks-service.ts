@@ -62,6 +62,18 @@ export function toIsoOrNull(v: string | null): string | null {
 
 export function tasksService(deps: TasksDeps) {
   const { repo } = deps;
+
+  /**
+   * A list filter that names a task (`parent_task_id`, `series_task_id`, the feed's `task_id`): its
+   * number, or undefined when the filter is not given. An id that names no task of the
+   * organization is a 404 naming `what`.
+   */
+  async function filterTask(org: string, ref: string | undefined, what: string): Promise<number | undefined> {
+    if (ref === undefined) return undefined;
+    const n = taskNumber(ref);
+    if (n === null || !(await repo.taskExists(org, n))) throw notFound(what);
+    return n;
+  }
   const creates = createBatcher(deps, async (r, c, b) => {
     const org = c.organizationId;
     const projectIds = b.project_ids ?? (b.project_id === undefined ? [] : [b.project_id]);
@@ -161,18 +173,8 @@ export function tasksService(deps: TasksDeps) {
       },
     ): Promise<RawJson<Page<Task>>> {
       const org = c.organizationId;
-      let parent: number | undefined;
-      if (q.parent_task_id !== undefined) {
-        const n = taskNumber(q.parent_task_id);
-        if (n === null || !(await repo.taskExists(org, n))) throw notFound("parent task");
-        parent = n;
-      }
-      let series: number | undefined;
-      if (q.series_task_id !== undefined) {
-        const n = taskNumber(q.series_task_id);
-        if (n === null || !(await repo.taskExists(org, n))) throw notFound("series task");
-        series = n;
-      }
+      const parent = await filterTask(org, q.parent_task_id, "parent task");
+      const series = await filterTask(org, q.series_task_id, "series task");
       if (q.project_id !== undefined && !(await repo.project(org, q.project_id))) throw notFound("project");
       return repo.listTasks(org, { limit: q.limit, after: q.after, status: q.status, project_id: q.project_id, parent, series, archived: q.archived });
     },
@@ -191,11 +193,9 @@ export function tasksService(deps: TasksDeps) {
     ): Promise<RawJson<Page<Event>>> {
       // An id that names no task is a 404, as for the task list's filters. A task whose events
       // are all past the 30 days answers an empty page.
-      if (q.task_id === undefined) return repo.listEvents(c.organizationId, q);
-      const n = taskNumber(q.task_id);
-      if (n === null || !(await repo.taskExists(c.organizationId, n))) throw noTask();
+      const n = await filterTask(c.organizationId, q.task_id, "task");
       // Matched as events carry it (`T-<n>`), whatever spelling the query used.
-      return repo.listEvents(c.organizationId, { ...q, task_id: taskId(n) });
+      return repo.listEvents(c.organizationId, { ...q, task_id: n === undefined ? undefined : taskId(n) });
     },
 
     async getEvent(c: Caller, id: string): Promise<RawJson<Event>> {

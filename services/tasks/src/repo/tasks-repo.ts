@@ -1,6 +1,18 @@
 import type { DependencyView, Event, Project, Recurrence, Task, TaskEventType, TaskStatus, TaskSummary, TaskVersion } from "@tasksvc/contracts";
 import { EVENT_RETENTION_DAYS, RawJson, taskId } from "@tasksvc/contracts";
-import { decodeKeyset, idempotencyRecords, KeyRecordedMeanwhile, mapPgError, newId, pageOf, PG, rawPageOf, type PgErrorRule, type Sql } from "@tasksvc/db";
+import {
+  decodeKeyset,
+  deleteInBatches,
+  idempotencyRecords,
+  KeyRecordedMeanwhile,
+  mapPgError,
+  newId,
+  pageOf,
+  PG,
+  rawPageOf,
+  type PgErrorRule,
+  type Sql,
+} from "@tasksvc/db";
 
 /**
  * A keyset position's time as text, to the microsecond the column holds (milliseconds would make
@@ -727,15 +739,13 @@ export function tasksRepo(sql: Sql) {
 
     /** Deletes events past the retention, a batch at a time; answers how many went. */
     async sweepEvents(batch = 10_000): Promise<number> {
-      let total = 0;
-      for (;;) {
+      return deleteInBatches(batch, async () => {
         const rows = await sql`
           delete from events where id in (
             select id from events where created_at <= now() - make_interval(days => ${EVENT_RETENTION_DAYS}) limit ${batch})
           returning 1`;
-        total += rows.length;
-        if (rows.length < batch) return total;
-      }
+        return rows.length;
+      });
     },
 
     // -- outbox and idempotency -------------------------------------------------------------

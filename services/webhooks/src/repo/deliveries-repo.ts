@@ -1,5 +1,5 @@
 import { EVENT_RETENTION_DAYS, type TaskEventType } from "@tasksvc/contracts";
-import type { Sql } from "@tasksvc/db";
+import { deleteInBatches, type Sql } from "@tasksvc/db";
 
 /** One event as the fan-out stores it: who, what, when, and the body to send. */
 export interface FanOutEvent {
@@ -27,17 +27,15 @@ export function deliveriesRepo(sql: Sql) {
      * DELIVERING) is never deleted, however old. Answers how many it deleted.
      */
     async sweep(batch = 10_000): Promise<number> {
-      let total = 0;
-      for (;;) {
+      return deleteInBatches(batch, async () => {
         const rows = await sql`
           delete from deliveries where id in (
             select id from deliveries
             where created_at <= now() - make_interval(days => ${EVENT_RETENTION_DAYS}) and state in ('SUCCEEDED', 'FAILED', 'DISABLED')
             limit ${batch})
           returning 1`;
-        total += rows.length;
-        if (rows.length < batch) return total;
-      }
+        return rows.length;
+      });
     },
 
     /**
