@@ -18,8 +18,6 @@ install: node_modules/.installed ## install dependencies from the lock file
 
 build: install ## compile every package (tsc -b)
 	npx tsc -b
-	@# The admin CLI is a bin (`npx tasksvc-admin`): a fresh dist/main.js needs its executable bit.
-	@chmod +x tools/admin/dist/main.js
 
 # After build: Biome infers the types of other packages (noFloatingPromises) from their dist/*.d.ts.
 # Both checks run and either fails the target, so one run shows everything to fix.

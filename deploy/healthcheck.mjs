@@ -2,7 +2,8 @@
 //   node deploy/healthcheck.mjs            GET /healthz (liveness) of the process in this container
 //   node deploy/healthcheck.mjs /readyz    GET /readyz (docker-compose.yml: healthy = ready to serve)
 //   node deploy/healthcheck.mjs http://127.0.0.1:9101/readyz   an explicit URL
-// The port: the gateway answers on PORT (default 8080); a service on OPS_PORT, else its default
+// The port: the gateway's PORT (default 8080), where its /healthz and /readyz answer as well as on
+// its ops port (its /readyz is what the load balancer in front of it sees); a service's OPS_PORT, else its default
 // ops port from the registry (libs/contracts SERVICES). Which process runs is read from the
 // command lines in /proc (services/<name>/dist/main.js). Exit 0 when the answer is 2xx, else 1.
 import { readFileSync, readdirSync } from "node:fs";

@@ -3,6 +3,7 @@
 //
 //   WEBHOOK_SECRET=whsec_… node examples/webhook-receiver.mjs        # listens on 127.0.0.1:9000
 //   PORT=9001 WEBHOOK_SECRET=whsec_… node examples/webhook-receiver.mjs
+//   HOST=0.0.0.0 WEBHOOK_SECRET=whsec_… node examples/webhook-receiver.mjs   # reachable from containers (docker compose)
 //
 // Every request is verified with `standardwebhooks`, the reference implementation of the
 // Standard Webhooks spec (npm i standardwebhooks): the `webhook-signature` header must carry a
@@ -19,6 +20,7 @@ if (!secret?.startsWith("whsec_")) {
 }
 const verifier = new Webhook(secret);
 const port = Number(process.env.PORT ?? 9000);
+const host = process.env.HOST ?? "127.0.0.1";
 const seen = new Set();
 
 http
@@ -49,4 +51,4 @@ http
       res.writeHead(204).end();
     });
   })
-  .listen(port, "127.0.0.1", () => console.log(`listening on http://127.0.0.1:${port}/`));
+  .listen(port, host, () => console.log(`listening on http://${host}:${port}/`));

@@ -39,10 +39,12 @@ const LIB_GRAPH = {
   telemetry: [],
   // libs/client (@tasksvc/client): published for users; it knows the HTTP API only.
   client: [],
-  db: ["contracts", "errors", "config", "logger", "telemetry"],
+  // libs/secrets: random material, the API-key hash, sealing at rest; nothing of ours below it.
+  secrets: [],
+  db: ["contracts", "errors", "config", "logger", "telemetry", "secrets"],
   nats: ["contracts", "errors", "config", "logger", "telemetry"],
-  // libs/webhooks (@tasksvc/outbound): signing, sealing, egress; its settings through config.
-  webhooks: ["config"],
+  // libs/outbound (@tasksvc/outbound): signing, egress; its settings through config, its sealing key through secrets.
+  outbound: ["config", "secrets"],
   testing: "*",
 };
 
@@ -202,11 +204,55 @@ function checkFile(root, packages, file, owner, inSrc) {
   return violations;
 }
 
+/** The file a relative specifier names among `known`: TypeScript's ESM imports name a `.ts` file by its `.js`. */
+function sourceOf(path, known) {
+  const swapped = [".ts", ".tsx"].map((e) => path.replace(/\.js$/, e)).concat(path.replace(/\.mjs$/, ".mts"), path.replace(/\.cjs$/, ".cts"));
+  const candidates = [path, ...swapped, ...SOURCE_EXTENSIONS.map((e) => path + e), ...SOURCE_EXTENSIONS.map((e) => join(path, `index${e}`))];
+  return candidates.find((c) => known.has(c));
+}
+
+/**
+ * STYLE: "No import circle, not even of types": the relative imports among one package's shipped
+ * files (`import type` included) form no cycle, since a type shared both ways belongs in a file of
+ * its own. Each cycle is reported once, at the import that closes it.
+ */
+function cyclesIn(root, files) {
+  const known = new Set(files);
+  const edges = new Map(
+    files.map((f) => [
+      f,
+      importsOf(f, readFileSync(f, "utf8")).flatMap(({ line, spec }) => {
+        const target = spec?.startsWith(".") ? sourceOf(resolve(dirname(f), spec), known) : undefined;
+        return target ? [{ line, target }] : [];
+      }),
+    ]),
+  );
+  const violations = [];
+  const state = new Map();
+  const path = [];
+  const visit = (f) => {
+    state.set(f, "open");
+    path.push(f);
+    for (const { line, target } of edges.get(f)) {
+      if (state.get(target) === "open") {
+        const cycle = [...path.slice(path.indexOf(target)), target].map((x) => toPosix(relative(root, x)));
+        violations.push({ file: toPosix(relative(root, f)), line, rule: "import-cycle", detail: cycle.join(" -> ") });
+      } else if (!state.has(target)) visit(target);
+    }
+    path.pop();
+    state.set(f, "done");
+  };
+  for (const f of files) if (!state.has(f)) visit(f);
+  return violations;
+}
+
 export function check(root) {
   const packages = readPackages(root);
   const violations = [];
   for (const pkg of packages.byDir.values()) {
-    for (const f of sourceFiles(join(root, pkg.dir, "src"))) violations.push(...checkFile(root, packages, f, pkg, true));
+    const shipped = sourceFiles(join(root, pkg.dir, "src"));
+    for (const f of shipped) violations.push(...checkFile(root, packages, f, pkg, true));
+    violations.push(...cyclesIn(root, shipped));
     for (const f of sourceFiles(join(root, pkg.dir, "test"))) violations.push(...checkFile(root, packages, f, pkg, false));
   }
   for (const f of sourceFiles(join(root, "test"))) violations.push(...checkFile(root, packages, f, undefined, false));
@@ -245,6 +291,8 @@ function selfTest() {
     "services/a/test/a.test.ts",
     `import { rules } from "../src/domain/rules.js";\nimport { t } from "@tasksvc/testing";\nimport { b } from "@tasksvc/b";\n`,
   );
+  // A library's tests use the dev-only testing library too (eventually()), though it depends on them.
+  write("libs/nats/test/consume.test.ts", `import { eventually } from "@tasksvc/testing";\nimport { serve } from "../src/index.js";\n`);
   write("tools/admin/src/main.ts", `import { a } from "@tasksvc/a";\nimport { c } from "@tasksvc/contracts";\n`);
   write("test/e2e/x.test.ts", `import { r } from "../../services/a/src/domain/rules.js";\nimport { t } from "@tasksvc/testing";\n`);
   const expected = [
@@ -263,6 +311,8 @@ function selfTest() {
     "services/a/src/main.ts:4: service-imports-service",
     "services/a/src/repo/repo.ts:1: repo-imports-domain",
     "services/a/src/repo/repo.ts:2: repo-imports-entry",
+    // rules.ts imports a type from repo.ts, which imports rules.ts back.
+    "services/a/src/repo/repo.ts:1: import-cycle",
     "test/e2e/x.test.ts:1: escapes-package",
     "tools/admin/src/main.ts:1: tool-imports-non-lib",
   ];

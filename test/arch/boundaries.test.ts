@@ -20,18 +20,23 @@ function sources(dir: string): string[] {
 const importsOf = (file: string) => ts.preProcessFile(readFileSync(file, "utf8"), true, true).importedFiles.map((f) => f.fileName);
 const pkgName = (spec: string) => (spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : (spec.split("/")[0] as string));
 
-/** STYLE.md "What may import what". jose also serves the keys service's development issuer. */
+/**
+ * STYLE.md "What may import what". jose also serves the keys service's development issuer; the
+ * RRULE parser is the tasks service's (contracts are zod schemas only).
+ */
 const SERVICES = readdirSync(join(root, "services")).map((d) => `@tasksvc/${d}`);
 
 const ALLOWED_ONLY_IN: Record<string, string[]> = {
   fastify: ["services/gateway"],
   jose: ["services/gateway", "services/keys"],
+  rrule: ["services/tasks"],
 };
 
 /**
  * The libraries' one-way graph (STYLE.md): contracts ← errors ← db / nats; config and logger
- * stand alone; outbound (libs/webhooks: signing, sealing, egress) reads its settings through
- * config and nothing else; runtime (how every service starts and stops) sits on all of those;
+ * stand alone; secrets (random material, the API-key hash, sealing at rest) depends on nothing
+ * of ours; db takes its ids from secrets; outbound (libs/outbound: signing, egress) reads its
+ * settings through config and its sealing key through secrets; runtime (how every service starts and stops) sits on all of those;
  * testing (dev only) on runtime. No library imports a service: the test stack loads them by name.
  */
 const LIB_DEPS: Record<string, string[]> = {
@@ -41,9 +46,10 @@ const LIB_DEPS: Record<string, string[]> = {
   "libs/errors": ["@tasksvc/contracts"],
   "libs/telemetry": [],
   "libs/client": [],
-  "libs/db": ["@tasksvc/config", "@tasksvc/contracts", "@tasksvc/errors", "@tasksvc/logger", "@tasksvc/telemetry"],
+  "libs/secrets": [],
+  "libs/db": ["@tasksvc/config", "@tasksvc/contracts", "@tasksvc/errors", "@tasksvc/logger", "@tasksvc/secrets", "@tasksvc/telemetry"],
   "libs/nats": ["@tasksvc/config", "@tasksvc/contracts", "@tasksvc/errors", "@tasksvc/logger", "@tasksvc/telemetry"],
-  "libs/webhooks": ["@tasksvc/config"],
+  "libs/outbound": ["@tasksvc/config", "@tasksvc/secrets"],
   "libs/blobs": [],
   "libs/runtime": ["@tasksvc/config", "@tasksvc/contracts", "@tasksvc/db", "@tasksvc/logger", "@tasksvc/nats", "@tasksvc/telemetry"],
   "libs/testing": ["@tasksvc/config", "@tasksvc/contracts", "@tasksvc/db", "@tasksvc/logger", "@tasksvc/nats", "@tasksvc/runtime"],

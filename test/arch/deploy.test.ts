@@ -253,13 +253,15 @@ describe.each(OVERLAYS)("deploy/k8s/overlays/%s", (overlay) => {
       expect(cfg.OPS_PORT, nameOf(d)).toBe("9090");
       expect(cfg.SHUTDOWN_DELAY, nameOf(d)).toBe("5s");
       expect(cfg.NATS_URL, nameOf(d)).toBe("nats://nats:4222");
+      // Behind the Ingress every client would have the proxy's address (the link routes' limit counts by it).
+      if (overlay === "production" && d.metadata.name === "gateway") expect(cfg.TRUST_PROXY, `${nameOf(d)} TRUST_PROXY`).toBeTruthy();
       const c = d.spec.template.spec.containers[0];
       const secretEnv = (c.env ?? []).filter((e: Obj) => e.valueFrom?.secretKeyRef).map((e: Obj) => e.name);
       expect(
         c.envFrom?.some((e: Obj) => e.secretRef),
         `${nameOf(d)}: secrets by key, never a whole Secret`,
       ).toBeFalsy();
-      const sealing: Record<string, string> = { webhooks: "WEBHOOK_SECRET_KEY", keys: "KEYS_SECRET_KEY" };
+      const sealing: Record<string, string> = { webhooks: "WEBHOOK_SECRET_KEY", keys: "KEYS_SECRET_KEY", tasks: "LINK_SIGNING_KEYS" };
       const own = sealing[String(d.metadata.name)];
       const expected = d.metadata.name === "delivery" ? [] : own ? ["DATABASE_URL", own].sort() : ["DATABASE_URL"];
       expect(secretEnv.sort(), `${nameOf(d)} secrets`).toEqual(expected);
@@ -340,6 +342,12 @@ describe("overlay differences", () => {
     }
   });
 
+  it("production: the gateway's links and problem types are built on an https PUBLIC_BASE_URL, not on localhost", () => {
+    const objs = render("production");
+    const gateway = named(objs, "Deployment").find((d) => d.metadata.name === "gateway") as Obj;
+    expect(configOf(objs, gateway).PUBLIC_BASE_URL).toMatch(/^https:\/\/[^/]+$/);
+  });
+
   it("dev: one replica each, HPA minimum 1, PDBs that never block a drain, smaller requests than production", () => {
     const objs = render("dev");
     const prod = render("production");
@@ -380,6 +388,7 @@ describe("docker-compose.yml", () => {
       if (processOf(s) !== "delivery") expect(s.depends_on?.postgres?.condition, `${name} waits for a healthy Postgres`).toBe("service_healthy");
       expect("WEBHOOK_SECRET_KEY" in (s.environment ?? {}), `${name}: only the webhooks service gets WEBHOOK_SECRET_KEY`).toBe(processOf(s) === "webhooks");
       expect("KEYS_SECRET_KEY" in (s.environment ?? {}), `${name}: only the keys service gets KEYS_SECRET_KEY`).toBe(processOf(s) === "keys");
+      expect("LINK_SIGNING_KEYS" in (s.environment ?? {}), `${name}: only the tasks service gets LINK_SIGNING_KEYS`).toBe(processOf(s) === "tasks");
     }
     expect(existsSync(join(root, "deploy/healthcheck.mjs"))).toBe(true);
   });
@@ -398,6 +407,16 @@ describe("docker-compose.yml", () => {
     expect(services.nats?.volumes?.some((v: string) => v.endsWith(":/data"))).toBe(true);
     expect(services.nats?.healthcheck?.test).toBeDefined();
     expect(services.postgres?.healthcheck?.test).toBeDefined();
+  });
+
+  it("passes the egress guard's local relaxations from the shell to webhooks and delivery, off by default, as the README's receiver walkthrough needs", () => {
+    for (const p of ["webhooks", "delivery"]) expect(services[p]?.environment?.WEBHOOK_ALLOW_HTTP, p).toBe(`\${WEBHOOK_ALLOW_HTTP:-false}`);
+    expect(services.delivery?.environment?.WEBHOOK_ALLOW_PRIVATE_TARGETS).toBe(`\${WEBHOOK_ALLOW_PRIVATE_TARGETS:-false}`);
+    // The receiver runs on the host; the delivery container reaches it by this name on Linux too.
+    expect(services.delivery?.extra_hosts).toContain("host.docker.internal:host-gateway");
+    const readme = readFileSync(join(root, "README.md"), "utf8");
+    expect(readme).toContain("WEBHOOK_ALLOW_HTTP=true WEBHOOK_ALLOW_PRIVATE_TARGETS=true docker compose up");
+    expect(readme).toContain("http://host.docker.internal:9000/hooks");
   });
 
   it("keeps the admin tool behind its profile", () => {

@@ -365,7 +365,7 @@ try {
 
   const stackEnv = { DATABASE_URL, PORT: "18303" };
   // Ops ports of the bench's own (not the defaults a `make run` on this host may hold).
-  const OPS = { keys: 18311, tasks: 18312, boards: 18313, webhooks: 18314, delivery: 18315 };
+  const OPS = { gateway: 18310, keys: 18311, tasks: 18312, boards: 18313, webhooks: 18314, delivery: 18315 };
   const ops = (name) => ({ OPS_PORT: String(OPS[name]) });
   start("keys", "services/keys/dist/main.js", { ...stackEnv, ...ops("keys") });
   await until("keys schema", async () => {
@@ -398,7 +398,8 @@ try {
   const receiver = start("webhook receiver", "test/bench/webhook-receiver.mjs", {});
   await ready(receiver);
   const receiverUrl = `http://127.0.0.1:${/ready (\d+)/.exec(receiver.output)[1]}`;
-  const gatewayProcess = start("gateway", "services/gateway/dist/main.js", stackEnv);
+  // The upload scenario's clients all come from 127.0.0.1: the link routes' per-address limit is off.
+  const gatewayProcess = start("gateway", "services/gateway/dist/main.js", { ...stackEnv, ...ops("gateway"), LINK_RATE_LIMIT: "off" });
   await until("gateway /readyz", async () => (await fetch("http://127.0.0.1:18303/readyz")).ok);
   const tenant = admin("bootstrap", "--org", "Bench", "--plan", "team", "--email", "bench@example.test");
   // The benchmark measures throughput, not the limiter's refusals.
@@ -470,10 +471,8 @@ try {
   if (!only || only.split("|").includes("recurrence")) {
     recurrence = await recurrenceScenarios({ databaseUrl: DATABASE_URL, log: (m) => process.stderr.write(`bench: ${m}\n`) });
   }
-  metrics = await metricsSnapshot([
-    { name: "gateway", url: "http://127.0.0.1:18303" },
-    ...Object.entries(OPS).map(([name, port]) => ({ name, url: `http://127.0.0.1:${port}` })),
-  ]);
+  // Every process's ops port, the gateway's included (its public port has no /metrics).
+  metrics = await metricsSnapshot(Object.entries(OPS).map(([name, port]) => ({ name, url: `http://127.0.0.1:${port}` })));
   if (!only) {
     const pg = pgbenchInsert();
     if (pg) results.push(pg);

@@ -1,6 +1,6 @@
 import { DEFAULT_KEY_SCOPES, keysRpc, SCOPES } from "@tasksvc/contracts";
 import { client, connectNats } from "@tasksvc/nats";
-import { api, factories, must } from "@tasksvc/testing";
+import { api, eventually, factories, must } from "@tasksvc/testing";
 import postgres from "postgres";
 import { afterAll, describe, expect, inject, it } from "vitest";
 
@@ -306,13 +306,9 @@ describe("key lifetime", () => {
     const t = await f.tenant();
     const k = (await gw.post("/v1/api-keys", { name: "used" }, { token: t.apiKey })).body;
     await gw.get("/v1/organizations", { token: k.key });
-    const deadline = Date.now() + 5000;
-    let seen: unknown = null;
-    while (Date.now() < deadline && !seen) {
-      seen = (await listKeys(t.apiKey)).find((x) => x.id === k.id)?.["last_used_at"] ?? null;
-      if (!seen) await new Promise((res) => setTimeout(res, 50));
-    }
-    expect(typeof seen).toBe("string");
+    await eventually(async () => expect(typeof (await listKeys(t.apiKey)).find((x) => x.id === k.id)?.["last_used_at"]).toBe("string"), {
+      what: "last_used_at to be set",
+    });
   });
 
   it("when bootstrap mints the first key, then it has every scope", async () => {

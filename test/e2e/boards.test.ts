@@ -1,6 +1,6 @@
 import { createClient, unwrap } from "@tasksvc/client";
 import { connectNats, decodeJson, type NatsConnection } from "@tasksvc/nats";
-import { api, factories, must } from "@tasksvc/testing";
+import { api, eventually, factories, must } from "@tasksvc/testing";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 
@@ -228,9 +228,7 @@ describe("the board over time and between users", () => {
     // is here every lookup of the two reads above has arrived too. No sleep, no guess.
     const sentinel = await gw.get(`/v1/daily-plan?date=${DAY}`, { token: t.apiKey });
     const sentinelId = sentinel.headers.get("x-request-id");
-    const deadline = Date.now() + 5000;
-    while (!lookupRequestIds.includes(sentinelId ?? "") && Date.now() < deadline) await new Promise((res) => setTimeout(res, 10));
-    expect(lookupRequestIds).toContain(sentinelId);
+    await eventually(() => expect(lookupRequestIds).toContain(sentinelId), { intervalMs: 10, what: "the sentinel's lookup" });
     expect(lookupRequestIds.filter((id) => id === r.headers.get("x-request-id"))).toHaveLength(1);
     expect(lookupRequestIds.filter((id) => id === empty.headers.get("x-request-id"))).toHaveLength(0);
   });

@@ -4,11 +4,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createClient, TasksvcError, unwrap } from "@tasksvc/client";
-import { e2eContext } from "@tasksvc/testing";
+import { awayFromWindowEdge, e2eContext } from "@tasksvc/testing";
 import { describe, expect, it } from "vitest";
 
-// Issue 14: the typed client (@tasksvc/client) against the running stack: a script creates a
-// task, pages through tasks, and survives a retried create without a twin.
+// The typed client (@tasksvc/client) against the running stack: a script creates a task, pages
+// through tasks, survives a retried create without a twin, and waits out a burst limit's 429.
 const { stack, f, db } = e2eContext();
 const baseUrl = stack.gatewayUrls[0] as string;
 
@@ -29,6 +29,31 @@ function losingFetch(lose: (r: Request) => boolean) {
     return res;
   };
   return { fetch: fetcher as typeof fetch, seen, lost: () => lost };
+}
+
+/** A fetch that records each try: its Idempotency-Key, its answer, and when it was sent and answered. */
+function recordingFetch() {
+  const tries: Array<{ key: string | null; status: number; code: string | undefined; retryAfter: string | null; sentAt: number; answeredAt: number }> = [];
+  const fetcher = async (input: string | URL | Request, init?: RequestInit) => {
+    const request = new Request(input, init);
+    const sentAt = performance.now();
+    const res = await fetch(request);
+    const answeredAt = performance.now();
+    const body = (await res
+      .clone()
+      .json()
+      .catch(() => null)) as { code?: string } | null;
+    tries.push({
+      key: request.headers.get("idempotency-key"),
+      status: res.status,
+      code: body?.code,
+      retryAfter: res.headers.get("retry-after"),
+      sentAt,
+      answeredAt,
+    });
+    return res;
+  };
+  return { fetch: fetcher as typeof fetch, tries };
 }
 
 describe("@tasksvc/client", () => {
@@ -97,6 +122,42 @@ describe("@tasksvc/client", () => {
     expect(calls).toBe(1);
   });
 
+  it("when a key's burst limit is used up, then a create waits out the 429's Retry-After and goes through once, with the same Idempotency-Key", async () => {
+    const t = await f.tenant("pro");
+    await f.admin("setLimits", { org: t.organizationId, burst: 1 });
+    // Both calls in one burst window, so the create meets the limit.
+    await awayFromWindowEdge();
+    const net = recordingFetch();
+    const api = createClient({ baseUrl, token: t.apiKey, fetch: net.fetch });
+    unwrap(await api.GET("/v1/tasks"));
+    const created = unwrap(await api.POST("/v1/tasks", { body: { title: "After the burst" } }));
+    expect(created.title).toBe("After the burst");
+
+    const [limited, ...rest] = net.tries.slice(1);
+    expect(limited).toMatchObject({ status: 429, code: "rate_limited" });
+    const said = Number(limited?.retryAfter) * 1000;
+    expect(said).toBeGreaterThan(0);
+    expect(said).toBeLessThanOrEqual(60_000);
+    expect(rest.at(-1)?.status).toBe(201);
+    expect((rest[0]?.sentAt ?? 0) - (limited?.answeredAt ?? 0)).toBeGreaterThanOrEqual(said);
+    expect(new Set(net.tries.slice(1).map((x) => x.key)).size).toBe(1);
+    const [row] = await db<{ n: number }[]>`select count(*)::int as n from tasks.tasks where organization_id = ${t.organizationId}`;
+    expect(row?.n).toBe(1);
+  }, 100_000); // The wait is the rest of the current 60-second burst window.
+
+  it("when the organization's allowance is used up, then the 429 quota_exhausted (Retry-After days away) comes back at once", async () => {
+    const t = await f.tenant("free");
+    await f.admin("setLimits", { org: t.organizationId, quota: 1 });
+    const net = recordingFetch();
+    const api = createClient({ baseUrl, token: t.apiKey, fetch: net.fetch });
+    unwrap(await api.GET("/v1/tasks"));
+    const r = await api.GET("/v1/tasks");
+    expect(r.response.status).toBe(429);
+    expect(r.error?.code).toBe("quota_exhausted");
+    expect(net.tries).toHaveLength(2);
+    expect(Number(net.tries[1]?.retryAfter)).toBeGreaterThan(60);
+  });
+
   it("when an answer is a problem, then unwrap throws a TasksvcError with its status, code and request id", async () => {
     const t = await f.tenant();
     const api = createClient({ baseUrl, token: t.apiKey });
@@ -113,7 +174,7 @@ describe("@tasksvc/client", () => {
     expect((thrown as TasksvcError).requestId).toMatch(/^req_/);
   });
 
-  it("when the types are generated again from docs/openapi.json, then they match the committed libs/client/src/schema.ts", () => {
+  it("when the types and the list of keyed writes are generated again from docs/openapi.json, then they match the committed libs/client/src/schema.ts and idempotent.ts", () => {
     const root = fileURLToPath(new URL("../..", import.meta.url));
     const dir = mkdtempSync(join(tmpdir(), "tasksvc-client-"));
     try {
@@ -123,6 +184,13 @@ describe("@tasksvc/client", () => {
       });
       expect(readFileSync(out, "utf8"), "libs/client/src/schema.ts is stale: run `npm run generate -w libs/client`").toBe(
         readFileSync(join(root, "libs/client/src/schema.ts"), "utf8"),
+      );
+      const keyed = join(dir, "idempotent.ts");
+      execFileSync(process.execPath, [join(root, "libs/client/scripts/idempotent-operations.mjs"), join(root, "docs/openapi.json"), keyed], {
+        stdio: "ignore",
+      });
+      expect(readFileSync(keyed, "utf8"), "libs/client/src/idempotent.ts is stale: run `npm run generate -w libs/client`").toBe(
+        readFileSync(join(root, "libs/client/src/idempotent.ts"), "utf8"),
       );
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -3,11 +3,13 @@ import { factories } from "@tasksvc/testing";
 import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 
-// Issue 14: /docs in a real headless browser (Debian's Chromium, driven by playwright-core): the
+// /docs in a real headless browser (Debian's Chromium, driven by playwright-core): the
 // reference UI loads from the gateway alone, shows the Task schema and the operations, and its
 // "Try it out" calls the running gateway with a key given to Authorize.
 const stack = inject("stack");
-const gateway = stack.gatewayUrls[0] as string;
+// The gateway's base URL (PUBLIC_BASE_URL unset: localhost on its port), where a user opens /docs
+// and what its Servers box names, so that "Try it out" calls the origin the page came from.
+const gateway = `http://localhost:${new URL(stack.gatewayUrls[0] as string).port}`;
 const f = factories(stack);
 const CHROMIUM = process.env["CHROMIUM_PATH"] ?? ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p) => existsSync(p));
 let browser: Browser;
@@ -67,6 +69,32 @@ describe("/docs", () => {
 
       expect(elsewhere).toEqual([]);
       expect(errors).toEqual([]);
+    } finally {
+      await page.close();
+    }
+  });
+
+  it("when opened, then placeholders such as T-<n> show as written, the Servers box names this gateway, and createTask's example body is the document's", async () => {
+    const doc = (await (await fetch(`${gateway}/v1/openapi.json`)).json()) as {
+      paths: Record<string, Record<string, { requestBody?: { content: Record<string, { example?: unknown }> } }>>;
+    };
+    const page = await browser.newPage();
+    try {
+      await page.goto(`${gateway}/docs`, { waitUntil: "load" });
+      const create = page.locator("#operations-Tasks-createTask");
+      await create.waitFor({ timeout: 15_000 });
+      // Markdown would take <n> for an HTML tag and drop it: the tag's description and the 201's.
+      await expect(page.locator("#operations-tag-Tasks").textContent()).resolves.toContain("Tasks numbered T-<n> per organization");
+      // A URL a client can call, not "/".
+      await expect(page.locator(".servers select option").allTextContents()).resolves.toEqual([expect.stringContaining(gateway)]);
+      await create.locator(".opblock-summary").first().click();
+      const created = create.locator(".responses-table tr.response[data-code='201']");
+      await created.waitFor({ timeout: 10_000 });
+      await expect(created.locator(".response-col_description").first().textContent()).resolves.toContain("numbered T-<n> per organization");
+      // The example body shown (and prefilled by Try it out) is the one a test sends as is.
+      const example = create.locator(".opblock-section-request-body .body-param__example, .opblock-section-request-body .highlight-code").first();
+      await example.waitFor({ timeout: 10_000 });
+      expect(JSON.parse((await example.textContent()) ?? "")).toEqual(doc.paths["/v1/tasks"]?.["post"]?.requestBody?.content["application/json"]?.example);
     } finally {
       await page.close();
     }

@@ -34,9 +34,10 @@ describe("problem+json for every error", () => {
     const r = await gw.get("/v1/nothing-here");
     expect(r.status, r.text).toBe(404);
     isProblem(r);
-    // type: a URL the client can follow, on the origin it called.
+    // type: a URL the client can follow, on the gateway's base URL (PUBLIC_BASE_URL unset:
+    // localhost on its port, whichever address the request was sent to).
     expect(r.body).toMatchObject({
-      type: `${stack.gatewayUrls[0]}/docs/errors#route_not_found`,
+      type: `http://localhost:${new URL(stack.gatewayUrls[0] as string).port}/docs/errors#route_not_found`,
       title: "Route not found",
       status: 404,
       code: "route_not_found",

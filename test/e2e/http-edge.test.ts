@@ -86,9 +86,13 @@ function expectProblem(r: RawResponse, status: number, code: string): void {
   expect(r.status, r.text).toBe(status);
   expect(r.headers["content-type"], r.text).toMatch(/^application\/problem\+json/);
   expect(r.headers["x-request-id"], r.text).toMatch(/^req_[0-9a-f]{32}$/);
-  // On the origin called, or relative where there is none (no Host header, a raw socket answer).
-  const type = expect.stringMatching(new RegExp(`^(http://127\\.0\\.0\\.1:\\d+)?/docs/errors#${code}$`));
+  // On the gateway's base URL (PUBLIC_BASE_URL unset: localhost on its port), whatever Host was
+  // sent, or none, and on a raw socket answer too.
+  const type = `http://localhost:${target.port}/docs/errors#${code}`;
   expect(r.body, r.text).toMatchObject({ type, status, code, title: expect.any(String), detail: expect.any(String) });
+  // What every answer carries, those written before any route runs included.
+  expect(r.headers["x-content-type-options"], r.text).toBe("nosniff");
+  expect(r.headers["cache-control"], r.text).toBe("no-store");
   // 4xx bodies carry no request_id (docs/errors.md); where one is present it is the header's.
   if (r.body.request_id !== undefined) expect(r.body.request_id, r.text).toBe(r.headers["x-request-id"]);
 }

@@ -146,6 +146,24 @@ describe("control characters", () => {
     expect(await count("tasks", t.organizationId)).toBe(0);
   });
 
+  it("when a title or project name has whitespace around it (spaces, tabs, line breaks), then it is trimmed first and stored without it", async () => {
+    const t = await f.tenant();
+    const task = await createTask(t, { title: "   core\t  " });
+    expect(task.title).toBe("core");
+    const patched = await gw.patch(`/v1/tasks/${task.id}`, { title: "\r\n  renamed \n" }, { token: t.apiKey });
+    expect(patched.status, patched.text).toBe(200);
+    expect(patched.body.title, patched.text).toBe("renamed");
+    const project = await createProject(t, "\t Launch \n");
+    expect(project.name).toBe("Launch");
+    // Trimmed names are what uniqueness compares.
+    expectRefused(await gw.post("/v1/projects", { name: " Launch\t" }, { token: t.apiKey }), "/name");
+    const renamed = await gw.patch(`/v1/projects/${project.id}`, { name: "  Launch 2\t" }, { token: t.apiKey });
+    expect(renamed.body.name, renamed.text).toBe("Launch 2");
+    // Inside the value, a line break is still refused, and whitespace alone is empty.
+    expectRefused(await gw.post("/v1/tasks", { title: " two\nlines " }, { token: t.apiKey }), "/title");
+    expectRefused(await gw.post("/v1/tasks", { title: " \t\n " }, { token: t.apiKey }), "/title");
+  });
+
   it("when free text (description, notes) holds line breaks, tabs or other controls but no NUL, then it is stored unchanged", async () => {
     const t = await f.tenant();
     const description = "line 1\r\nline 2\tend\u001b[0m";

@@ -1,5 +1,5 @@
 import { parseConfig } from "@tasksvc/config";
-import { api, factories, loadService, startStack, type StartedStack } from "@tasksvc/testing";
+import { api, eventually, factories, loadService, startStack, type StartedStack } from "@tasksvc/testing";
 import { createLogger } from "@tasksvc/logger";
 import { startService } from "@tasksvc/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -62,7 +62,7 @@ describe("metrics", () => {
     expect((await client.get(`/v1/tasks/${created.body.id}`, { token: t.apiKey })).status).toBe(200);
     expect((await client.get("/v1/tasks/T-999999", { token: t.apiKey })).status).toBe(404);
 
-    const m = await text(`${stack.gatewayUrls[0]}/metrics`);
+    const m = await text(`${opsUrl("gateway")}/metrics`);
     expect(m.status).toBe(200);
     expect(m.type).toContain("text/plain");
     const posted = series(m.body, "tasksvc_http_request_duration_seconds_count", { method: "POST", route: "/v1/tasks", status_code: "201" });
@@ -76,8 +76,11 @@ describe("metrics", () => {
     expect(
       series(m.body, "tasksvc_rpc_client_duration_seconds_count", { service: "tasks", operation: "getTask", code: "resource_not_found" })[0]?.value,
     ).toBeGreaterThanOrEqual(1);
-    // Only the /metrics request itself is in flight: every earlier one was counted out again.
-    expect(sample(m.body, "tasksvc_http_requests_in_flight")).toBe(1);
+    // Every request is counted out again once its connection says so (the scrape itself is on
+    // the ops port, not counted).
+    await eventually(async () => expect(sample((await text(`${opsUrl("gateway")}/metrics`)).body, "tasksvc_http_requests_in_flight")).toBe(0), {
+      what: "no request in flight",
+    });
     expect(series(m.body, "nodejs_eventloop_lag_p99_seconds").length).toBe(1);
     // Bounded labels: nothing that looks like an id (T-123, org_…, key ids) in any series.
     for (const line of m.body.split("\n").filter((l) => !l.startsWith("#"))) expect(line).not.toMatch(/T-\d|"[a-z]{2,4}_[A-Za-z0-9]{8,}"/);
@@ -86,7 +89,7 @@ describe("metrics", () => {
   it("when a write is retried with its Idempotency-Key, then the gateway counts the first execution and the replay", async () => {
     const t = await f.tenant();
     const client = api(stack.gatewayUrls[0] ?? "");
-    const read = async () => (await text(`${stack.gatewayUrls[0]}/metrics`)).body;
+    const read = async () => (await text(`${opsUrl("gateway")}/metrics`)).body;
     const count = (m: string, outcome: string) => series(m, "tasksvc_idempotency_keys_total", { outcome })[0]?.value ?? 0;
     const before = await read();
     const key = `obs-${Date.now()}`;
@@ -106,12 +109,14 @@ describe("metrics", () => {
     expect((await client.post("/v1/tasks", { title: "relayed" }, { token: t.apiKey })).status).toBe(201);
     const url = opsUrl("tasks");
     // The relay publishes right after the commit; the counter follows.
-    let m = "";
-    for (let i = 0; i < 50; i++) {
-      m = (await text(`${url}/metrics`)).body;
-      if ((series(m, "tasksvc_outbox_published_total", { outbox: "outbox" })[0]?.value ?? 0) >= 1) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    const m = await eventually(
+      async () => {
+        const body = (await text(`${url}/metrics`)).body;
+        expect(series(body, "tasksvc_outbox_published_total", { outbox: "outbox" })[0]?.value ?? 0).toBeGreaterThanOrEqual(1);
+        return body;
+      },
+      { intervalMs: 100, what: "the relay's published counter" },
+    );
     expect(series(m, "tasksvc_rpc_server_duration_seconds_count", { service: "tasks", operation: "createTask", code: "ok" })[0]?.value).toBeGreaterThanOrEqual(
       1,
     );
@@ -132,12 +137,14 @@ describe("metrics", () => {
     const client = api(stack.gatewayUrls[0] ?? "");
     expect((await client.post("/v1/tasks", { title: "an event" }, { token: t.apiKey })).status).toBe(201);
     const url = opsUrl("webhooks");
-    let m = "";
-    for (let i = 0; i < 50; i++) {
-      m = (await text(`${url}/metrics`)).body;
-      if (series(m, "tasksvc_jetstream_messages_total", { outcome: "ack" }).some((s) => s.value >= 1)) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    const m = await eventually(
+      async () => {
+        const body = (await text(`${url}/metrics`)).body;
+        expect(series(body, "tasksvc_jetstream_messages_total", { outcome: "ack" }).some((s) => s.value >= 1)).toBe(true);
+        return body;
+      },
+      { intervalMs: 100, what: "an acknowledged message on the webhooks service" },
+    );
     const consumer = `${stack.namespace}_webhooks_fanout`;
     expect(series(m, "tasksvc_jetstream_messages_total", { consumer, outcome: "ack" })[0]?.value).toBeGreaterThanOrEqual(1);
     expect(series(m, "tasksvc_jetstream_consumer_pending_messages", { consumer }).length).toBe(1);
@@ -169,8 +176,15 @@ describe("health", () => {
     const env = { DATABASE_URL: stack.databaseUrl, NATS_URL: stack.natsUrl, NATS_NAMESPACE: stack.namespace, OPS_PORT: "0", LOG_LEVEL: "silent" };
     const replica = await startService(boards, parseConfig(boards.config, env), createLogger({ service: "boards", level: "silent" }));
     try {
-      const after = await json(`${gateway}/readyz`);
-      expect(after.status).toBe(200);
+      // Readiness is answered from a round of checks up to a second old: poll until it is new.
+      const after = await eventually(
+        async () => {
+          const r = await json(`${gateway}/readyz`);
+          expect(r.status).toBe(200);
+          return r;
+        },
+        { intervalMs: 100, what: "the gateway's /readyz to see the boards replica" },
+      );
       expect(after.body).toMatchObject({
         status: "ready",
         checks: { "service:boards": "ok", "service:tasks": "ok", "service:keys": "ok", "service:webhooks": "ok" },

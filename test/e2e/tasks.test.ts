@@ -174,6 +174,8 @@ describe("POST /v1/tasks", () => {
     const headers = { "idempotency-key": "create-once" };
     const [one, two] = await Promise.all([
       create(t, { title: "once" }, headers),
+      // A stagger, not a wait for anything: the retry should arrive while the first still runs
+      // (or just after); both outcomes are accepted below.
       new Promise((r) => setTimeout(r, 30)).then(() => create(t, { title: "once" }, headers)),
     ]);
     const statuses = [one.status, two.status].sort();

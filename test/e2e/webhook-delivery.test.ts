@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { Task } from "@tasksvc/contracts";
 import { createClient, unwrap } from "@tasksvc/client";
-import { api, factories, startReceiver, startStack, type Receiver, type StartedStack, type Tenant } from "@tasksvc/testing";
+import { api, eventually, factories, startReceiver, startStack, type Receiver, type StartedStack, type Tenant } from "@tasksvc/testing";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -102,16 +102,19 @@ async function deliveries(t: Tenant, h: Hook): Promise<DeliveryRow[]> {
 }
 
 /**
- * Polls the delivery rows until `ok` holds (or 15 s pass), then answers the log through the API.
+ * Polls the delivery rows until `ok` holds (15 s at most), then answers the log through the API.
  * Polling reads the table: the API's burst limit is for clients, not for a test's busy wait.
  */
 async function deliveriesWhen(t: Tenant, h: Hook, ok: (rows: DeliveryRow[]) => boolean): Promise<DeliveryRow[]> {
-  const deadline = Date.now() + 15_000;
-  const rows = () =>
-    db<
-      DeliveryRow[]
-    >`select id, state, attempt_count, last_status, event_id from webhooks.deliveries where endpoint_id = ${h.id} order by created_at desc, id desc`;
-  while (!ok(await rows()) && Date.now() < deadline) await sleep(100);
+  await eventually(
+    async () => {
+      const rows = await db<
+        DeliveryRow[]
+      >`select id, state, attempt_count, last_status, event_id from webhooks.deliveries where endpoint_id = ${h.id} order by created_at desc, id desc`;
+      if (!ok(rows)) throw new Error(`the delivery rows are ${JSON.stringify(rows)}`);
+    },
+    { timeoutMs: 15_000, intervalMs: 100, what: "the delivery rows" },
+  );
   return deliveries(t, h);
 }
 
@@ -121,6 +124,7 @@ async function endpoint(t: Tenant, h: Hook) {
   return r.body;
 }
 
+/** A sleep on purpose: it shows that nothing more is sent, which no condition can be polled for. */
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("webhook delivery", () => {
@@ -184,6 +188,7 @@ describe("webhook delivery", () => {
     await rx.waitFor(h.path, 4);
     const rows = await deliveriesWhen(t, h, (d) => d[0]?.state === "FAILED");
     expect(rows[0]).toEqual(expect.objectContaining({ state: "FAILED", attempt_count: 4, last_status: 302, next_attempt_at: null }));
+    // Over twice the 300 ms retry delay: a fifth attempt would have come.
     await sleep(700);
     expect(rx.received(h.path)).toHaveLength(4);
     expect(rx.received(target)).toHaveLength(0);
@@ -215,9 +220,13 @@ describe("webhook delivery", () => {
     expect(e).toEqual(expect.objectContaining({ enabled: false, disabled_reason: "endpoint_gone" }));
     const rows = await deliveriesWhen(t, h, (d) => d[0]?.state === "DISABLED");
     expect(rows[0]).toEqual(expect.objectContaining({ state: "DISABLED", attempt_count: 1, last_status: 410 }));
-    // A disabled endpoint gets no more deliveries.
-    await createTask(t);
-    await sleep(800);
+    // A disabled endpoint gets no more deliveries: an event's rows are written in one statement,
+    // so once another endpoint of the organization has this event, a row for it would be there.
+    const witness = await hook(t);
+    const next = await createTask(t);
+    const [seen] = await rx.waitFor(witness.path, 1);
+    expect(seen?.event.data["id"]).toBe(next.id);
+    expect(await db`select state from webhooks.deliveries where endpoint_id = ${h.id}`).toEqual([{ state: "DISABLED" }]);
     expect(rx.received(h.path)).toHaveLength(1);
   });
 
@@ -254,6 +263,7 @@ describe("webhook delivery", () => {
     await deliveriesWhen(t, h, (d) => d[0]?.state === "PENDING" && d[0]?.attempt_count === 1);
     const del = await gw().delete(`/v1/webhook-endpoints/${h.id}`, { token: t.apiKey });
     expect(del.status, del.text).toBe(200);
+    // Past the pending retry's time (Retry-After: 2 s), on the dispatcher's real clock.
     await sleep(3000);
     expect(rx.received(h.path)).toHaveLength(1);
     expect(await db`select 1 from webhooks.deliveries where endpoint_id = ${h.id}`).toHaveLength(0);
@@ -385,8 +395,7 @@ describe("probes to a receiver", () => {
 });
 
 async function pollEndpoint(t: Tenant, h: Hook, ok: (e: { enabled: boolean }) => boolean) {
-  const deadline = Date.now() + 15_000;
   const row = async () => (await db<{ enabled: boolean }[]>`select enabled from webhooks.endpoints where id = ${h.id}`)[0] ?? { enabled: true };
-  while (!ok(await row()) && Date.now() < deadline) await sleep(100);
+  await eventually(async () => ok(await row()), { timeoutMs: 15_000, intervalMs: 100, what: `endpoint ${h.id} in the expected state` });
   return endpoint(t, h);
 }

@@ -61,7 +61,8 @@ describe("webhook endpoints", () => {
     expect(records).toEqual([{ status: 201, response_body: "", replay_from_service: true }]);
     const everything = await db`select response_body from gateway.idempotency_keys`;
     expect(JSON.stringify(everything)).not.toContain(first.body.secret);
-    const other = await create(t.apiKey, body, { "idempotency-key": "create-hook-2" });
+    // Another key is another create (at another URL: one endpoint per URL in an organization).
+    const other = await create(t.apiKey, { url: "https://hooks.example.com/b" }, { "idempotency-key": "create-hook-2" });
     expect(other.status, other.text).toBe(201);
     expect(other.body.secret).not.toBe(first.body.secret);
   });

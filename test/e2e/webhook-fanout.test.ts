@@ -4,7 +4,7 @@ import { taskEventsStream } from "@tasksvc/contracts";
 import { connectNats, encodeJson, jetstream, jetstreamManager, type NatsConnection } from "@tasksvc/nats";
 import type { Tenant } from "@tasksvc/testing";
 import { afterAll, describe, expect, it } from "vitest";
-import { e2eContext } from "@tasksvc/testing";
+import { e2eContext, eventually } from "@tasksvc/testing";
 
 const { gw, f, db, stack, events } = e2eContext();
 let nc: NatsConnection | undefined;
@@ -24,15 +24,16 @@ const rowsOf = (orgId: string) =>
   db<Row[]>`select id, endpoint_id, event_id, event_type, state, payload from webhooks.deliveries
     where organization_id = ${orgId} order by created_at, endpoint_id`;
 
-/** Polls until `ok` holds for the organization's rows (or the deadline passes), then answers them. */
-async function rowsWhen(orgId: string, ok: (rows: Row[]) => boolean, timeoutMs = 10_000): Promise<Row[]> {
-  const deadline = Date.now() + timeoutMs;
-  let rows = await rowsOf(orgId);
-  while (!ok(rows) && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 50));
-    rows = await rowsOf(orgId);
-  }
-  return rows;
+/** Polls until `ok` holds for the organization's rows, then answers them. */
+async function rowsWhen(orgId: string, ok: (rows: Row[]) => boolean): Promise<Row[]> {
+  return eventually(
+    async () => {
+      const rows = await rowsOf(orgId);
+      if (!ok(rows)) throw new Error(`the rows are ${JSON.stringify(rows)}`);
+      return rows;
+    },
+    { what: "the organization's delivery rows" },
+  );
 }
 
 const endpoint = async (t: Tenant, eventTypes?: string[]) => {
@@ -104,14 +105,13 @@ describe("webhook fan-out from the task-event stream", () => {
 
     // The consumer acks after the insert: an ack floor at or past the duplicate means it was handled.
     const jsm = await jetstreamManager(nc);
-    const deadline = Date.now() + 10_000;
-    let floor = 0;
-    while (Date.now() < deadline) {
-      floor = (await jsm.consumers.info(taskEventsStream(stack.namespace), `${stack.namespace}_webhooks_fanout`)).ack_floor.stream_seq;
-      if (floor >= again.seq) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    expect(floor).toBeGreaterThanOrEqual(again.seq);
+    await eventually(
+      async () =>
+        expect((await jsm.consumers.info(taskEventsStream(stack.namespace), `${stack.namespace}_webhooks_fanout`)).ack_floor.stream_seq).toBeGreaterThanOrEqual(
+          again.seq,
+        ),
+      { what: "the fan-out consumer's ack floor to pass the duplicate" },
+    );
     const rows = await rowsWhen(t.organizationId, (r) => r.some((x) => x.event_id === marker.id));
     const ofEvent = rows.filter((r) => r.event_id === event.id);
     expect(

@@ -12,7 +12,9 @@ const { stack, gw, gw2, f, db } = e2eContext();
 // Fixtures go through the typed client (@tasksvc/client); the operations under test use raw HTTP.
 const client = (t: Tenant) => createClient({ baseUrl: stack.gatewayUrls[0] as string, token: t.apiKey, retries: 0 });
 
-const create = async (t: Tenant, url = "https://hooks.example.com/ops") => unwrap(await client(t).POST("/v1/webhook-endpoints", { body: { url } }));
+// A URL of its own by default: an organization has one endpoint per URL.
+const create = async (t: Tenant, url = `https://hooks.example.com/ops/${randomBytes(6).toString("hex")}`) =>
+  unwrap(await client(t).POST("/v1/webhook-endpoints", { body: { url } }));
 
 /** An endpoint disabled through the API: its rows stay where the test puts them. */
 const disabledEndpoint = async (t: Tenant) => {

@@ -4,7 +4,8 @@ import { taskEventsStream, webhookJobsStream } from "@tasksvc/contracts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { formatReport, prepareLoadTenants, startMixedLoad, verify, WRITE_KINDS, type LoadTenant } from "./load.js";
 import { startPrivateNatsCluster, type PrivateNatsCluster } from "./private-services.js";
-import { startProcessStack, until, type ProcessStack, type ServiceName } from "./processes.js";
+import { eventually } from "@tasksvc/testing";
+import { startProcessStack, type ProcessStack, type ServiceName } from "./processes.js";
 
 /**
  * Issue 13 item 6: a NATS cluster for real. Three local nats-servers clustered with JetStream
@@ -116,15 +117,13 @@ async function readYourWrites(tenant: LoadTenant, loops: number, stopAt: () => b
     // Retried with its Idempotency-Key while the stack is busy (a 503 under load is an answer to retry).
     const key = `ryw-${tenant.organizationId}-${i}`;
     let id = "";
-    await until(
-      `task ${i} of the read-your-writes probe`,
+    await eventually(
       async () => {
         const t = await gw(0, "POST", "/v1/tasks", tenant, { title: `ryw ${i} start` }, key);
         if (t.status === 201) id = String(t.json["id"]);
         return id !== "";
       },
-      30_000,
-      100,
+      { what: `task ${i} of the read-your-writes probe`, timeoutMs: 30_000, intervalMs: 100 },
     );
     ids.push(id);
   }
@@ -172,12 +171,11 @@ describe("a three-server NATS cluster with streams at 3 replicas", () => {
     // every peer while its leader is not elected yet: wait for the leader).
     const peersOf = (c: ClusterInfo | undefined) => new Set([c?.leader ?? "", ...(c?.replicas ?? []).map((p) => p.name)].filter(Boolean)).size;
     // Consumers are made by their services once the stream is there: wait for them and their leaders.
-    await until(
-      "the durable consumers and their leaders",
-      async () => (await Promise.all(consumers.map(([st, c]) => jsm.consumers.info(st, c)))).every((i) => (i.cluster?.leader ?? "") !== ""),
-      30_000,
-      100,
-    );
+    await eventually(async () => (await Promise.all(consumers.map(([st, c]) => jsm.consumers.info(st, c)))).every((i) => (i.cluster?.leader ?? "") !== ""), {
+      what: "the durable consumers and their leaders",
+      timeoutMs: 30_000,
+      intervalMs: 100,
+    });
     const streamFigures = await Promise.all(
       streams.map(async (name) => {
         const info = await jsm.streams.info(name);
@@ -246,7 +244,7 @@ describe("a three-server NATS cluster with streams at 3 replicas", () => {
     const quickJsm = await jetstreamManager(nc, { timeout: 1000 });
     let caughtUpMs = 0;
     try {
-      await until("the load to be under way", () => load.progress().acknowledged >= 150, 20_000);
+      await eventually(() => load.progress().acknowledged >= 150, { what: "the load to be under way", timeoutMs: 20_000 });
       const leader = (await jsm.streams.info(stream)).cluster?.leader ?? "";
       killed = cluster.indexOf(leader);
       expect(killed).toBeGreaterThanOrEqual(0);
@@ -254,33 +252,33 @@ describe("a three-server NATS cluster with streams at 3 replicas", () => {
       killAt = Date.now();
       await cluster.kill(killed, "SIGKILL");
       // A new leader is elected among the other two; writes go on meanwhile.
-      leaderAfterMs = await until(
-        "a new leader of the task-event stream",
+      const electing = Date.now();
+      await eventually(
         async () => {
           newLeader = (await quickJsm.streams.info(stream)).cluster?.leader ?? "";
           return newLeader !== "" && newLeader !== leader;
         },
-        30_000,
-        100,
+        { what: "a new leader of the task-event stream", timeoutMs: 30_000, intervalMs: 100 },
       );
-      await until("writes acknowledged while the server is down", () => load.progress().acknowledged >= before + 200, 30_000);
+      leaderAfterMs = Date.now() - electing;
+      await eventually(() => load.progress().acknowledged >= before + 200, { what: "writes acknowledged while the server is down", timeoutMs: 30_000 });
       ackedWhileDown = load.progress().acknowledged - before;
       startAt = Date.now();
       await cluster.start(killed);
       startMs = Date.now() - startAt;
       // The restarted server catches up with the stream (its replica current again).
-      caughtUpMs = await until(
-        "the restarted server to be current on the task-event stream",
+      const catchingUp = Date.now();
+      await eventually(
         async () => {
           const info = await jsm.streams.info(stream);
           const peer = [...(info.cluster?.replicas ?? [])].find((p) => p.name === leader);
           return info.cluster?.leader !== leader ? peer?.current === true && !peer.offline : true;
         },
-        30_000,
-        100,
+        { what: "the restarted server to be current on the task-event stream", timeoutMs: 30_000, intervalMs: 100 },
       );
+      caughtUpMs = Date.now() - catchingUp;
       const recovered = load.progress().acknowledged;
-      await until("load after the restart", () => load.progress().acknowledged >= recovered + 150, 30_000);
+      await eventually(() => load.progress().acknowledged >= recovered + 150, { what: "load after the restart", timeoutMs: 30_000 });
     } finally {
       load.stop();
       stopRyw = true;

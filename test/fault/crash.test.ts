@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { failureWindow, inFlightAt, prepareLoadTenants, startMixedLoad, verify, type AttemptFilter, type LoadKind, type MixedLoadOptions } from "./load.js";
-import { startProcessStack, until, type ProcessStack, type ServiceName } from "./processes.js";
+import { eventually } from "@tasksvc/testing";
+import { startProcessStack, type ProcessStack, type ServiceName } from "./processes.js";
 
 /**
  * Issue 9: kill -9 of each service and of one gateway under mixed load. The test plays the
@@ -85,19 +86,19 @@ describe("kill -9 under mixed load", () => {
       let firstSuccess = 0;
       try {
         // Kill once the load is well under way, so writes of every kind are in flight.
-        await until("the load to be under way", () => load.progress().acknowledged >= 150, 20_000);
+        await eventually(() => load.progress().acknowledged >= 150, { what: "the load to be under way", timeoutMs: 20_000 });
         const before = load.progress().acknowledged;
         killAt = Date.now();
         await Promise.all(c.indexes.map((i) => stack.kill(c.service, i, "SIGKILL")));
 
         // Stay down until the clients noticed: the survivors carried on, or requests failed.
-        if (c.survivors) await until("the survivors to carry the load", () => load.progress().acknowledged >= before + 100, 20_000);
-        else await until(`requests needing ${c.service} to fail`, () => failureWindow(load, killAt, c.affected).failures >= 5, 20_000);
+        if (c.survivors) await eventually(() => load.progress().acknowledged >= before + 100, { what: "the survivors to carry the load", timeoutMs: 20_000 });
+        else
+          await eventually(() => failureWindow(load, killAt, c.affected).failures >= 5, { what: `requests needing ${c.service} to fail`, timeoutMs: 20_000 });
 
         restartAt = Date.now();
         for (const i of c.indexes) stack.restart(c.service, i);
-        readyMs = await until(
-          `${c.service} to be ready again`,
+        await eventually(
           async () => {
             for (const i of c.indexes) {
               if (c.service === "gateway") {
@@ -107,13 +108,13 @@ describe("kill -9 under mixed load", () => {
             }
             return true;
           },
-          30_000,
-          20,
+          { what: `${c.service} to be ready again`, timeoutMs: 30_000, intervalMs: 20 },
         );
+        readyMs = Date.now() - restartAt;
         firstSuccess = (await load.firstSuccess(restartAt, c.affected, 30_000)) - restartAt;
         // Some load on the restarted process before stopping.
         const recovered = load.progress().acknowledged;
-        await until("load after the recovery", () => load.progress().acknowledged >= recovered + 150, 30_000);
+        await eventually(() => load.progress().acknowledged >= recovered + 150, { what: "load after the recovery", timeoutMs: 30_000 });
       } finally {
         load.stop();
       }

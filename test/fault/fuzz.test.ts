@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { api, factories, type Tenant } from "@tasksvc/testing";
+import { api, eventually, factories, type Tenant } from "@tasksvc/testing";
 import postgres from "postgres";
 import Ajv2020 from "ajv/dist/2020.js";
 import fc from "fast-check";
@@ -15,7 +15,7 @@ import {
   type Operation,
   type SendResult,
 } from "./fuzz-arbitraries.js";
-import { startProcessStack, until, type ProcessStack, type UnexpectedExit } from "./processes.js";
+import { startProcessStack, type ProcessStack, type UnexpectedExit } from "./processes.js";
 
 /**
  * Issue 9: a fuzz test generated from the OpenAPI document the gateway serves (GET
@@ -344,7 +344,11 @@ describe("fuzz: requests generated from the OpenAPI document", () => {
         }
         seenExits = stack.unexpectedExits.length;
         // Not stack.waitReady(): it refuses to wait once any replica has exited.
-        const recovered = await until("the stack to answer again after a restart", answersOrdinaryRequests, 30_000, 200).then(
+        const recovered = await eventually(answersOrdinaryRequests, {
+          what: "the stack to answer again after a restart",
+          timeoutMs: 30_000,
+          intervalMs: 200,
+        }).then(
           () => true,
           () => false,
         );

@@ -3,7 +3,7 @@ import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSyn
 import { createServer, connect as netConnect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { until } from "./processes.js";
+import { eventually } from "@tasksvc/testing";
 
 /**
  * A Postgres and a nats-server of the test's own, which it may crash and restart. The shared
@@ -271,7 +271,7 @@ export async function startPrivatePostgres(opts: { maxConnections?: number } = {
     if (running) return;
     runPg(pgCtl, ["start", "-D", data, "-l", logFile, "-w", "-t", "60"], 90_000);
     running = true;
-    await until(`private Postgres on port ${port}`, () => tcpOpen(port), 30_000, 50);
+    await eventually(() => tcpOpen(port), { what: `private Postgres on port ${port}`, timeoutMs: 30_000, intervalMs: 50 });
   }
   async function down(mode: PgStopMode = "immediate"): Promise<void> {
     if (!running) return;
@@ -369,14 +369,12 @@ export async function startPrivateNats(): Promise<PrivateNats> {
     };
     c.stdout?.on("data", keep);
     c.stderr?.on("data", keep);
-    await until(
-      `private nats-server on port ${port}`,
+    await eventually(
       async () => {
         if (c.exitCode !== null || c.signalCode !== null) throw new Error(`nats-server exited (${c.exitCode ?? c.signalCode}):\n${output.slice(-3000)}`);
         return ready && (await tcpOpen(port));
       },
-      30_000,
-      50,
+      { what: `private nats-server on port ${port}`, timeoutMs: 30_000, intervalMs: 50 },
     ).catch((e: Error) => {
       throw new Error(`${e.message}\n${output.slice(-3000)}`);
     });
@@ -545,15 +543,13 @@ export async function startPrivateNatsCluster(n = 3): Promise<PrivateNatsCluster
   /** Server i accepts clients and sees a meta leader. */
   async function waitNode(i: number, timeoutMs = 30_000): Promise<void> {
     const node = nodeAt(i);
-    await until(
-      `private nats-server ${node.name} on port ${node.port} with a JetStream meta leader`,
+    await eventually(
       async () => {
         const c = node.child;
         if (!c || c.exitCode !== null || c.signalCode !== null) throw new Error(`nats-server ${node.name} exited (${c?.exitCode ?? c?.signalCode})`);
         return node.output.includes("Server is ready") && (await tcpOpen(node.port)) && (await metaLeader(i)) !== "";
       },
-      timeoutMs,
-      100,
+      { what: `private nats-server ${node.name} on port ${node.port} with a JetStream meta leader`, timeoutMs, intervalMs: 100 },
     ).catch((e: Error) => {
       throw new Error(`${e.message}\n${node.output.slice(-3000)}`);
     });
@@ -581,12 +577,11 @@ export async function startPrivateNatsCluster(n = 3): Promise<PrivateNatsCluster
     for (let i = 0; i < n; i++) spawnNode(i);
     await Promise.all(nodes.map((_, i) => waitNode(i, 60_000)));
     // Every server agrees on the one leader (none still reports an election in progress).
-    await until(
-      "every server to report the same JetStream meta leader",
-      async () => new Set(await Promise.all(nodes.map((_, i) => metaLeader(i)))).size === 1,
-      30_000,
-      100,
-    );
+    await eventually(async () => new Set(await Promise.all(nodes.map((_, i) => metaLeader(i)))).size === 1, {
+      what: "every server to report the same JetStream meta leader",
+      timeoutMs: 30_000,
+      intervalMs: 100,
+    });
   } catch (e) {
     await Promise.all(nodes.map((_, i) => kill(i).catch(() => undefined)));
     unhook();

@@ -4,7 +4,7 @@ import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import { SERVICES as REGISTRY, type ServiceName } from "@tasksvc/contracts";
 import { ensureDatabase, withDefaultUser } from "@tasksvc/db";
-import { dropDatabase, dropNamespace } from "@tasksvc/testing";
+import { dropDatabase, dropNamespace, eventually } from "@tasksvc/testing";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -23,20 +23,6 @@ export async function freePort(): Promise<number> {
       srv.close(() => resolve(port));
     });
   });
-}
-
-/** Polls `check` until it returns true or the deadline passes (no fixed sleeps in tests). */
-export async function until(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 30_000, everyMs = 50): Promise<number> {
-  const started = Date.now();
-  for (;;) {
-    try {
-      if (await check()) return Date.now() - started;
-    } catch {
-      // not yet
-    }
-    if (Date.now() - started > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
 }
 
 interface Replica {
@@ -143,17 +129,15 @@ export async function startProcessStack(opts: ProcessStackOptions = {}) {
   };
 
   /** Ready when every gateway answers /readyz and an authenticated round trip works (keys is up). */
-  async function waitReady(timeoutMs = 60_000): Promise<number> {
-    return until(
-      "the stack to be ready",
+  async function waitReady(timeoutMs = 60_000): Promise<void> {
+    await eventually(
       async () => {
         if (unexpectedExits.length)
           throw new Error(`a replica exited: ${JSON.stringify(unexpectedExits.map(({ output, ...e }) => ({ ...e, output: output.slice(-2000) })))}`);
         for (const url of gatewayUrls) if (!(await gatewayReady(url))) return false;
         return true;
       },
-      timeoutMs,
-      100,
+      { what: "the stack to be ready", timeoutMs, intervalMs: 100 },
     );
   }
 

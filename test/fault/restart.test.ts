@@ -15,7 +15,8 @@ import {
   type WriteKind,
 } from "./load.js";
 import { startPrivateNats, startPrivatePostgres, type PrivateNats, type PrivatePostgres } from "./private-services.js";
-import { startProcessStack, until, type ProcessStack } from "./processes.js";
+import { eventually } from "@tasksvc/testing";
+import { startProcessStack, type ProcessStack } from "./processes.js";
 
 /**
  * Issue 9: a Postgres crash and a NATS crash under mixed load, on a Postgres and a nats-server of
@@ -70,8 +71,13 @@ afterEach(async () => {
   for (const e of dead) stack.restart(e.service, e.index);
   // (waitReady() would throw on the exit already recorded.) Services print "<name> service ready".
   for (const e of dead) {
-    if (e.service === "gateway") await until(`gateway#${e.index} ready`, async () => (await readyz(stack.gatewayUrls[e.index] as string)) === 200, 30_000);
-    else await until(`${e.service}#${e.index} ready`, () => stack.output(e.service, e.index).includes(`${e.service} service ready`), 30_000);
+    if (e.service === "gateway")
+      await eventually(async () => (await readyz(stack.gatewayUrls[e.index] as string)) === 200, { what: `gateway#${e.index} ready`, timeoutMs: 30_000 });
+    else
+      await eventually(() => stack.output(e.service, e.index).includes(`${e.service} service ready`), {
+        what: `${e.service}#${e.index} ready`,
+        timeoutMs: 30_000,
+      });
   }
 });
 
@@ -189,6 +195,7 @@ async function firstFreshWrite(
         })
         .catch(() => undefined),
     );
+    // The probe's pace, not a wait for anything: it measures when recovery came, to 100 ms.
     await new Promise((r) => setTimeout(r, 100));
   }
   await Promise.all(inFlight);
@@ -210,6 +217,7 @@ async function firstReady(url: string, since: number, timeoutMs = 30_000): Promi
         else if (r === "timeout") hung++;
       }),
     );
+    // The probe's pace, not a wait for anything: it measures when recovery came, to 100 ms.
     await new Promise((r) => setTimeout(r, 100));
   }
   await Promise.all(polls);
@@ -239,7 +247,7 @@ const cases: RestartCase[] = [
 
 /** One case: crash under load, start again, then measure and verify (see the file comment). */
 async function runCase(c: RestartCase, load: MixedLoad, probeTenant: LoadTenant, exitsBefore: number): Promise<void> {
-  await until("the load to be under way", () => load.progress().acknowledged >= 150, 20_000);
+  await eventually(() => load.progress().acknowledged >= 150, { what: "the load to be under way", timeoutMs: 20_000 });
   const streamBefore = await streamState(stack.natsUrl, stack.namespace);
   const downAt = Date.now();
   await c.down();
@@ -247,7 +255,10 @@ async function runCase(c: RestartCase, load: MixedLoad, probeTenant: LoadTenant,
   // Stay down for an outage of a realistic length (a restart or a failover takes seconds; the
   // drivers' reconnect backoff grows meanwhile) and until the clients noticed; then look at
   // what /readyz says.
-  await until("requests to fail for 3 s", () => Date.now() - downAt >= OUTAGE_MS && failureWindow(load, downAt).failures >= 10, 20_000);
+  await eventually(() => Date.now() - downAt >= OUTAGE_MS && failureWindow(load, downAt).failures >= 10, {
+    what: "requests to fail for 3 s",
+    timeoutMs: 20_000,
+  });
   const readyDuringOutage = await Promise.all(stack.gatewayUrls.map(readyz));
 
   const upStarted = Date.now();

@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { api, factories, startReceiver, type Receiver } from "@tasksvc/testing";
+import { api, eventually, factories, startReceiver, type Receiver } from "@tasksvc/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startProcessStack, until, type ProcessStack } from "./processes.js";
+import { startProcessStack, type ProcessStack } from "./processes.js";
 
 /**
  * Issue 13: one trace across every hop. Each service runs as its own process (as in production,
@@ -91,8 +91,7 @@ describe("tracing", () => {
       inTrace()
         .map((s) => `${s.service} ${s.name}`)
         .join(", ");
-    await until(
-      "every hop's span",
+    await eventually(
       () =>
         has("gateway", /^POST \/v1\/tasks$/) &&
         has("tasks", /^tasks\/createTask$/) &&
@@ -100,8 +99,7 @@ describe("tracing", () => {
         has("tasks", / publish$/) &&
         has("webhooks", / process$/) &&
         has("delivery", /^webhook POST$/),
-      20_000,
-      100,
+      { what: "every hop's span", timeoutMs: 20_000, intervalMs: 100 },
     ).catch((e: unknown) => {
       throw new Error(`${String(e)}; spans of the trace so far: ${seen() || "none"} (${collector.spans.length} spans in all)`);
     });
@@ -152,12 +150,11 @@ describe("tracing", () => {
     expect(patched.status, patched.text).toBe(200);
 
     const inTrace = () => collector.spans.filter((s) => s.traceId === traceId);
-    await until(
-      "the transaction and the publish",
-      () => inTrace().some((s) => s.name === "db.transaction") && inTrace().some((s) => / publish$/.test(s.name)),
-      20_000,
-      100,
-    );
+    await eventually(() => inTrace().some((s) => s.name === "db.transaction") && inTrace().some((s) => / publish$/.test(s.name)), {
+      what: "the transaction and the publish",
+      timeoutMs: 20_000,
+      intervalMs: 100,
+    });
     const spans = inTrace();
     const rpc = spans.find((s) => s.service === "tasks" && s.name === "tasks/updateTask");
     const tx = spans.find((s) => s.service === "tasks" && s.name === "db.transaction" && s.parentSpanId === rpc?.spanId);

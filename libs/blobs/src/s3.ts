@@ -159,11 +159,23 @@ export function s3BlobStore(setting: S3Setting, opts: S3BlobStoreOptions = {}): 
       });
     },
 
-    /** The response headers are query parameters covered by the signature, so a holder cannot change them. */
+    /**
+     * The response headers are query parameters covered by the signature, so a holder cannot
+     * change them. They are what S3 lets a URL set (type, disposition, cache control, encoding,
+     * language, expiry): `attachment` and `private, no-store` as the gateway's downloads send.
+     * `X-Content-Type-Options` and `Content-Security-Policy` are not among them, nor settable on an
+     * object; the bytes come from the bucket's origin, never the API's.
+     */
     async presignGet(key: string, o: { expiresInSeconds: number; fileName: string; contentType: string }): Promise<string> {
       return getSignedUrl(
         client,
-        new GetObjectCommand({ Bucket, Key: key, ResponseContentDisposition: attachmentDisposition(o.fileName), ResponseContentType: o.contentType }),
+        new GetObjectCommand({
+          Bucket,
+          Key: key,
+          ResponseContentDisposition: attachmentDisposition(o.fileName),
+          ResponseContentType: o.contentType,
+          ResponseCacheControl: "private, no-store",
+        }),
         { expiresIn: o.expiresInSeconds },
       );
     },

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { Readable } from "node:stream";
-import { startS3Server, type S3Server } from "@tasksvc/testing";
+import { eventually, startS3Server, type S3Server } from "@tasksvc/testing";
 import { pieces, read, sha } from "./bodies.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { s3BlobStore } from "../src/s3.js";
@@ -23,21 +23,16 @@ afterAll(async () => {
   await server?.stop();
 });
 
-/** Polls `check` until it holds; a deadline rather than a sleep. */
-async function until(check: () => Promise<boolean>, what: string, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 /** The first `at` bytes of `b`, then, once the server shows `key` (as `ready` wants it), the rest. */
 async function* gated(key: string, b: Buffer, at: number, ready: (info: BlobInfo) => boolean = () => true): AsyncGenerator<Buffer> {
   yield b.subarray(0, at);
-  await until(async () => {
-    const info = await store.stat(key);
-    return info !== null && ready(info);
-  }, `${key} to appear on the server`);
+  await eventually(
+    async () => {
+      const info = await store.stat(key);
+      return info !== null && ready(info);
+    },
+    { intervalMs: 10, what: `${key} to appear on the server` },
+  );
   if (at < b.length) yield b.subarray(at);
 }
 async function keys(prefix: string): Promise<string[]> {
@@ -182,6 +177,19 @@ describe("the S3 store", () => {
     expect(m, disposition).not.toBeNull();
     expect(m?.[1]).toBe("Q3 _final_ r_sum_.pdf");
     expect(decodeURIComponent(m?.[2] ?? "")).toBe(fileName);
+  });
+
+  it("when a presigned GET URL is fetched, then the answer is not to be cached and the signature covers its response headers", async () => {
+    await store.put("org_a/page.html", pieces(Buffer.from("<script>alert(1)</script>")), { size: 25, contentType: "text/html" });
+    const url = new URL((await store.presignGet("org_a/page.html", { expiresInSeconds: 60, fileName: "page.html", contentType: "text/html" })) ?? "");
+    expect(url.searchParams.get("response-cache-control")).toBe("private, no-store");
+    expect(url.searchParams.get("response-content-disposition")).toMatch(/^attachment;/);
+    // Query parameters are part of the canonical request a v4 signature covers.
+    expect(url.searchParams.get("X-Amz-Signature")).toMatch(/^[0-9a-f]{64}$/);
+    const res = await fetch(url);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("cache-control")).toBe("private, no-store");
+    expect(res.headers.get("content-disposition")).toMatch(/^attachment;/);
   });
 
   it("when a key does not exist, then stat and get answer null", async () => {

@@ -1,5 +1,6 @@
 import createFetchClient, { type Client, type Middleware } from "openapi-fetch";
-import pRetry from "p-retry";
+import pRetry, { AbortError } from "p-retry";
+import { IDEMPOTENT_OPERATIONS } from "./idempotent.js";
 import type { components, operations, paths } from "./schema.js";
 
 export type { components, operations, paths };
@@ -14,17 +15,27 @@ export interface ClientOptions {
   /** An API key (`svc_live_…`) or an OAuth access token, sent as `Authorization: Bearer …`. */
   token: string;
   /**
-   * Tries per request after the first, for network errors, 5xx answers and a 409
-   * `idempotency_in_progress`, with exponential backoff (p-retry) and Retry-After honoured up to
-   * `maxDelayMs`. Every try of a POST carries the same Idempotency-Key, so a retried create
-   * makes no twin. Default 4; 0 turns retries off.
+   * Tries per request after the first. A 429 whose Retry-After is within `maxRetryAfterMs` is
+   * tried again whatever the request (nothing ran; waited out in full). A network error, a 5xx
+   * answer or a 409 `idempotency_in_progress` is tried again (exponential backoff with p-retry,
+   * Retry-After honoured up to `maxDelayMs`) only where a second try cannot act twice: reads,
+   * PUT and DELETE, and the writes that take an Idempotency-Key, whose every try carries the
+   * same key. Any other write (a test event, a replay) comes back with its first failure.
+   * Default 4; 0 turns retries off.
    */
   retries?: number;
-  /** Longest wait between tries (default 5 s). */
+  /** Longest wait between tries after a network error, a 5xx or a 409 (default 5 s). */
   maxDelayMs?: number;
+  /**
+   * Longest Retry-After of a 429 that the client waits out before trying again (default 60 s, the
+   * burst window). A 429 that asks for a longer wait (an exhausted billing-period allowance
+   * renews days later), or that says no Retry-After, comes back at once. 0 retries a 429 only
+   * when it says `Retry-After: 0`.
+   */
+  maxRetryAfterMs?: number;
   /** A fetch of your own (tests, proxies); the global fetch by default. */
   fetch?: typeof fetch;
-  /** Makes the Idempotency-Key of a POST that has none (default: a random UUID). */
+  /** Makes the Idempotency-Key of a write that takes one and has none (default: a random UUID). */
   idempotencyKey?: () => string;
 }
 
@@ -45,6 +56,9 @@ export class TasksvcError extends Error {
 }
 
 /** Whether an answer is worth another try with the same request (and Idempotency-Key). */
+/** Methods a second try cannot make act twice (RFC 9110 idempotent methods). */
+const REPEATABLE_METHODS: ReadonlySet<string> = new Set(["GET", "HEAD", "OPTIONS", "PUT", "DELETE"]);
+
 async function retryable(res: Response): Promise<boolean> {
   if (res.status >= 500) return true;
   if (res.status !== 409) return false;
@@ -61,6 +75,51 @@ class RetryableAnswer extends Error {
   }
 }
 
+/** A 429 to try again once `waitMs` have passed, as its Retry-After says. */
+class RateLimitedAnswer extends Error {
+  constructor(
+    readonly response: Response,
+    readonly waitMs: number,
+  ) {
+    super(`answered 429, retry after ${waitMs} ms`);
+  }
+}
+
+/** The wait a Retry-After asks for in ms (delay-seconds or an HTTP-date), or null when it says none. */
+function retryAfterMs(value: string | null): number | null {
+  const v = value?.trim();
+  if (!v) return null;
+  if (/^\d+$/.test(v)) return Number(v) * 1000;
+  // An HTTP-date has letters (a day and month name); Date.parse would take "1.5" as a date too.
+  const at = /[a-z]/i.test(v) ? Date.parse(v) : Number.NaN;
+  return Number.isNaN(at) ? null : Math.max(0, at - Date.now());
+}
+
+/**
+ * Waits at least `ms` by the monotonic clock, rejecting with the abort reason if `signal` aborts.
+ * A timer may fire a millisecond early, and a retry before the Retry-After is a wasted 429.
+ */
+async function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  const until = performance.now() + ms;
+  for (let left = ms; left > 0; left = until - performance.now()) {
+    signal.throwIfAborted();
+    // A timer longer than 2^31-1 ms would fire at once: a longer wait takes several.
+    const step = Math.min(Math.ceil(left), 2_147_483_647);
+    await new Promise<void>((resolve, reject) => {
+      const onAbort = () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      };
+      const timer = setTimeout(() => {
+        signal.removeEventListener("abort", onAbort);
+        resolve();
+      }, step);
+      signal.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+  signal.throwIfAborted();
+}
+
 /**
  * The typed client: `client.GET("/v1/tasks/{task_id}", { params: { path: { task_id } } })` with
  * bodies, parameters, answers and errors typed from the OpenAPI document (openapi-fetch over
@@ -69,17 +128,39 @@ class RetryableAnswer extends Error {
 export function createClient(opts: ClientOptions) {
   const retries = opts.retries ?? 4;
   const maxDelay = opts.maxDelayMs ?? 5000;
+  const maxRetryAfter = opts.maxRetryAfterMs ?? 60_000;
   const baseFetch = opts.fetch ?? globalThis.fetch;
   const newKey = opts.idempotencyKey ?? (() => crypto.randomUUID());
 
+  // The requests a second try cannot make act twice (marked on the way in, where the operation
+  // is known): reads, PUT and DELETE, and the writes that take an Idempotency-Key.
+  const repeatable = new WeakSet<Request>();
   // Every try sends a clone of the same request: same method, body and Idempotency-Key.
-  const retryingFetch = (request: Request): Promise<Response> =>
-    pRetry(
-      async () => {
-        // A network error ("fetch failed") is retried by p-retry: the request may have reached the
-        // server, and the key makes a second try safe. Any other TypeError (a bad URL) is not.
-        const res = await baseFetch(request.clone());
-        if (await retryable(res)) throw new RetryableAnswer(res);
+  const retryingFetch = (request: Request): Promise<Response> => {
+    const mayRepeat = repeatable.has(request);
+    return pRetry(
+      async (attempt) => {
+        // `retries` bounds the tries whatever failed: a 429 does not count in p-retry's budget
+        // (its wait is the Retry-After, not the backoff), so the bound is kept here.
+        const last = attempt > retries;
+        let res: Response;
+        try {
+          res = await baseFetch(request.clone());
+        } catch (e) {
+          // A network error ("fetch failed") is retried by p-retry when a second try is safe: the
+          // request may have reached the server. Any other TypeError (a bad URL) is not.
+          if ((last || !mayRepeat) && e instanceof Error) throw new AbortError(e);
+          throw e;
+        }
+        // Out of tries: the last answer goes back as it is (typed as an error by openapi-fetch).
+        if (last) return res;
+        if (res.status === 429) {
+          // Nothing ran, so any method may go again; only when the server said when, and soon enough.
+          const wait = retryAfterMs(res.headers.get("retry-after"));
+          if (wait !== null && wait <= maxRetryAfter) throw new RateLimitedAnswer(res, wait);
+          return res;
+        }
+        if (mayRepeat && (await retryable(res))) throw new RetryableAnswer(res);
         return res;
       },
       {
@@ -87,23 +168,30 @@ export function createClient(opts: ClientOptions) {
         minTimeout: 100,
         maxTimeout: maxDelay,
         randomize: true,
-        // Retry-After (seconds) when the server says how long to wait.
+        signal: request.signal,
         onFailedAttempt: async ({ error }) => {
-          if (!(error instanceof RetryableAnswer)) return;
-          const after = Number(error.response.headers.get("retry-after"));
-          if (Number.isFinite(after) && after > 0) await new Promise((r) => setTimeout(r, Math.min(after * 1000, maxDelay)));
+          if (error instanceof RateLimitedAnswer) {
+            await error.response.body?.cancel().catch(() => undefined);
+            await sleep(error.waitMs, request.signal);
+          } else if (error instanceof RetryableAnswer) {
+            await error.response.body?.cancel().catch(() => undefined);
+            // Retry-After when the server says how long to wait, before p-retry's own backoff.
+            const after = retryAfterMs(error.response.headers.get("retry-after"));
+            if (after !== null && after > 0) await sleep(Math.min(after, maxDelay), request.signal);
+          }
         },
+        // The Retry-After wait replaces the backoff (which would only add to it).
+        shouldConsumeRetry: ({ error }) => !(error instanceof RateLimitedAnswer),
       },
-    ).catch((e: unknown) => {
-      // Out of tries on an answer: hand the last answer over as it is (typed as an error below).
-      if (e instanceof RetryableAnswer) return e.response;
-      throw e;
-    });
+    );
+  };
 
   const auth: Middleware = {
-    onRequest({ request }) {
+    onRequest({ request, schemaPath }) {
       request.headers.set("authorization", `Bearer ${opts.token}`);
-      if (request.method === "POST" && !request.headers.has("idempotency-key")) request.headers.set("idempotency-key", newKey());
+      const keyed = IDEMPOTENT_OPERATIONS.has(`${request.method} ${schemaPath}`);
+      if (keyed && !request.headers.has("idempotency-key")) request.headers.set("idempotency-key", newKey());
+      if (keyed || REPEATABLE_METHODS.has(request.method)) repeatable.add(request);
       return request;
     },
   };

@@ -116,7 +116,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * API-call consumption of the current billing period (this call included) and attachment storage
+         * API-call consumption of the current billing period (this call included), attachment storage, and the plan's other limits
          * @description Requires scope `usage:read` and plan entitlement `public_api`. Costs 1 API call.
          */
         get: operations["getUsage"];
@@ -494,7 +494,7 @@ export interface paths {
         get: operations["listWebhookEndpoints"];
         put?: never;
         /**
-         * Create a webhook endpoint (the signing secret is shown once)
+         * Create a webhook endpoint, one per URL and up to the plan's number of endpoints (the signing secret is shown once)
          * @description Requires scope `webhooks:write` and plan entitlement `outbound_webhooks`. Costs 1 API call (an idempotent replay costs nothing).
          */
         post: operations["createWebhookEndpoint"];
@@ -937,10 +937,15 @@ export interface components {
              * @example 104857600
              */
             max_file_size: number;
+            /**
+             * @description Webhook endpoints the organization may have at once, enabled or not; 0 when the plan has no webhooks.
+             * @example 16
+             */
+            webhook_endpoints_allowance: number;
         };
         Task: {
             /**
-             * @description The task's id: T-<n>, numbered per organization from 1.
+             * @description The task's id: T-\<n\>, numbered per organization from 1.
              * @example T-42
              */
             id: string;
@@ -1165,8 +1170,8 @@ export interface components {
         };
         DependencyItem: {
             /**
-             * @description A task's id (T-<n>).
-             * @example T-42
+             * @description A task's id (T-\<n\>).
+             * @example T-1
              */
             task_id: string;
             /**
@@ -1188,8 +1193,8 @@ export interface components {
         };
         DependencyView: {
             /**
-             * @description A task's id (T-<n>).
-             * @example T-42
+             * @description A task's id (T-\<n\>).
+             * @example T-1
              */
             task_id: string;
             /**
@@ -1254,7 +1259,7 @@ export interface components {
              */
             id: string;
             /**
-             * @description The file's name, as given at upload (sent back in Content-Disposition).
+             * @description The file's name, as given at upload (sent back in Content-Disposition). One line; bidirectional controls (U+202A-U+202E, U+2066-U+2069), which can make a name display as another, are refused.
              * @example notes.txt
              */
             file_name: string;
@@ -1278,7 +1283,7 @@ export interface components {
         UploadTicket: {
             /**
              * @description Where to send the bytes: PUT exactly `size` bytes here before `expires_at`.
-             * @example https://api.example.com/v1/uploads/eyJ…
+             * @example https://api.example.com/v1/uploads/k1.eyJ…
              */
             upload_url: string;
             /**
@@ -1302,7 +1307,7 @@ export interface components {
         DownloadLink: {
             /**
              * @description A short-lived link answering the file's bytes.
-             * @example https://api.example.com/v1/downloads/eyJ…
+             * @example https://api.example.com/v1/downloads/k1.eyJ…
              */
             download_url: string;
             /**
@@ -1319,7 +1324,7 @@ export interface components {
              */
             date: string;
             /**
-             * @description The day's sections in order: TODO, PROGRESS, DONE.
+             * @description The day's two sections, always both, in order: TODO, then PROGRESS.
              * @example []
              */
             sections: components["schemas"]["DailyPlanSection"][];
@@ -1356,8 +1361,8 @@ export interface components {
              */
             section: "TODO" | "PROGRESS";
             /**
-             * @description A task's id (T-<n>).
-             * @example T-42
+             * @description A task's id (T-\<n\>).
+             * @example T-1
              */
             task_id: string;
             /**
@@ -1427,8 +1432,8 @@ export interface components {
         };
         CreatedWebhookEndpoint: {
             /**
-             * @description The object's id: opaque, stable, unique in its kind.
-             * @example prj_5vN5Zu6nSVCjmB2jJBpwRY
+             * @description The endpoint's id.
+             * @example whe_8kQ3mT6pL2vX9nD4bR7sW1
              */
             id: string;
             /**
@@ -1479,8 +1484,8 @@ export interface components {
         };
         RotatedWebhookEndpoint: {
             /**
-             * @description The object's id: opaque, stable, unique in its kind.
-             * @example prj_5vN5Zu6nSVCjmB2jJBpwRY
+             * @description The endpoint's id.
+             * @example whe_8kQ3mT6pL2vX9nD4bR7sW1
              */
             id: string;
             /**
@@ -1674,7 +1679,7 @@ export interface components {
         };
         Problem: {
             /**
-             * @description URL of the code's entry on the errors page: `<PUBLIC_BASE_URL or the request's origin>/docs/errors#<code>`
+             * @description URL of the code's entry on the errors page: `<this API's base URL>/docs/errors#<code>`
              * @example https://api.example.com/docs/errors#validation_failed
              */
             type: string;
@@ -1715,7 +1720,7 @@ export interface components {
              */
             errors?: {
                 /**
-                 * @description An RFC 6901 JSON pointer to the field: into the body, or /<name> for a query or path parameter.
+                 * @description An RFC 6901 JSON pointer to the field: into the body, or /\<name\> for a query or path parameter.
                  * @example /name
                  */
                 pointer: string;
@@ -2040,7 +2045,7 @@ export interface components {
              */
             test_mode?: boolean;
             /**
-             * @description Days until the key expires (1-3650); never when absent.
+             * @description Days until the key expires (1-365); never when absent.
              * @example 30
              */
             expires_in_days?: number;
@@ -2075,7 +2080,7 @@ export interface components {
             start_date?: string;
             /**
              * Format: date
-             * @description When it is due: a day (YYYY-MM-DD) or a date-time.
+             * @description When it is due: a day (YYYY-MM-DD) or a date-time. A recurring task created without one is due on its first occurrence day.
              * @example 2026-11-30
              */
             due_date?: string;
@@ -2107,7 +2112,7 @@ export interface components {
              */
             parent_task_id?: string;
             /**
-             * @description How the task repeats; null when it does not.
+             * @description How the task repeats; null when it does not. The task is its series' first occurrence; completing or archiving a series' latest occurrence creates the next one at once, due on its day.
              * @example {
              *       "frequency": "WEEKLY",
              *       "interval": 1,
@@ -2243,7 +2248,7 @@ export interface components {
              */
             parent_task_id?: string | null;
             /**
-             * @description How the task repeats; null when it does not.
+             * @description How the task repeats; null when it does not. The task is its series' first occurrence; completing or archiving a series' latest occurrence creates the next one at once, due on its day.
              * @example {
              *       "frequency": "WEEKLY",
              *       "interval": 1,
@@ -2327,13 +2332,13 @@ export interface components {
         AddTaskDependencyRequest: {
             /**
              * @description The task that blocks this one.
-             * @example T-41
+             * @example T-2
              */
             blocker_task_id: string;
         };
         StartAttachmentUploadRequest: {
             /**
-             * @description The file's name, as given at upload (sent back in Content-Disposition).
+             * @description The file's name, as given at upload (sent back in Content-Disposition). One line; bidirectional controls (U+202A-U+202E, U+2066-U+2069), which can make a name display as another, are refused.
              * @example notes.txt
              */
             file_name: string;
@@ -2350,7 +2355,7 @@ export interface components {
         };
         RegisterAttachmentRequest: {
             /**
-             * @description The file's name, as given at upload (sent back in Content-Disposition).
+             * @description The file's name, as given at upload (sent back in Content-Disposition). One line; bidirectional controls (U+202A-U+202E, U+2066-U+2069), which can make a name display as another, are refused.
              * @example notes.txt
              */
             file_name: string;
@@ -2416,8 +2421,8 @@ export interface components {
              */
             date: string;
             /**
-             * @description A task's id (T-<n>).
-             * @example T-42
+             * @description A task's id (T-\<n\>).
+             * @example T-1
              */
             task_id: string;
             /**
@@ -2429,7 +2434,7 @@ export interface components {
         };
         CreateWebhookEndpointRequest: {
             /**
-             * @description An https URL.
+             * @description Where deliveries go: an https URL without user name or password. Stored as a URL parser writes it (scheme and host in lower case, the default port dropped), and unique in the organization: a URL another of its endpoints has is refused.
              * @example https://hooks.example.com/tasksvc
              */
             url: string;
@@ -2444,7 +2449,7 @@ export interface components {
         };
         UpdateWebhookEndpointRequest: {
             /**
-             * @description An https URL.
+             * @description A new destination, with the create's rules: https, stored as a URL parser writes it, unique in the organization.
              * @example https://hooks.example.com/tasksvc
              */
             url?: string;
@@ -2509,9 +2514,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -2619,9 +2624,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -2742,9 +2747,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -2854,9 +2859,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -2948,10 +2953,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /**
-                 * @description Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8).
-                 * @example 3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20
-                 */
+                /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response. Use a new key for each new request, a UUID for example (`3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -2959,6 +2961,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "CI deploys",
+                 *       "scopes": [
+                 *         "tasks:read",
+                 *         "tasks:write"
+                 *       ],
+                 *       "expires_in_days": 30
+                 *     }
+                 */
                 "application/json": components["schemas"]["CreateApiKeyRequest"];
             };
         };
@@ -2968,9 +2980,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -3124,9 +3136,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -3234,14 +3246,14 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description API-call consumption of the current billing period (this call included) and attachment storage */
+            /** @description API-call consumption of the current billing period (this call included), attachment storage, and the plan's other limits */
             200: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -3344,20 +3356,11 @@ export interface operations {
                  * @example TODO
                  */
                 status?: "TODO" | "IN_PROGRESS" | "IN_REVIEW" | "COMPLETED" | "BLOCKED";
-                /**
-                 * @description Only tasks in this project.
-                 * @example prj_5vN5Zu6nSVCjmB2jJBpwRY
-                 */
+                /** @description Only tasks in this project (its id, `prj_…`). */
                 project_id?: string;
-                /**
-                 * @description Only the subtasks of this task.
-                 * @example T-7
-                 */
+                /** @description Only the subtasks of this task (its id, T-\<n\>). */
                 parent_task_id?: string;
-                /**
-                 * @description Only the occurrences made from this recurring task.
-                 * @example T-12
-                 */
+                /** @description Only the occurrences made from this recurring task (its id, T-\<n\>). */
                 series_task_id?: string;
                 /**
                  * @description Archived tasks instead of current ones (default false).
@@ -3376,9 +3379,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -3481,10 +3484,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /**
-                 * @description Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8).
-                 * @example 3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20
-                 */
+                /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response. Use a new key for each new request, a UUID for example (`3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -3492,18 +3492,27 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "title": "Write the announcement",
+                 *       "description": "Everything for the November launch.",
+                 *       "priority": "HIGH",
+                 *       "due_date": "2026-11-30",
+                 *       "story_points": 3
+                 *     }
+                 */
                 "application/json": components["schemas"]["CreateTaskRequest"];
             };
         };
         responses: {
-            /** @description Create a task (numbered T-<n> per organization; owned by the credential's user) */
+            /** @description Create a task (numbered T-\<n\> per organization; owned by the credential's user) */
             201: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -3643,8 +3652,8 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The task's id (T-<n>).
-                 * @example T-42
+                 * @description The task's id (T-\<n\>).
+                 * @example T-1
                  */
                 task_id: string;
             };
@@ -3657,9 +3666,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -3762,16 +3771,13 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /**
-                 * @description Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8).
-                 * @example 3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20
-                 */
+                /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response. Use a new key for each new request, a UUID for example (`3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20`). */
                 "Idempotency-Key"?: string;
             };
             path: {
                 /**
-                 * @description The task's id (T-<n>).
-                 * @example T-42
+                 * @description The task's id (T-\<n\>).
+                 * @example T-1
                  */
                 task_id: string;
             };
@@ -3779,6 +3785,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "status": "IN_PROGRESS",
+                 *       "priority": "URGENT",
+                 *       "notes": "Ask legal before publishing."
+                 *     }
+                 */
                 "application/json": components["schemas"]["UpdateTaskRequest"];
             };
         };
@@ -3788,9 +3801,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -3939,16 +3952,13 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /**
-                 * @description Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8).
-                 * @example 3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20
-                 */
+                /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response. Use a new key for each new request, a UUID for example (`3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20`). */
                 "Idempotency-Key"?: string;
             };
             path: {
                 /**
-                 * @description The task's id (T-<n>).
-                 * @example T-42
+                 * @description The task's id (T-\<n\>).
+                 * @example T-1
                  */
                 task_id: string;
             };
@@ -3961,9 +3971,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -4090,16 +4100,13 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /**
-                 * @description Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8).
-                 * @example 3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20
-                 */
+                /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response. Use a new key for each new request, a UUID for example (`3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20`). */
                 "Idempotency-Key"?: string;
             };
             path: {
                 /**
-                 * @description The task's id (T-<n>).
-                 * @example T-42
+                 * @description The task's id (T-\<n\>).
+                 * @example T-1
                  */
                 task_id: string;
             };
@@ -4112,9 +4119,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -4251,8 +4258,8 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The task's id (T-<n>).
-                 * @example T-42
+                 * @description The task's id (T-\<n\>).
+                 * @example T-1
                  */
                 task_id: string;
             };
@@ -4265,9 +4272,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -4372,8 +4379,8 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The task's id (T-<n>).
-                 * @example T-42
+                 * @description The task's id (T-\<n\>).
+                 * @example T-1
                  */
                 task_id: string;
             };
@@ -4386,9 +4393,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -4491,16 +4498,13 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /**
-                 * @description Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8).
-                 * @example 3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20
-                 */
+                /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response. Use a new key for each new request, a UUID for example (`3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20`). */
                 "Idempotency-Key"?: string;
             };
             path: {
                 /**
-                 * @description The task's id (T-<n>).
-                 * @example T-42
+                 * @description The task's id (T-\<n\>).
+                 * @example T-1
                  */
                 task_id: string;
             };
@@ -4508,6 +4512,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "blocker_task_id": "T-2"
+                 *     }
+                 */
                 "application/json": components["schemas"]["AddTaskDependencyRequest"];
             };
         };
@@ -4517,9 +4526,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -4540,9 +4549,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -4693,13 +4702,13 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The task's id (T-<n>).
-                 * @example T-42
+                 * @description The task's id (T-\<n\>).
+                 * @example T-1
                  */
                 task_id: string;
                 /**
-                 * @description The blocking task's id (T-<n>).
-                 * @example T-41
+                 * @description The blocking task's id (T-\<n\>).
+                 * @example T-2
                  */
                 blocker_task_id: string;
             };
@@ -4712,9 +4721,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -4817,16 +4826,13 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /**
-                 * @description Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8).
-                 * @example 3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20
-                 */
+                /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response. Use a new key for each new request, a UUID for example (`3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20`). */
                 "Idempotency-Key"?: string;
             };
             path: {
                 /**
-                 * @description The task's id (T-<n>).
-                 * @example T-42
+                 * @description The task's id (T-\<n\>).
+                 * @example T-1
                  */
                 task_id: string;
             };
@@ -4834,6 +4840,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "file_name": "notes.txt",
+                 *       "content_type": "text/plain",
+                 *       "size": 12
+                 *     }
+                 */
                 "application/json": components["schemas"]["StartAttachmentUploadRequest"];
             };
         };
@@ -4843,9 +4856,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -5004,8 +5017,8 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The task's id (T-<n>).
-                 * @example T-42
+                 * @description The task's id (T-\<n\>).
+                 * @example T-1
                  */
                 task_id: string;
             };
@@ -5018,9 +5031,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -5123,16 +5136,13 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /**
-                 * @description Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8).
-                 * @example 3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20
-                 */
+                /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response. Use a new key for each new request, a UUID for example (`3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20`). */
                 "Idempotency-Key"?: string;
             };
             path: {
                 /**
-                 * @description The task's id (T-<n>).
-                 * @example T-42
+                 * @description The task's id (T-\<n\>).
+                 * @example T-1
                  */
                 task_id: string;
             };
@@ -5140,6 +5150,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "file_name": "notes.txt",
+                 *       "file_key": "att/org_3kTM…/upl_…",
+                 *       "content_type": "text/plain",
+                 *       "size": 12
+                 *     }
+                 */
                 "application/json": components["schemas"]["RegisterAttachmentRequest"];
             };
         };
@@ -5149,9 +5167,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -5302,8 +5320,8 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The task's id (T-<n>).
-                 * @example T-42
+                 * @description The task's id (T-\<n\>).
+                 * @example T-1
                  */
                 task_id: string;
                 /**
@@ -5321,9 +5339,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -5428,8 +5446,8 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The task's id (T-<n>).
-                 * @example T-42
+                 * @description The task's id (T-\<n\>).
+                 * @example T-1
                  */
                 task_id: string;
                 /**
@@ -5447,9 +5465,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -5570,9 +5588,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -5664,10 +5682,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /**
-                 * @description Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8).
-                 * @example 3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20
-                 */
+                /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response. Use a new key for each new request, a UUID for example (`3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -5675,6 +5690,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Launch",
+                 *       "description": "Everything for the November launch."
+                 *     }
+                 */
                 "application/json": components["schemas"]["CreateProjectRequest"];
             };
         };
@@ -5684,9 +5705,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -5840,9 +5861,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -5961,9 +5982,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -6077,6 +6098,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Launch v2"
+                 *     }
+                 */
                 "application/json": components["schemas"]["UpdateProjectRequest"];
             };
         };
@@ -6086,9 +6112,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -6229,9 +6255,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -6334,6 +6360,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "section": "TODO",
+                 *       "status": "PLANNED"
+                 *     }
+                 */
                 "application/json": components["schemas"]["SetDailyPlanSectionRequest"];
             };
         };
@@ -6343,9 +6375,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -6459,10 +6491,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /**
-                 * @description Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8).
-                 * @example 3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20
-                 */
+                /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response. Use a new key for each new request, a UUID for example (`3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -6470,6 +6499,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "date": "2026-11-23",
+                 *       "task_id": "T-1",
+                 *       "section": "TODO"
+                 *     }
+                 */
                 "application/json": components["schemas"]["AddDailyPlanEntryRequest"];
             };
         };
@@ -6479,9 +6515,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -6646,9 +6682,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -6769,9 +6805,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -6863,10 +6899,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /**
-                 * @description Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8).
-                 * @example 3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20
-                 */
+                /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response. Use a new key for each new request, a UUID for example (`3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -6874,18 +6907,27 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "url": "https://hooks.example.com/tasksvc",
+                 *       "event_types": [
+                 *         "task.created",
+                 *         "task.updated"
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["CreateWebhookEndpointRequest"];
             };
         };
         responses: {
-            /** @description Create a webhook endpoint (the signing secret is shown once) */
+            /** @description Create a webhook endpoint, one per URL and up to the plan's number of endpoints (the signing secret is shown once) */
             201: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -7039,9 +7081,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -7160,9 +7202,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -7276,6 +7318,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "event_types": [
+                 *         "task.created",
+                 *         "task.updated",
+                 *         "task.archived"
+                 *       ],
+                 *       "enabled": true
+                 *     }
+                 */
                 "application/json": components["schemas"]["UpdateWebhookEndpointRequest"];
             };
         };
@@ -7285,9 +7337,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -7412,10 +7464,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /**
-                 * @description Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8).
-                 * @example 3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20
-                 */
+                /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response. Use a new key for each new request, a UUID for example (`3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -7434,9 +7483,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -7574,6 +7623,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "event_type": "task.created"
+                 *     }
+                 */
                 "application/json": components["schemas"]["SendWebhookTestEventRequest"];
             };
         };
@@ -7583,9 +7637,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -7726,9 +7780,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -7860,9 +7914,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -7994,9 +8048,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -8120,9 +8174,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -8247,6 +8301,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "since": "2026-11-23T09:30:00.000Z"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ReplayFailedWebhookDeliveriesRequest"];
             };
         };
@@ -8256,9 +8315,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -8394,10 +8453,7 @@ export interface operations {
                  * @example task.updated
                  */
                 type?: "task.created" | "task.updated" | "task.archived";
-                /**
-                 * @description Only the events of this task (404 when no task has this id).
-                 * @example T-42
-                 */
+                /** @description Only the events of this task, T-\<n\> (404 when no task has this id). */
                 task_id?: string;
                 /**
                  * @description Only events that occurred at or after this time (ISO 8601).
@@ -8421,9 +8477,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;
@@ -8531,9 +8587,9 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
-                    /** @description Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds> */
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
                     "RateLimit-Policy"?: string;
-                    /** @description Structured field: "burst";r=<remaining>;t=<seconds to reset> */
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
                     RateLimit?: string;
                     /** @description Burst allowance of the credential */
                     "X-RateLimit-Limit"?: number;

@@ -21,10 +21,33 @@ export function parseConfig<S extends z.ZodObject>(schema: S, env: Record<string
   const r = schema.safeParse(picked);
   if (!r.success) {
     throw new ConfigError(
-      r.error.issues.map((i) => `${i.path.join(".") || "(settings)"}: ${i.message} (got ${JSON.stringify(picked[String(i.path[0])] ?? null)})`),
+      r.error.issues.map((i) => `${i.path.join(".") || "(settings)"}: ${i.message} (got ${shown(String(i.path[0]), picked[String(i.path[0])])})`),
     );
   }
   return r.data;
+}
+
+/** Settings whose value is a secret, by name: a start-up error names them but never prints them. */
+const SECRET_SETTING = /(?:_KEYS?|SECRET|PASSWORD|TOKEN)(?:_|$)/;
+
+/**
+ * A refused value as the start-up error quotes it. Start-up errors reach logs that many people
+ * read, so a secret setting shows only its length, and a URL's password is masked: the rest of
+ * the value is what the operator needs to find the mistake.
+ */
+function shown(name: string, value: string | undefined): string {
+  if (value === undefined) return "null";
+  if (SECRET_SETTING.test(name)) return `a value of ${value.length} characters, not shown`;
+  try {
+    const u = new URL(value);
+    if (u.password !== "") {
+      u.password = "***";
+      return JSON.stringify(u.toString());
+    }
+  } catch {
+    // Not a URL: quoted as it is.
+  }
+  return JSON.stringify(value);
 }
 
 export function loadConfigOrExit<S extends z.ZodObject>(schema: S, env: Record<string, string | undefined> = process.env): z.output<S> {

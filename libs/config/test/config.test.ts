@@ -62,3 +62,40 @@ describe("durations", () => {
     expect(parseDuration("5 weeks")).toBeNull();
   });
 });
+
+describe("a refused secret", () => {
+  const Secrets = z.object({
+    KEYS_SECRET_KEY: z.string().length(64).optional(),
+    LINK_SIGNING_KEYS: z
+      .string()
+      .regex(/^k\d+:/)
+      .optional(),
+    DATABASE_URL: z
+      .url()
+      .refine((u) => u.startsWith("postgres://"))
+      .optional(),
+  });
+  const messageOf = (env: Record<string, string>) => {
+    try {
+      parseConfig(Secrets, env);
+    } catch (e) {
+      return e instanceof ConfigError ? e.message : String(e);
+    }
+    return "";
+  };
+
+  it("when a key setting is malformed, then the start-up error names it and its length, never its value", () => {
+    const m = messageOf({ KEYS_SECRET_KEY: "s3cr3t-but-short", LINK_SIGNING_KEYS: "good-key-material,k2:more" });
+    expect(m).toContain("KEYS_SECRET_KEY");
+    expect(m).toContain("a value of 16 characters, not shown");
+    expect(m).toContain("LINK_SIGNING_KEYS");
+    expect(m).not.toContain("s3cr3t");
+    expect(m).not.toContain("good-key-material");
+  });
+
+  it("when a URL with a password is refused, then its password is masked and the rest shown", () => {
+    const m = messageOf({ DATABASE_URL: "mysql://app:hunter2@db.example:3306/tasks" });
+    expect(m).toContain("mysql://app:***@db.example:3306/tasks");
+    expect(m).not.toContain("hunter2");
+  });
+});

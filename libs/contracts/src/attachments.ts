@@ -1,24 +1,51 @@
 import { z } from "zod";
-import { Label, OpaqueId, PageQuery, Timestamp, page } from "./common.js";
+import {
+  CreatedAt,
+  Deleted,
+  EXAMPLE_INSTANT,
+  Label,
+  NO_BIDI_CONTROLS_MESSAGE,
+  noBidiControls,
+  ObjectId,
+  OpaqueId,
+  PageQuery,
+  Timestamp,
+  page,
+} from "./common.js";
+import { TaskIdParam } from "./tasks.js";
 
 // Attachments (spec 2.4, 2.5, 4, 4.1 "two phases", 8; DESIGN.md 3, 4, 6; issue 12; decision 0016).
 
+const ATTACHMENT_ID = { description: "The attachment's id.", examples: ["att_9pL2xQ7mT4vK1nD8bR5sW3"] };
+const FILE_NAME = {
+  description:
+    "The file's name, as given at upload (sent back in Content-Disposition). One line; bidirectional controls (U+202A-U+202E, U+2066-U+2069), which can make a name display as another, are refused.",
+  examples: ["notes.txt"],
+};
+const CONTENT_TYPE = { description: "The file's media type.", examples: ["text/plain"] };
+const SIZE = { description: "The file's size in bytes.", examples: [12] };
+const FILE_KEY = { description: "The uploaded object's key: register it as an attachment after the PUT.", examples: ["att/org_3kTM…/upl_…"] };
+const EXPIRES_AT = { description: "When it stops working (UTC, ISO 8601).", examples: [EXAMPLE_INSTANT] };
+
 /** Spec 2.4. */
 export const Attachment = z.object({
-  id: z.string(),
-  file_name: z.string(),
-  content_type: z.string(),
-  size: z.number().int(),
-  created_at: Timestamp,
+  id: z.string().meta(ATTACHMENT_ID),
+  file_name: z.string().meta(FILE_NAME),
+  content_type: z.string().meta(CONTENT_TYPE),
+  size: z.number().int().meta(SIZE),
+  created_at: CreatedAt,
 });
 export type Attachment = z.infer<typeof Attachment>;
 
 /** Spec 2.5: the upload ticket. */
 export const UploadTicket = z.object({
-  upload_url: z.string(),
-  upload_method: z.literal("PUT"),
-  file_key: z.string(),
-  expires_at: Timestamp,
+  upload_url: z.string().meta({
+    description: "Where to send the bytes: PUT exactly `size` bytes here before `expires_at`.",
+    examples: ["https://api.example.com/v1/uploads/k1.eyJ…"],
+  }),
+  upload_method: z.literal("PUT").meta({ description: "The HTTP method for upload_url.", examples: ["PUT"] }),
+  file_key: z.string().meta(FILE_KEY),
+  expires_at: Timestamp.meta(EXPIRES_AT),
 });
 export type UploadTicket = z.infer<typeof UploadTicket>;
 
@@ -26,28 +53,32 @@ export type UploadTicket = z.infer<typeof UploadTicket>;
 // biome-ignore lint/suspicious/noControlCharactersInRegex: the range excludes control characters from quoted parameter values (RFC 9110 qdtext)
 const MEDIA_TYPE = /^[A-Za-z0-9!#$&^_.+-]+\/[A-Za-z0-9!#$&^_.+-]+(\s*;\s*[A-Za-z0-9!#$&^_.+-]+=("[^"\\\u0000-\u001f]*"|[A-Za-z0-9!#$&^_.+-]+))*$/;
 export const ContentType = Label.min(1).max(255).regex(MEDIA_TYPE, { message: "must be a media type such as application/pdf or text/plain; charset=utf-8" });
-export const FileName = Label.min(1).max(255);
+/** A download is saved under this name, so nothing in it may reorder how it displays. */
+export const FileName = Label.min(1).max(255).refine(noBidiControls, { message: NO_BIDI_CONTROLS_MESSAGE });
 /** Bytes: at least 1; at most 2^53 - 1 (the plan's max file size refuses far sooner). */
 export const FileSize = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
 
-export const StartUploadBody = z.strictObject({ file_name: FileName, content_type: ContentType, size: FileSize });
+export const StartUploadBody = z.strictObject({ file_name: FileName.meta(FILE_NAME), content_type: ContentType.meta(CONTENT_TYPE), size: FileSize.meta(SIZE) });
 export type StartUploadBody = z.infer<typeof StartUploadBody>;
 
 /** Spec 4.1, 8: registration body. */
 export const RegisterAttachmentBody = z.strictObject({
-  file_name: FileName,
-  file_key: Label.min(1).max(1024),
-  content_type: ContentType,
-  size: FileSize,
+  file_name: FileName.meta(FILE_NAME),
+  file_key: Label.min(1).max(1024).meta(FILE_KEY),
+  content_type: ContentType.meta(CONTENT_TYPE),
+  size: FileSize.meta(SIZE),
 });
 export type RegisterAttachmentBody = z.infer<typeof RegisterAttachmentBody>;
 
-export const AttachmentParams = z.object({ task_id: OpaqueId, attachment_id: OpaqueId });
+export const AttachmentParams = z.object({ task_id: TaskIdParam, attachment_id: OpaqueId.meta(ATTACHMENT_ID) });
 
-export const DeletedAttachment = z.object({ id: z.string(), deleted: z.literal(true) });
+export const DeletedAttachment = z.object({ id: ObjectId, deleted: Deleted });
 
 /** DESIGN.md 4: a short-lived link to the bytes. */
-export const DownloadLink = z.object({ download_url: z.string(), expires_at: Timestamp });
+export const DownloadLink = z.object({
+  download_url: z.string().meta({ description: "A short-lived link answering the file's bytes.", examples: ["https://api.example.com/v1/downloads/k1.eyJ…"] }),
+  expires_at: Timestamp.meta(EXPIRES_AT),
+});
 export type DownloadLink = z.infer<typeof DownloadLink>;
 
 /** The plan's allowances, passed by the gateway (it resolved them with the credential). */

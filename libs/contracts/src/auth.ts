@@ -37,16 +37,39 @@ export interface PlanDefaults {
   quota: number;
   maxFileSize: number;
   storage: number;
+  /** Webhook endpoints an organization may have at once (0 where the plan has no webhooks). */
+  webhookEndpoints: number;
 }
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
 
-/** DESIGN.md section 3; per-organization overrides come from `admin set-limits`. */
+/**
+ * DESIGN.md section 3; per-organization overrides come from `admin set-limits`. Every endpoint
+ * gets every event it subscribes to, so the endpoint cap bounds how many outbound calls one
+ * write can cause: 16, as Stripe allows, on both paid plans (the team plan's larger burst already
+ * multiplies its fan-out; an organization that needs more gets an override).
+ */
 export const PLAN_DEFAULTS: Record<Plan, PlanDefaults> = {
-  free: { entitlements: ["public_api"], burst: 60, burstWindowSeconds: 60, quota: 10_000, maxFileSize: 10 * MiB, storage: 100 * MiB },
-  pro: { entitlements: ["public_api", "outbound_webhooks"], burst: 120, burstWindowSeconds: 60, quota: 50_000, maxFileSize: 100 * MiB, storage: 10 * GiB },
-  team: { entitlements: ["public_api", "outbound_webhooks"], burst: 600, burstWindowSeconds: 60, quota: 500_000, maxFileSize: 250 * MiB, storage: 100 * GiB },
+  free: { entitlements: ["public_api"], burst: 60, burstWindowSeconds: 60, quota: 10_000, maxFileSize: 10 * MiB, storage: 100 * MiB, webhookEndpoints: 0 },
+  pro: {
+    entitlements: ["public_api", "outbound_webhooks"],
+    burst: 120,
+    burstWindowSeconds: 60,
+    quota: 50_000,
+    maxFileSize: 100 * MiB,
+    storage: 10 * GiB,
+    webhookEndpoints: 16,
+  },
+  team: {
+    entitlements: ["public_api", "outbound_webhooks"],
+    burst: 600,
+    burstWindowSeconds: 60,
+    quota: 500_000,
+    maxFileSize: 250 * MiB,
+    storage: 100 * GiB,
+    webhookEndpoints: 16,
+  },
 };
 
 /** The billing period of the API-call allowance (DESIGN.md section 3). */
@@ -58,6 +81,8 @@ export const Limits = z.object({
   quota: z.number().int().positive(),
   max_file_size: z.number().int().positive(),
   storage: z.number().int().positive(),
+  /** Webhook endpoints the organization may have, enabled or not. */
+  webhook_endpoints: z.number().int().min(0),
 });
 export type Limits = z.infer<typeof Limits>;
 

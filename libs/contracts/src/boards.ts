@@ -1,7 +1,8 @@
 import { z } from "zod";
-import { OpaqueId, Timestamp } from "./common.js";
+import { CreatedAt, Deleted, ObjectId, OpaqueId } from "./common.js";
 import type { RpcCatalog } from "./rpc.js";
-import { DateOnly, TaskRef, TaskStatus } from "./tasks.js";
+import { DateOnly } from "./dates.js";
+import { TaskRef, TaskStatus } from "./tasks.js";
 
 // The per-user daily board (spec 2.10, 3.2, 4.1; decision 0009).
 
@@ -11,34 +12,53 @@ export const DailyStatus = z.enum(["COMPLETED", "PLANNED", "NOT_FILLED", "FILLIN
 export type DailyStatus = z.infer<typeof DailyStatus>;
 export const SECTIONS = ["TODO", "PROGRESS"] as const;
 
+const SECTION = { description: "A section of the day's board.", examples: ["TODO"] };
+const DAY = { description: "The UTC day (YYYY-MM-DD).", examples: ["2026-11-23"] };
+const TASK_ID = { description: "A task's id (T-<n>).", examples: ["T-1"] };
+const ENTRY_ID = "ent_4mT8xQ2pL6vK9nD1bR3sW7";
+
 export const BoardEntry = z.object({
-  id: z.string(),
-  section: DailySection,
-  task_id: z.string(),
+  id: z.string().meta({ description: "The entry's id: use it to remove the entry.", examples: [ENTRY_ID] }),
+  section: DailySection.meta(SECTION),
+  task_id: z.string().meta(TASK_ID),
   /** The task's CURRENT title and status, read when the board is read. */
-  title: z.string(),
-  status: TaskStatus,
-  created_at: Timestamp,
+  title: z.string().meta({ description: "The task's title when the entry was read.", examples: ["Write the announcement"] }),
+  status: TaskStatus.meta({ description: "The task's status when the entry was read.", examples: ["TODO"] }),
+  created_at: CreatedAt,
 });
 export type BoardEntry = z.infer<typeof BoardEntry>;
 
-export const BoardSection = z.object({ section: DailySection, status: DailyStatus, entries: z.array(BoardEntry) });
-export const Board = z.object({ date: z.string(), sections: z.array(BoardSection) });
+export const BoardSection = z.object({
+  section: DailySection.meta(SECTION),
+  status: DailyStatus.meta({ description: "How the section's planning stands: NOT_FILLED, FILLING, PLANNED or COMPLETED.", examples: ["FILLING"] }),
+  entries: z.array(BoardEntry).meta({ description: "The tasks placed on the section, in the order they were placed.", examples: [[]] }),
+});
+export const Board = z.object({
+  date: z.string().meta(DAY),
+  sections: z.array(BoardSection).meta({ description: "The day's two sections, always both, in order: TODO, then PROGRESS.", examples: [[]] }),
+});
 export type Board = z.infer<typeof Board>;
 
-export const SectionStatus = z.object({ date: z.string(), section: DailySection, status: DailyStatus });
+export const SectionStatus = z.object({
+  date: z.string().meta(DAY),
+  section: DailySection.meta(SECTION),
+  status: DailyStatus.meta({ description: "The section's planning status.", examples: ["COMPLETED"] }),
+});
 export type SectionStatus = z.infer<typeof SectionStatus>;
 
-export const DateQuery = z.strictObject({ date: DateOnly });
-export const SetSectionStatusBody = z.strictObject({ section: DailySection, status: DailyStatus });
-export const PlanEntryBody = z.strictObject({ date: DateOnly, task_id: TaskRef, section: DailySection });
-export const EntryParams = z.object({ entry_id: OpaqueId });
-export const DeletedEntry = z.object({ id: z.string(), deleted: z.literal(true) });
+export const DateQuery = z.strictObject({ date: DateOnly.meta(DAY) });
+export const SetSectionStatusBody = z.strictObject({
+  section: DailySection.meta(SECTION),
+  status: DailyStatus.meta({ description: "The section's new planning status.", examples: ["COMPLETED"] }),
+});
+export const PlanEntryBody = z.strictObject({ date: DateOnly.meta(DAY), task_id: TaskRef.meta(TASK_ID), section: DailySection.meta(SECTION) });
+export const EntryParams = z.object({ entry_id: OpaqueId.meta({ description: "The board entry's id.", examples: [ENTRY_ID] }) });
+export const DeletedEntry = z.object({ id: ObjectId, deleted: Deleted });
 
 /**
- * Internal (the tasks service's recurrence scheduler, decision 0021): an unfinished occurrence of
- * a series with rollover_enabled, to be placed on its owner's board for `date`. Sent with a system
- * context, so the organization and user are in the input.
+ * Internal (the tasks service's recurrence scheduler): an unfinished occurrence of a series with
+ * rollover_enabled, to be placed on its owner's board for `date`. A message on the rollover
+ * stream (rollovers.ts); the organization and user are in it.
  */
 export const RollOverInput = z.strictObject({
   organization_id: OpaqueId,
@@ -58,7 +78,8 @@ export const boardsRpc = {
     setSectionStatus: { input: SetSectionStatusBody.extend({ date: DateOnly }), output: SectionStatus },
     planEntry: { input: PlanEntryBody, output: BoardEntry },
     deleteEntry: { input: EntryParams, output: DeletedEntry },
-    // Internal (tasks service, recurrence rollover).
+    // Internal. Rollovers now come on the rollover stream; still served so that a tasks replica of
+    // the previous release, which asks by RPC, keeps working during a rolling upgrade.
     rollOver: { input: RollOverInput, output: RollOverResult },
   },
 } as const satisfies RpcCatalog;

@@ -3,6 +3,21 @@ import { z } from "zod";
 export const Timestamp = z.iso.datetime({ offset: false });
 
 // ---------------------------------------------------------------------------------------------
+// Documentation. Each field of the public API carries what it means and an example as zod
+// metadata (`.meta({ description, examples })`): the OpenAPI document is written from it, and a
+// field renamed, moved or reused keeps its documentation. Fields that mean the same wherever they
+// appear are documented once, below, and reused.
+
+/** The instant the documentation's examples use. */
+export const EXAMPLE_INSTANT = "2026-11-23T09:30:00.000Z";
+
+export const CreatedAt = Timestamp.meta({ description: "When it was created (UTC, ISO 8601).", examples: [EXAMPLE_INSTANT] });
+export const UpdatedAt = Timestamp.meta({ description: "When it last changed (UTC, ISO 8601).", examples: [EXAMPLE_INSTANT] });
+/** The id of an object whose own schema says no more (a deletion's answer). */
+export const ObjectId = z.string().meta({ description: "The object's id: opaque, stable, unique in its kind.", examples: ["prj_5vN5Zu6nSVCjmB2jJBpwRY"] });
+export const Deleted = z.literal(true).meta({ description: "Always true: the object is gone.", examples: [true] });
+
+// ---------------------------------------------------------------------------------------------
 // Text rules (decision 0010). Every string a client sends that is stored, or that reaches
 // Postgres or a NATS header, goes through one of these, so the refusal is a 400 naming the field
 // instead of a driver error at the bottom of a service (a 500).
@@ -31,10 +46,26 @@ const textRule = (singleLine: boolean) => (s: string, ctx: z.RefinementCtx) => {
   if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem });
 };
 
+/**
+ * The bidirectional embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069): they change
+ * the order in which the rest of a value is displayed, so `invoice\u202Egpj.exe` reads as
+ * "invoiceexe.jpg". The marks U+200E and U+200F only set a direction and reorder nothing: allowed.
+ */
+const BIDI_CONTROL = /[\u202A-\u202E\u2066-\u2069]/;
+
+/** Refuses the bidirectional controls where a value names something a user opens (file names). */
+export const noBidiControls = (s: string) => !BIDI_CONTROL.test(s);
+export const NO_BIDI_CONTROLS_MESSAGE = "must not contain bidirectional control characters (U+202A-U+202E, U+2066-U+2069): they disguise a name";
+
 /** Free text (descriptions, notes): anything but NUL and unpaired surrogates. Chain limits after. */
 export const Text = z.string().superRefine(textRule(false));
 /** A single-line name or title: Text without control characters. Chain trim and limits after. */
 export const Label = z.string().superRefine(textRule(true));
+/**
+ * A single-line name or title that the spec trims: leading and trailing whitespace (tabs and
+ * line breaks included) goes first, and only what remains must be one line. Chain limits after.
+ */
+export const TrimmedLabel = z.string().trim().superRefine(textRule(true));
 /** An opaque id as a client sends it (path, query or body): one line of 1-100 characters. */
 export const OpaqueId = Label.min(1).max(100);
 
@@ -44,16 +75,40 @@ export const IdempotencyKey = z.string().regex(IDEMPOTENCY_KEY_PATTERN, { messag
 
 /** Spec 2.12, the envelope of every cursor list. */
 export function page<T extends z.ZodType>(item: T) {
-  return z.object({ data: z.array(item), has_more: z.boolean(), next_cursor: z.string().nullable() });
+  return z.object({
+    data: z.array(item).meta({ description: "The items of this page, in the list's order.", examples: [[]] }),
+    has_more: z.boolean().meta({ description: "Whether another page follows: ask for it with `after=<next_cursor>`.", examples: [false] }),
+    next_cursor: z
+      .string()
+      .nullable()
+      .meta({ description: "Opaque cursor of the next page (pass as `after`), or null on the last page.", examples: [null] }),
+  });
 }
 export type Page<T> = { data: T[]; has_more: boolean; next_cursor: string | null };
 
 export const PageQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(100).default(25),
-  after: Label.min(1).max(2048).optional(),
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(100)
+    .default(25)
+    .meta({ description: "Items per page, 1-100 (default 25).", examples: [25] }),
+  // No example: a cursor is signed by the API, so any example would be refused (and reference UIs
+  // prefill "Try it out" with examples).
+  after: Label.min(1)
+    .max(2048)
+    .optional()
+    .meta({ description: "The `next_cursor` of the previous page; the other parameters must be the same as for that page." }),
 });
 export type PageQuery = z.infer<typeof PageQuery>;
 
 /** A field error: RFC 6901 JSON pointer into the request, and a human message. */
-export const FieldError = z.object({ pointer: z.string(), message: z.string() });
+export const FieldError = z.object({
+  pointer: z.string().meta({
+    description: "An RFC 6901 JSON pointer to the field: into the body, or /<name> for a query or path parameter.",
+    examples: ["/name"],
+  }),
+  message: z.string().meta({ description: "What is wrong with the field.", examples: ["is required"] }),
+});
 export type FieldError = z.infer<typeof FieldError>;

@@ -1,53 +1,88 @@
-import { createHash } from "node:crypto";
 import { z } from "zod";
 import { Identity, Limits, Plan, Role, Scope } from "./auth.js";
-import { Label, OpaqueId, PageQuery, Timestamp, page } from "./common.js";
+import { CreatedAt, EXAMPLE_INSTANT, Label, OpaqueId, PageQuery, Timestamp, page } from "./common.js";
 import type { RpcCatalog } from "./rpc.js";
 
+const PLAN_DOC = { description: "The organization's plan: what it may use and how much.", examples: ["pro"] };
+const KEY_ID = "key_2bN8xQ4mT7pL1vD9kR3sW6";
+
 export const Organization = z.object({
-  id: z.string(),
-  name: z.string(),
-  plan: Plan,
-  created_at: Timestamp,
+  id: z.string().meta({ description: "The organization's id.", examples: ["org_3kTMd92jf7Qw1xYp8LmN2a"] }),
+  name: z.string().meta({ description: "The organization's name.", examples: ["Acme"] }),
+  plan: Plan.meta(PLAN_DOC),
+  created_at: CreatedAt,
 });
 export type Organization = z.infer<typeof Organization>;
 
 export const Member = z.object({
-  user_id: z.string(),
-  email: z.string(),
-  role: Role,
-  created_at: Timestamp,
+  user_id: z.string().meta({ description: "The user's id.", examples: ["usr_7hQ2mD9xK3pL5nB8vR4tW1"] }),
+  email: z.string().meta({ description: "The user's email address (their identity in the organization).", examples: ["ada@example.com"] }),
+  role: Role.meta({ description: "The member's role: owner, admin or member (owners and admins manage keys).", examples: ["member"] }),
+  created_at: CreatedAt,
 });
 export type Member = z.infer<typeof Member>;
 
+const SCOPES_DOC = { description: "What the key may do: one or more scopes.", examples: [["tasks:read", "tasks:write"]] };
+const LEGACY_DOC = {
+  description: "True for a key made before scopes existed (it keeps full access; revoking it soft-revokes).",
+  examples: [false],
+};
+
 export const ApiKey = z.object({
-  id: z.string(),
-  name: z.string().nullable(),
-  key_prefix: z.string().nullable(),
-  scopes: z.array(Scope),
-  last_used_at: Timestamp.nullable(),
-  expires_at: Timestamp.nullable(),
-  created_at: Timestamp,
-  legacy: z.boolean(),
+  id: z.string().meta({ description: "The key's id (not the secret): use it to revoke the key.", examples: [KEY_ID] }),
+  name: z
+    .string()
+    .nullable()
+    .meta({ description: "What the key is for, as its creator named it.", examples: ["CI deploys"] }),
+  key_prefix: z
+    .string()
+    .nullable()
+    .meta({ description: "The first characters of the secret, to recognise a key in logs and lists.", examples: ["svc_live_4f9a"] }),
+  scopes: z.array(Scope).meta(SCOPES_DOC),
+  last_used_at: Timestamp.nullable().meta({ description: "When the key last authenticated a request; null when never.", examples: [EXAMPLE_INSTANT] }),
+  expires_at: Timestamp.nullable().meta({ description: "When the key stops working; null when it never expires.", examples: [null] }),
+  created_at: CreatedAt,
+  legacy: z.boolean().meta(LEGACY_DOC),
 });
 export type ApiKey = z.infer<typeof ApiKey>;
 
 /** Only the creation response carries the plaintext secret (spec 2.7). */
-export const CreatedApiKey = ApiKey.extend({ key: z.string() });
+export const CreatedApiKey = ApiKey.extend({
+  key: z.string().meta({
+    description: "The API key itself: shown only in this answer, store it now. Send it as `Authorization: Bearer <key>`.",
+    examples: ["svc_live_4f9a…"],
+  }),
+});
 export type CreatedApiKey = z.infer<typeof CreatedApiKey>;
 
 export const CreateApiKeyBody = z.strictObject({
-  name: Label.min(1).max(200),
-  scopes: z.array(Scope).min(1).optional(),
-  test_mode: z.boolean().optional(),
-  expires_in_days: z.number().int().min(1).max(365).optional(),
+  name: Label.min(1)
+    .max(200)
+    .meta({ description: "A display name, unique where the resource says so.", examples: ["Launch"] }),
+  scopes: z.array(Scope).min(1).optional().meta(SCOPES_DOC),
+  test_mode: z
+    .boolean()
+    .optional()
+    .meta({ description: "Mint a sandbox key (`svc_test_…`) instead of a live one.", examples: [false] }),
+  expires_in_days: z
+    .number()
+    .int()
+    .min(1)
+    .max(365)
+    .optional()
+    .meta({ description: "Days until the key expires (1-365); never when absent.", examples: [30] }),
 });
 export type CreateApiKeyBody = z.infer<typeof CreateApiKeyBody>;
 
-export const RevokedApiKey = z.object({ id: z.string(), legacy: z.boolean() });
+export const RevokedApiKey = z.object({
+  id: z.string().meta({ description: "The revoked key's id.", examples: [KEY_ID] }),
+  legacy: z.boolean().meta(LEGACY_DOC),
+});
 
-export const OrganizationIdParams = z.object({ organization_id: OpaqueId });
-export const KeyIdParams = z.object({ key_id: OpaqueId });
+export const OrganizationIdParams = z.object({
+  organization_id: OpaqueId.meta({ description: "The organization's id (the credential's own).", examples: ["org_3kTMd92jf7Qw1xYp8LmN2a"] }),
+});
+export const KeyIdParams = z.object({ key_id: OpaqueId.meta({ description: "The API key's id.", examples: [KEY_ID] }) });
 
 export const Email = z.email().max(320);
 
@@ -113,6 +148,7 @@ export const keysRpc = {
         quota: z.number().int().positive().optional(),
         max_file_size: z.number().int().positive().optional(),
         storage: z.number().int().positive().optional(),
+        webhook_endpoints: z.number().int().positive().optional(),
       }),
       output: EffectiveLimits,
     },
@@ -133,27 +169,61 @@ export function keysInvalidationSubject(namespace: string): string {
   return `${namespace}.evt.keys.invalidate`;
 }
 
-/**
- * `key_hash` on the wire: SHA-256 (hex) of the whole secret. The gateway hashes before calling the
- * keys service, so a secret never crosses NATS; the keys service stores nothing else.
- */
-export function hashApiKey(secret: string): string {
-  return createHash("sha256").update(secret).digest("hex");
-}
-
 /** GET /v1/usage (DESIGN.md section 4): the caller's organization's consumption, this call included. */
 export const Usage = z.object({
-  plan: Plan,
-  period_start: Timestamp,
-  period_end: Timestamp,
-  calls_used: z.number().int(),
-  calls_allowance: z.number().int(),
-  burst: z.object({ limit: z.number().int(), window_seconds: z.number().int(), remaining: z.number().int(), reset_at: Timestamp }),
+  plan: Plan.meta(PLAN_DOC),
+  period_start: Timestamp.meta({ description: "Start of the current billing period (UTC).", examples: ["2026-11-01T00:00:00.000Z"] }),
+  period_end: Timestamp.meta({ description: "End of the current billing period (UTC): the allowance renews then.", examples: ["2026-12-01T00:00:00.000Z"] }),
+  calls_used: z
+    .number()
+    .int()
+    .meta({ description: "API calls counted in this billing period.", examples: [1234] }),
+  calls_allowance: z
+    .number()
+    .int()
+    .meta({ description: "API calls the plan allows per billing period.", examples: [1000000] }),
+  burst: z
+    .object({
+      limit: z
+        .number()
+        .int()
+        .meta({ description: "Requests a credential may make per window.", examples: [100] }),
+      window_seconds: z
+        .number()
+        .int()
+        .meta({ description: "The window's length in seconds.", examples: [1] }),
+      remaining: z
+        .number()
+        .int()
+        .meta({ description: "Requests left in the current window.", examples: [99] }),
+      reset_at: Timestamp.meta({ description: "When the current window ends.", examples: [EXAMPLE_INSTANT] }),
+    })
+    .meta({
+      description: "The per-credential burst limit now: requests allowed per window, left in this one, and when it resets.",
+      examples: [{ limit: 100, window_seconds: 1, remaining: 99, reset_at: EXAMPLE_INSTANT }],
+    }),
   /** Bytes of the organization's registered attachments (issue 12). */
-  storage_used: z.number().int(),
+  storage_used: z
+    .number()
+    .int()
+    .meta({ description: "Bytes of attachments stored, plus uploads started and not yet expired.", examples: [3145728] }),
   /** The plan's storage allowance, in bytes (DESIGN.md 3; `set-limits --storage`). */
-  storage_allowance: z.number().int(),
+  storage_allowance: z
+    .number()
+    .int()
+    .meta({ description: "Bytes of attachments the plan allows.", examples: [10737418240] }),
   /** The plan's largest file, in bytes. */
-  max_file_size: z.number().int(),
+  max_file_size: z
+    .number()
+    .int()
+    .meta({ description: "The largest single attachment the plan allows, in bytes.", examples: [104857600] }),
+  /** Webhook endpoints the organization may have (`set-limits --webhook-endpoints`); 0 without webhooks. */
+  webhook_endpoints_allowance: z
+    .number()
+    .int()
+    .meta({
+      description: "Webhook endpoints the organization may have at once, enabled or not; 0 when the plan has no webhooks.",
+      examples: [16],
+    }),
 });
 export type Usage = z.infer<typeof Usage>;

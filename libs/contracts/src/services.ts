@@ -1,7 +1,7 @@
 import { boardsRpc } from "./boards.js";
 import { keysRpc } from "./keys.js";
 import type { RpcCatalog } from "./rpc.js";
-import { tasksRpc } from "./tasks.js";
+import { tasksRpc } from "./tasks-rpc.js";
 import { webhooksRpc } from "./webhooks.js";
 
 /** One service of the system, as everything that starts or calls services sees it. */
@@ -14,7 +14,7 @@ export interface ServiceEntry {
   testReplicas: number;
   /**
    * Default OPS_PORT (/metrics, /healthz, /readyz), distinct per service so that `make run` fits
-   * on one host. The gateway has none: it answers those paths on its PORT (OPS_PORT adds a port).
+   * on one host. The gateway's too: its /metrics is served there only, never on the public PORT.
    */
   opsPort?: number;
 }
@@ -32,7 +32,7 @@ export const SERVICES = [
   { name: webhooksRpc.service, rpc: webhooksRpc, testReplicas: 2, opsPort: 9104 },
   // The only process that makes outbound HTTP calls; its one operation is the webhooks service's, not the gateway's.
   { name: "delivery", testReplicas: 1, opsPort: 9105 },
-  { name: "gateway", testReplicas: 2 },
+  { name: "gateway", testReplicas: 2, opsPort: 9106 },
 ] as const satisfies readonly ServiceEntry[];
 
 export type ServiceName = (typeof SERVICES)[number]["name"];

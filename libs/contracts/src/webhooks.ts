@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { Label, OpaqueId, PageQuery, Timestamp, page } from "./common.js";
+import { CreatedAt, EXAMPLE_INSTANT, Label, ObjectId, OpaqueId, PageQuery, Timestamp, UpdatedAt, page } from "./common.js";
 import type { RpcCatalog } from "./rpc.js";
 import { TaskEventType } from "./tasks.js";
 
@@ -8,21 +8,42 @@ import { TaskEventType } from "./tasks.js";
 /** Longest destination URL accepted; longer ones are almost always a mistake (or an attack). */
 export const WEBHOOK_URL_MAX = 2048;
 
+const ENDPOINT_ID = "whe_8kQ3mT6pL2vX9nD4bR7sW1";
+const DELIVERY_ID = "whd_5pL8xQ2mT7vK4nD1bR9sW3";
+const EXAMPLE_URL = "https://hooks.example.com/tasksvc";
+const ENABLED = { description: "Whether deliveries are sent (false after auto-disable or by choice).", examples: [true] };
+const EVENT_TYPES = { description: "The event types delivered; all when absent or empty.", examples: [["task.created", "task.updated"]] };
+const VERIFIED = { description: "Whether the endpoint answered a verification probe with a 2xx.", examples: [true] };
+const SECRET = {
+  description: "The signing secret (`whsec_…`): shown only in this answer. Verify each delivery's `webhook-signature` with it.",
+  examples: ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"],
+};
+const EVENT_TYPE = { description: "The event's type.", examples: ["task.created"] };
+const OUTCOME = {
+  description: "How the call ended: delivered (a 2xx), request_failed, timeout, redirect_blocked, blocked or no_outcome.",
+  examples: ["delivered"],
+};
+const STATUS = { description: "The HTTP status the endpoint answered; null when none.", examples: [204] };
+const DURATION = { description: "How long the call took, in milliseconds.", examples: [42] };
+
 /** Spec 2.8: the endpoint as every read shows it; the signing secret is never part of it. */
 export const WebhookEndpoint = z.object({
-  id: z.string(),
-  url: z.string(),
-  enabled: z.boolean(),
-  event_types: z.array(TaskEventType),
-  verified: z.boolean(),
-  disabled_reason: z.string().nullable(),
-  created_at: Timestamp,
-  updated_at: Timestamp,
+  id: z.string().meta({ description: "The endpoint's id.", examples: [ENDPOINT_ID] }),
+  url: z.string().meta({ description: "An https URL.", examples: [EXAMPLE_URL] }),
+  enabled: z.boolean().meta(ENABLED),
+  event_types: z.array(TaskEventType).meta(EVENT_TYPES),
+  verified: z.boolean().meta(VERIFIED),
+  disabled_reason: z
+    .string()
+    .nullable()
+    .meta({ description: "Why it was disabled automatically; null when enabled or disabled by hand.", examples: [null] }),
+  created_at: CreatedAt,
+  updated_at: UpdatedAt,
 });
 export type WebhookEndpoint = z.infer<typeof WebhookEndpoint>;
 
 /** The create response: the endpoint plus its signing secret, shown only here (and on a replay). */
-export const CreatedWebhookEndpoint = WebhookEndpoint.extend({ secret: z.string() });
+export const CreatedWebhookEndpoint = WebhookEndpoint.extend({ secret: z.string().meta(SECRET) });
 export type CreatedWebhookEndpoint = z.infer<typeof CreatedWebhookEndpoint>;
 
 // The scheme and userinfo rules depend on WEBHOOK_ALLOW_HTTP, which only the webhooks service
@@ -35,24 +56,38 @@ const EventTypes = z
   .refine((a) => new Set(a).size === a.length, { message: "must not repeat an event type" });
 
 export const CreateWebhookEndpointBody = z.strictObject({
-  url: EndpointUrl,
-  event_types: EventTypes.optional(),
+  url: EndpointUrl.meta({
+    description:
+      "Where deliveries go: an https URL without user name or password. Stored as a URL parser writes it (scheme and host in lower case, the default port dropped), and unique in the organization: a URL another of its endpoints has is refused.",
+    examples: [EXAMPLE_URL],
+  }),
+  event_types: EventTypes.optional().meta(EVENT_TYPES),
 });
 export type CreateWebhookEndpointBody = z.infer<typeof CreateWebhookEndpointBody>;
 
 /** DESIGN.md section 4: url, event_types, enabled; enabling resets the failure count (spec 3.4). */
 export const UpdateWebhookEndpointBody = z.strictObject({
-  url: EndpointUrl.optional(),
-  event_types: EventTypes.optional(),
-  enabled: z.boolean().optional(),
+  url: EndpointUrl.optional().meta({
+    description: "A new destination, with the create's rules: https, stored as a URL parser writes it, unique in the organization.",
+    examples: [EXAMPLE_URL],
+  }),
+  event_types: EventTypes.optional().meta(EVENT_TYPES),
+  enabled: z.boolean().optional().meta(ENABLED),
 });
 export type UpdateWebhookEndpointBody = z.infer<typeof UpdateWebhookEndpointBody>;
 
-export const WebhookEndpointParams = z.object({ endpoint_id: OpaqueId });
-export const DeletedWebhookEndpoint = z.object({ id: z.string() });
+const EndpointIdParam = OpaqueId.meta({ description: "The webhook endpoint's id.", examples: [ENDPOINT_ID] });
+export const WebhookEndpointParams = z.object({ endpoint_id: EndpointIdParam });
+export const DeletedWebhookEndpoint = z.object({ id: ObjectId });
 
 /** The rotation response (spec 2.8): the endpoint, its new secret (shown once) and when the old one stops signing. */
-export const RotatedWebhookEndpoint = WebhookEndpoint.extend({ secret: z.string(), previous_secret_expires_at: Timestamp });
+export const RotatedWebhookEndpoint = WebhookEndpoint.extend({
+  secret: z.string().meta(SECRET),
+  previous_secret_expires_at: Timestamp.meta({
+    description: "Until when the previous secret still signs too (both signatures are sent).",
+    examples: [EXAMPLE_INSTANT],
+  }),
+});
 export type RotatedWebhookEndpoint = z.infer<typeof RotatedWebhookEndpoint>;
 
 /** How one outbound call ended (spec 4.1, test event): the values the API shows. */
@@ -60,19 +95,19 @@ export const ProbeOutcome = z.enum(["delivered", "blocked", "redirect_blocked", 
 export type ProbeOutcome = z.infer<typeof ProbeOutcome>;
 
 /** Test event body (spec 4.1): optional event type, task.created by default. */
-export const TestEventBody = z.strictObject({ event_type: TaskEventType.optional() });
+export const TestEventBody = z.strictObject({ event_type: TaskEventType.optional().meta(EVENT_TYPE) });
 export type TestEventBody = z.infer<typeof TestEventBody>;
 
 /** Spec 4.1: the probe result; `status` only when a response came. */
 export const ProbeResult = z.object({
-  outcome: ProbeOutcome,
-  status: z.number().int().optional(),
-  duration_ms: z.number().int().min(0),
+  outcome: ProbeOutcome.meta(OUTCOME),
+  status: z.number().int().optional().meta(STATUS),
+  duration_ms: z.number().int().min(0).meta(DURATION),
 });
 export type ProbeResult = z.infer<typeof ProbeResult>;
 
 /** DESIGN.md 4, verify: the probe result and the endpoint's `verified` flag after it. */
-export const VerifyResult = ProbeResult.extend({ verified: z.boolean() });
+export const VerifyResult = ProbeResult.extend({ verified: z.boolean().meta(VERIFIED) });
 export type VerifyResult = z.infer<typeof VerifyResult>;
 
 export const DeliveryState = z.enum(["PENDING", "DELIVERING", "SUCCEEDED", "FAILED", "DISABLED"]);
@@ -80,44 +115,79 @@ export type DeliveryState = z.infer<typeof DeliveryState>;
 
 /** Spec 2.9: one row of the delivery log (never a body, never a secret). */
 export const WebhookDelivery = z.object({
-  id: z.string(),
-  event_id: z.string(),
-  event_type: z.string(),
-  state: DeliveryState,
-  attempt_count: z.number().int(),
-  last_status: z.number().int().nullable(),
-  next_attempt_at: Timestamp.nullable(),
-  created_at: Timestamp,
+  id: z.string().meta({ description: "The delivery's id.", examples: [DELIVERY_ID] }),
+  event_id: z.string().meta({ description: "The event's id: the `webhook-id` header of every attempt of it.", examples: ["evt_2nK7xQ4mT9pL3vD6bR8sW5"] }),
+  event_type: z.string().meta(EVENT_TYPE),
+  state: DeliveryState.meta({ description: "Where the delivery stands.", examples: ["SUCCEEDED"] }),
+  attempt_count: z
+    .number()
+    .int()
+    .meta({ description: "Attempts made so far.", examples: [1] }),
+  last_status: z
+    .number()
+    .int()
+    .nullable()
+    .meta({ description: "The HTTP status of the last attempt; null when none answered.", examples: [204] }),
+  next_attempt_at: Timestamp.nullable().meta({ description: "When the next attempt is due; null when none is.", examples: [null] }),
+  created_at: CreatedAt,
 });
 export type WebhookDelivery = z.infer<typeof WebhookDelivery>;
 
-export const DeliveriesQuery = PageQuery.extend({ state: DeliveryState.optional() });
+export const DeliveriesQuery = PageQuery.extend({
+  state: DeliveryState.optional().meta({ description: "Only deliveries in this state.", examples: ["FAILED"] }),
+});
 export type DeliveriesQuery = z.infer<typeof DeliveriesQuery>;
 
-export const DeliveryParams = z.object({ endpoint_id: OpaqueId, delivery_id: OpaqueId });
+export const DeliveryParams = z.object({
+  endpoint_id: EndpointIdParam,
+  delivery_id: OpaqueId.meta({ description: "The delivery's id.", examples: [DELIVERY_ID] }),
+});
 
 /**
  * DESIGN.md 4: one attempt of a delivery: when, the status or the error class, how long (never a
  * body). `error_class` is null for an answered attempt; `status` null when no response came.
  */
 export const DeliveryAttempt = z.object({
-  attempt: z.number().int().min(1),
-  attempted_at: Timestamp,
-  outcome: ProbeOutcome.or(z.literal("no_outcome")),
-  status: z.number().int().nullable(),
-  error_class: z.string().nullable(),
-  duration_ms: z.number().int().min(0).nullable(),
+  attempt: z
+    .number()
+    .int()
+    .min(1)
+    .meta({ description: "The attempt's number, from 1.", examples: [1] }),
+  attempted_at: Timestamp.meta({ description: "When the attempt was made.", examples: [EXAMPLE_INSTANT] }),
+  outcome: ProbeOutcome.or(z.literal("no_outcome")).meta(OUTCOME),
+  status: z.number().int().nullable().meta(STATUS),
+  error_class: z
+    .string()
+    .nullable()
+    .meta({ description: "What went wrong when the call failed (dns, connect, tls, timeout, …); null on success.", examples: [null] }),
+  duration_ms: z.number().int().min(0).nullable().meta(DURATION),
 });
 export type DeliveryAttempt = z.infer<typeof DeliveryAttempt>;
 
-export const ReplayFailedBody = z.strictObject({ since: z.iso.datetime({ offset: true }) });
+export const ReplayFailedBody = z.strictObject({
+  since: z.iso
+    .datetime({ offset: true })
+    .meta({ description: "Replay the failed and disabled deliveries created at or after this time.", examples: [EXAMPLE_INSTANT] }),
+});
 export type ReplayFailedBody = z.infer<typeof ReplayFailedBody>;
-export const ReplayFailedResult = z.object({ replayed_count: z.number().int().min(0) });
+export const ReplayFailedResult = z.object({
+  replayed_count: z
+    .number()
+    .int()
+    .min(0)
+    .meta({ description: "How many deliveries were queued again.", examples: [12] }),
+});
+
+/**
+ * The plan's cap on endpoints, passed by the gateway (it resolved it with the credential, with
+ * any `set-limits` override), as upload-start receives the storage allowances.
+ */
+const EndpointLimits = z.object({ webhook_endpoints: z.number().int().min(0) });
 
 export const webhooksRpc = {
   service: "webhooks",
   ops: {
-    createEndpoint: { input: CreateWebhookEndpointBody, output: CreatedWebhookEndpoint },
+    createEndpoint: { input: CreateWebhookEndpointBody.extend({ limits: EndpointLimits }), output: CreatedWebhookEndpoint },
     listEndpoints: { input: PageQuery, output: page(WebhookEndpoint) },
     getEndpoint: { input: WebhookEndpointParams, output: WebhookEndpoint },
     updateEndpoint: { input: z.object({ endpoint_id: OpaqueId, patch: UpdateWebhookEndpointBody }), output: WebhookEndpoint },
@@ -133,80 +203,4 @@ export const webhooksRpc = {
   },
 } as const satisfies RpcCatalog;
 
-// ---------------------------------------------------------------------------------------------
-// Between the webhooks service and the delivery service (issue 11; decision 0015). Never reached
-// from HTTP: the gateway has clients of the registry's public catalogs only.
-
-/** A signed request, ready to send: the delivery service adds nothing but the connection. */
-export const SignedRequest = z.object({
-  url: z.string(),
-  /** webhook-id, webhook-timestamp, webhook-signature, content-type. */
-  headers: z.record(z.string(), z.string()),
-  body: z.string(),
-  /**
-   * The trace of the change this delivery announces (W3C traceparent, when tracing recorded
-   * one): the delivery worker's call continues it. Never sent to the receiver.
-   */
-  traceparent: z.string().max(128).nullable().optional(),
-});
-export type SignedRequest = z.infer<typeof SignedRequest>;
-
-/** What one outbound call came to, as the delivery service reports it. */
-export const CallResult = z.object({
-  outcome: ProbeOutcome,
-  status: z.number().int().nullable(),
-  error_class: z.string().nullable(),
-  duration_ms: z.number().int().min(0),
-  /** Retry-After in milliseconds, when a 429 or 503 sent one. */
-  retry_after_ms: z.number().int().min(0).nullable(),
-});
-export type CallResult = z.infer<typeof CallResult>;
-
-const JobRef = z.object({ delivery_id: z.string(), attempt: z.number().int().min(1) });
-
-/**
- * A job on the delivery-job stream: "make these attempts, all to one endpoint". It carries no URL,
- * body or secret: the worker asks the webhooks service for the signed requests right before the
- * calls, so a job for an endpoint deleted or disabled meanwhile sends nothing. One message for
- * the attempts of one endpoint claimed together: JetStream's cost is per message, not per attempt.
- */
-export const DeliveryJob = z.object({
-  endpoint_id: z.string(),
-  /** Past this instant the webhooks service dispatches the attempts again: a job seen later is dropped. */
-  lease_until: Timestamp,
-  deliveries: z.array(JobRef).min(1).max(1000),
-});
-export type DeliveryJob = z.infer<typeof DeliveryJob>;
-
-export const webhookJobsStream = (namespace: string) => `${namespace}_webhook_jobs`;
-export const webhookJobsSubject = (namespace: string) => `${namespace}.webhooks.jobs`;
-
-/** The webhooks service's operations for the delivery worker (same queue group as its public catalog). */
-export const webhookAttemptsRpc = {
-  service: "webhooks",
-  ops: {
-    /** Signs each attempt still due (DELIVERING, this attempt, endpoint enabled); the others are `request: null`. */
-    startAttempts: {
-      input: z.object({ jobs: z.array(JobRef).min(1).max(1000) }),
-      output: z.object({ attempts: z.array(JobRef.extend({ request: SignedRequest.nullable() })) }),
-    },
-    /** Records how attempts ended: state, counts, schedule, auto-disable. */
-    recordAttempts: {
-      input: z.object({
-        results: z
-          .array(JobRef.extend({ attempted_at: Timestamp, result: CallResult }))
-          .min(1)
-          .max(1000),
-      }),
-      output: z.object({ recorded: z.number().int() }),
-    },
-  },
-} as const satisfies RpcCatalog;
-
-/** The delivery service's one request/reply operation: a synchronous signed call (test event, verify). */
-export const deliveryRpc = {
-  service: "delivery",
-  ops: {
-    call: { input: SignedRequest, output: CallResult, timeoutMs: 65_000 },
-  },
-} as const satisfies RpcCatalog;
+// The messages between the webhooks and delivery services are in webhook-messages.ts.

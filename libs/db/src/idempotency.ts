@@ -1,5 +1,6 @@
 import { AppError } from "@tasksvc/errors";
 import type { Sql } from "./pool.js";
+import { jsonb } from "./values.js";
 
 /**
  * Another execution recorded the same Idempotency-Key while this one ran: answer with its result
@@ -69,7 +70,7 @@ export function idempotencyRecords(sql: Sql) {
     async recordOnce(credentialId: string, key: string | undefined, operation: string, result: unknown): Promise<void> {
       if (key === undefined) return;
       const rows = await sql`
-        insert into idempotency as i (credential_id, key, operation, result) values (${credentialId}, ${key}, ${operation}, ${sql.json(result as never)})
+        insert into idempotency as i (credential_id, key, operation, result) values (${credentialId}, ${key}, ${operation}, ${jsonb(sql, result)})
         on conflict (credential_id, key) do update set operation = excluded.operation, result = excluded.result, created_at = now()
           where i.created_at <= now() - interval '24 hours'
         returning 1`;

@@ -2,8 +2,10 @@ export * from "./pool.js";
 export { TransactionConnectionLost, type TxOptions } from "./transactions.js";
 export * from "./migrate.js";
 export * from "./errors.js";
-export * from "./ids.js";
+// Row ids come from @tasksvc/secrets (random material lives there); re-exported for the repositories.
+export { newId } from "@tasksvc/secrets";
 export * from "./keyset.js";
+export * from "./values.js";
 export * from "./idempotency.js";
 export * from "./outbox.js";
 export * from "./sweep.js";

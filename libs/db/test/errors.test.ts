@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, inject, it } from "vitest";
+import { eventually } from "@tasksvc/testing";
 import { createDb, databaseErrorAsAppError, mapPgError, PG, type PgErrorRule } from "../src/index.js";
 
 const stack = inject("stack");
@@ -51,12 +52,11 @@ describe("databaseErrorAsAppError for an unreachable database", () => {
     const killer = createDb({ url: stack.databaseUrl, schema: "public", max: 1, txMax: 1 });
     try {
       const inFlight = failureOf(db.sql`select pg_sleep(5)`);
-      // Terminate once the sleep is running (polled with a deadline).
-      const deadline = Date.now() + 5000;
-      while ((await killer.sql`select pg_terminate_backend(pid) from pg_stat_activity where pid = ${pid} and state = 'active'`).length === 0) {
-        if (Date.now() > deadline) throw new Error("the sleeping session never showed up");
-        await new Promise((res) => setTimeout(res, 20));
-      }
+      // Terminate once the sleep is running.
+      await eventually(
+        async () => (await killer.sql`select pg_terminate_backend(pid) from pg_stat_activity where pid = ${pid} and state = 'active'`).length > 0,
+        { intervalMs: 20, what: "the sleeping session to show up (and be terminated)" },
+      );
       const mapped = databaseErrorAsAppError(await inFlight);
       expect(mapped?.code).toBe("service_unavailable");
     } finally {

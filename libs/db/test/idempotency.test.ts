@@ -1,4 +1,5 @@
 import { AppError, isAppError } from "@tasksvc/errors";
+import { eventually } from "@tasksvc/testing";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createDb, idempotencyRecords, idempotentWrite, KeyRecordedMeanwhile, type Sql } from "../src/index.js";
 
@@ -49,8 +50,11 @@ describe("service idempotency records", () => {
     const firstStarted = new Promise<void>((r) => (started = r));
     let finish!: () => void;
     const firstMayFinish = new Promise<void>((r) => (finish = r));
+    const pids: Record<string, number> = {};
     const write = (attempt: string, hold: boolean) =>
       db.tx(async (t) => {
+        const [session] = await t<{ pid: number }[]>`select pg_backend_pid() as pid`;
+        if (session) pids[attempt] = session.pid;
         const r = idempotencyRecords(t as never);
         const twin = await r.replayLocked<{ attempt: string }>("key_twin", "k", "createName");
         if (twin) return twin;
@@ -65,16 +69,17 @@ describe("service idempotency records", () => {
       });
     const first = write("first", true);
     await firstStarted;
-    const retry = write("retry", false);
-    // The retry must be waiting on the first (not refused): let the first commit only now.
-    const early = await Promise.race([
-      retry.then(
-        () => "answered",
-        () => "failed",
-      ),
-      new Promise((r) => setTimeout(() => r("waiting"), 200)),
-    ]);
-    expect(early).toBe("waiting");
+    let retrySettled = false;
+    const retry = write("retry", false).finally(() => {
+      retrySettled = true;
+    });
+    // The retry must be waiting on the first's lock (not refused, not done): let the first commit only now.
+    await eventually(
+      async () =>
+        pids["retry"] !== undefined && (await sql`select 1 from pg_locks where pid = ${pids["retry"]} and locktype = 'advisory' and not granted`).length > 0,
+      { intervalMs: 10, what: "the retry to wait for the first attempt's lock" },
+    );
+    expect(retrySettled).toBe(false);
     finish();
     expect(await first).toEqual({ attempt: "first" });
     expect(await retry).toEqual({ attempt: "first" });
@@ -155,13 +160,16 @@ describe("idempotentWrite", () => {
     await started.promise;
     const second = h.write("k", "twin-second");
     // The second must be waiting on the first's lock (not refused by the unique name, not done).
-    const deadline = Date.now() + 5000;
-    for (;;) {
-      const pid = h.seen.pids[1];
-      if (pid !== undefined && (await sql`select 1 from pg_locks where pid = ${pid} and locktype = 'advisory' and not granted`).length > 0) break;
-      if (Date.now() > deadline) throw new Error(`the second execution never waited for the first's lock (seen: ${JSON.stringify(h.seen)})`);
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    await eventually(
+      async () => {
+        const pid = h.seen.pids[1];
+        expect(
+          pid !== undefined && (await sql`select 1 from pg_locks where pid = ${pid} and locktype = 'advisory' and not granted`).length,
+          JSON.stringify(h.seen),
+        ).toBe(1);
+      },
+      { intervalMs: 10, what: "the second execution to wait for the first's lock" },
+    );
     release.resolve();
     expect(await first).toEqual({ name: "twin-first" });
     expect(await second).toEqual({ name: "twin-first" });

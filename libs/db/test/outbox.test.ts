@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { createLogger } from "@tasksvc/logger";
 import { connectNats, deleteStreams, ensureStream, jetstream, jetstreamManager, nanos, type NatsConnection } from "@tasksvc/nats";
-import { dropDatabase } from "@tasksvc/testing";
+import { dropDatabase, eventually } from "@tasksvc/testing";
 import { z } from "zod";
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { createDb, ensureDatabase, startOutboxRelay, type Database, type OutboxPublisher, type OutboxRelay, type OutboxRow } from "../src/index.js";
@@ -102,20 +102,12 @@ async function rowsLeft(): Promise<number> {
   return row?.n ?? -1;
 }
 
-async function until(check: () => Promise<boolean>, what: string, ms = 8000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`${what}: not reached in ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 describe("startOutboxRelay()", () => {
   it("when rows are waiting, then each is published once, in seq order, on its row's subject, and deleted", async () => {
     const payloads = await enqueue(30);
     const { publisher, calls } = counting();
     const r = relay(publisher, 8);
-    await until(async () => (await rowsLeft()) === 0, "outbox empty");
+    await eventually(async () => (await rowsLeft()) === 0, { intervalMs: 20, what: "the outbox to empty" });
     await r.stop();
     const got = await streamed();
     expect(got, JSON.stringify(got)).toEqual(payloads.map((p) => ({ subject: `${prefix}.${p.n % 2 ? "odd" : "even"}`, payload: p })));
@@ -132,7 +124,7 @@ describe("startOutboxRelay()", () => {
     const second = await enqueue(30);
     a.notify();
     b.notify();
-    await until(async () => (await rowsLeft()) === 0, "outbox empty");
+    await eventually(async () => (await rowsLeft()) === 0, { intervalMs: 20, what: "the outbox to empty" });
     await Promise.all([a.stop(), b.stop()]);
     const ids = [...first, ...second].map((p) => p.id);
     expect((await streamed()).map((m) => m.payload.id)).toEqual(ids);
@@ -149,7 +141,7 @@ describe("startOutboxRelay()", () => {
       if (count === 1) stopping = first?.stop();
     });
     first = relay(early.publisher, 10);
-    await until(async () => stopping !== undefined, "stop asked");
+    await eventually(() => stopping !== undefined, { intervalMs: 20, what: "stop() to be asked" });
     await stopping;
     expect(early.calls.size).toBe(10);
     expect(await rowsLeft()).toBe(20);
@@ -157,7 +149,7 @@ describe("startOutboxRelay()", () => {
 
     const late = counting();
     const next = relay(late.publisher, 10);
-    await until(async () => (await rowsLeft()) === 0, "outbox empty");
+    await eventually(async () => (await rowsLeft()) === 0, { intervalMs: 20, what: "the outbox to empty" });
     await next.stop();
     expect((await streamed()).map((m) => m.payload.id)).toEqual(payloads.map((p) => p.id));
     expect([...late.calls].sort(), "the next relay published the other 20, once each").toEqual(

@@ -131,19 +131,22 @@ describe("createDb", () => {
     let attempts = 0;
     // Each locks one row, waits until the other holds its row too, then asks for the other's row.
     let held = 0;
-    const both = () =>
-      new Promise<void>((resolve) => {
-        const tick = () => (held >= 2 ? resolve() : setTimeout(tick, 5));
-        tick();
-      });
+    let bothHold = () => {};
+    const both = new Promise<void>((resolve) => (bothHold = resolve));
+    // The loser's retry waits for the winner's commit: on a busy machine a retry started at once
+    // can take its first row back before the woken winner does, and deadlock a second time.
+    let oneCommitted = () => {};
+    const committed = new Promise<void>((resolve) => (oneCommitted = resolve));
     const cross = (first: number, second: number) =>
-      db.tx(async (t) => {
-        attempts++;
-        await t`update pair set v = v + 1 where id = ${first}`;
-        held++;
-        await both();
-        await t`update pair set v = v + 1 where id = ${second}`;
-      });
+      db
+        .tx(async (t) => {
+          if (++attempts > 2) await committed;
+          await t`update pair set v = v + 1 where id = ${first}`;
+          if (++held === 2) bothHold();
+          await both;
+          await t`update pair set v = v + 1 where id = ${second}`;
+        })
+        .then(oneCommitted);
     await Promise.all([cross(1, 2), cross(2, 1)]);
     const rows = await db.sql<{ v: number }[]>`select v from pair order by id`;
     expect(rows.map((r) => r.v)).toEqual([2, 2]);
@@ -187,6 +190,7 @@ describe("createDb", () => {
       const kill = async () => {
         while (Date.now() < until) {
           await killer.sql`select pg_terminate_backend(pid) from pg_stat_activity where application_name = ${app} and pid <> pg_backend_pid()`;
+          // The storm's pace, not a wait for anything: a round of terminations every 100 ms.
           await new Promise((r) => setTimeout(r, 100));
         }
       };
@@ -204,7 +208,8 @@ describe("createDb", () => {
       expect(acknowledged.length).toBeGreaterThan(0);
       // Only connection failures, which callers see as 503 (never a wedge or a driver crash).
       for (const f of failures) expect(["CONNECTION_CLOSED", "57P01", "CONNECTION_DESTROYED", "ECONNRESET"], f).toContain(f);
-      // Every transaction connection serves again: as many at once as there are, within a deadline.
+      // Every transaction connection serves again: as many at once as there are, within a deadline
+      // (a race, not a sleep: a wedged pool never answers, so no condition could be polled).
       const after = await Promise.race([
         Promise.all(Array.from({ length: 8 }, () => storm.tx((t) => t`select 1 as ok`))),
         new Promise<"wedged">((r) => setTimeout(() => r("wedged"), 5000)),

@@ -96,6 +96,8 @@ export function retryDelay(deliveries: number): number {
 }
 
 const CONSUMER_NOT_FOUND = 10014;
+const STREAM_NOT_FOUND = 10059;
+const streamMissing = (e: unknown): boolean => e instanceof JetStreamApiError && e.code === STREAM_NOT_FOUND;
 
 /**
  * Creates the durable pull consumer (explicit ack), or brings an existing one to these settings.
@@ -151,9 +153,19 @@ export async function consume<S extends z.ZodType>(nc: NatsConnection, opts: Con
 
   // A stream that does not exist yet (its owner starts later) is not a failure to start: the pull
   // loop below retries, with backoff, exactly as it does for a stream or consumer lost later.
+  // Waiting for it is normal on a first start, so it is one info line, not a warning per retry.
   const js = jetstream(nc);
   let consumer: Consumer | undefined;
-  await ensureConsumer(nc, opts).catch((err: unknown) => opts.log.warn({ err, ...base }, "consumer not created yet; retrying"));
+  let waitingForStream = false;
+  let everAttached = false;
+  const unexpected = (msg: string) => (err: unknown) => {
+    // A stream that goes missing after this consumer ran is an operator's deletion: a warning.
+    if (everAttached || !streamMissing(err)) return opts.log.warn({ err, ...base }, msg);
+    if (waitingForStream) return opts.log.debug(base, "stream still missing; retrying");
+    waitingForStream = true;
+    opts.log.info(base, `waiting for stream ${opts.stream} (made by the service that publishes to it)`);
+  };
+  await ensureConsumer(nc, opts).catch(unexpected("consumer not created yet; retrying"));
 
   const inFlight = new Set<Promise<void>>();
   let stopping = false;
@@ -290,6 +302,11 @@ export async function consume<S extends z.ZodType>(nc: NatsConnection, opts: Con
         consumer ??= await js.consumers.get(opts.stream, opts.durable);
         batch = await consumer.fetch({ max_messages: concurrency - inFlight.size, expires });
         attached = true;
+        everAttached = true;
+        if (waitingForStream) {
+          waitingForStream = false;
+          opts.log.info(base, `stream ${opts.stream} found; consuming`);
+        }
         if (stopping) void batch.close();
         // Messages already delivered to this pull are handled even when stop() came meanwhile:
         // they are within the free slots, and handling them beats waiting out their ack wait.
@@ -301,12 +318,12 @@ export async function consume<S extends z.ZodType>(nc: NatsConnection, opts: Con
         // Stream or consumer missing, server away, heartbeats missed: keep trying, more slowly.
         failures++;
         attached = false;
-        opts.log.warn({ err, ...base }, "pull failed; retrying");
+        unexpected("pull failed; retrying")(err);
         await pause(Math.min(100 * 2 ** failures, 5000));
         // A consumer deleted meanwhile (by an operator, with its stream), or not created yet, is
         // created again; its handle is looked up afresh.
         consumer = undefined;
-        if (!stopping) await ensureConsumer(nc, opts).catch((e: unknown) => opts.log.warn({ err: e, ...base }, "consumer could not be ensured"));
+        if (!stopping) await ensureConsumer(nc, opts).catch(unexpected("consumer could not be ensured"));
       } finally {
         batch = undefined;
       }

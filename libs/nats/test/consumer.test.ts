@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { createLogger } from "@tasksvc/logger";
+import { eventually } from "@tasksvc/testing";
 import { z } from "zod";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import {
@@ -61,14 +62,6 @@ async function start(opts: Omit<ConsumeOptions<typeof Job>, "schema" | "log"> & 
   return c;
 }
 
-async function until(check: () => boolean | Promise<boolean>, what: string, ms = 8000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`${what}: not reached in ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 /** True once the server holds no unanswered delivery and nothing left to deliver. */
 async function settled(stream: string, durable: string, lastSeq: number): Promise<boolean> {
   const info = await (await jetstreamManager(nc)).consumers.info(stream, durable);
@@ -90,13 +83,16 @@ function gate() {
 }
 
 describe("consume()", () => {
-  it("when the stream does not exist yet at start, then the consumer starts anyway and handles its messages once the stream is created", async () => {
+  it("when the stream does not exist yet at start, then the consumer starts anyway, says so in one info line (no warning, no stack) and handles its messages once the stream is created", async () => {
     // The webhooks service may start before the tasks service has declared the task-event stream.
     const i = ++streams;
     const name = `${prefix}_${i}`;
     const subject = `${prefix}.${i}`;
     const seen: number[] = [];
+    const lines: Array<{ level: number; msg: string; err?: unknown }> = [];
+    const captured = createLogger({ service: "consumer-test", level: "debug", destination: { write: (l: string) => void lines.push(JSON.parse(l)) } });
     await start({
+      log: captured,
       stream: name,
       durable: "late_stream",
       concurrency: 2,
@@ -106,11 +102,22 @@ describe("consume()", () => {
         return "ack";
       },
     });
+    // Several retries find no stream before it comes.
+    await eventually(() => lines.filter((l) => l.msg === "stream still missing; retrying").length >= 2, {
+      what: "two retries without the stream",
+      timeoutMs: 20_000,
+    });
     await ensureStream(nc, { name, subjects: [`${subject}.>`] });
     const js = jetstream(nc);
     for (const n of [1, 2, 3]) await js.publish(`${subject}.job`, encodeJson({ n }));
-    await until(() => seen.length === 3, "the three jobs handled");
+    await eventually(() => seen.length === 3, { what: "the three jobs handled" });
     expect([...seen].sort()).toEqual([1, 2, 3]);
+    const shown = lines.filter((l) => l.level >= 30);
+    expect(
+      shown.map((l) => l.msg),
+      JSON.stringify(lines),
+    ).toEqual([`waiting for stream ${name} (made by the service that publishes to it)`, `stream ${name} found; consuming`]);
+    expect(lines.filter((l) => l.err !== undefined)).toEqual([]);
   });
 
   it("when valid messages arrive, then the handler gets them parsed and each is acknowledged once", async () => {
@@ -127,7 +134,7 @@ describe("consume()", () => {
         return "ack";
       },
     });
-    await until(() => settled(s.name, "ack", seqs.at(-1) ?? 0), "all acknowledged");
+    await eventually(() => settled(s.name, "ack", seqs.at(-1) ?? 0), { what: "all acknowledged" });
     expect(
       seen.sort((a, b) => a.seq - b.seq),
       JSON.stringify(seen),
@@ -151,15 +158,17 @@ describe("consume()", () => {
         },
       });
     const c = await plain();
-    await until(() => seen.length === 40, "all handled");
+    await eventually(() => seen.length === 40, { what: "all handled" });
     await c.stop();
     // Right after stop(), without waiting: its flush has taken every plain ack to the server.
     expect(await settled(s.name, "plain-ack", seqs.at(-1) ?? 0)).toBe(true);
-    // A consumer started again on the durable gets none of them.
+    // A consumer started again on the durable gets none of them, only a job published after them
+    // (the server delivers in stream order, so any of them still pending would come first).
     const again = await plain();
-    await new Promise((r) => setTimeout(r, 300));
+    await s.publish([{ n: 40 }]);
+    await eventually(() => seen.includes(40), { what: "the job published after the restart" });
     await again.stop();
-    expect(seen.sort((a, b) => a - b)).toEqual(Array.from({ length: 40 }, (_, i) => i));
+    expect(seen.sort((a, b) => a - b)).toEqual(Array.from({ length: 41 }, (_, i) => i));
   });
 
   it("when a handler answers nak with a delay, then the message comes again after that delay, marked as a redelivery", async () => {
@@ -176,7 +185,7 @@ describe("consume()", () => {
         return meta.deliveries === 1 ? { nak: 600 } : "ack";
       },
     });
-    await until(() => deliveries.length >= 2, "delivered again");
+    await eventually(() => deliveries.length >= 2, { what: "delivered again" });
     const [first, second] = deliveries;
     expect(
       deliveries.map((d) => d.n),
@@ -203,7 +212,7 @@ describe("consume()", () => {
       },
     });
     // Terminated means answered for good: nothing pending, the ack floor past it.
-    await until(() => settled(s.name, "term", seq ?? 0), "terminated");
+    await eventually(() => settled(s.name, "term", seq ?? 0), { what: "terminated" });
     const info = await (await jetstreamManager(nc)).consumers.info(s.name, "term");
     expect(info.num_redelivered, JSON.stringify(info)).toBe(0);
     expect(handled).toEqual([1]);
@@ -223,7 +232,7 @@ describe("consume()", () => {
         return "ack";
       },
     });
-    await until(() => settled(s.name, "bad", seqs.at(-1) ?? 0), "all answered");
+    await eventually(() => settled(s.name, "bad", seqs.at(-1) ?? 0), { what: "all answered" });
     expect(handled).toEqual([{ n: 4 }]);
     const info = await (await jetstreamManager(nc)).consumers.info(s.name, "bad");
     expect(info.num_redelivered, JSON.stringify(info)).toBe(0);
@@ -247,7 +256,7 @@ describe("consume()", () => {
         throw new Error(`job ${job.n} failed`);
       },
     });
-    await until(() => settled(s.name, "throws", seqs.at(-1) ?? 0), "all answered");
+    await eventually(() => settled(s.name, "throws", seqs.at(-1) ?? 0), { what: "all answered" });
     expect(attempts).toEqual({ 1: [1, 2], 2: [1, 2, 3] });
   });
 
@@ -276,11 +285,11 @@ describe("consume()", () => {
     // Each round: as many handlers as allowed are waiting at the gate; a 4th would show up here.
     while (done < total) {
       const expected = Math.min(concurrency, total - done);
-      await until(() => inFlight >= expected, `${expected} handlers in flight`);
+      await eventually(() => inFlight >= expected, { what: `${expected} handlers in flight` });
       expect(inFlight).toBeLessThanOrEqual(concurrency);
       const before = done;
       g.release();
-      await until(() => done >= before + expected, "released handlers finished");
+      await eventually(() => done >= before + expected, { what: "released handlers finished" });
     }
     expect(maxInFlight).toBe(concurrency);
     expect(done).toBe(total);
@@ -307,7 +316,7 @@ describe("consume()", () => {
         return "ack";
       },
     });
-    await until(() => inFlight === 2, "two handlers in flight");
+    await eventually(() => inFlight === 2, { what: "two handlers in flight" });
     let stopped = false;
     const stopping = a.stop().then(() => (stopped = true));
     // A round trip to the server later, stop() is still waiting for the handlers at the gate.
@@ -333,7 +342,7 @@ describe("consume()", () => {
         return "ack";
       },
     });
-    await until(() => settled(s.name, "resume", seqs.at(-1) ?? 0), "the rest handled");
+    await eventually(() => settled(s.name, "resume", seqs.at(-1) ?? 0), { what: "the rest handled" });
     const all = [...first, ...second].sort((x, y) => x - y);
     expect(all, `first ${JSON.stringify(first)} then ${JSON.stringify(second)}`).toEqual(Array.from({ length: total }, (_, i) => i));
   });

@@ -22,8 +22,8 @@ interface Step {
  * published is flushed), and the pool ends last, since every step before may still query.
  * A `start` that fails gets the same clean-up of what it had set up, then its error rethrown.
  *
- * Health (issue 13): the ops port (OPS_PORT, else the registry's default for the service; none
- * for the gateway unless set) opens once the migrations are applied (a failure before that
+ * Health (issue 13): the ops port (OPS_PORT, else the registry's default for the service, the
+ * gateway's included) opens once the migrations are applied (a failure before that
  * leaves nothing open), before NATS and the service's own start: from then on /healthz answers
  * and /readyz says "starting". Ready means started, Postgres and NATS answering, and every check the
  * service added (its consumers attached). At stop, readiness fails first, then SHUTDOWN_DELAY

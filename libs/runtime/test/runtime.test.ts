@@ -3,6 +3,7 @@ import { Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { serviceSettings, parseConfig, StartupError } from "@tasksvc/config";
 import { createLogger } from "@tasksvc/logger";
+import { eventually } from "@tasksvc/testing";
 import { z } from "zod";
 import { describe, expect, inject, it } from "vitest";
 import { defineService, startService, type DbServiceContext, type ServiceContext } from "../src/index.js";
@@ -29,14 +30,6 @@ function setup() {
     lines,
     log: createLogger({ service: "runtimetest", level: "debug", destination: sink }),
   };
-}
-
-async function until(check: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 describe("startService()", () => {
@@ -122,7 +115,7 @@ describe("startService()", () => {
     });
     const running = await startService(def, cfg, log);
     try {
-      await until(() => runs >= 2, "a second run");
+      await eventually(() => runs >= 2, { intervalMs: 10, what: "a second run" });
       const failed = lines.find((l) => l["msg"] === "probe sweep failed");
       expect(failed, JSON.stringify(lines)).toMatchObject({ level: 40, err: { message: "sweep broke" } });
     } finally {

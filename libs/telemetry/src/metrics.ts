@@ -39,7 +39,7 @@ export const httpRequestsInFlight = new Gauge({
 
 export const gatewayRefusals = new Counter({
   name: "tasksvc_gateway_refusals_total",
-  help: "Requests refused by a gateway policy, by error code (rate_limited, quota_exceeded, plan_limit_exceeded, ...).",
+  help: "Requests refused by a gateway policy, by error code (rate_limited, quota_exhausted).",
   labelNames: ["code"] as const,
   registers,
 });
@@ -177,7 +177,14 @@ export const recurrenceOccurrences = new Counter({
 
 export const recurrenceRollovers = new Counter({
   name: "tasksvc_recurrence_rollovers_total",
-  help: "Unfinished occurrences asked onto a board, by outcome (placed, already: placed before that day, failed).",
+  help: "Unfinished occurrences the scheduler asked onto a board, by outcome (requested: on the rollover stream; failed: asked again next tick).",
+  labelNames: ["outcome"] as const,
+  registers,
+});
+
+export const boardRollovers = new Counter({
+  name: "tasksvc_board_rollovers_total",
+  help: "Rollover requests the boards service handled, by outcome (placed; already: placed or removed before for that task and day).",
   labelNames: ["outcome"] as const,
   registers,
 });

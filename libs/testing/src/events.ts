@@ -2,6 +2,7 @@ import { isDeepStrictEqual } from "node:util";
 import { decodeJson, connectNats, jetstreamManager, type NatsConnection } from "@tasksvc/nats";
 import { TaskEvent, taskEventsStream } from "@tasksvc/contracts";
 import postgres from "postgres";
+import { eventually } from "./eventually.js";
 import type { StackInfo } from "./stack.js";
 
 /**
@@ -48,13 +49,13 @@ export function taskEvents(stack: StackInfo) {
    * count that change's event as one of the next.
    */
   async function mark(): Promise<number> {
-    db ??= postgres(stack.databaseUrl, { max: 1, onnotice: () => {} });
-    const deadline = Date.now() + 5000;
-    while (Date.now() < deadline) {
-      const [row] = await db<{ n: number }[]>`select count(*)::int as n from tasks.outbox`;
-      if (row?.n === 0) break;
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    const outbox = (db ??= postgres(stack.databaseUrl, { max: 1, onnotice: () => {} }));
+    // The outbox is shared with other files' writes: past 5 s the mark is taken anyway, and a late
+    // event it then counts fails the test's own assertion.
+    await eventually(async () => (await outbox<{ n: number }[]>`select count(*)::int as n from tasks.outbox`)[0]?.n === 0, {
+      timeoutMs: 5000,
+      intervalMs: 20,
+    }).catch(() => undefined);
     return lastSeq();
   }
 
@@ -63,18 +64,16 @@ export function taskEvents(stack: StackInfo) {
     since,
     /**
      * Events of one organization after `mark`, once `count` of them arrived (or the deadline
-     * passed), plus a settle period so that a duplicate would have arrived too.
+     * passed: the caller's assertion then shows what did), plus a settle period so that a
+     * duplicate would have arrived too.
      */
     async await(mark: number, organizationId: string, count: number, timeoutMs = 5000): Promise<TaskEvent[]> {
-      const deadline = Date.now() + timeoutMs;
-      let got: TaskEvent[] = [];
-      for (;;) {
-        got = (await since(mark)).filter((e) => e.organization_id === organizationId);
-        if (got.length >= count || Date.now() > deadline) break;
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      const mine = async () => (await since(mark)).filter((e) => e.organization_id === organizationId);
+      await eventually(async () => (await mine()).length >= count, { timeoutMs }).catch(() => undefined);
+      // A sleep on purpose: it shows that nothing more comes (a duplicate), which no condition can
+      // be polled for; 700 ms is longer than the relay's 500 ms poll.
       await new Promise((r) => setTimeout(r, 700));
-      return (await since(mark)).filter((e) => e.organization_id === organizationId);
+      return mine();
     },
     async close() {
       await nc?.drain();

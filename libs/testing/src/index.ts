@@ -7,5 +7,6 @@ export * from "./events.js";
 export * from "./e2e.js";
 export * from "./windows.js";
 export * from "./must.js";
+export * from "./eventually.js";
 export * from "./receiver.js";
 export * from "./s3.js";

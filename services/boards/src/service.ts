@@ -3,6 +3,7 @@ import { serviceSettings, settings } from "@tasksvc/config";
 import { boardsRpc, tasksRpc } from "@tasksvc/contracts";
 import { defineService } from "@tasksvc/runtime";
 import { z } from "zod";
+import { startRolloversConsumer } from "./consumers/rollovers.js";
 import { boardsService } from "./domain/boards-service.js";
 import { boardsRepo } from "./repo/boards-repo.js";
 import { boardsHandlers } from "./rpc.js";
@@ -12,13 +13,17 @@ export type BoardsConfig = z.output<typeof BoardsConfig>;
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL("../migrations", import.meta.url));
 
-/** The boards service: daily plans of tasks, which it reads from the tasks service by RPC. */
+/**
+ * The boards service: daily plans of tasks, which it reads from the tasks service by RPC, and
+ * rollovers of recurring tasks, which it takes from the tasks service's rollover stream. It
+ * depends on the tasks service; the tasks service never calls it.
+ */
 export const service = defineService({
   name: "boards",
   schema: "boards",
   migrations: MIGRATIONS_DIR,
   config: BoardsConfig,
-  async start({ cfg, db, serve, client, every }) {
+  async start({ cfg, db, nc, namespace, log, health, serve, client, every, onStop }) {
     const tasks = client(tasksRpc, { timeoutMs: cfg.RPC_TIMEOUT_MS });
     const repo = boardsRepo(db.sql);
     const svc = boardsService({
@@ -32,5 +37,7 @@ export const service = defineService({
     every(60 * 60_000, "idempotency sweep", () => repo.idempotency.sweep());
     every(60 * 60_000, "rollover sweep", () => repo.sweepRollovers());
     serve(boardsRpc, boardsHandlers(svc));
+    const rollovers = await startRolloversConsumer({ nc, namespace, log, boards: svc, health });
+    onStop(() => rollovers.stop());
   },
 });

@@ -1,10 +1,12 @@
 import {
-  DeliveryJob,
   systemContext,
-  webhookJobsStream,
+  webhookMessages,
+  type AttemptRef,
   type CallResult,
+  type ReportedAttempt,
   type RpcContext,
   type SignedRequest,
+  type StartedAttempt,
   type webhookAttemptsRpc,
 } from "@tasksvc/contracts";
 import type { Logger } from "@tasksvc/logger";
@@ -54,12 +56,12 @@ const systemCtx = (): RpcContext => systemContext(`delivery-${Date.now().toStrin
  */
 export function startWorker(o: WorkerOptions): Promise<Consumption> {
   const now = o.now ?? (() => new Date());
-  const starts = batcher<{ delivery_id: string; attempt: number }, SignedRequest | null>(
-    async (jobs) => (await o.webhooks.call("startAttempts", { jobs }, systemCtx())).attempts.map((a) => a.request),
-    { maxSize: 200, maxWaitMs: 2 },
-  );
+  const starts = batcher<AttemptRef, StartedAttempt>(async (jobs) => (await o.webhooks.call("startAttempts", { jobs }, systemCtx())).attempts, {
+    maxSize: 200,
+    maxWaitMs: 2,
+  });
   const records = batcher(
-    async (results: Array<{ delivery_id: string; attempt: number; attempted_at: string; result: CallResult }>) => {
+    async (results: ReportedAttempt[]) => {
       await o.webhooks.call("recordAttempts", { results }, systemCtx());
       return results.map(() => true);
     },
@@ -69,7 +71,7 @@ export function startWorker(o: WorkerOptions): Promise<Consumption> {
   const slots = semaphore(o.concurrency);
 
   /** One attempt: a slot, the call, then its report (batched with others'). */
-  async function attempt(ref: { delivery_id: string; attempt: number }, request: SignedRequest): Promise<void> {
+  async function attempt(ref: AttemptRef, request: SignedRequest, occurredAt: string | undefined): Promise<void> {
     const release = await slots.acquire();
     let result: CallResult;
     const attemptedAt = now().toISOString();
@@ -97,19 +99,15 @@ export function startWorker(o: WorkerOptions): Promise<Consumption> {
       release();
     }
     webhookAttempts.inc({ outcome: result.outcome });
-    if (result.outcome === "delivered") {
-      // End to end, from the change (the event's own timestamp, near the start of the body).
-      const at = /"timestamp":"([^"]{10,40})"/.exec(request.body.slice(0, 512))?.[1];
-      const t = at ? Date.parse(at) : Number.NaN;
-      if (Number.isFinite(t)) webhookDeliveryLag.observe(Math.max(0, Date.now() - t) / 1000);
-    }
+    // End to end, from the change (the event's own time, as the webhooks service gave it).
+    if (result.outcome === "delivered" && occurredAt !== undefined) webhookDeliveryLag.observe(Math.max(0, Date.now() - Date.parse(occurredAt)) / 1000);
     await records.add({ ...ref, attempted_at: attemptedAt, result });
   }
 
   return consume(o.nc, {
-    stream: webhookJobsStream(o.namespace),
+    stream: webhookMessages.deliveryJob.stream(o.namespace),
     durable: deliveryDurable(o.namespace),
-    schema: DeliveryJob,
+    schema: webhookMessages.deliveryJob.schema,
     // Jobs in flight; the calls they make share WEBHOOK_CONCURRENCY slots. An endpoint never has
     // more than WEBHOOK_ENDPOINT_CONCURRENCY attempts in flight (the dispatcher's bound), so a
     // hanging endpoint holds at most that many slots and the others keep theirs.
@@ -124,11 +122,11 @@ export function startWorker(o: WorkerOptions): Promise<Consumption> {
       // another worker (which would call again) while its lease lasts.
       const keepAlive = setInterval(() => meta.working(), Math.max(1000, Math.floor(o.ackWaitMs / 3)));
       try {
-        const requests = await Promise.all(job.deliveries.map((ref) => starts.add(ref)));
+        const started = await Promise.all(job.deliveries.map((ref) => starts.add(ref)));
         await Promise.all(
           job.deliveries.map((ref, i) => {
-            const request = requests[i];
-            return request ? attempt(ref, request) : undefined;
+            const s = started[i];
+            return s?.request ? attempt(ref, s.request, s.occurred_at) : undefined;
           }),
         );
       } finally {

@@ -1,14 +1,15 @@
+import cors from "@fastify/cors";
 import { AppError } from "@tasksvc/errors";
 import type { Logger } from "@tasksvc/logger";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyBodyParser, type FastifyInstance } from "fastify";
 import type { Clients } from "./clients.js";
 import { registerDocs } from "./docs.js";
-import { edgeHandling, MAX_PARAM_LENGTH } from "./edge.js";
+import { edgeHandling, EVERY_ANSWER_HEADERS, loggedUrl, MAX_PARAM_LENGTH } from "./edge.js";
 import type { Resource } from "./operations.js";
 import { installPipeline, type PipelineOptions } from "./pipeline.js";
 import { frameworkErrors, registerProblemHandling, sendProblem } from "./problems.js";
 import { resources } from "./routes/index.js";
-import { registerTransfers } from "./transfers.js";
+import { type LinkRouteOptions, registerTransfers } from "./transfers.js";
 import type { BlobStore } from "@tasksvc/blobs";
 import {
   context,
@@ -16,7 +17,6 @@ import {
   extractContext,
   httpRequestDuration,
   httpRequestsInFlight,
-  registry,
   seriesCache,
   SpanKind,
   SpanStatusCode,
@@ -36,7 +36,7 @@ declare module "fastify" {
   }
 }
 
-export interface BuildOptions extends PipelineOptions {
+export interface BuildOptions extends PipelineOptions, LinkRouteOptions {
   log: Logger;
   clients: Clients;
   bodyLimit: number;
@@ -49,7 +49,69 @@ export interface BuildOptions extends PipelineOptions {
    * the gateway's own checks, a ping of every service it forwards to): what /readyz answers.
    */
   health: Pick<Health, "readiness">;
+  /** CORS_ORIGINS: the browser origins allowed to call the API, `*` for any; unset, no CORS at all. */
+  corsOrigins?: "*" | readonly string[] | undefined;
+  /** PUBLIC_BASE_URL: how clients reach the gateway; unset, http://localhost:<port>. */
+  publicBaseUrl?: string | undefined;
+  /** PORT, the port the gateway listens on (0: the one the kernel chooses). */
+  port: number;
 }
+
+/**
+ * Where clients reach the gateway: PUBLIC_BASE_URL, else `http://localhost:<port>` (the default
+ * the settings document). Never the request's Host header: a client that sends
+ * `Host: attacker.example` would otherwise be handed links to that host (and a shared cache or a
+ * log could carry them to others). With PORT 0 the port is the one the kernel chose, known once
+ * the gateway listens, which it does before any request arrives.
+ */
+function publicBaseUrlOf(opts: Pick<BuildOptions, "publicBaseUrl" | "port">, app: () => FastifyInstance): () => string {
+  const fixed = opts.publicBaseUrl ?? (opts.port === 0 ? undefined : `http://localhost:${opts.port}`);
+  if (fixed !== undefined) return () => fixed;
+  let bound: string | undefined;
+  return () => {
+    if (bound === undefined) {
+      const address = app().server.address();
+      if (typeof address !== "object" || address === null) throw new Error("PORT 0: the gateway's base URL is known only once it listens");
+      bound = `http://localhost:${address.port}`;
+    }
+    return bound;
+  };
+}
+
+/**
+ * What CORS lets a browser page on an allowed origin do (decision 0019). The methods the routes
+ * serve: a route with another one fails the build (onRoute in buildGateway), so that a preflight
+ * never refuses a method the API serves.
+ */
+export const CORS_METHODS: readonly string[] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"];
+/** The request headers the API reads beyond those browsers send freely. */
+export const CORS_REQUEST_HEADERS: readonly string[] = [
+  "Authorization",
+  "Content-Type",
+  "Idempotency-Key",
+  "If-Match",
+  "If-None-Match",
+  "traceparent",
+  "tracestate",
+];
+/** The API's own response headers, which a page's script may read only when they are listed. */
+export const CORS_EXPOSED_HEADERS: readonly string[] = [
+  "x-request-id",
+  "RateLimit",
+  "RateLimit-Policy",
+  "X-RateLimit-Limit",
+  "X-RateLimit-Remaining",
+  "X-RateLimit-Reset",
+  "Retry-After",
+  "Idempotency-Replayed",
+  "ETag",
+  "traceparent",
+  "Allow",
+  "WWW-Authenticate",
+  "Content-Disposition",
+];
+/** How long a browser may reuse a preflight's answer: a changed CORS_ORIGINS is seen within it. */
+const CORS_MAX_AGE_SECONDS = 600;
 
 const firstHeader = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v[0] : v);
 
@@ -73,8 +135,9 @@ function callbackParser(parser: FastifyBodyParser<string>): CallbackBodyParser {
 const httpSeries = seriesCache(httpRequestDuration);
 
 export function buildGateway(opts: BuildOptions): FastifyInstance {
-  const edge = edgeHandling(opts.log);
-  const app = Fastify({
+  const publicBaseUrl = publicBaseUrlOf(opts, () => app);
+  const edge = edgeHandling(opts.log, publicBaseUrl);
+  const app: FastifyInstance = Fastify({
     loggerInstance: opts.log as FastifyBaseLogger,
     // One access line per request is written by our onResponse hook instead of fastify's two.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: "request_id" }),
@@ -89,8 +152,15 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
     frameworkErrors,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     http: { requireHostHeader: false },
+    trustProxy: opts.trustProxy ?? false,
   });
-  app.decorate("publicBaseUrl", opts.publicBaseUrl ?? null);
+  app.addHook("onRoute", (route) => {
+    for (const method of [route.method].flat()) {
+      // OPTIONS is the CORS plugin's own preflight route.
+      if (method !== "OPTIONS" && !CORS_METHODS.includes(method)) throw new Error(`${method} ${route.url}: add ${method} to CORS_METHODS (app.ts)`);
+    }
+  });
+  app.decorate("publicBaseUrl", { getter: publicBaseUrl });
   // JSON only: fastify's text/plain parser would let a mislabelled body through.
   app.removeContentTypeParser("text/plain");
   // Fastify's own JSON parsing (proto-poisoning checks included), keeping the raw text.
@@ -102,7 +172,7 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
   });
 
   app.addHook("onRequest", (req, reply, done) => {
-    reply.header("x-request-id", req.id);
+    reply.header("x-request-id", req.id).headers(EVERY_ANSWER_HEADERS);
     httpRequestsInFlight.inc();
     // "close" comes for every response, finished or aborted (onResponse misses aborted ones).
     reply.raw.once("close", () => httpRequestsInFlight.dec());
@@ -125,6 +195,22 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
     context.with(active, done);
   });
   edge.install(app);
+  if (opts.corsOrigins !== undefined) {
+    // Its onRequest hook runs after the two above (request id, edge checks) and answers a
+    // preflight there: no route's pipeline runs for it, so it is never authenticated or charged.
+    app.register(cors, {
+      origin: opts.corsOrigins === "*" ? "*" : [...opts.corsOrigins],
+      methods: [...CORS_METHODS],
+      allowedHeaders: [...CORS_REQUEST_HEADERS],
+      exposedHeaders: [...CORS_EXPOSED_HEADERS],
+      // Credentials are bearer tokens the page sends itself, never cookies: nothing to allow.
+      credentials: false,
+      maxAge: CORS_MAX_AGE_SECONDS,
+      // Every OPTIONS is answered as a preflight: the strict mode would answer one that lacks
+      // Origin or Access-Control-Request-Method with a text/plain 400 rather than a problem.
+      strictPreflight: false,
+    });
+  }
   app.addHook("onResponse", async (req, reply) => {
     const route = req.routeOptions.url ?? "unmatched";
     const status = reply.statusCode;
@@ -136,14 +222,15 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
     }
     const org = req.pipeline?.identity.organization_id;
     req.log.info(
-      { method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime), ...(org ? { organization_id: org } : {}) },
+      { method: req.method, url: loggedUrl(req), status: reply.statusCode, ms: Math.round(reply.elapsedTime), ...(org ? { organization_id: org } : {}) },
       "request",
     );
   });
   registerProblemHandling(app);
 
   app.get("/healthz", async () => ({ status: "ok" }));
-  app.get("/metrics", async (_req, reply) => reply.type(registry.contentType).send(await registry.metrics()));
+  // /metrics is on the ops port only (OPS_PORT): operation counts and error rates are not for the
+  // public. /healthz and /readyz are answered on both ports: load balancers and probes look here.
   app.get("/readyz", async (req, reply) => {
     // The same readiness as every process's ops port (each check bounded to 1 s), answered as
     // the public API answers: a problem+json 503 naming what is not ready.
@@ -158,7 +245,7 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
   installPipeline(app, opts);
   const served = opts.resources ?? resources;
   for (const r of served) app.register(r.plugin, { clients: opts.clients });
-  registerTransfers(app, { store: opts.blobs ?? null, clients: opts.clients });
+  registerTransfers(app, { store: opts.blobs ?? null, clients: opts.clients, linkRate: opts.linkRate });
   registerDocs(
     app,
     served.flatMap((r) => r.operations),

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
-import { type Identity, KeysInvalidation, SCOPES, hashApiKey, keysInvalidationSubject, type keysRpc, type RpcContext, type Scope } from "@tasksvc/contracts";
+import { type Identity, KeysInvalidation, SCOPES, keysInvalidationSubject, type keysRpc, type RpcContext, type Scope } from "@tasksvc/contracts";
+import { hashApiKey } from "@tasksvc/secrets";
 import { AppError } from "@tasksvc/errors";
 import type { Logger } from "@tasksvc/logger";
 import { decodeJson, type NatsConnection, type RpcClient } from "@tasksvc/nats";
@@ -178,6 +179,11 @@ function buildKeyGetter(opts: AuthOptions): (ctx: RpcContext) => Promise<JWTVeri
     };
     return async () => getter;
   }
+  // Said once at start, like the other development fallbacks: whoever can sign as the development
+  // issuer (the keys service, with its key) can act as any member of any organization here.
+  opts.log.warn(
+    "OAUTH_JWKS_URL is not set: access tokens signed by the development issuer (admin issue-token) are accepted; set OAUTH_JWKS_URL (your OAuth issuer's JWKS) or OAUTH_PUBLIC_KEY outside development",
+  );
   let dev: { at: number; getter: JWTVerifyGetKey } | undefined;
   return async (ctx) => {
     // Refreshed every five minutes so that a re-keyed development issuer is picked up.

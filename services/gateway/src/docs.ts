@@ -38,24 +38,37 @@ const DOCS_HTML = `<!doctype html><html lang="en"><head><meta charset="utf-8"><t
 <script src="/docs/assets/swagger-ui-bundle.js"></script>
 <script src="/docs/assets/init.js"></script></body></html>`;
 
+/** Stands for the server's URL in the document built at start, filled in with the gateway's base URL. */
+const SERVER_URL_SLOT = "\u0000server-url\u0000";
+
 /**
- * Public, unauthenticated documentation (issue 14):
- * - `/v1/openapi.json`, the OpenAPI 3.1 document built from the route table;
+ * Public, unauthenticated documentation:
+ * - `/v1/openapi.json`, the OpenAPI 3.1 document built from the route table, its `servers` this
+ *   gateway's base URL (PUBLIC_BASE_URL, else http://localhost:<port>; never the request's Host),
+ *   so that the reference's Servers box and "Try it out" name a URL a client can call;
  * - `/docs`, Swagger UI over that document, every file served by this gateway from the installed
  *   `swagger-ui-dist` package (no CDN, no call to the validator service), with "Try it out"
  *   sending real requests to this gateway (Authorize takes an API key or access token);
  * - `/docs/errors`, docs/errors.md rendered, each code's row its anchor: where a problem's `type`
  *   points (`/docs/errors#<code>`).
- * All are built once, at start.
+ * All are built once.
  */
 export function registerDocs(app: FastifyInstance, operations: readonly Operation[]): void {
-  const documentJson = JSON.stringify(buildOpenApi(operations));
+  const [before, after] = splitAt(
+    JSON.stringify(buildOpenApi(operations, { url: SERVER_URL_SLOT, description: "This gateway" })),
+    JSON.stringify(SERVER_URL_SLOT),
+  );
   const uiDir = dirname(createRequire(import.meta.url).resolve("swagger-ui-dist/package.json"));
   const assets = new Map(Object.entries(UI_FILES).map(([name, type]) => [name, { type, body: readFileSync(join(uiDir, name)) }]));
   assets.set("init.js", { type: "text/javascript; charset=utf-8", body: Buffer.from(INIT_JS) });
   const errorsHtml = errorsPage();
 
-  app.get("/v1/openapi.json", async (_req, reply) => reply.type("application/json; charset=utf-8").send(documentJson));
+  // Completed on the first request: with PORT 0 the base URL is known only once the gateway listens.
+  let document: string | undefined;
+  app.get("/v1/openapi.json", async (_req, reply) => {
+    document ??= before + JSON.stringify(app.publicBaseUrl) + after;
+    return reply.type("application/json; charset=utf-8").send(document);
+  });
   app.get("/docs", async (_req, reply) => reply.type("text/html; charset=utf-8").send(DOCS_HTML));
   // A fixed list of files, looked up by name: no path reaches the file system.
   app.get<{ Params: { file: string } }>("/docs/assets/:file", async (req, reply) => {
@@ -64,4 +77,11 @@ export function registerDocs(app: FastifyInstance, operations: readonly Operatio
     return reply.type(asset.type).header("cache-control", "public, max-age=3600").send(asset.body);
   });
   app.get("/docs/errors", async (_req, reply) => reply.type("text/html; charset=utf-8").send(errorsHtml));
+}
+
+/** The text before and after the one occurrence of `slot` (there must be exactly one). */
+function splitAt(text: string, slot: string): [string, string] {
+  const at = text.indexOf(slot);
+  if (at < 0 || text.indexOf(slot, at + 1) >= 0) throw new Error("the OpenAPI document must name its server exactly once");
+  return [text.slice(0, at), text.slice(at + slot.length)];
 }

@@ -42,14 +42,24 @@ export function clientErrorProblem(err: Error & { code?: string; reason?: string
   }
 }
 
+/**
+ * Headers on every answer, errors included. `nosniff`: a browser takes the type sent and never
+ * guesses another (a JSON body is never run as a script or rendered as a page). `no-store`: an
+ * answer carries one organization's data, or says whether a credential works, and no shared
+ * cache (proxy, CDN) or browser cache may keep it; the few routes whose content is public and
+ * fixed (the documentation's files) set their own Cache-Control over this one.
+ */
+export const EVERY_ANSWER_HEADERS: Readonly<Record<string, string>> = { "x-content-type-options": "nosniff", "cache-control": "no-store" };
+
 /** A complete HTTP/1.1 response carrying the problem, for a socket no ServerResponse owns. */
-export function rawProblemResponse(err: AppError, requestId: string): string {
-  const body = JSON.stringify(toProblem(err, requestId));
+export function rawProblemResponse(err: AppError, requestId: string, typeBase: string): string {
+  const body = JSON.stringify(toProblem(err, requestId, typeBase));
   return [
     `HTTP/1.1 ${err.status} ${STATUS_CODES[err.status] ?? "Error"}`,
     "Content-Type: application/problem+json; charset=utf-8",
     `Content-Length: ${Buffer.byteLength(body)}`,
     `x-request-id: ${requestId}`,
+    ...Object.entries(EVERY_ANSWER_HEADERS).map(([k, v]) => `${k}: ${v}`),
     "Connection: close",
     "",
     body,
@@ -69,8 +79,9 @@ function answerAndClose(socket: Duplex, response: string): void {
 /**
  * Installs the edge handling on a gateway app. Returns fastify's `clientErrorHandler`, which must
  * be given to the Fastify constructor (it cannot be set afterwards): see buildGateway.
+ * `publicBaseUrl` is where the gateway is reached: the base of a problem's `type`.
  */
-export function edgeHandling(log: Logger) {
+export function edgeHandling(log: Logger, publicBaseUrl: () => string) {
   // The request each connection is executing. A parse error in its body (a bad chunk) is answered
   // under that request's id, or not at all once its response has begun; a parse error in a
   // request pipelined behind it is answered after its response, under a new id.
@@ -106,7 +117,7 @@ export function edgeHandling(log: Logger) {
     }
     const answer = (requestId: string) => {
       log.info({ request_id: requestId, status: problem.status, code: problem.code, parser_error: err.code }, "request refused at the HTTP edge");
-      answerAndClose(socket, rawProblemResponse(problem, requestId));
+      answerAndClose(socket, rawProblemResponse(problem, requestId, publicBaseUrl()));
     };
     const inFlight = current.get(socket);
     if (inFlight === undefined || inFlight.res.writableEnded) {
@@ -168,7 +179,7 @@ export function edgeHandling(log: Logger) {
       const requestId = newRequestId();
       const problem = new AppError("route_not_found", "This API is not a proxy: CONNECT is not supported.");
       log.info({ request_id: requestId, method: req.method, status: problem.status }, "request refused at the HTTP edge");
-      answerAndClose(socket, rawProblemResponse(problem, requestId));
+      answerAndClose(socket, rawProblemResponse(problem, requestId, publicBaseUrl()));
     });
   }
 
@@ -182,4 +193,28 @@ function isPercentEncodedUtf8(s: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** An upload or download link's path, read leniently (decoded, any case, repeated slashes). */
+const LINK_PATH = /^(.*?\/(?:uploads|downloads))\/./s;
+
+/**
+ * The URL a log line names for a request. A link's path carries its capability, the link's whole
+ * authorization: whoever reads the line could use the link while it lives. Such a request is
+ * logged by its route pattern, `…/uploads/:capability` or `…/downloads/:capability`, whether it
+ * matched that route, another one (the CORS preflight's catch-all) or none (a link its client
+ * mangled: a 404 or 405); every other request as sent, since its ids are what an operator
+ * looks for.
+ */
+export function loggedUrl(req: FastifyRequest): string {
+  const route = req.routeOptions.url;
+  if (route?.includes("/:capability")) return route;
+  let path = req.url;
+  try {
+    path = decodeURIComponent(path);
+  } catch {
+    // A path that does not decode (the router's 400) is matched as sent.
+  }
+  const link = LINK_PATH.exec(path.toLowerCase().replace(/\/{2,}/g, "/"));
+  return link ? `${link[1]}/:capability` : req.url;
 }

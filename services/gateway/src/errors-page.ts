@@ -16,7 +16,8 @@ const slug = (text: string) =>
 /**
  * The errors page a problem's `type` points to (`/docs/errors#<code>`): docs/errors.md rendered
  * (marked), each catalog row given the code as its anchor, headings their slug, links to other
- * docs of the repository left as text. Without the file (a broken image), the catalog alone.
+ * docs of the repository left as text, HTML comments (notes for the file's maintainers) left out
+ * and any other HTML shown as text. Without the file (a broken image), the catalog alone.
  */
 export function errorsPage(markdown: string | null = readErrorsMarkdown()): string {
   const style =
@@ -41,6 +42,10 @@ function render(markdown: string): string {
       heading({ tokens, depth }) {
         const text = this.parser.parseInline(tokens);
         return `<h${depth} id="${slug(text)}">${text}</h${depth}>\n`;
+      },
+      // The page is the Markdown's text: `<n>` outside a code span is shown, not taken for a tag.
+      html({ text }) {
+        return text.trimStart().startsWith("<!--") ? "" : esc(text);
       },
       link({ href, tokens }) {
         const text = this.parser.parseInline(tokens);

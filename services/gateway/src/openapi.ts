@@ -7,7 +7,6 @@ import {
   BoardSection,
   CreatedApiKey,
   CreatedWebhookEndpoint,
-  DateOnly,
   DeliveryAttempt,
   DependencyItem,
   DependencyView,
@@ -15,9 +14,7 @@ import {
   ERROR_CATALOG,
   ERROR_CODES,
   FieldError,
-  fieldDoc,
   IDEMPOTENCY_KEY_PATTERN,
-  parameterDoc,
   Member,
   Organization,
   ProbeResult,
@@ -35,6 +32,7 @@ import {
 } from "@tasksvc/contracts";
 import { z } from "zod";
 import type { Operation } from "./operations.js";
+import { REQUEST_EXAMPLES } from "./request-examples.js";
 
 type Json = Record<string, unknown>;
 
@@ -81,7 +79,7 @@ const TAGS: Record<string, { name: string; description: string }> = {
   dependencies: { name: "Dependencies", description: "What blocks a task; the graph is always acyclic." },
   attachments: { name: "Attachments", description: "Files on tasks: start an upload, send the bytes, register, download." },
   projects: { name: "Projects", description: "Groups of tasks; a task may belong to several." },
-  "daily-plan": { name: "Daily plan", description: "Each user's board for a day: TODO, PROGRESS and DONE sections." },
+  "daily-plan": { name: "Daily plan", description: "Each user's board for a day: a TODO and a PROGRESS section." },
   events: {
     name: "Events",
     description: "Task events of the last 30 days, exactly as webhooks deliver them: catch up on missed deliveries or rebuild state.",
@@ -95,69 +93,74 @@ const TAGS: Record<string, { name: string; description: string }> = {
 const pascal = (id: string) => id.charAt(0).toUpperCase() + id.slice(1);
 const COMPONENT_REF = (id: string) => `#/components/schemas/${id}`;
 
-/** Calendar days (`YYYY-MM-DD`) are `format: date`; zod only knows them as refined strings. */
-const override: NonNullable<Parameters<typeof z.toJSONSchema>[1]>["override"] = (ctx) => {
-  if (ctx.zodSchema === (DateOnly as unknown)) ctx.jsonSchema.format = "date";
-};
+const isJson = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /**
- * Every property of a component gets its description and an example (libs/contracts
- * field-docs.ts) where its schema has none; nested objects are named after the component.
+ * A schema's description and examples written after the keywords that say what the value is, in
+ * every schema it holds. zod writes a field's metadata (libs/contracts) before or after those
+ * depending on where the field states it (on a nullable or optional wrapper, beside a `$ref`).
  */
-function documentFields(component: string, schema: Json): void {
-  const props = schema["properties"];
-  if (typeof props === "object" && props !== null) {
-    for (const [field, value] of Object.entries(props as Record<string, Json>)) {
-      const doc = fieldDoc(component, field);
-      if (doc) {
-        // A $ref's siblings are allowed in 3.1; the field's meaning belongs next to the reference.
-        value["description"] ??= doc.description;
-        value["examples"] ??= [doc.example];
-      }
-      // An inline object (a task's recurrence, the usage's burst) is documented as its own kind.
-      documentFields(pascal(field), value);
-    }
+function docsLast(schema: Json): void {
+  for (const key of ["description", "examples"]) {
+    if (!(key in schema)) continue;
+    const value = schema[key];
+    delete schema[key];
+    schema[key] = value;
   }
-  for (const member of [...((schema["anyOf"] as Json[]) ?? []), ...((schema["oneOf"] as Json[]) ?? [])]) documentFields(component, member);
-  const items = schema["items"];
-  if (typeof items === "object" && items !== null) documentFields(component, items as Json);
+  const props = isJson(schema["properties"]) ? Object.values(schema["properties"]) : [];
+  const members = ["anyOf", "oneOf", "allOf"].flatMap((k) => (Array.isArray(schema[k]) ? (schema[k] as unknown[]) : []));
+  for (const sub of [...props, ...members, schema["items"], schema["additionalProperties"]]) if (isJson(sub)) docsLast(sub);
 }
 
 /** One registry's schemas as components, each `$ref` pointing into #/components/schemas. */
 function componentsOf(registry: z.core.$ZodRegistry<{ id?: string | undefined }>, io: "input" | "output"): Record<string, Json> {
-  const out = z.toJSONSchema(registry, { target: "draft-2020-12", io, unrepresentable: "any", uri: COMPONENT_REF, override }) as {
+  const out = z.toJSONSchema(registry, { target: "draft-2020-12", io, unrepresentable: "any", uri: COMPONENT_REF }) as {
     schemas: Record<string, Json>;
   };
   const schemas: Record<string, Json> = {};
   for (const [id, schema] of Object.entries(out.schemas)) {
     const { $schema: _drop, $id: _ref, id: _id, ...rest } = schema;
-    documentFields(id, rest);
+    docsLast(rest);
     schemas[id] = rest;
   }
   return schemas;
 }
 
-/** An inline schema (parameters), dates as `format: date`. */
+/** An inline schema (parameters). */
 const schemaOf = (s: z.ZodType, io: "input" | "output"): Json => {
-  const { $schema: _drop, ...rest } = z.toJSONSchema(s, { target: "draft-2020-12", io, unrepresentable: "any", override }) as Json;
+  const { $schema: _drop, ...rest } = z.toJSONSchema(s, { target: "draft-2020-12", io, unrepresentable: "any" }) as Json;
   return rest;
 };
 
 const Problem = z.object({
-  type: z.string().describe("URL of the code's entry on the errors page: `<PUBLIC_BASE_URL or the request's origin>/docs/errors#<code>`"),
-  title: z.string(),
-  status: z.number().int(),
-  code: z.enum(ERROR_CODES as [ErrorCode, ...ErrorCode[]]),
-  detail: z.string(),
-  request_id: z.string().optional().describe("Present on 5xx; also in the x-request-id header"),
-  errors: z.array(FieldError).optional().describe("Field errors, each with an RFC 6901 pointer"),
+  type: z.string().meta({
+    description: "URL of the code's entry on the errors page: `<this API's base URL>/docs/errors#<code>`",
+    examples: ["https://api.example.com/docs/errors#validation_failed"],
+  }),
+  title: z.string().meta({ description: "A short, human summary of the code.", examples: ["Validation failed"] }),
+  status: z
+    .number()
+    .int()
+    .meta({ description: "The HTTP status, repeated.", examples: [400] }),
+  code: z
+    .enum(ERROR_CODES as [ErrorCode, ...ErrorCode[]])
+    .meta({ description: "The stable, machine-readable error code: branch on it.", examples: ["validation_failed"] }),
+  detail: z.string().meta({ description: "What went wrong with this request, for a person.", examples: ["The request body is invalid: /name is required"] }),
+  request_id: z
+    .string()
+    .optional()
+    .meta({ description: "Present on 5xx; also in the x-request-id header", examples: ["req_e903a3119ecb434ab66f13614829a34b"] }),
+  errors: z
+    .array(FieldError)
+    .optional()
+    .meta({ description: "Field errors, each with an RFC 6901 pointer", examples: [[{ pointer: "/name", message: "is required" }]] }),
 });
 
 const header = (description: string, schema: Json = { type: "string" }) => ({ description, schema });
 const REQUEST_ID = header("Unique id of this request; quote it in support requests.");
 const RATE_HEADERS = {
-  "RateLimit-Policy": header('Structured field: "burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>'),
-  RateLimit: header('Structured field: "burst";r=<remaining>;t=<seconds to reset>'),
+  "RateLimit-Policy": header('Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>`'),
+  RateLimit: header('Structured field: `"burst";r=<remaining>;t=<seconds to reset>`'),
   "X-RateLimit-Limit": header("Burst allowance of the credential", { type: "integer" }),
   "X-RateLimit-Remaining": header("Calls left in the current burst window", { type: "integer" }),
   "X-RateLimit-Reset": header("Unix epoch seconds when the burst window resets", { type: "integer" }),
@@ -191,6 +194,13 @@ function codesWithStatus(status: number): ErrorCode[] {
   return ERROR_CODES.filter((c) => ERROR_CATALOG[c].status === status);
 }
 
+/** A field's documentation: its metadata, or that of the schema it makes optional, nullable or defaulted. */
+function docOf(field: z.core.$ZodType): z.core.GlobalMeta | undefined {
+  const meta = z.globalRegistry.get(field);
+  const inner = (field._zod.def as { innerType?: z.core.$ZodType }).innerType;
+  return meta?.description === undefined && inner ? docOf(inner) : meta;
+}
+
 function parametersOf(def: Operation): Json[] {
   const out: Json[] = [];
   for (const [where, schema] of [
@@ -199,15 +209,21 @@ function parametersOf(def: Operation): Json[] {
   ] as const) {
     if (!schema) continue;
     const js = schemaOf(schema, "input") as { properties?: Record<string, Json>; required?: string[] };
+    const fields: Record<string, z.ZodType> = schema instanceof z.ZodObject ? schema.shape : {};
     for (const [name, s] of Object.entries(js.properties ?? {})) {
-      const doc = parameterDoc(def.operationId, name);
+      // A parameter's documentation is its field's metadata, stated on the parameter itself. Read
+      // from the field, not from its JSON Schema: zod leaves the examples out of a transforming
+      // field's input form (a query flag that arrives as text).
+      const field = fields[name];
+      const doc = field === undefined ? undefined : docOf(field);
+      const { description: _description, examples: _examples, ...valueSchema } = s;
       out.push({
         name,
         in: where,
         required: where === "path" || (js.required ?? []).includes(name),
-        ...(doc ? { description: doc.description } : {}),
-        ...(doc?.example === undefined ? {} : { example: doc.example }),
-        schema: s,
+        ...(doc?.description === undefined ? {} : { description: doc.description }),
+        ...(Array.isArray(doc?.["examples"]) ? { example: doc["examples"][0] } : {}),
+        schema: valueSchema,
       });
     }
   }
@@ -216,16 +232,65 @@ function parametersOf(def: Operation): Json[] {
       name: "Idempotency-Key",
       in: "header",
       required: false,
-      description: "Retry safely: the same key and byte-identical body within 24 h replays the first response (spec section 8).",
-      example: "3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20",
+      description:
+        "Retry safely: the same key and byte-identical body within 24 h replays the first response. Use a new key for each new request, a UUID for example (`3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20`).",
+      // No example: "Try it out" would send the same key with every request, replaying the first
+      // response (or refusing another body) instead of doing what was asked.
       schema: { type: "string", pattern: IDEMPOTENCY_KEY_PATTERN.source },
     });
   }
   return out;
 }
 
-/** OpenAPI 3.1 document of the public API, generated from the route table and its zod schemas. */
-export function buildOpenApi(operations: readonly Operation[]): Json {
+/** Where the API is served, as the document's `servers` names it. */
+export interface ServerEntry {
+  url: string;
+  description?: string;
+}
+
+/**
+ * The server of the document that is not served by a gateway (docs/openapi.json, the typed
+ * client's source): a gateway run locally on its default port. A gateway serves the document
+ * with its own base URL instead (docs.ts).
+ */
+export const LOCAL_SERVER: ServerEntry = {
+  url: "http://localhost:8080",
+  description: "A gateway running on this machine with its default port; use your deployment's base URL instead.",
+};
+
+/** Keys whose values are data (examples, allowed values), not prose: their strings stay as they are. */
+const DATA_KEYS = new Set(["example", "examples", "enum", "const", "default"]);
+
+/**
+ * Descriptions are CommonMark, and reference UIs render them with raw HTML allowed and then
+ * sanitised: a placeholder such as T-<n> outside a code span is taken for an unknown tag and
+ * vanishes. Every `<` and `>` outside code spans is escaped the CommonMark way (`\<`), which
+ * every Markdown renderer shows as the character itself; code spans already show it literally.
+ */
+export function markdownText(text: string): string {
+  return text.replace(/(`+)[\s\S]*?\1|(?<!\\)[<>]/g, (m) => (m === "<" || m === ">" ? `\\${m}` : m));
+}
+
+/** Every `description` of the document (info, tags, operations, parameters, responses, headers, schemas) as Markdown text. */
+function escapeDescriptions(node: unknown): void {
+  if (Array.isArray(node)) {
+    for (const item of node) escapeDescriptions(item);
+    return;
+  }
+  if (typeof node !== "object" || node === null) return;
+  const obj = node as Json;
+  for (const [key, value] of Object.entries(obj)) {
+    if (DATA_KEYS.has(key)) continue;
+    if (key === "description" && typeof value === "string") obj[key] = markdownText(value);
+    else escapeDescriptions(value);
+  }
+}
+
+/**
+ * OpenAPI 3.1 document of the public API, generated from the route table and its zod schemas;
+ * `server` is where it is served (a gateway passes its own base URL).
+ */
+export function buildOpenApi(operations: readonly Operation[], server: ServerEntry = LOCAL_SERVER): Json {
   // Responses (output types) and request bodies (input types) are two registries: zod converts
   // each registry for one direction. Every response and body gets a name; resources keep theirs.
   const outputs = z.registry<{ id?: string | undefined }>();
@@ -288,11 +353,17 @@ export function buildOpenApi(operations: readonly Operation[]): Json {
       parameters: parametersOf(def),
       responses,
     };
-    if (def.body)
-      op["requestBody"] = { required: true, content: { "application/json": { schema: ref(inputs, def.body, `${pascal(def.operationId)}Request`) } } };
+    if (def.body) {
+      // The body reference UIs show and prefill: one a new organization can send as is
+      // (REQUEST_EXAMPLES); without it they would merge every field's example, conflicting
+      // fields and made-up ids included.
+      const example = REQUEST_EXAMPLES[def.operationId];
+      const schema = ref(inputs, def.body, `${pascal(def.operationId)}Request`);
+      op["requestBody"] = { required: true, content: { "application/json": { schema, ...(example === undefined ? {} : { example }) } } };
+    }
     (paths[path] ??= {})[def.method.toLowerCase()] = op;
   }
-  return {
+  const document: Json = {
     openapi: "3.1.0",
     info: {
       title: "Task Service API",
@@ -300,7 +371,7 @@ export function buildOpenApi(operations: readonly Operation[]): Json {
       description:
         "Multi-tenant task management: organizations, API keys, tasks, projects, daily boards, webhooks. Errors are RFC 9457 problems; see /docs/errors.",
     },
-    servers: [{ url: "/" }],
+    servers: [server],
     security: [{ bearer: [] }],
     tags: Object.values(TAGS).filter((t) => operations.some((o) => TAGS[o.resource]?.name === t.name)),
     paths,
@@ -317,4 +388,8 @@ export function buildOpenApi(operations: readonly Operation[]): Json {
       },
     },
   };
+  // A copy: the document shares objects with this module's constants (tags, headers), left as written.
+  const out = structuredClone(document);
+  escapeDescriptions(out);
+  return out;
 }

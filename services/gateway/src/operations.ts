@@ -33,18 +33,17 @@ export interface Operation {
   status: number;
   /** The success body's schema (OpenAPI and response tests). */
   response: z.ZodType;
-  /** Spec (IK): accepts an Idempotency-Key. */
-  idempotent: boolean;
   /**
-   * The service records this operation's Idempotency-Key with its result in its own transaction
-   * (DESIGN.md section 1), so the gateway's record is a fast path, not the guarantee: it may
-   * commit asynchronously (decision 0008).
+   * Spec (IK): accepts an Idempotency-Key. The service it forwards to must record the key with
+   * its result in its own transaction (DESIGN.md section 1): the gateway's record is only a fast
+   * path, which commits asynchronously and whose claim outlives only this replica's own wait
+   * (decisions 0008 and 0011).
    */
-  serviceIdempotency: boolean;
+  idempotent: boolean;
   /**
    * The success body holds a secret shown once (a signing secret): the gateway's record keeps the
    * status only, and a replay is forwarded to the service, whose record keeps it sealed
-   * (decision 0015). Requires serviceIdempotency.
+   * (decision 0015). Only on an idempotent operation.
    */
   secretInResponse: boolean;
   /** A cursor list: `after` is verified and unwrapped, `next_cursor` signed and bound to the query. */
@@ -62,34 +61,27 @@ export interface Operation {
 /** No query parameters: an unknown one is a 400, like an unknown body field. */
 export const NoQuery = z.strictObject({});
 
+/** A scope family with a read and a write scope (`tasks`: tasks:read and tasks:write). */
+export type ScopeFamily = { [S in Scope]: S extends `${infer F}:read` ? (`${F}:write` extends Scope ? F : never) : never }[Scope];
+
 /**
- * How a route file describes an operation. The defaults are stated here once: every operation
- * needs the `public_api` entitlement (all plans have it; a paid feature names its own), takes no
- * query parameters, answers 200, and is neither idempotent nor paginated.
+ * What a resource states once for all its operations: its name (the OpenAPI tag), the scope its
+ * operations require, and the plan entitlement they need (`public_api`, which every plan has,
+ * unless stated: a paid feature names its own). The scope is one for every operation (`scope`),
+ * or a family (`scopes`) whose reads (GET) require `<family>:read` and other methods `<family>:write`.
  */
-export interface OperationSpec {
-  method: Operation["method"];
-  url: string;
-  operationId: string;
-  summary: string;
-  /** "json" unless stated; a "stream" operation gets the request body as a stream. */
-  kind?: "json" | "stream";
-  contentTypes?: string[];
-  scope: Scope;
-  entitlement?: Entitlement;
-  params?: z.ZodType;
-  query?: z.ZodType;
-  body?: z.ZodType;
-  status?: number;
-  response: z.ZodType;
-  idempotent?: boolean;
-  serviceIdempotency?: boolean;
-  secretInResponse?: boolean;
-  paginated?: boolean;
-  exactCharge?: boolean;
-  errors?: ErrorCode[];
-  otherStatuses?: Record<number, string>;
-}
+export type ResourceDefaults = { name: string; entitlement?: Entitlement } & ({ scope: Scope; scopes?: never } | { scopes: ScopeFamily; scope?: never });
+
+/** What every operation states itself. */
+type Stated = "method" | "url" | "operationId" | "summary" | "response";
+
+/**
+ * How a route file describes an operation: the `Operation` without its resource, where only
+ * `Stated` is required. Everything else is stated only where it differs from the resource's
+ * defaults (scope, entitlement) or the house defaults of `operationOf`: JSON, no query
+ * parameters, status 200, neither idempotent nor paginated.
+ */
+export type OperationSpec = Pick<Operation, Stated> & Partial<Omit<Operation, Stated | "resource">>;
 
 /** An operation's input as its own schemas parse it (undefined where it declares none). */
 export interface InputOf<S extends OperationSpec> {
@@ -104,7 +96,7 @@ export interface Admitted {
   identity: Identity;
   /** This call's charge: the counters right after it was counted; null for an Idempotency-Key replay (never charged). */
   charge: Charge | null;
-  /** How this client reaches the gateway (PUBLIC_BASE_URL, else the request's own origin): for links. */
+  /** How clients reach the gateway (PUBLIC_BASE_URL, else http://localhost:<port>; never the request's Host): for links. */
   origin: string;
 }
 
@@ -125,15 +117,21 @@ export interface RawInput {
   body: unknown;
 }
 
-/** Turns a signed cursor back into the service's keyset position (the pipeline's cursor policy). */
-export type UnwrapCursor = (query: Record<string, unknown>, after: string) => string;
+/**
+ * Turns a signed cursor back into the service's keyset position (the pipeline's cursor policy):
+ * checked against the parsed query at once, and against the parsed path parameters by the
+ * function it returns, once the path is parsed.
+ */
+export type UnwrapCursor = (query: Record<string, unknown>, after: string) => (params: unknown) => string;
 
 /**
  * An operation whose input has been parsed and checked: what the handler runs. The parsed values
- * stay inside the closure with their types; the pipeline only sees the query (to sign cursors).
+ * stay inside the closure with their types; the pipeline only sees the query and the path
+ * parameters (to sign cursors).
  */
 export interface Prepared {
   query: unknown;
+  params: unknown;
   run(admitted: Admitted, clients: Clients): Promise<unknown>;
 }
 
@@ -166,8 +164,11 @@ export interface Resource {
   plugin: FastifyPluginAsync<ResourceOptions>;
 }
 
+/** A field the spec does not know (a misspelt or retired option) is a compile error, never ignored. */
+type OnlySpecFields<S> = { [K in Exclude<keyof S, keyof OperationSpec>]: never };
+
 export interface ResourceBuilder {
-  op<const S extends OperationSpec>(spec: S, forward: (input: OperationInput<S>) => Promise<unknown>): void;
+  op<const S extends OperationSpec>(spec: S & OnlySpecFields<S>, forward: (input: OperationInput<S>) => Promise<unknown>): void;
 }
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -180,14 +181,16 @@ function parse(schema: z.ZodType, value: unknown, what: string): unknown {
 
 /**
  * Parses a request's input with an operation's schemas, in the order the pipeline promises:
- * query, then its cursor, then path, then body. The overload states what the implementation
- * does: each value has its schema's output type, or is undefined where the operation has none.
+ * query, then its cursor, then path (and then the cursor's binding to the path), then body. The
+ * overload states what the implementation does: each value has its schema's output type, or is
+ * undefined where the operation has none.
  */
 function parseInput<S extends OperationSpec>(spec: S, paginated: boolean, raw: RawInput, unwrapCursor: UnwrapCursor): InputOf<S>;
 function parseInput(spec: OperationSpec, paginated: boolean, raw: RawInput, unwrapCursor: UnwrapCursor): { params: unknown; query: unknown; body: unknown } {
   const query = parse(spec.query ?? NoQuery, raw.query ?? {}, "The query string");
-  if (paginated && isRecord(query) && typeof query["after"] === "string") query["after"] = unwrapCursor(query, query["after"]);
+  const position = paginated && isRecord(query) && typeof query["after"] === "string" ? unwrapCursor(query, query["after"]) : undefined;
   const params = spec.params ? parse(spec.params, raw.params ?? {}, "The path") : undefined;
+  if (position && isRecord(query)) query["after"] = position(params);
   let body: unknown;
   if (spec.kind === "stream") {
     // Only the operation's own media types reach it as a stream; a JSON body here is the wrong kind.
@@ -200,35 +203,35 @@ function parseInput(spec: OperationSpec, paginated: boolean, raw: RawInput, unwr
   return { params, query, body };
 }
 
-function operationOf(spec: OperationSpec, resource: string): Operation {
+/** The scope an operation of this resource requires, unless it states its own. */
+function scopeOf(defaults: ResourceDefaults, method: Operation["method"]): Scope {
+  if (defaults.scopes === undefined) return defaults.scope;
+  return method === "GET" ? `${defaults.scopes}:read` : `${defaults.scopes}:write`;
+}
+
+/** An operation with every default filled in: the house's, then its resource's, then what it states. */
+function operationOf(spec: OperationSpec, defaults: ResourceDefaults): Operation {
   // The gateway's Idempotency-Key compares bodies byte for byte, which a stream it never buffers
   // does not allow; an upload that needs a key must bring a digest of its own.
   if (spec.kind === "stream" && (spec.idempotent || spec.body))
     throw new Error(`${spec.method} ${spec.url}: a stream operation has no body schema and no Idempotency-Key`);
-  // Forwarding a replay is safe only where the service answers it from its own record.
-  if (spec.secretInResponse && !spec.serviceIdempotency) throw new Error(`${spec.method} ${spec.url}: secretInResponse needs serviceIdempotency`);
+  // Only an Idempotency-Key outcome is held back and forwarded again; elsewhere the flag would do nothing.
+  if (spec.secretInResponse && !spec.idempotent) throw new Error(`${spec.method} ${spec.url}: secretInResponse is for an idempotent operation`);
   return {
-    method: spec.method,
-    url: spec.url,
-    operationId: spec.operationId,
-    resource,
-    scope: spec.scope,
-    entitlement: spec.entitlement ?? "public_api",
-    kind: spec.kind ?? "json",
-    contentTypes: spec.contentTypes ?? (spec.kind === "stream" ? ["application/octet-stream"] : ["application/json"]),
-    ...(spec.params ? { params: spec.params } : {}),
-    query: spec.query ?? NoQuery,
-    ...(spec.body ? { body: spec.body } : {}),
-    status: spec.status ?? 200,
-    response: spec.response,
-    idempotent: spec.idempotent ?? false,
-    serviceIdempotency: spec.serviceIdempotency ?? false,
-    secretInResponse: spec.secretInResponse ?? false,
-    paginated: spec.paginated ?? false,
-    exactCharge: spec.exactCharge ?? false,
-    summary: spec.summary,
-    errors: spec.errors ?? [],
-    otherStatuses: spec.otherStatuses ?? {},
+    kind: "json",
+    contentTypes: spec.kind === "stream" ? ["application/octet-stream"] : ["application/json"],
+    query: NoQuery,
+    status: 200,
+    idempotent: false,
+    secretInResponse: false,
+    paginated: false,
+    exactCharge: false,
+    errors: [],
+    otherStatuses: {},
+    resource: defaults.name,
+    scope: scopeOf(defaults, spec.method),
+    entitlement: defaults.entitlement ?? "public_api",
+    ...spec,
   };
 }
 
@@ -243,15 +246,16 @@ function sendRaw(reply: FastifyReply, result: RawJson): FastifyReply {
 }
 
 /**
- * Declares a resource's operations. Each forward() is typed by its own operation's schemas:
+ * Declares a resource: its defaults once (name, scope, entitlement), then its operations, each
+ * stating only what differs. Each forward() is typed by its own operation's schemas:
  * `prepare` parses the input inside the operation's own generic scope and keeps the typed values
  * in a closure, so the table of operations holds no generic and nothing is cast.
  */
-export function resource(name: string, define: (r: ResourceBuilder) => void): Resource {
+export function resource(defaults: ResourceDefaults, define: (r: ResourceBuilder) => void): Resource {
   const served: ServedOperation[] = [];
   define({
     op(spec, forward) {
-      const operation = operationOf(spec, name);
+      const operation = operationOf(spec, defaults);
       served.push({
         ...operation,
         prepare(raw, unwrapCursor) {
@@ -259,6 +263,7 @@ export function resource(name: string, define: (r: ResourceBuilder) => void): Re
           // Built field by field, not by spreading: this runs on every request (decision 0012).
           return {
             query: input.query,
+            params: input.params,
             run: (admitted, clients) =>
               forward({
                 params: input.params,
@@ -276,7 +281,7 @@ export function resource(name: string, define: (r: ResourceBuilder) => void): Re
     },
   });
   return {
-    name,
+    name: defaults.name,
     operations: served,
     plugin: async (app, opts) => {
       // Inside this resource's plugin only (fastify encapsulation): its uploads' media types are

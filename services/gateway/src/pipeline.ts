@@ -4,31 +4,29 @@ import { databaseErrorAsAppError } from "@tasksvc/db";
 import { AppError, isAppError, toProblem } from "@tasksvc/errors";
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from "fastify";
 import type { Authenticator } from "./auth.js";
-import type { Operation, ServedOperation } from "./operations.js";
+import type { Operation, ServedOperation, UnwrapCursor } from "./operations.js";
 import { signNextCursor, type CursorCodec } from "./policies/cursors.js";
 import { claimIdempotency, parseIdempotencyKey, requestFingerprint } from "./policies/idempotency.js";
 import { rateLimitHeaders, type Charger } from "./policies/limits.js";
-import { requestOrigin } from "./problems.js";
 import type { GatewayRepo } from "./repo/gateway-repo.js";
 
 export interface PipelineOptions {
-  /** PUBLIC_BASE_URL: how clients reach the gateway (links it hands out); the request's origin when unset. */
-  publicBaseUrl?: string | undefined;
   auth: Authenticator;
   repo: GatewayRepo;
   charger: Charger;
   cursors: CursorCodec;
-  /** How long an Idempotency-Key stays claimed by an execution that never reports back. */
+  /**
+   * How long an Idempotency-Key stays claimed by an execution that never reports back. The
+   * service records the key itself and answers a second execution from that record, so the claim
+   * only has to outlive this replica's own wait for the service.
+   */
   idempotencyLeaseMs: number;
-  /** The same on operations whose service records the key itself (a crashed replica's claim frees sooner). */
-  serviceIdempotencyLeaseMs?: number;
 }
 
 /** An Idempotency-Key this request holds: its outcome is stored (or the key given back) on the way out. */
 interface Held {
   credentialId: string;
   key: string;
-  durable: boolean;
   /** Store the success as "replay from the service", never its body (a secret shown once). */
   replayFromService: boolean;
 }
@@ -81,8 +79,6 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "obj
  * plugin and runs through the same hooks.
  */
 export function installPipeline(app: FastifyInstance, opts: PipelineOptions): void {
-  const leaseMs = (op: Operation) => (op.serviceIdempotency ? (opts.serviceIdempotencyLeaseMs ?? opts.idempotencyLeaseMs) : opts.idempotencyLeaseMs);
-
   // The same for every operation: one function, not one per route.
   async function authenticate(req: FastifyRequest): Promise<void> {
     const base = systemContext(String(req.id));
@@ -103,9 +99,8 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
       }
       if (key === undefined) return undefined;
       state.key = key;
-      const durable = !op.serviceIdempotency;
       const fingerprint = requestFingerprint(req.method, req.url, req.rawBody);
-      const claim = await claimIdempotency(opts.repo, state.identity.credential_id, key, fingerprint, leaseMs(op), durable);
+      const claim = await claimIdempotency(opts.repo, state.identity.credential_id, key, fingerprint, opts.idempotencyLeaseMs);
       if (claim.kind === "replay") {
         idempotencyOutcomes.inc({ outcome: "replayed" });
         // Answering from a hook ends the request here: no later hook and no handler runs.
@@ -121,7 +116,7 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
         reply.header("idempotency-replayed", "true");
         return undefined;
       }
-      state.held = { credentialId: claim.credentialId, key: claim.key, durable, replayFromService: op.secretInResponse };
+      state.held = { credentialId: claim.credentialId, key: claim.key, replayFromService: op.secretInResponse };
       idempotencyOutcomes.inc({ outcome: "first" });
       return undefined;
     };
@@ -143,18 +138,28 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
         plan: identity.plan,
         ...(state.key === undefined ? {} : { idempotency_key: state.key }),
       };
-      req.admitted = { ctx, identity, charge, origin: requestOrigin(req) };
+      req.admitted = { ctx, identity, charge, origin: req.server.publicBaseUrl };
     };
 
   // The steps that never wait are callback hooks: no promise per request for them.
   const input = (op: ServedOperation) => {
-    const unwrap = (query: Record<string, unknown>, after: string) => opts.cursors.unwrap(op.url, query, after);
+    // A cursor is the caller's organization's: the unwrap of a paginated request closes over it.
+    const unwrapFor =
+      (organization: string): UnwrapCursor =>
+      (query, after) => {
+        const cursor = opts.cursors.open(op.url, query, after);
+        return (params) => cursor.position({ organization, params });
+      };
+    const noCursor: UnwrapCursor = () => {
+      throw new Error(`${op.method} ${op.url} is not paginated`);
+    };
     return function input(req: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
       if (!req.admitted) {
         done();
         return;
       }
       try {
+        const unwrap = op.paginated ? unwrapFor(req.admitted.identity.organization_id) : noCursor;
         req.prepared = op.prepare({ params: req.params, query: req.query, body: req.body }, unwrap);
       } catch (e) {
         done(e instanceof Error ? e : new Error(String(e)));
@@ -166,20 +171,23 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
   };
 
   /**
-   * The next cursor of a paginated list, signed and bound to the list's query: on the encoded
-   * body, which is the service's own bytes when the route relayed them (decision 0020).
+   * The next cursor of a paginated list, signed and bound to the list's query, the caller's
+   * organization and the route's path parameters: on the encoded body, which is the service's
+   * own bytes when the route relayed them (decision 0020).
    */
   const signCursor = (op: ServedOperation) =>
     function signCursor(req: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: Error | null, payload?: unknown) => void): void {
       const query = req.prepared?.query;
-      if (reply.statusCode !== op.status || !isRecord(query) || (typeof payload !== "string" && !Buffer.isBuffer(payload))) {
+      const admitted = req.admitted;
+      if (reply.statusCode !== op.status || !admitted || !isRecord(query) || (typeof payload !== "string" && !Buffer.isBuffer(payload))) {
         done(null, payload);
         return;
       }
+      const owner = { organization: admitted.identity.organization_id, params: req.prepared?.params };
       try {
         done(
           null,
-          signNextCursor(typeof payload === "string" ? Buffer.from(payload) : payload, (raw) => opts.cursors.wrap(op.url, query, raw)),
+          signNextCursor(typeof payload === "string" ? Buffer.from(payload) : payload, (raw) => opts.cursors.wrap(op.url, query, owner, raw)),
         );
       } catch (e) {
         done(e instanceof Error ? e : new Error(String(e)));
@@ -203,19 +211,11 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
     const failure = state.failure;
     try {
       if (failure === undefined) {
-        await opts.repo.storeIdempotentOutcome(
-          held.credentialId,
-          held.key,
-          reply.statusCode,
-          body,
-          { "content-type": JSON_TYPE },
-          held.durable,
-          held.replayFromService,
-        );
+        await opts.repo.storeIdempotentOutcome(held.credentialId, held.key, reply.statusCode, body, { "content-type": JSON_TYPE }, held.replayFromService);
       } else if (isAppError(failure) && failure.status < 500 && failure.status !== 429) {
         // Outcomes the client caused are stored and replayed (400s included).
-        const problem = JSON.stringify(toProblem(failure, String(req.id), requestOrigin(req)));
-        await opts.repo.storeIdempotentOutcome(held.credentialId, held.key, failure.status, problem, { "content-type": PROBLEM_TYPE }, held.durable);
+        const problem = JSON.stringify(toProblem(failure, String(req.id), req.server.publicBaseUrl));
+        await opts.repo.storeIdempotentOutcome(held.credentialId, held.key, failure.status, problem, { "content-type": PROBLEM_TYPE });
       } else {
         // A refusal before execution (429) or an unknown outcome (5xx) gives the key back: the
         // retry runs again and the service's own idempotency record prevents a twin.
@@ -233,7 +233,7 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
       const err = known ?? new AppError("internal_error", "An unexpected error occurred. Quote the request id when contacting support.");
       reply.code(err.status).header("content-type", PROBLEM_TYPE);
       if (err.retryAfter !== undefined) reply.header("retry-after", String(err.retryAfter));
-      return JSON.stringify(toProblem(err, String(req.id), requestOrigin(req)));
+      return JSON.stringify(toProblem(err, String(req.id), req.server.publicBaseUrl));
     }
     return payload;
   }

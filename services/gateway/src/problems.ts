@@ -1,7 +1,8 @@
 import { gatewayRefusals, idempotencyOutcomes } from "@tasksvc/telemetry";
 import { databaseErrorAsAppError } from "@tasksvc/db";
 import { AppError, isAppError, toProblem } from "@tasksvc/errors";
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { EVERY_ANSWER_HEADERS, loggedUrl } from "./edge.js";
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from "fastify";
 
 /** Fastify's own failures (parsing, size, routing) as catalog errors. */
 function fromFastify(e: FastifyError): AppError | undefined {
@@ -32,20 +33,12 @@ function fromFastify(e: FastifyError): AppError | undefined {
 
 declare module "fastify" {
   interface FastifyInstance {
-    /** PUBLIC_BASE_URL, when set: the origin problem types and links are built on. */
-    publicBaseUrl: string | null;
+    /**
+     * Where clients reach this gateway: PUBLIC_BASE_URL, else http://localhost:<port>. The base of
+     * the links it hands out and of a problem's `type`; never taken from a request (buildGateway).
+     */
+    readonly publicBaseUrl: string;
   }
-}
-
-/**
- * How this request's client reaches the gateway: PUBLIC_BASE_URL, else the origin the request
- * came to. The base of the links the gateway hands out, and of a problem's `type`, so that it is a
- * URL the client can follow (`…/docs/errors#code`).
- */
-export function requestOrigin(req: FastifyRequest): string {
-  if (req.server.publicBaseUrl) return req.server.publicBaseUrl;
-  // A request with no Host header (HTTP/1.0) names no origin: the type stays a relative reference.
-  return req.host ? `${req.protocol}://${req.host}` : "";
 }
 
 /** Refusals counted as metrics (by code): the gateway's policies, and Idempotency-Key clashes. */
@@ -63,7 +56,7 @@ export function sendProblem(reply: FastifyReply, err: AppError): FastifyReply {
   return reply
     .code(err.status)
     .type("application/problem+json")
-    .send(toProblem(err, String(reply.request.id), requestOrigin(reply.request)));
+    .send(toProblem(err, String(reply.request.id), reply.server.publicBaseUrl));
 }
 
 /**
@@ -88,12 +81,46 @@ function handleError(e: FastifyError, req: FastifyRequest, reply: FastifyReply):
  * the request id header and the access line are written here.
  */
 export function frameworkErrors(e: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
-  reply.header("x-request-id", req.id);
+  reply.header("x-request-id", req.id).headers(EVERY_ANSWER_HEADERS);
   handleError(e, req, reply);
-  req.log.info({ method: req.method, url: req.url, status: reply.statusCode }, "request");
+  req.log.info({ method: req.method, url: loggedUrl(req), status: reply.statusCode }, "request");
+}
+
+/** The order an Allow header names methods in (any other one the router knows comes after). */
+const METHOD_ORDER = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+const rank = (m: string) => (METHOD_ORDER.includes(m) ? METHOD_ORDER.indexOf(m) : METHOD_ORDER.length);
+
+/**
+ * The methods served at `path` (HEAD wherever GET is: fastify adds it), or none when no route
+ * matches the path itself. A catch-all route (the CORS plugin's OPTIONS `*`, which answers
+ * preflights on every path) adds its method to a known path's list but makes no path known.
+ */
+export function allowedMethods(app: FastifyInstance, path: string): string[] {
+  let known = false;
+  const allowed: string[] = [];
+  for (const method of app.supportedMethods) {
+    const found = app.findRoute({ method: method as HTTPMethods, url: path });
+    if (!found) continue;
+    allowed.push(method);
+    if (!("*" in found.params)) known = true;
+  }
+  return known ? allowed.sort((a, b) => rank(a) - rank(b)) : [];
+}
+
+/**
+ * No route for this method and path: 405 with `Allow` when the path is served for other methods
+ * (RFC 9110 section 15.5.6), else 404. Answered before any authentication: the route table is
+ * public (the OpenAPI document), so a 405 tells an anonymous caller nothing it could not read.
+ */
+function notFound(req: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const path = req.url.split("?")[0] ?? "";
+  const allowed = allowedMethods(req.server, path);
+  if (allowed.length === 0) return sendProblem(reply, new AppError("route_not_found", `No route ${req.method} ${path}.`));
+  reply.header("allow", allowed.join(", "));
+  return sendProblem(reply, new AppError("method_not_allowed", `${req.method} is not served at ${path}; it serves ${allowed.join(", ")}.`));
 }
 
 export function registerProblemHandling(app: FastifyInstance): void {
   app.setErrorHandler(handleError);
-  app.setNotFoundHandler((req, reply) => sendProblem(reply, new AppError("route_not_found", `No route ${req.method} ${req.url.split("?")[0] ?? ""}.`)));
+  app.setNotFoundHandler(notFound);
 }

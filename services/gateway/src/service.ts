@@ -61,11 +61,13 @@ export const service = defineService({
       blobs,
       health,
       publicBaseUrl: cfg.PUBLIC_BASE_URL,
-      // Past the RPC timeout, an execution that never reported back is abandoned.
-      idempotencyLeaseMs: cfg.RPC_TIMEOUT_MS + 10_000,
-      // Where the service records the key itself, a second execution is answered from that record,
-      // so the claim only has to outlive this replica's own wait (decision 0011).
-      serviceIdempotencyLeaseMs: cfg.RPC_TIMEOUT_MS + 1_000,
+      port: cfg.PORT,
+      corsOrigins: cfg.CORS_ORIGINS,
+      linkRate: cfg.LINK_RATE_LIMIT,
+      trustProxy: cfg.TRUST_PROXY,
+      // The service records the key itself and answers a second execution from that record, so a
+      // claim only has to outlive this replica's own wait (decision 0011).
+      idempotencyLeaseMs: cfg.RPC_TIMEOUT_MS + 1_000,
     });
     every(60_000, "sweep", () => repo.sweep());
     // Registered last, so closed first: no new request reaches the charger or auth once they stop.
@@ -79,7 +81,7 @@ export const service = defineService({
     }
     const address = app.server.address();
     const port = typeof address === "object" && address ? address.port : cfg.PORT;
-    log.info({ port, namespace }, "gateway listening");
+    log.info({ port, namespace, public_base_url: app.publicBaseUrl }, "gateway listening");
     return { url: `http://127.0.0.1:${port}` };
   },
 });

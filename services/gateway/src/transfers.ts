@@ -4,12 +4,34 @@ import { systemContext, type RpcContext } from "@tasksvc/contracts";
 import { AppError, fieldError } from "@tasksvc/errors";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Clients } from "./clients.js";
+import { type LinkRate, linkLimiter } from "./policies/link-limit.js";
+
+/** What the gateway's build options carry for the link routes (settings of the gateway). */
+export interface LinkRouteOptions {
+  /** LINK_RATE_LIMIT: requests per window and client address on the link routes; null or absent, no limit. */
+  linkRate?: LinkRate | null;
+  /** TRUST_PROXY: whose X-Forwarded-For names the client's address (fastify's `trustProxy`); absent, nobody's. */
+  trustProxy?: false | string[];
+}
 
 export interface TransferOptions {
   /** The JetStream store when BLOB_STORE=nats; null with S3 (links go to S3 itself, not here). */
   store: BlobStore | null;
   clients: Clients;
+  linkRate?: LinkRate | null | undefined;
 }
+
+/**
+ * What a download answers beside the bytes. The bytes are a user's, served from the API's own
+ * origin (the origin of /docs): `nosniff` keeps a browser to the stored type, and the sandbox
+ * policy keeps a document that is rendered anyway (an HTML or SVG file opened inline) from running
+ * script, reaching this origin's storage or loading anything. `attachment` asks for a save.
+ */
+export const DOWNLOAD_HEADERS = {
+  "x-content-type-options": "nosniff",
+  "content-security-policy": "sandbox; default-src 'none'",
+  "cache-control": "private, no-store",
+} as const;
 
 /** A capability is the whole authorization of these routes: no credential, no organization in the context. */
 const linkCtx = (req: FastifyRequest): RpcContext => systemContext(String(req.id));
@@ -37,6 +59,21 @@ export function registerTransfers(app: FastifyInstance, o: TransferOptions): voi
     // Any media type arrives as the unread request stream (the ticket's type is what is stored).
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser("*", (_req, payload, done) => done(null, payload));
+    const rate = o.linkRate;
+    if (rate) {
+      // Before the body is read or any service asked; req.ip follows TRUST_PROXY.
+      const limiter = linkLimiter(rate);
+      scope.addHook("onRequest", async (req) => {
+        const wait = limiter.take(req.ip);
+        if (wait > 0) {
+          throw new AppError(
+            "rate_limited",
+            `Too many requests to upload and download links from this address (at most ${rate.limit} per ${rate.windowMs / 1000} s); retry after the Retry-After delay.`,
+            { retryAfter: wait },
+          );
+        }
+      });
+    }
 
     scope.put<{ Params: { capability: string } }>("/v1/uploads/:capability", async (req, reply) => {
       const claim = await o.clients.tasks.call("claimUpload", { capability: capabilityOf(req) }, linkCtx(req));
@@ -71,7 +108,7 @@ export function registerTransfers(app: FastifyInstance, o: TransferOptions): voi
         .header("content-type", d.content_type)
         .header("content-length", String(got.info.size))
         .header("content-disposition", attachmentDisposition(d.file_name))
-        .header("cache-control", "private, no-store")
+        .headers(DOWNLOAD_HEADERS)
         .send(got.body);
     });
   });

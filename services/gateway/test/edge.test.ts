@@ -1,8 +1,7 @@
 import { connect } from "node:net";
-import { createLogger } from "@tasksvc/logger";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildGateway, type BuildOptions } from "../src/app.js";
+import { bareGateway } from "./bare.js";
 import { clientErrorProblem, rawProblemResponse } from "../src/edge.js";
 import { AppError } from "@tasksvc/errors";
 
@@ -26,18 +25,20 @@ describe("clientErrorProblem (Node's clientError → catalog)", () => {
     expect(clientErrorProblem(Object.assign(new Error("pipe"), { code: "EPIPE" }))).toBeUndefined();
   });
 
-  it("when a problem is rendered raw, then it is one HTTP/1.1 response with problem+json, x-request-id and Connection: close", () => {
-    const raw = rawProblemResponse(new AppError("malformed_request", "bad"), "req_0123456789abcdef0123456789abcdef");
+  it("when a problem is rendered raw, then it is one HTTP/1.1 response with problem+json, x-request-id, nosniff, no-store and Connection: close", () => {
+    const raw = rawProblemResponse(new AppError("malformed_request", "bad"), "req_0123456789abcdef0123456789abcdef", "https://api.example.com");
     const [head, body] = raw.split("\r\n\r\n") as [string, string];
     expect(head.split("\r\n")).toEqual([
       "HTTP/1.1 400 Bad Request",
       "Content-Type: application/problem+json; charset=utf-8",
       `Content-Length: ${Buffer.byteLength(body)}`,
       "x-request-id: req_0123456789abcdef0123456789abcdef",
+      "x-content-type-options: nosniff",
+      "cache-control: no-store",
       "Connection: close",
     ]);
     expect(JSON.parse(body)).toEqual({
-      type: "/docs/errors#malformed_request",
+      type: "https://api.example.com/docs/errors#malformed_request",
       title: "Malformed request",
       status: 400,
       code: "malformed_request",
@@ -48,7 +49,6 @@ describe("clientErrorProblem (Node's clientError → catalog)", () => {
 
 describe("a gateway replica that is closing", () => {
   // Only /healthz and a test route are called: the pipeline's collaborators are never reached.
-  const unused = {} as never;
   let app: FastifyInstance;
   let release: () => void = () => {};
   let entered: Promise<void>;
@@ -56,19 +56,7 @@ describe("a gateway replica that is closing", () => {
   let healthzAnswered: Promise<void>;
 
   beforeAll(async () => {
-    const opts: BuildOptions = {
-      log: createLogger({ service: "gateway-edge-test", level: "silent" }),
-      auth: unused,
-      clients: unused,
-      health: unused,
-      repo: unused,
-      charger: unused,
-      cursors: unused,
-      bodyLimit: 1024,
-      idempotencyLeaseMs: 1000,
-      resources: [],
-    };
-    app = buildGateway(opts);
+    app = bareGateway({ resources: [] });
     entered = new Promise<void>((resolveEntered) => {
       app.get("/test-only/hold", async () => {
         resolveEntered();

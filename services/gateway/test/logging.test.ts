@@ -3,7 +3,7 @@ import { parseConfig } from "@tasksvc/config";
 import { KeysConfig, service as keysService } from "@tasksvc/keys";
 import { createLogger } from "@tasksvc/logger";
 import { startService } from "@tasksvc/runtime";
-import { api, factories } from "@tasksvc/testing";
+import { api, eventually, factories, loadService } from "@tasksvc/testing";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { GatewayConfig } from "../src/config.js";
 import { service as gatewayService } from "../src/service.js";
@@ -26,21 +26,31 @@ const prettySink = new Writable({
     done();
   },
 });
-const env = { DATABASE_URL: stack.databaseUrl, NATS_URL: stack.natsUrl, NATS_NAMESPACE: namespace, PORT: "0" };
+// OPS_PORT 0: two gateways (and keys) in one process, each with its own free ops port.
+const env = { DATABASE_URL: stack.databaseUrl, NATS_URL: stack.natsUrl, NATS_NAMESPACE: namespace, PORT: "0", OPS_PORT: "0" };
 const f = factories({ ...stack, namespace });
 let stops: Array<() => Promise<void>> = [];
 let gw: ReturnType<typeof api>;
+let gatewayUrl: string;
 let prettyGw: ReturnType<typeof api>;
 
 beforeAll(async () => {
   const keys = await startService(keysService, parseConfig(KeysConfig, env), createLogger({ service: "keys", level: "debug", destination: sink }));
-  const gateway = await startService(gatewayService, parseConfig(GatewayConfig, env), createLogger({ service: "gateway", level: "info", destination: sink }));
+  // The tasks service checks upload and download links; its links live 2 s, so one expires during a test.
+  const tasksService = await loadService("tasks");
+  const tasks = await startService(
+    tasksService,
+    parseConfig(tasksService.config, { ...env, DOWNLOAD_LINK_TTL: "2s" }),
+    createLogger({ service: "tasks", level: "debug", destination: sink }),
+  );
+  const gateway = await startService(gatewayService, parseConfig(GatewayConfig, env), createLogger({ service: "gateway", level: "debug", destination: sink }));
   const prettyGateway = await startService(
     gatewayService,
     parseConfig(GatewayConfig, { ...env, LOG_FORMAT: "pretty" }),
     createLogger({ service: "gateway", level: "info", format: "pretty", colorize: true, destination: prettySink }),
   );
-  stops = [() => prettyGateway.stop(), () => gateway.stop(), () => keys.stop()];
+  stops = [() => prettyGateway.stop(), () => gateway.stop(), () => tasks.stop(), () => keys.stop()];
+  gatewayUrl = gateway.url;
   gw = api(gateway.url);
   prettyGw = api(prettyGateway.url);
 });
@@ -55,8 +65,7 @@ describe("logs", () => {
     const r = await gw.get("/v1/organizations", { token: t.apiKey });
     expect(r.status, r.text).toBe(200);
     const id = r.headers.get("x-request-id");
-    const deadline = Date.now() + 5000;
-    while (Date.now() < deadline && !lines.some((l) => l["service"] === "gateway" && l["request_id"] === id)) await new Promise((res) => setTimeout(res, 20));
+    await eventually(() => lines.some((l) => l["service"] === "gateway" && l["request_id"] === id), { what: `the gateway's line of ${id}` });
     const mine = lines.filter((l) => l["request_id"] === id);
     const services = new Set(mine.map((l) => l["service"]));
     expect([...services].sort(), JSON.stringify(mine)).toEqual(["gateway", "keys"]);
@@ -89,13 +98,90 @@ describe("logs", () => {
     const id = r.headers.get("x-request-id") ?? "";
     // The access line is written once the response is sent: wait for both requests' lines.
     const uncoloured = () => pretty.replace(new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g"), "");
-    const deadline = Date.now() + 5000;
-    while (Date.now() < deadline && !(pretty.includes(id) && uncoloured().includes(" 401 "))) await new Promise((res) => setTimeout(res, 20));
+    await eventually(() => pretty.includes(id) && uncoloured().includes(" 401 "), { what: "both access lines in the pretty log" });
     const plain = uncoloured();
     const line = plain.split("\n").find((l) => l.includes(id));
     expect(line, plain).toMatch(new RegExp(`^\\d\\d:\\d\\d:\\d\\d\\.\\d{3} INFO gateway: GET /v1/organizations 200 \\d+ms ${t.organizationId} ${id}$`));
     expect(plain).toMatch(/ INFO gateway: GET \/v1\/organizations 401 \d+ms req_\S+\n/);
     expect(pretty).not.toContain(t.apiKey);
     expect(pretty).not.toContain("notAKeyButStillSecret");
+  });
+});
+
+/** Waits until the gateway has written the access line of every request named (it follows the response). */
+async function accessLines(ids: string[]): Promise<Array<Record<string, unknown>>> {
+  return eventually(() => {
+    const found = ids.map((id) => lines.find((l) => l["service"] === "gateway" && l["msg"] === "request" && l["request_id"] === id));
+    const missing = ids.filter((_, i) => found[i] === undefined);
+    if (missing.length > 0) throw new Error(`no access line yet for ${missing.join(", ")}`);
+    return found as Array<Record<string, unknown>>;
+  });
+}
+
+describe("logs of upload and download links", () => {
+  it("when links are used, refused, expired or mangled, then no line of any service holds a capability, and the access lines name the route pattern", async () => {
+    const t = await f.tenant();
+    const base = gatewayUrl;
+    const sent: Array<{ what: string; id: string; status: number }> = [];
+    const send = async (what: string, url: string, init?: RequestInit) => {
+      const r = await fetch(url, init);
+      await r.arrayBuffer();
+      sent.push({ what, id: r.headers.get("x-request-id") ?? "", status: r.status });
+      return r;
+    };
+    const task = await gw.post("/v1/tasks", { title: "with a file" }, { token: t.apiKey });
+    expect(task.status, task.text).toBe(201);
+    const started = await gw.post(
+      `/v1/tasks/${task.body.id}/attachments/uploads`,
+      { file_name: "a.txt", content_type: "text/plain", size: 3 },
+      { token: t.apiKey },
+    );
+    expect(started.status, started.text).toBe(201);
+    const uploadUrl = new URL(started.body.upload_url as string);
+    const upload = uploadUrl.pathname.slice("/v1/uploads/".length);
+    const put = (what: string, path: string) => send(what, `${base}${path}`, { method: "PUT", body: "abc", headers: { "content-type": "text/plain" } });
+    expect((await put("upload", `/v1/uploads/${upload}`)).status).toBe(200);
+    expect((await put("upload again", `/v1/uploads/${upload}`)).status).toBe(409);
+    const reg = await gw.post(
+      `/v1/tasks/${task.body.id}/attachments`,
+      { file_name: "a.txt", file_key: started.body.file_key, content_type: "text/plain", size: 3 },
+      { token: t.apiKey },
+    );
+    expect(reg.status, reg.text).toBe(201);
+    const link = await gw.get(`/v1/tasks/${task.body.id}/attachments/${reg.body.id}/download`, { token: t.apiKey });
+    expect(link.status, link.text).toBe(200);
+    const download = new URL(link.body.download_url as string).pathname.slice("/v1/downloads/".length);
+    const tampered = `${download.slice(0, -2)}${download.endsWith("AA") ? "BB" : "AA"}`;
+    const get = (what: string, path: string, init?: RequestInit) => send(what, `${base}${path}`, init);
+    expect((await get("download", `/v1/downloads/${download}`)).status).toBe(200);
+    expect((await get("download with a query", `/v1/downloads/${download}?x=1`)).status).toBe(200);
+    expect((await get("tampered", `/v1/downloads/${tampered}`)).status).toBe(403);
+    expect((await get("not a capability", "/v1/downloads/short")).status).toBe(403);
+    expect((await get("a path below", `/v1/downloads/${download}/more`)).status).toBe(404);
+    expect((await get("another case", `/V1/Downloads/${download}`)).status).toBe(404);
+    expect((await get("doubled slashes", `//v1//downloads/${download}`)).status).toBe(404);
+    expect((await get("encoded", `/v1/%64ownloads/${download}`)).status).toBeGreaterThanOrEqual(200);
+    expect((await get("undecodable", `/v1/downloads/${download}%zz`)).status).toBe(400);
+    expect((await get("another method", `/v1/downloads/${download}`, { method: "DELETE" })).status).toBe(405);
+    expect((await get("a preflight", `/v1/uploads/${upload}`, { method: "OPTIONS" })).status).toBeGreaterThanOrEqual(200);
+    // The link expires (2 s here): its refusals hold the capability as much as its successes.
+    // Polled every 250 ms: the link routes are rate-limited per client address.
+    await eventually(async () => expect((await get("expired", `/v1/downloads/${download}`)).status).toBe(403), {
+      intervalMs: 250,
+      what: "the download link to expire",
+    });
+
+    const access = await accessLines(sent.map((s) => s.id));
+    for (const [i, line] of access.entries()) {
+      const s = sent[i];
+      expect(line, s?.what).toMatchObject({ status: s?.status, url: expect.stringMatching(/^\/v1\/(uploads|downloads)\/:capability$/) });
+    }
+    // Every line of every service, not only the access lines: the capability, or its signature alone.
+    const all = JSON.stringify(lines);
+    for (const capability of [upload, download, tampered]) {
+      expect(capability.length).toBeGreaterThan(16);
+      expect(all).not.toContain(capability);
+      expect(all).not.toContain(capability.slice(capability.lastIndexOf(".") + 1));
+    }
   });
 });

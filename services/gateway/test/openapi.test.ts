@@ -5,8 +5,7 @@ import { ERROR_CODES } from "@tasksvc/contracts";
 import { api, factories } from "@tasksvc/testing";
 import Ajv2020 from "ajv/dist/2020.js";
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { createLogger } from "@tasksvc/logger";
-import { buildGateway } from "../src/app.js";
+import { bareGateway } from "./bare.js";
 import { buildOpenApi } from "../src/openapi.js";
 import { operations } from "../src/routes/index.js";
 
@@ -52,18 +51,7 @@ describe("the OpenAPI document", () => {
   it("when the gateway's router is read, then every route it serves under /v1 is documented with its scope, and every documented operation is served", async () => {
     // The routes a real gateway serves, read from fastify's router as it registers them: a route
     // added without an operation, or an operation the document lacks, fails here.
-    const unused = {} as never;
-    const app = buildGateway({
-      log: createLogger({ service: "openapi-test", level: "silent" }),
-      auth: unused,
-      clients: unused,
-      health: unused,
-      repo: unused,
-      charger: unused,
-      cursors: unused,
-      bodyLimit: 1024,
-      idempotencyLeaseMs: 1000,
-    });
+    const app = bareGateway();
     const served: Array<{ method: string; path: string; scope: string | undefined; entitlement: string | undefined }> = [];
     app.addHook("onRoute", (r) => {
       if (!r.url.startsWith("/v1/") || r.url === "/v1/openapi.json") return;
@@ -95,15 +83,42 @@ describe("the OpenAPI document", () => {
     }
   });
 
+  it("when served by a gateway with PUBLIC_BASE_URL, then its servers is that URL whatever the Host; without it, http://localhost:PORT", async () => {
+    const gateway = (publicBaseUrl?: string) => bareGateway(publicBaseUrl ? { publicBaseUrl, port: 8080 } : { port: 8080 });
+    const withBase = gateway("https://api.example.com");
+    const withoutBase = gateway();
+    try {
+      const served = await withBase.inject({ method: "GET", url: "/v1/openapi.json", headers: { host: "attacker.example" } });
+      expect(served.statusCode, served.body).toBe(200);
+      expect(served.json().servers).toEqual([{ url: "https://api.example.com", description: "This gateway" }]);
+      // The Host header names whatever the client wants: it never becomes the document's server.
+      for (const host of ["attacker.example", "127.0.0.1:9999", undefined]) {
+        const local = await withoutBase.inject({ method: "GET", url: "/v1/openapi.json", headers: host === undefined ? {} : { host } });
+        expect(local.json().servers, String(host)).toEqual([{ url: "http://localhost:8080", description: "This gateway" }]);
+      }
+    } finally {
+      await withBase.close();
+      await withoutBase.close();
+    }
+    // The committed document (the typed client's source) names a real URL too, not "/".
+    expect((doc as unknown as { servers: Array<{ url: string }> }).servers).toEqual([{ url: "http://localhost:8080", description: expect.any(String) }]);
+  });
+
   it("when the Problem schema is read, then its code enum is the whole error catalog", () => {
     const problem = doc.components.schemas["Problem"] as { properties: { code: { enum: string[] } } };
     expect([...problem.properties.code.enum].sort()).toEqual([...ERROR_CODES].sort());
   });
 
-  it("when served over HTTP, then /v1/openapi.json is the document and /docs and /docs/errors are pages", async () => {
+  it("when served over HTTP, then /v1/openapi.json is the document naming this gateway as its server, and /docs and /docs/errors are pages", async () => {
     const r = await gw.get("/v1/openapi.json");
     expect(r.status, r.text).toBe(200);
-    expect(r.body).toEqual(JSON.parse(JSON.stringify(doc)));
+    const { servers, ...rest } = r.body;
+    const { servers: _committed, ...expected } = JSON.parse(JSON.stringify(doc));
+    expect(rest).toEqual(expected);
+    // What the reference's Servers box shows and "Try it out" calls: with PUBLIC_BASE_URL unset,
+    // localhost on the port this gateway listens on (the kernel's choice in tests), whatever
+    // address the request was sent to.
+    expect(servers).toEqual([{ url: `http://localhost:${new URL(stack.gatewayUrls[0] as string).port}`, description: "This gateway" }]);
     const page = await gw.get("/docs");
     expect(page.status).toBe(200);
     expect(page.headers.get("content-type")).toMatch(/^text\/html/);

@@ -26,15 +26,13 @@ const db = createDb({ url: stack.databaseUrl, schema: "gateway", max: 2 });
 const sql = db.sql;
 
 /** A paid-feature operation on the real pipeline (real NATS, real keys service). */
-const gated = resource("test-only", (r) => {
+const gated = resource({ name: "test-only", scopes: "webhooks", entitlement: "outbound_webhooks" }, (r) => {
   r.op(
     {
       method: "GET",
       url: "/v1/test-only/webhooks-feature",
       operationId: "testOnlyFeature",
       summary: "test only",
-      scope: "webhooks:read",
-      entitlement: "outbound_webhooks",
       query: PageQuery,
       response: PageQuery,
     },
@@ -46,14 +44,13 @@ const gated = resource("test-only", (r) => {
  * An upload: the body reaches the operation as the unread request stream (its resource's plugin
  * registers the media type), through the same hooks as every JSON operation.
  */
-const uploads = resource("test-only-uploads", (r) => {
+const uploads = resource({ name: "test-only-uploads", scopes: "tasks" }, (r) => {
   r.op(
     {
       method: "POST",
       url: "/v1/test-only/uploads",
       operationId: "testOnlyUpload",
       summary: "test only",
-      scope: "tasks:write",
       kind: "stream",
       contentTypes: ["application/octet-stream"],
       status: 201,
@@ -89,6 +86,7 @@ beforeAll(async () => {
       charger: createCharger({ repo, log }),
       cursors: cursorCodec("pipeline-test-secret"),
       idempotencyLeaseMs: 10_000,
+      port: 8080,
       resources: [...resources, gated, uploads],
     });
   };

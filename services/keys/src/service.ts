@@ -2,7 +2,7 @@ import { fileURLToPath } from "node:url";
 import { serviceSettings, settings } from "@tasksvc/config";
 import { keysInvalidationSubject, keysRpc } from "@tasksvc/contracts";
 import { encodeJson } from "@tasksvc/nats";
-import { sealingKeySetting, secretBox } from "@tasksvc/outbound";
+import { sealingKeySetting, secretBox } from "@tasksvc/secrets";
 import { defineService } from "@tasksvc/runtime";
 import { z } from "zod";
 import { devIssuer } from "./domain/dev-issuer.js";
@@ -15,6 +15,12 @@ export const KeysConfig = z.object({
   ...serviceSettings,
   OAUTH_ISSUER: settings.OAUTH_ISSUER,
   OAUTH_AUDIENCE: settings.OAUTH_AUDIENCE,
+  /**
+   * Read here only to know that the deployment has a real OAuth issuer, which the gateway checks
+   * tokens against: either one set turns the development issuer off.
+   */
+  OAUTH_JWKS_URL: settings.OAUTH_JWKS_URL,
+  OAUTH_PUBLIC_KEY: settings.OAUTH_PUBLIC_KEY,
   /**
    * Seals a new API key's secret in its Idempotency-Key record, the only place it is kept (for the
    * 24 h in which a retry gets the same key back). Decision 0022.
@@ -35,12 +41,24 @@ export const service = defineService({
     if (cfg.KEYS_SECRET_KEY.isDevKey) {
       log.warn("KEYS_SECRET_KEY is not set: new API keys are sealed in their idempotency records with the public development key; set it outside development");
     }
+    const devIssuerOn = cfg.OAUTH_JWKS_URL === undefined && cfg.OAUTH_PUBLIC_KEY === undefined;
+    if (devIssuerOn) {
+      log.warn(
+        "OAUTH_JWKS_URL is not set: admin issue-token signs access tokens with the development issuer, whose key is kept in the database; set OAUTH_JWKS_URL (your OAuth issuer's JWKS) or OAUTH_PUBLIC_KEY outside development",
+      );
+    }
     const repo = keysRepo(db.sql);
+    const box = secretBox(cfg.KEYS_SECRET_KEY.keyMaterial, "KEYS_SECRET_KEY");
+    const issuer = devIssuer({ repo, box, issuer: cfg.OAUTH_ISSUER, audience: cfg.OAUTH_AUDIENCE, enabled: devIssuerOn, log });
+    // A private key stored plain before it was sealed is sealed now; the key comes from the
+    // environment, so no migration could. Idempotent, and safe with replicas starting together.
+    const sealed = await issuer.sealStoredKeys();
+    if (sealed > 0) log.info({ sealed }, "sealed the development issuer's signing key under KEYS_SECRET_KEY");
     const svc = keysService({
       repo,
       tx: (fn) => db.tx((t) => fn(keysRepo(t))),
-      box: secretBox(cfg.KEYS_SECRET_KEY.keyMaterial, "KEYS_SECRET_KEY"),
-      issuer: devIssuer(repo, cfg.OAUTH_ISSUER, cfg.OAUTH_AUDIENCE),
+      box,
+      issuer,
       async invalidate(organizationId) {
         nc.publish(keysInvalidationSubject(namespace), encodeJson({ organization_id: organizationId }));
         // Flushed before the caller's reply goes out: NATS delivers a connection's messages in

@@ -1,19 +1,18 @@
 import { fileURLToPath } from "node:url";
 import { blobStoreSetting, natsBlobStore, s3BlobStore, type BlobStore } from "@tasksvc/blobs";
 import { serviceSettings, settings } from "@tasksvc/config";
-import { boardsRpc, systemContext, taskEventsStream, tasksChangedSubject, tasksRpc, TasksChanged } from "@tasksvc/contracts";
-import { newId } from "@tasksvc/db";
+import { rolloverMessages, taskEventsStream, tasksChangedSubject, tasksRpc, TasksChanged } from "@tasksvc/contracts";
 import { decodeJson, encodeJson, jetstream, nanos } from "@tasksvc/nats";
 import { defineService } from "@tasksvc/runtime";
 import { z } from "zod";
 import { attachmentsService } from "./domain/attachments.js";
-import { capabilities } from "./domain/capabilities.js";
-import { taskCache } from "./domain/task-cache.js";
+import { capabilities, linkSigningKeysSetting } from "./domain/capabilities.js";
+import { tasksResources } from "./domain/resources.js";
 import { recurrenceScheduler } from "./domain/scheduler.js";
+import { taskCache } from "./domain/task-cache.js";
 import { tasksService } from "./domain/tasks-service.js";
 import { startRelay } from "./relay.js";
 import { attachmentsRepo } from "./repo/attachments-repo.js";
-import { tasksRepo } from "./repo/tasks-repo.js";
 import { tasksHandlers } from "./rpc.js";
 
 export const TasksConfig = z.object({
@@ -28,9 +27,9 @@ export const TasksConfig = z.object({
    * tomorrow's occurrences now, never for production (decision 0021). 0s by default.
    */
   RECURRENCE_CLOCK_AHEAD: settings.duration("0s"),
-  /** Bounds the scheduler's requests to the boards service (rollover). */
-  RPC_TIMEOUT_MS: settings.RPC_TIMEOUT_MS,
   DOWNLOAD_LINK_TTL: settings.duration("5m"),
+  /** Keys that sign upload and download links, the signing one first (never kept in the database). */
+  LINK_SIGNING_KEYS: linkSigningKeysSetting,
 });
 export type TasksConfig = z.output<typeof TasksConfig>;
 
@@ -51,11 +50,21 @@ export const service = defineService({
       // Longer than any relay outage we expect to recover from without re-sending (decision 0008).
       duplicate_window: nanos(3600_000),
     },
+    {
+      // Rollover requests for the boards service: one per task and day, consumed within seconds;
+      // two days cover a boards outage over a weekend night without piling up.
+      name: rolloverMessages.request.stream(namespace),
+      subjects: [rolloverMessages.request.subject(namespace)],
+      max_age: nanos(2 * 24 * 3600_000),
+      duplicate_window: nanos(3600_000),
+    },
   ],
-  async start({ db, nc, namespace, log, serve, every, onStop, cfg, client }) {
+  async start({ db, nc, namespace, log, serve, every, onStop, cfg }) {
     const relay = startRelay({ db, js: jetstream(nc), namespace, log });
     onStop(() => relay.stop());
-    const repo = tasksRepo(db.sql);
+    // One set of resources for every system: the domain's writes wake the relay once committed.
+    const resources = tasksResources(db, () => relay.notify());
+    const { repos } = resources;
     const cache = taskCache();
     const changedSubject = tasksChangedSubject(namespace);
     // Every replica hears every change (no queue group). A callback, not an iterator: it runs in
@@ -77,9 +86,7 @@ export const service = defineService({
       }
     })();
     const svc = tasksService({
-      repo,
-      tx: (fn) => db.tx((t) => fn(tasksRepo(t))),
-      written: () => relay.notify(),
+      resources,
       cache,
       // On one server, hits are served as they are: the broadcast, flushed before the reply,
       // reaches every replica ahead of any later request (decision 0008). On a cluster it need not
@@ -91,35 +98,40 @@ export const service = defineService({
         await nc.flush();
       },
     });
-    every(60 * 60_000, "idempotency sweep", () => repo.idempotency.sweep());
+    every(60 * 60_000, "idempotency sweep", () => repos.idempotency.sweep());
     // The events feed keeps 30 days (EVENT_RETENTION_DAYS); reads never show older ones, swept or not.
-    every(60 * 60_000, "events sweep", () => repo.sweepEvents());
+    every(60 * 60_000, "events sweep", () => repos.events.sweep());
     // Recurring tasks' occurrences (decision 0021): every replica ticks; the (series, slot) key
     // makes each occurrence once whichever replica gets there first.
-    // Rollover puts unfinished occurrences on their owners' boards through the boards service.
-    const boards = client(boardsRpc, { timeoutMs: cfg.RPC_TIMEOUT_MS });
-    const scheduler = recurrenceScheduler(
-      {
-        repo,
-        tx: (fn) => db.tx((t) => fn(tasksRepo(t))),
-        written: () => relay.notify(),
-        boards: { rollOver: async (input) => (await boards.call("rollOver", input, systemContext(newId("req")))).placed },
+    // Rollover asks for unfinished occurrences to be put on their owners' boards by a message on
+    // the rollover stream, which the boards service consumes: this service never calls boards.
+    const js = jetstream(nc);
+    const rollovers = rolloverMessages.request;
+    const scheduler = recurrenceScheduler({
+      resources,
+      boards: {
+        async request(input) {
+          await js.publish(rollovers.subject(namespace), encodeJson(input), { msgID: rollovers.msgId(input) });
+        },
       },
       log,
-    );
+    });
     every(cfg.RECURRENCE_TICK, "recurrence", () => scheduler.tick(new Date(Date.now() + cfg.RECURRENCE_CLOCK_AHEAD)));
 
     const store: BlobStore =
       cfg.BLOB_STORE.kind === "nats" ? await natsBlobStore(nc, namespace, { replicas: cfg.NATS_STREAM_REPLICAS }) : s3BlobStore(cfg.BLOB_STORE);
     onStop(() => store.close());
-    const attRepo = attachmentsRepo(db.sql);
-    // Read once: every replica signs and verifies capabilities with the same key (first start makes it).
-    const capabilityKey = Buffer.from(await attRepo.secret("capability_key"), "hex");
+    if (cfg.LINK_SIGNING_KEYS.isDevKey) {
+      log.warn("LINK_SIGNING_KEYS is not set: upload and download links are signed with the public development key; set it outside development");
+    }
     const att = attachmentsService({
-      repo: attRepo,
+      repo: attachmentsRepo(db.sql),
       tx: (fn) => db.tx((t) => fn(attachmentsRepo(t))),
       store,
-      caps: capabilities(capabilityKey),
+      caps: capabilities({
+        keys: cfg.LINK_SIGNING_KEYS.keys,
+        lifetimeMs: { upload: cfg.UPLOAD_TICKET_TTL, download: cfg.DOWNLOAD_LINK_TTL },
+      }),
       uploadTtlMs: cfg.UPLOAD_TICKET_TTL,
       downloadTtlMs: cfg.DOWNLOAD_LINK_TTL,
       warn: (err, what) => log.warn({ err }, `${what} failed`),

@@ -21,7 +21,8 @@ const BUCKET_NS = `${stack.namespace}_att_test`;
 const log = createLogger({ service: "attachments-test", level: "silent" });
 const db = createDb({ url: stack.databaseUrl, schema: SCHEMA, max: 8 });
 const sql = db.sql;
-const caps = capabilities(randomBytes(32));
+const lifetimeMs = { upload: 15 * 60_000, download: 5 * 60_000 };
+const caps = capabilities({ keys: [{ kid: "k1", key: randomBytes(32) }], lifetimeMs });
 let nc: NatsConnection;
 let store: BlobStore;
 
@@ -170,15 +171,20 @@ describe("upload capabilities", () => {
     const org = await tenant();
     const t = await svc.startUpload(caller(org), "T-1", file(5), limits(MB, MB));
     const cap = capabilityOf(t);
-    const [payload, sig] = cap.split(".");
+    const [kid, payload, sig] = cap.split(".");
     const forged = Buffer.from(
       JSON.stringify({ kind: "upload", organization_id: newId("org"), file_key: t.file_key, expires_at: Date.now() + 60_000 }),
     ).toString("base64url");
-    for (const bad of [`${forged}.${sig}`, `${payload}.${sig?.slice(0, -2)}AA`, `${payload}`, "", `${payload}.${sig}.x`]) {
+    for (const bad of [`${kid}.${forged}.${sig}`, `${kid}.${payload}.${sig?.slice(0, -2)}AA`, `${kid}.${payload}`, "", `${kid}.${payload}.${sig}.x`]) {
       expect((await refusal(svc.claimUpload(bad))).code, bad).toBe("link_invalid");
     }
     // A download capability does not open an upload.
-    const other = capabilities(randomBytes(32)).mint({ kind: "upload", organization_id: org, file_key: t.file_key, expires_at: Date.now() + 60_000 });
+    const other = capabilities({ keys: [{ kid: "k1", key: randomBytes(32) }], lifetimeMs }).mint({
+      kind: "upload",
+      organization_id: org,
+      file_key: t.file_key,
+      expires_at: Date.now() + 60_000,
+    });
     expect((await refusal(svc.claimUpload(other))).code).toBe("link_invalid");
     expect(await svc.claimUpload(cap)).toEqual({ file_key: t.file_key, size: 5, content_type: "application/pdf" });
   });
@@ -301,7 +307,7 @@ describe("list, download, delete", () => {
     const cap = capabilityOf(link);
     expect(await svc.openDownload(cap)).toEqual({ file_key: expect.stringMatching(/^att\//), file_name: "plan.pdf", content_type: "application/pdf", size: 6 });
     expect((await refusal(svc.openDownload(`${cap}x`))).code).toBe("link_invalid");
-    const [payload] = cap.split(".");
+    const [, payload] = cap.split(".");
     const p = JSON.parse(Buffer.from(payload ?? "", "base64url").toString("utf8")) as Record<string, unknown>;
     expect(
       (

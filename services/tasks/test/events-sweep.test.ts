@@ -1,6 +1,6 @@
 import { createDb, newId } from "@tasksvc/db";
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { tasksRepo } from "../src/repo/tasks-repo.js";
+import { eventsRepo } from "../src/repo/events-repo.js";
 
 // The events feed keeps 30 days: the hourly sweep deletes older events, a batch at a time.
 const stack = inject("stack");
@@ -17,8 +17,8 @@ describe("the events sweep", () => {
       await db.sql`insert into events (id, organization_id, type, created_at, payload)
         values (${`evt_sweep_${org}_${i}`}, ${org}, 'task.created', now() - ${age}::interval, '{}'::jsonb)`;
     }
-    const repo = tasksRepo(db.sql);
-    expect(await repo.sweepEvents(1)).toBeGreaterThanOrEqual(3);
+    const repo = eventsRepo(db.sql);
+    expect(await repo.sweep(1)).toBeGreaterThanOrEqual(3);
     const left = await db.sql<{ id: string }[]>`select id from events where organization_id = ${org} order by id`;
     expect(left.map((r) => r.id)).toEqual([`evt_sweep_${org}_3`, `evt_sweep_${org}_4`]);
   });

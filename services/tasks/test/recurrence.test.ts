@@ -1,6 +1,19 @@
-import { normalizeRecurrence, RecurrenceInput as RecurrenceInputSchema, type RecurrenceInput } from "@tasksvc/contracts";
+import { RecurrenceInput as RecurrenceInputSchema, type RecurrenceInput } from "@tasksvc/contracts";
+import { isAppError } from "@tasksvc/errors";
 import { describe, expect, it } from "vitest";
-import { dueSlot, localDay, nextDayStart, ruleOf, slotAfter, slotAfterCompletion, type Day } from "../src/domain/recurrence.js";
+import {
+  type Day,
+  dueSlot,
+  firstSlot,
+  localDay,
+  nextDayStart,
+  ruleOf,
+  slotAfter,
+  slotAfterCompletion,
+  slotAfterDone,
+  slotAtDone,
+} from "../src/domain/recurrence.js";
+import { normalizeRecurrence, recurrenceRule } from "../src/domain/rrule.js";
 
 // Issue 16: the days a recurring task's occurrences fall on, for every field of the recurrence
 // object. Pure functions of a rule and a day: no clock, no sleeps.
@@ -120,12 +133,56 @@ describe("recurrence slots", () => {
     expect(slotAfterCompletion(r({ frequency: "WEEKLY", by_weekday: [5] }), "2026-11-25")).toBe("2026-12-04");
     expect(slotAfterCompletion(r({ frequency: "MONTHLY", by_month_day: 10 }), "2026-11-24")).toBe("2027-01-10");
   });
+
+  it("when a series begins, then its head's slot is the rule's first day from start_date, else from the day it began", () => {
+    const n = normalizeRecurrence;
+    // 2026-12-02 is a Wednesday: the first Monday from it is Dec 7.
+    expect(firstSlot(n({ frequency: "WEEKLY", by_weekday: [1], start_date: "2026-12-02" }), "2026-11-25")).toBe("2026-12-07");
+    expect(firstSlot(n({ frequency: "DAILY" }), "2026-11-25")).toBe("2026-11-25");
+    expect(firstSlot(n({ frequency: "MONTHLY", by_month_day: 31, start_date: "2027-02-01" }), "2026-11-25")).toBe("2027-02-28");
+    expect(firstSlot(n({ frequency: "WEEKLY", by_weekday: [1], start_date: "2026-12-02", end_date: "2026-12-04" }), "2026-11-25")).toBeNull();
+  });
+
+  it("when the latest occurrence is done, then the next slot is one interval after that day (COMPLETION), or the rule's first after it not before today (SCHEDULE): at most one, never a backlog", () => {
+    const n = (x: RecurrenceInput) => normalizeRecurrence(x);
+    const completion = n({ frequency: "DAILY", interval: 3, basis: "COMPLETION", start_date: "2026-11-01" });
+    expect(slotAtDone(completion, "2026-11-01", "2026-11-01", 0, "2026-11-05")).toBe("2026-11-08");
+    // Done before its own day: one interval after that day, never the same slot again.
+    expect(slotAtDone(completion, "2026-11-01", "2026-11-08", 1, "2026-11-05")).toBe("2026-11-11");
+    expect(slotAfterDone(completion, "2026-11-08", 1, "2026-11-05")).toBe("2026-11-11");
+    expect(slotAfterDone(completion, "2026-11-08", 1, "2026-11-06")).toBe("2026-11-09");
+    // Mondays from Nov 2 (2026-11-02 is a Monday).
+    const weekly = n({ frequency: "WEEKLY", by_weekday: [1], start_date: "2026-11-02" });
+    expect(slotAtDone(weekly, "2026-11-01", "2026-11-02", 0, "2026-11-01"), "done early: the next shows").toBe("2026-11-09");
+    expect(slotAtDone(weekly, "2026-11-01", "2026-11-02", 0, "2026-11-09"), "done on the next slot's day").toBe("2026-11-09");
+    expect(slotAtDone(weekly, "2026-11-01", "2026-11-09", 1, "2026-11-25"), "long overdue: one, from today on").toBe("2026-11-30");
+    // Paused, ended, counted out: none.
+    expect(slotAtDone({ ...weekly, active: false }, "2026-11-01", "2026-11-02", 0, "2026-11-03")).toBeNull();
+    expect(slotAtDone({ ...completion, active: false }, "2026-11-01", "2026-11-01", 0, "2026-11-03")).toBeNull();
+    expect(
+      slotAtDone(n({ frequency: "WEEKLY", by_weekday: [1], start_date: "2026-11-02", end_date: "2026-11-15" }), "2026-11-01", "2026-11-09", 1, "2026-11-10"),
+    ).toBeNull();
+    expect(
+      slotAtDone(n({ frequency: "WEEKLY", by_weekday: [1], start_date: "2026-11-02", max_occurrences: 2 }), "2026-11-01", "2026-11-09", 1, "2026-11-10"),
+    ).toBeNull();
+    expect(slotAtDone({ ...completion, end_date: "2026-11-07" }, "2026-11-01", "2026-11-01", 0, "2026-11-05")).toBeNull();
+    expect(slotAtDone({ ...completion, max_occurrences: 2 }, "2026-11-01", "2026-11-08", 1, "2026-11-09")).toBeNull();
+    expect(slotAtDone({ ...completion, max_occurrences: 3 }, "2026-11-01", "2026-11-08", 1, "2026-11-09")).toBe("2026-11-12");
+  });
 });
 
 describe("a rule given as rrule (RFC 5545) on input", () => {
+  // The contract's check (the gateway's), then the service's reading of an rrule: a problem
+  // either finds is named by its path in the recurrence object.
   const parse = (v: unknown) => {
     const r = RecurrenceInputSchema.safeParse(v);
-    return r.success ? normalizeRecurrence(r.data) : r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`);
+    if (!r.success) return r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`);
+    try {
+      return normalizeRecurrence(recurrenceRule(r.data, ""));
+    } catch (e) {
+      if (!isAppError(e) || e.code !== "validation_failed") throw e;
+      return (e.errors ?? []).map((f) => `${f.pointer.slice(1).replaceAll("/", ".")}: ${f.message}`);
+    }
   };
   it("when rrule states the rule, then it becomes the same fields a client could have sent, and the same slots", () => {
     expect(parse({ rrule: "FREQ=WEEKLY;INTERVAL=2;BYDAY=MO,TH;COUNT=5", timezone: "Europe/Berlin" })).toEqual(
@@ -149,5 +206,23 @@ describe("a rule given as rrule (RFC 5545) on input", () => {
     expect(parse({ rrule: "FREQ=DAILY;UNTIL=20261399" })).toEqual(["rrule: end_date must be a calendar day written YYYY-MM-DD"]);
     expect(parse({ rrule: "FREQ=DAILY;UNTIL=2026" })).toEqual([expect.stringMatching(/^rrule: UNTIL must be a date/)]);
     expect(parse({ rrule: "FREQ=DAILY;UNTIL=00010101" })).toEqual([expect.stringMatching(/^rrule: end_date must lie between/)]);
+  });
+  it("when the tasks service refuses an rrule, then it is the 400 the gateway gives an invalid body, naming /recurrence/rrule", () => {
+    const refusal = (() => {
+      try {
+        return recurrenceRule({ rrule: "FREQ=DAILY;BYHOUR=9", timezone: "UTC" });
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(isAppError(refusal) && refusal.toRpc()).toEqual({
+      status: 400,
+      code: "validation_failed",
+      detail: expect.stringMatching(/^The request body is invalid: \/recurrence\/rrule has BYHOUR, which this API does not support/),
+      errors: [{ pointer: "/recurrence/rrule", message: expect.stringMatching(/^has BYHOUR/) }],
+    });
+    // The contract leaves an rrule to the service, as text; a rule given as fields passes as it is.
+    expect(RecurrenceInputSchema.safeParse({ rrule: "FREQ=DAILY;BYHOUR=9" }).success).toBe(true);
+    expect(recurrenceRule({ frequency: "DAILY", interval: 2 })).toEqual({ frequency: "DAILY", interval: 2 });
   });
 });

@@ -1,6 +1,7 @@
 import { TaskEvent, taskEventsStream, type Task } from "@tasksvc/contracts";
 import { createDb, migrate } from "@tasksvc/db";
 import { createLogger } from "@tasksvc/logger";
+import { eventually } from "@tasksvc/testing";
 import { connectNats, ensureStream, jetstream, jetstreamManager, nanos, type JetStreamClient, type NatsConnection } from "@tasksvc/nats";
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { startRelay } from "../src/relay.js";
@@ -76,20 +77,13 @@ async function streamed(): Promise<string[]> {
   return out;
 }
 
-async function until(check: () => Promise<boolean>, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error("condition not reached in time");
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 const outboxEmpty = async () => Number((await sql`select count(*)::int as n from outbox`)[0]?.["n"]) === 0;
 
 describe("outbox relay", () => {
   it("when rows are waiting, then each is published once, in outbox order, and deleted", async () => {
     const ids = await enqueue(40);
     const relay = startRelay({ db, js: jetstream(nc), namespace, log, pollMs: 50, batch: 16 });
-    await until(outboxEmpty);
+    await eventually(outboxEmpty, { what: "the outbox to empty" });
     await relay.stop();
     expect(await streamed()).toEqual(ids);
   });
@@ -108,7 +102,7 @@ describe("outbox relay", () => {
       },
     } as unknown as JetStreamClient;
     const relay = startRelay({ db, js: crashing, namespace, log, pollMs: 50 });
-    await until(outboxEmpty);
+    await eventually(outboxEmpty, { what: "the outbox to empty" });
     await relay.stop();
     expect(published).toBeGreaterThanOrEqual(20);
     expect(await streamed()).toEqual(ids);
@@ -120,7 +114,7 @@ describe("outbox relay", () => {
     const ids = await enqueue(60);
     a.notify();
     b.notify();
-    await until(outboxEmpty);
+    await eventually(outboxEmpty, { what: "the outbox to empty" });
     await Promise.all([a.stop(), b.stop()]);
     expect(await streamed()).toEqual(ids);
   });

@@ -2,8 +2,9 @@ import type { Caller, RpcContext } from "@tasksvc/contracts";
 import { createDb, newId } from "@tasksvc/db";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { taskCache } from "../src/domain/task-cache.js";
+import { tasksResources } from "../src/domain/resources.js";
 import { tasksService } from "../src/domain/tasks-service.js";
-import { tasksRepo, type TasksRepo } from "../src/repo/tasks-repo.js";
+import type { TasksRepo } from "../src/repo/tasks-repo.js";
 
 // Two replicas of the tasks domain over the stack's `tasks` schema, each with its own read cache,
 // and a broadcast that never reaches the other replica: what a NATS cluster can do to it (the
@@ -25,9 +26,9 @@ function counted(repo: TasksRepo) {
     calls,
     repo: {
       ...repo,
-      taskForCache: (org: string, n: number) => {
+      getForCache: (org: string, n: number) => {
         calls.rows++;
-        return repo.taskForCache(org, n);
+        return repo.getForCache(org, n);
       },
       rowVersion: (org: string, n: number) => {
         calls.versions++;
@@ -39,11 +40,10 @@ function counted(repo: TasksRepo) {
 
 /** One replica; `checkHits` as on a NATS cluster (true) or on one server (false). */
 function replica(checkHits = true) {
-  const { repo, calls } = counted(tasksRepo(db.sql));
+  const resources = tasksResources(db, () => undefined);
+  const { repo, calls } = counted(resources.repos.tasks);
   const svc = tasksService({
-    repo,
-    tx: (fn) => db.tx((t) => fn(tasksRepo(t))),
-    written: () => undefined,
+    resources: { ...resources, repos: { ...resources.repos, tasks: repo } },
     cache: taskCache(),
     checkHits: () => checkHits,
     // The broadcast is lost on its way: no other replica hears of the write.

@@ -26,13 +26,16 @@ describe("task cache", () => {
     expect(c.get("b", 1)).toBeUndefined();
   });
 
-  it("when full, then the oldest copy goes first; when expired, then a copy is not served", async () => {
-    const c = taskCache({ maxEntries: 2, ttlMs: 30 });
+  it("when full, then the oldest copy goes first; when expired, then a copy is not served", () => {
+    let clock = 1_000;
+    const c = taskCache({ maxEntries: 2, ttlMs: 30, now: () => clock });
     c.put("o", 1, task("1"), "v1", c.epoch());
     c.put("o", 2, task("2"), "v1", c.epoch());
     c.put("o", 3, task("3"), "v1", c.epoch());
     expect([c.get("o", 1), c.get("o", 2)?.task.title, c.get("o", 3)?.task.title]).toEqual([undefined, "2", "3"]);
-    await new Promise((r) => setTimeout(r, 40));
+    clock += 29;
+    expect(c.get("o", 3)?.task.title).toBe("3");
+    clock += 1;
     expect(c.get("o", 3)).toBeUndefined();
   });
 

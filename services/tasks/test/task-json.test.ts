@@ -3,27 +3,30 @@ import { CreateTaskBody as CreateTaskBodySchema, page as pageOf, Task as TaskSch
 import { createDb, newId } from "@tasksvc/db";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { taskCache } from "../src/domain/task-cache.js";
+import { tasksResources } from "../src/domain/resources.js";
 import { tasksService } from "../src/domain/tasks-service.js";
-import { tasksRepo, toTask } from "../src/repo/tasks-repo.js";
+import { inTaskOrder, toTask } from "../src/repo/task-json.js";
 
 // Lists send each task as JSON that Postgres builds (TASK_JSON), while every other read and each
 // write's answer and event build it in TypeScript (toTask). Two renderings of one shape: this
-// holds them byte-for-byte equal after parsing, over every field and the edge values each has.
+// holds them byte for byte equal (JSON.stringify(toTask(row)) is a substring of the raw page, and
+// the page is compact), over every field and the edge values each has.
 const stack = inject("stack");
 const db = createDb({ url: stack.databaseUrl, schema: "tasks", max: 2 });
 afterAll(async () => {
   await db.end({ timeout: 1 });
 });
 
-const repo = tasksRepo(db.sql);
+const resources = tasksResources(db, () => undefined);
+const repo = resources.repos.tasks;
 const svc = tasksService({
-  repo,
-  tx: (fn) => db.tx((t) => fn(tasksRepo(t))),
-  written: () => undefined,
+  resources,
   cache: taskCache(),
   checkHits: () => false,
   changed: async () => undefined,
 });
+
+const text = (raw: { bytes: Uint8Array }) => Buffer.from(raw.bytes).toString("utf8");
 
 function caller(): Caller {
   const org = newId("org");
@@ -53,7 +56,7 @@ describe("a task as a list renders it (Postgres) and as toTask() renders it", ()
         priority: "HIGH",
         start_date: "2026-03-29T01:30:00.5+02:00",
         due_date: "2026-12-31",
-        notes: "line one\nline two \u2028 \t tab </script>",
+        notes: "line one\nline two \u2028 \t tab </script> \u0001 \u001f \u007f \b\f\r ': '",
         story_points: 0.5,
         project_ids: [project.id, other.id],
         parent_task_id: parent.id,
@@ -61,6 +64,14 @@ describe("a task as a list renders it (Postgres) and as toTask() renders it", ()
       },
       { title: "points", story_points: 13, priority: "LOW", status: "COMPLETED", due_date: "2024-02-29" },
       { title: "one project", project_id: project.id, start_date: "1999-12-31T23:59:59.999Z" },
+      // Story points JavaScript writes in exponent form, at the edge of it, and plain.
+      { title: "tiny", story_points: 1e-7 },
+      { title: "tinier", story_points: 2.5e-10 },
+      { title: "edge", story_points: 0.000001 },
+      { title: "zero", story_points: 0 },
+      { title: "most", story_points: 1000 },
+      { title: "long fraction", story_points: 0.1 + 0.2 },
+      { title: "daily", recurrence: { frequency: "DAILY" } },
     ].map((b) => CreateTaskBodySchema.parse(b));
     const created: Task[] = [];
     for (const b of bodies) created.push(await svc.createTask(c, b));
@@ -72,20 +83,49 @@ describe("a task as a list renders it (Postgres) and as toTask() renders it", ()
       where organization_id = ${c.organizationId} and number = ${Number(created[3]?.id.slice(2))}`;
 
     for (const archived of [false, true]) {
-      const page = (await repo.listTasks(c.organizationId, { limit: 100, archived })).parse();
+      const raw = await repo.list(c.organizationId, { limit: 100, archived });
+      const page = raw.parse();
       expect(pageOf(TaskSchema).safeParse(page).success).toBe(true);
       expect(page.data.length).toBeGreaterThan(0);
+      expect(text(raw)).toBe(JSON.stringify(page));
       for (const listed of page.data) {
-        const row = await repo.task(c.organizationId, Number(listed.id.slice(2)));
+        const row = await repo.get(c.organizationId, Number(listed.id.slice(2)));
         expect(row).toBeDefined();
-        if (row) expect(listed).toStrictEqual(toTask(row));
+        if (row) {
+          expect(listed).toStrictEqual(toTask(row));
+          expect(text(raw)).toContain(JSON.stringify(toTask(row)));
+        }
       }
     }
-    const all = [...(await repo.listTasks(c.organizationId, { limit: 100, archived: false })).parse().data];
+    const all = [...(await repo.list(c.organizationId, { limit: 100, archived: false })).parse().data];
     expect(all.find((t) => t.title === "bare")?.start_date).toBe("2026-05-05T10:00:00.123Z");
     expect(all.find((t) => t.title === "points")).toBeUndefined();
     expect(all.find((t) => t.title === "one project")).toMatchObject({ series_task_id: parent.id, occurrence_date: "2024-02-29" });
     expect(all.find((t) => t.title === "bare")).toMatchObject({ series_task_id: null, occurrence_date: null });
+  });
+
+  it("when a task comes back from jsonb (an event, a replay), then it is in toTask()'s order, byte for byte the answer", async () => {
+    const c = { ...caller(), idempotencyKey: "task-json-replay" };
+    const body = CreateTaskBodySchema.parse({ title: "replayed", notes: "n", story_points: 2, recurrence: { frequency: "DAILY" } });
+    const created = await svc.createTask(c, body);
+    const replayed = await svc.createTask(c, body);
+    expect(JSON.stringify(replayed)).toBe(JSON.stringify(created));
+    const patch = { ...c, idempotencyKey: "task-json-patch" };
+    const patched = await svc.updateTask(patch, created.id, { title: "patched" });
+    expect(JSON.stringify(await svc.updateTask(patch, created.id, { title: "patched" }))).toBe(JSON.stringify(patched));
+    const row = await repo.get(c.organizationId, Number(created.id.slice(2)));
+    expect(row && JSON.stringify(toTask(row))).toBe(JSON.stringify(patched));
+
+    const feed = await svc.listEvents(c, { limit: 10, task_id: created.id });
+    expect(feed.data.map((e) => e.type)).toEqual(["task.updated", "task.created"]);
+    expect(feed.data.map((e) => JSON.stringify(e.data))).toEqual([JSON.stringify(patched), JSON.stringify(created)]);
+    const one = await svc.getEvent(c, feed.data[0]?.id ?? "");
+    expect(Object.keys(one)).toEqual(["id", "type", "timestamp", "data"]);
+    expect(JSON.stringify(one.data)).toBe(JSON.stringify(patched));
+
+    // A field the task lacks stays absent (an event from before it); one toTask() lacks comes last.
+    const { series_task_id: _s, ...older } = created;
+    expect(Object.keys(inTaskOrder({ extra: 1, ...older } as unknown as Task))).toEqual([...Object.keys(older), "extra"]);
   });
 
   it("when a list has more than a page, then the raw page's has_more and next_cursor lead to the rest, each task once", async () => {
@@ -94,7 +134,7 @@ describe("a task as a list renders it (Postgres) and as toTask() renders it", ()
     const seen: string[] = [];
     let after: string | undefined;
     for (let pages = 0; pages < 10; pages++) {
-      const page = (await repo.listTasks(c.organizationId, { limit: 3, archived: false, after })).parse();
+      const page = (await repo.list(c.organizationId, { limit: 3, archived: false, after })).parse();
       seen.push(...page.data.map((t) => t.title));
       expect(page.has_more).toBe(page.next_cursor !== null);
       if (!page.next_cursor) break;

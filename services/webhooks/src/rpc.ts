@@ -7,7 +7,7 @@ import type { EndpointsService } from "./domain/endpoints-service.js";
 /** Entry layer: maps each RPC operation of the catalog onto the domain. */
 export function webhooksHandlers(svc: EndpointsService, log: DeliveryLogService): Handlers<typeof webhooksRpc> {
   return {
-    createEndpoint: (i, ctx) => svc.create(callerOf(ctx), i),
+    createEndpoint: ({ limits, ...body }, ctx) => svc.create(callerOf(ctx), body, limits),
     listEndpoints: (i, ctx) => svc.list(callerOf(ctx), i.limit, i.after),
     getEndpoint: (i, ctx) => svc.get(callerOf(ctx), i.endpoint_id),
     updateEndpoint: (i, ctx) => svc.update(callerOf(ctx), i.endpoint_id, i.patch),

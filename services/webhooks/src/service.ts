@@ -1,19 +1,21 @@
 import { sampled } from "@tasksvc/telemetry";
 import { fileURLToPath } from "node:url";
 import { serviceSettings, settings } from "@tasksvc/config";
-import { deliveryRpc, webhookAttemptsRpc, webhookJobsStream, webhookJobsSubject, webhooksRpc } from "@tasksvc/contracts";
+import { deliveryRpc, webhookAttemptsRpc, webhookMessages, webhooksRpc } from "@tasksvc/contracts";
 import { nanos } from "@tasksvc/nats";
-import { secretBox, webhookSettings } from "@tasksvc/outbound";
+import { webhookSettings } from "@tasksvc/outbound";
+import { secretBox } from "@tasksvc/secrets";
 import { defineService } from "@tasksvc/runtime";
 import { z } from "zod";
 import { startTaskEventsConsumer } from "./consumers/task-events.js";
 import { attemptsService } from "./domain/attempts.js";
 import { deliveryLogService } from "./domain/delivery-log.js";
-import { startDispatcher } from "./dispatcher.js";
+import { jobPublisher, startDispatcher } from "./dispatcher.js";
+import type { DeliveryResources } from "./domain/delivery-resources.js";
+import { dispatchService } from "./domain/dispatch.js";
 import { endpointsService } from "./domain/endpoints-service.js";
 import { fanOutService } from "./domain/fanout.js";
 import { signer } from "./domain/signer.js";
-import { attemptsRepo } from "./repo/attempts-repo.js";
 import { deliveriesRepo } from "./repo/deliveries-repo.js";
 import { endpointsRepo } from "./repo/endpoints-repo.js";
 import { logRepo } from "./repo/log-repo.js";
@@ -50,8 +52,8 @@ export const service = defineService({
   // Work-queue retention: a job is gone once acknowledged; Postgres keeps the truth of every delivery.
   streams: (namespace) => [
     {
-      name: webhookJobsStream(namespace),
-      subjects: [webhookJobsSubject(namespace)],
+      name: webhookMessages.deliveryJob.stream(namespace),
+      subjects: [webhookMessages.deliveryJob.subject(namespace)],
       retention: "workqueue",
       max_age: nanos(24 * 3600_000),
       duplicate_window: nanos(10 * 60_000),
@@ -61,7 +63,7 @@ export const service = defineService({
     if (cfg.WEBHOOK_SECRET_KEY.isDevKey) {
       log.warn("WEBHOOK_SECRET_KEY is not set: signing secrets are sealed with the public development key; set it outside development");
     }
-    const box = secretBox(cfg.WEBHOOK_SECRET_KEY.keyMaterial);
+    const box = secretBox(cfg.WEBHOOK_SECRET_KEY.keyMaterial, "WEBHOOK_SECRET_KEY");
     const sign = signer(box);
     const delivery = client(deliveryRpc, { timeoutMs: cfg.RPC_TIMEOUT_MS });
     const repo = endpointsRepo(db.sql);
@@ -75,40 +77,36 @@ export const service = defineService({
     });
     every(60 * 60_000, "idempotency sweep", () => repo.idempotency.sweep());
     // The delivery log keeps 30 days, as the events feed does; attempts go with their delivery.
-    every(60 * 60_000, "delivery log sweep", () => deliveriesRepo(db.sql).sweep());
+    const deliveries = deliveriesRepo(db.sql);
+    every(60 * 60_000, "delivery log sweep", () => deliveries.sweep());
 
-    const attempts = attemptsService({
-      repo: attemptsRepo(db.sql),
-      tx: (fn) => db.tx((t) => fn(attemptsRepo(t))),
+    const resources: DeliveryResources = {
+      db,
+      policy: { retryDelays: cfg.WEBHOOK_RETRY_DELAYS, disableAfter: cfg.WEBHOOK_DISABLE_AFTER, disableMinAgeMs: cfg.WEBHOOK_DISABLE_MIN_AGE },
+      log,
+      now: () => new Date(),
+    };
+    const attempts = attemptsService(resources, {
       signer: sign,
-      retryDelays: cfg.WEBHOOK_RETRY_DELAYS,
-      disableAfter: cfg.WEBHOOK_DISABLE_AFTER,
-      disableMinAgeMs: cfg.WEBHOOK_DISABLE_MIN_AGE,
       // A finished attempt frees a slot of its endpoint, and may have scheduled an immediate retry.
       onRecorded: () => dispatcher.wake(),
     });
     // Due deliveries → jobs on the job stream, at most WEBHOOK_ENDPOINT_CONCURRENCY in flight per
     // endpoint; leases that ran out are counted and dispatched again.
-    const dispatcher = startDispatcher({
-      db,
-      nc,
-      namespace,
-      log,
-      attempts,
+    const dispatch = dispatchService(resources, {
       leaseMs: cfg.WEBHOOK_LEASE,
       endpointConcurrency: cfg.WEBHOOK_ENDPOINT_CONCURRENCY,
+      publish: jobPublisher(nc, namespace),
     });
+    const dispatcher = startDispatcher({ dispatch, log });
     onStop(() => dispatcher.stop());
-    // Scrape-time backlog of deliveries (each count stops at 100000: an index walk, bounded).
+    // Scrape-time backlog of deliveries.
     const removeLive = sampled.webhookDeliveries(async () => {
-      const [r] = await db.sql<{ due: number; later: number; delivering: number }[]>`
-        select (select count(*)::int from (select 1 from deliveries where state = 'PENDING' and next_attempt_at <= now() limit 100000) a) as due,
-               (select count(*)::int from (select 1 from deliveries where state = 'PENDING' and next_attempt_at > now() limit 100000) b) as later,
-               (select count(*)::int from (select 1 from deliveries where state = 'DELIVERING' limit 100000) c) as delivering`;
+      const b = await deliveries.backlog();
       return [
-        { labels: { state: "pending_due" }, value: r?.due ?? 0 },
-        { labels: { state: "pending_later" }, value: r?.later ?? 0 },
-        { labels: { state: "delivering" }, value: r?.delivering ?? 0 },
+        { labels: { state: "pending_due" }, value: b.due },
+        { labels: { state: "pending_later" }, value: b.later },
+        { labels: { state: "delivering" }, value: b.delivering },
       ];
     });
     onStop(removeLive);
@@ -119,7 +117,7 @@ export const service = defineService({
       nc,
       namespace,
       log,
-      fanout: fanOutService({ repo: deliveriesRepo(db.sql) }),
+      fanout: fanOutService({ repo: deliveries }),
       health,
       onFannedOut: () => dispatcher.wake(),
     });

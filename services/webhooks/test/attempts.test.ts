@@ -1,10 +1,13 @@
 import { createDb, migrate, newId } from "@tasksvc/db";
 import { createLogger } from "@tasksvc/logger";
-import { DEV_SECRET_KEY, newSigningSecret, secretBox } from "@tasksvc/outbound";
+import { newSigningSecret } from "@tasksvc/outbound";
+import { DEV_SECRET_KEY, secretBox } from "@tasksvc/secrets";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import type { DeliveryJob } from "@tasksvc/contracts";
 import { attemptsService } from "../src/domain/attempts.js";
+import type { DeliveryResources } from "../src/domain/delivery-resources.js";
+import { dispatchService } from "../src/domain/dispatch.js";
 import { signer } from "../src/domain/signer.js";
-import { attemptsRepo } from "../src/repo/attempts-repo.js";
 import { MIGRATIONS_DIR } from "../src/service.js";
 
 // The delivery state machine against a schema of its own (no dispatcher or worker runs here), so
@@ -14,15 +17,14 @@ const SCHEMA = "webhooks_attempts_test";
 const log = createLogger({ service: "attempts-test", level: "silent" });
 const db = createDb({ url: stack.databaseUrl, schema: SCHEMA, max: 8 });
 const sql = db.sql;
-const box = secretBox(DEV_SECRET_KEY);
-const svc = attemptsService({
-  repo: attemptsRepo(sql),
-  tx: (fn) => db.tx((t) => fn(attemptsRepo(t))),
-  signer: signer(box),
-  retryDelays: [0, 60_000, 60_000],
-  disableAfter: 3,
-  disableMinAgeMs: 0,
-});
+const box = secretBox(DEV_SECRET_KEY, "WEBHOOK_SECRET_KEY");
+const resources: DeliveryResources = {
+  db,
+  policy: { retryDelays: [0, 60_000, 60_000], disableAfter: 3, disableMinAgeMs: 0 },
+  log,
+  now: () => new Date(),
+};
+const svc = attemptsService(resources, { signer: signer(box) });
 
 beforeAll(async () => {
   await migrate({ url: stack.databaseUrl, schema: SCHEMA, dir: MIGRATIONS_DIR, log });
@@ -35,7 +37,8 @@ afterAll(async () => {
 
 async function endpoint(): Promise<string> {
   const id = newId("whe");
-  await sql`insert into endpoints (id, organization_id, url, secret_sealed) values (${id}, 'org_t', 'https://hooks.example.com/x', ${box.seal(newSigningSecret())})`;
+  // A URL of its own: an organization has one endpoint per URL.
+  await sql`insert into endpoints (id, organization_id, url, secret_sealed) values (${id}, 'org_t', ${`https://hooks.example.com/${id}`}, ${box.seal(newSigningSecret())})`;
   return id;
 }
 
@@ -48,14 +51,13 @@ async function pending(endpointId: string, n: number): Promise<string[]> {
   return ids;
 }
 
-/** One dispatcher pass as the service runs it: the lock, expiries, a claim. */
-const pass = (perEndpoint: number) =>
-  db.tx(async (t) => {
-    const repo = attemptsRepo(t);
-    await repo.lockDispatch();
-    await svc.expire(repo, await repo.expiredLeases(100));
-    return repo.claim(perEndpoint, 100, 60_000);
-  });
+/** One dispatch pass as the service runs it (the lock, expiries, a claim), answering what it published. */
+const pass = async (perEndpoint: number) => {
+  const jobs: DeliveryJob[] = [];
+  const publish = async (job: DeliveryJob) => void jobs.push(job);
+  await dispatchService(resources, { leaseMs: 60_000, endpointConcurrency: perEndpoint, batch: 100, expiryEveryMs: 0, publish }).pass();
+  return jobs.flatMap((j) => j.deliveries.map((d) => ({ ...d, endpoint_id: j.endpoint_id })));
+};
 
 const row = async (id: string) =>
   (
@@ -130,6 +132,17 @@ describe("delivery attempts", () => {
     const refused = await svc.start([{ delivery_id: b ?? "", attempt: 1 }]);
     expect(refused.attempts[0]?.request).toBeNull();
     expect((await row(b ?? ""))?.state).toBe("DISABLED");
+  });
+
+  it("when an attempt starts, then its body is the stored envelope as it was always serialized, and the event's time comes beside it", async () => {
+    const e = await endpoint();
+    const [id] = await pending(e, 1);
+    await pass(5);
+    const [stored] = await sql<{ timestamp: string }[]>`select payload->>'timestamp' as timestamp from deliveries where id = ${id ?? ""}`;
+    const [a] = (await svc.start([{ delivery_id: id ?? "", attempt: 1 }])).attempts;
+    expect(a?.occurred_at).toBe(stored?.timestamp);
+    // Type, time, data in that order, the time as the fan-out stored it: the bytes the signature covers.
+    expect(a?.request?.body).toBe(`{"type":"task.created","timestamp":"${stored?.timestamp}","data":{"id":"T-1"}}`);
   });
 
   it("when failures reach the bound (minimum age 0), then the endpoint is disabled and its PENDING deliveries become DISABLED; a 410 disables at once", async () => {

@@ -47,8 +47,13 @@ const task: Task = {
 };
 
 const org = () => newId("org");
-const endpoint = (organizationId: string, eventTypes: TaskEventType[] = []) =>
-  endpoints.insert({ id: newId("whe"), organizationId, url: "https://hooks.example.com/x", eventTypes, secretSealed: "v1.test" });
+// Each at a URL of its own: an organization has one endpoint per URL.
+const endpoint = async (organizationId: string, eventTypes: TaskEventType[] = []) => {
+  const id = newId("whe");
+  const made = await endpoints.insert({ id, organizationId, url: `https://hooks.example.com/${id}`, eventTypes, secretSealed: "v1.test" }, 100);
+  if (!("endpoint" in made)) throw new Error("the endpoint was not made");
+  return made.endpoint;
+};
 const event = (organizationId: string, type: TaskEventType = "task.created", createdAt = new Date().toISOString()): TaskEvent => ({
   id: newId("evt"),
   type,

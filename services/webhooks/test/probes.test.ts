@@ -1,5 +1,6 @@
 import { Task, TaskEventType } from "@tasksvc/contracts";
-import { DEV_SECRET_KEY, newSigningSecret, secretBox } from "@tasksvc/outbound";
+import { newSigningSecret } from "@tasksvc/outbound";
+import { DEV_SECRET_KEY, secretBox } from "@tasksvc/secrets";
 import { Webhook } from "standardwebhooks";
 import { describe, expect, it } from "vitest";
 import { sampleTask } from "../src/domain/endpoints-service.js";
@@ -7,7 +8,7 @@ import { signer } from "../src/domain/signer.js";
 
 // Pure logic of the probes (test event, verify) and of signing across a rotation: no database,
 // no NATS. The HTTP side is covered by test/e2e/webhook-operations.test.ts.
-const box = secretBox(DEV_SECRET_KEY);
+const box = secretBox(DEV_SECRET_KEY, "WEBHOOK_SECRET_KEY");
 
 describe("test event sample", () => {
   for (const type of TaskEventType.options) {

@@ -24,13 +24,12 @@ afterAll(async () => {
 describe("the delivery log sweep", () => {
   it("when finished deliveries are past 30 days, then the sweep deletes them and their attempts, in batches; younger ones and unfinished work stay", async () => {
     const org = newId("org");
-    const endpoint = await endpointsRepo(sql).insert({
-      id: newId("whe"),
-      organizationId: org,
-      url: "https://hooks.example.com/x",
-      eventTypes: [],
-      secretSealed: "v1.test",
-    });
+    const made = await endpointsRepo(sql).insert(
+      { id: newId("whe"), organizationId: org, url: "https://hooks.example.com/x", eventTypes: [], secretSealed: "v1.test" },
+      1,
+    );
+    if (!("endpoint" in made)) throw new Error("the endpoint was not made");
+    const { endpoint } = made;
     const rows: Array<[string, string, string]> = [
       ["old-succeeded", "SUCCEEDED", "31 days"],
       ["old-failed", "FAILED", "30 days 1 second"],

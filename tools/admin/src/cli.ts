@@ -125,13 +125,14 @@ export const COMMANDS: Record<string, Command> = {
   },
   "set-limits": {
     description: "Override an organization's plan limits (each flag given replaces that limit; the others stay).",
-    prints: "{ organization_id, plan, limits: { burst, burst_window_seconds, quota, max_file_size, storage } }",
+    prints: "{ organization_id, plan, limits: { burst, burst_window_seconds, quota, max_file_size, storage, webhook_endpoints } }",
     flags: {
       org: ORG_ID,
       burst: { value: "N", description: "requests per credential per burst window" },
       quota: { value: "N", description: "API calls per 30-day period" },
       "max-file-size": { value: "BYTES", description: "largest attachment" },
       storage: { value: "BYTES", description: "attachment storage allowance" },
+      "webhook-endpoints": { value: "N", description: "webhook endpoints the organization may have (every one gets each event)" },
     },
     ...adminOp("setLimits", (v) => ({
       org: v["org"],
@@ -139,6 +140,7 @@ export const COMMANDS: Record<string, Command> = {
       quota: num(v["quota"], "quota"),
       max_file_size: num(v["max-file-size"], "max-file-size"),
       storage: num(v["storage"], "storage"),
+      webhook_endpoints: num(v["webhook-endpoints"], "webhook-endpoints"),
     })),
   },
   "legacy-key": {
@@ -148,7 +150,8 @@ export const COMMANDS: Record<string, Command> = {
     ...adminOp("legacyKey", (v) => ({ org: v["org"], user: v["user"] })),
   },
   "issue-token": {
-    description: "Sign an OAuth access token for a member with the development issuer.",
+    description:
+      "Sign an OAuth access token for a member with the development issuer (refused where the deployment names a real issuer: OAUTH_JWKS_URL or OAUTH_PUBLIC_KEY).",
     prints: "{ access_token, expires_at }",
     flags: {
       org: ORG_ID,

@@ -1,6 +1,8 @@
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { readFileSync, statSync } from "node:fs";
 import { createServer, type AddressInfo } from "node:net";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { api } from "@tasksvc/testing";
 import { describe, expect, inject, it } from "vitest";
@@ -9,7 +11,7 @@ const stack = inject("stack");
 const gw = api(stack.gatewayUrls[0] as string);
 const CLI = fileURLToPath(new URL("../dist/main.js", import.meta.url));
 
-/** Runs the built CLI exactly as `npx tasksvc-admin …` (or `npm run admin -- …`) does, against this run's stack. */
+/** Runs the built CLI exactly as `npm run -s admin -- …` does, against this run's stack. */
 function adminIn(env: Record<string, string>, ...args: string[]) {
   const r = spawnSync(process.execPath, [CLI, ...args], {
     env: { PATH: process.env["PATH"], NATS_URL: stack.natsUrl, NATS_NAMESPACE: stack.namespace, ...env },
@@ -59,8 +61,10 @@ describe("admin CLI", () => {
     expect(limits).toEqual({
       organization_id: org,
       plan: "team",
-      limits: { burst: 7, burst_window_seconds: 60, quota: 500_000, max_file_size: 2048, storage: 100 * 1024 ** 3 },
+      limits: { burst: 7, burst_window_seconds: 60, quota: 500_000, max_file_size: 2048, storage: 100 * 1024 ** 3, webhook_endpoints: 16 },
     });
+    const endpoints = admin("set-limits", "--org", org, "--webhook-endpoints", "40", "--json").json();
+    expect(endpoints.limits).toMatchObject({ burst: 7, max_file_size: 2048, webhook_endpoints: 40 });
     const legacy = admin("legacy-key", "--org", org, "--user", user, "--json").json();
     expect(Object.keys(legacy).sort()).toEqual(["api_key", "id"]);
     expect((await gw.get("/v1/organizations", { token: legacy.api_key })).status).toBe(200);
@@ -166,6 +170,7 @@ describe("admin CLI", () => {
       [["set-plan", "--org", "org_x"], "--plan is required"],
       [["set-plan", "--org"], "--org"],
       [["set-limits", "--org", "org_x", "--quota", "0"], "--quota"],
+      [["set-limits", "--org", "org_x", "--webhook-endpoints", "0"], "--webhook-endpoints"],
       [["issue-token", "--org", "org_x", "--user", "usr_x", "--scopes", "tasks:fly"], "--scopes"],
       [["issue-token", "--org", "org_x", "--user", "usr_x", "--scopes", "tasks:read", "--ttl", "999999"], "--ttl"],
       [["revoke-key", "--org", "org_x"], "--key is required"],
@@ -295,5 +300,63 @@ describe("admin CLI", () => {
     expect(down.stderr.trim().split("\n")).toHaveLength(1);
     expect(down.stderr).toContain(`NATS_URL=${url}`);
     expect(down.stderr).toContain(`NATS_NAMESPACE=${stack.namespace}`);
+  });
+});
+
+describe("how a newcomer runs the admin CLI", () => {
+  const repo = fileURLToPath(new URL("../../..", import.meta.url));
+  const docs = ["README.md", "tools/admin/README.md", "docs/operations.md"];
+  /** Every shell line in the docs that runs the admin CLI (compose's `run --rm admin` aside). */
+  const adminLines = docs.flatMap((d) =>
+    readFileSync(join(repo, d), "utf8")
+      .split("\n")
+      .filter((l) => /tasksvc-admin (bootstrap|--help|add-user|set-|legacy-key|issue-token|list-|revoke-key|remove-member)|run -s admin|run admin/.test(l))
+      .map((l) => `${d}: ${l.trim()}`),
+  );
+
+  it("when the docs show an admin command, then it runs this checkout's CLI (`npm run -s admin --`), never `npx`, which asks the registry for a name nobody here owns", () => {
+    expect(adminLines.length).toBeGreaterThan(3);
+    const viaRegistry = adminLines.filter((l) => /\bnpx\b|npm exec|npm x /.test(l));
+    expect(viaRegistry, viaRegistry.join("\n")).toEqual([]);
+  });
+
+  it("when the README's bootstrap line is run as written, with every registry unreachable, then it prints the documented JSON and nothing else", () => {
+    const line = readFileSync(join(repo, "README.md"), "utf8")
+      .split("\n")
+      .find((l) => l.startsWith("npm run -s admin -- bootstrap "));
+    expect(line, "README.md shows `npm run -s admin -- bootstrap …`").toBeDefined();
+    const args = (line as string).trim().split(/\s+/).slice(1);
+    const org = args.indexOf("--org");
+    args[org + 1] = `Readme-${uniq()}`;
+    const r = spawnSync("npm", args, {
+      cwd: repo,
+      env: {
+        PATH: process.env["PATH"],
+        HOME: process.env["HOME"],
+        NATS_URL: stack.natsUrl,
+        NATS_NAMESPACE: stack.namespace,
+        // Nothing answers there: a command that reached for a registry would fail.
+        npm_config_registry: "http://127.0.0.1:9/",
+        npm_config_offline: "true",
+      },
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    expect(r.status, r.stderr).toBe(0);
+    const out = JSON.parse(r.stdout);
+    expect(Object.keys(out).sort()).toEqual(["api_key", "organization_id", "user_id"]);
+  });
+
+  it("when npm links the bin on a fresh clone (before any build), then the bin is a committed file, not build output", () => {
+    const pkg = JSON.parse(readFileSync(join(repo, "tools/admin/package.json"), "utf8"));
+    const bin = pkg.bin?.["tasksvc-admin"] as string;
+    expect(bin).toBeDefined();
+    expect(bin.startsWith("dist/")).toBe(false);
+    const tracked = spawnSync("git", ["ls-files", "--error-unmatch", `tools/admin/${bin}`], { cwd: repo, encoding: "utf8" });
+    expect(tracked.status, tracked.stderr).toBe(0);
+    expect(statSync(join(repo, "tools/admin", bin)).mode & 0o111, "executable").not.toBe(0);
+    const help = spawnSync(process.execPath, [join(repo, "tools/admin", bin), "--help"], { encoding: "utf8", timeout: 20_000 });
+    expect(help.status, help.stderr).toBe(0);
+    expect(help.stdout).toContain("bootstrap");
   });
 });

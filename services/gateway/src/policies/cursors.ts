@@ -1,37 +1,93 @@
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
+import { taskId, taskNumber } from "@tasksvc/contracts";
 import { fieldError } from "@tasksvc/errors";
+
+/** Whose list a cursor pages, besides its query: the caller's organization and the route's path parameters as parsed. */
+export interface CursorOwner {
+  organization: string;
+  params: unknown;
+}
+
+/** A cursor whose signature and query binding hold; its position comes out once its owner is checked. */
+export interface OpenedCursor {
+  position(owner: CursorOwner): string;
+}
+
+const NOT_OURS = "is not a cursor issued by this API";
+// One answer for every binding that does not hold (query, organization, path, or a cursor from
+// before organizations and paths were bound): it does not tell a cursor of another organization
+// from one of another filter.
+const REBOUND = "was issued for a different query; reuse a cursor only with the same limit and filters";
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/**
+ * A path parameter as the service behind the route reads it: a task is named T-24, 24 or T-024
+ * alike (every parameter naming a task is called task_id or ends so), so it is bound as T-24;
+ * every other id has one spelling. Anything that names no task stays as given (its list is a 404).
+ */
+function canonicalParam(name: string, value: unknown): unknown {
+  if (typeof value !== "string" || !(name === "task_id" || name.endsWith("_task_id"))) return value;
+  const n = taskNumber(value);
+  return n === null ? value : taskId(n);
+}
 
 /**
  * Cursors as clients see them: the service's raw keyset position, bound to the list and its
- * query (every parameter but `after`, defaults applied), signed with a key shared by every
- * gateway replica. A tampered cursor, or one reused with other parameters, is 400 at /after.
+ * query (every parameter but `after`, defaults applied) and to its owner (the organization of
+ * the credential and the route's path parameters), signed with a key shared by every gateway
+ * replica. A tampered cursor, or one reused with other parameters, is 400 at /after.
+ *
+ * The two bindings are checked in two steps: the query's with the signature, before the path is
+ * parsed, so a request with several faults keeps the first error it had; the owner's once the
+ * path is parsed (its parameters are compared as the route reads them).
  */
 export function cursorCodec(secret: string) {
   const sign = (payload: string) => createHmac("sha256", secret).update(payload).digest().subarray(0, 16);
-  const bindingOf = (route: string, query: Record<string, unknown>) => {
+  const queryBinding = (route: string, query: Record<string, unknown>) => {
     const rest = Object.entries(query)
       .filter(([k, v]) => k !== "after" && v !== undefined)
       .sort(([a], [b]) => (a < b ? -1 : 1));
     return createHash("sha256").update(route).update(JSON.stringify(rest)).digest("base64url").slice(0, 22);
   };
+  // The credential is not bound, only its organization: every key of the organization may read
+  // the same list from its first page, so a cursor handed from one key to another gives nothing new.
+  const ownerBinding = (owner: CursorOwner) => {
+    const params = isRecord(owner.params)
+      ? Object.entries(owner.params)
+          .filter(([, v]) => v !== undefined)
+          .map(([k, v]): [string, unknown] => [k, canonicalParam(k, v)])
+          .sort(([a], [b]) => (a < b ? -1 : 1))
+      : [];
+    return createHash("sha256")
+      .update(JSON.stringify([owner.organization, params]))
+      .digest("base64url")
+      .slice(0, 22);
+  };
 
   return {
-    wrap(route: string, query: Record<string, unknown>, raw: string): string {
-      const payload = Buffer.from(JSON.stringify({ r: raw, q: bindingOf(route, query) })).toString("base64url");
+    wrap(route: string, query: Record<string, unknown>, owner: CursorOwner, raw: string): string {
+      const payload = Buffer.from(JSON.stringify({ r: raw, q: queryBinding(route, query), o: ownerBinding(owner) })).toString("base64url");
       return `${payload}.${sign(payload).toString("base64url")}`;
     },
-    unwrap(route: string, query: Record<string, unknown>, cursor: string): string {
+    /** Checks the signature and the query binding (the cursor step); the owner is checked by `position`. */
+    open(route: string, query: Record<string, unknown>, cursor: string): OpenedCursor {
       const [payload, mac, extra] = cursor.split(".");
       const given = Buffer.from(mac ?? "", "base64url");
       const expected = payload ? sign(payload) : undefined;
       if (!payload || extra !== undefined || !expected || given.length !== expected.length || !timingSafeEqual(given, expected)) {
-        throw fieldError("/after", "is not a cursor issued by this API");
+        throw fieldError("/after", NOT_OURS);
       }
-      const parsed = JSON.parse(Buffer.from(payload, "base64url").toString("utf8")) as { r: string; q: string };
-      if (parsed.q !== bindingOf(route, query)) {
-        throw fieldError("/after", "was issued for a different query; reuse a cursor only with the same limit and filters");
-      }
-      return parsed.r;
+      const parsed = JSON.parse(Buffer.from(payload, "base64url").toString("utf8")) as { r: string; q: string; o?: string };
+      if (parsed.q !== queryBinding(route, query)) throw fieldError("/after", REBOUND);
+      return {
+        position(owner) {
+          // A cursor signed before owners were bound has no `o`: it fails like any other, and the
+          // client starts again from the first page.
+          if (parsed.o !== ownerBinding(owner)) throw fieldError("/after", REBOUND);
+          return parsed.r;
+        },
+      };
     },
   };
 }

@@ -30,19 +30,12 @@ export function requestFingerprint(method: string, url: string, rawBody: string 
  * again, when the service keeps that outcome), or refuses: 422 when the key was used for
  * another request, 409 while the first execution still runs.
  */
-export async function claimIdempotency(
-  repo: GatewayRepo,
-  credentialId: string,
-  key: string,
-  fingerprint: string,
-  leaseMs: number,
-  durable = true,
-): Promise<Claim> {
-  if (await repo.claimIdempotencyKey(credentialId, key, fingerprint, leaseMs, durable)) return { kind: "claimed", credentialId, key };
+export async function claimIdempotency(repo: GatewayRepo, credentialId: string, key: string, fingerprint: string, leaseMs: number): Promise<Claim> {
+  if (await repo.claimIdempotencyKey(credentialId, key, fingerprint, leaseMs)) return { kind: "claimed", credentialId, key };
   const rec = await repo.idempotencyRecord(credentialId, key);
   // Gone between the two statements (released after a 5xx, or swept): claim again once.
   if (!rec) {
-    if (await repo.claimIdempotencyKey(credentialId, key, fingerprint, leaseMs, durable)) return { kind: "claimed", credentialId, key };
+    if (await repo.claimIdempotencyKey(credentialId, key, fingerprint, leaseMs)) return { kind: "claimed", credentialId, key };
     throw new AppError("idempotency_in_progress", "A request with this Idempotency-Key is being executed; retry shortly.", { retryAfter: 1 });
   }
   if (rec.fingerprint !== fingerprint) {

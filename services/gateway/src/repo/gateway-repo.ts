@@ -31,11 +31,12 @@ export interface StoredOutcome {
 /** All SQL of the gateway (schema `gateway`). */
 export function gatewayRepo(sql: Sql) {
   /**
-   * A one-row FROM item that sets this statement's transaction to commit asynchronously when the
-   * write need not survive a database crash (decision 0008), or leaves the default.
+   * A one-row FROM item that makes this statement's transaction commit asynchronously. For the
+   * Idempotency-Key records: every idempotent operation's service records the key with its result
+   * itself, so a record lost in a database crash lets a retry through to the service, which
+   * answers with the original result (decision 0008).
    */
-  const commitMode = (durable: boolean) =>
-    durable ? sql`(select 1) as commit_mode` : sql`(select set_config('synchronous_commit', 'off', true)) as commit_mode`;
+  const asyncCommit = () => sql`(select set_config('synchronous_commit', 'off', true)) as commit_mode`;
 
   return {
     /** Reserves up to `want` calls against the burst window and the billing period (0007). */
@@ -65,11 +66,11 @@ export function gatewayRepo(sql: Sql) {
      * window, and for a record whose execution was abandoned (lease over, same request): a gateway
      * that died mid-request blocks the key only until its lease ends.
      */
-    async claimIdempotencyKey(credentialId: string, key: string, fingerprint: string, leaseMs: number, durable = true): Promise<boolean> {
+    async claimIdempotencyKey(credentialId: string, key: string, fingerprint: string, leaseMs: number): Promise<boolean> {
       const rows = await sql`
         insert into idempotency_keys as k (credential_id, key, fingerprint, locked_until)
         select ${credentialId}, ${key}, ${fingerprint}, now() + ${leaseMs} * interval '1 millisecond'
-        from ${commitMode(durable)}
+        from ${asyncCommit()}
         on conflict (credential_id, key) do update
           set fingerprint = excluded.fingerprint, status = null, response_body = null,
               response_headers = null, replay_from_service = false, locked_until = excluded.locked_until, created_at = now()
@@ -92,13 +93,12 @@ export function gatewayRepo(sql: Sql) {
       status: number,
       body: string,
       headers: Record<string, string>,
-      durable = true,
       replayFromService = false,
     ): Promise<void> {
       await sql`
         update idempotency_keys set status = ${status}, response_body = ${replayFromService ? "" : body},
           response_headers = ${sql.json(headers)}, locked_until = null, replay_from_service = ${replayFromService}
-        from ${commitMode(durable)}
+        from ${asyncCommit()}
         where credential_id = ${credentialId} and key = ${key}`;
     },
 

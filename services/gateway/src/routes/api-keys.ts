@@ -1,19 +1,17 @@
 import { ApiKey, CreateApiKeyBody, CreatedApiKey, KeyIdParams, PageQuery, RevokedApiKey, page } from "@tasksvc/contracts";
 import { resource } from "../operations.js";
 
-export const apiKeys = resource("api-keys", (r) => {
+export const apiKeys = resource({ name: "api-keys", scope: "api-keys:manage" }, (r) => {
   r.op(
     {
       method: "POST",
       url: "/v1/api-keys",
       operationId: "createApiKey",
       summary: "Mint an API key (the secret is shown once)",
-      scope: "api-keys:manage",
       body: CreateApiKeyBody,
       status: 201,
       response: CreatedApiKey,
       idempotent: true,
-      serviceIdempotency: true,
       // The key itself: not kept in the gateway's record; a replay asks the keys service again.
       secretInResponse: true,
     },
@@ -25,7 +23,6 @@ export const apiKeys = resource("api-keys", (r) => {
       url: "/v1/api-keys",
       operationId: "listApiKeys",
       summary: "List API keys (legacy rows too; never the secret)",
-      scope: "api-keys:manage",
       query: PageQuery.strict(),
       response: page(ApiKey),
       paginated: true,
@@ -38,7 +35,6 @@ export const apiKeys = resource("api-keys", (r) => {
       url: "/v1/api-keys/:key_id",
       operationId: "revokeApiKey",
       summary: "Revoke an API key (legacy keys are soft-revoked)",
-      scope: "api-keys:manage",
       params: KeyIdParams,
       response: RevokedApiKey,
     },

@@ -19,20 +19,18 @@ function linkTo(target: UploadTarget, origin: string, path: "/v1/uploads/" | "/v
 }
 
 // Spec 2.4, 2.5, 4.1 "Attachments, two phases"; DESIGN.md 4; decision 0016.
-export const attachments = resource("attachments", (r) => {
+export const attachments = resource({ name: "attachments", scopes: "tasks" }, (r) => {
   r.op(
     {
       method: "POST",
       url: "/v1/tasks/:task_id/attachments/uploads",
       operationId: "startAttachmentUpload",
       summary: "Start an upload: checks the plan's file-size and storage allowances, answers where to PUT the bytes",
-      scope: "tasks:write",
       params: TaskParams,
       body: StartUploadBody,
       status: 201,
       response: UploadTicket,
       idempotent: true,
-      serviceIdempotency: true,
       errors: ["resource_not_found"],
     },
     async ({ clients, params, body, ctx, identity, origin }) => {
@@ -47,13 +45,11 @@ export const attachments = resource("attachments", (r) => {
       url: "/v1/tasks/:task_id/attachments",
       operationId: "registerAttachment",
       summary: "Register an uploaded file as an attachment of the task's current version",
-      scope: "tasks:write",
       params: TaskParams,
       body: RegisterAttachmentBody,
       status: 201,
       response: Attachment,
       idempotent: true,
-      serviceIdempotency: true,
       errors: ["resource_not_found"],
     },
     ({ clients, params, body, ctx }) => clients.tasks.relay("registerAttachment", { ...body, task_id: params.task_id }, ctx),
@@ -64,7 +60,6 @@ export const attachments = resource("attachments", (r) => {
       url: "/v1/tasks/:task_id/attachments",
       operationId: "listAttachments",
       summary: "List the task's attachments, newest first",
-      scope: "tasks:read",
       params: TaskParams,
       query: PageQuery.strict(),
       response: page(Attachment),
@@ -79,7 +74,6 @@ export const attachments = resource("attachments", (r) => {
       url: "/v1/tasks/:task_id/attachments/:attachment_id/download",
       operationId: "getAttachmentDownloadLink",
       summary: "A short-lived link that answers the attachment's bytes",
-      scope: "tasks:read",
       params: AttachmentParams,
       response: DownloadLink,
       errors: ["resource_not_found"],
@@ -95,7 +89,6 @@ export const attachments = resource("attachments", (r) => {
       url: "/v1/tasks/:task_id/attachments/:attachment_id",
       operationId: "deleteAttachment",
       summary: "Delete an attachment (its bytes leave the storage allowance and the store)",
-      scope: "tasks:write",
       params: AttachmentParams,
       response: DeletedAttachment,
       errors: ["resource_not_found"],

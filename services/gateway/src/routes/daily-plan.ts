@@ -1,14 +1,13 @@
 import { Board, BoardEntry, DateQuery, DeletedEntry, EntryParams, PlanEntryBody, SectionStatus, SetSectionStatusBody } from "@tasksvc/contracts";
 import { resource } from "../operations.js";
 
-export const dailyPlan = resource("daily-plan", (r) => {
+export const dailyPlan = resource({ name: "daily-plan", scopes: "tasks" }, (r) => {
   r.op(
     {
       method: "GET",
       url: "/v1/daily-plan",
       operationId: "getDailyPlan",
       summary: "The credential's user's board for a UTC day: TODO then PROGRESS, entries oldest first, current titles and statuses",
-      scope: "tasks:read",
       query: DateQuery,
       response: Board,
     },
@@ -20,7 +19,6 @@ export const dailyPlan = resource("daily-plan", (r) => {
       url: "/v1/daily-plan",
       operationId: "setDailyPlanSection",
       summary: "Set a section's fill status for a day (creates the section when needed)",
-      scope: "tasks:write",
       query: DateQuery,
       body: SetSectionStatusBody,
       response: SectionStatus,
@@ -33,12 +31,10 @@ export const dailyPlan = resource("daily-plan", (r) => {
       url: "/v1/daily-plan/entries",
       operationId: "addDailyPlanEntry",
       summary: "Place one of your tasks (and its subtasks) on a section of a day; moves it from the other section",
-      scope: "tasks:write",
       body: PlanEntryBody,
       status: 201,
       response: BoardEntry,
       idempotent: true,
-      serviceIdempotency: true,
       errors: ["resource_not_found"],
     },
     ({ clients, body, ctx }) => clients.boards.relay("planEntry", body, ctx),
@@ -49,7 +45,6 @@ export const dailyPlan = resource("daily-plan", (r) => {
       url: "/v1/daily-plan/entries/:entry_id",
       operationId: "removeDailyPlanEntry",
       summary: "Remove an entry from your board",
-      scope: "tasks:write",
       params: EntryParams,
       response: DeletedEntry,
     },

@@ -1,14 +1,13 @@
 import { AddDependencyBody, DependencyParams, DependencyView, TaskParams } from "@tasksvc/contracts";
 import { WithStatus, resource } from "../operations.js";
 
-export const dependencies = resource("dependencies", (r) => {
+export const dependencies = resource({ name: "dependencies", scopes: "tasks" }, (r) => {
   r.op(
     {
       method: "GET",
       url: "/v1/tasks/:task_id/dependencies",
       operationId: "getTaskDependencies",
       summary: "A task's dependency view: what blocks it and what it blocks",
-      scope: "tasks:read",
       params: TaskParams,
       response: DependencyView,
     },
@@ -20,14 +19,12 @@ export const dependencies = resource("dependencies", (r) => {
       url: "/v1/tasks/:task_id/dependencies",
       operationId: "addTaskDependency",
       summary: "Record that the task is blocked by blocker_task_id (201 new link, 200 existing link)",
-      scope: "tasks:write",
       params: TaskParams,
       body: AddDependencyBody,
       status: 201,
       otherStatuses: { 200: "The link already existed: nothing changed, no event" },
       response: DependencyView,
       idempotent: true,
-      serviceIdempotency: true,
       errors: ["dependency_cycle"],
     },
     async ({ clients, params, body, ctx }) => {
@@ -41,7 +38,6 @@ export const dependencies = resource("dependencies", (r) => {
       url: "/v1/tasks/:task_id/dependencies/:blocker_task_id",
       operationId: "removeTaskDependency",
       summary: "Remove a dependency link; answers the task's dependency view",
-      scope: "tasks:write",
       params: DependencyParams,
       response: DependencyView,
     },

@@ -5,14 +5,13 @@ import { resource } from "../operations.js";
  * The events feed (issue 16, decision 0021): every task event of the last 30 days, as webhooks
  * deliver it, for a consumer that missed deliveries to catch up or rebuild its state.
  */
-export const events = resource("events", (r) => {
+export const events = resource({ name: "events", scope: "tasks:read" }, (r) => {
   r.op(
     {
       method: "GET",
       url: "/v1/events",
       operationId: "listEvents",
       summary: "Task events of the last 30 days, newest first: the bodies webhooks deliver, with their webhook-id",
-      scope: "tasks:read",
       query: ListEventsQuery,
       response: page(Event),
       paginated: true,
@@ -25,7 +24,6 @@ export const events = resource("events", (r) => {
       url: "/v1/events/:event_id",
       operationId: "getEvent",
       summary: "One task event (its id is the delivery's webhook-id)",
-      scope: "tasks:read",
       params: EventParams,
       response: Event,
     },

@@ -1,14 +1,13 @@
 import { Member, PageQuery, page } from "@tasksvc/contracts";
 import { resource } from "../operations.js";
 
-export const members = resource("members", (r) => {
+export const members = resource({ name: "members", scope: "members:read" }, (r) => {
   r.op(
     {
       method: "GET",
       url: "/v1/members",
       operationId: "listMembers",
       summary: "List the organization's members",
-      scope: "members:read",
       query: PageQuery.strict(),
       response: page(Member),
       paginated: true,

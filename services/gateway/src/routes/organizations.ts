@@ -1,14 +1,13 @@
 import { Organization, OrganizationIdParams, PageQuery, page } from "@tasksvc/contracts";
 import { resource } from "../operations.js";
 
-export const organizations = resource("organizations", (r) => {
+export const organizations = resource({ name: "organizations", scope: "workspaces:read" }, (r) => {
   r.op(
     {
       method: "GET",
       url: "/v1/organizations",
       operationId: "listOrganizations",
       summary: "List the credential's organization (always one page)",
-      scope: "workspaces:read",
       query: PageQuery.strict(),
       response: page(Organization),
       paginated: true,
@@ -21,7 +20,6 @@ export const organizations = resource("organizations", (r) => {
       url: "/v1/organizations/:organization_id",
       operationId: "getOrganization",
       summary: "Get the credential's organization",
-      scope: "workspaces:read",
       params: OrganizationIdParams,
       response: Organization,
     },

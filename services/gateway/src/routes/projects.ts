@@ -1,20 +1,17 @@
-import { CreateProjectBody, PageQuery, Project, ProjectParams, UpdateProjectBody, page } from "@tasksvc/contracts";
-import { z } from "zod";
+import { CreateProjectBody, DeletedProject, PageQuery, Project, ProjectParams, UpdateProjectBody, page } from "@tasksvc/contracts";
 import { resource } from "../operations.js";
 
-export const projects = resource("projects", (r) => {
+export const projects = resource({ name: "projects", scopes: "projects" }, (r) => {
   r.op(
     {
       method: "POST",
       url: "/v1/projects",
       operationId: "createProject",
       summary: "Create a project (name unique in the organization)",
-      scope: "projects:write",
       body: CreateProjectBody,
       status: 201,
       response: Project,
       idempotent: true,
-      serviceIdempotency: true,
     },
     ({ clients, body, ctx }) => clients.tasks.relay("createProject", body, ctx),
   );
@@ -24,7 +21,6 @@ export const projects = resource("projects", (r) => {
       url: "/v1/projects",
       operationId: "listProjects",
       summary: "List projects, newest first",
-      scope: "projects:read",
       query: PageQuery.strict(),
       response: page(Project),
       paginated: true,
@@ -37,7 +33,6 @@ export const projects = resource("projects", (r) => {
       url: "/v1/projects/:project_id",
       operationId: "getProject",
       summary: "Get a project",
-      scope: "projects:read",
       params: ProjectParams,
       response: Project,
     },
@@ -49,7 +44,6 @@ export const projects = resource("projects", (r) => {
       url: "/v1/projects/:project_id",
       operationId: "updateProject",
       summary: "Update a project's name or description",
-      scope: "projects:write",
       params: ProjectParams,
       body: UpdateProjectBody,
       response: Project,
@@ -62,9 +56,8 @@ export const projects = resource("projects", (r) => {
       url: "/v1/projects/:project_id",
       operationId: "deleteProject",
       summary: "Delete a project; tasks keep their other projects (emits task.updated for each task it leaves)",
-      scope: "projects:write",
       params: ProjectParams,
-      response: z.object({ id: z.string(), deleted: z.literal(true) }),
+      response: DeletedProject,
     },
     ({ clients, params, ctx }) => clients.tasks.relay("deleteProject", params, ctx),
   );

@@ -1,19 +1,17 @@
 import { CreateTaskBody, ListTasksQuery, PageQuery, Task, TaskParams, TaskVersion, UpdateTaskBody, page } from "@tasksvc/contracts";
 import { resource } from "../operations.js";
 
-export const tasks = resource("tasks", (r) => {
+export const tasks = resource({ name: "tasks", scopes: "tasks" }, (r) => {
   r.op(
     {
       method: "POST",
       url: "/v1/tasks",
       operationId: "createTask",
       summary: "Create a task (numbered T-<n> per organization; owned by the credential's user)",
-      scope: "tasks:write",
       body: CreateTaskBody,
       status: 201,
       response: Task,
       idempotent: true,
-      serviceIdempotency: true,
     },
     ({ clients, body, ctx }) => clients.tasks.relay("createTask", body, ctx),
   );
@@ -23,7 +21,6 @@ export const tasks = resource("tasks", (r) => {
       url: "/v1/tasks",
       operationId: "listTasks",
       summary: "List tasks, most recently updated first (filters apply to the current version)",
-      scope: "tasks:read",
       query: ListTasksQuery,
       response: page(Task),
       paginated: true,
@@ -37,7 +34,6 @@ export const tasks = resource("tasks", (r) => {
       url: "/v1/tasks/:task_id",
       operationId: "getTask",
       summary: "Get a task (its current version)",
-      scope: "tasks:read",
       params: TaskParams,
       response: Task,
     },
@@ -49,12 +45,10 @@ export const tasks = resource("tasks", (r) => {
       url: "/v1/tasks/:task_id",
       operationId: "updateTask",
       summary: "Update a task: a new immutable version when the content changed, none otherwise",
-      scope: "tasks:write",
       params: TaskParams,
       body: UpdateTaskBody,
       response: Task,
       idempotent: true,
-      serviceIdempotency: true,
     },
     ({ clients, params, body, ctx }) => clients.tasks.relay("updateTask", { task_id: params.task_id, patch: body }, ctx),
   );
@@ -64,11 +58,9 @@ export const tasks = resource("tasks", (r) => {
       url: "/v1/tasks/:task_id/archive",
       operationId: "archiveTask",
       summary: "Archive a task (emits task.archived; archiving an archived task changes nothing)",
-      scope: "tasks:write",
       params: TaskParams,
       response: Task,
       idempotent: true,
-      serviceIdempotency: true,
     },
     ({ clients, params, ctx }) => clients.tasks.relay("archiveTask", params, ctx),
   );
@@ -78,11 +70,9 @@ export const tasks = resource("tasks", (r) => {
       url: "/v1/tasks/:task_id/unarchive",
       operationId: "unarchiveTask",
       summary: "Unarchive a task (emits task.updated)",
-      scope: "tasks:write",
       params: TaskParams,
       response: Task,
       idempotent: true,
-      serviceIdempotency: true,
     },
     ({ clients, params, ctx }) => clients.tasks.relay("unarchiveTask", params, ctx),
   );
@@ -92,7 +82,6 @@ export const tasks = resource("tasks", (r) => {
       url: "/v1/tasks/:task_id/history",
       operationId: "listTaskVersions",
       summary: "A task's versions, newest first",
-      scope: "tasks:read",
       params: TaskParams,
       query: PageQuery.strict(),
       response: page(TaskVersion),

@@ -1,14 +1,13 @@
 import { Usage } from "@tasksvc/contracts";
 import { resource } from "../operations.js";
 
-export const usage = resource("usage", (r) => {
+export const usage = resource({ name: "usage", scope: "usage:read" }, (r) => {
   r.op(
     {
       method: "GET",
       url: "/v1/usage",
       operationId: "getUsage",
-      summary: "API-call consumption of the current billing period (this call included) and attachment storage",
-      scope: "usage:read",
+      summary: "API-call consumption of the current billing period (this call included), attachment storage, and the plan's other limits",
       response: Usage,
       exactCharge: true,
     },
@@ -31,6 +30,7 @@ export const usage = resource("usage", (r) => {
         storage_used: (await clients.tasks.call("storageUsage", {}, ctx)).used_bytes,
         storage_allowance: identity.limits.storage,
         max_file_size: identity.limits.max_file_size,
+        webhook_endpoints_allowance: identity.limits.webhook_endpoints,
       };
     },
   );

@@ -21,24 +21,23 @@ import {
 import { resource } from "../operations.js";
 
 // Every webhook operation needs the plan entitlement outbound_webhooks (spec 4, 5.4): Pro and Team.
-export const webhookEndpoints = resource("webhook-endpoints", (r) => {
+export const webhookEndpoints = resource({ name: "webhook-endpoints", scopes: "webhooks", entitlement: "outbound_webhooks" }, (r) => {
   r.op(
     {
       method: "POST",
       url: "/v1/webhook-endpoints",
       operationId: "createWebhookEndpoint",
-      summary: "Create a webhook endpoint (the signing secret is shown once)",
-      scope: "webhooks:write",
-      entitlement: "outbound_webhooks",
+      summary: "Create a webhook endpoint, one per URL and up to the plan's number of endpoints (the signing secret is shown once)",
       body: CreateWebhookEndpointBody,
       status: 201,
       response: CreatedWebhookEndpoint,
       idempotent: true,
-      serviceIdempotency: true,
       // The signing secret: kept sealed by the service, never in the gateway's record.
       secretInResponse: true,
     },
-    ({ clients, body, ctx }) => clients.webhooks.relay("createEndpoint", body, ctx),
+    // The plan's cap travels with the call, as the storage allowances do to upload-start.
+    ({ clients, body, ctx, identity }) =>
+      clients.webhooks.relay("createEndpoint", { ...body, limits: { webhook_endpoints: identity.limits.webhook_endpoints } }, ctx),
   );
   r.op(
     {
@@ -46,8 +45,6 @@ export const webhookEndpoints = resource("webhook-endpoints", (r) => {
       url: "/v1/webhook-endpoints",
       operationId: "listWebhookEndpoints",
       summary: "List webhook endpoints, newest first (never the secret)",
-      scope: "webhooks:read",
-      entitlement: "outbound_webhooks",
       query: PageQuery.strict(),
       response: page(WebhookEndpoint),
       paginated: true,
@@ -60,8 +57,6 @@ export const webhookEndpoints = resource("webhook-endpoints", (r) => {
       url: "/v1/webhook-endpoints/:endpoint_id",
       operationId: "getWebhookEndpoint",
       summary: "Get a webhook endpoint (never the secret)",
-      scope: "webhooks:read",
-      entitlement: "outbound_webhooks",
       params: WebhookEndpointParams,
       response: WebhookEndpoint,
     },
@@ -73,8 +68,6 @@ export const webhookEndpoints = resource("webhook-endpoints", (r) => {
       url: "/v1/webhook-endpoints/:endpoint_id",
       operationId: "updateWebhookEndpoint",
       summary: "Update a webhook endpoint's url, event types or enabled flag (enabling resets its failure count)",
-      scope: "webhooks:write",
-      entitlement: "outbound_webhooks",
       params: WebhookEndpointParams,
       body: UpdateWebhookEndpointBody,
       response: WebhookEndpoint,
@@ -87,8 +80,6 @@ export const webhookEndpoints = resource("webhook-endpoints", (r) => {
       url: "/v1/webhook-endpoints/:endpoint_id",
       operationId: "deleteWebhookEndpoint",
       summary: "Delete a webhook endpoint permanently",
-      scope: "webhooks:write",
-      entitlement: "outbound_webhooks",
       params: WebhookEndpointParams,
       response: DeletedWebhookEndpoint,
     },
@@ -100,12 +91,9 @@ export const webhookEndpoints = resource("webhook-endpoints", (r) => {
       url: "/v1/webhook-endpoints/:endpoint_id/rotate-secret",
       operationId: "rotateWebhookSecret",
       summary: "Rotate the signing secret (the new one is shown once; the previous one keeps signing for about 24 h)",
-      scope: "webhooks:write",
-      entitlement: "outbound_webhooks",
       params: WebhookEndpointParams,
       response: RotatedWebhookEndpoint,
       idempotent: true,
-      serviceIdempotency: true,
       // The signing secret: kept sealed by the service, never in the gateway's record.
       secretInResponse: true,
     },
@@ -117,8 +105,6 @@ export const webhookEndpoints = resource("webhook-endpoints", (r) => {
       url: "/v1/webhook-endpoints/:endpoint_id/test-event",
       operationId: "sendWebhookTestEvent",
       summary: "Send one signed sample event now and report how the call ended (no delivery row)",
-      scope: "webhooks:write",
-      entitlement: "outbound_webhooks",
       params: WebhookEndpointParams,
       // Spec 4.1: the body is optional; a request without one sends task.created.
       body: TestEventBody.optional(),
@@ -132,8 +118,6 @@ export const webhookEndpoints = resource("webhook-endpoints", (r) => {
       url: "/v1/webhook-endpoints/:endpoint_id/verify",
       operationId: "verifyWebhookEndpoint",
       summary: "Send a signed verification probe; a 2xx answer marks the endpoint verified",
-      scope: "webhooks:write",
-      entitlement: "outbound_webhooks",
       params: WebhookEndpointParams,
       response: VerifyResult,
     },
@@ -145,8 +129,6 @@ export const webhookEndpoints = resource("webhook-endpoints", (r) => {
       url: "/v1/webhook-endpoints/:endpoint_id/deliveries",
       operationId: "listWebhookDeliveries",
       summary: "The endpoint's delivery log, newest first, optionally of one state (never bodies)",
-      scope: "webhooks:read",
-      entitlement: "outbound_webhooks",
       params: WebhookEndpointParams,
       query: DeliveriesQuery.strict(),
       response: page(WebhookDelivery),
@@ -160,8 +142,6 @@ export const webhookEndpoints = resource("webhook-endpoints", (r) => {
       url: "/v1/webhook-endpoints/:endpoint_id/deliveries/:delivery_id/attempts",
       operationId: "listWebhookDeliveryAttempts",
       summary: "A delivery's attempts in order: time, status or error class, duration (never bodies)",
-      scope: "webhooks:read",
-      entitlement: "outbound_webhooks",
       params: DeliveryParams,
       query: PageQuery.strict(),
       response: page(DeliveryAttempt),
@@ -175,8 +155,6 @@ export const webhookEndpoints = resource("webhook-endpoints", (r) => {
       url: "/v1/webhook-endpoints/:endpoint_id/deliveries/:delivery_id/replay",
       operationId: "replayWebhookDelivery",
       summary: "Replay a delivery as a new PENDING row with the same webhook-id (the original is unchanged)",
-      scope: "webhooks:write",
-      entitlement: "outbound_webhooks",
       params: DeliveryParams,
       status: 202,
       response: WebhookDelivery,
@@ -190,8 +168,6 @@ export const webhookEndpoints = resource("webhook-endpoints", (r) => {
       url: "/v1/webhook-endpoints/:endpoint_id/replay-failed",
       operationId: "replayFailedWebhookDeliveries",
       summary: "Replay the failed and disabled deliveries created since a time, oldest first, at most 1000 per call",
-      scope: "webhooks:write",
-      entitlement: "outbound_webhooks",
       params: WebhookEndpointParams,
       body: ReplayFailedBody,
       status: 202,

@@ -1,3 +1,6 @@
+import { AppError } from "@tasksvc/errors";
+import type { Logger } from "@tasksvc/logger";
+import type { SecretBox } from "@tasksvc/secrets";
 import { SignJWT, exportJWK, generateKeyPair, importJWK, type JWK } from "jose";
 import type { KeysRepo } from "../repo/keys-repo.js";
 
@@ -6,40 +9,95 @@ const KID = "dev-1";
 
 export interface DevIssuer {
   issuer: string;
+  /** Off when the deployment names a real issuer (OAUTH_JWKS_URL or OAUTH_PUBLIC_KEY). */
+  enabled: boolean;
+  /** The keys the gateway may check the development issuer's tokens against; none when off. */
   publicJwks(): Promise<JWK[]>;
   sign(claims: { sub: string; org_id: string; scope: string; jti: string }, ttlSeconds: number): Promise<{ token: string; expiresAt: Date }>;
+  /** Seals every private key an older release stored plain; returns how many this call sealed. */
+  sealStoredKeys(): Promise<number>;
+}
+
+export interface DevIssuerOptions {
+  repo: KeysRepo;
+  /** KEYS_SECRET_KEY's box: the private key is stored sealed, never plain. */
+  box: SecretBox;
+  issuer: string;
+  audience: string;
+  enabled: boolean;
+  log: Logger;
 }
 
 /**
- * The development OAuth issuer behind `admin issue-token`. Its key pair lives in the keys schema so
- * every replica signs with the same key and the gateway can fetch the public half over NATS.
- * Production deployments point the gateway at a real issuer with OAUTH_JWKS_URL instead.
+ * The development OAuth issuer behind `admin issue-token`. Its key pair lives in the keys schema,
+ * the private half sealed under KEYS_SECRET_KEY, so every replica signs with the same key, the
+ * gateway can fetch the public half over NATS, and a copy of the database cannot sign. A
+ * deployment with a real issuer (OAUTH_JWKS_URL or OAUTH_PUBLIC_KEY) turns it off: it then signs
+ * nothing and publishes no key.
  */
-export function devIssuer(repo: KeysRepo, issuer: string, audience: string): DevIssuer {
+export function devIssuer(opts: DevIssuerOptions): DevIssuer {
+  const { repo, box, issuer, audience, log } = opts;
   let cached: Promise<{ privateJwk: JWK; publicJwk: JWK }> | undefined;
-  const load = () =>
-    (cached ??= (async () => {
-      let row = await repo.signingKey();
+
+  async function newPair(): Promise<{ sealed: string; publicJwk: JWK }> {
+    const { privateKey, publicKey } = await generateKeyPair(ALG, { extractable: true });
+    const publicJwk = { ...(await exportJWK(publicKey)), kid: KID, alg: ALG, use: "sig" };
+    const privateJwk = { ...(await exportJWK(privateKey)), kid: KID, alg: ALG };
+    return { sealed: box.seal(JSON.stringify(privateJwk)), publicJwk };
+  }
+
+  async function read(): Promise<{ privateJwk: JWK; publicJwk: JWK }> {
+    // Each pass either returns or changes the row (insert, replace) and reads it again; a replica
+    // racing us may win that change, which the next read sees. Three passes cover both races.
+    for (let pass = 0; pass < 3; pass++) {
+      const row = await repo.signingKey();
       if (!row) {
-        const { privateKey, publicKey } = await generateKeyPair(ALG, { extractable: true });
-        const pub = { ...(await exportJWK(publicKey)), kid: KID, alg: ALG, use: "sig" };
-        const priv = { ...(await exportJWK(privateKey)), kid: KID, alg: ALG };
-        await repo.insertSigningKey(KID, priv, pub);
-        row = await repo.signingKey();
-        if (!row) throw new Error("signing key vanished after insert");
+        const { sealed, publicJwk } = await newPair();
+        await repo.insertSigningKey(KID, sealed, publicJwk);
+        continue;
       }
-      return { privateJwk: row.private_jwk as JWK, publicJwk: row.public_jwk as JWK };
-    })().catch((e: unknown) => {
+      const publicJwk = row.public_jwk as JWK;
+      if (row.private_jwk) {
+        // Stored plain by an older release (one may still run during a rollout): usable as is,
+        // sealed now.
+        await repo.sealSigningKey(row.kid, box.seal(JSON.stringify(row.private_jwk)));
+        return { privateJwk: row.private_jwk as JWK, publicJwk };
+      }
+      const sealed = row.private_key_sealed as string;
+      try {
+        return { privateJwk: JSON.parse(box.open(sealed)) as JWK, publicJwk };
+      } catch (err) {
+        // Sealed under another KEYS_SECRET_KEY (it was set or changed since): this issuer's key is
+        // lost to us either way, and a new pair keeps `admin issue-token` working.
+        log.warn(
+          { err },
+          "the development issuer's signing key was sealed under another KEYS_SECRET_KEY: replaced by a new key pair; tokens it signed before are refused once gateways refresh its key (within five minutes)",
+        );
+        const fresh = await newPair();
+        await repo.replaceSigningKey(row.kid, sealed, fresh.sealed, fresh.publicJwk);
+      }
+    }
+    throw new Error("the development issuer's signing key could not be stored");
+  }
+
+  const load = () =>
+    (cached ??= read().catch((e: unknown) => {
       cached = undefined;
       throw e;
     }));
 
   return {
     issuer,
+    enabled: opts.enabled,
     async publicJwks() {
-      return [(await load()).publicJwk];
+      return opts.enabled ? [(await load()).publicJwk] : [];
     },
     async sign(claims, ttlSeconds) {
+      if (!opts.enabled)
+        throw new AppError(
+          "feature_not_enabled",
+          "The development token issuer is off: this deployment checks access tokens against its OAuth issuer (OAUTH_JWKS_URL or OAUTH_PUBLIC_KEY), so get tokens from that issuer.",
+        );
       const { privateJwk } = await load();
       const key = await importJWK(privateJwk, ALG);
       const now = Math.floor(Date.now() / 1000);
@@ -54,6 +112,13 @@ export function devIssuer(repo: KeysRepo, issuer: string, audience: string): Dev
         .setExpirationTime(exp)
         .sign(key);
       return { token, expiresAt: new Date(exp * 1000) };
+    },
+    async sealStoredKeys() {
+      let sealed = 0;
+      for (const row of await repo.plainSigningKeys()) {
+        if (await repo.sealSigningKey(row.kid, box.seal(JSON.stringify(row.private_jwk)))) sealed++;
+      }
+      return sealed;
     },
   };
 }

@@ -17,7 +17,7 @@ import {
 } from "@tasksvc/contracts";
 import { newId, storedResult } from "@tasksvc/db";
 import { AppError } from "@tasksvc/errors";
-import type { SecretBox } from "@tasksvc/outbound";
+import type { SecretBox } from "@tasksvc/secrets";
 import { toApiKey, toOrganization, type KeysRepo, type NewKey, type OrgRow } from "../repo/keys-repo.js";
 import type { DevIssuer } from "./dev-issuer.js";
 import { hashKey, keyPrefix, mintKeySecret } from "./secrets.js";
@@ -48,6 +48,7 @@ export function effectiveLimits(org: OrgRow): Limits {
     quota: org.quota ?? d.quota,
     max_file_size: Number(org.max_file_size ?? d.maxFileSize),
     storage: Number(org.storage ?? d.storage),
+    webhook_endpoints: org.webhook_endpoints ?? d.webhookEndpoints,
   };
 }
 
@@ -276,7 +277,7 @@ export function keysService(deps: KeysDeps) {
       return { organization_id: a.org, plan: a.plan };
     },
 
-    async setLimits(a: { org: string; burst?: number; quota?: number; max_file_size?: number; storage?: number }) {
+    async setLimits(a: { org: string; burst?: number; quota?: number; max_file_size?: number; storage?: number; webhook_endpoints?: number }) {
       const org = await repo.setLimits(a.org, a);
       if (!org) throw notFound("organization", a.org);
       await deps.invalidate(a.org);

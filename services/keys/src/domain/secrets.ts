@@ -1,4 +1,4 @@
-import { randomBase62 } from "@tasksvc/db";
+import { randomBase62 } from "@tasksvc/secrets";
 
 /**
  * Key formats (DESIGN.md section 2): `svc_live_<43 base62>` / `svc_test_<43 base62>` (~256 bits).
@@ -9,7 +9,7 @@ export function mintKeySecret(kind: "live" | "test" | "legacy"): string {
 }
 
 /** The only thing stored about a secret (the definition is shared with the gateway). */
-export { hashApiKey as hashKey } from "@tasksvc/contracts";
+export { hashApiKey as hashKey } from "@tasksvc/secrets";
 
 /**
  * DEVELOPMENT ONLY: the key KEYS_SECRET_KEY falls back to when unset, so `make run` works out of

@@ -1,5 +1,5 @@
 import type { Sql } from "@tasksvc/db";
-import { decodeKeyset, idempotencyRecords, pageOf } from "@tasksvc/db";
+import { array, idempotencyRecords, jsonb, KEYSET_TIME, keyset, keysetAfter, pageOf } from "@tasksvc/db";
 import type { ApiKey, Member, Organization, Page, Plan, Role, Scope } from "@tasksvc/contracts";
 
 export interface OrgRow {
@@ -10,6 +10,7 @@ export interface OrgRow {
   quota: number | null;
   max_file_size: string | null;
   storage: string | null;
+  webhook_endpoints: number | null;
   created_at: Date;
 }
 
@@ -67,6 +68,11 @@ export function toApiKey(r: KeyRow): ApiKey {
   };
 }
 
+/** An organization's live keys, newest first: `order by created_at desc, id desc`. */
+const KEY_PAGES = keyset("desc", ["created_at", "timestamp"], ["id", "text"]);
+/** Members, oldest first: `order by m.created_at, m.user_id`. */
+const MEMBER_PAGES = keyset("asc", ["m.created_at", "timestamp"], ["m.user_id", "text"]);
+
 /** All SQL of the keys service. `sql` may be the pool or a transaction. */
 export function keysRepo(sql: Sql) {
   return {
@@ -77,7 +83,7 @@ export function keysRepo(sql: Sql) {
       // A key acts as its creator: no current membership, no identity (a removed user's keys stop).
       const [row] = await sql<KeyIdentityRow[]>`
         select k.id as key_id, k.user_id, k.scopes, k.expires_at, m.role,
-               o.id, o.name, o.plan, o.burst, o.quota, o.max_file_size, o.storage, o.created_at
+               o.id, o.name, o.plan, o.burst, o.quota, o.max_file_size, o.storage, o.webhook_endpoints, o.created_at
         from api_keys k
         join organizations o on o.id = k.organization_id
         join memberships m on m.organization_id = k.organization_id and m.user_id = k.user_id
@@ -174,13 +180,17 @@ export function keysRepo(sql: Sql) {
       return r.count === 1;
     },
 
-    async setLimits(orgId: string, l: { burst?: number; quota?: number; max_file_size?: number; storage?: number }): Promise<OrgRow | undefined> {
+    async setLimits(
+      orgId: string,
+      l: { burst?: number; quota?: number; max_file_size?: number; storage?: number; webhook_endpoints?: number },
+    ): Promise<OrgRow | undefined> {
       const [row] = await sql<OrgRow[]>`
         update organizations set
           burst = coalesce(${l.burst ?? null}::integer, burst),
           quota = coalesce(${l.quota ?? null}::integer, quota),
           max_file_size = coalesce(${l.max_file_size ?? null}::bigint, max_file_size),
-          storage = coalesce(${l.storage ?? null}::bigint, storage)
+          storage = coalesce(${l.storage ?? null}::bigint, storage),
+          webhook_endpoints = coalesce(${l.webhook_endpoints ?? null}::integer, webhook_endpoints)
         where id = ${orgId}
         returning *`;
       return row;
@@ -215,7 +225,7 @@ export function keysRepo(sql: Sql) {
           select 1 as ok from member where role in ('owner', 'admin') and not exists (select 1 from prior)
         ), recorded as (
           insert into idempotency as i (credential_id, key, operation, result)
-          select ${once?.credentialId ?? ""}, ${once?.key ?? ""}, 'createApiKey', ${sql.json((once?.result ?? null) as never)}
+          select ${once?.credentialId ?? ""}, ${once?.key ?? ""}, 'createApiKey', ${jsonb(sql, once?.result ?? null)}
           from allowed where ${once !== null}
           on conflict (credential_id, key) do update set operation = excluded.operation, result = excluded.result, created_at = now()
             where i.created_at <= now() - interval '24 hours'
@@ -225,7 +235,7 @@ export function keysRepo(sql: Sql) {
         ), inserted as (
           insert into api_keys (id, organization_id, user_id, name, key_hash, key_prefix, scopes, legacy, test_mode, expires_at, created_at)
           select ${k.id}, ${k.organizationId}, ${k.userId}, ${k.name}, ${k.keyHash}, ${k.keyPrefix},
-                 ${sql.array(k.scopes as Scope[])}, ${k.legacy}, ${k.testMode}, ${k.expiresAt}, ${k.createdAt}
+                 ${array(sql, k.scopes)}, ${k.legacy}, ${k.testMode}, ${k.expiresAt}, ${k.createdAt}
           from go
           returning id
         )
@@ -241,20 +251,19 @@ export function keysRepo(sql: Sql) {
       const [row] = await sql<KeyRow[]>`
         insert into api_keys (id, organization_id, user_id, name, key_hash, key_prefix, scopes, legacy, test_mode, expires_at)
         values (${k.id}, ${k.organizationId}, ${k.userId}, ${k.name}, ${k.keyHash}, ${k.keyPrefix},
-                ${sql.array(k.scopes as Scope[])}, ${k.legacy}, ${k.testMode}, ${k.expiresAt})
+                ${array(sql, k.scopes)}, ${k.legacy}, ${k.testMode}, ${k.expiresAt})
         returning id, name, key_prefix, scopes, last_used_at, expires_at, created_at, legacy`;
       if (!row) throw new Error("insert returned no row");
       return row;
     },
 
     async listKeys(orgId: string, limit: number, after: string | undefined): Promise<Page<ApiKey>> {
-      const [at, id] = after ? decodeKeyset(after, 2) : [null, null];
       const rows = await sql<(KeyRow & { cursor_at: string })[]>`
         select id, name, key_prefix, scopes, last_used_at, expires_at, created_at, legacy,
-               to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as cursor_at
+               to_char(created_at at time zone 'UTC', ${sql.unsafe(KEYSET_TIME)}) as cursor_at
         from api_keys
         where organization_id = ${orgId} and revoked_at is null
-          ${at === null ? sql`` : sql`and (created_at, id) < (${String(at)}::text::timestamp at time zone 'UTC', ${String(id)})`}
+          ${keysetAfter(sql, after, KEY_PAGES)}
         order by created_at desc, id desc
         limit ${limit + 1}`;
       return pageOf(rows, limit, toApiKey, (r) => [r.cursor_at, r.id]);
@@ -277,13 +286,12 @@ export function keysRepo(sql: Sql) {
     },
 
     async listMembers(orgId: string, limit: number, after: string | undefined): Promise<Page<Member>> {
-      const [at, id] = after ? decodeKeyset(after, 2) : [null, null];
       const rows = await sql<{ user_id: string; email: string; role: Role; created_at: Date; cursor_at: string }[]>`
         select m.user_id, u.email, m.role, m.created_at,
-               to_char(m.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as cursor_at
+               to_char(m.created_at at time zone 'UTC', ${sql.unsafe(KEYSET_TIME)}) as cursor_at
         from memberships m join users u on u.id = m.user_id
         where m.organization_id = ${orgId}
-          ${at === null ? sql`` : sql`and (m.created_at, m.user_id) > (${String(at)}::text::timestamp at time zone 'UTC', ${String(id)})`}
+          ${keysetAfter(sql, after, MEMBER_PAGES)}
         order by m.created_at, m.user_id
         limit ${limit + 1}`;
       return pageOf(
@@ -294,17 +302,52 @@ export function keysRepo(sql: Sql) {
       );
     },
 
-    async signingKey(): Promise<{ kid: string; private_jwk: Record<string, unknown>; public_jwk: Record<string, unknown> } | undefined> {
-      const [row] = await sql<{ kid: string; private_jwk: Record<string, unknown>; public_jwk: Record<string, unknown> }[]>`
-        select kid, private_jwk, public_jwk from signing_keys order by created_at limit 1`;
+    /** The development issuer's key: `private_jwk` only on a row stored plain by an older release. */
+    async signingKey(): Promise<SigningKeyRow | undefined> {
+      const [row] = await sql<SigningKeyRow[]>`
+        select kid, private_jwk, private_key_sealed, public_jwk from signing_keys order by created_at limit 1`;
       return row;
     },
 
-    async insertSigningKey(kid: string, privateJwk: object, publicJwk: object): Promise<void> {
+    async insertSigningKey(kid: string, privateKeySealed: string, publicJwk: object): Promise<void> {
       // Replicas starting together may both generate a key; the first one stored wins.
-      await sql`insert into signing_keys (kid, private_jwk, public_jwk) values (${kid}, ${sql.json(privateJwk as never)}, ${sql.json(publicJwk as never)})
+      await sql`insert into signing_keys (kid, private_key_sealed, public_jwk) values (${kid}, ${privateKeySealed}, ${jsonb(sql, publicJwk)})
                 on conflict do nothing`;
+    },
+
+    /** Rows whose private key is still plain (stored before it was sealed). */
+    async plainSigningKeys(): Promise<Array<{ kid: string; private_jwk: Record<string, unknown> }>> {
+      return sql<{ kid: string; private_jwk: Record<string, unknown> }[]>`select kid, private_jwk from signing_keys where private_jwk is not null`;
+    },
+
+    /**
+     * Replaces a plain private key by its sealed form. Only while it is still plain: of replicas
+     * sealing together, one updates the row and the others find nothing left to do.
+     */
+    async sealSigningKey(kid: string, privateKeySealed: string): Promise<boolean> {
+      const rows = await sql`update signing_keys set private_key_sealed = ${privateKeySealed}, private_jwk = null
+                             where kid = ${kid} and private_jwk is not null returning kid`;
+      return rows.length > 0;
+    },
+
+    /**
+     * Replaces a key pair whose sealed private key no longer opens, only if the row still holds
+     * that very key: of replicas replacing together, the first one wins and the others read it.
+     */
+    async replaceSigningKey(kid: string, staleSealed: string, privateKeySealed: string, publicJwk: object): Promise<boolean> {
+      const rows = await sql`update signing_keys set private_key_sealed = ${privateKeySealed}, public_jwk = ${jsonb(sql, publicJwk)}, private_jwk = null
+                             where kid = ${kid} and private_key_sealed = ${staleSealed} returning kid`;
+      return rows.length > 0;
     },
   };
 }
 export type KeysRepo = ReturnType<typeof keysRepo>;
+
+export interface SigningKeyRow {
+  kid: string;
+  /** Set only on a row stored plain by an older release, until the service seals it. */
+  private_jwk: Record<string, unknown> | null;
+  /** `v1.<iv>.<ciphertext‖tag>` under KEYS_SECRET_KEY. */
+  private_key_sealed: string | null;
+  public_jwk: Record<string, unknown>;
+}

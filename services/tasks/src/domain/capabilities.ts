@@ -4,9 +4,12 @@ import { z } from "zod";
 
 /**
  * Capabilities for the gateway's streaming routes (decision 0016): the URL itself authorizes one
- * upload or download, so it carries what it grants and a MAC with a key only the tasks service
- * holds (in its schema). Format: base64url(JSON payload) "." base64url(HMAC-SHA256 of that
- * payload text). Not encrypted: the payload names the organization and key, nothing secret.
+ * upload or download, so it carries what it grants and a MAC under a key that only the tasks
+ * service's settings hold (LINK_SIGNING_KEYS), never the database: a copy of the database must not
+ * be enough to mint a link. Format: `<kid>.<base64url(JSON payload)>.<base64url(HMAC-SHA256)>`,
+ * the MAC over `<kid>.<payload>`; the key id names which configured key signed it, so a new key
+ * can sign while links signed by the previous one still open. Not encrypted: the payload names
+ * the organization and key, nothing secret.
  */
 const Payload = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("upload"), organization_id: z.string(), file_key: z.string(), expires_at: z.number().int() }),
@@ -17,20 +20,104 @@ export type CapabilityKind = Capability["kind"];
 
 export const linkInvalid = () => new AppError("link_invalid", "This link is invalid or has expired; ask for a new one.");
 
-export function capabilities(key: Buffer, now: () => number = Date.now) {
-  const mac = (text: string) => createHmac("sha256", key).update(text).digest();
+/** One configured signing key. */
+export interface LinkKey {
+  kid: string;
+  key: Buffer;
+}
+
+/**
+ * DEVELOPMENT ONLY: what LINK_SIGNING_KEYS falls back to when unset, so `make run` works out of
+ * the box. It is public (in this repository), so anyone can mint links under it; the service logs
+ * a warning at start. Base64 of the 32 ASCII bytes "tasksvc-DEV-ONLY-link-signing-00".
+ */
+export const DEV_LINK_SIGNING_KEYS = "dev:dGFza3N2Yy1ERVYtT05MWS1saW5rLXNpZ25pbmctMDA=";
+
+const KID = /^[A-Za-z0-9_-]{1,32}$/;
+const FORMAT_HINT =
+  "a comma-separated list of <key id>:<key> entries, the signing key first (e.g. `k1:$(openssl rand -base64 32)`); key ids of letters, digits, _ and - (at most 32), each key 64 hex characters or base64 of 32 bytes";
+
+/** LINK_SIGNING_KEYS's value → its keys, the signing one first; throws naming the entry at fault, never a key. */
+export function parseLinkSigningKeys(value: string): LinkKey[] {
+  const keys: LinkKey[] = [];
+  for (const [i, raw] of value.split(",").entries()) {
+    const entry = raw.trim();
+    const colon = entry.indexOf(":");
+    const kid = colon < 0 ? "" : entry.slice(0, colon);
+    const material = colon < 0 ? "" : entry.slice(colon + 1).trim();
+    if (!KID.test(kid)) throw new Error(`LINK_SIGNING_KEYS must be ${FORMAT_HINT}; entry ${i + 1} has no valid key id`);
+    if (keys.some((k) => k.kid === kid)) throw new Error(`LINK_SIGNING_KEYS must be ${FORMAT_HINT}; key id "${kid}" appears twice`);
+    const key = keyBytes(material);
+    if (!key) throw new Error(`LINK_SIGNING_KEYS must be ${FORMAT_HINT}; the key of "${kid}" is not 32 bytes in hex or base64`);
+    keys.push({ kid, key });
+  }
+  return keys;
+}
+
+function keyBytes(text: string): Buffer | undefined {
+  if (/^[0-9a-fA-F]{64}$/.test(text)) return Buffer.from(text, "hex");
+  if (/^[A-Za-z0-9+/_-]{43}=?$/.test(text)) {
+    const key = Buffer.from(text.replace(/-/g, "+").replace(/_/g, "/"), "base64");
+    if (key.length === 32) return key;
+  }
+  return undefined;
+}
+
+/**
+ * The LINK_SIGNING_KEYS setting (tasks service): validated at start (a bad value stops the process
+ * naming the entry); unset falls back to the development key with `isDevKey: true` so the process
+ * can warn.
+ */
+export const linkSigningKeysSetting = z
+  .string()
+  .optional()
+  .transform((value, ctx) => {
+    try {
+      return { keys: parseLinkSigningKeys(value ?? DEV_LINK_SIGNING_KEYS), isDevKey: value === undefined };
+    } catch (e) {
+      ctx.addIssue({ code: "custom", message: e instanceof Error ? e.message : String(e) });
+      return z.NEVER;
+    }
+  });
+
+/**
+ * How far a link's expiry may lie past now plus its configured lifetime: the ticket's expiry is
+ * taken from the database's clock and checked against this replica's, which NTP keeps within
+ * milliseconds of it. Anything beyond is a link no replica of ours minted.
+ */
+export const CLOCK_SKEW_MS = 30_000;
+
+export interface CapabilityOptions {
+  /** The signing key first; every one of them verifies. */
+  keys: readonly LinkKey[];
+  /** The longest life a link of each kind may have (UPLOAD_TICKET_TTL, DOWNLOAD_LINK_TTL). */
+  lifetimeMs: Record<CapabilityKind, number>;
+  now?: () => number;
+}
+
+export function capabilities(o: CapabilityOptions) {
+  const signer = o.keys[0];
+  if (!signer) throw new Error("capabilities(): no signing key");
+  const now = o.now ?? Date.now;
+  const byKid = new Map(o.keys.map((k) => [k.kid, k.key]));
+  const mac = (key: Buffer, text: string) => createHmac("sha256", key).update(text).digest();
   return {
     mint(c: Capability): string {
-      const text = Buffer.from(JSON.stringify(c)).toString("base64url");
-      return `${text}.${mac(text).toString("base64url")}`;
+      const signed = `${signer.kid}.${Buffer.from(JSON.stringify(c)).toString("base64url")}`;
+      return `${signed}.${mac(signer.key, signed).toString("base64url")}`;
     },
 
-    /** The payload of an authentic, unexpired capability of this kind; anything else is 403 link_invalid. */
+    /**
+     * The payload of an authentic, unexpired capability of this kind, signed by a configured key,
+     * whose expiry is within its kind's lifetime from now; anything else is 403 link_invalid.
+     */
     verify<K extends CapabilityKind>(token: string, kind: K): Extract<Capability, { kind: K }> {
-      const [text, sig, extra] = token.split(".");
-      if (text === undefined || sig === undefined || extra !== undefined) throw linkInvalid();
+      const [kid, text, sig, extra] = token.split(".");
+      if (kid === undefined || text === undefined || sig === undefined || extra !== undefined) throw linkInvalid();
+      const key = byKid.get(kid);
+      if (!key) throw linkInvalid();
       const given = Buffer.from(sig, "base64url");
-      const expected = mac(text);
+      const expected = mac(key, `${kid}.${text}`);
       // Equal lengths first: timingSafeEqual throws otherwise (and the length is public anyway).
       if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw linkInvalid();
       let parsed: z.ZodSafeParseResult<Capability>;
@@ -39,7 +126,9 @@ export function capabilities(key: Buffer, now: () => number = Date.now) {
       } catch {
         throw linkInvalid();
       }
-      if (!parsed.success || parsed.data.kind !== kind || parsed.data.expires_at <= now()) throw linkInvalid();
+      if (!parsed.success || parsed.data.kind !== kind) throw linkInvalid();
+      const left = parsed.data.expires_at - now();
+      if (left <= 0 || left > o.lifetimeMs[kind] + CLOCK_SKEW_MS) throw linkInvalid();
       return parsed.data as Extract<Capability, { kind: K }>;
     },
   };

@@ -1,12 +1,14 @@
 import type { Caller, CreateTaskBody, Task } from "@tasksvc/contracts";
 import { newId } from "@tasksvc/db";
 import { fieldError, isAppError } from "@tasksvc/errors";
-import { ReferenceVanished, toTask, type Content, type TaskRow, type TasksRepo } from "../repo/tasks-repo.js";
-import type { TasksDeps } from "./tasks-service.js";
 import { contextFromTraceparent, currentTraceparent, inSpan, SpanKind, trace } from "@tasksvc/telemetry";
+import type { Repositories } from "../repo/repositories.js";
+import { type Content, type TaskRow, toTask } from "../repo/task-json.js";
+import { ReferenceVanished } from "../repo/tasks-repo.js";
+import type { TasksResources } from "./resources.js";
 
 /** Checks one create against the database (projects, parent) and returns its first version. */
-export type Prepare = (r: TasksRepo, c: Caller, b: CreateTaskBody) => Promise<Content>;
+export type Prepare = (r: Repositories, c: Caller, b: CreateTaskBody) => Promise<Content>;
 
 interface Pending {
   caller: Caller;
@@ -34,7 +36,7 @@ const MAX_BATCH = 64;
  * left out; anything else that fails a batch re-runs its creates one by one, so one bad create
  * never fails its neighbours.
  */
-export function createBatcher(deps: TasksDeps, prepare: Prepare) {
+export function createBatcher(resources: TasksResources, prepare: Prepare) {
   const queues = new Map<string, Pending[]>();
 
   async function run(org: string, queue: Pending[]): Promise<void> {
@@ -60,7 +62,7 @@ export function createBatcher(deps: TasksDeps, prepare: Prepare) {
       // Another execution recorded this key while ours ran (KeyRecordedMeanwhile): answer with
       // its result. Any other failure is this create's answer.
       try {
-        p.resolve(await deps.repo.idempotency.replayRecordedMeanwhile<Task>(e, p.caller.credentialId, p.caller.idempotencyKey, "createTask"));
+        p.resolve(await resources.repos.idempotency.replayRecordedMeanwhile<Task>(e, p.caller.credentialId, p.caller.idempotencyKey, "createTask"));
       } catch (err) {
         p.reject(err);
       }
@@ -69,7 +71,7 @@ export function createBatcher(deps: TasksDeps, prepare: Prepare) {
 
   /** Runs one batch. Settles every create, or throws with none settled. */
   async function execute(org: string, batch: Pending[]): Promise<void> {
-    const r = deps.repo;
+    const r = resources.repos;
     const settled: Array<() => void> = [];
     // A create alone first looks for its stored result (a retry the gateway could not answer). A
     // batch does not: the gateway answers retries, and a key recorded meanwhile fails the batch's
@@ -111,7 +113,7 @@ export function createBatcher(deps: TasksDeps, prepare: Prepare) {
         const traced = accepted.flatMap((a) => (a.p.traceparent ? [a.p.traceparent] : []));
         rows =
           traced.length === 0
-            ? await r.createTasks(org, items)
+            ? await r.tasks.create(org, items)
             : await inSpan(
                 "db.createTasks",
                 {
@@ -123,7 +125,7 @@ export function createBatcher(deps: TasksDeps, prepare: Prepare) {
                   }),
                   attributes: { "db.system.name": "postgresql", "db.namespace": "tasks", "tasksvc.batch_size": items.length },
                 },
-                () => r.createTasks(org, items),
+                () => r.tasks.create(org, items),
               );
       } catch (e) {
         // A project or parent that vanished between the check and the insert. (A batch fails
@@ -132,11 +134,11 @@ export function createBatcher(deps: TasksDeps, prepare: Prepare) {
           throw fieldError(e.what === "project" ? "/project_id" : "/parent_task_id", "no longer exists in this organization");
         throw e;
       }
-      deps.written();
+      resources.written();
       for (const [i, a] of accepted.entries()) {
         const row = rows[i];
         // One row per create, in order (the statement's contract): a missing one settles nothing.
-        if (!row) throw new Error(`createTasks returned ${rows.length} rows for ${accepted.length} creates`);
+        if (!row) throw new Error(`the create statement returned ${rows.length} rows for ${accepted.length} creates`);
         settled.push(() => a.p.resolve(toTask(row)));
       }
     }

@@ -95,6 +95,14 @@ export function slotFrom(rule: Rule, day: Day): Day | null {
 }
 
 /**
+ * The slot of a series' head, its first occurrence: the rule's first day from `start_date`, else
+ * from `begun` (the day in the series' zone the series began). Null when the rule has none.
+ */
+export function firstSlot(r: Recurrence, begun: Day): Day | null {
+  return slotFrom(ruleOf(r, begun), r.start_date ?? begun);
+}
+
+/**
  * Catch-up without flooding: the latest slot due by `today` (inclusive) that comes after
  * `lastMade` (the last slot an occurrence was made for; null for none yet). A scheduler that was
  * down for a month makes this one occurrence, not thirty; null when nothing is due.
@@ -129,4 +137,34 @@ export function slotAfterCompletion(r: Recurrence, completedOn: Day): Day {
   if (!r.by_weekday.length && r.by_month_day === null) return base;
   const picked = ruleOf({ ...r, start_date: base, end_date: null, max_occurrences: null }, base);
   return slotFrom(picked, base) ?? base;
+}
+
+/**
+ * Basis COMPLETION: the slot of the occurrence after the latest (its slot `last`; `made`
+ * occurrences made after the head), which was done (completed, or archived instead) on `doneOn`.
+ * One interval after that day; done before its own day, one interval after its day instead, so
+ * the same slot never comes out again. Null once `end_date` or `max_occurrences` (the head
+ * counts) ends the series.
+ */
+export function slotAfterDone(r: Recurrence, last: Day, made: number, doneOn: Day): Day | null {
+  if (r.max_occurrences !== null && made + 1 >= r.max_occurrences) return null;
+  let next = slotAfterCompletion(r, doneOn);
+  if (next <= last) next = slotAfterCompletion(r, last);
+  return r.end_date !== null && next > r.end_date ? null : next;
+}
+
+/**
+ * The slot of the occurrence made when the series' latest one (its slot `last`; `made` made after
+ * the head) is done `today`, in the transaction of that write; null for none (paused, ended).
+ * - COMPLETION: slotAfterDone.
+ * - SCHEDULE: the rule's first slot after `last` that is not before `today`. Done early, the next
+ *   slot shows at once; done long after, one occurrence from today on, not one per missed slot
+ *   (the catch-up rule).
+ */
+export function slotAtDone(r: Recurrence, begun: Day, last: Day, made: number, today: Day): Day | null {
+  if (!r.active) return null;
+  if (r.basis === "COMPLETION") return slotAfterDone(r, last, made, today);
+  const rule = ruleOf(r, begun);
+  const next = slotAfter(rule, last);
+  return next === null || next >= today ? next : slotFrom(rule, today);
 }

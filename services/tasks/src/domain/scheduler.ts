@@ -1,19 +1,12 @@
 import type { DailySection, Recurrence, RollOverInput, TaskStatus } from "@tasksvc/contracts";
-import { newId } from "@tasksvc/db";
 import type { Logger } from "@tasksvc/logger";
 import { recurrenceFailures, recurrenceOccurrences, recurrenceRollovers, recurrenceSeriesRead, recurrenceTickDuration } from "@tasksvc/telemetry";
-import { type Content, contentOf, ReferenceVanished, type TaskRow, type TasksRepo } from "../repo/tasks-repo.js";
-import { type Day, dueSlot, localDay, nextDayStart, ruleOf, slotAfterCompletion, slotFrom } from "./recurrence.js";
-import type { TasksDeps } from "./tasks-service.js";
+import type { HeadRow as Head } from "../repo/recurrence-repo.js";
+import { ReferenceVanished } from "../repo/tasks-repo.js";
+import { makeOccurrences, NotMade } from "./occurrences.js";
+import { type Day, dueSlot, firstSlot, localDay, nextDayStart, ruleOf, slotAfterDone } from "./recurrence.js";
+import type { TasksResources } from "./resources.js";
 
-/**
- * Thrown inside an occurrence's transaction to undo it: its slot was recorded meanwhile (another
- * replica, a retried tick), or its head is gone.
- */
-class NotMade extends Error {}
-
-/** One series as the scheduler sees it (TasksRepo.recurringHeads). */
-type Head = Awaited<ReturnType<TasksRepo["recurringHeads"]>>[number];
 /** A series due to get the occurrence of `slot`. */
 interface Due {
   h: Head;
@@ -25,10 +18,12 @@ interface Due {
  */
 const BATCH = 100;
 
-/** Where rollover places an unfinished occurrence: the boards service's internal `rollOver`. */
+/**
+ * Where rollover requests go: the rollover stream, which the boards service consumes (it places
+ * each task once per day, however often requested). Resolves once the stream has the request.
+ */
 export interface RolloverPort {
-  /** Places the task on the owner's board for the day, once per task and day; false when it was before. */
-  rollOver(input: RollOverInput): Promise<boolean>;
+  request(input: RollOverInput): Promise<void>;
 }
 
 /** The board section an unfinished occurrence rolls onto: work under way goes to PROGRESS. */
@@ -45,7 +40,12 @@ const sectionFor = (status: TaskStatus): DailySection => (status === "IN_PROGRES
  *   not the last one was done. A scheduler that was down makes one occurrence for the latest
  *   missed slot, not one per missed day.
  * - COMPLETION: once the latest occurrence is COMPLETED (or archived instead), the next is due
- *   one interval after the day it was completed (or archived); it is made when that day comes.
+ *   one interval after the day it was completed (or archived); a tick makes it when that day
+ *   comes, unless the write that completed it did (next point).
+ * - Either basis: the write that completes or archives the latest occurrence makes the next one
+ *   itself (occurrences.ts, occurAfterDone), so a tick mostly finds it made. Ticks make what no
+ *   such write did: the slots that come while the latest is still open (SCHEDULE), and the next
+ *   of a series done while it was paused, then resumed.
  * - `active: false` makes nothing; after resuming, the latest slot due is made (as after downtime).
  * - `end_date` and `max_occurrences` end the series (the head counts as the first occurrence).
  * - `rollover_enabled`: while the series' latest occurrence is unfinished after its day (its due
@@ -57,13 +57,12 @@ const sectionFor = (status: TaskStatus): DailySection => (status === "IN_PROGRES
  * and a slot recorded meanwhile (another replica, a retried tick) undoes ours. `tick(now)` takes
  * the time as an argument: the service passes the clock, tests pass any instant.
  */
-export function recurrenceScheduler(deps: Pick<TasksDeps, "repo" | "tx" | "written"> & { boards: RolloverPort }, log: Logger) {
+export function recurrenceScheduler({ resources, boards, log }: { resources: TasksResources; boards: RolloverPort; log: Logger }) {
   /** The slot of a series' latest occurrence (the head's is the rule's first), or null when it has none. */
   function lastSlot(h: Head): Day | null {
     if (h.last_slot !== null) return h.last_slot;
     const r: Recurrence = h.recurrence;
-    const begun = localDay(h.created_at, r.timezone);
-    return slotFrom(ruleOf(r, begun), r.start_date ?? begun);
+    return firstSlot(r, localDay(h.created_at, r.timezone));
   }
 
   /** The slot a series is due to get now, or null. */
@@ -79,55 +78,27 @@ export function recurrenceScheduler(deps: Pick<TasksDeps, "repo" | "tx" | "writt
     // instead (dismissed), counted from the day it was completed, else from the day it was archived.
     const doneAt = h.latest_status === "COMPLETED" ? h.latest_updated_at : h.latest_archived ? h.latest_archived_at : null;
     if (doneAt === null) return null;
-    if (r.max_occurrences !== null && h.made + 1 >= r.max_occurrences) return null;
-    let next = slotAfterCompletion(r, localDay(doneAt, r.timezone));
-    // Done before its own day (a replica whose clock ran ahead made it early): one interval after
-    // that day instead, never the same slot again, and never a series stalled on it.
-    if (next <= last) next = slotAfterCompletion(r, last);
-    if (next > today) return null;
-    if (r.end_date !== null && next > r.end_date) return null;
-    return next;
+    // Done before its own day (a replica whose clock ran ahead made it early) counts from that day.
+    const next = slotAfterDone(r, last, h.made, localDay(doneAt, r.timezone));
+    return next === null || next > today ? null : next;
   }
 
-  /** An occurrence's content: the head's, status TODO, due on its slot, with no recurrence of its own. */
-  const contentFor = (head: TaskRow, slot: Day): Content => ({ ...contentOf(head), status: "TODO", start_date: null, due_date: slot, recurrence: null });
-
   /**
-   * Makes the occurrences of due series of one organization in one transaction: one read of the
-   * heads, one statement for the tasks (numbered in a row, like group-committed creates), one for
-   * their slot records. Throws NotMade when a slot was recorded meanwhile or a head is gone, and
+   * Makes the occurrences of due series of one organization in one transaction (makeOccurrences:
+   * one read of the heads, one create statement, one insert of slot records). Throws NotMade when
+   * a slot, or a later one of its series, was recorded meanwhile or a head is gone, and
    * ReferenceVanished when a head's project or parent went: the transaction undoes them all,
    * numbers included.
    */
   async function makeAll(org: string, batch: Due[]): Promise<void> {
-    await deps.tx(async (r) => {
-      const heads = new Map(
-        (
-          await r.tasksByNumber(
-            org,
-            batch.map((d) => Number(d.h.number)),
-          )
-        ).map((t) => [t.number, t]),
-      );
-      const items = batch.map(({ h, slot }) => {
-        const current = heads.get(h.number);
-        if (!current) throw new NotMade();
-        const series = { head: Number(h.number), slot };
-        return {
-          owner: h.owner_user_id,
-          content: contentFor(current, slot),
-          versionId: newId("ver"),
-          eventId: newId("evt"),
-          credentialId: null,
-          key: null,
-          series,
-        };
-      });
-      const rows = await r.createTasks(org, items);
-      const slots = rows.map((row) => ({ head: Number(row.series_head), slot: String(row.series_slot), task: Number(row.number) }));
-      if ((await r.recordSlots(org, slots)) !== batch.length) throw new NotMade();
-    });
-    deps.written();
+    await resources.tx((r) =>
+      makeOccurrences(
+        r,
+        org,
+        batch.map(({ h, slot }) => ({ head: Number(h.number), slot, after: h.last_slot })),
+      ),
+    );
+    resources.written();
   }
 
   /**
@@ -137,7 +108,7 @@ export function recurrenceScheduler(deps: Pick<TasksDeps, "repo" | "tx" | "writt
    * trouble costs the others nothing, and each series' own is logged.
    */
   async function occur(org: string, batch: Due[]): Promise<number> {
-    const taken = await deps.repo.slotsTaken(
+    const taken = await resources.repos.recurrence.slotsTaken(
       org,
       batch.map((d) => ({ head: Number(d.h.number), slot: d.slot })),
     );
@@ -191,7 +162,7 @@ export function recurrenceScheduler(deps: Pick<TasksDeps, "repo" | "tx" | "writt
     let made = 0;
     const done: Array<{ org: string; number: number; seen: string; wake: Date }> = [];
     const dueByOrg = new Map<string, Due[]>();
-    const heads = await deps.repo.recurringHeads(now);
+    const heads = await resources.repos.recurrence.heads(now);
     recurrenceSeriesRead.inc(heads.length);
     for (const h of heads) {
       const slot = due(h, now);
@@ -206,8 +177,9 @@ export function recurrenceScheduler(deps: Pick<TasksDeps, "repo" | "tx" | "writt
       const place = rollover(h, now);
       if (place !== null) {
         try {
-          // Once per task and day by the boards service's own record, however often asked.
-          recurrenceRollovers.inc({ outcome: (await deps.boards.rollOver(place)) ? "placed" : "already" });
+          // Once per task and day by the boards service's own record, however often requested.
+          await boards.request(place);
+          recurrenceRollovers.inc({ outcome: "requested" });
         } catch (err) {
           recurrenceRollovers.inc({ outcome: "failed" });
           recurrenceFailures.inc({ what: "rollover" });
@@ -231,7 +203,7 @@ export function recurrenceScheduler(deps: Pick<TasksDeps, "repo" | "tx" | "writt
         }
       }
     }
-    await deps.repo.wakeAt(done);
+    await resources.repos.recurrence.wakeAt(done);
     return made;
   }
 

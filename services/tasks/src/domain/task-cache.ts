@@ -5,6 +5,8 @@ export interface TaskCacheOptions {
   maxEntries?: number;
   /** Safety net only: entries are dropped by invalidations long before this. */
   ttlMs?: number;
+  /** The clock entries expire on (Date.now unless a test passes its own). */
+  now?: () => number;
 }
 
 /** A cached task and the version of its row it was built from (tasksRepo.rowVersion). */
@@ -31,6 +33,7 @@ export interface CachedTask {
 export function taskCache(opts: TaskCacheOptions = {}) {
   const max = opts.maxEntries ?? 20_000;
   const ttl = opts.ttlMs ?? 30_000;
+  const now = opts.now ?? Date.now;
   const entries = new Map<string, CachedTask & { expires: number }>();
   let epoch = 0;
   const key = (org: string, n: number) => `${org}\u0000${n}`;
@@ -41,7 +44,7 @@ export function taskCache(opts: TaskCacheOptions = {}) {
       const k = key(org, n);
       const e = entries.get(k);
       if (!e) return undefined;
-      if (e.expires <= Date.now()) {
+      if (e.expires <= now()) {
         entries.delete(k);
         return undefined;
       }
@@ -53,7 +56,7 @@ export function taskCache(opts: TaskCacheOptions = {}) {
       if (readEpoch !== epoch) return;
       const k = key(org, n);
       entries.delete(k);
-      entries.set(k, { task, version, expires: Date.now() + ttl });
+      entries.set(k, { task, version, expires: now() + ttl });
       if (entries.size > max) {
         // Maps iterate in insertion order: the first key is the least recently put.
         const oldest = entries.keys().next();

@@ -1,6 +1,5 @@
 import {
   type RawJson,
-  normalizeRecurrence,
   taskId,
   taskNumber,
   type Caller,
@@ -15,16 +14,19 @@ import {
 } from "@tasksvc/contracts";
 import { idempotentWrite, newId } from "@tasksvc/db";
 import { AppError, fieldError } from "@tasksvc/errors";
-import { contentOf, ProjectNameTaken, toTask, type Content, type TasksRepo } from "../repo/tasks-repo.js";
+import { recurrenceOccurrences } from "@tasksvc/telemetry";
+import { ProjectNameTaken } from "../repo/projects-repo.js";
+import type { Repositories } from "../repo/repositories.js";
+import { type Content, contentOf, inTaskOrder, toTask } from "../repo/task-json.js";
 import { createBatcher } from "./creates.js";
+import { occurAfterDone } from "./occurrences.js";
+import { firstSlot, localDay } from "./recurrence.js";
+import { normalizeRecurrence, withRecurrenceRule } from "./rrule.js";
+import type { TasksResources } from "./resources.js";
 import type { TaskCache } from "./task-cache.js";
 
-export interface TasksDeps {
-  repo: TasksRepo;
-  /** Runs `fn` in one transaction with a repo bound to it. */
-  tx<T>(fn: (repo: TasksRepo) => Promise<T>): Promise<T>;
-  /** Called after a transaction that wrote outbox rows commits (wakes the relay). */
-  written(): void;
+export interface TasksServiceOptions {
+  resources: TasksResources;
   /** Current tasks kept in memory; dropped on every replica by changed(). */
   cache: TaskCache;
   /**
@@ -35,6 +37,11 @@ export interface TasksDeps {
   checkHits(): boolean;
   /** Tells every replica that these tasks changed; resolves once NATS has the message. */
   changed(organizationId: string, numbers: readonly number[]): Promise<void>;
+  /**
+   * The time of a write, for the recurrence rules that depend on the day (a head's first slot,
+   * the next occurrence made when one is done). The clock unless a test pins it.
+   */
+  now?: () => Date;
 }
 
 const notFound = (what: string) => new AppError("resource_not_found", `No ${what} with that id exists in this organization.`);
@@ -60,8 +67,9 @@ export function toIsoOrNull(v: string | null): string | null {
   return new Date(v.length === 10 ? `${v}T00:00:00.000Z` : v).toISOString();
 }
 
-export function tasksService(deps: TasksDeps) {
-  const { repo } = deps;
+export function tasksService(deps: TasksServiceOptions) {
+  const { repos, tx, written } = deps.resources;
+  const now = deps.now ?? (() => new Date());
 
   /**
    * A list filter that names a task (`parent_task_id`, `series_task_id`, the feed's `task_id`): its
@@ -71,28 +79,32 @@ export function tasksService(deps: TasksDeps) {
   async function filterTask(org: string, ref: string | undefined, what: string): Promise<number | undefined> {
     if (ref === undefined) return undefined;
     const n = taskNumber(ref);
-    if (n === null || !(await repo.taskExists(org, n))) throw notFound(what);
+    if (n === null || !(await repos.tasks.exists(org, n))) throw notFound(what);
     return n;
   }
-  const creates = createBatcher(deps, async (r, c, b) => {
+  const creates = createBatcher(deps.resources, async (r, c, b) => {
     const org = c.organizationId;
     const projectIds = b.project_ids ?? (b.project_id === undefined ? [] : [b.project_id]);
     await checkProjects(r, org, projectIds, (i) => (b.project_id === undefined ? `/project_ids/${i}` : "/project_id"));
     let parent: number | null = null;
     if (b.parent_task_id !== undefined) {
       parent = taskNumber(b.parent_task_id);
-      if (parent === null || !(await r.taskExists(org, parent))) throw fieldError("/parent_task_id", "no such task in this organization");
+      if (parent === null || !(await r.tasks.exists(org, parent))) throw fieldError("/parent_task_id", "no such task in this organization");
     }
+    const recurrence = b.recurrence ? normalizeRecurrence(b.recurrence) : null;
+    // A recurring task heads its series as its first occurrence: without a due date of its own it
+    // is due on its slot, as every later occurrence is on its own (the day in the series' zone).
+    const firstDay = recurrence === null ? null : firstSlot(recurrence, localDay(now(), recurrence.timezone));
     return {
       title: b.title,
       description: b.description ?? null,
       status: b.status ?? "TODO",
       priority: b.priority ?? null,
       start_date: toIsoOrNull(b.start_date ?? null),
-      due_date: b.due_date ?? null,
+      due_date: b.due_date ?? firstDay,
       notes: b.notes ?? null,
       story_points: b.story_points ?? null,
-      recurrence: b.recurrence ? normalizeRecurrence(b.recurrence) : null,
+      recurrence,
       project_ids: projectIds,
       parent_number: parent,
     };
@@ -100,22 +112,26 @@ export function tasksService(deps: TasksDeps) {
 
   /**
    * Runs a write once per idempotency key (libs/db idempotentWrite). `touched` collects the
-   * tasks the write changed, for the caches of every replica.
+   * tasks the write changed, for the caches of every replica; `w.occurred` counts the recurring
+   * tasks' occurrences it made (for the scheduler's metric, once committed).
    */
-  async function write<T>(c: Caller, operation: string, fn: (r: TasksRepo, touched: number[]) => Promise<T>): Promise<T> {
+  async function write<T>(c: Caller, operation: string, fn: (r: Repositories, touched: number[], w: { occurred: number }) => Promise<T>): Promise<T> {
     const touched: number[] = [];
+    const w = { occurred: 0 };
     return idempotentWrite({
-      records: repo.idempotency,
-      tx: deps.tx,
+      records: repos.idempotency,
+      tx,
       credentialId: c.credentialId,
       key: c.idempotencyKey,
       operation,
       work: (r) => {
         touched.length = 0; // a deadlock runs the work again
-        return fn(r, touched);
+        w.occurred = 0;
+        return fn(r, touched, w);
       },
       async afterCommit() {
-        deps.written();
+        written();
+        recurrenceOccurrences.inc(w.occurred);
         if (touched.length) {
           // Before the reply: no replica may answer a later read from a copy older than this write
           // (on a cluster, where the broadcast may come late or not at all, getTask checks the
@@ -127,20 +143,25 @@ export function tasksService(deps: TasksDeps) {
     });
   }
 
-  async function checkProjects(r: TasksRepo, org: string, ids: string[], pointer: (i: number) => string): Promise<void> {
-    const [missing] = await r.missingProjects(org, ids);
+  async function checkProjects(r: Repositories, org: string, ids: string[], pointer: (i: number) => string): Promise<void> {
+    const [missing] = await r.projects.missing(org, ids);
     if (missing !== undefined) throw fieldError(pointer(ids.indexOf(missing)), `project ${missing} does not exist in this organization`);
   }
 
-  async function existingTask(r: TasksRepo, org: string, ref: string, lock = false) {
-    const row = await r.task(org, pathNumber(ref), lock);
+  async function existingTask(r: Repositories, org: string, ref: string, lock = false) {
+    const row = await r.tasks.get(org, pathNumber(ref), lock);
     if (!row) throw noTask();
     return row;
   }
 
   return {
-    /** Creates a task; concurrent creates of one organization share a transaction (creates.ts). */
-    createTask: (c: Caller, b: CreateTaskBody): Promise<Task> => creates.submit(c, b),
+    /**
+     * Creates a task; concurrent creates of one organization share a transaction (creates.ts). A
+     * replay answers the task its Idempotency-Key record kept as jsonb (keys sorted by length):
+     * put back in toTask()'s order, so that it is byte for byte the answer it repeats. So are the
+     * answers of updateTask and setArchived.
+     */
+    createTask: async (c: Caller, b: CreateTaskBody): Promise<Task> => inTaskOrder(await creates.submit(c, withRecurrenceRule(b))),
 
     async getTask(c: Caller, ref: string): Promise<Task> {
       const org = c.organizationId;
@@ -149,11 +170,11 @@ export function tasksService(deps: TasksDeps) {
       if (hit) {
         // On a cluster a copy is served only if its row is still that version (decision 0017):
         // one primary-key lookup of one value, however the write's broadcast fared.
-        if (!deps.checkHits() || (await repo.rowVersion(org, n)) === hit.version) return hit.task;
+        if (!deps.checkHits() || (await repos.tasks.rowVersion(org, n)) === hit.version) return hit.task;
         deps.cache.drop(org, n);
       }
       const epoch = deps.cache.epoch();
-      const row = await repo.taskForCache(org, n);
+      const row = await repos.tasks.getForCache(org, n);
       if (!row) throw noTask();
       const task = toTask(row);
       deps.cache.put(org, n, task, row.row_version, epoch);
@@ -175,8 +196,8 @@ export function tasksService(deps: TasksDeps) {
       const org = c.organizationId;
       const parent = await filterTask(org, q.parent_task_id, "parent task");
       const series = await filterTask(org, q.series_task_id, "series task");
-      if (q.project_id !== undefined && !(await repo.project(org, q.project_id))) throw notFound("project");
-      return repo.listTasks(org, { limit: q.limit, after: q.after, status: q.status, project_id: q.project_id, parent, series, archived: q.archived });
+      if (q.project_id !== undefined && !(await repos.projects.get(org, q.project_id))) throw notFound("project");
+      return repos.tasks.list(org, { limit: q.limit, after: q.after, status: q.status, project_id: q.project_id, parent, series, archived: q.archived });
     },
 
     /** The events feed (issue 16): the organization's task events of the last 30 days, newest first. */
@@ -190,27 +211,28 @@ export function tasksService(deps: TasksDeps) {
         created_gte?: string | undefined;
         created_lt?: string | undefined;
       },
-    ): Promise<RawJson<Page<Event>>> {
+    ): Promise<Page<Event>> {
       // An id that names no task is a 404, as for the task list's filters. A task whose events
       // are all past the 30 days answers an empty page.
       const n = await filterTask(c.organizationId, q.task_id, "task");
       // Matched as events carry it (`T-<n>`), whatever spelling the query used.
-      return repo.listEvents(c.organizationId, { ...q, task_id: n === undefined ? undefined : taskId(n) });
+      return repos.events.list(c.organizationId, { ...q, task_id: n === undefined ? undefined : taskId(n) });
     },
 
-    async getEvent(c: Caller, id: string): Promise<RawJson<Event>> {
-      const e = await repo.event(c.organizationId, id);
+    async getEvent(c: Caller, id: string): Promise<Event> {
+      const e = await repos.events.get(c.organizationId, id);
       if (!e) throw notFound("event");
       return e;
     },
 
-    async updateTask(c: Caller, ref: string, p: UpdateTaskBody): Promise<Task> {
-      return write(c, "updateTask", async (r, touched) => {
+    async updateTask(c: Caller, ref: string, patch: UpdateTaskBody): Promise<Task> {
+      const p = withRecurrenceRule(patch);
+      const answer = await write(c, "updateTask", async (r, touched, w) => {
         const org = c.organizationId;
         // Like dependencies, the parent relation stays acyclic only if no two parent changes of
         // one organization check the tree at once: A→B, B→C and C→A each pass alone. Taken
         // before the row lock, always in this order, so it adds no deadlock.
-        if (p.parent_task_id !== undefined && p.parent_task_id !== null) await r.lockGraph(org, "hierarchy");
+        if (p.parent_task_id !== undefined && p.parent_task_id !== null) await r.tasks.lockHierarchy(org);
         const row = await existingTask(r, org, ref, true);
         const number = Number(row.number);
         const before = contentOf(row);
@@ -231,43 +253,51 @@ export function tasksService(deps: TasksDeps) {
           if (p.parent_task_id === null) after.parent_number = null;
           else {
             const parent = taskNumber(p.parent_task_id);
-            if (parent === null || !(await r.taskExists(org, parent))) throw fieldError("/parent_task_id", "no such task in this organization");
-            if (await r.isSelfOrDescendant(org, number, parent)) throw fieldError("/parent_task_id", "would make the task its own ancestor");
+            if (parent === null || !(await r.tasks.exists(org, parent))) throw fieldError("/parent_task_id", "no such task in this organization");
+            if (await r.tasks.isSelfOrDescendant(org, number, parent)) throw fieldError("/parent_task_id", "would make the task its own ancestor");
             after.parent_number = parent;
           }
         }
         if (p.project_ids !== undefined) await checkProjects(r, org, p.project_ids, (i) => `/project_ids/${i}`);
         if (sameContent(before, after)) return toTask(row);
         const projectsChanged = JSON.stringify(before.project_ids) !== JSON.stringify(after.project_ids);
-        const task = toTask(await r.updateContent(org, number, after, newId("ver"), projectsChanged));
+        const updated = await r.tasks.updateContent(org, number, after, newId("ver"), projectsChanged);
+        const task = toTask(updated);
         touched.push(number);
-        await r.emit(org, "task.updated", task);
+        await r.events.emit(org, "task.updated", task);
+        // Completing a series' latest occurrence shows its next one at once (decision 0021).
+        if (before.status !== "COMPLETED" && after.status === "COMPLETED" && (await occurAfterDone(r, org, updated, now()))) w.occurred++;
         return task;
       });
+      return inTaskOrder(answer);
     },
 
     async setArchived(c: Caller, ref: string, archived: boolean): Promise<Task> {
-      return write(c, archived ? "archiveTask" : "unarchiveTask", async (r, touched) => {
+      const answer = await write(c, archived ? "archiveTask" : "unarchiveTask", async (r, touched, w) => {
         const org = c.organizationId;
         const row = await existingTask(r, org, ref, true);
-        const changed = await r.setArchived(org, Number(row.number), archived);
+        const changed = await r.tasks.setArchived(org, Number(row.number), archived);
         if (!changed) return toTask(row);
         touched.push(Number(row.number));
         const task = toTask(changed);
-        await r.emit(org, archived ? "task.archived" : "task.updated", task);
+        await r.events.emit(org, archived ? "task.archived" : "task.updated", task);
+        // Archiving (dismissing) a series' latest occurrence counts as done: its next one shows at
+        // once, as for a completion (decision 0021). Archiving the head ends the series instead.
+        if (archived && (await occurAfterDone(r, org, changed, now()))) w.occurred++;
         return task;
       });
+      return inTaskOrder(answer);
     },
 
     async history(c: Caller, ref: string, limit: number, after: string | undefined): Promise<Page<TaskVersion>> {
       const n = pathNumber(ref);
-      if (!(await repo.taskExists(c.organizationId, n))) throw noTask();
-      return repo.history(c.organizationId, n, limit, after);
+      if (!(await repos.tasks.exists(c.organizationId, n))) throw noTask();
+      return repos.tasks.history(c.organizationId, n, limit, after);
     },
 
     async dependencies(c: Caller, ref: string): Promise<DependencyView> {
-      const row = await existingTask(repo, c.organizationId, ref);
-      return repo.dependencyView(c.organizationId, Number(row.number));
+      const row = await existingTask(repos, c.organizationId, ref);
+      return repos.dependencies.view(c.organizationId, Number(row.number));
     },
 
     async addDependency(c: Caller, ref: string, blockerRef: string): Promise<{ created: boolean; view: DependencyView }> {
@@ -275,21 +305,21 @@ export function tasksService(deps: TasksDeps) {
         const org = c.organizationId;
         // One writer per organization's graph at a time: two links that together would close a
         // loop cannot both pass the check.
-        await r.lockGraph(org, "dependencies");
+        await r.dependencies.lock(org);
         const row = await existingTask(r, org, ref);
         const blocked = Number(row.number);
         const blocker = taskNumber(blockerRef);
         if (blocker === blocked) throw fieldError("/blocker_task_id", "a task cannot block itself");
-        if (blocker === null || !(await r.taskExists(org, blocker))) throw notFound("blocker task");
-        if (await r.isBlockedBy(org, blocker, blocked)) {
+        if (blocker === null || !(await r.tasks.exists(org, blocker))) throw notFound("blocker task");
+        if (await r.dependencies.isBlockedBy(org, blocker, blocked)) {
           throw new AppError(
             "dependency_cycle",
             `${row.number === String(blocked) ? `T-${blocked}` : ref} already blocks T-${blocker} (directly or through other tasks); this link would close a loop.`,
           );
         }
-        const created = await r.insertDependency(org, blocked, blocker);
-        if (created) await r.emit(org, "task.updated", toTask(row));
-        return { created, view: await r.dependencyView(org, blocked) };
+        const created = await r.dependencies.insert(org, blocked, blocker);
+        if (created) await r.events.emit(org, "task.updated", toTask(row));
+        return { created, view: await r.dependencies.view(org, blocked) };
       });
     },
 
@@ -299,36 +329,36 @@ export function tasksService(deps: TasksDeps) {
         const row = await existingTask(r, org, ref);
         const blocked = Number(row.number);
         const blocker = taskNumber(blockerRef);
-        if (blocker === null || !(await r.deleteDependency(org, blocked, blocker))) throw notFound("dependency");
-        await r.emit(org, "task.updated", toTask(row));
-        return r.dependencyView(org, blocked);
+        if (blocker === null || !(await r.dependencies.remove(org, blocked, blocker))) throw notFound("dependency");
+        await r.events.emit(org, "task.updated", toTask(row));
+        return r.dependencies.view(org, blocked);
       });
     },
 
     /** For other services: summaries of many tasks in one round trip. */
-    lookupTasks: async (c: Caller, numbers: number[]) => ({ tasks: await repo.summaries(c.organizationId, [...new Set(numbers)]) }),
+    lookupTasks: async (c: Caller, numbers: number[]) => ({ tasks: await repos.tasks.summaries(c.organizationId, [...new Set(numbers)]) }),
 
     async taskWithSubtasks(c: Caller, number: number) {
-      const [task] = await repo.summaries(c.organizationId, [number]);
+      const [task] = await repos.tasks.summaries(c.organizationId, [number]);
       if (!task) return { task: null, subtasks: [] };
-      return { task, subtasks: await repo.subtaskSummaries(c.organizationId, number) };
+      return { task, subtasks: await repos.tasks.subtaskSummaries(c.organizationId, number) };
     },
 
     async createProject(c: Caller, b: { name: string; description?: string | undefined }): Promise<Project> {
-      return write(c, "createProject", (r) => r.insertProject(c.organizationId, b.name, b.description ?? null).catch(nameTaken));
+      return write(c, "createProject", (r) => r.projects.insert(c.organizationId, b.name, b.description ?? null).catch(nameTaken));
     },
 
     async getProject(c: Caller, id: string): Promise<Project> {
-      const p = await repo.project(c.organizationId, id);
+      const p = await repos.projects.get(c.organizationId, id);
       if (!p) throw notFound("project");
       return p;
     },
 
-    listProjects: (c: Caller, limit: number, after: string | undefined) => repo.listProjects(c.organizationId, limit, after),
+    listProjects: (c: Caller, limit: number, after: string | undefined) => repos.projects.list(c.organizationId, limit, after),
 
     async updateProject(c: Caller, id: string, patch: { name?: string | undefined; description?: string | null | undefined }): Promise<Project> {
       return write(c, "updateProject", async (r) => {
-        const p = await r.updateProject(c.organizationId, id, patch).catch(nameTaken);
+        const p = await r.projects.update(c.organizationId, id, patch).catch(nameTaken);
         if (!p) throw notFound("project");
         return p;
       });
@@ -336,11 +366,11 @@ export function tasksService(deps: TasksDeps) {
 
     async deleteProject(c: Caller, id: string): Promise<{ id: string; deleted: true }> {
       return write(c, "deleteProject", async (r, touched) => {
-        const { deleted, tasks } = await r.deleteProject(c.organizationId, id);
+        const { deleted, tasks } = await r.projects.remove(c.organizationId, id);
         touched.push(...tasks.map((t) => Number(t.number)));
         if (!deleted) throw notFound("project");
         // Unlinking is not an edit of the task (no new version), but its project_ids changed.
-        for (const t of tasks) await r.emit(c.organizationId, "task.updated", toTask(t));
+        for (const t of tasks) await r.events.emit(c.organizationId, "task.updated", toTask(t));
         return { id, deleted: true as const };
       });
     },

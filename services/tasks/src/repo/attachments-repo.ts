@@ -1,6 +1,5 @@
-import { randomBytes } from "node:crypto";
 import type { Attachment } from "@tasksvc/contracts";
-import { decodeKeyset, idempotencyRecords, pageOf, type Sql } from "@tasksvc/db";
+import { idempotencyRecords, KEYSET_TIME, keyset, keysetAfter, pageOf, type Sql } from "@tasksvc/db";
 
 export type UploadState = "open" | "receiving" | "received" | "registered";
 
@@ -35,7 +34,9 @@ export function toAttachment(r: AttachmentRow): Attachment {
 }
 
 const ATTACHMENT_COLUMNS = `id, organization_id, task_number::text as task_number, version_seq, file_key, file_name, content_type,
-  size::text as size, created_at, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as cursor_at`;
+  size::text as size, created_at, to_char(created_at at time zone 'UTC', ${KEYSET_TIME}) as cursor_at`;
+/** Newest first: `order by created_at desc, id desc`. */
+const ATTACHMENT_PAGES = keyset("desc", ["created_at", "timestamp"], ["id", "text"]);
 const UPLOAD_COLUMNS = `file_key, organization_id, task_number::text as task_number, file_name, content_type, size::text as size,
   state, expires_at, expires_at > now() as live`;
 
@@ -157,11 +158,10 @@ export function attachmentsRepo(sql: Sql) {
 
     /** Newest first; keyset (created_at, id). */
     async listAttachments(org: string, task: number, limit: number, after: string | undefined) {
-      const [at, id] = after ? decodeKeyset(after, 2) : [null, null];
       const rows = await sql<AttachmentRow[]>`
         select ${att} from attachments
         where organization_id = ${org} and task_number = ${task}
-          ${at === null ? sql`` : sql`and (created_at, id) < (${String(at)}::text::timestamp at time zone 'UTC', ${String(id)})`}
+          ${keysetAfter(sql, after, ATTACHMENT_PAGES)}
         order by created_at desc, id desc
         limit ${limit + 1}`;
       return pageOf(rows, limit, toAttachment, (r) => [r.cursor_at, r.id]);
@@ -205,14 +205,6 @@ export function attachmentsRepo(sql: Sql) {
         select file_key from attachments where file_key = any(${keys}::text[])
         union select file_key from uploads where file_key = any(${keys}::text[])`;
       return new Set(rows.map((r) => r.file_key));
-    },
-
-    /** A process-wide secret of this schema (32 random bytes, hex), made by the first replica to ask. */
-    async secret(name: string): Promise<string> {
-      await sql`insert into secrets (name, value) values (${name}, ${randomBytes(32).toString("hex")}) on conflict do nothing`;
-      const [row] = await sql<{ value: string }[]>`select value from secrets where name = ${name}`;
-      if (!row) throw new Error(`secret ${name} vanished`);
-      return row.value;
     },
 
     idempotency: idempotencyRecords(sql),

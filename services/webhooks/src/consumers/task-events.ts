@@ -1,5 +1,5 @@
 import type { Check } from "@tasksvc/telemetry";
-import { TaskEvent, taskEventsStream } from "@tasksvc/contracts";
+import { webhookMessages } from "@tasksvc/contracts";
 import type { Logger } from "@tasksvc/logger";
 import { consume, type Consumption, type NatsConnection } from "@tasksvc/nats";
 import type { FanOutService } from "../domain/fanout.js";
@@ -34,9 +34,9 @@ export const fanOutDurable = (namespace: string) => `${namespace}_webhooks_fanou
  */
 export function startTaskEventsConsumer(o: TaskEventsConsumerOptions): Promise<Consumption> {
   return consume(o.nc, {
-    stream: taskEventsStream(o.namespace),
+    stream: webhookMessages.taskEvent.stream(o.namespace),
     durable: fanOutDurable(o.namespace),
-    schema: TaskEvent,
+    schema: webhookMessages.taskEvent.schema,
     concurrency: o.concurrency ?? 16,
     // One insert per event: far below this, unless the database is in trouble.
     ackWaitMs: 30_000,

@@ -1,22 +1,24 @@
-import type {
-  CallResult,
-  Caller,
-  CreatedWebhookEndpoint,
-  CreateWebhookEndpointBody,
-  ProbeResult,
-  RotatedWebhookEndpoint,
-  RpcContext,
-  SignedRequest,
-  Task,
-  TaskEventType,
-  UpdateWebhookEndpointBody,
-  VerifyResult,
-  WebhookEndpoint,
+import {
+  WEBHOOK_URL_MAX,
+  type CallResult,
+  type Caller,
+  type CreatedWebhookEndpoint,
+  type CreateWebhookEndpointBody,
+  type ProbeResult,
+  type RotatedWebhookEndpoint,
+  type RpcContext,
+  type SignedRequest,
+  type Task,
+  type TaskEventType,
+  type UpdateWebhookEndpointBody,
+  type VerifyResult,
+  type WebhookEndpoint,
 } from "@tasksvc/contracts";
 import { idempotentWrite, newId } from "@tasksvc/db";
 import { AppError, fieldError } from "@tasksvc/errors";
-import { checkUrl, EgressRefused, newSigningSecret, type SecretBox } from "@tasksvc/outbound";
-import type { EndpointsRepo } from "../repo/endpoints-repo.js";
+import { checkUrl, EgressRefused, newSigningSecret } from "@tasksvc/outbound";
+import type { SecretBox } from "@tasksvc/secrets";
+import { DuplicateEndpointUrl, type EndpointsRepo } from "../repo/endpoints-repo.js";
 import type { Signer } from "./signer.js";
 
 export interface EndpointsDeps {
@@ -89,18 +91,47 @@ function probeResult(r: CallResult): ProbeResult {
 
 const notFound = () => new AppError("resource_not_found", "No webhook endpoint with that id exists in this organization.");
 
+/**
+ * The cap's refusal: 400 validation_failed like the storage allowance's (the catalog has no code
+ * for a plan limit), naming the whole body, since no field of it would make the create succeed.
+ */
+function atCap(count: number, cap: number): AppError {
+  const message = `the organization has ${count} webhook endpoints and its plan allows ${cap}: delete one before creating another, or ask for a higher limit`;
+  return new AppError("validation_failed", `The organization has reached its plan's limit of webhook endpoints (${cap}).`, {
+    errors: [{ pointer: "/", message }],
+  });
+}
+
 export function endpointsService(deps: EndpointsDeps) {
   const { repo, box } = deps;
 
-  /** The destination rules that depend on settings (scheme, userinfo); the length is the schema's. */
+  /**
+   * The destination rules that depend on settings (scheme, userinfo), and the URL as stored: its
+   * WHATWG serialization (scheme and host in lower case, the default port and dot segments gone,
+   * what needs it percent-encoded), so that one organization cannot have the same destination
+   * twice under two spellings (`https://A.example:443/x` is `https://a.example/x`).
+   */
   function destination(url: string): string {
+    let href: string;
     try {
-      checkUrl(url, { allowHttp: deps.allowHttp });
-      return url;
+      href = checkUrl(url, { allowHttp: deps.allowHttp }).href;
     } catch (e) {
       if (e instanceof EgressRefused) throw fieldError("/url", e.message);
       throw e;
     }
+    if (href.length > WEBHOOK_URL_MAX) throw fieldError("/url", `is longer than ${WEBHOOK_URL_MAX} characters once normalized`);
+    return href;
+  }
+
+  /** The one-URL rule's refusal, at the field the request changed. */
+  function urlTaken(pointer: "/url" | "/enabled", e: unknown): never {
+    if (!(e instanceof DuplicateEndpointUrl)) throw e;
+    throw fieldError(
+      pointer,
+      pointer === "/url"
+        ? "another webhook endpoint of this organization has this URL already: update that one, or delete it first"
+        : "another webhook endpoint of this organization has this endpoint's URL now: change this one's url, or delete the other first",
+    );
   }
 
   /**
@@ -117,8 +148,14 @@ export function endpointsService(deps: EndpointsDeps) {
   }
 
   return {
-    async create(c: Caller, b: CreateWebhookEndpointBody): Promise<CreatedWebhookEndpoint> {
+    /**
+     * Within the plan's cap on endpoints (`limits.webhook_endpoints`, enabled or not: each one
+     * multiplies what a single task write sends), one endpoint per URL. A refusal records nothing
+     * here; the gateway stores it under the Idempotency-Key and replays it like any 400.
+     */
+    async create(c: Caller, b: CreateWebhookEndpointBody, limits: { webhook_endpoints: number }): Promise<CreatedWebhookEndpoint> {
       const url = destination(b.url);
+      const cap = limits.webhook_endpoints;
       const record = await idempotentWrite<EndpointsRepo, undefined, CreateRecord>({
         records: repo.idempotency,
         tx: deps.tx,
@@ -128,8 +165,11 @@ export function endpointsService(deps: EndpointsDeps) {
         async work(r) {
           // Minted inside the work: a deadlock retry mints again, and only the committed one counts.
           const secretSealed = box.seal(newSigningSecret());
-          const endpoint = await r.insert({ id: newId("whe"), organizationId: c.organizationId, url, eventTypes: b.event_types ?? [], secretSealed });
-          return { endpoint, secret_sealed: secretSealed };
+          const made = await r
+            .insert({ id: newId("whe"), organizationId: c.organizationId, url, eventTypes: b.event_types ?? [], secretSealed }, cap)
+            .catch((e: unknown) => urlTaken("/url", e));
+          if ("atCap" in made) throw atCap(made.atCap, cap);
+          return { endpoint: made.endpoint, secret_sealed: secretSealed };
         },
       });
       return { ...record.endpoint, secret: box.open(record.secret_sealed) };
@@ -145,7 +185,7 @@ export function endpointsService(deps: EndpointsDeps) {
 
     async update(c: Caller, id: string, patch: UpdateWebhookEndpointBody): Promise<WebhookEndpoint> {
       const url = patch.url === undefined ? undefined : destination(patch.url);
-      const e = await repo.update(c.organizationId, id, { ...patch, url });
+      const e = await repo.update(c.organizationId, id, { ...patch, url }).catch((err: unknown) => urlTaken(url === undefined ? "/enabled" : "/url", err));
       if (!e) throw notFound();
       return e;
     },

@@ -1,5 +1,6 @@
 import type { SignedRequest } from "@tasksvc/contracts";
-import { unixSeconds, webhookBody, webhookHeaders, type SecretBox, type WebhookEvent } from "@tasksvc/outbound";
+import { unixSeconds, webhookBody, webhookHeaders, type WebhookEvent } from "@tasksvc/outbound";
+import type { SecretBox } from "@tasksvc/secrets";
 import type { SealedSecrets } from "../repo/endpoints-repo.js";
 
 /**

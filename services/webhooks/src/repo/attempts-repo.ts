@@ -1,4 +1,4 @@
-import type { CallResult, ProbeOutcome } from "@tasksvc/contracts";
+import type { AttemptOutcome, AttemptRef, CallResult, DeliveryState, TaskEventType, WebhookEnvelope } from "@tasksvc/contracts";
 import type { Sql } from "@tasksvc/db";
 
 /** An attempt claimed for the job stream. */
@@ -21,11 +21,12 @@ export interface Expired {
 export interface AttemptSubject {
   id: string;
   endpointId: string;
-  state: string;
+  state: DeliveryState;
   attemptCount: number;
   eventId: string;
-  eventType: string;
-  payload: { timestamp?: unknown; data?: unknown };
+  eventType: TaskEventType;
+  /** The body to sign, as the fan-out stored it. */
+  payload: WebhookEnvelope;
   url: string;
   enabled: boolean;
   secretSealed: string;
@@ -38,7 +39,7 @@ export interface AttemptSubject {
 export interface DeliveryForRecord {
   id: string;
   endpointId: string;
-  state: string;
+  state: DeliveryState;
   attemptCount: number;
 }
 
@@ -54,7 +55,7 @@ export interface AttemptRow {
   deliveryId: string;
   attempt: number;
   attemptedAt: string;
-  outcome: ProbeOutcome | "no_outcome";
+  outcome: AttemptOutcome;
   status: number | null;
   errorClass: string | null;
   durationMs: number | null;
@@ -63,7 +64,7 @@ export interface AttemptRow {
 /** A delivery's state after an attempt (SUCCEEDED, PENDING with a next attempt, FAILED, DISABLED). */
 export interface DeliveryUpdate {
   id: string;
-  state: "SUCCEEDED" | "PENDING" | "FAILED" | "DISABLED";
+  state: Exclude<DeliveryState, "DELIVERING">;
   attemptCount: number;
   lastStatus: number | null;
   /** Milliseconds from now to the next attempt; null unless PENDING. */
@@ -146,7 +147,7 @@ export function attemptsRepo(sql: Sql) {
     },
 
     /** Gives claimed attempts back (their jobs could not be published): due again after `delayMs`. */
-    async unclaim(jobs: ReadonlyArray<{ delivery_id: string; attempt: number }>, delayMs: number): Promise<void> {
+    async unclaim(jobs: readonly AttemptRef[], delayMs: number): Promise<void> {
       if (jobs.length === 0) return;
       await sql`
         update deliveries d set state = 'PENDING', lease_until = null,
@@ -161,10 +162,10 @@ export function attemptsRepo(sql: Sql) {
         {
           id: string;
           endpoint_id: string;
-          state: string;
+          state: DeliveryState;
           attempt_count: number;
           event_id: string;
-          event_type: string;
+          event_type: TaskEventType;
           payload: AttemptSubject["payload"];
           url: string;
           enabled: boolean;
@@ -177,7 +178,7 @@ export function attemptsRepo(sql: Sql) {
         select d.id, d.endpoint_id, d.state, d.attempt_count, d.event_id, d.event_type, d.payload, d.traceparent,
                e.url, e.enabled, e.secret_sealed, e.previous_secret_sealed, e.previous_secret_expires_at
         from deliveries d join endpoints e on e.id = d.endpoint_id
-        where d.id = any(${ids as string[]}::text[])`;
+        where d.id = any(${ids}::text[])`;
       return rows.map((r) => ({
         id: r.id,
         endpointId: r.endpoint_id,
@@ -204,11 +205,11 @@ export function attemptsRepo(sql: Sql) {
       const [endpoints, rows] = await Promise.all([
         sql<{ id: string; enabled: boolean; failure_count: number; failing_since: Date | null }[]>`
           select id, enabled, failure_count, failing_since from endpoints
-          where id in (select endpoint_id from deliveries where id = any(${ids as string[]}::text[]))
+          where id in (select endpoint_id from deliveries where id = any(${ids}::text[]))
           order by id for no key update`,
-        sql<{ id: string; endpoint_id: string; state: string; attempt_count: number }[]>`
+        sql<{ id: string; endpoint_id: string; state: DeliveryState; attempt_count: number }[]>`
           select id, endpoint_id, state, attempt_count from deliveries
-          where id = any(${ids as string[]}::text[]) order by id for no key update`,
+          where id = any(${ids}::text[]) order by id for no key update`,
       ]);
       return {
         endpoints: endpoints.map((r) => ({ id: r.id, enabled: r.enabled, failureCount: r.failure_count, failingSince: r.failing_since })),
@@ -226,8 +227,8 @@ export function attemptsRepo(sql: Sql) {
         insert into attempts (delivery_id, attempt, attempted_at, outcome, status, error_class, duration_ms)
         select * from unnest(
           ${rows.map((r) => r.deliveryId)}::text[], ${rows.map((r) => r.attempt)}::int[], ${rows.map((r) => r.attemptedAt)}::timestamptz[],
-          ${rows.map((r) => r.outcome)}::text[], ${rows.map((r) => r.status) as number[]}::int[], ${rows.map((r) => r.errorClass) as string[]}::text[],
-          ${rows.map((r) => r.durationMs) as number[]}::int[])
+          ${rows.map((r) => r.outcome)}::text[], ${rows.map((r) => r.status)}::int[], ${rows.map((r) => r.errorClass)}::text[],
+          ${rows.map((r) => r.durationMs)}::int[])
         on conflict (delivery_id, attempt) do update set
           attempted_at = excluded.attempted_at, outcome = excluded.outcome, status = excluded.status,
           error_class = excluded.error_class, duration_ms = excluded.duration_ms
@@ -243,7 +244,7 @@ export function attemptsRepo(sql: Sql) {
           updated_at = clock_timestamp()
         from unnest(
           ${updates.map((u) => u.id)}::text[], ${updates.map((u) => u.state)}::text[], ${updates.map((u) => u.attemptCount)}::int[],
-          ${updates.map((u) => u.lastStatus) as number[]}::int[], ${updates.map((u) => u.nextInMs) as number[]}::bigint[]
+          ${updates.map((u) => u.lastStatus)}::int[], ${updates.map((u) => u.nextInMs)}::bigint[]
         ) as u (id, state, attempt_count, last_status, next_in_ms)
         where d.id = u.id`;
     },
@@ -260,7 +261,7 @@ export function attemptsRepo(sql: Sql) {
           updated_at = case when u.reason is null then e.updated_at else clock_timestamp() end
         from unnest(
           ${updates.map((u) => u.id)}::text[], ${updates.map((u) => u.failureCount)}::int[],
-          ${updates.map((u) => u.failingSince?.toISOString() ?? null) as string[]}::timestamptz[], ${updates.map((u) => u.disabledReason) as string[]}::text[]
+          ${updates.map((u) => u.failingSince?.toISOString() ?? null)}::timestamptz[], ${updates.map((u) => u.disabledReason)}::text[]
         ) as u (id, failure_count, failing_since, reason)
         where e.id = u.id`;
       const disabled = updates.filter((u) => u.disabledReason !== null).map((u) => u.id);
@@ -270,7 +271,7 @@ export function attemptsRepo(sql: Sql) {
     async disablePending(endpointIds: readonly string[]): Promise<void> {
       await sql`
         update deliveries set state = 'DISABLED', next_attempt_at = null, updated_at = clock_timestamp()
-        where endpoint_id = any(${endpointIds as string[]}::text[]) and state = 'PENDING'`;
+        where endpoint_id = any(${endpointIds}::text[]) and state = 'PENDING'`;
     },
 
     /** An attempt whose endpoint is disabled now: its delivery stops there, nothing sent. */

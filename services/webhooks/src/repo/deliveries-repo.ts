@@ -1,5 +1,5 @@
-import { EVENT_RETENTION_DAYS, type TaskEventType } from "@tasksvc/contracts";
-import { deleteInBatches, type Sql } from "@tasksvc/db";
+import { EVENT_RETENTION_DAYS, type TaskEventType, type WebhookEnvelope } from "@tasksvc/contracts";
+import { deleteInBatches, jsonb, type Sql } from "@tasksvc/db";
 
 /** One event as the fan-out stores it: who, what, when, and the body to send. */
 export interface FanOutEvent {
@@ -9,9 +9,18 @@ export interface FanOutEvent {
   /** When the event occurred (ISO 8601): endpoints created later do not receive it. */
   occurredAt: string;
   /** The envelope to send, `{type, timestamp, data}` (DESIGN.md 5). */
-  payload: Record<string, unknown>;
+  payload: WebhookEnvelope;
   /** The trace the event's handling runs in (W3C traceparent), stored on each delivery; null untraced. */
   traceparent: string | null;
+}
+
+/** Deliveries waiting or in flight, each count stopping at 100000 (an index walk, bounded). */
+export interface Backlog {
+  /** PENDING and due now. */
+  due: number;
+  /** PENDING and due later (a retry's wait). */
+  later: number;
+  delivering: number;
 }
 
 /** Ids handed to one fan-out statement; most organizations have fewer endpoints. */
@@ -20,6 +29,15 @@ const IDS_PER_TRY = 16;
 /** The deliveries of schema `webhooks`. Bound to a pool or to one transaction. */
 export function deliveriesRepo(sql: Sql) {
   return {
+    /** The backlog, counted at scrape time; one statement. */
+    async backlog(): Promise<Backlog> {
+      const [r] = await sql<Backlog[]>`
+        select (select count(*)::int from (select 1 from deliveries where state = 'PENDING' and next_attempt_at <= now() limit 100000) a) as due,
+               (select count(*)::int from (select 1 from deliveries where state = 'PENDING' and next_attempt_at > now() limit 100000) b) as later,
+               (select count(*)::int from (select 1 from deliveries where state = 'DELIVERING' limit 100000) c) as delivering`;
+      return r ?? { due: 0, later: 0, delivering: 0 };
+    },
+
     /**
      * The delivery log's retention: deletes finished deliveries (SUCCEEDED, FAILED, DISABLED)
      * created more than EVENT_RETENTION_DAYS (30) ago, their attempts with them, `batch` rows per
@@ -77,7 +95,7 @@ export function deliveriesRepo(sql: Sql) {
         const ids = Array.from({ length: size }, () => newId());
         const rows = await sql<{ ord: number; targets: number; made: number }[]>`
           with ev as (
-            select * from jsonb_to_recordset(${sql.json(input as never)}) as x(ord int, event_id text, event_type text,
+            select * from jsonb_to_recordset(${jsonb(sql, input)}) as x(ord int, event_id text, event_type text,
               organization_id text, occurred_at timestamptz, payload jsonb, traceparent text)
           ), t as (
             select ev.ord, ev.event_id, ev.event_type, ev.payload, ev.traceparent, e.organization_id, e.id as endpoint_id,

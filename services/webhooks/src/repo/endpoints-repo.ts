@@ -1,5 +1,5 @@
 import type { TaskEventType, WebhookEndpoint } from "@tasksvc/contracts";
-import { decodeKeyset, idempotencyRecords, pageOf, type Sql } from "@tasksvc/db";
+import { idempotencyRecords, KEYSET_TIME, keyset, keysetAfter, mapPgError, PG, pageOf, type Sql } from "@tasksvc/db";
 
 /** An endpoint's sealed secrets as stored: the current one and, during a rotation window, the previous. */
 export interface SealedSecrets {
@@ -22,6 +22,8 @@ interface EndpointRow {
 
 // Never `select *`: the sealed secrets stay in the table unless a query names them.
 const COLS = "id, url, enabled, event_types, verified, disabled_reason, created_at, updated_at";
+/** Newest first: `order by created_at desc, id desc`. */
+const ENDPOINT_PAGES = keyset("desc", ["created_at", "timestamp"], ["id", "text"]);
 
 const toEndpoint = (r: EndpointRow): WebhookEndpoint => ({
   id: r.id,
@@ -63,6 +65,19 @@ export interface Rotated {
   previousSecretExpiresAt: string;
 }
 
+/** Another endpoint of the organization has this URL (the unique index `endpoints_org_url_key`). */
+export class DuplicateEndpointUrl extends Error {
+  constructor() {
+    super("another endpoint of the organization has this URL");
+    this.name = "DuplicateEndpointUrl";
+  }
+}
+
+const URL_RULES = [{ code: PG.uniqueViolation, constraint: "endpoints_org_url_key", to: () => new DuplicateEndpointUrl() }] as const;
+
+/** A create: the endpoint, or how many the organization has when that is already its cap. */
+export type Inserted = { endpoint: WebhookEndpoint } | { atCap: number };
+
 export interface EndpointPatch {
   url?: string | undefined;
   event_types?: TaskEventType[] | undefined;
@@ -83,13 +98,28 @@ export function endpointsRepo(sql: Sql) {
           from e where d.endpoint_id = e.id and d.state = 'PENDING'
         )`;
   return {
-    async insert(e: NewEndpoint): Promise<WebhookEndpoint> {
-      const [row] = await sql<EndpointRow[]>`
-        insert into endpoints (id, organization_id, url, event_types, secret_sealed)
-        values (${e.id}, ${e.organizationId}, ${e.url}, ${e.eventTypes}::text[], ${e.secretSealed})
-        returning ${cols}, '' as cursor_at`;
-      if (!row) throw new Error("insert returned no row");
-      return toEndpoint(row);
+    /**
+     * Inserts the endpoint unless the organization already has `cap` of them (enabled or not).
+     * Run it in a transaction: two creates at the cap - 1 would both count cap - 1 and both insert,
+     * so the count and the insert happen under a lock on the organization's endpoints, held until
+     * the transaction ends; the second create counts after the first committed. Throws
+     * DuplicateEndpointUrl when the organization has the URL already.
+     */
+    async insert(e: NewEndpoint, cap: number): Promise<Inserted> {
+      await sql`select pg_advisory_xact_lock(hashtextextended(${`webhooks.endpoints:${e.organizationId}`}, 0))`;
+      const [held] = await sql<{ n: number }[]>`select count(*)::int as n from endpoints where organization_id = ${e.organizationId}`;
+      const n = held?.n ?? 0;
+      if (n >= cap) return { atCap: n };
+      try {
+        const [row] = await sql<EndpointRow[]>`
+          insert into endpoints (id, organization_id, url, event_types, secret_sealed)
+          values (${e.id}, ${e.organizationId}, ${e.url}, ${e.eventTypes}::text[], ${e.secretSealed})
+          returning ${cols}, '' as cursor_at`;
+        if (!row) throw new Error("insert returned no row");
+        return { endpoint: toEndpoint(row) };
+      } catch (err) {
+        mapPgError(err, URL_RULES);
+      }
     },
 
     async get(org: string, id: string): Promise<WebhookEndpoint | undefined> {
@@ -98,11 +128,10 @@ export function endpointsRepo(sql: Sql) {
     },
 
     async list(org: string, limit: number, after: string | undefined) {
-      const [at, id] = after ? decodeKeyset(after, 2) : [null, null];
       const rows = await sql<EndpointRow[]>`
-        select ${cols}, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as cursor_at from endpoints
+        select ${cols}, to_char(created_at at time zone 'UTC', ${sql.unsafe(KEYSET_TIME)}) as cursor_at from endpoints
         where organization_id = ${org}
-          ${at === null ? sql`` : sql`and (created_at, id) < (${String(at)}::text::timestamp at time zone 'UTC', ${String(id)})`}
+          ${keysetAfter(sql, after, ENDPOINT_PAGES)}
         order by created_at desc, id desc
         limit ${limit + 1}`;
       return pageOf(rows, limit, toEndpoint, (r) => [r.cursor_at, r.id]);
@@ -110,13 +139,18 @@ export function endpointsRepo(sql: Sql) {
 
     /**
      * Undefined for an unknown endpoint. `enabled: true` resets the failure count and the
-     * auto-disable reason (spec 3.4), even when the endpoint was already enabled.
+     * auto-disable reason (spec 3.4), even when the endpoint was already enabled. Throws
+     * DuplicateEndpointUrl when the URL it would have is another endpoint's.
      */
     async update(org: string, id: string, p: EndpointPatch): Promise<WebhookEndpoint | undefined> {
+      // An endpoint that shared its URL when the one-URL rule came in (migration 0007) stays out
+      // of the unique index only while disabled with that URL: enabling it or moving it takes it in.
+      const leavesDuplicate = p.url !== undefined || p.enabled === true;
       const [row] = await sql<EndpointRow[]>`
         with e as (
         update endpoints set
           url = ${p.url === undefined ? sql`url` : sql`${p.url}`},
+          duplicate_url = ${leavesDuplicate ? sql`false` : sql`duplicate_url`},
           event_types = ${p.event_types === undefined ? sql`event_types` : sql`${p.event_types}::text[]`},
           enabled = ${p.enabled === undefined ? sql`enabled` : sql`${p.enabled}`},
           failure_count = ${p.enabled === true ? sql`0` : sql`failure_count`},
@@ -125,7 +159,7 @@ export function endpointsRepo(sql: Sql) {
         where organization_id = ${org} and id = ${id}
         returning ${cols}
         )${p.enabled === false ? disableQueued : sql``}
-        select e.*, '' as cursor_at from e`;
+        select e.*, '' as cursor_at from e`.catch((err: unknown) => mapPgError(err, URL_RULES));
       return row && toEndpoint(row);
     },
 

@@ -1,5 +1,5 @@
 import type { DeliveryAttempt, DeliveryState, WebhookDelivery } from "@tasksvc/contracts";
-import { decodeKeyset, mapPgError, PG, pageOf, type PgErrorRule, type Sql } from "@tasksvc/db";
+import { KEYSET_TIME, keyset, keysetAfter, mapPgError, PG, pageOf, type PgErrorRule, type Sql } from "@tasksvc/db";
 import { AppError } from "@tasksvc/errors";
 
 interface DeliveryRow {
@@ -60,6 +60,11 @@ const REPLAY_RULES: readonly PgErrorRule[] = [
   },
 ];
 
+/** An endpoint's deliveries, newest first (deliveries_page_idx): `order by created_at desc, id desc`. */
+const DELIVERY_PAGES = keyset("desc", ["created_at", "timestamp"], ["id", "text"]);
+/** A delivery's attempts in order: `order by attempt`. */
+const ATTEMPT_PAGES = keyset("asc", ["attempt", "integer"]);
+
 /** Spec 4.1, 8: the bulk replay's hard cap per call. */
 export const REPLAY_FAILED_MAX = 1000;
 
@@ -83,12 +88,11 @@ export function logRepo(sql: Sql) {
 
     /** Newest first (deliveries_page_idx), optionally of one state. */
     async deliveries(org: string, endpointId: string, limit: number, after: string | undefined, state: DeliveryState | undefined) {
-      const [at, id] = after ? decodeKeyset(after, 2) : [null, null];
       const rows = await sql<DeliveryRow[]>`
-        select ${cols}, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as cursor_at from deliveries
+        select ${cols}, to_char(created_at at time zone 'UTC', ${sql.unsafe(KEYSET_TIME)}) as cursor_at from deliveries
         where organization_id = ${org} and endpoint_id = ${endpointId}
           ${state === undefined ? sql`` : sql`and state = ${state}`}
-          ${at === null ? sql`` : sql`and (created_at, id) < (${String(at)}::text::timestamp at time zone 'UTC', ${String(id)})`}
+          ${keysetAfter(sql, after, DELIVERY_PAGES)}
         order by created_at desc, id desc
         limit ${limit + 1}`;
       return pageOf(rows, limit, toDelivery, (r) => [r.cursor_at, r.id]);
@@ -96,11 +100,10 @@ export function logRepo(sql: Sql) {
 
     /** In attempt order; the caller has checked that the delivery is the organization's. */
     async attempts(deliveryId: string, limit: number, after: string | undefined) {
-      const [last] = after ? decodeKeyset(after, 1) : [null];
       const rows = await sql<AttemptRow[]>`
         select attempt, attempted_at, outcome, status, error_class, duration_ms from attempts
         where delivery_id = ${deliveryId}
-          ${last === null || last === undefined ? sql`` : sql`and attempt > ${Number(last)}`}
+          ${keysetAfter(sql, after, ATTEMPT_PAGES)}
         order by attempt
         limit ${limit + 1}`;
       return pageOf(rows, limit, toAttempt, (r) => [r.attempt]);

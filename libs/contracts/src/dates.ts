@@ -1,0 +1,39 @@
+import { z } from "zod";
+
+/**
+ * The days and instants the API accepts (decision 0010): UTC years 1000 to 9999. Year 0000 passes
+ * JavaScript's Date but no Postgres date or timestamptz (500 before), years before 1000 invite the
+ * two-digit-year traps of Date.UTC and of other clients' parsers, and an instant past 9999-12-31
+ * (9999-12-31T23:00-05:00) has no four-digit ISO form, so it could be stored but never shown.
+ */
+export const DATE_RANGE = { first: "1000-01-01", last: "9999-12-31" } as const;
+const FIRST_INSTANT = Date.parse(`${DATE_RANGE.first}T00:00:00.000Z`);
+const LAST_INSTANT = Date.parse(`${DATE_RANGE.last}T23:59:59.999Z`);
+const OUT_OF_RANGE = `must lie between ${DATE_RANGE.first} and ${DATE_RANGE.last} (UTC)`;
+
+function isCalendarDay(s: string): boolean {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(s)) return false;
+  const d = new Date(`${s}T00:00:00.000Z`);
+  return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === s;
+}
+
+/**
+ * `YYYY-MM-DD`, a real calendar day (2026-02-30 is refused) within DATE_RANGE, interpreted as a UTC
+ * day. zod knows it only as a refined string: its JSON Schema format says what it is.
+ */
+export const DateOnly = z
+  .string()
+  .superRefine((s, ctx) => {
+    // One issue per value: a malformed day is not also reported as out of range.
+    if (!isCalendarDay(s)) ctx.addIssue({ code: "custom", message: "must be a calendar day written YYYY-MM-DD" });
+    else if (s < DATE_RANGE.first) ctx.addIssue({ code: "custom", message: OUT_OF_RANGE });
+  })
+  .meta({ format: "date" });
+
+/** An ISO-8601 date-time with an offset (Z or ±hh:mm), or a bare date taken as 00:00 UTC; its instant within DATE_RANGE. */
+export const DateTimeInput = z
+  .union([z.iso.datetime({ offset: true }), z.string().refine(isCalendarDay)], { message: "must be a date-time (2026-11-22T09:00:00Z) or a date YYYY-MM-DD" })
+  .superRefine((s, ctx) => {
+    const t = Date.parse(s.length === 10 ? `${s}T00:00:00.000Z` : s);
+    if (!(t >= FIRST_INSTANT && t <= LAST_INSTANT)) ctx.addIssue({ code: "custom", message: OUT_OF_RANGE });
+  });

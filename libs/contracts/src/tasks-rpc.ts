@@ -1,0 +1,42 @@
+import { z } from "zod";
+import { attachmentOps } from "./attachments.js";
+import { OpaqueId, PageQuery, page } from "./common.js";
+import { AddDependencyBody, DependencyParams, DependencyView } from "./dependencies.js";
+import { CreateProjectBody, DeletedProject, Project, ProjectParams, UpdateProjectBody } from "./projects.js";
+import type { RpcCatalog } from "./rpc.js";
+import { CreateTaskBody, Event, EventParams, ListEventsQuery, ListTasksQuery, Task, TaskParams, TaskSummary, TaskVersion, UpdateTaskBody } from "./tasks.js";
+
+/** A write that may answer "created" (201) or "already there" (200). */
+const Upserted = <T extends z.ZodType>(t: T) => z.object({ created: z.boolean(), view: t });
+
+/** The tasks service's operations: tasks, their events, dependencies, projects and attachments. */
+export const tasksRpc = {
+  service: "tasks",
+  ops: {
+    createTask: { input: CreateTaskBody, output: Task },
+    listTasks: { input: ListTasksQuery, output: page(Task) },
+    getTask: { input: TaskParams, output: Task },
+    updateTask: { input: z.object({ task_id: OpaqueId, patch: UpdateTaskBody }), output: Task },
+    archiveTask: { input: TaskParams, output: Task },
+    unarchiveTask: { input: TaskParams, output: Task },
+    taskHistory: { input: PageQuery.extend({ task_id: OpaqueId }), output: page(TaskVersion) },
+    listEvents: { input: ListEventsQuery, output: page(Event) },
+    getEvent: { input: EventParams, output: Event },
+    getDependencies: { input: TaskParams, output: DependencyView },
+    addDependency: { input: AddDependencyBody.extend({ task_id: OpaqueId }), output: Upserted(DependencyView) },
+    removeDependency: { input: DependencyParams, output: DependencyView },
+    createProject: { input: CreateProjectBody, output: Project },
+    listProjects: { input: PageQuery, output: page(Project) },
+    getProject: { input: ProjectParams, output: Project },
+    updateProject: { input: z.object({ project_id: OpaqueId, patch: UpdateProjectBody }), output: Project },
+    deleteProject: { input: ProjectParams, output: DeletedProject },
+    // Internal (boards service): many tasks in one request; unknown numbers are simply absent.
+    lookupTasks: { input: z.object({ numbers: z.array(z.number().int().positive()).max(1000) }), output: z.object({ tasks: z.array(TaskSummary) }) },
+    /** A task and its direct subtasks (null task when it does not exist in the organization). */
+    taskWithSubtasks: {
+      input: z.object({ number: z.number().int().positive() }),
+      output: z.object({ task: TaskSummary.nullable(), subtasks: z.array(TaskSummary) }),
+    },
+    ...attachmentOps,
+  },
+} as const satisfies RpcCatalog;

@@ -1,0 +1,128 @@
+import { z } from "zod";
+import { Timestamp } from "./common.js";
+import type { RpcCatalog } from "./rpc.js";
+import { Event, TaskEvent, taskEventsStream } from "./tasks.js";
+import { type DeliveryAttempt, ProbeOutcome } from "./webhooks.js";
+
+// Every message of outbound webhooks that crosses a process, one schema each, and the catalog
+// that names them (as trigger.dev's worker catalogs do): the sender builds its type from the
+// schema and the receiver parses with it, so the two cannot drift. The public resources
+// (endpoints, the delivery log) are in webhooks.ts. Never reached from HTTP: the gateway has
+// clients of the registry's public catalogs only.
+
+/**
+ * The body of a delivery, signed byte for byte: `{type, timestamp, data}` (Standard Webhooks),
+ * the task event's own time and the task after the change. Exactly an events-feed item without
+ * its id, which travels as the `webhook-id` header. The fan-out stores it with each delivery; the
+ * webhooks service serializes it once, at start, and signs that string.
+ */
+export const WebhookEnvelope = Event.omit({ id: true });
+export type WebhookEnvelope = z.infer<typeof WebhookEnvelope>;
+
+/** A signed request, ready to send: the delivery service adds nothing but the connection. */
+export const SignedRequest = z.object({
+  url: z.string(),
+  /** webhook-id, webhook-timestamp, webhook-signature, content-type. */
+  headers: z.record(z.string(), z.string()),
+  body: z.string(),
+  /**
+   * The trace of the change this delivery announces (W3C traceparent, when tracing recorded
+   * one): the delivery worker's call continues it. Never sent to the receiver.
+   */
+  traceparent: z.string().max(128).nullable().optional(),
+});
+export type SignedRequest = z.infer<typeof SignedRequest>;
+
+/** What one outbound call came to, as the delivery service reports it. */
+export const CallResult = z.object({
+  outcome: ProbeOutcome,
+  status: z.number().int().nullable(),
+  error_class: z.string().nullable(),
+  duration_ms: z.number().int().min(0),
+  /** Retry-After in milliseconds, when a 429 or 503 sent one. */
+  retry_after_ms: z.number().int().min(0).nullable(),
+});
+export type CallResult = z.infer<typeof CallResult>;
+
+/** How an attempt ended, as its row in the attempts log holds it. */
+export type AttemptOutcome = DeliveryAttempt["outcome"];
+
+/** One attempt of one delivery (1-based): what a job asks for, and what is started and reported. */
+export const AttemptRef = z.object({ delivery_id: z.string(), attempt: z.number().int().min(1) });
+export type AttemptRef = z.infer<typeof AttemptRef>;
+
+/**
+ * A job on the delivery-job stream: "make these attempts, all to one endpoint". It carries no URL,
+ * body or secret: the worker asks the webhooks service for the signed requests right before the
+ * calls, so a job for an endpoint deleted or disabled meanwhile sends nothing. One message for
+ * the attempts of one endpoint claimed together: JetStream's cost is per message, not per attempt.
+ */
+export const DeliveryJob = z.object({
+  endpoint_id: z.string(),
+  /** Past this instant the webhooks service dispatches the attempts again: a job seen later is dropped. */
+  lease_until: Timestamp,
+  deliveries: z.array(AttemptRef).min(1).max(1000),
+});
+export type DeliveryJob = z.infer<typeof DeliveryJob>;
+
+export const webhookJobsStream = (namespace: string) => `${namespace}_webhook_jobs`;
+export const webhookJobsSubject = (namespace: string) => `${namespace}.webhooks.jobs`;
+
+/** startAttempts: the attempts a worker is about to make. */
+export const StartAttempts = z.object({ jobs: z.array(AttemptRef).min(1).max(1000) });
+export type StartAttempts = z.infer<typeof StartAttempts>;
+
+/**
+ * One started attempt: its signed request, or null when there is nothing to send. `occurred_at`
+ * is the event's own time, the envelope's `timestamp`, given beside the body so that the worker
+ * measures the end-to-end lag without reading the body. Optional: a webhooks replica from
+ * before it answers without, and the worker then leaves the lag unmeasured.
+ */
+export const StartedAttempt = AttemptRef.extend({ request: SignedRequest.nullable(), occurred_at: Timestamp.optional() });
+export type StartedAttempt = z.infer<typeof StartedAttempt>;
+export const StartedAttempts = z.object({ attempts: z.array(StartedAttempt) });
+export type StartedAttempts = z.infer<typeof StartedAttempts>;
+
+/** recordAttempts: how attempts ended, as the worker reports them. */
+export const ReportedAttempt = AttemptRef.extend({ attempted_at: Timestamp, result: CallResult });
+export type ReportedAttempt = z.infer<typeof ReportedAttempt>;
+export const RecordAttempts = z.object({ results: z.array(ReportedAttempt).min(1).max(1000) });
+export type RecordAttempts = z.infer<typeof RecordAttempts>;
+export const RecordedAttempts = z.object({ recorded: z.number().int() });
+
+/** The webhooks service's operations for the delivery worker (same queue group as its public catalog). */
+export const webhookAttemptsRpc = {
+  service: "webhooks",
+  ops: {
+    /** Signs each attempt still due (DELIVERING, this attempt, endpoint enabled); the others are `request: null`. */
+    startAttempts: { input: StartAttempts, output: StartedAttempts },
+    /** Records how attempts ended: state, counts, schedule, auto-disable. */
+    recordAttempts: { input: RecordAttempts, output: RecordedAttempts },
+  },
+} as const satisfies RpcCatalog;
+
+/** The delivery service's one request/reply operation: a synchronous signed call (test event, verify). */
+export const deliveryRpc = {
+  service: "delivery",
+  ops: {
+    call: { input: SignedRequest, output: CallResult, timeoutMs: 65_000 },
+  },
+} as const satisfies RpcCatalog;
+
+/**
+ * The catalog: each message by name, with its schema and where it travels. Streams and subjects
+ * are per namespace; the request/reply operations are in the two RPC catalogs above.
+ */
+export const webhookMessages = {
+  /** Task events as the fan-out consumes them, from the tasks service's stream (it declares the stream). */
+  taskEvent: { schema: TaskEvent, stream: taskEventsStream },
+  /** The dispatcher's jobs for the delivery workers: a work queue, a job gone once acknowledged. */
+  deliveryJob: { schema: DeliveryJob, stream: webhookJobsStream, subject: webhookJobsSubject },
+  /** Worker → webhooks service, before the calls and after them. */
+  startAttempts: webhookAttemptsRpc.ops.startAttempts,
+  recordAttempts: webhookAttemptsRpc.ops.recordAttempts,
+  /** Webhooks service → delivery service: one call made now (test event, verify). */
+  call: deliveryRpc.ops.call,
+  /** What the receiver gets, and what is signed (stored with each delivery). */
+  envelope: { schema: WebhookEnvelope },
+} as const;

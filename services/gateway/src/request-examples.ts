@@ -1,0 +1,32 @@
+import { EXAMPLE_INSTANT } from "@tasksvc/contracts";
+
+/**
+ * The example body of each operation that takes one, by operationId: what reference UIs show as
+ * the request's "Example Value" and prefill in "Try it out". An example belongs to an operation,
+ * not to its body's schema: each succeeds as is in a new organization once tasks T-1 and T-2 exist
+ * (test/e2e/docs-examples.test.ts sends every one), so an example names no object a new
+ * organization cannot have: no project, endpoint or parent. A registered attachment is the one
+ * exception: its file_key only ever comes from an upload.
+ */
+export const REQUEST_EXAMPLES: Record<string, Record<string, unknown>> = {
+  createApiKey: { name: "CI deploys", scopes: ["tasks:read", "tasks:write"], expires_in_days: 30 },
+  createTask: {
+    title: "Write the announcement",
+    description: "Everything for the November launch.",
+    priority: "HIGH",
+    due_date: "2026-11-30",
+    story_points: 3,
+  },
+  updateTask: { status: "IN_PROGRESS", priority: "URGENT", notes: "Ask legal before publishing." },
+  addTaskDependency: { blocker_task_id: "T-2" },
+  startAttachmentUpload: { file_name: "notes.txt", content_type: "text/plain", size: 12 },
+  registerAttachment: { file_name: "notes.txt", file_key: "att/org_3kTM…/upl_…", content_type: "text/plain", size: 12 },
+  createProject: { name: "Launch", description: "Everything for the November launch." },
+  updateProject: { name: "Launch v2" },
+  setDailyPlanSection: { section: "TODO", status: "PLANNED" },
+  addDailyPlanEntry: { date: "2026-11-23", task_id: "T-1", section: "TODO" },
+  createWebhookEndpoint: { url: "https://hooks.example.com/tasksvc", event_types: ["task.created", "task.updated"] },
+  updateWebhookEndpoint: { event_types: ["task.created", "task.updated", "task.archived"], enabled: true },
+  sendWebhookTestEvent: { event_type: "task.created" },
+  replayFailedWebhookDeliveries: { since: EXAMPLE_INSTANT },
+};

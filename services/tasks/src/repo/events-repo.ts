@@ -1,0 +1,98 @@
+import type { Event, Task, TaskEventType } from "@tasksvc/contracts";
+import { EVENT_RETENTION_DAYS } from "@tasksvc/contracts";
+import { deleteInBatches, jsonb, KEYSET_TIME, keyset, keysetAfter, newId, pageOf, type Sql } from "@tasksvc/db";
+import { ISO_SQL } from "./sql-time.js";
+import { inTaskOrder } from "./task-json.js";
+
+/**
+ * The envelope of a task event (TaskEvent of the contracts), for the outbox, from the columns
+ * `event_id`, `type`, `organization_id` and `data` (the task, jsonb) of the rows it is selected
+ * from. Every event is written through it: emit() below for one, the create statement
+ * (tasks-repo) for a batch. Its time is the database's: `now()`, the writing transaction's, the
+ * time the change's rows carry (a create's created_at, an update's updated_at, an archive's
+ * archived_at), on the clock the webhook fan-out compares with its endpoints' creation.
+ */
+export const EVENT_ENVELOPE = `jsonb_build_object('id', event_id, 'type', type, 'organization_id', organization_id,
+  'created_at', to_char(now() at time zone 'UTC', ${ISO_SQL}), 'data', data)`;
+
+/** A stored event's columns for the feed: the webhook body (`type`, `timestamp`, `data`) and its id. */
+const EVENT_COLUMNS = `id, type, payload->>'created_at' as timestamp, payload->'data' as data`;
+/** Newest first: `order by created_at desc, id desc`. */
+const EVENT_PAGES = keyset("desc", ["created_at", "timestamp"], ["id", "text"]);
+
+interface EventRow {
+  id: string;
+  type: TaskEventType;
+  timestamp: string;
+  data: Task;
+}
+
+/** A feed item. Its data comes from jsonb, so its fields are put back in a task's order (inTaskOrder). */
+const toEvent = (r: EventRow): Event => ({ id: r.id, type: r.type, timestamp: r.timestamp, data: inTaskOrder(r.data) });
+
+/** The outbox (relayed to JetStream, relay.ts) and the events feed the outbox's trigger fills (migration 0005). */
+export function eventsRepo(sql: Sql) {
+  const envelope = sql.unsafe(EVENT_ENVELOPE);
+  const eventColumns = sql.unsafe(EVENT_COLUMNS);
+  const keysetTime = sql.unsafe(KEYSET_TIME);
+  return {
+    /** Writes one event to the outbox, in the caller's transaction: `task` is the task after the change. */
+    async emit(org: string, type: TaskEventType, task: Task): Promise<void> {
+      await sql`
+        insert into outbox (event_id, type, organization_id, payload)
+        select event_id, type, organization_id, ${envelope}
+        from (select ${newId("evt")}::text as event_id, ${type}::text as type, ${org}::text as organization_id,
+          ${jsonb(sql, task)}::jsonb as data) e`;
+    },
+
+    /**
+     * An organization's events, newest first, as the feed shows them: from the outbox's envelope
+     * (the trigger of migration 0005 copies it), so the items are the webhook bodies' own objects,
+     * encoded here (the envelope is jsonb, whose text is not compact). Events older than the
+     * retention are never shown, swept or not.
+     */
+    async list(
+      org: string,
+      q: {
+        limit: number;
+        after?: string | undefined;
+        type?: TaskEventType | undefined;
+        task_id?: string | undefined;
+        created_gte?: string | undefined;
+        created_lt?: string | undefined;
+      },
+    ) {
+      const rows = await sql<(EventRow & { cursor_at: string })[]>`
+        select ${eventColumns}, to_char(created_at at time zone 'UTC', ${keysetTime}) as cursor_at
+        from events
+        where organization_id = ${org} and created_at > now() - make_interval(days => ${EVENT_RETENTION_DAYS})
+          ${q.type === undefined ? sql`` : sql`and type = ${q.type}`}
+          ${q.task_id === undefined ? sql`` : sql`and payload->'data'->>'id' = ${q.task_id}`}
+          ${q.created_gte === undefined ? sql`` : sql`and created_at >= ${q.created_gte}::timestamptz`}
+          ${q.created_lt === undefined ? sql`` : sql`and created_at < ${q.created_lt}::timestamptz`}
+          ${keysetAfter(sql, q.after, EVENT_PAGES)}
+        order by created_at desc, id desc
+        limit ${q.limit + 1}`;
+      return pageOf(rows, q.limit, toEvent, (r) => [r.cursor_at, r.id]);
+    },
+
+    async get(org: string, id: string): Promise<Event | undefined> {
+      const [row] = await sql<EventRow[]>`
+        select ${eventColumns} from events
+        where organization_id = ${org} and id = ${id} and created_at > now() - make_interval(days => ${EVENT_RETENTION_DAYS})`;
+      return row && toEvent(row);
+    },
+
+    /** Deletes events past the retention, a batch at a time; answers how many went. */
+    async sweep(batch = 10_000): Promise<number> {
+      return deleteInBatches(batch, async () => {
+        const rows = await sql`
+          delete from events where id in (
+            select id from events where created_at <= now() - make_interval(days => ${EVENT_RETENTION_DAYS}) limit ${batch})
+          returning 1`;
+        return rows.length;
+      });
+    },
+  };
+}
+export type EventsRepo = ReturnType<typeof eventsRepo>;
