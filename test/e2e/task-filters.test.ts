@@ -314,6 +314,10 @@ describe("GET /v1/tasks sort", () => {
     for (const [sort, want] of dueOrders) expect(await listed(t, { sort }), sort).toEqual(want);
   });
 
+  it("when paged one at a time by due_date either way, then pages ending on a task without one go on, in the same order", async () => {
+    for (const [sort, want] of dueOrders) expect(await pagedList(t, { sort }, 1), sort).toEqual(want);
+  });
+
   it("when no sort is given, then the newest change comes first, and a filtered list pages in its sort", async () => {
     expect(await listed(t, {})).toEqual([1, 3, 6, 5, 4, 2]);
     expect(await pagedList(t, { sort: "-priority", priority: "HIGH,URGENT,LOW" }, 1)).toEqual([5, 4, 1, 3]);
@@ -407,6 +411,8 @@ describe("POST /v1/tasks/search", () => {
     ["archived neq false", cond("archived", "neq", false), [6]],
     ["is_blocked eq true", cond("is_blocked", "eq", true), [4]],
     ["is_blocked eq false", cond("is_blocked", "eq", false), [1, 2, 3, 5]],
+    ["is_blocked neq true", cond("is_blocked", "neq", true), [1, 2, 3, 5]],
+    ["is_blocked neq false", cond("is_blocked", "neq", false), [4]],
     ["due_date eq", cond("due_date", "eq", "2026-03-05"), [2]],
     ["due_date neq (a task without one is in)", cond("due_date", "neq", "2026-03-05"), [1, 3, 4, 5]],
     ["due_date lt", cond("due_date", "lt", "2026-03-05"), [1]],
@@ -485,6 +491,13 @@ describe("POST /v1/tasks/search", () => {
     }
   });
 
+  it("when created_at and updated_at are compared with a task's own times, then lte includes it and gt excludes it", async () => {
+    for (const field of ["created_at", "updated_at"] as const) {
+      await compareWithOwnTime(field, "lte", (v, at) => v <= at, true);
+      await compareWithOwnTime(field, "gt", (v, at) => v > at, false);
+    }
+  });
+
   it("when a task is found, then the page has exactly GET's shape: the task as GET shows it, has_more, next_cursor", async () => {
     const r = await gw.post("/v1/tasks/search", { filter: S("TODO") }, { token: t.apiKey });
     expect(r.status, r.text).toBe(200);
@@ -500,6 +513,11 @@ describe("POST /v1/tasks/search", () => {
     expect(await pagedSearch(t, { filter, sort: "-story_points" }, 1)).toEqual([4, 2, 5, 1]);
     expect(await pagedSearch(t, { filter, sort: "priority" }, 3)).toEqual([1, 5, 2, 4]);
     expect(await pagedSearch(t, {}, 2)).toEqual(await listed(t, {}));
+  });
+
+  it("when sorted by due_date and a page ends on a task without one, then the next page follows", async () => {
+    expect(await pagedSearch(t, { sort: "due_date" }, 2)).toEqual([1, 2, 4, 3, 5]);
+    expect(await pagedSearch(t, { sort: "-due_date" }, 2)).toEqual([4, 2, 1, 5, 3]);
   });
 
   it("when a key has only tasks:read, then it can search; a key without a tasks scope gets 403", async () => {

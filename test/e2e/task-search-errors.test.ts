@@ -102,6 +102,7 @@ describe("POST /v1/tasks/search with a bad body", () => {
     ["eq with an array", { filter: cond("status", "eq", ["TODO"]) }, "/filter/value"],
     ["a condition without value", { filter: { field: "status", op: "eq" } }, "/filter/value"],
     ["an empty title", { filter: cond("title", "contains", "") }, "/filter/value"],
+    ["a title of 501 characters (longer than any title)", { filter: cond("title", "eq", "t".repeat(501)) }, "/filter/value"],
     ["a text of punctuation only", { filter: cond("text", "matches", "!!! ???") }, "/filter/value"],
     ["a text of 201 characters", { filter: cond("text", "matches", "a".repeat(201)) }, "/filter/value"],
     ["a text with NUL", { filter: cond("text", "matches", "a\u0000b") }, "/filter/value"],

@@ -136,7 +136,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List tasks, most recently updated first (filters apply to the current version)
+         * List tasks: filters, full text and sort (filters apply to the current version)
          * @description Requires scope `tasks:read` and plan entitlement `public_api`. Costs 1 API call.
          */
         get: operations["listTasks"];
@@ -146,6 +146,26 @@ export interface paths {
          * @description Requires scope `tasks:write` and plan entitlement `public_api`. Costs 1 API call (an idempotent replay costs nothing).
          */
         post: operations["createTask"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tasks/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Search tasks with a filter tree (and, or, not; conditions on fields); a page like the list
+         * @description Requires scope `tasks:read` and plan entitlement `public_api`. Costs 1 API call.
+         */
+        post: operations["searchTasks"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1811,6 +1831,23 @@ export interface components {
              */
             next_cursor: string | null;
         };
+        SearchTasksResponse: {
+            /**
+             * @description The items of this page, in the list's order.
+             * @example []
+             */
+            data: components["schemas"]["Task"][];
+            /**
+             * @description Whether another page follows: ask for it with `after=<next_cursor>`.
+             * @example false
+             */
+            has_more: boolean;
+            /**
+             * @description Opaque cursor of the next page (pass as `after`), or null on the last page.
+             * @example null
+             */
+            next_cursor: string | null;
+        };
         ListTaskVersionsResponse: {
             /**
              * @description The items of this page, in the list's order.
@@ -2025,6 +2062,82 @@ export interface components {
              */
             next_cursor: string | null;
         };
+        /**
+         * @description A filter: `{"and": [filters]}`, `{"or": [filters]}`, `{"not": filter}` or a condition `{"field", "op", "value"}`. At most 50 conditions and 5 levels.
+         * @example {
+         *       "and": [
+         *         {
+         *           "field": "status",
+         *           "op": "in",
+         *           "value": [
+         *             "TODO",
+         *             "IN_PROGRESS"
+         *           ]
+         *         },
+         *         {
+         *           "field": "text",
+         *           "op": "matches",
+         *           "value": "invoice export"
+         *         }
+         *       ]
+         *     }
+         */
+        TaskFilter: {
+            /**
+             * @description Every filter must match.
+             * @example [
+             *       {
+             *         "field": "status",
+             *         "op": "eq",
+             *         "value": "TODO"
+             *       }
+             *     ]
+             */
+            and: components["schemas"]["TaskFilter"][];
+        } | {
+            /**
+             * @description At least one filter must match.
+             * @example [
+             *       {
+             *         "field": "priority",
+             *         "op": "eq",
+             *         "value": "URGENT"
+             *       }
+             *     ]
+             */
+            or: components["schemas"]["TaskFilter"][];
+        } | {
+            /**
+             * @description The filter must not match.
+             * @example {
+             *       "field": "is_blocked",
+             *       "op": "eq",
+             *       "value": true
+             *     }
+             */
+            not: components["schemas"]["TaskFilter"];
+        } | {
+            /**
+             * @description What the condition looks at; `text` is the full text of title, description and notes.
+             * @example status
+             * @enum {string}
+             */
+            field: "status" | "priority" | "project_id" | "parent_task_id" | "archived" | "is_blocked" | "due_date" | "created_at" | "updated_at" | "story_points" | "title" | "text";
+            /**
+             * @description How it compares; each field takes only some of them, and an op the field does not take is refused.
+             * @example in
+             * @enum {string}
+             */
+            op: "eq" | "neq" | "in" | "nin" | "lt" | "lte" | "gt" | "gte" | "is_null" | "contains" | "matches";
+            /**
+             * @description The value, of the field's type; an array for `in` and `nin`; a boolean for `is_null`.
+             * @example [
+             *       "TODO",
+             *       "IN_PROGRESS"
+             *     ]
+             */
+            value: unknown;
+        };
         CreateApiKeyRequest: {
             /**
              * @description A display name, unique where the resource says so.
@@ -2192,6 +2305,38 @@ export interface components {
                  */
                 rrule?: string;
             };
+        };
+        SearchTasksRequest: {
+            /**
+             * @description Which tasks; none: every current task.
+             * @example {
+             *       "field": "status",
+             *       "op": "in",
+             *       "value": [
+             *         "TODO",
+             *         "IN_PROGRESS"
+             *       ]
+             *     }
+             */
+            filter?: components["schemas"]["TaskFilter"];
+            /**
+             * @description The order: a key, `-` in front for descending. Ties by id; tasks without the value last.
+             * @default -updated_at
+             * @example -updated_at
+             * @enum {string}
+             */
+            sort: "updated_at" | "created_at" | "due_date" | "priority" | "story_points" | "-updated_at" | "-created_at" | "-due_date" | "-priority" | "-story_points";
+            /**
+             * @description Items per page, 1-100 (default 25).
+             * @default 25
+             * @example 25
+             */
+            limit: number;
+            /**
+             * @description The `next_cursor` of the previous page; the rest of the body must be the same as for that page.
+             * @example eyJwIjoiV…
+             */
+            after?: string;
         };
         UpdateTaskRequest: {
             /**
@@ -3352,10 +3497,15 @@ export interface operations {
                 /** @description The `next_cursor` of the previous page; the other parameters must be the same as for that page. */
                 after?: string;
                 /**
-                 * @description Only tasks in this status.
+                 * @description Only tasks in one of these statuses, comma-separated (`TODO,BLOCKED`).
                  * @example TODO
                  */
-                status?: "TODO" | "IN_PROGRESS" | "IN_REVIEW" | "COMPLETED" | "BLOCKED";
+                status?: string | ("TODO" | "IN_PROGRESS" | "IN_REVIEW" | "COMPLETED" | "BLOCKED")[];
+                /**
+                 * @description Only tasks of one of these priorities, comma-separated (`HIGH,URGENT`).
+                 * @example HIGH,URGENT
+                 */
+                priority?: string | ("LOW" | "MEDIUM" | "HIGH" | "URGENT")[];
                 /** @description Only tasks in this project (its id, `prj_…`). */
                 project_id?: string;
                 /** @description Only the subtasks of this task (its id, T-\<n\>). */
@@ -3367,6 +3517,51 @@ export interface operations {
                  * @example false
                  */
                 archived?: boolean | ("true" | "false");
+                /**
+                 * @description Only tasks created at or after this time (ISO 8601).
+                 * @example 2026-01-01T00:00:00Z
+                 */
+                created_gte?: string;
+                /**
+                 * @description Only tasks created before this time (ISO 8601).
+                 * @example 2030-01-01T00:00:00Z
+                 */
+                created_lt?: string;
+                /**
+                 * @description Only tasks changed at or after this time (ISO 8601). With `sort=updated_at`, the way to keep a copy in sync.
+                 * @example 2026-01-01T00:00:00Z
+                 */
+                updated_gte?: string;
+                /**
+                 * @description Only tasks changed before this time (ISO 8601).
+                 * @example 2030-01-01T00:00:00Z
+                 */
+                updated_lt?: string;
+                /**
+                 * @description Only tasks due on or after this day (a date, or a date-time taken as its UTC day).
+                 * @example 2026-01-01
+                 */
+                due_gte?: string;
+                /**
+                 * @description Only tasks due before this day (a date, or a date-time taken as its UTC day).
+                 * @example 2030-01-01
+                 */
+                due_lt?: string;
+                /**
+                 * @description `true`: only tasks with an open blocker; `false`: only tasks without one.
+                 * @example false
+                 */
+                is_blocked?: boolean | ("true" | "false");
+                /**
+                 * @description Full text over title, description and notes, in web-search syntax: words (all must match), "a phrase", `or`, `-word`. Case and accents do not matter.
+                 * @example announcement
+                 */
+                q?: string;
+                /**
+                 * @description The order: a key, `-` in front for descending. Ties by id; tasks without the value last.
+                 * @example -updated_at
+                 */
+                sort?: "updated_at" | "created_at" | "due_date" | "priority" | "story_points" | "-updated_at" | "-created_at" | "-due_date" | "-priority" | "-story_points";
             };
             header?: never;
             path?: never;
@@ -3374,7 +3569,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description List tasks, most recently updated first (filters apply to the current version) */
+            /** @description List tasks: filters, full text and sort (filters apply to the current version) */
             200: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -3598,6 +3793,168 @@ export interface operations {
             };
             /** @description `idempotency_key_reused`: Idempotency key reused */
             422: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    searchTasks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "filter": {
+                 *         "and": [
+                 *           {
+                 *             "field": "status",
+                 *             "op": "in",
+                 *             "value": [
+                 *               "TODO",
+                 *               "IN_PROGRESS"
+                 *             ]
+                 *           },
+                 *           {
+                 *             "or": [
+                 *               {
+                 *                 "field": "priority",
+                 *                 "op": "eq",
+                 *                 "value": "URGENT"
+                 *               },
+                 *               {
+                 *                 "field": "text",
+                 *                 "op": "matches",
+                 *                 "value": "announcement"
+                 *               }
+                 *             ]
+                 *           }
+                 *         ]
+                 *       },
+                 *       "sort": "due_date",
+                 *       "limit": 25
+                 *     }
+                 */
+                "application/json": components["schemas"]["SearchTasksRequest"];
+            };
+        };
+        responses: {
+            /** @description Search tasks with a filter tree (and, or, not; conditions on fields); a page like the list */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchTasksResponse"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: Payload too large */
+            413: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: Unsupported media type */
+            415: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;

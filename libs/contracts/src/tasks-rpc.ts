@@ -4,7 +4,8 @@ import { OpaqueId, PageQuery, page } from "./common.js";
 import { AddDependencyBody, DependencyParams, DependencyView } from "./dependencies.js";
 import { CreateProjectBody, DeletedProject, Project, ProjectParams, UpdateProjectBody } from "./projects.js";
 import type { RpcCatalog } from "./rpc.js";
-import { CreateTaskBody, Event, EventParams, ListEventsQuery, ListTasksQuery, Task, TaskParams, TaskSummary, TaskVersion, UpdateTaskBody } from "./tasks.js";
+import { ListTasksQuery, SearchTasksBody } from "./task-search.js";
+import { CreateTaskBody, Event, EventParams, ListEventsQuery, Task, TaskParams, TaskSummary, TaskVersion, UpdateTaskBody } from "./tasks.js";
 
 /** A write that may answer "created" (201) or "already there" (200). */
 const Upserted = <T extends z.ZodType>(t: T) => z.object({ created: z.boolean(), view: t });
@@ -15,6 +16,7 @@ export const tasksRpc = {
   ops: {
     createTask: { input: CreateTaskBody, output: Task },
     listTasks: { input: ListTasksQuery, output: page(Task) },
+    searchTasks: { input: SearchTasksBody, output: page(Task) },
     getTask: { input: TaskParams, output: Task },
     updateTask: { input: z.object({ task_id: OpaqueId, patch: UpdateTaskBody }), output: Task },
     archiveTask: { input: TaskParams, output: Task },

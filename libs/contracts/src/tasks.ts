@@ -155,19 +155,6 @@ export const UpdateTaskBody = z.strictObject({
 });
 export type UpdateTaskBody = z.infer<typeof UpdateTaskBody>;
 
-/** A query flag; booleans pass through so that a parsed query can be parsed again (RPC). */
-const BoolParam = z.union([z.boolean(), z.enum(["true", "false"]).transform((v) => v === "true")], { message: "must be true or false" });
-
-// No examples for the filters that name an object: "Try it out" would send them, and an id the
-// caller's organization lacks is a 404 (a filter left empty is not sent).
-export const ListTasksQuery = PageQuery.extend({
-  status: TaskStatus.optional().meta({ description: "Only tasks in this status.", examples: ["TODO"] }),
-  project_id: ProjectRef.optional().meta({ description: "Only tasks in this project (its id, `prj_…`)." }),
-  parent_task_id: TaskRef.optional().meta({ description: "Only the subtasks of this task (its id, T-<n>)." }),
-  series_task_id: TaskRef.optional().meta({ description: "Only the occurrences made from this recurring task (its id, T-<n>)." }),
-  archived: BoolParam.default(false).meta({ description: "Archived tasks instead of current ones (default false).", examples: [false] }),
-}).strict();
-
 /**
  * Path ids stay strings: a malformed task id names no task (404), it is not a bad request. A value
  * that no id can be (NUL, a control character, over 100 characters) is refused as 400 (0010).

@@ -9,6 +9,15 @@ export interface MigrateOptions {
   /** Folder of forward-only plain SQL files, 0001_init.sql, 0002_… */
   dir: string;
   log: Logger;
+  /** Indexes built after the migrations with CREATE INDEX CONCURRENTLY (writers never wait for them). */
+  indexes?: readonly ConcurrentIndex[];
+}
+
+/** An index a large table gets without a lock that stops writes: `create index concurrently <name> <definition>`. */
+export interface ConcurrentIndex {
+  name: string;
+  /** What follows the name: `on tasks (organization_id, created_at)`. */
+  definition: string;
 }
 
 /**
@@ -39,7 +48,43 @@ export async function migrate(opts: MigrateOptions): Promise<void> {
       log: (msg: string) => opts.log.debug({ schema: opts.schema }, msg),
     });
     if (applied.length > 0) opts.log.info({ schema: opts.schema, applied: applied.map((m) => m.name) }, "migrated");
+    // Released first: another replica waiting for it sits in a statement, and CREATE INDEX
+    // CONCURRENTLY waits for every statement older than its own, so holding it would deadlock.
+    await client.query("select pg_advisory_unlock(hashtextextended($1, 0))", [`tasksvc:migrate:${opts.schema}`]);
+    if (opts.indexes?.length) await buildIndexes(client, opts.schema, opts.indexes, opts.log);
   } finally {
     await client.end().catch(() => {});
+  }
+}
+
+/**
+ * Builds the indexes that are missing, one at a time, outside any transaction. One replica builds
+ * them (a try-lock: the others start at once and serve, slower, until the indexes exist); an index
+ * an interrupted build left invalid is dropped and built again.
+ */
+async function buildIndexes(client: pg.Client, schema: string, indexes: readonly ConcurrentIndex[], log: Logger): Promise<void> {
+  const lock = `tasksvc:indexes:${schema}`;
+  const { rows } = await client.query<{ ok: boolean }>("select pg_try_advisory_lock(hashtextextended($1, 0)) as ok", [lock]);
+  if (!rows[0]?.ok) {
+    log.info({ schema }, "another replica is building the indexes");
+    return;
+  }
+  try {
+    // The schema's own names first; then where extensions' operator classes live (gin_trgm_ops).
+    await client.query(`set search_path to ${quoteIdent(schema)}, extensions, public`);
+    for (const ix of indexes) {
+      const found = await client.query<{ valid: boolean }>(
+        `select i.indisvalid as valid from pg_index i join pg_class c on c.oid = i.indexrelid join pg_namespace n on n.oid = c.relnamespace
+         where n.nspname = $1 and c.relname = $2`,
+        [schema, ix.name],
+      );
+      if (found.rows[0]?.valid) continue;
+      if (found.rows[0]) await client.query(`drop index concurrently ${quoteIdent(schema)}.${quoteIdent(ix.name)}`);
+      const started = performance.now();
+      await client.query(`create index concurrently ${quoteIdent(ix.name)} ${ix.definition}`);
+      log.info({ schema, index: ix.name, ms: Math.round(performance.now() - started) }, "index built");
+    }
+  } finally {
+    await client.query("select pg_advisory_unlock(hashtextextended($1, 0))", [lock]).catch(() => {});
   }
 }

@@ -26,3 +26,6 @@ export function jsonb<T>(sql: Sql, value: T & Json<T>): postgres.Parameter {
 export function array<T extends postgres.SerializableParameter>(sql: Sql, values: readonly T[]): postgres.ArrayParameter<T[]> {
   return sql.array(values as T[]);
 }
+
+/** A piece of a statement (`sql\`…\``) that a repository composes into a larger one. */
+export type Fragment = postgres.PendingQuery<postgres.Row[]>;

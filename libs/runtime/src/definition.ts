@@ -1,6 +1,6 @@
 import type { natsServiceSettings, serviceSettings } from "@tasksvc/config";
 import type { RpcCatalog } from "@tasksvc/contracts";
-import type { Database, DbOptions } from "@tasksvc/db";
+import type { ConcurrentIndex, Database, DbOptions } from "@tasksvc/db";
 import type { Logger } from "@tasksvc/logger";
 import type { ClientOptions, ensureStream, Handlers, NatsConnection, RpcClient } from "@tasksvc/nats";
 import type { Health } from "@tasksvc/telemetry";
@@ -79,6 +79,8 @@ export interface DbServiceDefinition<C extends DbConfig = DbConfig, R = void> ex
   readonly schema: string;
   /** Its folder of forward-only SQL migrations, applied at start under an advisory lock. */
   readonly migrations: string;
+  /** Indexes built after the migrations without blocking writers (CREATE INDEX CONCURRENTLY). */
+  readonly indexes?: readonly ConcurrentIndex[];
   /** Pool sizes (libs/db createDb): connections in all and, of those, for transactions. */
   readonly db?: Pick<DbOptions, "max" | "txMax">;
   start(ctx: DbServiceContext<C>): Promise<R>;

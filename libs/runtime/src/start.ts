@@ -40,7 +40,7 @@ export async function startService<C extends BaseConfig, R>(def: ServiceDefiniti
     // Only a definition made by defineService has a schema, and its settings are a DbConfig.
     const url = (cfg as BaseConfig as DbConfig).DATABASE_URL;
     await ensureDatabase(url);
-    await migrate({ url, schema: def.schema, dir: def.migrations, log });
+    await migrate({ url, schema: def.schema, dir: def.migrations, log, ...(def.indexes ? { indexes: def.indexes } : {}) });
     const pool = createDb({ url, schema: def.schema, ...def.db });
     db = pool;
     steps.push({ what: "database pool", run: () => pool.end({ timeout: endTimeout }) });

@@ -29,6 +29,7 @@ import {
   WebhookDelivery,
   WebhookEndpoint,
   type ErrorCode,
+  TaskFilterSchema,
 } from "@tasksvc/contracts";
 import { z } from "zod";
 import type { Operation } from "./operations.js";
@@ -297,6 +298,8 @@ export function buildOpenApi(operations: readonly Operation[], server: ServerEnt
   const inputs = z.registry<{ id?: string | undefined }>();
   for (const [schema, id] of RESOURCES) outputs.add(schema, { id });
   outputs.add(Problem, { id: "Problem" });
+  // Recursive: named, so that it can refer to itself.
+  inputs.add(TaskFilterSchema, { id: "TaskFilter" });
   const ref = (registry: typeof outputs, schema: z.ZodType, fallback: string): Json => {
     const existing = registry.get(schema)?.id;
     if (existing) return { $ref: COMPONENT_REF(existing) };

@@ -48,6 +48,8 @@ export interface Operation {
   secretInResponse: boolean;
   /** A cursor list: `after` is verified and unwrapped, `next_cursor` signed and bound to the query. */
   paginated: boolean;
+  /** Where a paginated operation's `after` and the rest of its list's parameters are: the query, or the JSON body (a search). */
+  cursorIn: "query" | "body";
   /** Count this call alone, after giving back this replica's unspent reserved calls (0007). */
   exactCharge: boolean;
   /** One line for the OpenAPI document. */
@@ -126,8 +128,8 @@ export type UnwrapCursor = (query: Record<string, unknown>, after: string) => (p
 
 /**
  * An operation whose input has been parsed and checked: what the handler runs. The parsed values
- * stay inside the closure with their types; the pipeline only sees the query and the path
- * parameters (to sign cursors).
+ * stay inside the closure with their types; the pipeline only sees the list's parameters (the
+ * query, or a search's body) and the path parameters, to sign cursors.
  */
 export interface Prepared {
   query: unknown;
@@ -188,7 +190,8 @@ function parse(schema: z.ZodType, value: unknown, what: string): unknown {
 function parseInput<S extends OperationSpec>(spec: S, paginated: boolean, raw: RawInput, unwrapCursor: UnwrapCursor): InputOf<S>;
 function parseInput(spec: OperationSpec, paginated: boolean, raw: RawInput, unwrapCursor: UnwrapCursor): { params: unknown; query: unknown; body: unknown } {
   const query = parse(spec.query ?? NoQuery, raw.query ?? {}, "The query string");
-  const position = paginated && isRecord(query) && typeof query["after"] === "string" ? unwrapCursor(query, query["after"]) : undefined;
+  const position =
+    paginated && spec.cursorIn !== "body" && isRecord(query) && typeof query["after"] === "string" ? unwrapCursor(query, query["after"]) : undefined;
   const params = spec.params ? parse(spec.params, raw.params ?? {}, "The path") : undefined;
   if (position && isRecord(query)) query["after"] = position(params);
   let body: unknown;
@@ -199,6 +202,8 @@ function parseInput(spec: OperationSpec, paginated: boolean, raw: RawInput, unwr
     body = raw.body;
   } else if (spec.body) {
     body = parse(spec.body, raw.body, "The request body");
+    // A search's cursor is bound to the rest of its body, as a list's is to its query.
+    if (paginated && spec.cursorIn === "body" && isRecord(body) && typeof body["after"] === "string") body["after"] = unwrapCursor(body, body["after"])(params);
   }
   return { params, query, body };
 }
@@ -225,6 +230,7 @@ function operationOf(spec: OperationSpec, defaults: ResourceDefaults): Operation
     idempotent: false,
     secretInResponse: false,
     paginated: false,
+    cursorIn: "query",
     exactCharge: false,
     errors: [],
     otherStatuses: {},
@@ -262,7 +268,7 @@ export function resource(defaults: ResourceDefaults, define: (r: ResourceBuilder
           const input = parseInput(spec, operation.paginated, raw, unwrapCursor);
           // Built field by field, not by spreading: this runs on every request (decision 0012).
           return {
-            query: input.query,
+            query: operation.cursorIn === "body" ? input.body : input.query,
             params: input.params,
             run: (admitted, clients) =>
               forward({

@@ -17,6 +17,21 @@ export const REQUEST_EXAMPLES: Record<string, Record<string, unknown>> = {
     due_date: "2026-11-30",
     story_points: 3,
   },
+  searchTasks: {
+    filter: {
+      and: [
+        { field: "status", op: "in", value: ["TODO", "IN_PROGRESS"] },
+        {
+          or: [
+            { field: "priority", op: "eq", value: "URGENT" },
+            { field: "text", op: "matches", value: "announcement" },
+          ],
+        },
+      ],
+    },
+    sort: "due_date",
+    limit: 25,
+  },
   updateTask: { status: "IN_PROGRESS", priority: "URGENT", notes: "Ask legal before publishing." },
   addTaskDependency: { blocker_task_id: "T-2" },
   startAttachmentUpload: { file_name: "notes.txt", content_type: "text/plain", size: 12 },

@@ -8,6 +8,7 @@ export function tasksHandlers(svc: TasksService, att: AttachmentsService): Handl
   return {
     createTask: (i, ctx) => svc.createTask(callerOf(ctx), i),
     listTasks: (i, ctx) => svc.listTasks(callerOf(ctx), i),
+    searchTasks: (i, ctx) => svc.searchTasks(callerOf(ctx), i),
     getTask: (i, ctx) => svc.getTask(callerOf(ctx), i.task_id),
     updateTask: (i, ctx) => svc.updateTask(callerOf(ctx), i.task_id, i.patch),
     archiveTask: (i, ctx) => svc.setArchived(callerOf(ctx), i.task_id, true),

@@ -1,3 +1,4 @@
+import { TASK_INDEXES } from "./repo/indexes.js";
 import { fileURLToPath } from "node:url";
 import { blobStoreSetting, natsBlobStore, s3BlobStore, type BlobStore } from "@tasksvc/blobs";
 import { serviceSettings, settings } from "@tasksvc/config";
@@ -40,6 +41,7 @@ export const service = defineService({
   name: "tasks",
   schema: "tasks",
   migrations: MIGRATIONS_DIR,
+  indexes: TASK_INDEXES,
   config: TasksConfig,
   db: { max: 10 },
   streams: (namespace) => [

@@ -14,7 +14,7 @@ describe("the recurrence scheduler", () => {
       (await db.sql<{ n: number }[]>`select number::int as n from tasks where organization_id = ${c.organizationId} order by number`).map((r) => r.n);
     /** The due days of one series' occurrences (several series share the organization here). */
     const seriesDays = async (c: Caller, head: string) =>
-      (await repos.tasks.list(c.organizationId, { limit: 100, archived: false, series: Number(head.slice(2)) }))
+      (await repos.search.page(c.organizationId, { filter: undefined, series: Number(head.slice(2)), sort: "-updated_at", limit: 100 }))
         .parse()
         .data.map((t) => t.due_date?.slice(0, 10));
     type Heads = Awaited<ReturnType<typeof repos.recurrence.heads>>;

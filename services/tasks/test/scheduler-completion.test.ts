@@ -11,7 +11,7 @@ describe("the recurrence scheduler", () => {
     type Heads = Awaited<ReturnType<typeof repos.recurrence.heads>>;
     /** A series' occurrences not archived, by slot. */
     const bySeries = async (c: Caller, head: string) =>
-      (await repos.tasks.list(c.organizationId, { limit: 100, archived: false, series: Number(head.slice(2)) }))
+      (await repos.search.page(c.organizationId, { filter: undefined, series: Number(head.slice(2)), sort: "-updated_at", limit: 100 }))
         .parse()
         .data.sort((a, b) => String(a.occurrence_date).localeCompare(String(b.occurrence_date)));
     const slotsOf = async (c: Caller, head: string) => (await bySeries(c, head)).map((t) => t.occurrence_date);
@@ -133,7 +133,9 @@ describe("the recurrence scheduler", () => {
       await s.updateTask(c, b.id, { status: "COMPLETED" });
       const b1 = (await bySeries(c, b.id))[0]?.id ?? "";
       await Promise.all([s.updateTask(c, b1, { status: "COMPLETED" }), s.setArchived(c, b1, true)]);
-      expect((await repos.tasks.list(c.organizationId, { limit: 100, archived: false, series: Number(b.id.slice(2)) })).parse().data).toHaveLength(1);
+      expect(
+        (await repos.search.page(c.organizationId, { filter: undefined, series: Number(b.id.slice(2)), sort: "-updated_at", limit: 100 })).parse().data,
+      ).toHaveLength(1);
       expect(await numbers(c)).toEqual([1, 2, 3, 4, 5]);
     });
 

@@ -47,7 +47,9 @@ describe("the recurrence scheduler", () => {
       await Promise.all(Array.from({ length: 4 }, () => scheduler().tick(at(now))));
     }
     expect(await days(c, head.id)).toEqual(["2026-11-05", "2026-11-09", "2026-11-12"]);
-    const bySeries = (await repos.tasks.list(c.organizationId, { limit: 100, archived: false, series: Number(head.id.slice(2)) })).parse().data;
+    const bySeries = (
+      await repos.search.page(c.organizationId, { filter: undefined, series: Number(head.id.slice(2)), sort: "-updated_at", limit: 100 })
+    ).parse().data;
     expect(bySeries.map((t) => t.occurrence_date).sort()).toEqual(["2026-11-05", "2026-11-09", "2026-11-12"]);
   });
 
@@ -127,7 +129,8 @@ describe("the recurrence scheduler", () => {
     const c = caller();
     const rule = { frequency: "DAILY", interval: 2, basis: "COMPLETION", start_date: "2026-11-01" } as const;
     const head = await series(c, { recurrence: { ...rule, active: false } });
-    const bySeries = async () => (await repos.tasks.list(c.organizationId, { limit: 100, archived: false, series: Number(head.id.slice(2)) })).parse().data;
+    const bySeries = async () =>
+      (await repos.search.page(c.organizationId, { filter: undefined, series: Number(head.id.slice(2)), sort: "-updated_at", limit: 100 })).parse().data;
     const day = (at: Date) => at.toISOString().slice(0, 10);
     const now = new Date();
     const inDays = (n: number) => new Date(Date.parse(`${day(now)}T12:00:00Z`) + n * 86_400_000);
@@ -154,7 +157,8 @@ describe("the recurrence scheduler", () => {
   it("when the basis is completion and an occurrence is completed before its own day, then the next is one interval after that day, not the same slot again", async () => {
     const c = caller();
     const head = await series(c, { recurrence: { frequency: "DAILY", basis: "COMPLETION", start_date: "2026-11-01" } });
-    const bySeries = async () => (await repos.tasks.list(c.organizationId, { limit: 100, archived: false, series: Number(head.id.slice(2)) })).parse().data;
+    const bySeries = async () =>
+      (await repos.search.page(c.organizationId, { filter: undefined, series: Number(head.id.slice(2)), sort: "-updated_at", limit: 100 })).parse().data;
     const day = (at: Date) => at.toISOString().slice(0, 10);
     const inDays = (n: number) => new Date(Date.parse(`${day(new Date())}T12:00:00Z`) + n * 86_400_000);
     await svc.updateTask(c, head.id, { status: "COMPLETED" });

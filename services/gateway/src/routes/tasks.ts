@@ -1,4 +1,4 @@
-import { CreateTaskBody, ListTasksQuery, PageQuery, Task, TaskParams, TaskVersion, UpdateTaskBody, page } from "@tasksvc/contracts";
+import { CreateTaskBody, ListTasksQuery, PageQuery, SearchTasksBody, Task, TaskParams, TaskVersion, UpdateTaskBody, page } from "@tasksvc/contracts";
 import { resource } from "../operations.js";
 
 export const tasks = resource({ name: "tasks", scopes: "tasks" }, (r) => {
@@ -20,13 +20,28 @@ export const tasks = resource({ name: "tasks", scopes: "tasks" }, (r) => {
       method: "GET",
       url: "/v1/tasks",
       operationId: "listTasks",
-      summary: "List tasks, most recently updated first (filters apply to the current version)",
+      summary: "List tasks: filters, full text and sort (filters apply to the current version)",
       query: ListTasksQuery,
       response: page(Task),
       paginated: true,
       errors: ["resource_not_found"],
     },
     ({ clients, query, ctx }) => clients.tasks.relay("listTasks", query, ctx),
+  );
+  r.op(
+    {
+      method: "POST",
+      url: "/v1/tasks/search",
+      operationId: "searchTasks",
+      summary: "Search tasks with a filter tree (and, or, not; conditions on fields); a page like the list",
+      scope: "tasks:read",
+      body: SearchTasksBody,
+      status: 200,
+      response: page(Task),
+      paginated: true,
+      cursorIn: "body",
+    },
+    ({ clients, body, ctx }) => clients.tasks.relay("searchTasks", body, ctx),
   );
   r.op(
     {

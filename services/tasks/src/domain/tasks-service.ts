@@ -6,6 +6,8 @@ import {
   type CreateTaskBody,
   type DependencyView,
   type Event,
+  type ListTasksQuery,
+  type SearchTasksBody,
   type Page,
   type Project,
   type Task,
@@ -20,6 +22,7 @@ import type { Repositories } from "../repo/repositories.js";
 import { type Content, contentOf, inTaskOrder, toTask } from "../repo/task-json.js";
 import { createBatcher } from "./creates.js";
 import { occurAfterDone } from "./occurrences.js";
+import { listFilter } from "./task-queries.js";
 import { firstSlot, localDay } from "./recurrence.js";
 import { normalizeRecurrence, withRecurrenceRule } from "./rrule.js";
 import type { TasksResources } from "./resources.js";
@@ -181,23 +184,17 @@ export function tasksService(deps: TasksServiceOptions) {
       return task;
     },
 
-    async listTasks(
-      c: Caller,
-      q: {
-        limit: number;
-        after?: string | undefined;
-        status?: Task["status"] | undefined;
-        project_id?: string | undefined;
-        parent_task_id?: string | undefined;
-        series_task_id?: string | undefined;
-        archived: boolean;
-      },
-    ): Promise<RawJson<Page<Task>>> {
+    async listTasks(c: Caller, q: ListTasksQuery): Promise<RawJson<Page<Task>>> {
       const org = c.organizationId;
       const parent = await filterTask(org, q.parent_task_id, "parent task");
       const series = await filterTask(org, q.series_task_id, "series task");
       if (q.project_id !== undefined && !(await repos.projects.get(org, q.project_id))) throw notFound("project");
-      return repos.tasks.list(org, { limit: q.limit, after: q.after, status: q.status, project_id: q.project_id, parent, series, archived: q.archived });
+      return repos.search.page(org, { filter: listFilter(q, parent), series, sort: q.sort, limit: q.limit, after: q.after });
+    },
+
+    /** A filter tree: ids that name nothing match nothing (a condition, not a reference to check). */
+    async searchTasks(c: Caller, body: SearchTasksBody): Promise<RawJson<Page<Task>>> {
+      return repos.search.page(c.organizationId, { filter: body.filter, sort: body.sort, limit: body.limit, after: body.after });
     },
 
     /** The events feed (issue 16): the organization's task events of the last 30 days, newest first. */

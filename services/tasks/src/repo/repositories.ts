@@ -3,6 +3,7 @@ import { dependenciesRepo } from "./dependencies-repo.js";
 import { eventsRepo } from "./events-repo.js";
 import { projectsRepo } from "./projects-repo.js";
 import { recurrenceRepo } from "./recurrence-repo.js";
+import { taskSearch } from "./task-search.js";
 import { tasksRepo } from "./tasks-repo.js";
 
 /**
@@ -14,6 +15,8 @@ import { tasksRepo } from "./tasks-repo.js";
 export function repositories(sql: Sql) {
   return {
     tasks: tasksRepo(sql),
+    /** Task lists and searches: a filter tree, a sort and a keyset page. */
+    search: taskSearch(sql),
     dependencies: dependenciesRepo(sql),
     projects: projectsRepo(sql),
     recurrence: recurrenceRepo(sql),

@@ -1,6 +1,6 @@
-import type { Task, TaskStatus, TaskSummary, TaskVersion } from "@tasksvc/contracts";
+import type { TaskStatus, TaskSummary, TaskVersion } from "@tasksvc/contracts";
 import { taskId } from "@tasksvc/contracts";
-import { jsonb, KEYSET_TIME, KeyRecordedMeanwhile, keyset, keysetAfter, mapPgError, PG, pageOf, type PgErrorRule, rawPageOf, type Sql } from "@tasksvc/db";
+import { jsonb, KeyRecordedMeanwhile, keyset, keysetAfter, mapPgError, PG, pageOf, type PgErrorRule, type Sql } from "@tasksvc/db";
 import { EVENT_ENVELOPE } from "./events-repo.js";
 import {
   type Content,
@@ -9,8 +9,6 @@ import {
   type SeriesLink,
   shownContent,
   TASK_COLUMNS,
-  TASK_JSON,
-  TASK_JSON_REENCODE,
   type TaskRow,
   taskTemplate,
   TEMPLATE_COMPLETION,
@@ -46,8 +44,6 @@ const CREATE_RULES: readonly PgErrorRule[] = [
   { code: PG.foreignKeyViolation, constraint: "tasks_organization_id_parent_number_fkey", to: () => new ReferenceVanished("parent") },
 ];
 
-/** Lists: most recently updated first (tasks_list_idx); `number` is selected as text. */
-const TASK_PAGES = keyset("desc", ["updated_at", "timestamp"], ["number", "bigint"]);
 /** A task's history: newest version first. */
 const VERSION_PAGES = keyset("desc", ["seq", "integer"]);
 
@@ -57,9 +53,6 @@ const VERSION_PAGES = keyset("desc", ["seq", "integer"]);
  */
 export function tasksRepo(sql: Sql) {
   const cols = sql.unsafe(TASK_COLUMNS);
-  const taskJson = sql.unsafe(TASK_JSON);
-  const taskJsonReencode = sql.unsafe(TASK_JSON_REENCODE);
-  const keysetTime = sql.unsafe(KEYSET_TIME);
   return {
     /**
      * One task; with `lock`, the row is held until the transaction ends. `for no key update`, the
@@ -223,34 +216,6 @@ export function tasksRepo(sql: Sql) {
         where organization_id = ${org} and number = ${number} and archived <> ${archived}
         returning ${cols}`;
       return row;
-    },
-
-    async list(
-      org: string,
-      q: {
-        limit: number;
-        after?: string | undefined;
-        status?: TaskStatus | undefined;
-        project_id?: string | undefined;
-        parent?: number | undefined;
-        series?: number | undefined;
-        archived: boolean;
-      },
-    ) {
-      const rows = await sql<{ json: string; reencode: boolean; cursor_at: string; number: string }[]>`
-        select ${taskJson} as json, ${taskJsonReencode} as reencode, to_char(updated_at at time zone 'UTC', ${keysetTime}) as cursor_at,
-          number::text as number
-        from tasks
-        where organization_id = ${org} and archived = ${q.archived}
-          ${q.status === undefined ? sql`` : sql`and status = ${q.status}`}
-          ${q.parent === undefined ? sql`` : sql`and parent_number = ${q.parent}`}
-          ${q.series === undefined ? sql`` : sql`and series_head = ${q.series}`}
-          ${q.project_id === undefined ? sql`` : sql`and project_ids @> array[${q.project_id}]::text[]`}
-          ${keysetAfter(sql, q.after, TASK_PAGES)}
-        order by tasks.updated_at desc, tasks.number desc
-        limit ${q.limit + 1}`;
-      for (const r of rows) if (r.reencode) r.json = JSON.stringify(JSON.parse(r.json));
-      return rawPageOf<Task, (typeof rows)[number]>(rows, q.limit, (r) => [r.cursor_at, r.number]);
     },
 
     async history(org: string, number: number, limit: number, after: string | undefined) {

@@ -1,0 +1,27 @@
+import type { ListTasksQuery, TaskCondition, TaskFilter } from "@tasksvc/contracts";
+import { taskId } from "@tasksvc/contracts";
+
+/** A date or a date-time as the UTC day it falls on: what a due bound compares with. */
+const utcDay = (s: string) => (s.length === 10 ? s : new Date(s).toISOString().slice(0, 10));
+
+/**
+ * The list's query parameters as a filter tree (every parameter one condition, all of them
+ * together): GET /v1/tasks and POST /v1/tasks/search then share one compiler and one meaning.
+ * `parent` is the parent task's number once the service found it.
+ */
+export function listFilter(q: ListTasksQuery, parent: number | undefined): TaskFilter {
+  const all: TaskCondition[] = [{ field: "archived", op: "eq", value: q.archived }];
+  if (q.status !== undefined) all.push({ field: "status", op: "in", value: q.status });
+  if (q.priority !== undefined) all.push({ field: "priority", op: "in", value: q.priority });
+  if (q.project_id !== undefined) all.push({ field: "project_id", op: "eq", value: q.project_id });
+  if (parent !== undefined) all.push({ field: "parent_task_id", op: "eq", value: taskId(parent) });
+  if (q.created_gte !== undefined) all.push({ field: "created_at", op: "gte", value: q.created_gte });
+  if (q.created_lt !== undefined) all.push({ field: "created_at", op: "lt", value: q.created_lt });
+  if (q.updated_gte !== undefined) all.push({ field: "updated_at", op: "gte", value: q.updated_gte });
+  if (q.updated_lt !== undefined) all.push({ field: "updated_at", op: "lt", value: q.updated_lt });
+  if (q.due_gte !== undefined) all.push({ field: "due_date", op: "gte", value: utcDay(q.due_gte) });
+  if (q.due_lt !== undefined) all.push({ field: "due_date", op: "lt", value: utcDay(q.due_lt) });
+  if (q.is_blocked !== undefined) all.push({ field: "is_blocked", op: "eq", value: q.is_blocked });
+  if (q.q !== undefined) all.push({ field: "text", op: "matches", value: q.q });
+  return { and: all };
+}

@@ -1,0 +1,28 @@
+import type { ConcurrentIndex } from "@tasksvc/db";
+import { sortOf, TEXT_VECTOR } from "./task-search.js";
+
+/** An index for one sort of the task list: within (organization, archived), its key, then the number. */
+const bySort = (name: string, sort: Parameters<typeof sortOf>[0]): ConcurrentIndex => {
+  const s = sortOf(sort);
+  const dir = s.desc ? "desc" : "asc";
+  return { name, definition: `on tasks (organization_id, archived, (${s.expr}) ${dir}, number ${dir})` };
+};
+
+/**
+ * The indexes of finding tasks, built without blocking writers (libs/db migrate). Every sort has
+ * one (updated_at has had its own since the first migration and is read both ways; a key that may
+ * be missing has one per direction, as its sentinel differs); the text, the projects and title
+ * substrings have GIN indexes. Each index is on the exact expression the queries write.
+ */
+export const TASK_INDEXES: readonly ConcurrentIndex[] = [
+  bySort("tasks_created_idx", "-created_at"),
+  bySort("tasks_due_asc_idx", "due_date"),
+  bySort("tasks_due_desc_idx", "-due_date"),
+  bySort("tasks_priority_asc_idx", "priority"),
+  bySort("tasks_priority_desc_idx", "-priority"),
+  bySort("tasks_points_asc_idx", "story_points"),
+  bySort("tasks_points_desc_idx", "-story_points"),
+  { name: "tasks_text_idx", definition: `on tasks using gin ((${TEXT_VECTOR}))` },
+  { name: "tasks_projects_idx", definition: "on tasks using gin (project_ids)" },
+  { name: "tasks_title_trgm_idx", definition: "on tasks using gin (title gin_trgm_ops)" },
+];

@@ -1,0 +1,221 @@
+import type { FilterValue, Page, RawJson, Task, TaskCondition, TaskFilter, TaskSort, TaskSortKey } from "@tasksvc/contracts";
+import { taskNumber } from "@tasksvc/contracts";
+import { decodeKeyset, type Fragment, KEYSET_TIME, rawPageOf, type Sql } from "@tasksvc/db";
+import { TASK_JSON, TASK_JSON_REENCODE } from "./task-json.js";
+
+/**
+ * The text a task is searched by, in the language-neutral configuration with unaccent (migration
+ * 0012, in the service's schema: the search path names it). The GIN index is on this very
+ * expression (indexes.ts), so it must not change alone.
+ */
+export const TEXT_VECTOR = `to_tsvector('task_search'::regconfig, title || ' ' || coalesce(description, '') || ' ' || coalesce(notes, ''))`;
+const TEXT_QUERY = `websearch_to_tsquery('task_search'::regconfig, `;
+/** Has an open blocker: a dependency on a task that is not COMPLETED (the dependency view's is_blocked). */
+const IS_BLOCKED = `exists (select 1 from dependencies d join tasks b on b.organization_id = d.organization_id and b.number = d.blocker_number
+  where d.organization_id = tasks.organization_id and d.blocked_number = tasks.number and b.status <> 'COMPLETED')`;
+
+const rank = (missing: number) => `(case priority when 'LOW' then 1 when 'MEDIUM' then 2 when 'HIGH' then 3 when 'URGENT' then 4 else ${missing} end)`;
+
+/**
+ * Each sort key as an expression without nulls: a task without the value gets a sentinel that
+ * sorts after every value in that direction, so "nulls last" holds both ways and the keyset is a
+ * plain row comparison an index serves (indexes.ts has one index per expression).
+ */
+const SORT_KEYS: Record<TaskSortKey, { asc: string; desc: string; text: (e: string) => string; readBack: string }> = {
+  updated_at: {
+    asc: "updated_at",
+    desc: "updated_at",
+    text: (e) => `to_char(${e} at time zone 'UTC', ${KEYSET_TIME})`,
+    readBack: "::text::timestamp at time zone 'UTC'",
+  },
+  created_at: {
+    asc: "created_at",
+    desc: "created_at",
+    text: (e) => `to_char(${e} at time zone 'UTC', ${KEYSET_TIME})`,
+    readBack: "::text::timestamp at time zone 'UTC'",
+  },
+  due_date: { asc: "coalesce(due_date, 'infinity'::date)", desc: "coalesce(due_date, '-infinity'::date)", text: (e) => `${e}::text`, readBack: "::text::date" },
+  priority: { asc: rank(5), desc: rank(0), text: (e) => `${e}::text`, readBack: "::text::integer" },
+  story_points: {
+    asc: "coalesce(story_points, 'Infinity'::numeric)",
+    desc: "coalesce(story_points, '-Infinity'::numeric)",
+    text: (e) => `${e}::text`,
+    readBack: "::text::numeric",
+  },
+};
+
+export function sortOf(sort: TaskSort) {
+  const desc = sort.startsWith("-");
+  const key = SORT_KEYS[(desc ? sort.slice(1) : sort) as TaskSortKey];
+  const expr = desc ? key.desc : key.asc;
+  return { desc, expr, text: key.text(expr), readBack: key.readBack };
+}
+
+/** Columns of the conditions; `nullable` decides what a negated comparison must also match. */
+const COLUMNS: Record<Exclude<TaskCondition["field"], "project_id" | "text" | "is_blocked">, { col: string; cast: string; nullable: boolean }> = {
+  status: { col: "status", cast: "::text", nullable: false },
+  priority: { col: "priority", cast: "::text", nullable: true },
+  parent_task_id: { col: "parent_number", cast: "::bigint", nullable: true },
+  archived: { col: "archived", cast: "::boolean", nullable: false },
+  due_date: { col: "due_date", cast: "::text::date", nullable: true },
+  created_at: { col: "created_at", cast: "::timestamptz", nullable: false },
+  updated_at: { col: "updated_at", cast: "::timestamptz", nullable: false },
+  story_points: { col: "story_points", cast: "::numeric", nullable: true },
+  title: { col: "title", cast: "::text", nullable: false },
+};
+
+/** The opposite of each op, so that `not` is pushed down to the conditions and stays indexable. */
+const OPPOSITE = { eq: "neq", neq: "eq", in: "nin", nin: "in", lt: "gte", gte: "lt", gt: "lte", lte: "gt" } as const;
+const COMPARE = { lt: "<", lte: "<=", gt: ">", gte: ">=" } as const;
+
+const likePattern = (s: string) => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+const number = (v: string | number) => taskNumber(String(v)) ?? -1;
+
+/**
+ * A filter tree as SQL with two-valued logic: on a task without the value, eq/in/lt/contains are
+ * false and neq/nin true, and `not` is the exact negation. Negation is pushed down (De Morgan, each
+ * op to its opposite), so no condition ends up inside a NOT that an index could not serve.
+ */
+export function compileFilter(sql: Sql, f: TaskFilter, negated = false): Fragment {
+  if ("and" in f || "or" in f) {
+    const conj = "and" in f ? !negated : negated;
+    const parts = ("and" in f ? f.and : f.or).map((c) => compileFilter(sql, c, negated));
+    return joinParts(sql, parts, conj);
+  }
+  if ("not" in f) return compileFilter(sql, f.not, !negated);
+  return condition(sql, f, negated);
+}
+
+function joinParts(sql: Sql, parts: Fragment[], conj: boolean): Fragment {
+  let out = sql`(${parts[0] as Fragment}`;
+  for (const p of parts.slice(1)) out = conj ? sql`${out} and ${p}` : sql`${out} or ${p}`;
+  return sql`${out})`;
+}
+
+function condition(sql: Sql, c: TaskCondition, negated: boolean): Fragment {
+  const { field, value } = c;
+  let op = c.op;
+  if (op === "is_null") {
+    const isNull = (value === true) !== negated;
+    if (field === "project_id") return isNull ? sql`project_ids = '{}'::text[]` : sql`project_ids <> '{}'::text[]`;
+    const col = sql.unsafe(COLUMNS[field as keyof typeof COLUMNS].col);
+    return isNull ? sql`${col} is null` : sql`${col} is not null`;
+  }
+  if (field === "text") {
+    const match = sql`${sql.unsafe(TEXT_VECTOR)} @@ ${sql.unsafe(TEXT_QUERY)}${String(value)})`;
+    return negated ? sql`not ${match}` : match;
+  }
+  if (field === "is_blocked") {
+    // eq true, neq false, or their negations: "has an open blocker".
+    const blocked = ((op === "eq") === (value === true)) !== negated;
+    return blocked ? sql.unsafe(IS_BLOCKED) : sql`not ${sql.unsafe(IS_BLOCKED)}`;
+  }
+  if (field === "created_at" || field === "updated_at") return timeCondition(sql, field, op, String(value), negated);
+  if (field === "project_id") return projectCondition(sql, op, value, negated);
+  if (op === "contains") {
+    const like = sql`title ilike ${likePattern(String(value))}`;
+    return negated ? sql`title not ilike ${likePattern(String(value))}` : like;
+  }
+  if (negated) op = OPPOSITE[op as keyof typeof OPPOSITE];
+  const { col: name, cast, nullable } = COLUMNS[field];
+  const col = sql.unsafe(name);
+  const one = (v: FilterValue) => (field === "parent_task_id" ? number(v as string) : v) as string | number | boolean;
+  const list = () => (value as Array<string | number>).map((v) => String(one(v)));
+  switch (op) {
+    case "eq":
+      return sql`${col} = ${one(value)}${sql.unsafe(cast)}`;
+    case "neq":
+      return nullable ? sql`${col} is distinct from ${one(value)}${sql.unsafe(cast)}` : sql`${col} <> ${one(value)}${sql.unsafe(cast)}`;
+    case "in":
+      return sql`${col} = any(${list()}${sql.unsafe(`${cast}[]`)})`;
+    case "nin":
+      return nullable ? sql`(${col} is null or ${col} <> all(${list()}${sql.unsafe(`${cast}[]`)}))` : sql`${col} <> all(${list()}${sql.unsafe(`${cast}[]`)})`;
+    default: {
+      // lt, lte, gt, gte; negated (the opposite op) a task without the value matches too.
+      const cmp = sql`${col} ${sql.unsafe(COMPARE[op as keyof typeof COMPARE])} ${one(value)}${sql.unsafe(cast)}`;
+      return negated && nullable ? sql`(${cmp} or ${col} is null)` : cmp;
+    }
+  }
+}
+
+/**
+ * A time as the API shows it, to the millisecond: the column holds microseconds, so `lte` the
+ * time a task shows must still match that task. Each bound becomes a half-open bound on the
+ * column (an index range): shown < T is col < ceil(T); shown <= T is col < floor(T) + 1 ms.
+ */
+function timeCondition(sql: Sql, field: "created_at" | "updated_at", op: TaskCondition["op"], value: string, negated: boolean): Fragment {
+  const floor = Date.parse(value.length === 10 ? `${value}T00:00:00Z` : value);
+  const subMillisecond = /T\d{2}:\d{2}:\d{2}\.\d{3}\d*[1-9]/.test(value);
+  const ceil = subMillisecond ? floor + 1 : floor;
+  const effective = negated ? OPPOSITE[op as keyof typeof OPPOSITE] : op;
+  const below = effective === "lt" || effective === "lte";
+  const bound = new Date(effective === "lt" || effective === "gte" ? ceil : floor + 1).toISOString();
+  const col = sql.unsafe(field);
+  return below ? sql`${col} < ${bound}::timestamptz` : sql`${col} >= ${bound}::timestamptz`;
+}
+
+/** A task belongs to several projects: eq is "in this one", in "in any", neq and nin "in none". */
+function projectCondition(sql: Sql, op: TaskCondition["op"], value: FilterValue, negated: boolean): Fragment {
+  const ids = Array.isArray(value) ? value.map(String) : [String(value)];
+  const inAny = op === "eq" || op === "in";
+  return inAny !== negated ? sql`project_ids && ${ids}::text[]` : sql`not (project_ids && ${ids}::text[])`;
+}
+
+/** Whether the tree says anything about `archived` (else only current tasks match, as the list's default). */
+export function namesArchived(f: TaskFilter): boolean {
+  if ("and" in f) return f.and.some(namesArchived);
+  if ("or" in f) return f.or.some(namesArchived);
+  if ("not" in f) return namesArchived(f.not);
+  return f.field === "archived";
+}
+
+/**
+ * The sync horizon: the start of the oldest transaction of this service still open. A write
+ * stamps updated_at with its transaction's start and may commit after a later one, so a row
+ * newer than this may still be joined by an older one; paging forward by updated_at stops here,
+ * and whatever commits late is never behind a reader's cursor (decision 0025).
+ */
+const SYNC_HORIZON = `(select min(xact_start) from pg_stat_activity
+  where datname = current_database() and backend_type = 'client backend' and application_name like 'tasksvc-tasks-%')`;
+
+export interface TaskQuery {
+  filter: TaskFilter | undefined;
+  /** Occurrences of one series (the list's series_task_id; not a search field). */
+  series?: number | undefined;
+  sort: TaskSort;
+  limit: number;
+  after?: string | undefined;
+}
+
+export function taskSearch(sql: Sql) {
+  const taskJson = sql.unsafe(TASK_JSON);
+  const reencode = sql.unsafe(TASK_JSON_REENCODE);
+  return {
+    /** A page of the organization's tasks that match, in the sort's order, after the cursor. */
+    async page(org: string, q: TaskQuery): Promise<RawJson<Page<Task>>> {
+      const s = sortOf(q.sort);
+      const expr = sql.unsafe(s.expr);
+      const dir = sql.unsafe(s.desc ? "desc" : "asc");
+      let after = sql``;
+      if (q.after) {
+        const [v, n] = decodeKeyset(q.after, 2);
+        after = sql`and (${expr}, tasks.number) ${sql.unsafe(s.desc ? "<" : ">")} (${String(v)}${sql.unsafe(s.readBack)}, ${String(n)}::bigint)`;
+      }
+      const filter = q.filter === undefined ? sql`true` : compileFilter(sql, q.filter);
+      const archived = q.filter !== undefined && namesArchived(q.filter) ? sql`` : sql`and archived = false`;
+      const horizon = q.sort === "updated_at" ? sql`and updated_at < ${sql.unsafe(SYNC_HORIZON)}` : sql``;
+      // The number is selected as text under another name: in ORDER BY, `number` would be that
+      // output column, sorted as text, not the table's bigint.
+      const rows = await sql<{ json: string; reencode: boolean; cursor_at: string; cursor_number: string }[]>`
+        select ${taskJson} as json, ${reencode} as reencode, ${sql.unsafe(s.text)} as cursor_at, number::text as cursor_number
+        from tasks
+        where organization_id = ${org} ${archived} and ${filter}
+          ${q.series === undefined ? sql`` : sql`and series_head = ${q.series}`}
+          ${horizon} ${after}
+        order by ${expr} ${dir}, tasks.number ${dir}
+        limit ${q.limit + 1}`;
+      for (const r of rows) if (r.reencode) r.json = JSON.stringify(JSON.parse(r.json));
+      return rawPageOf<Task, (typeof rows)[number]>(rows, q.limit, (r) => [r.cursor_at, r.cursor_number]);
+    },
+  };
+}
