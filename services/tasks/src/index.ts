@@ -2,6 +2,7 @@ export { service, TasksConfig } from "./service.js";
 // The scheduler with the pieces it runs on, for the bench (test/bench/recurrence.mjs), which
 // measures it against its own schema without the rest of the service.
 export { MIGRATIONS_DIR } from "./service.js";
+export { TASK_INDEXES } from "./repo/indexes.js";
 export { tasksResources } from "./domain/resources.js";
 export { recurrenceScheduler } from "./domain/scheduler.js";
 export { taskCache } from "./domain/task-cache.js";
