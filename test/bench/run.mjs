@@ -19,6 +19,7 @@ import postgres from "postgres";
 import { connectNats, deleteNamespaceStreams, jetstreamManager } from "@tasksvc/nats";
 import { metricsSnapshot, printMetricsSnapshot } from "./metrics.mjs";
 import { recurrenceScenarios } from "./recurrence.mjs";
+import { printSearch, searchScenarios } from "./search.mjs";
 import { uploadScenarios } from "./uploads.mjs";
 import { webhookScenarios } from "./webhooks.mjs";
 
@@ -173,10 +174,10 @@ function wrkScript(req) {
 }
 
 const toMs = (v, unit) => Number(v) * ({ us: 0.001, ms: 1, s: 1000 }[unit] ?? 1);
-function runWrk(url, req, duration) {
+function runWrk(url, req, duration, connections = CONNECTIONS) {
   const script = join(scratch, `${randomUUID()}.lua`);
   writeFileSync(script, wrkScript(req));
-  const r = spawnSync(WRK, ["-t2", `-c${CONNECTIONS}`, `-d${duration}s`, "--latency", "-s", script, url], { encoding: "utf8" });
+  const r = spawnSync(WRK, ["-t2", `-c${connections}`, `-d${duration}s`, "--latency", "-s", script, url], { encoding: "utf8" });
   if (r.status !== 0) throw new Error(`wrk failed: ${r.stderr}`);
   const out = r.stdout;
   const pct = (p) => {
@@ -193,11 +194,11 @@ function runWrk(url, req, duration) {
   };
 }
 
-function runAutocannon(url, req, duration) {
+function runAutocannon(url, req, duration, connections = CONNECTIONS) {
   const request = { method: req.method, path: req.path, headers: req.headers ?? {}, ...(req.body === undefined ? {} : { body: req.body }) };
   if (req.freshIdempotencyKey) request.setupRequest = (r) => ({ ...r, headers: { ...r.headers, "idempotency-key": randomUUID() } });
   return new Promise((resolve, reject) => {
-    autocannon({ url, connections: CONNECTIONS, duration, requests: [request] }, (err, res) =>
+    autocannon({ url, connections, duration, requests: [request] }, (err, res) =>
       err
         ? reject(err)
         : resolve({ rps: res.requests.average, p50: res.latency.p50, p99: res.latency.p99, non2xx: res.non2xx, errors: res.errors + res.timeouts }),
@@ -229,11 +230,11 @@ async function settleEvents() {
   process.stderr.write(`bench: events settled in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
 }
 
-async function measure(name, url, req) {
+async function measure(name, url, req, connections = CONNECTIONS) {
   process.stderr.write(`bench: ${name} …\n`);
   const run = WRK ? runWrk : runAutocannon;
-  await run(url, req, WARMUP);
-  return { name, ...(await run(url, req, DURATION)) };
+  await run(url, req, WARMUP, connections);
+  return { name, ...(await run(url, req, DURATION, connections)) };
 }
 
 // ---------- storage ceiling and query plan ----------
@@ -353,6 +354,7 @@ let explainList = null;
 let webhooks = null;
 let uploads = null;
 let recurrence = null;
+let search = null;
 let metrics = null;
 try {
   const bare = start("bare fastify", "test/bench/bare-server.mjs", { PORT: "18301" });
@@ -471,6 +473,15 @@ try {
   if (!only || only.split("|").includes("recurrence")) {
     recurrence = await recurrenceScenarios({ databaseUrl: DATABASE_URL, log: (m) => process.stderr.write(`bench: ${m}\n`) });
   }
+  if (!only || only.split("|").includes("search")) {
+    search = await searchScenarios({
+      databaseUrl: DATABASE_URL,
+      gateway: "http://127.0.0.1:18303",
+      admin,
+      measure: (name, req, connections) => measure(name, "http://127.0.0.1:18303", req, connections),
+      log: (m) => process.stderr.write(`bench: ${m}\n`),
+    });
+  }
   // Every process's ops port, the gateway's included (its public port has no /metrics).
   metrics = await metricsSnapshot(Object.entries(OPS).map(([name, port]) => ({ name, url: `http://127.0.0.1:${port}` })));
   if (!only) {
@@ -530,10 +541,11 @@ if (recurrence) {
     );
   }
 }
+if (search) printSearch(search);
 if (metrics) printMetricsSnapshot(metrics);
 if (explainList) console.log(`\nEXPLAIN ANALYZE, GET /v1/tasks on 100,000 tasks in one organization:\n\n${explainList}`);
 mkdirSync(new URL("./results", import.meta.url), { recursive: true });
 writeFileSync(
   new URL("./results/latest.json", import.meta.url),
-  `${JSON.stringify({ at: new Date().toISOString(), tool, node: process.version, cores: cpus().length, connections: CONNECTIONS, duration: DURATION, results: rows, webhooks, uploads, recurrence, metrics, explain: explainList }, null, 2)}\n`,
+  `${JSON.stringify({ at: new Date().toISOString(), tool, node: process.version, cores: cpus().length, connections: CONNECTIONS, duration: DURATION, results: rows, webhooks, uploads, recurrence, search, metrics, explain: explainList }, null, 2)}\n`,
 );

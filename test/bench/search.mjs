@@ -1,0 +1,506 @@
+// Search scenarios of the benchmark (BENCH_ONLY=search), run by run.mjs on its stack.
+//
+// Two organizations seeded by SQL from one generator, 10,000 and 1,000,000 tasks (BENCH_SEARCH_SIZES
+// changes them), each with an API key made by the admin CLI like the bench's own tenant. Every
+// scenario runs at both sizes, at 16 connections, beside the plain list page as the baseline:
+//   - a filtered and sorted page: status and priority lists, by due date descending;
+//   - a full-text page: `q` with a rare word planted in 50 tasks of each organization, so the answer
+//     is the same size at both scales and only the table around it grows;
+//   - POST /v1/tasks/search with the filter tree equal to each of those.
+// Reported against the targets (asserted nowhere): p99 ≤ 50 ms at 1M, and 1M within 1.5× of 10k.
+// Each is first sent once alone (its latency is shown): one that fails alone is reported, not
+// loaded. After each, the service's list statements still running are waited for (cancelled past
+// 60 s), so that no scenario measures the tail of the one before.
+//
+// The plans: after the measurements, auto_explain (contrib, loaded per session) is switched on for
+// the bench database alone, the tasks service's connections are renewed so they load it, and each
+// scenario is sent a few times in a row at 1M. The server log then holds EXPLAIN (ANALYZE, BUFFERS)
+// of the very statement the service ran, with the plan its statement cache chose (a prepared
+// statement may switch to a generic plan after five runs), which a copy of the SQL would not show.
+import { closeSync, openSync, readlinkSync, readSync, statSync } from "node:fs";
+import postgres from "postgres";
+
+const CONNECTIONS = 16;
+const SIZES = (process.env.BENCH_SEARCH_SIZES ?? "10000,1000000").split(",").map(Number);
+/** The rare word: its letters are outside the generated words' alphabet, so only planted tasks have it. */
+export const NEEDLE = "quartzyx";
+const NEEDLES = 50;
+const VOCABULARY = 4000;
+// Accented words among the generated ones, so that unaccent has something to fold.
+const ACCENTED = (
+  "résumé café naïve crème brûlée façade déjà über señor piñata jalapeño élan fiancée protégé soirée touché entrée château " +
+  "garçon smörgåsbord zürich são münchen kraków ångström øresund málaga córdoba bogotá reykjavík español français größe " +
+  "straße mañana niño açaí pâté rôle hôtel forêt noël zoë chloé renée andré josé maría müller björn søren łódź dvořák škoda"
+).split(" ");
+
+const FILTER_TREE = {
+  and: [
+    { field: "status", op: "in", value: ["TODO", "IN_PROGRESS"] },
+    { field: "priority", op: "in", value: ["HIGH", "URGENT"] },
+  ],
+};
+
+/** The scenarios: tool-neutral requests, as run.mjs's SCENARIOS. */
+const SCENARIOS = [
+  { name: "GET /v1/tasks?limit=25 (baseline)", method: "GET", path: "/v1/tasks?limit=25" },
+  { name: "GET filter + sort=-due_date", method: "GET", path: "/v1/tasks?status=TODO,IN_PROGRESS&priority=HIGH,URGENT&sort=-due_date&limit=25" },
+  { name: "GET q=<rare word>", method: "GET", path: `/v1/tasks?q=${NEEDLE}&limit=25` },
+  { name: "POST search, same filter + sort", method: "POST", path: "/v1/tasks/search", body: { filter: FILTER_TREE, sort: "-due_date", limit: 25 } },
+  { name: "POST search, text matches", method: "POST", path: "/v1/tasks/search", body: { filter: { field: "text", op: "matches", value: NEEDLE }, limit: 25 } },
+];
+
+const toRequest = (s, key) => ({
+  method: s.method,
+  path: s.path,
+  headers: { authorization: `Bearer ${key}`, ...(s.body ? { "content-type": "application/json" } : {}) },
+  ...(s.body ? { body: JSON.stringify(s.body) } : {}),
+});
+
+/**
+ * Creates the organizations, seeds them, measures every scenario at every size (sizes alternating,
+ * so both see the machine alike), then captures the plans at the largest size.
+ * `admin(...args)` is run.mjs's admin CLI; `measure(name, req, connections)` its warm-up + wrk run.
+ */
+export async function searchScenarios({ databaseUrl, gateway, admin, measure, log }) {
+  const tenants = SIZES.map((size) => {
+    const t = admin("bootstrap", "--org", `Search ${size}`, "--plan", "team", "--email", `search-${size}@example.test`);
+    admin("set-limits", "--org", t.organization_id, "--burst", "1000000000", "--quota", "2000000000");
+    return { size, key: t.api_key, org: t.organization_id, user: t.user_id };
+  });
+  const seeding = await seedSearchData(databaseUrl, tenants, log);
+  const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} });
+  const rows = [];
+  try {
+    for (const s of SCENARIOS) {
+      const row = { name: s.name, at: {} };
+      for (const t of tenants) {
+        const req = toRequest(s, t.key);
+        // One request alone first: a scenario that fails (a 503 when the statement outlasts the
+        // gateway's RPC timeout) is reported as such, not loaded for 12 s.
+        const page = await probe(gateway, req);
+        let r = { rps: Number.NaN, p50: Number.NaN, p99: Number.NaN, non2xx: 0, errors: 0 };
+        if (page.status === 200) r = await measure(`search: ${s.name} @ ${t.size}`, req, CONNECTIONS);
+        else log(`search: ${s.name} @ ${t.size} answered ${page.status} alone; not measured`);
+        const backlog = await settle(sql, log);
+        row.at[t.size] = { ...r, page, backlog };
+      }
+      rows.push(row);
+    }
+  } finally {
+    await sql.end({ timeout: 1 });
+  }
+  const largest = tenants.at(-1);
+  let plans;
+  try {
+    plans = await capturePlans({ databaseUrl, gateway, key: largest.key, log });
+  } catch (e) {
+    plans = { error: String(e?.message ?? e) };
+  }
+  return { connections: CONNECTIONS, sizes: SIZES, seeding, rows, plans, largest: largest.size };
+}
+
+/** The tasks service's list and search statements still running (the `as reencode` column is theirs). */
+const RUNNING = (sql) => sql`
+  select pid from pg_stat_activity
+  where datname = current_database() and application_name like 'tasksvc-tasks-%' and state = 'active' and query like '%as reencode%'`;
+
+/**
+ * Waits until the tasks service runs no list or search statement, so the next scenario does not
+ * measure this one's tail: the service goes on with requests whose RPC the gateway gave up on.
+ * Past `waitMs` what still runs is cancelled, again until quiet (at most 2 min in all). Answers
+ * how many statements were cancelled.
+ */
+async function settle(sql, log, waitMs = 60_000) {
+  const started = Date.now();
+  let cancelled = 0;
+  let quietSince = Date.now();
+  while (Date.now() - started < 120_000) {
+    const running = await RUNNING(sql);
+    if (running.length > 0) quietSince = Date.now();
+    else if (Date.now() - quietSince >= 1000) break;
+    if (running.length > 0 && Date.now() - started > waitMs) {
+      for (const r of running) await sql`select pg_cancel_backend(${r.pid})`;
+      cancelled += running.length;
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  if (cancelled > 0) log(`search: cancelled ${cancelled} statements still running after ${waitMs / 1000} s`);
+  return cancelled;
+}
+
+/** One request before measuring: the status and how many tasks the page holds (a 4xx/5xx is shown, not thrown). */
+async function probe(gateway, req) {
+  const t0 = performance.now();
+  const r = await fetch(`${gateway}${req.path}`, { method: req.method, headers: req.headers, body: req.body });
+  const text = await r.text();
+  const ms = performance.now() - t0;
+  if (r.status !== 200) return { status: r.status, ms, detail: text.slice(0, 300) };
+  const body = JSON.parse(text);
+  return { status: 200, ms, tasks: body.data?.length, has_more: body.has_more };
+}
+
+// ---------- seeding ----------
+
+/**
+ * Seeds each tenant's organization with `size` tasks, set-based. The task table's secondary indexes
+ * (whatever the migrations and the service made) are dropped first and rebuilt after both inserts,
+ * from their own definitions: building an index once is far cheaper than a million inserts into
+ * it (the GIN index above all). Foreign-key triggers are skipped (session_replication_role) since
+ * every version row points at a task inserted just before. Returns the phases' durations in seconds.
+ */
+export async function seedSearchData(databaseUrl, tenants, log = () => {}) {
+  const t0 = performance.now();
+  const lap = (() => {
+    let last = t0;
+    return () => {
+      const now = performance.now();
+      const s = (now - last) / 1000;
+      last = now;
+      return s;
+    };
+  })();
+  // Two connections, one per core: inserts, index builds and vacuums run two at a time.
+  const lanes = [0, 1].map(() => postgres(databaseUrl, { max: 1, onnotice: () => {} }));
+  const [sql] = lanes;
+  try {
+    await waitForIndexBuilds(sql);
+    for (const l of lanes) {
+      await l`set session_replication_role = replica`;
+      await l`set maintenance_work_mem = '1GB'`;
+      await l`set synchronous_commit = off`;
+      await makeWordPools(l);
+    }
+    const indexes = await sql`
+      select c.relname as name, pg_get_indexdef(i.indexrelid) as def, i.indexrelid::regclass::text as qualified
+      from pg_index i join pg_class c on c.oid = i.indexrelid join pg_am a on a.oid = c.relam
+      where i.indrelid = 'tasks.tasks'::regclass
+        and not exists (select 1 from pg_constraint k where k.conindid = i.indexrelid)
+      order by a.amname = 'btree', c.relname`;
+    for (const ix of indexes) await sql.unsafe(`drop index ${ix.qualified}`);
+    const prepared = lap();
+    // Each organization in two halves of its numbers, each half with a seed of its own.
+    const halves = tenants.flatMap((t) => {
+      const mid = Math.floor(t.size / 2);
+      return [
+        { ...t, from: 1, to: mid, seed: 0.17 },
+        { ...t, from: mid + 1, to: t.size, seed: 0.29 },
+      ];
+    });
+    log(`search: seeding ${tenants.map((t) => t.size.toLocaleString("en-US")).join(" + ")} tasks by SQL …`);
+    await inLanes(
+      lanes,
+      halves.map((h) => (l) => insertTasks(l, h)),
+    );
+    await inLanes(
+      lanes,
+      halves.map((h) => (l) => insertVersions(l, h)),
+    );
+    for (const t of tenants) {
+      await sql`
+        insert into tasks.org_counters (organization_id, last_number) values (${t.org}, ${t.size})
+        on conflict (organization_id) do update set last_number = excluded.last_number`;
+    }
+    const inserted = lap();
+    log(`search: rebuilding ${indexes.length} task indexes …`);
+    // Non-btree (GIN) first: the longest builds, which cannot use parallel workers.
+    await inLanes(
+      lanes,
+      indexes.map((ix) => (l) => l.unsafe(ix.def)),
+    );
+    const indexed = lap();
+    for (const l of lanes) await l`reset session_replication_role`;
+    await inLanes(
+      lanes,
+      ["tasks.tasks", "tasks.task_versions", "tasks.org_counters"].map((t) => (l) => l.unsafe(`vacuum analyze ${t}`)),
+    );
+    const vacuumed = lap();
+    const [{ size }] = await sql`select pg_size_pretty(pg_total_relation_size('tasks.tasks')) as size`;
+    const total = (performance.now() - t0) / 1000;
+    log(`search: seeded in ${total.toFixed(1)} s (tasks table with its indexes: ${size})`);
+    return { total, prepared, inserted, indexed, vacuumed, indexes: indexes.map((i) => i.name), tableSize: size };
+  } finally {
+    await Promise.all(lanes.map((l) => l.end({ timeout: 1 })));
+  }
+}
+
+/** Runs the jobs in order, each on the first lane free. */
+async function inLanes(lanes, jobs) {
+  let next = 0;
+  await Promise.all(
+    lanes.map(async (l) => {
+      while (next < jobs.length) await jobs[next++](l);
+    }),
+  );
+}
+
+/** The service builds some indexes concurrently after its migrations: they must be done before they are dropped. */
+async function waitForIndexBuilds(sql) {
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    const [{ busy }] = await sql`
+      select (select count(*) from pg_stat_progress_create_index where datname = current_database())::int
+        + (select count(*) from pg_index where indrelid = 'tasks.tasks'::regclass and not indisvalid)::int as busy`;
+    if (busy === 0) return;
+    if (Date.now() > deadline) throw new Error("the tasks service's index builds did not finish within 2 minutes");
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/**
+ * Pseudo words (md5 mapped onto 16 letters, 4–9 long; one in fifty accented), then pools of short
+ * (2–4 words) and long (6–14 words) pieces drawn from them with a Zipf-like skew, so a few words
+ * are common and most are rare. A task's text is pieces joined (cheap per row, varied as a whole).
+ */
+async function makeWordPools(sql) {
+  await sql`
+    create temp table bench_vocab as
+    select i, case when i % 50 = 0 then (${ACCENTED}::text[])[1 + (i / 50) % ${ACCENTED.length}]
+                   else translate(substr(md5('w' || i), 1, 4 + i % 6), '0123456789abcdef', 'aeioubcdfghklmnp') end as w
+    from generate_series(1, ${VOCABULARY}) i`;
+  await sql`create unique index on bench_vocab (i)`;
+  const pool = (name, size, min, spread) =>
+    sql.unsafe(`
+      create temp table ${name} as
+      with k as materialized (
+        select p.i, k.k, 1 + floor(${VOCABULARY} * power(random(), 3))::int as wi
+        from generate_series(0, ${size - 1}) p(i), generate_series(1, ${min + spread}) k(k)
+        where k.k <= ${min} + (p.i * 7) % ${spread + 1}
+      )
+      select k.i, string_agg(v.w, ' ' order by k.k) as s from k join bench_vocab v on v.i = k.wi group by k.i`);
+  await sql`select setseed(0.42)`;
+  await pool("bench_short", 10007, 2, 2);
+  await pool("bench_long", 10009, 6, 8);
+  await sql`analyze bench_short`;
+  await sql`analyze bench_long`;
+}
+
+/**
+ * Tasks `from`..`to` of one organization, from the generator (its seed per range). Needle tasks:
+ * every (size / 50)-th, never archived, the rare word in the title of half of them and in the
+ * description of the others.
+ */
+async function insertTasks(sql, { org, user, size, from, to, seed }) {
+  const step = Math.floor(size / NEEDLES);
+  await sql`select setseed(${seed})`;
+  await sql`
+    insert into tasks.tasks (organization_id, number, owner_user_id, current_version_id, version_count, title, description,
+      status, priority, due_date, notes, story_points, created_at, updated_at, archived, archived_at)
+    select ${org}, g.n, ${user}, 'ver_bench_' || md5(${org} || g.n), 1,
+      a.s || ' ' || b.s || case when g.needle and (g.n / ${step}) % 2 = 0 then ' ' || ${NEEDLE} else '' end,
+      case when g.needle and (g.n / ${step}) % 2 = 1 then l1.s || ' ' || ${NEEDLE} || ' ' || l2.s
+           when g.r_desc < 0.25 then null
+           else l1.s || ' ' || l2.s || ' ' || l3.s end,
+      case when g.r_status < 0.25 then 'TODO' when g.r_status < 0.40 then 'IN_PROGRESS' when g.r_status < 0.50 then 'IN_REVIEW'
+           when g.r_status < 0.60 then 'BLOCKED' else 'COMPLETED' end,
+      case when g.r_pri < 0.30 then null when g.r_pri < 0.50 then 'LOW' when g.r_pri < 0.75 then 'MEDIUM'
+           when g.r_pri < 0.90 then 'HIGH' else 'URGENT' end,
+      case when g.r_due < 0.40 then null else current_date - 365 + floor(g.d_due * 730)::int end,
+      case when g.r_notes < 0.80 then null else nt.s end,
+      case when g.r_sp < 0.35 then null else (array[0.5, 1, 2, 3, 5, 8, 13]::numeric[])[1 + floor(g.v_sp * 7)::int] end,
+      g.created, g.created + g.r_upd * (now() - g.created),
+      g.archived, case when g.archived then g.created + g.r_upd * (now() - g.created) end
+    from (
+      select n, n % ${step} = 0 and n / ${step} <= ${NEEDLES} as needle, random() as r_desc, random() as r_status,
+        random() as r_pri, random() as r_due, random() as d_due, random() as r_notes, random() as r_sp, random() as v_sp,
+        now() - random() * interval '730 days' as created, random() as r_upd,
+        n % ${step} <> 0 and random() < 0.05 as archived,
+        floor(random() * 10007)::int as ka, floor(random() * 10007)::int as kb, floor(random() * 10007)::int as kn,
+        floor(random() * 10009)::int as k1, floor(random() * 10009)::int as k2, floor(random() * 10009)::int as k3
+      from generate_series(${from}::int, ${to}::int) n
+    ) g
+    join bench_short a on a.i = g.ka
+    join bench_short b on b.i = g.kb
+    join bench_short nt on nt.i = g.kn
+    join bench_long l1 on l1.i = g.k1
+    join bench_long l2 on l2.i = g.k2
+    join bench_long l3 on l3.i = g.k3`;
+}
+
+/** Each task's one version (seq 1), the task row's content as of its last change. */
+async function insertVersions(sql, { org, from, to }) {
+  await sql`
+    insert into tasks.task_versions (id, organization_id, task_number, seq, title, description, status, priority, start_date,
+      due_date, notes, story_points, recurrence, project_ids, created_at)
+    select current_version_id, organization_id, number, 1, title, description, status, priority, start_date,
+      due_date, notes, story_points, recurrence, project_ids, updated_at
+    from tasks.tasks where organization_id = ${org} and number between ${from} and ${to}`;
+}
+
+// ---------- plans ----------
+
+/** The server's log file: this session's stderr (the server's), as the kernel names it. */
+function serverLog(pid) {
+  const path = readlinkSync(`/proc/${pid}/fd/2`);
+  if (!path.startsWith("/")) throw new Error(`the server logs to ${path}, not a file this process can read`);
+  statSync(path);
+  return path;
+}
+
+function readFrom(path, offset) {
+  const fd = openSync(path, "r");
+  try {
+    const size = statSync(path).size;
+    const buf = Buffer.alloc(Math.max(0, size - offset));
+    readSync(fd, buf, 0, buf.length, offset);
+    return buf.toString("utf8");
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The auto_explain entries of database `db` in a stretch of log: [{ms, query, plan: [lines]}]. */
+function explainEntries(text, db) {
+  const entries = [];
+  let cur = null;
+  const head = new RegExp(`^\\S+ \\S+ \\S+ \\[\\d+\\] \\S*@${db} LOG:  duration: ([\\d.]+) ms  plan:$`);
+  for (const line of text.split("\n")) {
+    const m = head.exec(line);
+    if (m) {
+      cur = { ms: Number(m[1]), lines: [] };
+      entries.push(cur);
+    } else if (cur && line.startsWith("\t")) cur.lines.push(line.slice(1));
+    else cur = null;
+  }
+  return entries.map((e) => {
+    const at = e.lines.findIndex((l) => /\(cost=.*\(actual/.test(l));
+    return { ms: e.ms, query: e.lines.slice(0, at).join("\n"), plan: at < 0 ? [] : e.lines.slice(at) };
+  });
+}
+
+/**
+ * Ends the tasks service's idle connections, so that the next ones load the database's settings as
+ * they are now (the pool opens a new one on demand; the outbox relay's poll would keep its own
+ * connection forever). A busy connection is waited for, at most 10 s.
+ */
+async function renewTasksConnections(sql) {
+  const [{ since }] = await sql`select clock_timestamp() as since`;
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const old = await sql`
+      select pid, state = 'idle' and pg_terminate_backend(pid) as ended from pg_stat_activity
+      where datname = current_database() and application_name like 'tasksvc-tasks-%' and backend_start < ${since}`;
+    if (old.length === 0 || Date.now() > deadline) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function capturePlans({ databaseUrl, gateway, key, log, runs = 10 }) {
+  log("search: capturing the plans (auto_explain, at the largest size) …");
+  const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} });
+  const db = new URL(databaseUrl).pathname.slice(1);
+  try {
+    const [{ pid }] = await sql`select pg_backend_pid() as pid`;
+    const logPath = serverLog(pid);
+    await sql`load 'auto_explain'`;
+    for (const s of [
+      "session_preload_libraries = 'auto_explain'",
+      "auto_explain.log_min_duration = 0",
+      "auto_explain.log_analyze = on",
+      "auto_explain.log_buffers = on",
+      "auto_explain.log_nested_statements = off",
+    ])
+      await sql.unsafe(`alter database "${db}" set ${s}`);
+    await renewTasksConnections(sql);
+    const plans = [];
+    for (const s of SCENARIOS) {
+      const req = toRequest(s, key);
+      const offset = statSync(logPath).size;
+      // A prepared statement is planned afresh for its first five runs; later ones may reuse a
+      // generic plan. The last of `runs` sequential requests shows the plan the load ran with.
+      // A request that fails (the gateway gave up) ends the series: its statement still runs, and
+      // is logged when it ends (waited for up to 90 s).
+      for (let i = 0; i < runs; i++) if ((await probe(gateway, req)).status !== 200) break;
+      await settle(sql, log, 90_000);
+      await new Promise((r) => setTimeout(r, 300));
+      const mine = explainEntries(readFrom(logPath, offset), db).filter((e) => /as reencode/.test(e.query));
+      const last = mine.at(-1);
+      plans.push({
+        name: s.name,
+        count: mine.length,
+        ms: mine.map((e) => e.ms),
+        generic: last ? last.plan.some((l) => /\$\d/.test(l)) : undefined,
+        plan: last?.plan ?? [],
+      });
+    }
+    return { logPath, plans };
+  } finally {
+    await sql.unsafe(`alter database "${db}" reset all`).catch(() => {});
+    // Else the outbox relay's poll, every half second, would go on filling the log with plans.
+    await renewTasksConnections(sql).catch(() => {});
+    await sql.end({ timeout: 1 });
+  }
+}
+
+// ---------- report ----------
+
+export function printSearch(result) {
+  const fmt = (n, d = 0) => (Number.isFinite(n) ? n.toLocaleString("en-US", { minimumFractionDigits: d, maximumFractionDigits: d }) : "n/a");
+  const [small, large] = [result.sizes[0], result.sizes.at(-1)];
+  const label = (n) => (n >= 1_000_000 ? `${n / 1_000_000}M` : n >= 1000 ? `${n / 1000}k` : String(n));
+  const s = result.seeding;
+  console.log(
+    `\nSearch · ${result.connections} connections · ${result.sizes.map((n) => fmt(n)).join(" and ")} tasks seeded by SQL in ${fmt(s.total, 1)} s ` +
+      `(words ${fmt(s.prepared, 1)} s, rows ${fmt(s.inserted, 1)} s, ${s.indexes.length} indexes ${fmt(s.indexed, 1)} s, vacuum analyze ${fmt(s.vacuumed, 1)} s; tasks table ${s.tableSize})`,
+  );
+  console.log(`targets (reported, not asserted): p99 ≤ 50 ms at ${label(large)}; ${label(large)} within 1.5× of ${label(small)} (req/s and p99)`);
+  const header = [
+    "scenario",
+    `${label(small)} req/s`,
+    `${label(small)} p99`,
+    `${label(large)} req/s`,
+    `${label(large)} p99`,
+    `req/s ${label(large)}/${label(small)}`,
+    `p99 ${label(large)}/${label(small)}`,
+    "alone ms",
+    "page",
+    "non-2xx",
+    "targets",
+  ];
+  const table = result.rows.map((r) => {
+    const a = r.at[small];
+    const b = r.at[large];
+    const rps = b.rps / a.rps;
+    const p99 = b.p99 / a.p99;
+    const page = (x) => (x.page.status === 200 ? `${x.page.tasks}${x.page.has_more ? "+" : ""}` : `HTTP ${x.page.status}`);
+    const ratio = (n) => (Number.isFinite(n) ? `${n.toFixed(2)}×` : "n/a");
+    const met = b.p99 <= 50 && rps >= 1 / 1.5 && p99 <= 1.5 && b.non2xx === 0 && a.non2xx === 0;
+    return [
+      r.name,
+      fmt(a.rps),
+      fmt(a.p99, 1),
+      fmt(b.rps),
+      fmt(b.p99, 1),
+      ratio(rps),
+      ratio(p99),
+      `${fmt(a.page.ms, 1)} / ${fmt(b.page.ms, 1)}`,
+      `${page(a)} / ${page(b)}`,
+      `${fmt(a.non2xx + a.errors)} / ${fmt(b.non2xx + b.errors)}`,
+      met ? "met" : "MISSED",
+    ];
+  });
+  const widths = header.map((h, i) => Math.max(h.length, ...table.map((row) => row[i].length)));
+  const line = (cells) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ");
+  console.log(line(header));
+  console.log(widths.map((w) => "-".repeat(w)).join("  "));
+  for (const row of table) console.log(line(row));
+  console.log(`alone: one request by itself before the load (${label(small)} / ${label(large)}); page: tasks on it (+: has_more)`);
+  for (const r of result.rows) {
+    for (const size of result.sizes) {
+      const x = r.at[size];
+      if (x.page.status !== 200) console.log(`  ${r.name} @ ${fmt(size)}: not measured, alone it answered ${x.page.detail}`);
+      if (x.backlog > 0) console.log(`  ${r.name} @ ${fmt(size)}: ${fmt(x.backlog)} statements still running 60 s after the load were cancelled`);
+    }
+  }
+  const p = result.plans;
+  if (p.error) {
+    console.log(`\nPlans not captured: ${p.error}`);
+    return;
+  }
+  console.log(`\nPlans at ${fmt(result.largest)} tasks (auto_explain: ANALYZE, BUFFERS of the service's own statement; the last of several runs)`);
+  for (const x of p.plans) {
+    const runs = x.ms.map((ms) => fmt(ms, 1)).join(", ");
+    console.log(`\n${x.name} · ${x.count} statements logged (ms: ${runs}) · ${x.generic ? "generic plan" : "custom plan"}`);
+    if (x.plan.length === 0) console.log("  (no plan logged)");
+    for (const l of x.plan) console.log(`  ${l}`);
+  }
+}
