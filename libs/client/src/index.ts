@@ -4,6 +4,17 @@ import { IDEMPOTENT_OPERATIONS } from "./idempotent.js";
 import type { components, operations, paths } from "./schema.js";
 
 export type { components, operations, paths };
+export {
+  type DateOnly,
+  type FieldsWith,
+  type FilterField,
+  type FilterOp,
+  type FilterValues,
+  TASK_FILTER_OPS,
+  type TaskCondition,
+  type TaskFilter,
+  where,
+} from "./filters.js";
 /** The API's resources by name: `Schemas["Task"]`, `Schemas["WebhookEndpoint"]`, … */
 export type Schemas = components["schemas"];
 /** An RFC 9457 problem, as every error of the API is. */
@@ -220,7 +231,24 @@ export function createClient(opts: ClientOptions) {
     }
   }
 
-  return Object.assign(client, { pages, unwrap });
+  /**
+   * Every task a search finds, page after page, following `next_cursor` with the same filter, sort
+   * and limit (a cursor is bound to them): `for await (const task of api.searchAll({ filter })) …`.
+   */
+  async function* searchAll(body: SearchAllBody = {}): AsyncGenerator<Schemas["Task"]> {
+    let after: string | undefined;
+    for (;;) {
+      // The generated type marks sort and limit required because they have defaults; the API does not.
+      const page = unwrap(
+        await client.POST("/v1/tasks/search", { body: { ...body, ...(after === undefined ? {} : { after }) } as Schemas["SearchTasksRequest"] }),
+      );
+      for (const task of page.data) yield task;
+      if (!page.has_more || page.next_cursor === null) return;
+      after = page.next_cursor;
+    }
+  }
+
+  return Object.assign(client, { pages, searchAll, unwrap });
 }
 
 /** The data of a successful answer, or a TasksvcError carrying the problem. */
@@ -240,5 +268,8 @@ export type PageQueryOf<P extends PaginatedPath> = Omit<GetOp<P> extends { param
 
 export type PathParamsOf<P extends PaginatedPath> =
   GetOp<P> extends { parameters: { path: infer T } } ? (T extends undefined ? Record<string, never> : NonNullable<T>) : Record<string, never>;
+
+/** The body of a search without its cursor; sort and limit may be left out (`-updated_at`, 25). */
+export type SearchAllBody = Partial<Omit<Schemas["SearchTasksRequest"], "after">>;
 
 export type TasksvcClient = ReturnType<typeof createClient>;

@@ -1,0 +1,111 @@
+import type { components } from "./schema.js";
+
+// The generated TaskFilter types a condition as {field, op, value: unknown}: which ops a field
+// takes, and what value, are rules the OpenAPI document states in words only. This module states
+// them as types, so a condition the API would refuse does not compile.
+
+type SchemaCondition = Extract<components["schemas"]["TaskFilter"], { field: unknown }>;
+
+/**
+ * The ops each field of a search condition takes, as POST /v1/tasks/search checks them. The
+ * `satisfies` keeps it to the fields and ops of the generated schema, and names every field.
+ */
+export const TASK_FILTER_OPS = {
+  status: ["eq", "neq", "in", "nin"],
+  priority: ["eq", "neq", "in", "nin", "is_null"],
+  project_id: ["eq", "neq", "in", "nin", "is_null"],
+  parent_task_id: ["eq", "neq", "in", "nin", "is_null"],
+  archived: ["eq", "neq"],
+  is_blocked: ["eq", "neq"],
+  due_date: ["eq", "neq", "lt", "lte", "gt", "gte", "is_null"],
+  created_at: ["lt", "lte", "gt", "gte"],
+  updated_at: ["lt", "lte", "gt", "gte"],
+  story_points: ["eq", "neq", "lt", "lte", "gt", "gte", "in", "nin", "is_null"],
+  title: ["eq", "neq", "contains"],
+  text: ["matches"],
+} as const satisfies Record<SchemaCondition["field"], readonly SchemaCondition["op"][]>;
+
+export type FilterField = keyof typeof TASK_FILTER_OPS;
+export type FilterOp = SchemaCondition["op"];
+type OpsOf<F extends FilterField> = (typeof TASK_FILTER_OPS)[F][number];
+
+/** A calendar day, `YYYY-MM-DD`. */
+export type DateOnly = `${number}-${number}-${number}`;
+
+/** What a condition on each field compares with: one value (`in` and `nin` take a list of them). */
+export interface FilterValues {
+  status: components["schemas"]["Task"]["status"];
+  priority: NonNullable<components["schemas"]["Task"]["priority"]>;
+  /** A project id, `prj_…`. */
+  project_id: string;
+  /** A task id, `T-<n>`. */
+  parent_task_id: string;
+  archived: boolean;
+  is_blocked: boolean;
+  due_date: DateOnly;
+  /** An RFC 3339 date-time with an offset, e.g. `2026-11-22T09:00:00Z`. */
+  created_at: string;
+  /** An RFC 3339 date-time with an offset, e.g. `2026-11-22T09:00:00Z`. */
+  updated_at: string;
+  story_points: number;
+  title: string;
+  /** Full text in web-search syntax: words (all must match), "a phrase", `or`, `-word`. */
+  text: string;
+}
+
+/** The fields that take op `O`. */
+export type FieldsWith<O extends FilterOp> = { [F in FilterField]: O extends OpsOf<F> ? F : never }[FilterField];
+
+type ValueOf<F extends FilterField, O extends FilterOp> = O extends "in" | "nin" ? FilterValues[F][] : O extends "is_null" ? boolean : FilterValues[F];
+
+/**
+ * A condition `{field, op, value}` whose op is one its field takes and whose value is of the
+ * field's type; with no arguments, the union of every such condition.
+ */
+export type TaskCondition<F extends FilterField = FilterField, O extends FilterOp = FilterOp> = F extends FilterField
+  ? O extends OpsOf<F>
+    ? { field: F; op: O; value: ValueOf<F, O> }
+    : never
+  : never;
+
+/** A filter of POST /v1/tasks/search, typed field by field: a condition, or and/or/not of filters. */
+export type TaskFilter = TaskCondition | { and: TaskFilter[] } | { or: TaskFilter[] } | { not: TaskFilter };
+
+/** At least one filter: the API refuses an empty and/or. */
+type Filters = [TaskFilter, ...TaskFilter[]];
+
+// The callers' constraints (F takes O) are what make a condition valid; TypeScript cannot carry
+// them through the conditional TaskCondition<F, O> while F is generic, hence the assertion.
+const condition = <F extends FilterField, O extends FilterOp>(field: F, op: O, value: ValueOf<F, O>) => ({ field, op, value }) as TaskCondition<F, O>;
+
+/**
+ * Builds the filter of a search: `where.and(where.in("status", ["TODO"]), where.matches("invoice"))`.
+ * Each function returns the plain JSON the API takes, so filters can be kept, combined and sent as
+ * they are. Limits the types cannot state (at most 50 conditions, 5 levels) are checked by the API.
+ */
+export const where = {
+  /** Every filter matches. */
+  and: (...filters: Filters): { and: TaskFilter[] } => ({ and: filters }),
+  /** At least one filter matches. */
+  or: (...filters: Filters): { or: TaskFilter[] } => ({ or: filters }),
+  /** The filter does not match (exactly: a task without the value matches `not(eq)`). */
+  not: (filter: TaskFilter): { not: TaskFilter } => ({ not: filter }),
+  /** The field equals the value (false on a task without the value). */
+  eq: <F extends FieldsWith<"eq">>(field: F, value: FilterValues[F]) => condition(field, "eq", value),
+  /** The field differs from the value (true on a task without the value). */
+  neq: <F extends FieldsWith<"neq">>(field: F, value: FilterValues[F]) => condition(field, "neq", value),
+  /** The field is one of the values (1 to 100 of them). */
+  in: <F extends FieldsWith<"in">>(field: F, values: readonly FilterValues[F][]) => condition(field, "in", [...values]),
+  /** The field is none of the values (true on a task without the value). */
+  nin: <F extends FieldsWith<"nin">>(field: F, values: readonly FilterValues[F][]) => condition(field, "nin", [...values]),
+  lt: <F extends FieldsWith<"lt">>(field: F, value: FilterValues[F]) => condition(field, "lt", value),
+  lte: <F extends FieldsWith<"lte">>(field: F, value: FilterValues[F]) => condition(field, "lte", value),
+  gt: <F extends FieldsWith<"gt">>(field: F, value: FilterValues[F]) => condition(field, "gt", value),
+  gte: <F extends FieldsWith<"gte">>(field: F, value: FilterValues[F]) => condition(field, "gte", value),
+  /** The task has no value for the field (`false`: it has one). */
+  isNull: <F extends FieldsWith<"is_null">>(field: F, isNull = true) => condition(field, "is_null", isNull),
+  /** The title contains the text, whatever the case. */
+  contains: <F extends FieldsWith<"contains">>(field: F, value: FilterValues[F]) => condition(field, "contains", value),
+  /** Full text over title, description and notes, as `q` of GET /v1/tasks. */
+  matches: (text: string) => condition("text", "matches", text),
+};
