@@ -238,10 +238,7 @@ export function createClient(opts: ClientOptions) {
   async function* searchAll(body: SearchAllBody = {}): AsyncGenerator<Schemas["Task"]> {
     let after: string | undefined;
     for (;;) {
-      // The generated type marks sort and limit required because they have defaults; the API does not.
-      const page = unwrap(
-        await client.POST("/v1/tasks/search", { body: { ...body, ...(after === undefined ? {} : { after }) } as Schemas["SearchTasksRequest"] }),
-      );
+      const page = unwrap(await client.POST("/v1/tasks/search", { body: { ...body, ...(after === undefined ? {} : { after }) } }));
       for (const task of page.data) yield task;
       if (!page.has_more || page.next_cursor === null) return;
       after = page.next_cursor;

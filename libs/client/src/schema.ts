@@ -2325,13 +2325,13 @@ export interface components {
              * @example -updated_at
              * @enum {string}
              */
-            sort: "updated_at" | "created_at" | "due_date" | "priority" | "story_points" | "-updated_at" | "-created_at" | "-due_date" | "-priority" | "-story_points";
+            sort?: "updated_at" | "created_at" | "due_date" | "priority" | "story_points" | "-updated_at" | "-created_at" | "-due_date" | "-priority" | "-story_points";
             /**
              * @description Items per page, 1-100 (default 25).
              * @default 25
              * @example 25
              */
-            limit: number;
+            limit?: number;
             /**
              * @description The `next_cursor` of the previous page; the rest of the body must be the same as for that page.
              * @example eyJwIjoiV…
