@@ -207,6 +207,12 @@ export async function seedSearchData(databaseUrl, tenants, log = () => {}) {
       lanes,
       indexes.map((ix) => (l) => l.unsafe(ix.def)),
     );
+    // What the service does once an index is built (a statistics target), lost with the drop.
+    const { TASK_INDEXES } = await import("@tasksvc/tasks");
+    const [first] = lanes;
+    await first`set search_path to tasks`;
+    for (const ix of TASK_INDEXES) if (ix.then) await first.unsafe(ix.then);
+    await first`reset search_path`;
     const indexed = lap();
     for (const l of lanes) await l`reset session_replication_role`;
     await inLanes(
