@@ -211,7 +211,7 @@ export async function seedSearchData(databaseUrl, tenants, log = () => {}) {
     const { TASK_INDEXES } = await import("@tasksvc/tasks");
     const [first] = lanes;
     await first`set search_path to tasks`;
-    for (const ix of TASK_INDEXES) if (ix.then) await first.unsafe(ix.then);
+    for (const ix of TASK_INDEXES) if (ix.afterBuild) await first.unsafe(ix.afterBuild);
     await first`reset search_path`;
     const indexed = lap();
     for (const l of lanes) await l`reset session_replication_role`;

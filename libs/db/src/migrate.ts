@@ -19,7 +19,7 @@ export interface ConcurrentIndex {
   /** What follows the name: `on tasks (organization_id, created_at)`. */
   definition: string;
   /** A statement run once the index is built (`alter index … set statistics …`). */
-  then?: string;
+  afterBuild?: string;
 }
 
 /**
@@ -84,7 +84,7 @@ async function buildIndexes(client: pg.Client, schema: string, indexes: readonly
       if (found.rows[0]) await client.query(`drop index concurrently ${quoteIdent(schema)}.${quoteIdent(ix.name)}`);
       const started = performance.now();
       await client.query(`create index concurrently ${quoteIdent(ix.name)} ${ix.definition}`);
-      if (ix.then) await client.query(ix.then);
+      if (ix.afterBuild) await client.query(ix.afterBuild);
       log.info({ schema, index: ix.name, ms: Math.round(performance.now() - started) }, "index built");
     }
   } finally {

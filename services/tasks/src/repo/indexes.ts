@@ -28,7 +28,7 @@ export const TASK_INDEXES: readonly ConcurrentIndex[] = [
     // The planner's guess for a word it has no statistics of is ~0.3% of the rows: at a million
     // tasks it then prefers walking the list order and testing every row (11 s for a word of 50
     // tasks) to the text index (0.3 ms). A larger sample of words keeps rare words rare.
-    then: "alter index tasks_text_idx alter column 1 set statistics 2000",
+    afterBuild: "alter index tasks_text_idx alter column 1 set statistics 2000",
   },
   { name: "tasks_projects_idx", definition: "on tasks using gin (project_ids)" },
   { name: "tasks_title_trgm_idx", definition: "on tasks using gin (title gin_trgm_ops)" },
