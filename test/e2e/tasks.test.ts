@@ -19,8 +19,10 @@ describe("POST /v1/tasks", () => {
     const t = await f.tenant();
     const r = await create(t, { title: "  Write the spec  " });
     expect(r.status, r.text).toBe(201);
+    expect(r.headers.get("etag")).toBe('"1"');
     expect(r.body).toEqual({
       id: "T-1",
+      version: 1,
       title: "Write the spec",
       description: null,
       status: "TODO",

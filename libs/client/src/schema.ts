@@ -970,6 +970,11 @@ export interface components {
              */
             id: string;
             /**
+             * @description 1 at creation, one more at every change (a new content version, archiving, unarchiving); the task's ETag is this number in quotes.
+             * @example 3
+             */
+            version: number;
+            /**
              * @description A short single-line title.
              * @example Write the announcement
              */
@@ -1114,6 +1119,11 @@ export interface components {
              * @example ver_6yH3nK8pQ2mT5vL9xD4rW7
              */
             id: string;
+            /**
+             * @description The task's version this content was (archiving and unarchiving take numbers of their own).
+             * @example 3
+             */
+            version: number;
             /**
              * Format: date-time
              * @description When it was created (UTC, ISO 8601).
@@ -1626,6 +1636,7 @@ export interface components {
              * @description The task after the change, in its API shape.
              * @example {
              *       "id": "T-42",
+             *       "version": 3,
              *       "title": "Write the announcement",
              *       "description": null,
              *       "status": "IN_PROGRESS",
@@ -1644,7 +1655,103 @@ export interface components {
              *       "updated_at": "2026-11-23T09:30:00.000Z"
              *     }
              */
-            data: components["schemas"]["Task"];
+            data: {
+                /**
+                 * @description The task's id: T-\<n\>, numbered per organization from 1.
+                 * @example T-42
+                 */
+                id: string;
+                /**
+                 * @description The task's version after the change; absent on events from before tasks showed it.
+                 * @example 3
+                 */
+                version?: number;
+                /**
+                 * @description A short single-line title.
+                 * @example Write the announcement
+                 */
+                title: string;
+                /**
+                 * @description Free text (line breaks kept); null when none.
+                 * @example Everything for the November launch.
+                 */
+                description: string | null;
+                /**
+                 * @description Where the task stands.
+                 * @example IN_PROGRESS
+                 * @enum {string}
+                 */
+                status: "TODO" | "IN_PROGRESS" | "IN_REVIEW" | "COMPLETED" | "BLOCKED";
+                /**
+                 * @description How urgent the task is.
+                 * @example HIGH
+                 */
+                priority: ("LOW" | "MEDIUM" | "HIGH" | "URGENT") | null;
+                /**
+                 * @description When work starts (UTC); null when unset.
+                 * @example 2026-11-24T09:00:00.000Z
+                 */
+                start_date: string | null;
+                /**
+                 * @description When it is due (UTC); null when unset.
+                 * @example 2026-11-30T17:00:00.000Z
+                 */
+                due_date: string | null;
+                /**
+                 * @description Free-form notes (line breaks kept); null when none.
+                 * @example Ask legal before publishing.
+                 */
+                notes: string | null;
+                /**
+                 * @description An estimate in story points; null when unset.
+                 * @example 3
+                 */
+                story_points: number | null;
+                /**
+                 * @description The projects the task belongs to.
+                 * @example [
+                 *       "prj_5vN5Zu6nSVCjmB2jJBpwRY"
+                 *     ]
+                 */
+                project_ids: string[];
+                /**
+                 * @description The parent task when this is a subtask; null for a top-level task.
+                 * @example T-7
+                 */
+                parent_task_id: string | null;
+                /**
+                 * @description Whether the task is archived (hidden from lists unless asked for).
+                 * @example false
+                 */
+                archived: boolean;
+                /**
+                 * @description How the task repeats (the rule with its RRULE form); null when it does not.
+                 * @example null
+                 */
+                recurrence: components["schemas"]["Recurrence"] | null;
+                /**
+                 * @description The recurring task this occurrence was made from (the series' head); null for every other task, the head included.
+                 * @example T-12
+                 */
+                series_task_id: string | null;
+                /**
+                 * @description The series' day this occurrence was made for (YYYY-MM-DD); null when series_task_id is.
+                 * @example 2026-11-25
+                 */
+                occurrence_date: string | null;
+                /**
+                 * Format: date-time
+                 * @description When it was created (UTC, ISO 8601).
+                 * @example 2026-11-23T09:30:00.000Z
+                 */
+                created_at: string;
+                /**
+                 * Format: date-time
+                 * @description When it last changed (UTC, ISO 8601).
+                 * @example 2026-11-23T09:30:00.000Z
+                 */
+                updated_at: string;
+            };
         };
         WebhookDeliveryAttempt: {
             /**
@@ -1718,7 +1825,7 @@ export interface components {
              * @example validation_failed
              * @enum {string}
              */
-            code: "validation_failed" | "malformed_request" | "missing_credentials" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "feature_not_enabled" | "link_invalid" | "resource_not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "idempotency_in_progress" | "delivery_already_pending" | "dependency_cycle" | "upload_already_received" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "quota_exhausted" | "headers_too_large" | "internal_error" | "service_unavailable";
+            code: "validation_failed" | "malformed_request" | "missing_credentials" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "feature_not_enabled" | "link_invalid" | "resource_not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "idempotency_in_progress" | "delivery_already_pending" | "dependency_cycle" | "upload_already_received" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "quota_exhausted" | "headers_too_large" | "internal_error" | "service_unavailable";
             /**
              * @description What went wrong with this request, for a person.
              * @example The request body is invalid: /name is required
@@ -3717,6 +3824,8 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key */
                     "Idempotency-Replayed"?: string;
+                    /** @description The task's version in quotes (`"3"`): send it back in If-Match to change the task only if nobody changed it meanwhile. */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4006,7 +4115,10 @@ export interface operations {
     getTask: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The ETag of the copy you hold (`"3"`): when the task is still at that version, 304 with no body. */
+                "If-None-Match"?: string;
+            };
             path: {
                 /**
                  * @description The task's id (T-\<n\>).
@@ -4033,11 +4145,22 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix epoch seconds when the burst window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The task's version in quotes (`"3"`): send it back in If-Match to change the task only if nobody changed it meanwhile. */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Task"];
                 };
+            };
+            /** @description Not modified: the task is still at the version If-None-Match named */
+            304: {
+                headers: {
+                    /** @description The task's version in quotes (`"3"`): send it back in If-Match to change the task only if nobody changed it meanwhile. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
             400: {
@@ -4128,6 +4251,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description Change the task only if it is still at this version: its ETag (`"3"`), several separated by commas, or `*`. Otherwise 412 precondition_failed with the current ETag, and nothing changes. */
+                "If-Match"?: string;
                 /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response. Use a new key for each new request, a UUID for example (`3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20`). */
                 "Idempotency-Key"?: string;
             };
@@ -4170,6 +4295,8 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key */
                     "Idempotency-Replayed"?: string;
+                    /** @description The task's version in quotes (`"3"`): send it back in If-Match to change the task only if nobody changed it meanwhile. */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4227,6 +4354,19 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `precondition_failed`: Precondition failed */
+            412: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description The task's current ETag */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4309,6 +4449,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description Change the task only if it is still at this version: its ETag (`"3"`), several separated by commas, or `*`. Otherwise 412 precondition_failed with the current ETag, and nothing changes. */
+                "If-Match"?: string;
                 /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response. Use a new key for each new request, a UUID for example (`3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20`). */
                 "Idempotency-Key"?: string;
             };
@@ -4340,6 +4482,8 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key */
                     "Idempotency-Replayed"?: string;
+                    /** @description The task's version in quotes (`"3"`): send it back in If-Match to change the task only if nobody changed it meanwhile. */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4397,6 +4541,19 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `precondition_failed`: Precondition failed */
+            412: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description The task's current ETag */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4457,6 +4614,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description Change the task only if it is still at this version: its ETag (`"3"`), several separated by commas, or `*`. Otherwise 412 precondition_failed with the current ETag, and nothing changes. */
+                "If-Match"?: string;
                 /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response. Use a new key for each new request, a UUID for example (`3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20`). */
                 "Idempotency-Key"?: string;
             };
@@ -4488,6 +4647,8 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key */
                     "Idempotency-Replayed"?: string;
+                    /** @description The task's version in quotes (`"3"`): send it back in If-Match to change the task only if nobody changed it meanwhile. */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4545,6 +4706,19 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `precondition_failed`: Precondition failed */
+            412: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description The task's current ETag */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4855,6 +5029,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description Change the task only if it is still at this version: its ETag (`"3"`), several separated by commas, or `*`. Otherwise 412 precondition_failed with the current ETag, and nothing changes. */
+                "If-Match"?: string;
                 /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response. Use a new key for each new request, a UUID for example (`3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20`). */
                 "Idempotency-Key"?: string;
             };
@@ -4981,6 +5157,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `precondition_failed`: Precondition failed */
+            412: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description The task's current ETag */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `payload_too_large`: Payload too large */
             413: {
                 headers: {
@@ -5056,7 +5245,10 @@ export interface operations {
     removeTaskDependency: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Change the task only if it is still at this version: its ETag (`"3"`), several separated by commas, or `*`. Otherwise 412 precondition_failed with the current ETag, and nothing changes. */
+                "If-Match"?: string;
+            };
             path: {
                 /**
                  * @description The task's id (T-\<n\>).
@@ -5134,6 +5326,19 @@ export interface operations {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `precondition_failed`: Precondition failed */
+            412: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description The task's current ETag */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {

@@ -11,6 +11,8 @@ export interface Caller {
   credentialId: string;
   /** The request's Idempotency-Key, when it sent one. */
   idempotencyKey: string | undefined;
+  /** The request's If-Match entity tags, where the operation honours it. */
+  ifMatch?: string[] | undefined;
   /** The context as received, for calls to another service on the caller's behalf. */
   ctx: RpcContext;
 }
@@ -23,7 +25,14 @@ export interface Caller {
  */
 export function callerOf(ctx: RpcContext): Caller {
   if (!ctx.organization_id || !ctx.user_id || !ctx.credential_id) throw new Error("RPC context carries no organization, user or credential.");
-  return { organizationId: ctx.organization_id, userId: ctx.user_id, credentialId: ctx.credential_id, idempotencyKey: ctx.idempotency_key, ctx };
+  return {
+    organizationId: ctx.organization_id,
+    userId: ctx.user_id,
+    credentialId: ctx.credential_id,
+    idempotencyKey: ctx.idempotency_key,
+    ifMatch: ctx.if_match,
+    ctx,
+  };
 }
 
 /**

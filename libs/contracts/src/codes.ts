@@ -21,6 +21,8 @@ export const ERROR_CATALOG = {
   dependency_cycle: { status: 409, title: "Dependency cycle" },
   // A second PUT to an upload link that already received its bytes (issue 12).
   upload_already_received: { status: 409, title: "Upload already received" },
+  // If-Match named no current ETag of the task: it changed since the client read it.
+  precondition_failed: { status: 412, title: "Precondition failed" },
   payload_too_large: { status: 413, title: "Payload too large" },
   unsupported_media_type: { status: 415, title: "Unsupported media type" },
   idempotency_key_reused: { status: 422, title: "Idempotency key reused" },

@@ -15,6 +15,8 @@ export const RpcContext = z.object({
   scopes: z.array(Scope),
   plan: Plan.nullable(),
   idempotency_key: IdempotencyKey.optional(),
+  /** The entity tags of the request's If-Match (`*`, or each tag as sent, quotes included), where the operation honours it. */
+  if_match: z.array(z.string()).optional(),
 });
 export type RpcContext = z.infer<typeof RpcContext>;
 
@@ -25,6 +27,8 @@ export const RpcError = z.object({
   code: z.enum(ERROR_CODES as [ErrorCode, ...ErrorCode[]]),
   detail: z.string(),
   errors: z.array(FieldError).optional(),
+  /** The resource's current ETag, sent with a 412 (precondition_failed). */
+  etag: z.string().optional(),
 });
 export type RpcError = z.infer<typeof RpcError>;
 

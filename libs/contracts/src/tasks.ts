@@ -38,6 +38,13 @@ const PARENT_TASK_ID = { description: "The parent task when this is a subtask; n
 
 export const Task = z.object({
   id: z.string().meta({ description: "The task's id: T-<n>, numbered per organization from 1.", examples: ["T-42"] }),
+  version: z
+    .number()
+    .int()
+    .meta({
+      description: "1 at creation, one more at every change (a new content version, archiving, unarchiving); the task's ETag is this number in quotes.",
+      examples: [3],
+    }),
   title: z.string().meta(TITLE),
   description: z.string().nullable().meta(DESCRIPTION),
   status: TaskStatus.meta({ description: "Where the task stands.", examples: ["IN_PROGRESS"] }),
@@ -87,6 +94,10 @@ export const TaskVersion = Task.pick({
   status: TaskStatus.meta({ description: "Where the task stood in this version.", examples: ["IN_PROGRESS"] }),
   recurrence: Recurrence.nullable().meta({ description: "How the task repeated in this version; null when it did not.", examples: [null] }),
   id: z.string().meta({ description: "The version's id.", examples: ["ver_6yH3nK8pQ2mT5vL9xD4rW7"] }),
+  version: z
+    .number()
+    .int()
+    .meta({ description: "The task's version this content was (archiving and unarchiving take numbers of their own).", examples: [3] }),
   created_at: CreatedAt,
 });
 export type TaskVersion = z.infer<typeof TaskVersion>;
@@ -180,7 +191,8 @@ export const TaskEvent = z.object({
   type: TaskEventType,
   organization_id: z.string().min(1),
   created_at: Timestamp,
-  data: Task,
+  // An event written before tasks showed their version lacks it (the stream and the feed keep events for days).
+  data: Task.extend({ version: Task.shape.version.optional() }),
 });
 export type TaskEvent = z.infer<typeof TaskEvent>;
 
@@ -188,6 +200,7 @@ const EVENT_ID = "evt_2nK7xQ4mT9pL3vD6bR8sW5";
 /** A task as an event carries it, for the documentation. */
 const EVENT_TASK: Task = {
   id: "T-42",
+  version: 3,
   title: "Write the announcement",
   description: null,
   status: "IN_PROGRESS",
@@ -215,7 +228,11 @@ export const Event = z.object({
   id: z.string().meta({ description: "The event's id: the `webhook-id` header of every delivery of it.", examples: [EVENT_ID] }),
   type: TaskEventType.meta({ description: "What happened: task.created, task.updated or task.archived.", examples: ["task.updated"] }),
   timestamp: Timestamp.meta({ description: "When it happened (UTC, ISO 8601): the time of the change's transaction.", examples: [EXAMPLE_INSTANT] }),
-  data: Task.meta({ description: "The task after the change, in its API shape.", examples: [EVENT_TASK] }),
+  data: Task.extend({
+    version: Task.shape.version
+      .optional()
+      .meta({ description: "The task's version after the change; absent on events from before tasks showed it.", examples: [3] }),
+  }).meta({ description: "The task after the change, in its API shape.", examples: [EVENT_TASK] }),
 });
 export type Event = z.infer<typeof Event>;
 

@@ -6,6 +6,8 @@ export interface AppErrorOptions {
   cause?: unknown;
   /** Seconds, sent as Retry-After (429, 503). */
   retryAfter?: number;
+  /** The resource's current ETag, sent as the ETag header (412). */
+  etag?: string;
 }
 
 /** The only error services throw on purpose. It knows nothing of HTTP beyond its code's status. */
@@ -14,6 +16,7 @@ export class AppError extends Error {
   readonly status: number;
   readonly errors: FieldError[] | undefined;
   readonly retryAfter: number | undefined;
+  readonly etag: string | undefined;
 
   constructor(code: ErrorCode, detail: string, opts: AppErrorOptions = {}) {
     super(detail, opts.cause === undefined ? undefined : { cause: opts.cause });
@@ -22,6 +25,7 @@ export class AppError extends Error {
     this.status = ERROR_CATALOG[code].status;
     this.errors = opts.errors;
     this.retryAfter = opts.retryAfter;
+    this.etag = opts.etag;
   }
 
   get detail(): string {
@@ -29,11 +33,17 @@ export class AppError extends Error {
   }
 
   toRpc(): RpcError {
-    return { status: this.status, code: this.code, detail: this.message, ...(this.errors ? { errors: this.errors } : {}) };
+    return {
+      status: this.status,
+      code: this.code,
+      detail: this.message,
+      ...(this.errors ? { errors: this.errors } : {}),
+      ...(this.etag === undefined ? {} : { etag: this.etag }),
+    };
   }
 
   static fromRpc(e: RpcError): AppError {
-    return new AppError(e.code, e.detail, e.errors ? { errors: e.errors } : {});
+    return new AppError(e.code, e.detail, { ...(e.errors ? { errors: e.errors } : {}), ...(e.etag === undefined ? {} : { etag: e.etag }) });
   }
 }
 

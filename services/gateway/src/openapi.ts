@@ -32,6 +32,7 @@ import {
   TaskFilterSchema,
 } from "@tasksvc/contracts";
 import { z } from "zod";
+import { addConditionalResponses, conditionalParameters } from "./openapi-conditional.js";
 import type { Operation } from "./operations.js";
 import { REQUEST_EXAMPLES } from "./request-examples.js";
 
@@ -93,7 +94,6 @@ const TAGS: Record<string, { name: string; description: string }> = {
 
 const pascal = (id: string) => id.charAt(0).toUpperCase() + id.slice(1);
 const COMPONENT_REF = (id: string) => `#/components/schemas/${id}`;
-
 const isJson = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /**
@@ -228,6 +228,7 @@ function parametersOf(def: Operation): Json[] {
       });
     }
   }
+  out.push(...conditionalParameters(def));
   if (def.idempotent) {
     out.push({
       name: "Idempotency-Key",
@@ -342,6 +343,7 @@ export function buildOpenApi(operations: readonly Operation[], server: ServerEnt
       extra.set(409, [...(extra.get(409) ?? []), "idempotency_in_progress"]);
       extra.set(422, [...(extra.get(422) ?? []), "idempotency_key_reused"]);
     }
+    addConditionalResponses(def, successHeaders, responses, problemResponse);
     if (def.params && extra.has(404)) extra.delete(404);
     for (const [st, codes] of extra) responses[String(st)] = problemResponse(codes);
     const op: Json = {

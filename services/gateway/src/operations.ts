@@ -1,4 +1,5 @@
 import { RawJson, type Entitlement, type ErrorCode, type Identity, type RpcContext, type Scope } from "@tasksvc/contracts";
+import { noneMatch, parseEntityTags, taskEtag } from "./policies/preconditions.js";
 import type { FastifyPluginAsync, FastifyReply } from "fastify";
 import { Readable } from "node:stream";
 import { AppError, validationError } from "@tasksvc/errors";
@@ -50,6 +51,10 @@ export interface Operation {
   paginated: boolean;
   /** Where a paginated operation's `after` and the rest of its list's parameters are: the query, or the JSON body (a search). */
   cursorIn: "query" | "body";
+  /** The answer is one task: its ETag (the version) is sent with it. */
+  etag: boolean;
+  /** The conditional header it honours: If-Match (checked by the service) or If-None-Match (304). */
+  preconditions: "if-match" | "if-none-match" | undefined;
   /** Count this call alone, after giving back this replica's unspent reserved calls (0007). */
   exactCharge: boolean;
   /** One line for the OpenAPI document. */
@@ -231,6 +236,8 @@ function operationOf(spec: OperationSpec, defaults: ResourceDefaults): Operation
     secretInResponse: false,
     paginated: false,
     cursorIn: "query",
+    etag: false,
+    preconditions: undefined,
     exactCharge: false,
     errors: [],
     otherStatuses: {},
@@ -302,7 +309,15 @@ export function resource(defaults: ResourceDefaults, define: (r: ResourceBuilder
           handler: async (req, reply) => {
             if (!req.prepared || !req.admitted) throw new Error(`${operation.method} ${operation.url} ran without the pipeline`);
             const result = await req.prepared.run(req.admitted, opts.clients);
-            if (result instanceof RawJson) return sendRaw(reply, result);
+            if (result instanceof RawJson) {
+              const etag = operation.etag ? taskEtag(result.bytes) : undefined;
+              if (etag !== undefined) {
+                reply.header("etag", etag);
+                const tags = operation.preconditions === "if-none-match" ? parseEntityTags(req.headers["if-none-match"], "If-None-Match") : undefined;
+                if (tags !== undefined && !noneMatch(tags, etag)) return reply.code(304).send();
+              }
+              return sendRaw(reply, result);
+            }
             if (!(result instanceof WithStatus)) return result;
             reply.code(result.status);
             return result.body;

@@ -6,6 +6,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunc
 import type { Authenticator } from "./auth.js";
 import type { Operation, ServedOperation, UnwrapCursor } from "./operations.js";
 import { signNextCursor, type CursorCodec } from "./policies/cursors.js";
+import { parseEntityTags } from "./policies/preconditions.js";
 import { claimIdempotency, parseIdempotencyKey, requestFingerprint } from "./policies/idempotency.js";
 import { rateLimitHeaders, type Charger } from "./policies/limits.js";
 import type { GatewayRepo } from "./repo/gateway-repo.js";
@@ -129,6 +130,7 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
       const charge = state.forwarded ? null : await opts.charger.charge(identity, op.exactCharge);
       if (charge) reply.headers(rateLimitHeaders(charge));
       authorize(op, identity);
+      const ifMatch = op.preconditions === "if-match" ? parseEntityTags(req.headers["if-match"], "If-Match") : undefined;
       const ctx: RpcContext = {
         request_id: String(req.id),
         organization_id: identity.organization_id,
@@ -137,6 +139,7 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
         scopes: identity.scopes,
         plan: identity.plan,
         ...(state.key === undefined ? {} : { idempotency_key: state.key }),
+        ...(ifMatch === undefined ? {} : { if_match: ifMatch }),
       };
       req.admitted = { ctx, identity, charge, origin: req.server.publicBaseUrl };
     };
@@ -211,11 +214,15 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
     const failure = state.failure;
     try {
       if (failure === undefined) {
-        await opts.repo.storeIdempotentOutcome(held.credentialId, held.key, reply.statusCode, body, { "content-type": JSON_TYPE }, held.replayFromService);
+        // The ETag too: a replay is the same answer, headers that describe its body included.
+        const etag = reply.getHeader("etag");
+        const headers = { "content-type": JSON_TYPE, ...(typeof etag === "string" ? { etag } : {}) };
+        await opts.repo.storeIdempotentOutcome(held.credentialId, held.key, reply.statusCode, body, headers, held.replayFromService);
       } else if (isAppError(failure) && failure.status < 500 && failure.status !== 429) {
         // Outcomes the client caused are stored and replayed (400s included).
         const problem = JSON.stringify(toProblem(failure, String(req.id), req.server.publicBaseUrl));
-        await opts.repo.storeIdempotentOutcome(held.credentialId, held.key, failure.status, problem, { "content-type": PROBLEM_TYPE });
+        const headers = { "content-type": PROBLEM_TYPE, ...(failure.etag === undefined ? {} : { etag: failure.etag }) };
+        await opts.repo.storeIdempotentOutcome(held.credentialId, held.key, failure.status, problem, headers);
       } else {
         // A refusal before execution (429) or an unknown outcome (5xx) gives the key back: the
         // retry runs again and the service's own idempotency record prevents a twin.

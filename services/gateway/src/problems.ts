@@ -52,6 +52,7 @@ export function sendProblem(reply: FastifyReply, err: AppError): FastifyReply {
     if (outcome) idempotencyOutcomes.inc({ outcome });
   }
   if (err.retryAfter !== undefined) reply.header("retry-after", String(err.retryAfter));
+  if (err.etag !== undefined) reply.header("etag", err.etag);
   if (err.status === 401) reply.header("www-authenticate", 'Bearer realm="tasksvc"');
   return reply
     .code(err.status)

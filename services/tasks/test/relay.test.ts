@@ -39,6 +39,7 @@ afterAll(async () => {
 /** A task in the API shape, so that every relayed event is a valid TaskEvent. */
 const task: Task = {
   id: "T-1",
+  version: 1,
   title: "relayed",
   description: null,
   status: "TODO",

@@ -28,6 +28,7 @@ afterAll(async () => {
 
 const task: Task = {
   id: "T-1",
+  version: 1,
   title: "fanned out",
   description: null,
   status: "TODO",

@@ -12,6 +12,7 @@ export const tasks = resource({ name: "tasks", scopes: "tasks" }, (r) => {
       status: 201,
       response: Task,
       idempotent: true,
+      etag: true,
     },
     ({ clients, body, ctx }) => clients.tasks.relay("createTask", body, ctx),
   );
@@ -51,6 +52,8 @@ export const tasks = resource({ name: "tasks", scopes: "tasks" }, (r) => {
       summary: "Get a task (its current version)",
       params: TaskParams,
       response: Task,
+      etag: true,
+      preconditions: "if-none-match",
     },
     ({ clients, params, ctx }) => clients.tasks.relay("getTask", params, ctx),
   );
@@ -64,6 +67,8 @@ export const tasks = resource({ name: "tasks", scopes: "tasks" }, (r) => {
       body: UpdateTaskBody,
       response: Task,
       idempotent: true,
+      etag: true,
+      preconditions: "if-match",
     },
     ({ clients, params, body, ctx }) => clients.tasks.relay("updateTask", { task_id: params.task_id, patch: body }, ctx),
   );
@@ -76,6 +81,8 @@ export const tasks = resource({ name: "tasks", scopes: "tasks" }, (r) => {
       params: TaskParams,
       response: Task,
       idempotent: true,
+      etag: true,
+      preconditions: "if-match",
     },
     ({ clients, params, ctx }) => clients.tasks.relay("archiveTask", params, ctx),
   );
@@ -88,6 +95,8 @@ export const tasks = resource({ name: "tasks", scopes: "tasks" }, (r) => {
       params: TaskParams,
       response: Task,
       idempotent: true,
+      etag: true,
+      preconditions: "if-match",
     },
     ({ clients, params, ctx }) => clients.tasks.relay("unarchiveTask", params, ctx),
   );

@@ -22,6 +22,7 @@ import type { Repositories } from "../repo/repositories.js";
 import { type Content, contentOf, inTaskOrder, toTask } from "../repo/task-json.js";
 import { createBatcher } from "./creates.js";
 import { occurAfterDone } from "./occurrences.js";
+import { checkIfMatch } from "./preconditions.js";
 import { listFilter } from "./task-queries.js";
 import { firstSlot, localDay } from "./recurrence.js";
 import { normalizeRecurrence, withRecurrenceRule } from "./rrule.js";
@@ -231,6 +232,7 @@ export function tasksService(deps: TasksServiceOptions) {
         // before the row lock, always in this order, so it adds no deadlock.
         if (p.parent_task_id !== undefined && p.parent_task_id !== null) await r.tasks.lockHierarchy(org);
         const row = await existingTask(r, org, ref, true);
+        checkIfMatch(c, row);
         const number = Number(row.number);
         const before = contentOf(row);
         const after: Content = {
@@ -273,6 +275,7 @@ export function tasksService(deps: TasksServiceOptions) {
       const answer = await write(c, archived ? "archiveTask" : "unarchiveTask", async (r, touched, w) => {
         const org = c.organizationId;
         const row = await existingTask(r, org, ref, true);
+        checkIfMatch(c, row);
         const changed = await r.tasks.setArchived(org, Number(row.number), archived);
         if (!changed) return toTask(row);
         touched.push(Number(row.number));
@@ -303,7 +306,8 @@ export function tasksService(deps: TasksServiceOptions) {
         // One writer per organization's graph at a time: two links that together would close a
         // loop cannot both pass the check.
         await r.dependencies.lock(org);
-        const row = await existingTask(r, org, ref);
+        const row = await existingTask(r, org, ref, c.ifMatch !== undefined);
+        checkIfMatch(c, row);
         const blocked = Number(row.number);
         const blocker = taskNumber(blockerRef);
         if (blocker === blocked) throw fieldError("/blocker_task_id", "a task cannot block itself");
@@ -323,7 +327,8 @@ export function tasksService(deps: TasksServiceOptions) {
     async removeDependency(c: Caller, ref: string, blockerRef: string): Promise<DependencyView> {
       return write(c, "removeDependency", async (r) => {
         const org = c.organizationId;
-        const row = await existingTask(r, org, ref);
+        const row = await existingTask(r, org, ref, c.ifMatch !== undefined);
+        checkIfMatch(c, row);
         const blocked = Number(row.number);
         const blocker = taskNumber(blockerRef);
         if (blocker === null || !(await r.dependencies.remove(org, blocked, blocker))) throw notFound("dependency");

@@ -83,7 +83,7 @@ export function projectsRepo(sql: Sql) {
     /** Deletes a project and unlinks it from current tasks; returns the tasks it was removed from. */
     async remove(org: string, id: string): Promise<{ deleted: boolean; tasks: TaskRow[] }> {
       const tasks = await sql<TaskRow[]>`
-        update tasks set project_ids = array_remove(project_ids, ${id})
+        update tasks set project_ids = array_remove(project_ids, ${id}), version = coalesce(version, version_count) + 1
         where organization_id = ${org} and number in (select task_number from task_projects where organization_id = ${org} and project_id = ${id})
         returning ${cols}`;
       const rows = await sql`delete from projects where organization_id = ${org} and id = ${id} returning 1`;

@@ -13,7 +13,7 @@ import { ISO_SQL } from "./sql-time.js";
 
 /** The columns every task read selects; bigint and numeric come back as text, dates as text. */
 export const TASK_COLUMNS = `number::text as number, owner_user_id, parent_number::text as parent_number, archived,
-  current_version_id, version_count, title, description, status, priority, start_date,
+  current_version_id, version_count, coalesce(version, version_count) as version, title, description, status, priority, start_date,
   due_date::text as due_date, notes, story_points::text as story_points, recurrence, project_ids,
   series_head::text as series_head, series_slot::text as series_slot, created_at, updated_at, to_char(updated_at at time zone 'UTC', ${KEYSET_TIME}) as cursor_at`;
 
@@ -38,6 +38,8 @@ export interface TaskRow extends ContentColumns {
   archived: boolean;
   current_version_id: string;
   version_count: number;
+  /** What the ETag names: content versions, archives and unarchives counted (migration 0013). */
+  version: number;
   /** The series an occurrence was made from, and its slot (migration 0007); null on other tasks. */
   series_head: string | null;
   series_slot: string | null;
@@ -89,6 +91,7 @@ export function shownContent(r: ContentColumns) {
 export function toTask(r: TaskRow): Task {
   return {
     id: taskId(r.number),
+    version: r.version,
     ...shownContent(r),
     parent_task_id: r.parent_number === null ? null : taskId(r.parent_number),
     archived: r.archived,
@@ -108,6 +111,7 @@ const TASK_FIELDS: readonly string[] = Object.keys(
     archived: false,
     current_version_id: "",
     version_count: 1,
+    version: 1,
     series_head: null,
     series_slot: null,
     title: "",
@@ -170,6 +174,7 @@ export function taskTemplate(owner: string, c: Content, series: SeriesLink | nul
     archived: false,
     current_version_id: "",
     version_count: 1,
+    version: 1,
     series_head: series === null ? null : String(series.head),
     series_slot: series === null ? null : series.slot,
     title: c.title,
@@ -202,7 +207,7 @@ export const TEMPLATE_COMPLETION = `jsonb_build_object('id', 'T-' || t.number, '
  * HTTP, without any process parsing them (decision 0020). row_to_json writes compact JSON
  * (json_build_object would write `"id" : "T-6"`), the subquery's columns in toTask()'s order.
  */
-export const TASK_JSON = `(select row_to_json(j)::text from (select 'T-' || number as id, title, description, status, priority,
+export const TASK_JSON = `(select row_to_json(j)::text from (select 'T-' || number as id, coalesce(version, version_count) as version, title, description, status, priority,
   to_char(start_date at time zone 'UTC', ${ISO_SQL}) as start_date, due_date::text || 'T00:00:00.000Z' as due_date, notes,
   story_points, project_ids, recurrence, 'T-' || parent_number as parent_task_id, archived, 'T-' || series_head as series_task_id,
   series_slot::text as occurrence_date, to_char(created_at at time zone 'UTC', ${ISO_SQL}) as created_at,

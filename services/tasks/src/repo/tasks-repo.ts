@@ -187,6 +187,7 @@ export function tasksRepo(sql: Sql) {
       const [row] = await sql<TaskRow[]>`
         with t as (
           update tasks set parent_number = ${c.parent_number}, current_version_id = ${versionId}, version_count = version_count + 1,
+            version = coalesce(version, version_count) + 1,
             title = ${c.title}, description = ${c.description}, status = ${c.status}, priority = ${c.priority},
             start_date = ${c.start_date}::timestamptz, due_date = ${c.due_date}::date, notes = ${c.notes}, story_points = ${c.story_points},
             recurrence = ${c.recurrence === null ? null : jsonb(sql, c.recurrence)}, project_ids = ${c.project_ids}::text[],
@@ -194,9 +195,9 @@ export function tasksRepo(sql: Sql) {
           where organization_id = ${org} and number = ${number}
           returning *
         ), v as (
-          insert into task_versions (id, organization_id, task_number, seq, title, description, status, priority, start_date,
+          insert into task_versions (id, organization_id, task_number, seq, version, title, description, status, priority, start_date,
             due_date, notes, story_points, recurrence, project_ids, created_at)
-          select ${versionId}, organization_id, number, version_count, title, description, status, priority, start_date, due_date, notes,
+          select ${versionId}, organization_id, number, version_count, version, title, description, status, priority, start_date, due_date, notes,
             story_points, recurrence, project_ids, updated_at from t
         )
         select ${cols} from t`;
@@ -212,15 +213,15 @@ export function tasksRepo(sql: Sql) {
 
     async setArchived(org: string, number: number, archived: boolean): Promise<TaskRow | undefined> {
       const [row] = await sql<TaskRow[]>`
-        update tasks set archived = ${archived}, archived_at = ${archived ? sql`now()` : null}
+        update tasks set archived = ${archived}, archived_at = ${archived ? sql`now()` : null}, version = coalesce(version, version_count) + 1
         where organization_id = ${org} and number = ${number} and archived <> ${archived}
         returning ${cols}`;
       return row;
     },
 
     async history(org: string, number: number, limit: number, after: string | undefined) {
-      const rows = await sql<(ContentColumns & { id: string; seq: number; created_at: Date })[]>`
-        select id, seq, title, description, status, priority, start_date, due_date::text as due_date, notes,
+      const rows = await sql<(ContentColumns & { id: string; seq: number; version: number; created_at: Date })[]>`
+        select id, seq, coalesce(version, seq) as version, title, description, status, priority, start_date, due_date::text as due_date, notes,
           story_points::text as story_points, recurrence, project_ids, created_at
         from task_versions
         where organization_id = ${org} and task_number = ${number}
@@ -230,7 +231,7 @@ export function tasksRepo(sql: Sql) {
       return pageOf(
         rows,
         limit,
-        (r): TaskVersion => ({ id: r.id, ...shownContent(r), created_at: iso(r.created_at) }),
+        (r): TaskVersion => ({ id: r.id, version: r.version, ...shownContent(r), created_at: iso(r.created_at) }),
         (r) => [r.seq],
       );
     },

@@ -65,6 +65,7 @@ export function sampleTask(type: TaskEventType, at: Date): Task {
   const now = at.toISOString();
   return {
     id: "T-1",
+    version: 1,
     title: "Sample task (webhook test event)",
     description: "A sample task sent by the test-event operation; it does not exist.",
     status: type === "task.created" ? "TODO" : "IN_PROGRESS",

@@ -1,0 +1,34 @@
+import { fieldError } from "@tasksvc/errors";
+
+/**
+ * Conditional requests (RFC 9110, section 13) on the task routes: If-Match on writes, forwarded
+ * for the tasks service to check under the task's row lock, and If-None-Match on reads, answered
+ * here from the ETag of the answer.
+ */
+
+// `*`, or entity tags separated by commas: an optional W/ and a quoted run of etagc characters.
+const TAG = /(W\/)?"[\x21\x23-\x7E\x80-\xFF]*"/g;
+const LIST = /^\s*(?:\*|(?:W\/)?"[\x21\x23-\x7E\x80-\xFF]*"(?:\s*,\s*(?:W\/)?"[\x21\x23-\x7E\x80-\xFF]*")*)\s*$/;
+
+/** The header's entity tags as sent (`*` alone, or each tag with its quotes and any W/); undefined when absent. */
+export function parseEntityTags(header: string | string[] | undefined, name: "If-Match" | "If-None-Match"): string[] | undefined {
+  if (header === undefined) return undefined;
+  const v = Array.isArray(header) ? header.join(", ") : header;
+  if (!LIST.test(v)) throw fieldError(`/${name}`, 'must be * or one or more entity tags such as "3", separated by commas');
+  return v.trim() === "*" ? ["*"] : (v.match(TAG) ?? []);
+}
+
+/** If-None-Match compares weakly: W/"3" and "3" name the same version. */
+export function noneMatch(tags: readonly string[], etag: string): boolean {
+  return !(tags.includes("*") || tags.some((t) => (t.startsWith("W/") ? t.slice(2) : t) === etag));
+}
+
+// A task's answer starts with its id and version (task-json's field order): read without parsing.
+const TASK_HEAD = /^\{"id":"T-\d+","version":(\d+)[,}]/;
+const decoder = new TextDecoder();
+
+/** The ETag of an answer that is one task, from its version; undefined for anything else. */
+export function taskEtag(bytes: Uint8Array): string | undefined {
+  const m = TASK_HEAD.exec(decoder.decode(bytes.subarray(0, 64)));
+  return m ? `"${m[1]}"` : undefined;
+}
