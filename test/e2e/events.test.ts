@@ -28,7 +28,13 @@ describe("GET /v1/events", () => {
     expect(seen.map((e) => e.id)).toEqual([...streamed].reverse().map((e) => e.id));
     for (const e of seen) {
       const s = streamed.find((x) => x.id === e.id);
-      expect(e).toStrictEqual({ id: s?.id, type: s?.type, timestamp: s?.created_at, data: s?.data });
+      expect(e).toStrictEqual({
+        id: s?.id,
+        type: s?.type,
+        timestamp: s?.created_at,
+        data: s?.data,
+        ...(s?.changes === undefined ? {} : { changes: s.changes }),
+      });
     }
     const times = seen.map((e) => e.timestamp);
     expect([...times].sort().reverse()).toEqual(times);

@@ -85,10 +85,13 @@ describe("one task in the same bytes in every answer", () => {
     expect(feed).toBe(compact(feed));
     const events: Array<{ id: string; type: string }> = JSON.parse(feed).data;
     expect(events.map((e) => e.type)).toEqual(["task.archived", "task.updated", "task.created"]);
-    for (const text of [archived.text, patched.text, created.text]) expect(feed).toContain(`"data":${text}}`);
+    // Each event's data, then its changes (task.created has none), fields in the task's order, from before to.
+    for (const text of [archived.text, patched.text, created.text])
+      expect([`"data":${text}}`, `"data":${text},"changes":{`].some((x) => feed.includes(x))).toBe(true);
+    expect(feed).toContain('"changes":{"version":{"from":2,"to":3},"archived":{"from":false,"to":true}}');
     const one = await get(t, `/v1/events/${events[1]?.id}`);
     expect(one).toBe(compact(one));
-    expect(one.endsWith(`"data":${patched.text}}`), one).toBe(true);
+    expect(one.includes(`"data":${patched.text},"changes":{"version":{"from":1,"to":2},`), one).toBe(true);
   });
 
   it("when tasks of several shapes share a list page, then each item is the bytes of its own GET", async () => {

@@ -186,6 +186,28 @@ export type TaskEventType = z.infer<typeof TaskEventType>;
  * `data` is the task in its API shape after the change. Not strict: a consumer ignores fields a
  * newer producer added (changes are additive only).
  */
+/**
+ * What a change did to a task: for each field of the task whose value differs, its value before
+ * and after (as `data` shows it). On task.updated and task.archived; empty when nothing the task
+ * shows changed (a dependency recorded or removed).
+ */
+export const TaskChanges = z.record(z.string(), z.object({ from: z.unknown(), to: z.unknown() }));
+export type TaskChanges = z.infer<typeof TaskChanges>;
+
+/**
+ * Changes as every answer shows them, whatever order jsonb stored them in: fields in the task's
+ * order, each as `{ from, to }`. The events feed and the webhook bodies both write them so.
+ */
+export function inChangesOrder(changes: TaskChanges): TaskChanges {
+  const out: TaskChanges = {};
+  const order = [...Object.keys(Task.shape), ...Object.keys(changes)];
+  for (const k of order) {
+    const c = changes[k];
+    if (c !== undefined && !(k in out)) out[k] = { from: c.from, to: c.to };
+  }
+  return out;
+}
+
 export const TaskEvent = z.object({
   id: z.string().min(1),
   type: TaskEventType,
@@ -193,6 +215,7 @@ export const TaskEvent = z.object({
   created_at: Timestamp,
   // An event written before tasks showed their version lacks it (the stream and the feed keep events for days).
   data: Task.extend({ version: Task.shape.version.optional() }),
+  changes: TaskChanges.optional(),
 });
 export type TaskEvent = z.infer<typeof TaskEvent>;
 
@@ -233,6 +256,11 @@ export const Event = z.object({
       .optional()
       .meta({ description: "The task's version after the change; absent on events from before tasks showed it.", examples: [3] }),
   }).meta({ description: "The task after the change, in its API shape.", examples: [EVENT_TASK] }),
+  changes: TaskChanges.optional().meta({
+    description:
+      "On task.updated and task.archived: each field of the task that changed, with its value before (`from`) and after (`to`); empty when nothing the task shows changed. Absent on task.created and on events from before it was added.",
+    examples: [{ status: { from: "TODO", to: "IN_PROGRESS" }, version: { from: 2, to: 3 } }],
+  }),
 });
 export type Event = z.infer<typeof Event>;
 

@@ -1,6 +1,7 @@
 import { TaskEvent, taskEventsStream, type Task } from "@tasksvc/contracts";
 import { createDb, migrate } from "@tasksvc/db";
 import { createLogger } from "@tasksvc/logger";
+import type postgres from "postgres";
 import { eventually } from "@tasksvc/testing";
 import { connectNats, ensureStream, jetstream, jetstreamManager, nanos, type JetStreamClient, type NatsConnection } from "@tasksvc/nats";
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
@@ -62,7 +63,8 @@ async function enqueue(n: number): Promise<string[]> {
   const ids = Array.from({ length: n }, (_, i) => `evt_relay_${Date.now()}_${i}`);
   for (const id of ids) {
     const event: TaskEvent = { id, type: "task.created", organization_id: "org_relay", created_at: new Date().toISOString(), data: task };
-    await sql`insert into outbox (event_id, type, organization_id, payload) values (${id}, 'task.created', 'org_relay', ${sql.json(event)})`;
+    // A TaskEvent is JSON (its `changes` values are typed unknown, so the driver's type cannot tell).
+    await sql`insert into outbox (event_id, type, organization_id, payload) values (${id}, 'task.created', 'org_relay', ${sql.json(event as postgres.JSONValue)})`;
   }
   return ids;
 }

@@ -22,6 +22,7 @@ import type { Repositories } from "../repo/repositories.js";
 import { type Content, contentOf, inTaskOrder, toTask } from "../repo/task-json.js";
 import { createBatcher } from "./creates.js";
 import { occurAfterDone } from "./occurrences.js";
+import { changesOf } from "./changes.js";
 import { checkIfMatch } from "./preconditions.js";
 import { listFilter } from "./task-queries.js";
 import { firstSlot, localDay } from "./recurrence.js";
@@ -263,7 +264,7 @@ export function tasksService(deps: TasksServiceOptions) {
         const updated = await r.tasks.updateContent(org, number, after, newId("ver"), projectsChanged);
         const task = toTask(updated);
         touched.push(number);
-        await r.events.emit(org, "task.updated", task);
+        await r.events.emit(org, "task.updated", task, changesOf(toTask(row), task));
         // Completing a series' latest occurrence shows its next one at once (decision 0021).
         if (before.status !== "COMPLETED" && after.status === "COMPLETED" && (await occurAfterDone(r, org, updated, now()))) w.occurred++;
         return task;
@@ -280,7 +281,7 @@ export function tasksService(deps: TasksServiceOptions) {
         if (!changed) return toTask(row);
         touched.push(Number(row.number));
         const task = toTask(changed);
-        await r.events.emit(org, archived ? "task.archived" : "task.updated", task);
+        await r.events.emit(org, archived ? "task.archived" : "task.updated", task, changesOf(toTask(row), task));
         // Archiving (dismissing) a series' latest occurrence counts as done: its next one shows at
         // once, as for a completion (decision 0021). Archiving the head ends the series instead.
         if (archived && (await occurAfterDone(r, org, changed, now()))) w.occurred++;
@@ -319,7 +320,8 @@ export function tasksService(deps: TasksServiceOptions) {
           );
         }
         const created = await r.dependencies.insert(org, blocked, blocker);
-        if (created) await r.events.emit(org, "task.updated", toTask(row));
+        // Nothing the task shows changed: its dependency view did.
+        if (created) await r.events.emit(org, "task.updated", toTask(row), {});
         return { created, view: await r.dependencies.view(org, blocked) };
       });
     },
@@ -332,7 +334,7 @@ export function tasksService(deps: TasksServiceOptions) {
         const blocked = Number(row.number);
         const blocker = taskNumber(blockerRef);
         if (blocker === null || !(await r.dependencies.remove(org, blocked, blocker))) throw notFound("dependency");
-        await r.events.emit(org, "task.updated", toTask(row));
+        await r.events.emit(org, "task.updated", toTask(row), {});
         return r.dependencies.view(org, blocked);
       });
     },
@@ -372,7 +374,11 @@ export function tasksService(deps: TasksServiceOptions) {
         touched.push(...tasks.map((t) => Number(t.number)));
         if (!deleted) throw notFound("project");
         // Unlinking is not an edit of the task (no new version), but its project_ids changed.
-        for (const t of tasks) await r.events.emit(c.organizationId, "task.updated", toTask(t));
+        for (const t of tasks) {
+          const after = toTask(t);
+          const before = { ...after, version: after.version - 1, project_ids: t.old_project_ids };
+          await r.events.emit(c.organizationId, "task.updated", after, changesOf(before, after));
+        }
         return { id, deleted: true as const };
       });
     },

@@ -1,5 +1,5 @@
-import type { Event, Task, TaskEventType } from "@tasksvc/contracts";
-import { EVENT_RETENTION_DAYS } from "@tasksvc/contracts";
+import type { Event, Task, TaskChanges, TaskEventType } from "@tasksvc/contracts";
+import { EVENT_RETENTION_DAYS, inChangesOrder } from "@tasksvc/contracts";
 import { deleteInBatches, jsonb, KEYSET_TIME, keyset, keysetAfter, newId, pageOf, type Sql } from "@tasksvc/db";
 import { ISO_SQL } from "./sql-time.js";
 import { inTaskOrder } from "./task-json.js";
@@ -12,11 +12,12 @@ import { inTaskOrder } from "./task-json.js";
  * time the change's rows carry (a create's created_at, an update's updated_at, an archive's
  * archived_at), on the clock the webhook fan-out compares with its endpoints' creation.
  */
-export const EVENT_ENVELOPE = `jsonb_build_object('id', event_id, 'type', type, 'organization_id', organization_id,
-  'created_at', to_char(now() at time zone 'UTC', ${ISO_SQL}), 'data', data)`;
+export const EVENT_ENVELOPE = `(jsonb_build_object('id', event_id, 'type', type, 'organization_id', organization_id,
+  'created_at', to_char(now() at time zone 'UTC', ${ISO_SQL}), 'data', data)
+  || case when changes is null then '{}'::jsonb else jsonb_build_object('changes', changes) end)`;
 
 /** A stored event's columns for the feed: the webhook body (`type`, `timestamp`, `data`) and its id. */
-const EVENT_COLUMNS = `id, type, payload->>'created_at' as timestamp, payload->'data' as data`;
+const EVENT_COLUMNS = `id, type, payload->>'created_at' as timestamp, payload->'data' as data, payload->'changes' as changes`;
 /** Newest first: `order by created_at desc, id desc`. */
 const EVENT_PAGES = keyset("desc", ["created_at", "timestamp"], ["id", "text"]);
 
@@ -25,10 +26,17 @@ interface EventRow {
   type: TaskEventType;
   timestamp: string;
   data: Task;
+  changes: TaskChanges | null;
 }
 
 /** A feed item. Its data comes from jsonb, so its fields are put back in a task's order (inTaskOrder). */
-const toEvent = (r: EventRow): Event => ({ id: r.id, type: r.type, timestamp: r.timestamp, data: inTaskOrder(r.data) });
+const toEvent = (r: EventRow): Event => ({
+  id: r.id,
+  type: r.type,
+  timestamp: r.timestamp,
+  data: inTaskOrder(r.data),
+  ...(r.changes === null ? {} : { changes: inChangesOrder(r.changes) }),
+});
 
 /** The outbox (relayed to JetStream, relay.ts) and the events feed the outbox's trigger fills (migration 0005). */
 export function eventsRepo(sql: Sql) {
@@ -36,13 +44,16 @@ export function eventsRepo(sql: Sql) {
   const eventColumns = sql.unsafe(EVENT_COLUMNS);
   const keysetTime = sql.unsafe(KEYSET_TIME);
   return {
-    /** Writes one event to the outbox, in the caller's transaction: `task` is the task after the change. */
-    async emit(org: string, type: TaskEventType, task: Task): Promise<void> {
+    /**
+     * Writes one event to the outbox, in the caller's transaction: `task` is the task after the
+     * change, `changes` what the change did to it (task.updated and task.archived).
+     */
+    async emit(org: string, type: TaskEventType, task: Task, changes?: TaskChanges): Promise<void> {
       await sql`
         insert into outbox (event_id, type, organization_id, payload)
         select event_id, type, organization_id, ${envelope}
         from (select ${newId("evt")}::text as event_id, ${type}::text as type, ${org}::text as organization_id,
-          ${jsonb(sql, task)}::jsonb as data) e`;
+          ${jsonb(sql, task)}::jsonb as data, ${changes === undefined ? null : jsonb(sql, changes)}::jsonb as changes) e`;
     },
 
     /**

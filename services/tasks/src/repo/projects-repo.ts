@@ -81,11 +81,17 @@ export function projectsRepo(sql: Sql) {
     },
 
     /** Deletes a project and unlinks it from current tasks; returns the tasks it was removed from. */
-    async remove(org: string, id: string): Promise<{ deleted: boolean; tasks: TaskRow[] }> {
-      const tasks = await sql<TaskRow[]>`
+    async remove(org: string, id: string): Promise<{ deleted: boolean; tasks: Array<TaskRow & { old_project_ids: string[] }> }> {
+      // The project ids before the change too, for the events' `changes`.
+      const tasks = await sql<Array<TaskRow & { old_project_ids: string[] }>>`
+        with b as (
+          select number as n, project_ids as old_project_ids from tasks
+          where organization_id = ${org} and number in (select task_number from task_projects where organization_id = ${org} and project_id = ${id})
+          for no key update
+        )
         update tasks set project_ids = array_remove(project_ids, ${id}), version = coalesce(version, version_count) + 1
-        where organization_id = ${org} and number in (select task_number from task_projects where organization_id = ${org} and project_id = ${id})
-        returning ${cols}`;
+        from b where organization_id = ${org} and number = b.n
+        returning ${cols}, b.old_project_ids`;
       const rows = await sql`delete from projects where organization_id = ${org} and id = ${id} returning 1`;
       return { deleted: rows.length === 1, tasks };
     },

@@ -169,7 +169,7 @@ export function tasksRepo(sql: Sql) {
           insert into task_projects (organization_id, task_number, project_id)
           select organization_id, number, unnest(project_ids) from t
         ), api as (
-          select x.event_id, 'task.created'::text as type, ${org}::text as organization_id, x.template || ${templateCompletion} as data,
+          select x.event_id, 'task.created'::text as type, ${org}::text as organization_id, x.template || ${templateCompletion} as data, null::jsonb as changes,
             x.credential_id, x.key, x.traceparent, t.number
           from t join x on x.number = t.number
         ), o as (

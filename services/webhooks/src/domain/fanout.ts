@@ -1,4 +1,4 @@
-import type { TaskEvent } from "@tasksvc/contracts";
+import { inChangesOrder, type TaskEvent } from "@tasksvc/contracts";
 import { newId } from "@tasksvc/db";
 import { currentTraceparent } from "@tasksvc/telemetry";
 import type { DeliveriesRepo, FanOutEvent } from "../repo/deliveries-repo.js";
@@ -59,7 +59,12 @@ export function fanOutService(deps: { repo: DeliveriesRepo }) {
             // time it reached us, which a backlog or a redelivery may push past a newer endpoint.
             occurredAt: event.created_at,
             // Standard Webhooks body (DESIGN.md 5); the id travels as the `webhook-id` header.
-            payload: { type: event.type, timestamp: event.created_at, data: event.data },
+            payload: {
+              type: event.type,
+              timestamp: event.created_at,
+              data: event.data,
+              ...(event.changes === undefined ? {} : { changes: inChangesOrder(event.changes) }),
+            },
             // Taken here, in the consumer's span for this event (decision 0018), not in the batch's.
             traceparent: currentTraceparent(),
           },
