@@ -63,6 +63,27 @@ const SCENARIOS = [
     }),
   },
   { name: "GET /v1/tasks/{id}", request: ({ key }) => ({ method: "GET", path: "/v1/tasks/T-1", headers: { authorization: `Bearer ${key}` } }) },
+  // The same PATCH with and without If-Match, in one run: what the precondition costs. The title is
+  // the task's own (seeded "Seed 2"), so every PATCH reads and locks the row, finds no change and
+  // answers 200, and the version If-Match names stays current.
+  {
+    name: "PATCH /v1/tasks/{id} (no change)",
+    request: ({ key }) => ({
+      method: "PATCH",
+      path: "/v1/tasks/T-3",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ title: "Seed 2" }),
+    }),
+  },
+  {
+    name: "PATCH /v1/tasks/{id} (no change) + If-Match",
+    request: ({ key }) => ({
+      method: "PATCH",
+      path: "/v1/tasks/T-3",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "if-match": '"1"' },
+      body: JSON.stringify({ title: "Seed 2" }),
+    }),
+  },
   { name: "GET /v1/tasks (page of 25)", request: ({ key }) => ({ method: "GET", path: "/v1/tasks?limit=25", headers: { authorization: `Bearer ${key}` } }) },
   {
     name: "GET /v1/daily-plan (50 entries)",
