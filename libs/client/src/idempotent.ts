@@ -6,6 +6,7 @@ export const IDEMPOTENT_OPERATIONS: ReadonlySet<string> = new Set([
   "POST /v1/daily-plan/entries",
   "POST /v1/projects",
   "POST /v1/tasks",
+  "POST /v1/tasks/batch",
   "POST /v1/tasks/{task_id}/archive",
   "POST /v1/tasks/{task_id}/attachments",
   "POST /v1/tasks/{task_id}/attachments/uploads",

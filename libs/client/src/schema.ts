@@ -256,6 +256,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tasks/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run up to 100 task writes (create, update, archive, unarchive) in order; each answers as its own operation would
+         * @description Requires scope `tasks:write` and plan entitlement `public_api`. Costs 1 API call per operation against the billing period's allowance, and 1 against the burst limit (an idempotent replay costs nothing).
+         */
+        post: operations["batchTasks"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tasks/{task_id}/dependencies": {
         parameters: {
             query?: never;
@@ -1752,6 +1772,25 @@ export interface components {
                  */
                 updated_at: string;
             };
+            /**
+             * @description On task.updated and task.archived: each field of the task that changed, with its value before (`from`) and after (`to`); empty when nothing the task shows changed. Absent on task.created and on events from before it was added.
+             * @example {
+             *       "status": {
+             *         "from": "TODO",
+             *         "to": "IN_PROGRESS"
+             *       },
+             *       "version": {
+             *         "from": 2,
+             *         "to": 3
+             *       }
+             *     }
+             */
+            changes?: {
+                [key: string]: {
+                    from: unknown;
+                    to: unknown;
+                };
+            };
         };
         WebhookDeliveryAttempt: {
             /**
@@ -1971,6 +2010,71 @@ export interface components {
              * @example null
              */
             next_cursor: string | null;
+        };
+        BatchTasksResponse: {
+            /** @description One result per operation, in the same order. */
+            results: {
+                /**
+                 * @description The status the single operation would have answered (201 for a create, 200, or the error's).
+                 * @example 200
+                 */
+                status: number;
+                /**
+                 * @description The ETag header the single operation would have sent: the task's version (also on a 412).
+                 * @example "2"
+                 */
+                etag?: string;
+                /** @description What the single operation would have answered: the task, or a problem. */
+                body: components["schemas"]["Task"] | {
+                    /**
+                     * @description URL of the code's entry on the errors page.
+                     * @example https://api.example.com/docs/errors#resource_not_found
+                     */
+                    type: string;
+                    /**
+                     * @description A short, human summary of the code.
+                     * @example Resource not found
+                     */
+                    title: string;
+                    /**
+                     * @description The HTTP status, repeated.
+                     * @example 404
+                     */
+                    status: number;
+                    /**
+                     * @description The stable, machine-readable error code.
+                     * @example resource_not_found
+                     * @enum {string}
+                     */
+                    code: "validation_failed" | "malformed_request" | "missing_credentials" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "feature_not_enabled" | "link_invalid" | "resource_not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "idempotency_in_progress" | "delivery_already_pending" | "dependency_cycle" | "upload_already_received" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "quota_exhausted" | "headers_too_large" | "internal_error" | "service_unavailable";
+                    /**
+                     * @description What went wrong with this item, for a person.
+                     * @example No task with that id exists in this organization.
+                     */
+                    detail: string;
+                    /**
+                     * @description Field errors, each with an RFC 6901 pointer into the item's body
+                     * @example [
+                     *       {
+                     *         "pointer": "/title",
+                     *         "message": "is required"
+                     *       }
+                     *     ]
+                     */
+                    errors?: {
+                        /**
+                         * @description An RFC 6901 JSON pointer to the field: into the body, or /\<name\> for a query or path parameter.
+                         * @example /name
+                         */
+                        pointer: string;
+                        /**
+                         * @description What is wrong with the field.
+                         * @example is required
+                         */
+                        message: string;
+                    }[];
+                };
+            }[];
         };
         ListAttachmentsResponse: {
             /**
@@ -2580,6 +2684,97 @@ export interface components {
                  */
                 rrule?: string;
             } | null;
+        };
+        BatchTasksRequest: {
+            /**
+             * @description 1 to 100 task writes, run in this order; one that fails does not stop the others.
+             * @example [
+             *       {
+             *         "method": "update",
+             *         "task_id": "T-1",
+             *         "body": {
+             *           "status": "DONE"
+             *         }
+             *       }
+             *     ]
+             */
+            operations: ({
+                /**
+                 * @description Create a task, as POST /v1/tasks.
+                 * @example create
+                 * @constant
+                 */
+                method: "create";
+                /**
+                 * @description The body POST /v1/tasks takes, checked as that operation checks it (a failure is this item's 400).
+                 * @example {
+                 *       "title": "Write the announcement"
+                 *     }
+                 */
+                body: {
+                    [key: string]: unknown;
+                };
+            } | {
+                /**
+                 * @description Update a task, as PATCH /v1/tasks/{task_id}.
+                 * @example update
+                 * @constant
+                 */
+                method: "update";
+                /**
+                 * @description The task's id (T-\<n\>), as in the single operation's path.
+                 * @example T-1
+                 */
+                task_id: string;
+                /**
+                 * @description The body PATCH /v1/tasks/{task_id} takes, checked as that operation checks it (a failure is this item's 400).
+                 * @example {
+                 *       "title": "Write the announcement"
+                 *     }
+                 */
+                body: {
+                    [key: string]: unknown;
+                };
+                /**
+                 * @description As the If-Match header of the single operation: the write goes on only at this version (ETag).
+                 * @example "3"
+                 */
+                if_match?: string;
+            } | {
+                /**
+                 * @description Archive a task, as POST /v1/tasks/{task_id}/archive.
+                 * @example archive
+                 * @constant
+                 */
+                method: "archive";
+                /**
+                 * @description The task's id (T-\<n\>), as in the single operation's path.
+                 * @example T-1
+                 */
+                task_id: string;
+                /**
+                 * @description As the If-Match header of the single operation: the write goes on only at this version (ETag).
+                 * @example "3"
+                 */
+                if_match?: string;
+            } | {
+                /**
+                 * @description Unarchive a task, as POST /v1/tasks/{task_id}/unarchive.
+                 * @example unarchive
+                 * @constant
+                 */
+                method: "unarchive";
+                /**
+                 * @description The task's id (T-\<n\>), as in the single operation's path.
+                 * @example T-1
+                 */
+                task_id: string;
+                /**
+                 * @description As the If-Match header of the single operation: the write goes on only at this version (ETag).
+                 * @example "3"
+                 */
+                if_match?: string;
+            })[];
         };
         AddTaskDependencyRequest: {
             /**
@@ -4856,6 +5051,189 @@ export interface operations {
             };
             /** @description `resource_not_found`: Resource not found */
             404: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    batchTasks: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response. Use a new key for each new request, a UUID for example (`3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20`). */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "operations": [
+                 *         {
+                 *           "method": "create",
+                 *           "body": {
+                 *             "title": "Book the venue",
+                 *             "priority": "HIGH",
+                 *             "due_date": "2026-11-20"
+                 *           }
+                 *         },
+                 *         {
+                 *           "method": "update",
+                 *           "task_id": "T-1",
+                 *           "body": {
+                 *             "status": "IN_PROGRESS"
+                 *           },
+                 *           "if_match": "\"1\""
+                 *         },
+                 *         {
+                 *           "method": "archive",
+                 *           "task_id": "T-2"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["BatchTasksRequest"];
+            };
+        };
+        responses: {
+            /** @description Run up to 100 task writes (create, update, archive, unarchive) in order; each answers as its own operation would */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key */
+                    "Idempotency-Replayed"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchTasksResponse"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_in_progress`: Idempotent request in progress */
+            409: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: Payload too large */
+            413: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: Unsupported media type */
+            415: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: Idempotency key reused */
+            422: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;

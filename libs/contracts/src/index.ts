@@ -7,6 +7,7 @@ export * from "./dates.js";
 export * from "./recurrence.js";
 export * from "./tasks.js";
 export * from "./task-search.js";
+export * from "./task-batches.js";
 export * from "./dependencies.js";
 export * from "./projects.js";
 export * from "./tasks-rpc.js";

@@ -4,6 +4,7 @@ import { OpaqueId, PageQuery, page } from "./common.js";
 import { AddDependencyBody, DependencyParams, DependencyView } from "./dependencies.js";
 import { CreateProjectBody, DeletedProject, Project, ProjectParams, UpdateProjectBody } from "./projects.js";
 import type { RpcCatalog } from "./rpc.js";
+import { TaskBatchOutcome, TaskBatchRpcInput } from "./task-batches.js";
 import { ListTasksQuery, SearchTasksBody } from "./task-search.js";
 import { CreateTaskBody, Event, EventParams, ListEventsQuery, Task, TaskParams, TaskSummary, TaskVersion, UpdateTaskBody } from "./tasks.js";
 
@@ -21,6 +22,8 @@ export const tasksRpc = {
     updateTask: { input: z.object({ task_id: OpaqueId, patch: UpdateTaskBody }), output: Task },
     archiveTask: { input: TaskParams, output: Task },
     unarchiveTask: { input: TaskParams, output: Task },
+    /** POST /v1/tasks/batch: each item as its single operation, in order (domain/batches.ts). */
+    batchTasks: { input: TaskBatchRpcInput, output: z.object({ results: z.array(TaskBatchOutcome) }), timeoutMs: 30_000 },
     taskHistory: { input: PageQuery.extend({ task_id: OpaqueId }), output: page(TaskVersion) },
     listEvents: { input: ListEventsQuery, output: page(Event) },
     getEvent: { input: EventParams, output: Event },

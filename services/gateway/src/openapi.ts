@@ -350,7 +350,7 @@ export function buildOpenApi(operations: readonly Operation[], server: ServerEnt
       operationId: def.operationId,
       tags: [TAGS[def.resource]?.name ?? def.resource],
       summary: def.summary,
-      description: `Requires scope \`${def.scope}\` and plan entitlement \`${def.entitlement}\`. Costs 1 API call${def.idempotent ? " (an idempotent replay costs nothing)" : ""}.`,
+      description: `Requires scope \`${def.scope}\` and plan entitlement \`${def.entitlement}\`. Costs ${def.cost}${def.idempotent ? " (an idempotent replay costs nothing)" : ""}.`,
       // OpenAPI 3.1 lets a bearer requirement name the roles it needs: here, the scope.
       security: [{ bearer: [def.scope] }],
       "x-required-scope": def.scope,

@@ -5,7 +5,7 @@ import { Readable } from "node:stream";
 import { AppError, validationError } from "@tasksvc/errors";
 import { z } from "zod";
 import type { Clients } from "./clients.js";
-import type { Charge } from "./policies/limits.js";
+import type { Charge, Charger } from "./policies/limits.js";
 
 /**
  * One public operation as the pipeline and the documentation see it: its HTTP shape and its
@@ -55,6 +55,8 @@ export interface Operation {
   etag: boolean;
   /** The conditional header it honours: If-Match (checked by the service) or If-None-Match (304). */
   preconditions: "if-match" | "if-none-match" | undefined;
+  /** What a call costs against the limits, as the reference says it: "1 API call" unless stated (a batch counts its items). */
+  cost: string;
   /** Count this call alone, after giving back this replica's unspent reserved calls (0007). */
   exactCharge: boolean;
   /** One line for the OpenAPI document. */
@@ -105,6 +107,8 @@ export interface Admitted {
   charge: Charge | null;
   /** How clients reach the gateway (PUBLIC_BASE_URL, else http://localhost:<port>; never the request's Host): for links. */
   origin: string;
+  /** For an operation that counts more than one call against the billing period (a batch). */
+  charger: Pick<Charger, "chargePeriod">;
 }
 
 export type OperationInput<S extends OperationSpec> = InputOf<S> & Admitted & { clients: Clients };
@@ -239,6 +243,7 @@ function operationOf(spec: OperationSpec, defaults: ResourceDefaults): Operation
     etag: false,
     preconditions: undefined,
     exactCharge: false,
+    cost: "1 API call",
     errors: [],
     otherStatuses: {},
     resource: defaults.name,
@@ -286,6 +291,7 @@ export function resource(defaults: ResourceDefaults, define: (r: ResourceBuilder
                 identity: admitted.identity,
                 charge: admitted.charge,
                 origin: admitted.origin,
+                charger: admitted.charger,
                 clients,
               }),
           };

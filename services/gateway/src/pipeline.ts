@@ -141,7 +141,7 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
         ...(state.key === undefined ? {} : { idempotency_key: state.key }),
         ...(ifMatch === undefined ? {} : { if_match: ifMatch }),
       };
-      req.admitted = { ctx, identity, charge, origin: req.server.publicBaseUrl };
+      req.admitted = { ctx, identity, charge, origin: req.server.publicBaseUrl, charger: opts.charger };
     };
 
   // The steps that never wait are callback hooks: no promise per request for them.

@@ -33,6 +33,13 @@ export const REQUEST_EXAMPLES: Record<string, Record<string, unknown>> = {
     limit: 25,
   },
   updateTask: { status: "IN_PROGRESS", priority: "URGENT", notes: "Ask legal before publishing." },
+  batchTasks: {
+    operations: [
+      { method: "create", body: { title: "Book the venue", priority: "HIGH", due_date: "2026-11-20" } },
+      { method: "update", task_id: "T-1", body: { status: "IN_PROGRESS" }, if_match: '"1"' },
+      { method: "archive", task_id: "T-2" },
+    ],
+  },
   addTaskDependency: { blocker_task_id: "T-2" },
   startAttachmentUpload: { file_name: "notes.txt", content_type: "text/plain", size: 12 },
   registerAttachment: { file_name: "notes.txt", file_key: "att/org_3kTM…/upl_…", content_type: "text/plain", size: 12 },

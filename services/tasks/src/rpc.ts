@@ -1,10 +1,12 @@
 import { callerOf, type tasksRpc } from "@tasksvc/contracts";
 import type { Handlers } from "@tasksvc/nats";
 import type { AttachmentsService } from "./domain/attachments.js";
+import { taskBatches } from "./domain/batches.js";
 import type { TasksService } from "./domain/tasks-service.js";
 
 /** Entry layer: maps each RPC operation of the catalog onto the domain. */
 export function tasksHandlers(svc: TasksService, att: AttachmentsService): Handlers<typeof tasksRpc> {
+  const batches = taskBatches(svc);
   return {
     createTask: (i, ctx) => svc.createTask(callerOf(ctx), i),
     listTasks: (i, ctx) => svc.listTasks(callerOf(ctx), i),
@@ -13,6 +15,7 @@ export function tasksHandlers(svc: TasksService, att: AttachmentsService): Handl
     updateTask: (i, ctx) => svc.updateTask(callerOf(ctx), i.task_id, i.patch),
     archiveTask: (i, ctx) => svc.setArchived(callerOf(ctx), i.task_id, true),
     unarchiveTask: (i, ctx) => svc.setArchived(callerOf(ctx), i.task_id, false),
+    batchTasks: (i, ctx) => batches.run(callerOf(ctx), i),
     taskHistory: (i, ctx) => svc.history(callerOf(ctx), i.task_id, i.limit, i.after),
     listEvents: (i, ctx) => svc.listEvents(callerOf(ctx), i),
     getEvent: (i, ctx) => svc.getEvent(callerOf(ctx), i.event_id),

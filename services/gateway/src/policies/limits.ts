@@ -183,6 +183,32 @@ export function createCharger(opts: ChargerOptions) {
       }
     },
 
+    /**
+     * Counts `n` more calls against the billing period only, all or none (a batch: one call per
+     * item, one against the burst limit, which `charge()` counted); 429 quota_exhausted when
+     * fewer remain.
+     */
+    async chargePeriod(id: Identity, n: number): Promise<void> {
+      if (n <= 0) return;
+      const l = id.limits;
+      const charged = await opts.repo.chargePeriod({
+        orgId: id.organization_id,
+        anchor: id.organization_created_at,
+        quota: l.quota,
+        periodSeconds: QUOTA_PERIOD_SECONDS,
+        n,
+      });
+      if (charged) return;
+      const anchor = Date.parse(id.organization_created_at);
+      const period = QUOTA_PERIOD_SECONDS * 1000;
+      const end = new Date(anchor + (Math.floor((Date.now() - anchor) / period) + 1) * period);
+      throw new AppError(
+        "quota_exhausted",
+        `The organization's allowance of ${l.quota} API calls for this billing period has fewer left than the ${n + 1} this request counts; it renews at ${end.toISOString()}.`,
+        { retryAfter: secondsUntil(end) },
+      );
+    },
+
     /** Gives every unspent reservation back (graceful shutdown). */
     async close(): Promise<void> {
       clearInterval(sweeper);

@@ -56,6 +56,24 @@ export function gatewayRepo(sql: Sql) {
       return { ...row, credentialId: a.credentialId, organizationId: a.orgId };
     },
 
+    /**
+     * Counts `n` more calls against the organization's billing period only (a batch's items
+     * beyond its first call), all or none: false when fewer than `n` remain. The period is
+     * charge_reserve()'s; only the usage row is locked, so it adds no lock-order hazard.
+     */
+    async chargePeriod(a: { orgId: string; anchor: string; quota: number; periodSeconds: number; n: number }): Promise<boolean> {
+      const rows = await sql`
+        with p as (
+          select ${a.anchor}::text::timestamptz + make_interval(secs => floor(extract(epoch from (now() - ${a.anchor}::text::timestamptz)) / ${a.periodSeconds}) * ${a.periodSeconds}) as start
+        )
+        insert into usage_counters as u (organization_id, period_start, count)
+        select ${a.orgId}, p.start, ${a.n}::bigint from p where ${a.n}::bigint <= ${a.quota}::bigint
+        on conflict (organization_id, period_start) do update set count = u.count + excluded.count
+          where u.count + excluded.count <= ${a.quota}::bigint
+        returning 1`;
+      return rows.length === 1;
+    },
+
     /** Gives back reserved calls that were not spent (keys as returned by reserve()). */
     async release(credentialId: string, windowKey: string, orgId: string, periodKey: string, n: number): Promise<void> {
       await sql`select charge_release(${credentialId}, ${windowKey}::text::timestamptz, ${orgId}, ${periodKey}::text::timestamptz, ${n})`;

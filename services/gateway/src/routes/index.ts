@@ -7,6 +7,7 @@ import { events } from "./events.js";
 import { members } from "./members.js";
 import { organizations } from "./organizations.js";
 import { projects } from "./projects.js";
+import { taskBatches } from "./task-batches.js";
 import { tasks } from "./tasks.js";
 import { usage } from "./usage.js";
 import { webhookEndpoints } from "./webhook-endpoints.js";
@@ -18,6 +19,7 @@ export const resources: readonly Resource[] = [
   apiKeys,
   usage,
   tasks,
+  taskBatches,
   dependencies,
   attachments,
   projects,

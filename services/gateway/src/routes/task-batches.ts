@@ -1,0 +1,69 @@
+import { TaskBatchBody, TaskBatchResponse, type TaskBatchOutcome } from "@tasksvc/contracts";
+import { AppError, toProblem } from "@tasksvc/errors";
+import { resource } from "../operations.js";
+import { parseEntityTags } from "../policies/preconditions.js";
+
+/** The most request bytes one run of a batch's items carries (at least one item): well under NATS's 1 MiB. */
+const RUN_BUDGET = 256 * 1024;
+
+/** The items from `offset` that one run carries: up to RUN_BUDGET bytes of them, and at least one. */
+function runFrom<T>(operations: readonly T[], offset: number): T[] {
+  let bytes = 0;
+  let end = offset;
+  while (end < operations.length && (end === offset || bytes < RUN_BUDGET)) {
+    bytes += Buffer.byteLength(JSON.stringify(operations[end]));
+    end++;
+  }
+  return operations.slice(offset, end);
+}
+
+/** One item's answer: what its single operation would have answered, its ETag header included. */
+function render(o: TaskBatchOutcome, requestId: string, origin: string) {
+  if ("task" in o) return { status: o.status, etag: `"${o.task.version}"`, body: o.task };
+  const etag = o.error.etag;
+  return { status: o.status, ...(etag === undefined ? {} : { etag }), body: toProblem(AppError.fromRpc(o.error), requestId, origin) };
+}
+
+/**
+ * Many task writes in one request. The envelope (methods, ids, If-Match values) is checked here;
+ * each item's body is checked by the tasks service as its single operation checks it, so that a
+ * bad body fails its own item only. One Idempotency-Key covers the batch: a replay is answered
+ * from the gateway's record, and a retry after a lost answer finds each applied item's own record
+ * in the tasks service.
+ */
+export const taskBatches = resource({ name: "tasks", scopes: "tasks" }, (r) => {
+  r.op(
+    {
+      method: "POST",
+      url: "/v1/tasks/batch",
+      operationId: "batchTasks",
+      summary: "Run up to 100 task writes (create, update, archive, unarchive) in order; each answers as its own operation would",
+      body: TaskBatchBody,
+      status: 200,
+      response: TaskBatchResponse,
+      idempotent: true,
+      cost: "1 API call per operation against the billing period's allowance, and 1 against the burst limit",
+    },
+    async ({ clients, body, ctx, identity, charge, charger, origin }) => {
+      // One call per item against the billing period: the pipeline counted the first (and the
+      // burst's one). A replay is never charged (charge is null).
+      if (charge !== null) await charger.chargePeriod(identity, body.operations.length - 1);
+      // If-Match values as entity tags, as the pipeline reads the header of a single operation.
+      const operations = body.operations.map((op) => {
+        if (op.method === "create") return op;
+        const { if_match, ...rest } = op;
+        return if_match === undefined ? rest : { ...rest, if_match: parseEntityTags(if_match, "If-Match") ?? [] };
+      });
+      // In runs that each fit a NATS message, both ways: the tasks service answers a prefix of
+      // each run (its reply budget) and the rest is sent again from there.
+      const results: TaskBatchOutcome[] = [];
+      while (results.length < operations.length) {
+        const offset = results.length;
+        const run = await clients.tasks.call("batchTasks", { offset, operations: runFrom(operations, offset) }, ctx);
+        if (run.results.length === 0) throw new Error("the tasks service answered a batch run with no result");
+        results.push(...run.results);
+      }
+      return { results: results.map((o) => render(o, ctx.request_id, origin)) };
+    },
+  );
+});
