@@ -56,13 +56,16 @@ export class TasksvcError extends Error {
   readonly code: string;
   readonly problem: Partial<Problem>;
   readonly requestId: string | null;
-  constructor(status: number, problem: Partial<Problem>, requestId: string | null) {
+  /** The resource's current ETag, when the answer has one: on a 412 precondition_failed, the version to read. */
+  readonly etag: string | null;
+  constructor(status: number, problem: Partial<Problem>, requestId: string | null, etag: string | null = null) {
     super(`${status} ${problem.code ?? "error"}: ${problem.detail ?? problem.title ?? "request failed"}`);
     this.name = "TasksvcError";
     this.status = status;
     this.code = problem.code ?? "unknown";
     this.problem = problem;
     this.requestId = requestId;
+    this.etag = etag;
   }
 }
 
@@ -252,7 +255,7 @@ export function createClient(opts: ClientOptions) {
 export function unwrap<T>(r: { data?: T; error?: unknown; response: Response }): T {
   if (r.response.ok && r.data !== undefined) return r.data;
   const problem = (typeof r.error === "object" && r.error !== null ? r.error : {}) as Partial<Problem>;
-  throw new TasksvcError(r.response.status, problem, r.response.headers.get("x-request-id"));
+  throw new TasksvcError(r.response.status, problem, r.response.headers.get("x-request-id"), r.response.headers.get("etag"));
 }
 
 type GetPaths = { [P in keyof paths]: paths[P] extends { get: infer O } ? (O extends { responses: unknown } ? P : never) : never }[keyof paths];

@@ -1,0 +1,47 @@
+import { createClient, TasksvcError, unwrap } from "@tasksvc/client";
+import { e2eContext } from "@tasksvc/testing";
+import { describe, expect, it } from "vitest";
+
+// The typed client and conditional writes: If-Match is a typed header of the task writes, a 412
+// comes back as a TasksvcError that carries the current ETag, and the read-modify-write loop a
+// client writes with it ends with every edit applied once.
+
+const { stack, f } = e2eContext();
+
+describe("the typed client with versions", () => {
+  it("when two editors PATCH from the same version, then the second gets precondition_failed with the current ETag, reads again and succeeds", async () => {
+    const t = await f.tenant();
+    const api = createClient({ baseUrl: stack.gatewayUrls[0] as string, token: t.apiKey, retries: 0 });
+    const task = unwrap(await api.POST("/v1/tasks", { body: { title: "Shared" } }));
+    const etag = `"${task.version}"`;
+    const first = await api.PATCH("/v1/tasks/{task_id}", { params: { path: { task_id: task.id }, header: { "If-Match": etag } }, body: { notes: "first" } });
+    expect(unwrap(first).version).toBe(2);
+    expect(first.response.headers.get("etag")).toBe('"2"');
+
+    const second = await api.PATCH("/v1/tasks/{task_id}", {
+      params: { path: { task_id: task.id }, header: { "If-Match": etag } },
+      body: { title: "Shared, renamed" },
+    });
+    let refused: unknown;
+    try {
+      unwrap(second);
+    } catch (e) {
+      refused = e;
+    }
+    expect(refused).toBeInstanceOf(TasksvcError);
+    expect((refused as TasksvcError).status).toBe(412);
+    expect((refused as TasksvcError).code).toBe("precondition_failed");
+    expect((refused as TasksvcError).etag).toBe('"2"');
+
+    // Read again, apply the edit to what is there, write with the new ETag.
+    const again = await api.GET("/v1/tasks/{task_id}", { params: { path: { task_id: task.id } } });
+    const current = unwrap(again);
+    const third = unwrap(
+      await api.PATCH("/v1/tasks/{task_id}", {
+        params: { path: { task_id: task.id }, header: { "If-Match": again.response.headers.get("etag") ?? "" } },
+        body: { title: "Shared, renamed" },
+      }),
+    );
+    expect(third).toMatchObject({ version: 3, title: "Shared, renamed", notes: current.notes });
+  });
+});
