@@ -62,6 +62,19 @@ const SCENARIOS = [
       freshIdempotencyKey: true,
     }),
   },
+  // 100 creates in one request, beside the single POST above: tasks/s is req/s × 100.
+  {
+    name: "POST /v1/tasks/batch (100 creates) + Idempotency-Key",
+    request: ({ key }) => ({
+      method: "POST",
+      path: "/v1/tasks/batch",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({
+        operations: Array.from({ length: 100 }, () => ({ method: "create", body: { title: "Benchmark task", priority: "HIGH", due_date: "2026-12-31", story_points: 3 } })),
+      }),
+      freshIdempotencyKey: true,
+    }),
+  },
   { name: "GET /v1/tasks/{id}", request: ({ key }) => ({ method: "GET", path: "/v1/tasks/T-1", headers: { authorization: `Bearer ${key}` } }) },
   // The same PATCH with and without If-Match, in one run: what the precondition costs. The title is
   // the task's own (seeded "Seed 2"), so every PATCH reads and locks the row, finds no change and

@@ -45,3 +45,27 @@ describe("the typed client with versions", () => {
     expect(third).toMatchObject({ version: 3, title: "Shared, renamed", notes: current.notes });
   });
 });
+
+describe("the typed client's batches", () => {
+  it("when 250 writes are sent, then they go as batches of at most 100, in order, and each result answers its operation", async () => {
+    const t = await f.tenant();
+    const api = createClient({ baseUrl: stack.gatewayUrls[0] as string, token: t.apiKey, retries: 0 });
+    const calls: number[] = [];
+    api.use({
+      onRequest({ request }) {
+        if (request.url.endsWith("/v1/tasks/batch")) calls.push(1);
+        return request;
+      },
+    });
+    const creates = Array.from({ length: 200 }, (_, i) => ({ method: "create" as const, body: { title: `Imported ${i}` } }));
+    // Updates of tasks the same call creates, in a later batch: order holds across batches.
+    const updates = Array.from({ length: 50 }, (_, i) => ({ method: "update" as const, task_id: `T-${i + 1}`, body: { status: "IN_PROGRESS" as const } }));
+    const results = await api.batchTasks([...creates, ...updates]);
+    expect(calls).toHaveLength(3);
+    expect(results).toHaveLength(250);
+    expect(results.slice(0, 200).every((r) => r.status === 201)).toBe(true);
+    expect(results.slice(200).every((r) => r.status === 200)).toBe(true);
+    expect((results[0]?.body as { id?: string }).id).toBe("T-1");
+    expect((results[250 - 1]?.body as { status?: string; id?: string }).status).toBe("IN_PROGRESS");
+  });
+});

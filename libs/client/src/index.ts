@@ -248,7 +248,28 @@ export function createClient(opts: ClientOptions) {
     }
   }
 
-  return Object.assign(client, { pages, searchAll, unwrap });
+  /**
+   * Any number of task writes as batches of at most 100 (the API's limit), sent one after the
+   * other, in order: the results in the same order, one per operation. Each batch carries its own
+   * Idempotency-Key (made as for any keyed write, the same on every try), so a batch retried after
+   * a lost answer applies nothing twice. A batch that fails as a whole throws a TasksvcError; the
+   * results of the batches before it are on `error.completed`.
+   */
+  async function batchTasks(operations: BatchOperation[]): Promise<BatchResult[]> {
+    const results: BatchResult[] = [];
+    for (let i = 0; i < operations.length; i += BATCH_LIMIT) {
+      const r = await client.POST("/v1/tasks/batch", { body: { operations: operations.slice(i, i + BATCH_LIMIT) } });
+      try {
+        results.push(...unwrap(r).results);
+      } catch (e) {
+        if (e instanceof TasksvcError) Object.assign(e, { completed: results });
+        throw e;
+      }
+    }
+    return results;
+  }
+
+  return Object.assign(client, { pages, searchAll, batchTasks, unwrap });
 }
 
 /** The data of a successful answer, or a TasksvcError carrying the problem. */
@@ -271,5 +292,10 @@ export type PathParamsOf<P extends PaginatedPath> =
 
 /** The body of a search without its cursor; sort and limit may be left out (`-updated_at`, 25). */
 export type SearchAllBody = Partial<Omit<Schemas["SearchTasksRequest"], "after">>;
+
+/** The most operations one POST /v1/tasks/batch takes. */
+export const BATCH_LIMIT = 100;
+export type BatchOperation = Schemas["BatchTasksRequest"]["operations"][number];
+export type BatchResult = Schemas["BatchTasksResponse"]["results"][number];
 
 export type TasksvcClient = ReturnType<typeof createClient>;
