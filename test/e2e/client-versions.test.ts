@@ -65,7 +65,7 @@ describe("the typed client's batches", () => {
     expect(results).toHaveLength(250);
     expect(results.slice(0, 200).every((r) => r.status === 201)).toBe(true);
     expect(results.slice(200).every((r) => r.status === 200)).toBe(true);
-    expect((results[0]?.body as { id?: string }).id).toBe("T-1");
-    expect((results[250 - 1]?.body as { status?: string; id?: string }).status).toBe("IN_PROGRESS");
+    expect((results[0]?.body as { id?: string } | undefined)?.id).toBe("T-1");
+    expect((results[250 - 1]?.body as { status?: string } | undefined)?.status).toBe("IN_PROGRESS");
   });
 });
