@@ -70,7 +70,10 @@ const SCENARIOS = [
       path: "/v1/tasks/batch",
       headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
       body: JSON.stringify({
-        operations: Array.from({ length: 100 }, () => ({ method: "create", body: { title: "Benchmark task", priority: "HIGH", due_date: "2026-12-31", story_points: 3 } })),
+        operations: Array.from({ length: 100 }, () => ({
+          method: "create",
+          body: { title: "Benchmark task", priority: "HIGH", due_date: "2026-12-31", story_points: 3 },
+        })),
       }),
       freshIdempotencyKey: true,
     }),
