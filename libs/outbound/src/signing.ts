@@ -59,15 +59,22 @@ export interface WebhookEvent {
   /** When the event happened; serialized as an ISO 8601 UTC string. */
   timestamp: Date;
   data: unknown;
+  /** What the change did to the object (task.updated, task.archived): sent beside `data`. */
+  changes?: unknown;
 }
 
 /**
- * The envelope body `{ "type", "timestamp", "data" }` as the exact string to send. Serialize once
+ * The envelope body `{ "type", "timestamp", "data", "changes"? }` as the exact string to send. Serialize once
  * and pass the same string to both signing and the request: re-stringifying could reorder or
  * re-escape and the signature would no longer match the bytes on the wire.
  */
 export function webhookBody(event: WebhookEvent): string {
-  return JSON.stringify({ type: event.type, timestamp: event.timestamp.toISOString(), data: event.data });
+  return JSON.stringify({
+    type: event.type,
+    timestamp: event.timestamp.toISOString(),
+    data: event.data,
+    ...(event.changes === undefined ? {} : { changes: event.changes }),
+  });
 }
 
 export interface WebhookHeadersInput {

@@ -42,7 +42,12 @@ export function attemptsService(res: DeliveryResources, o: AttemptsOptions) {
         }
         // The event's own time, as the fan-out stored it (the same on every attempt and replay).
         const timestamp = new Date(s.payload.timestamp);
-        const request = o.signer.sign(s.url, s, s.eventId, { type: s.eventType, timestamp, data: s.payload.data });
+        const request = o.signer.sign(s.url, s, s.eventId, {
+          type: s.eventType,
+          timestamp,
+          data: s.payload.data,
+          ...(s.payload.changes === undefined ? {} : { changes: s.payload.changes }),
+        });
         attempts.push({
           ...job,
           request: s.traceparent ? { ...request, traceparent: s.traceparent } : request,
