@@ -179,10 +179,12 @@ function condition(c: Cond, r: Row): boolean {
       return scalar(r.due, c);
     case "story_points":
       return scalar(r.points, c);
+    // Time bounds compare with the time as the API shows it, to the millisecond (the stored
+    // microseconds decide the order, not a bound): the generated bounds are whole milliseconds.
     case "created_at":
-      return compare(r.createdUs, c.op, Date.parse(c.value as string) * 1000);
+      return compare(Math.floor(r.createdUs / 1000), c.op, Date.parse(c.value as string));
     case "updated_at":
-      return compare(r.updatedUs, c.op, Date.parse(c.value as string) * 1000);
+      return compare(Math.floor(r.updatedUs / 1000), c.op, Date.parse(c.value as string));
     case "project_id": {
       const p = r.projects;
       if (c.op === "is_null") return (p.length === 0) === c.value;
