@@ -77,6 +77,9 @@ export const Task = z.object({
 });
 export type Task = z.infer<typeof Task>;
 
+/** A task's ETag: its version in quotes (a strong tag). */
+export const taskEtag = (version: number) => `"${version}"`;
+
 /** Spec 2.2, plus the version's project links and recurrence (additive). */
 export const TaskVersion = Task.pick({
   title: true,

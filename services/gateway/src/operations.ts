@@ -1,5 +1,5 @@
 import { RawJson, type Entitlement, type ErrorCode, type Identity, type RpcContext, type Scope } from "@tasksvc/contracts";
-import { noneMatch, parseEntityTags, taskEtag } from "./policies/preconditions.js";
+import { etagOfAnswer, noneMatch } from "./policies/preconditions.js";
 import type { FastifyPluginAsync, FastifyReply } from "fastify";
 import { Readable } from "node:stream";
 import { AppError, validationError } from "@tasksvc/errors";
@@ -109,6 +109,8 @@ export interface Admitted {
   origin: string;
   /** For an operation that counts more than one call against the billing period (a batch). */
   charger: Pick<Charger, "chargePeriod">;
+  /** The entity tags of If-None-Match, where the operation honours it (answered 304 here). */
+  ifNoneMatch?: string[] | undefined;
 }
 
 export type OperationInput<S extends OperationSpec> = InputOf<S> & Admitted & { clients: Clients };
@@ -316,10 +318,10 @@ export function resource(defaults: ResourceDefaults, define: (r: ResourceBuilder
             if (!req.prepared || !req.admitted) throw new Error(`${operation.method} ${operation.url} ran without the pipeline`);
             const result = await req.prepared.run(req.admitted, opts.clients);
             if (result instanceof RawJson) {
-              const etag = operation.etag ? taskEtag(result.bytes) : undefined;
+              const etag = operation.etag ? etagOfAnswer(result.bytes) : undefined;
               if (etag !== undefined) {
                 reply.header("etag", etag);
-                const tags = operation.preconditions === "if-none-match" ? parseEntityTags(req.headers["if-none-match"], "If-None-Match") : undefined;
+                const tags = req.admitted.ifNoneMatch;
                 if (tags !== undefined && !noneMatch(tags, etag)) return reply.code(304).send();
               }
               return sendRaw(reply, result);

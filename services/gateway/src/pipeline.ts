@@ -130,7 +130,9 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
       const charge = state.forwarded ? null : await opts.charger.charge(identity, op.exactCharge);
       if (charge) reply.headers(rateLimitHeaders(charge));
       authorize(op, identity);
+      // Conditional headers are checked before the operation runs: a malformed one is a 400, not a read.
       const ifMatch = op.preconditions === "if-match" ? parseEntityTags(req.headers["if-match"], "If-Match") : undefined;
+      const ifNoneMatch = op.preconditions === "if-none-match" ? parseEntityTags(req.headers["if-none-match"], "If-None-Match") : undefined;
       const ctx: RpcContext = {
         request_id: String(req.id),
         organization_id: identity.organization_id,
@@ -141,7 +143,7 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
         ...(state.key === undefined ? {} : { idempotency_key: state.key }),
         ...(ifMatch === undefined ? {} : { if_match: ifMatch }),
       };
-      req.admitted = { ctx, identity, charge, origin: req.server.publicBaseUrl, charger: opts.charger };
+      req.admitted = { ctx, identity, charge, origin: req.server.publicBaseUrl, charger: opts.charger, ifNoneMatch };
     };
 
   // The steps that never wait are callback hooks: no promise per request for them.

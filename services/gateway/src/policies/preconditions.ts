@@ -1,3 +1,4 @@
+import { IF_MATCH_VALUE, taskEtag } from "@tasksvc/contracts";
 import { fieldError } from "@tasksvc/errors";
 
 /**
@@ -6,15 +7,15 @@ import { fieldError } from "@tasksvc/errors";
  * here from the ETag of the answer.
  */
 
-// `*`, or entity tags separated by commas: an optional W/ and a quoted run of etagc characters.
+// One entity tag: an optional W/ and a quoted run of etagc characters. A whole header value (`*`,
+// or tags separated by commas) is IF_MATCH_VALUE, the grammar a batch item's if_match is checked by too.
 const TAG = /(W\/)?"[\x21\x23-\x7E\x80-\xFF]*"/g;
-const LIST = /^\s*(?:\*|(?:W\/)?"[\x21\x23-\x7E\x80-\xFF]*"(?:\s*,\s*(?:W\/)?"[\x21\x23-\x7E\x80-\xFF]*")*)\s*$/;
 
 /** The header's entity tags as sent (`*` alone, or each tag with its quotes and any W/); undefined when absent. */
 export function parseEntityTags(header: string | string[] | undefined, name: "If-Match" | "If-None-Match"): string[] | undefined {
   if (header === undefined) return undefined;
   const v = Array.isArray(header) ? header.join(", ") : header;
-  if (!LIST.test(v)) throw fieldError(`/${name}`, 'must be * or one or more entity tags such as "3", separated by commas');
+  if (!IF_MATCH_VALUE.test(v)) throw fieldError(`/${name}`, 'must be * or one or more entity tags such as "3", separated by commas');
   return v.trim() === "*" ? ["*"] : (v.match(TAG) ?? []);
 }
 
@@ -28,7 +29,7 @@ const TASK_HEAD = /^\{"id":"T-\d+","version":(\d+)[,}]/;
 const decoder = new TextDecoder();
 
 /** The ETag of an answer that is one task, from its version; undefined for anything else. */
-export function taskEtag(bytes: Uint8Array): string | undefined {
+export function etagOfAnswer(bytes: Uint8Array): string | undefined {
   const m = TASK_HEAD.exec(decoder.decode(bytes.subarray(0, 64)));
-  return m ? `"${m[1]}"` : undefined;
+  return m ? taskEtag(Number(m[1])) : undefined;
 }

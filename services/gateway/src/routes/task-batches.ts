@@ -1,4 +1,4 @@
-import { TaskBatchBody, TaskBatchResponse, type TaskBatchOutcome } from "@tasksvc/contracts";
+import { TaskBatchBody, TaskBatchResponse, type TaskBatchOutcome, taskEtag } from "@tasksvc/contracts";
 import { AppError, toProblem } from "@tasksvc/errors";
 import { resource } from "../operations.js";
 import { parseEntityTags } from "../policies/preconditions.js";
@@ -19,7 +19,7 @@ function runFrom<T>(operations: readonly T[], offset: number): T[] {
 
 /** One item's answer: what its single operation would have answered, its ETag header included. */
 function render(o: TaskBatchOutcome, requestId: string, origin: string) {
-  if ("task" in o) return { status: o.status, etag: `"${o.task.version}"`, body: o.task };
+  if ("task" in o) return { status: o.status, etag: taskEtag(o.task.version), body: o.task };
   const etag = o.error.etag;
   return { status: o.status, ...(etag === undefined ? {} : { etag }), body: toProblem(AppError.fromRpc(o.error), requestId, origin) };
 }

@@ -1,9 +1,6 @@
-import type { Caller } from "@tasksvc/contracts";
+import { type Caller, taskEtag } from "@tasksvc/contracts";
 import { AppError } from "@tasksvc/errors";
 import type { TaskRow } from "../repo/task-json.js";
-
-/** A task's ETag: its version in quotes (strong). */
-export const etagOf = (version: number) => `"${version}"`;
 
 /**
  * If-Match: the write goes on only when the request names the task's current ETag (or `*`).
@@ -11,7 +8,7 @@ export const etagOf = (version: number) => `"${version}"`;
  */
 export function checkIfMatch(c: Caller, row: TaskRow): void {
   if (c.ifMatch === undefined) return;
-  const etag = etagOf(row.version);
+  const etag = taskEtag(row.version);
   if (c.ifMatch.includes("*") || c.ifMatch.includes(etag)) return;
   throw new AppError("precondition_failed", `The task is at version ${row.version}, not the one If-Match names: read it again and retry with ETag ${etag}.`, {
     etag,
