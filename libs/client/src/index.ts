@@ -1,9 +1,11 @@
 import createFetchClient, { type Client, type Middleware } from "openapi-fetch";
 import pRetry, { AbortError } from "p-retry";
+import { type EventStreamOptions, streamEvents as openEventStream } from "./event-stream.js";
 import { IDEMPOTENT_OPERATIONS } from "./idempotent.js";
 import type { components, operations, paths } from "./schema.js";
 
 export type { components, operations, paths };
+export type { EventStreamOptions, EventType } from "./event-stream.js";
 export {
   type DateOnly,
   type FieldsWith,
@@ -269,7 +271,19 @@ export function createClient(opts: ClientOptions) {
     return results;
   }
 
-  return Object.assign(client, { pages, searchAll, batchTasks, unwrap });
+  /**
+   * The live events of `GET /v1/events/stream`, reconnecting (with Last-Event-ID) whenever the
+   * stream ends: `for await (const e of api.streamEvents({ types: ["task.updated"] })) …`. It has
+   * its own fetch, not the retrying one: the answer is a stream, and the reconnects are its own.
+   */
+  function streamEvents(options?: EventStreamOptions): AsyncGenerator<Schemas["Event"]> {
+    const problemError = (res: Response, problem: Partial<Problem>) =>
+      new TasksvcError(res.status, problem, res.headers.get("x-request-id"), res.headers.get("etag"));
+    const ctx = { baseUrl: opts.baseUrl, token: opts.token, fetch: baseFetch, maxDelayMs: maxDelay, maxRetryAfterMs: maxRetryAfter };
+    return openEventStream({ ...ctx, retryAfterMs, sleep, problemError }, options);
+  }
+
+  return Object.assign(client, { pages, searchAll, batchTasks, streamEvents, unwrap });
 }
 
 /** The data of a successful answer, or a TasksvcError carrying the problem. */

@@ -1,0 +1,174 @@
+import { createParser, type EventSourceMessage } from "eventsource-parser";
+import type { components } from "./schema.js";
+
+type TaskEvent = components["schemas"]["Event"];
+type Problem = components["schemas"]["Problem"];
+/** An event's type: `task.created`, `task.updated` or `task.archived`. */
+export type EventType = TaskEvent["type"];
+
+export interface EventStreamOptions {
+  /** Only these types of event (all of them by default). */
+  types?: EventType[];
+  /** Start after this event id: the events after it first, then the live ones. */
+  after?: string;
+  /** Aborting it ends the stream: the loop over it ends without an error. */
+  signal?: AbortSignal;
+  /**
+   * First wait before a reconnect in ms (default 500). It doubles with every failed connect, up to
+   * the client's `maxDelayMs`, and starts again from here after a connect that succeeds.
+   */
+  reconnectDelayMs?: number;
+}
+
+/** What the stream takes from the client it belongs to (the client's own options and helpers). */
+export interface EventStreamContext {
+  baseUrl: string;
+  token: string;
+  fetch: typeof fetch;
+  maxDelayMs: number;
+  maxRetryAfterMs: number;
+  /** The wait a Retry-After asks for in ms, or null when it says none. */
+  retryAfterMs: (value: string | null) => number | null;
+  /** Waits `ms`, rejecting if `signal` aborts. */
+  sleep: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** The error of a problem answer (a TasksvcError, as unwrap throws). */
+  problemError: (response: Response, problem: Partial<Problem>) => Error;
+}
+
+/**
+ * The events of `GET /v1/events/stream` as they happen, one connection after the other: when the
+ * server ends the stream or the network cuts it, the next connection resumes with `Last-Event-ID`
+ * set to the last event yielded, and the server goes on after it. A 503, a 5xx or a 429 is tried
+ * again after its Retry-After (or a backoff); any other error answer throws its problem.
+ */
+export async function* streamEvents(ctx: EventStreamContext, options: EventStreamOptions = {}): AsyncGenerator<TaskEvent> {
+  const url = new URL(`${ctx.baseUrl.replace(/\/+$/, "")}/v1/events/stream`);
+  if (options.types !== undefined && options.types.length > 0) url.searchParams.set("type", options.types.join(","));
+  if (options.after !== undefined) url.searchParams.set("after", options.after);
+  // Called as a plain function: a browser's fetch throws when called as a method of another object.
+  const fetchFn = ctx.fetch;
+  const firstDelay = Math.max(0, options.reconnectDelayMs ?? 500);
+  const maxDelay = Math.max(ctx.maxDelayMs, firstDelay);
+  let delay = firstDelay;
+  let lastId = options.after;
+  let reconnect = false;
+
+  // One controller for every connection and wait: the caller's signal aborts it, and so does
+  // leaving the loop (break, return, a throw), which cancels the open body with it.
+  const outer = options.signal;
+  if (outer?.aborted) return;
+  const controller = new AbortController();
+  const signal = controller.signal;
+  const onAbort = () => controller.abort(outer?.reason);
+  outer?.addEventListener("abort", onAbort, { once: true });
+  let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+
+  /** Waits before the next connect; false when the stream was aborted meanwhile. */
+  const wait = async (ms: number): Promise<boolean> => {
+    try {
+      await ctx.sleep(ms, signal);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  /** The backoff wait of a failed connect; the next one waits twice as long. */
+  const backoff = (): number => {
+    const ms = delay;
+    delay = Math.min(delay * 2, maxDelay);
+    return ms;
+  };
+
+  try {
+    for (; ; reconnect = true) {
+      const headers: Record<string, string> = { authorization: `Bearer ${ctx.token}`, accept: "text/event-stream" };
+      if (reconnect && lastId !== undefined) headers["last-event-id"] = lastId;
+      let res: Response;
+      try {
+        res = await fetchFn(url, { headers, signal });
+      } catch {
+        // A network error: the server may be restarting. Not retried when it was our abort.
+        if (signal.aborted || !(await wait(backoff()))) return;
+        continue;
+      }
+
+      if (res.status !== 200) {
+        let ms: number;
+        try {
+          ms = await afterFailedConnect(ctx, res, backoff);
+        } catch (e) {
+          // An abort while the problem was read is no failure of the stream.
+          if (signal.aborted) return;
+          throw e;
+        }
+        if (!(await wait(ms))) return;
+        continue;
+      }
+      const type = res.headers.get("content-type") ?? "";
+      if (!/^text\/event-stream\b/i.test(type) || res.body === null) {
+        await res.body?.cancel().catch(() => undefined);
+        throw new Error(`GET /v1/events/stream answered 200 with content-type "${type}", not an event stream`);
+      }
+
+      delay = firstDelay;
+      const body = res.body.getReader();
+      reader = body;
+      const messages: EventSourceMessage[] = [];
+      // Comments (keep-alives, the note before the server closes) have no callback: ignored.
+      const parser = createParser({ onEvent: (m) => messages.push(m) });
+      const decoder = new TextDecoder();
+      for (;;) {
+        let chunk: Awaited<ReturnType<typeof body.read>>;
+        try {
+          chunk = await body.read();
+        } catch {
+          // The connection was cut (or aborted by us): reconnect unless aborted.
+          if (signal.aborted) return;
+          break;
+        }
+        if (chunk.done) break;
+        parser.feed(decoder.decode(chunk.value, { stream: true }));
+        for (let m = messages.shift(); m !== undefined; m = messages.shift()) {
+          const event = parseEvent(m);
+          if (signal.aborted) return;
+          lastId = m.id ?? event.id;
+          yield event;
+        }
+      }
+      reader = undefined;
+      // The server ended the stream (shutting down, or this client fell behind): resume after a pause.
+      if (signal.aborted || !(await wait(backoff()))) return;
+    }
+  } finally {
+    outer?.removeEventListener("abort", onAbort);
+    await reader?.cancel().catch(() => undefined);
+    controller.abort();
+  }
+}
+
+/**
+ * The wait before connecting again after an answer other than 200: a 5xx, or a 429 whose
+ * Retry-After is at most `maxRetryAfterMs`. Any other answer (a 4xx, or a 429 that asks for a
+ * longer wait, as an exhausted allowance does) throws its problem: no reconnect would change it.
+ */
+async function afterFailedConnect(ctx: EventStreamContext, res: Response, backoff: () => number): Promise<number> {
+  const after = ctx.retryAfterMs(res.headers.get("retry-after"));
+  if (res.status >= 500 || (res.status === 429 && (after === null || after <= ctx.maxRetryAfterMs))) {
+    await res.body?.cancel().catch(() => undefined);
+    const next = backoff();
+    if (after === null) return next;
+    // A 429's Retry-After is waited in full (a connect before it is another 429); a 5xx's up to maxDelayMs.
+    return res.status === 429 ? after : Math.min(after, ctx.maxDelayMs);
+  }
+  const problem = (await res.json().catch(() => null)) as unknown;
+  throw ctx.problemError(res, typeof problem === "object" && problem !== null ? (problem as Partial<Problem>) : {});
+}
+
+/** The Event a message carries as JSON; a message that is not one is a broken stream. */
+function parseEvent(m: EventSourceMessage): TaskEvent {
+  try {
+    return JSON.parse(m.data) as TaskEvent;
+  } catch {
+    throw new Error(`GET /v1/events/stream sent a message that is not JSON (id ${m.id ?? "none"}, event ${m.event ?? "none"})`);
+  }
+}
