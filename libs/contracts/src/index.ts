@@ -8,6 +8,7 @@ export * from "./recurrence.js";
 export * from "./tasks.js";
 export * from "./task-search.js";
 export * from "./task-batches.js";
+export * from "./event-stream.js";
 export * from "./dependencies.js";
 export * from "./projects.js";
 export * from "./tasks-rpc.js";

@@ -21,7 +21,7 @@ export const SearchText = Text.min(1)
   .refine((s) => /[\p{L}\p{N}]/u.test(s), { message: "must contain at least one word (a letter or a digit)" });
 
 /** A query list: `a,b` or the parameter repeated; parsed again unchanged (an array passes through). */
-function listOf<const V extends readonly string[]>(values: V) {
+export function listOf<const V extends readonly string[]>(values: V) {
   const list = z.array(z.enum(values)).min(1).max(10);
   return z.union(
     [

@@ -4,6 +4,7 @@ import { OpaqueId, PageQuery, page } from "./common.js";
 import { AddDependencyBody, DependencyParams, DependencyView } from "./dependencies.js";
 import { CreateProjectBody, DeletedProject, Project, ProjectParams, UpdateProjectBody } from "./projects.js";
 import type { RpcCatalog } from "./rpc.js";
+import { ReplayEventsInput, ReplayEventsOutput } from "./event-stream.js";
 import { TaskBatchOutcome, TaskBatchRpcInput } from "./task-batches.js";
 import { ListTasksQuery, SearchTasksBody } from "./task-search.js";
 import { CreateTaskBody, Event, EventParams, ListEventsQuery, Task, TaskParams, TaskSummary, TaskVersion, UpdateTaskBody } from "./tasks.js";
@@ -27,6 +28,8 @@ export const tasksRpc = {
     taskHistory: { input: PageQuery.extend({ task_id: OpaqueId }), output: page(TaskVersion) },
     listEvents: { input: ListEventsQuery, output: page(Event) },
     getEvent: { input: EventParams, output: Event },
+    /** GET /v1/events/stream resuming: the events after a place, in the stream's order. */
+    replayEvents: { input: ReplayEventsInput, output: ReplayEventsOutput },
     getDependencies: { input: TaskParams, output: DependencyView },
     addDependency: { input: AddDependencyBody.extend({ task_id: OpaqueId }), output: Upserted(DependencyView) },
     removeDependency: { input: DependencyParams, output: DependencyView },

@@ -10,7 +10,7 @@ import {
   SpanKind,
   tracingEnabled,
 } from "@tasksvc/telemetry";
-import type { Database } from "./pool.js";
+import type { Database, Sql } from "./pool.js";
 
 /**
  * The columns every outbox table has; a service adds its own (the event type, the tenant) and
@@ -49,7 +49,12 @@ export interface OutboxPublisher {
    * Resolves once the stream stored the message (or dropped it as a duplicate of `msgID`).
    * `traceparent`, when given, goes in the message's headers (`outboxPublisher` of libs/nats).
    */
-  publish(subject: string, data: Uint8Array, opts: { msgID: string; traceparent?: string }): Promise<unknown>;
+  publish(subject: string, data: Uint8Array, opts: { msgID: string; traceparent?: string }): Promise<Stored>;
+}
+
+/** Where the stream stored a message: its sequence (a duplicate's is the original's). */
+export interface Stored {
+  seq: number;
 }
 
 export interface OutboxRelayOptions<R extends OutboxRow> {
@@ -72,6 +77,12 @@ export interface OutboxRelayOptions<R extends OutboxRow> {
   pollMs?: number;
   /** Rows per transaction. Default 256. */
   batch?: number;
+  /**
+   * Runs in the batch's transaction once the stream stored every row, before they are deleted:
+   * `seqs[i]` is where `rows[i]` landed. Batches are published one after the other, so what this
+   * records always covers a prefix of the stream.
+   */
+  onPublished?: (t: Sql, rows: readonly R[], seqs: readonly number[]) => Promise<unknown>;
 }
 
 export interface OutboxRelay {
@@ -115,7 +126,7 @@ export function startOutboxRelay<R extends OutboxRow>(opts: OutboxRelayOptions<R
   ];
 
   /** Publishes one row; with tracing on, in a producer span continuing the writer's trace. */
-  const publish = (r: R): Promise<unknown> => {
+  const publish = (r: R): Promise<Stored> => {
     const data = encoder.encode(JSON.stringify(r.payload));
     if (!tracingEnabled() || !r.traceparent) return opts.publisher.publish(opts.subject(r), data, { msgID: r.event_id });
     const subject = opts.subject(r);
@@ -144,10 +155,16 @@ export function startOutboxRelay<R extends OutboxRow>(opts: OutboxRelayOptions<R
       if (found.length === 0) return 0;
       // Sent in outbox order on one connection, so the stream stores them in that order; the acks
       // are awaited together. (Only a publish the client must retry could land out of order.)
-      await Promise.all(found.map(publish));
+      const stored = await Promise.all(found.map(publish));
       const now = Date.now();
       for (const r of found) if (r.created_at) delay.observe(Math.max(0, now - r.created_at.getTime()) / 1000);
       published.inc(found.length);
+      if (opts.onPublished)
+        await opts.onPublished(
+          t,
+          found,
+          stored.map((s) => s.seq),
+        );
       // A lost delete (database crash) only re-sends rows the stream then drops as duplicates.
       await t`
         delete from ${t(opts.table)} using (select set_config('synchronous_commit', 'off', true)) as commit_mode

@@ -1,7 +1,15 @@
-import { JetStreamApiError, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type StreamConfig } from "@nats-io/jetstream";
+import {
+  DeliverPolicy,
+  JetStreamApiError,
+  jetstream,
+  jetstreamManager,
+  type JetStreamClient,
+  type JetStreamManager,
+  type StreamConfig,
+} from "@nats-io/jetstream";
 import { headers, type NatsConnection } from "@nats-io/transport-node";
 
-export { jetstream, jetstreamManager };
+export { DeliverPolicy, jetstream, jetstreamManager };
 export type { JetStreamClient, JetStreamManager };
 
 const STREAM_NOT_FOUND = 10059;
@@ -66,7 +74,7 @@ export async function deleteNamespaceStreams(nc: NatsConnection, namespace: stri
  * context, when it has one, travels in the message's `traceparent` header.
  */
 export function outboxPublisher(js: JetStreamClient): {
-  publish(subject: string, data: Uint8Array, opts: { msgID: string; traceparent?: string }): Promise<unknown>;
+  publish(subject: string, data: Uint8Array, opts: { msgID: string; traceparent?: string }): Promise<{ seq: number }>;
 } {
   return {
     publish(subject, data, opts) {

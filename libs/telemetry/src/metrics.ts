@@ -51,6 +51,28 @@ export const idempotencyOutcomes = new Counter({
   registers,
 });
 
+// --- Live event streams (GET /v1/events/stream) ----------------------------------------------
+
+export const eventStreamsOpen = new Gauge({
+  name: "tasksvc_event_streams_open",
+  help: "Live event streams this gateway replica holds open now.",
+  registers,
+});
+
+export const eventStreamMessages = new Counter({
+  name: "tasksvc_event_stream_messages_total",
+  help: "Events sent on live event streams, by phase: replay (the past a resumed stream catches up on) or live.",
+  labelNames: ["phase"] as const,
+  registers,
+});
+
+export const eventStreamsEnded = new Counter({
+  name: "tasksvc_event_streams_ended_total",
+  help: "Live event streams ended, by reason: client (it went away), lagging (too far behind, told to resume), revoked (the credential no longer admits it), shutdown (the replica stops), fan_in (the replica's stream of events was interrupted).",
+  labelNames: ["reason"] as const,
+  registers,
+});
+
 // --- RPC over NATS --------------------------------------------------------------------------
 
 export const rpcClientDuration = new Histogram({

@@ -10,3 +10,4 @@ export * from "./must.js";
 export * from "./eventually.js";
 export * from "./receiver.js";
 export * from "./s3.js";
+export * from "./sse.js";

@@ -9,6 +9,7 @@ import type { Resource } from "./operations.js";
 import { installPipeline, type PipelineOptions } from "./pipeline.js";
 import { frameworkErrors, registerProblemHandling, sendProblem } from "./problems.js";
 import { resources } from "./routes/index.js";
+import type { EventStreams } from "./streams/event-streams.js";
 import { type LinkRouteOptions, registerTransfers } from "./transfers.js";
 import type { BlobStore } from "@tasksvc/blobs";
 import {
@@ -42,6 +43,8 @@ export interface BuildOptions extends PipelineOptions, LinkRouteOptions {
   bodyLimit: number;
   /** The public API's resources; tests may mount extra ones on the same pipeline. */
   resources?: readonly Resource[];
+  /** The replica's live event streams (GET /v1/events/stream); unit tests may leave them out. */
+  eventStreams?: EventStreams | undefined;
   /** The JetStream blob store, whose upload and download links this gateway serves (null with S3). */
   blobs?: BlobStore | null;
   /**
@@ -244,7 +247,7 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
 
   installPipeline(app, opts);
   const served = opts.resources ?? resources;
-  for (const r of served) app.register(r.plugin, { clients: opts.clients });
+  for (const r of served) app.register(r.plugin, { clients: opts.clients, eventStreams: opts.eventStreams });
   registerTransfers(app, { store: opts.blobs ?? null, clients: opts.clients, linkRate: opts.linkRate });
   registerDocs(
     app,

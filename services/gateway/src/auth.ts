@@ -40,10 +40,16 @@ export function createAuthenticator(opts: AuthOptions) {
   const cache = new Map<string, CacheEntry>();
   const inflight = new Map<string, Promise<Identity | null>>();
   let generation = 0;
+  /** Told after an organization's credentials may have changed (undefined: any organization's). */
+  const watchers = new Set<(orgId: string | undefined) => void>();
+  const tell = (orgId: string | undefined) => {
+    for (const w of watchers) w(orgId);
+  };
 
   const dropOrg = (orgId: string) => {
     generation++;
     for (const [k, v] of cache) if (v.identity.organization_id === orgId) cache.delete(k);
+    tell(orgId);
   };
   const invalidations = opts.nc.subscribe(keysInvalidationSubject(opts.namespace), {
     callback: (err, msg) => {
@@ -61,6 +67,7 @@ export function createAuthenticator(opts: AuthOptions) {
         // requests arriving after the reconnect start their own instead of joining it (issue 9:
         // after a NATS restart, new credentials waited ~3 s for a doomed lookup; now ~0.5 s).
         inflight.clear();
+        tell(undefined);
       }
     }
   })();
@@ -150,8 +157,18 @@ export function createAuthenticator(opts: AuthOptions) {
       }
       return verifyAccessToken(token, ctx);
     },
+    /**
+     * Calls `fn` whenever an organization's credentials may have changed (a revoke, a role or plan
+     * change), with its id, or with undefined after a reconnect (any may have): what holds a
+     * credential beyond one request (a live event stream) checks it again then. Returns the unsubscribe.
+     */
+    onChange(fn: (orgId: string | undefined) => void): () => void {
+      watchers.add(fn);
+      return () => watchers.delete(fn);
+    },
     stop() {
       invalidations.unsubscribe();
+      watchers.clear();
     },
   };
 }

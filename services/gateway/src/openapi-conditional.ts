@@ -1,3 +1,4 @@
+import { MAX_STREAMS_PER_CREDENTIAL, STREAM_EXAMPLE } from "@tasksvc/contracts";
 import type { Operation } from "./operations.js";
 
 type Json = Record<string, unknown>;
@@ -8,8 +9,19 @@ const ETAG = {
   schema: { type: "string" },
 };
 
-/** The conditional request headers an operation honours. */
+/** The request headers an operation reads beyond the usual ones: conditional ones, and a stream's Last-Event-ID. */
 export function conditionalParameters(def: Operation): Json[] {
+  if (def.eventStream)
+    return [
+      {
+        name: "Last-Event-ID",
+        in: "header",
+        required: false,
+        description:
+          "Resume after this event: the `id:` of the last message received (an EventSource sends it by itself when it reconnects). Wins over `after`.",
+        schema: { type: "string" },
+      },
+    ];
   if (def.preconditions === "if-match")
     return [
       {
@@ -35,8 +47,16 @@ export function conditionalParameters(def: Operation): Json[] {
   return [];
 }
 
-/** The ETag header on the success answer, and the 304 or 412 the operation's precondition may answer. */
+/** The ETag header on the success answer, and the 304 or 412 the operation's precondition may answer; a stream's media type. */
 export function addConditionalResponses(def: Operation, successHeaders: Json, responses: Record<string, Json>, problemResponse: ProblemResponse): void {
+  const ok = responses[String(def.status)];
+  if (def.eventStream && ok) {
+    ok["description"] =
+      "A stream of Server-Sent Events, one message per task event: `id:` the event's id (its webhook-id), `event:` its type, `data:` the event as GET /v1/events lists it (this schema). " +
+      "A comment line (`: keep-alive`) comes every 15 seconds. When the stream ends (the server stops, or the client fell too far behind), reconnect with Last-Event-ID: nothing is missed and nothing comes twice. " +
+      `At most ${MAX_STREAMS_PER_CREDENTIAL} streams per credential are open at once; a stream ends when its credential is revoked or expires.`;
+    ok["content"] = { "text/event-stream": { schema: (ok["content"] as Record<string, Json>)["application/json"]?.["schema"], example: STREAM_EXAMPLE } };
+  }
   if (def.etag) successHeaders["ETag"] = ETAG;
   if (def.preconditions === "if-none-match")
     responses["304"] = { description: "Not modified: the task is still at the version If-None-Match named", headers: { ETag: ETAG } };

@@ -5,6 +5,7 @@ import { Readable } from "node:stream";
 import { AppError, validationError } from "@tasksvc/errors";
 import { z } from "zod";
 import type { Clients } from "./clients.js";
+import type { EventStreams, StreamRequest } from "./streams/event-streams.js";
 import type { Charge, Charger } from "./policies/limits.js";
 
 /**
@@ -59,6 +60,8 @@ export interface Operation {
   cost: string;
   /** Count this call alone, after giving back this replica's unspent reserved calls (0007). */
   exactCharge: boolean;
+  /** The answer is a live stream of Server-Sent Events (text/event-stream), not JSON. */
+  eventStream: boolean;
   /** One line for the OpenAPI document. */
   summary: string;
   /** Error codes this operation can answer beyond the pipeline's own (OpenAPI). */
@@ -123,6 +126,11 @@ export class WithStatus {
   ) {}
 }
 
+/** What an event-stream operation answers: the replica's streams take the request over (streams/). */
+export class EventStreamAnswer {
+  constructor(readonly request: StreamRequest) {}
+}
+
 /** The request as received, before the operation's schemas. */
 export interface RawInput {
   params: unknown;
@@ -168,6 +176,8 @@ declare module "fastify" {
 
 export interface ResourceOptions {
   clients: Clients;
+  /** The replica's live event streams (absent where a gateway serves none, as in unit tests). */
+  eventStreams?: EventStreams | undefined;
 }
 
 /** A resource's routes: its operations (for documentation) and the fastify plugin that serves them. */
@@ -245,6 +255,7 @@ function operationOf(spec: OperationSpec, defaults: ResourceDefaults): Operation
     etag: false,
     preconditions: undefined,
     exactCharge: false,
+    eventStream: false,
     cost: "1 API call",
     errors: [],
     otherStatuses: {},
@@ -317,6 +328,11 @@ export function resource(defaults: ResourceDefaults, define: (r: ResourceBuilder
           handler: async (req, reply) => {
             if (!req.prepared || !req.admitted) throw new Error(`${operation.method} ${operation.url} ran without the pipeline`);
             const result = await req.prepared.run(req.admitted, opts.clients);
+            if (result instanceof EventStreamAnswer) {
+              if (!opts.eventStreams) throw new Error(`${operation.method} ${operation.url}: this gateway serves no event streams`);
+              await opts.eventStreams.serve(req, reply, result.request);
+              return reply;
+            }
             if (result instanceof RawJson) {
               const etag = operation.etag ? etagOfAnswer(result.bytes) : undefined;
               if (etag !== undefined) {

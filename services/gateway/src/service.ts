@@ -11,6 +11,8 @@ import { GatewayConfig } from "./config.js";
 import { cursorCodec } from "./policies/cursors.js";
 import { createCharger } from "./policies/limits.js";
 import { gatewayRepo } from "./repo/gateway-repo.js";
+import { createEventStreams } from "./streams/event-streams.js";
+import { createFanIn } from "./streams/fan-in.js";
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL("../migrations", import.meta.url));
 
@@ -50,8 +52,17 @@ export const service = defineService({
     for (const s of SERVICES) {
       if ("rpc" in s) health.check(`service:${s.rpc.service}`, async () => ((await ping(nc, namespace, s.rpc.service, 1000)) ? "ok" : "unreachable"));
     }
+    // One reader of the task-event stream per replica, whatever the number of open streams.
+    const eventStreams = createEventStreams({
+      fanIn: createFanIn({ nc, namespace, log }),
+      tasks: clients.tasks,
+      auth,
+      repo,
+      log,
+    });
     const app = buildGateway({
       log,
+      eventStreams,
       auth,
       clients,
       bodyLimit: cfg.BODY_LIMIT_BYTES,
@@ -72,6 +83,9 @@ export const service = defineService({
     every(60_000, "sweep", () => repo.sweep());
     // Registered last, so closed first: no new request reaches the charger or auth once they stop.
     onStop(() => app.close());
+    // Before the app closes, which waits for every open connection: the streams end first, each
+    // told to resume elsewhere (readiness has failed since the stop began).
+    onStop(() => eventStreams.stop());
     try {
       await app.listen({ port: cfg.PORT, host: "0.0.0.0" });
     } catch (e) {

@@ -1,6 +1,7 @@
 import { taskEventSubject, type TaskEventType } from "@tasksvc/contracts";
 import { startOutboxRelay, type Database, type OutboxRelay, type OutboxRow } from "@tasksvc/db";
 import type { Logger } from "@tasksvc/logger";
+import { eventStreamRepo } from "./repo/event-stream-repo.js";
 import { outboxPublisher, type JetStreamClient } from "@tasksvc/nats";
 
 export interface RelayOptions {
@@ -32,6 +33,8 @@ export function startRelay(opts: RelayOptions): OutboxRelay {
     lock: "tasks.outbox.relay",
     subject: (row) => taskEventSubject(opts.namespace, row.type),
     log: opts.log,
+    // Each event's place in the stream, for a live stream that resumes (repo/event-stream-repo.ts).
+    onPublished: (t, rows, seqs) => eventStreamRepo(t).record(rows, seqs),
     pollMs: opts.pollMs,
     batch: opts.batch,
   });

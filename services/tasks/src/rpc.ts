@@ -2,11 +2,14 @@ import { callerOf, type tasksRpc } from "@tasksvc/contracts";
 import type { Handlers } from "@tasksvc/nats";
 import type { AttachmentsService } from "./domain/attachments.js";
 import { taskBatches } from "./domain/batches.js";
+import { eventReplay } from "./domain/event-replay.js";
+import type { Repositories } from "./repo/repositories.js";
 import type { TasksService } from "./domain/tasks-service.js";
 
 /** Entry layer: maps each RPC operation of the catalog onto the domain. */
-export function tasksHandlers(svc: TasksService, att: AttachmentsService): Handlers<typeof tasksRpc> {
+export function tasksHandlers(svc: TasksService, att: AttachmentsService, repos: Repositories): Handlers<typeof tasksRpc> {
   const batches = taskBatches(svc);
+  const replay = eventReplay(repos);
   return {
     createTask: (i, ctx) => svc.createTask(callerOf(ctx), i),
     listTasks: (i, ctx) => svc.listTasks(callerOf(ctx), i),
@@ -19,6 +22,7 @@ export function tasksHandlers(svc: TasksService, att: AttachmentsService): Handl
     taskHistory: (i, ctx) => svc.history(callerOf(ctx), i.task_id, i.limit, i.after),
     listEvents: (i, ctx) => svc.listEvents(callerOf(ctx), i),
     getEvent: (i, ctx) => svc.getEvent(callerOf(ctx), i.event_id),
+    replayEvents: (i, ctx) => replay(callerOf(ctx), i),
     getDependencies: (i, ctx) => svc.dependencies(callerOf(ctx), i.task_id),
     addDependency: (i, ctx) => svc.addDependency(callerOf(ctx), i.task_id, i.blocker_task_id),
     removeDependency: (i, ctx) => svc.removeDependency(callerOf(ctx), i.task_id, i.blocker_task_id),

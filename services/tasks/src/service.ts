@@ -139,6 +139,6 @@ export const service = defineService({
       warn: (err, what) => log.warn({ err }, `${what} failed`),
     });
     every(60_000, "attachment sweep", () => att.sweep());
-    serve(tasksRpc, tasksHandlers(svc, att));
+    serve(tasksRpc, tasksHandlers(svc, att, repos));
   },
 });

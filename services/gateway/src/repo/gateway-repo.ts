@@ -132,10 +132,36 @@ export function gatewayRepo(sql: Sql) {
       return row.value;
     },
 
-    /** Housekeeping any replica may run: expired idempotency records and past burst windows. */
+    /** Counts a live event stream against its credential's limit; false when it holds `max` already. */
+    async openStream(id: string, credentialId: string, replica: string, max: number, leaseSeconds: number): Promise<boolean> {
+      const [row] = await sql<{ opened: boolean }[]>`select stream_open(${id}, ${credentialId}, ${replica}, ${max}, ${leaseSeconds}) as opened`;
+      return row?.opened === true;
+    },
+
+    async closeStream(id: string): Promise<void> {
+      await sql`delete from event_streams where id = ${id}`;
+    },
+
+    /** The replica still holds its streams. */
+    async renewStreams(replica: string, leaseSeconds: number): Promise<void> {
+      await sql`
+        insert into stream_replicas (replica, expires_at) values (${replica}, now() + make_interval(secs => ${leaseSeconds}))
+        on conflict (replica) do update set expires_at = excluded.expires_at`;
+    },
+
+    /** A replica that stops closes all its streams at once. */
+    async closeReplica(replica: string): Promise<void> {
+      await sql`delete from event_streams where replica = ${replica}`;
+      await sql`delete from stream_replicas where replica = ${replica}`;
+    },
+
+    /** Housekeeping any replica may run: expired idempotency records, past burst windows, streams of dead replicas. */
     async sweep(): Promise<void> {
       await sql`delete from idempotency_keys where created_at < now() - interval '24 hours'`;
       await sql`delete from burst_counters where window_start < now() - interval '1 hour'`;
+      await sql`
+        with dead as (delete from stream_replicas where expires_at < now() - interval '1 minute' returning replica)
+        delete from event_streams where replica in (select replica from dead)`;
     },
   };
 }

@@ -97,11 +97,15 @@ export function eventsRepo(sql: Sql) {
     /** Deletes events past the retention, a batch at a time; answers how many went. */
     async sweep(batch = 10_000): Promise<number> {
       return deleteInBatches(batch, async () => {
-        const rows = await sql`
-          delete from events where id in (
-            select id from events where created_at <= now() - make_interval(days => ${EVENT_RETENTION_DAYS}) limit ${batch})
-          returning 1`;
-        return rows.length;
+        // Their places in the live stream's order go with them (event_stream, by event id).
+        const [row] = await sql<Array<{ n: number }>>`
+          with gone as (
+            delete from events where id in (
+              select id from events where created_at <= now() - make_interval(days => ${EVENT_RETENTION_DAYS}) limit ${batch})
+            returning id),
+          places as (delete from event_stream where event_id in (select id from gone))
+          select count(*)::int as n from gone`;
+        return row?.n ?? 0;
       });
     },
   };

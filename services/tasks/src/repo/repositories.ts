@@ -1,5 +1,6 @@
 import { idempotencyRecords, type Sql } from "@tasksvc/db";
 import { dependenciesRepo } from "./dependencies-repo.js";
+import { eventStreamRepo } from "./event-stream-repo.js";
 import { eventsRepo } from "./events-repo.js";
 import { projectsRepo } from "./projects-repo.js";
 import { recurrenceRepo } from "./recurrence-repo.js";
@@ -21,6 +22,8 @@ export function repositories(sql: Sql) {
     projects: projectsRepo(sql),
     recurrence: recurrenceRepo(sql),
     events: eventsRepo(sql),
+    /** The live stream's order: each event's place in the task-event stream. */
+    stream: eventStreamRepo(sql),
     /** The service's Idempotency-Key records (libs/db). */
     idempotency: idempotencyRecords(sql),
 

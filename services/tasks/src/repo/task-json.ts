@@ -1,5 +1,5 @@
 import type { Recurrence, Task, TaskStatus } from "@tasksvc/contracts";
-import { taskId } from "@tasksvc/contracts";
+import { TASK_FIELD_ORDER, taskId } from "@tasksvc/contracts";
 import { KEYSET_TIME } from "@tasksvc/db";
 import { ISO_SQL } from "./sql-time.js";
 
@@ -129,6 +129,8 @@ const TASK_FIELDS: readonly string[] = Object.keys(
     cursor_at: "",
   }),
 );
+// The gateway puts live events' data in the contracts' order: it must be this one.
+if (TASK_FIELDS.join() !== TASK_FIELD_ORDER.join()) throw new Error(`TASK_FIELD_ORDER (contracts) differs from toTask()'s order: ${TASK_FIELDS.join()}`);
 
 /**
  * A task whose field order was lost, put back in toTask()'s: one Postgres stored as jsonb (an

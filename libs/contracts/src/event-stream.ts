@@ -1,0 +1,121 @@
+import { z } from "zod";
+import { OpaqueId } from "./common.js";
+import { listOf } from "./task-search.js";
+import { Event, inChangesOrder, TaskEventType, type TaskEvent } from "./tasks.js";
+
+/** At most this many open streams per credential, across every gateway replica. */
+export const MAX_STREAMS_PER_CREDENTIAL = 5;
+/** A comment line this often keeps proxies and load balancers from closing an idle stream. */
+export const STREAM_HEARTBEAT_MS = 15_000;
+
+const EVENT_ID = "evt_2nK7xQ4mT9pL3vD6bR8sW5";
+
+/**
+ * GET /v1/events/stream. `after` and the Last-Event-ID header say where to resume (the header
+ * wins: it is what a reconnecting EventSource sends).
+ */
+export const StreamEventsQuery = z
+  .object({
+    type: listOf(TaskEventType.options)
+      .optional()
+      .meta({ description: "Only events of these types, comma-separated (`task.created,task.updated`).", examples: ["task.updated"] }),
+    // No example: an id of another organization, or older than 30 days, is refused.
+    after: OpaqueId.optional().meta({
+      description:
+        "Resume after this event (its id, the `id:` of a message or a webhook-id): first every later event of the last 30 days, then live ones. The `Last-Event-ID` header does the same and wins over it.",
+    }),
+  })
+  .strict();
+export type StreamEventsQuery = z.output<typeof StreamEventsQuery>;
+
+/**
+ * A place in the live stream's order, which is the task-event stream's (JetStream's sequence):
+ * `seq` for an event the relay published since the stream has existed, or `at`/`id` (the feed's
+ * order) for an event published before its sequence was recorded, which come first.
+ */
+export const StreamPosition = z.union([z.object({ seq: z.number().int().nonnegative() }).strict(), z.object({ at: z.string(), id: z.string() }).strict()]);
+export type StreamPosition = z.infer<typeof StreamPosition>;
+
+/** The tasks service's side of a resumed stream: the events after a place, a page at a time. */
+export const ReplayEventsInput = z.object({
+  /** Where to start: an event id (the client's Last-Event-ID), or where the previous page ended. */
+  from: z.union([z.object({ event_id: OpaqueId }).strict(), z.object({ position: StreamPosition }).strict()]),
+  types: z.array(TaskEventType).optional(),
+  limit: z.number().int().min(1).max(1000),
+});
+export type ReplayEventsInput = z.infer<typeof ReplayEventsInput>;
+
+export const ReplayEventsOutput = z.object({
+  /** In stream order; `seq` is 0 for an event published before sequences were recorded. */
+  items: z.array(z.object({ seq: z.number().int().nonnegative(), event: Event })),
+  /** Where the next page starts. */
+  next: StreamPosition,
+  /** More pages may follow at once (this page was full, or the older order is done and the recorded one starts). */
+  more: z.boolean(),
+  /**
+   * Every event published up to this stream sequence has its sequence recorded: an event the
+   * replay has not sent has a higher one, and comes live.
+   */
+  through: z.number().int().nonnegative(),
+  /** The event named is written but not yet published: ask again shortly. */
+  pending: z.boolean(),
+  /** The organization has no event of this id in the last 30 days. */
+  unknown: z.boolean(),
+});
+export type ReplayEventsOutput = z.infer<typeof ReplayEventsOutput>;
+
+/**
+ * A task's fields in the order every answer shows them (the tasks service builds tasks in this
+ * order, and checks it at start): an event's data, stored as jsonb, is put back in it.
+ */
+export const TASK_FIELD_ORDER: readonly string[] = [
+  "id",
+  "version",
+  "title",
+  "description",
+  "status",
+  "priority",
+  "start_date",
+  "due_date",
+  "notes",
+  "story_points",
+  "project_ids",
+  "recurrence",
+  "parent_task_id",
+  "archived",
+  "series_task_id",
+  "occurrence_date",
+  "created_at",
+  "updated_at",
+];
+
+/**
+ * A task event as the feed and the stream show it, from its envelope as JetStream carries it
+ * (jsonb's key order): the task's fields and its changes put back in the API's order, so that a
+ * stream message and the feed's item for the same event are the same bytes.
+ */
+export function feedEventOf(e: TaskEvent): Event {
+  const data: Record<string, unknown> = {};
+  const from: Record<string, unknown> = e.data;
+  for (const k of TASK_FIELD_ORDER) if (k in from) data[k] = from[k];
+  for (const k of Object.keys(from)) if (!(k in data)) data[k] = from[k];
+  return {
+    id: e.id,
+    type: e.type,
+    timestamp: e.created_at,
+    data: data as Event["data"],
+    ...(e.changes === undefined ? {} : { changes: inChangesOrder(e.changes) }),
+  };
+}
+
+/** One Server-Sent Events message: the event's id (its webhook-id), its type, its feed item. */
+export function sseMessage(id: string, type: string, json: string): string {
+  return `id: ${id}\nevent: ${type}\ndata: ${json}\n\n`;
+}
+
+/** For the documentation. */
+export const STREAM_EXAMPLE = sseMessage(
+  EVENT_ID,
+  "task.updated",
+  '{"id":"evt_2nK7xQ4mT9pL3vD6bR8sW5","type":"task.updated","timestamp":"2026-11-24T09:30:00.000Z","data":{"id":"T-42","version":3,"title":"Write the announcement","status":"IN_PROGRESS"},"changes":{"status":{"from":"TODO","to":"IN_PROGRESS"}}}',
+);

@@ -1,0 +1,221 @@
+import { randomUUID } from "node:crypto";
+import {
+  type Identity,
+  MAX_STREAMS_PER_CREDENTIAL,
+  type ReplayEventsOutput,
+  type RpcContext,
+  STREAM_HEARTBEAT_MS,
+  type StreamEventsQuery,
+  type StreamPosition,
+  systemContext,
+} from "@tasksvc/contracts";
+import { AppError, fieldError, isAppError } from "@tasksvc/errors";
+import type { Logger } from "@tasksvc/logger";
+import { eventStreamsOpen } from "@tasksvc/telemetry";
+import type { FastifyReply, FastifyRequest } from "fastify";
+import type { Authenticator } from "../auth.js";
+import type { Clients } from "../clients.js";
+import type { GatewayRepo } from "../repo/gateway-repo.js";
+import type { FanIn } from "./fan-in.js";
+import { type EndReason, Session } from "./session.js";
+
+export interface EventStreamsOptions {
+  fanIn: FanIn;
+  tasks: Pick<Clients["tasks"], "call">;
+  auth: Pick<Authenticator, "authenticate" | "onChange">;
+  repo: Pick<GatewayRepo, "openStream" | "closeStream" | "renewStreams" | "closeReplica">;
+  log: Logger;
+  heartbeatMs?: number;
+  /** Events a client may fall behind by before it is told to resume and closed. */
+  maxQueued?: number;
+  /** How long a resumed stream waits for the stored events to reach the live ones before it gives up. */
+  switchTimeoutMs?: number;
+}
+
+/** What the route hands over, once the pipeline has authenticated, charged and parsed the request. */
+export interface StreamRequest {
+  query: StreamEventsQuery;
+  identity: Identity;
+  ctx: RpcContext;
+}
+
+const LEASE_SECONDS = 15;
+const RENEW_MS = 5_000;
+const REPLAY_PAGE = 500;
+const LAST_EVENT_ID = /^[\x21-\x7E]{1,100}$/;
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/**
+ * The replica's live event streams (GET /v1/events/stream, decision 0027): opens them within the
+ * credential's limit, replays what a resuming client missed, switches it to the live events
+ * without a gap or a twin, keeps them alive, ends them when their credential no longer admits
+ * them, and closes them all when the replica stops.
+ */
+export function createEventStreams(opts: EventStreamsOptions) {
+  const replica = randomUUID();
+  const sessions = new Map<Session, { id: string; authorization: string | undefined; expiry?: NodeJS.Timeout }>();
+  let stopping = false;
+
+  const heartbeat = setInterval(() => {
+    for (const s of sessions.keys()) s.comment("keep-alive");
+  }, opts.heartbeatMs ?? STREAM_HEARTBEAT_MS);
+  heartbeat.unref();
+  const lease = setInterval(() => {
+    if (sessions.size > 0) opts.repo.renewStreams(replica, LEASE_SECONDS).catch((err: unknown) => opts.log.warn({ err }, "could not renew the streams' lease"));
+  }, RENEW_MS);
+  lease.unref();
+
+  /** A credential that changed is checked again; one that no longer admits the stream ends it. */
+  async function recheck(s: Session): Promise<void> {
+    const held = sessions.get(s);
+    if (!held) return;
+    try {
+      const identity = await opts.auth.authenticate(held.authorization, systemContext(`stream-${held.id}`));
+      if (!identity.scopes.includes("tasks:read")) s.end("revoked", "the credential no longer has the scope tasks:read");
+    } catch (e) {
+      // A lookup that failed (keys unreachable) proves nothing: the next change or reconnect checks again.
+      if (isAppError(e) && (e.status === 401 || e.status === 403)) s.end("revoked", "the credential is no longer valid");
+    }
+  }
+  const offAuth = opts.auth.onChange((org) => {
+    for (const s of sessions.keys()) if (org === undefined || s.org === org) void recheck(s);
+  });
+
+  function ended(s: Session, _reason: EndReason): void {
+    const held = sessions.get(s);
+    if (!held) return;
+    sessions.delete(s);
+    clearTimeout(held.expiry);
+    eventStreamsOpen.dec();
+    opts.fanIn.detach(s.org, s);
+    if (!stopping) opts.repo.closeStream(held.id).catch((err: unknown) => opts.log.warn({ err }, "could not close a stream's lease"));
+  }
+
+  /** Where the client resumes: the Last-Event-ID header, else `after`; validated as `after` is. */
+  function resumeFrom(req: FastifyRequest, query: StreamEventsQuery): { id: string; pointer: string } | undefined {
+    const header = req.headers["last-event-id"];
+    if (typeof header === "string" && header !== "") {
+      if (!LAST_EVENT_ID.test(header)) throw fieldError("Last-Event-ID", "must be an event id, 1-100 visible ASCII characters");
+      return { id: header, pointer: "Last-Event-ID" };
+    }
+    return query.after === undefined ? undefined : { id: query.after, pointer: "/after" };
+  }
+
+  /** The first replay page, asked for before the answer starts: an unknown id is a 400, not a stream. */
+  async function firstPage(r: StreamRequest, resume: { id: string; pointer: string }): Promise<ReplayEventsOutput> {
+    const deadline = Date.now() + 5_000;
+    for (;;) {
+      const page = await opts.tasks.call("replayEvents", { from: { event_id: resume.id }, types: r.query.type, limit: REPLAY_PAGE }, r.ctx);
+      if (page.unknown) throw fieldError(resume.pointer, "names no event of this organization in the last 30 days: list GET /v1/events to find where to start");
+      if (!page.pending) return page;
+      // Written but not yet published (read from the feed a moment ago): it will be within moments.
+      if (Date.now() > deadline) throw new AppError("service_unavailable", "That event is not published yet; retry shortly.", { retryAfter: 1 });
+      await sleep(100);
+    }
+  }
+
+  /**
+   * Sends the stored past page after page, then switches to live: once the stored events reach
+   * the ones this replica still keeps (everything after `through` is kept or yet to come), the
+   * kept ones after `through` are sent and the stream goes live, in one synchronous step.
+   */
+  async function catchUp(s: Session, r: StreamRequest, first: ReplayEventsOutput): Promise<void> {
+    let page = first;
+    let position: StreamPosition = first.next;
+    const giveUp = Date.now() + (opts.switchTimeoutMs ?? 15_000);
+    for (;;) {
+      for (const it of page.items) {
+        await s.replay(it.seq, it.event.id, it.event.type, JSON.stringify(it.event));
+        if (s.ended) return;
+      }
+      position = page.next;
+      if (!page.more) {
+        const kept = opts.fanIn.recentOf(s.org, page.through);
+        if (opts.fanIn.coverFrom() <= page.through + 1) {
+          if (s.lastSent < page.through) s.lastSent = page.through;
+          s.live = true;
+          for (const e of kept) s.deliver(e);
+          return;
+        }
+        if (Date.now() > giveUp) return s.end("fan_in", "the stored events did not reach the live ones in time; reconnect with Last-Event-ID to resume");
+        await sleep(50);
+      }
+      if (s.ended) return;
+      page = await opts.tasks.call("replayEvents", { from: { position }, types: r.query.type, limit: REPLAY_PAGE }, r.ctx);
+    }
+  }
+
+  return {
+    async serve(req: FastifyRequest, reply: FastifyReply, r: StreamRequest): Promise<void> {
+      if (stopping) throw new AppError("service_unavailable", "This server is stopping; reconnect to another.", { retryAfter: 1 });
+      const resume = resumeFrom(req, r.query);
+      const id = randomUUID();
+      const opened = await opts.repo.openStream(id, r.identity.credential_id, replica, MAX_STREAMS_PER_CREDENTIAL, LEASE_SECONDS);
+      if (!opened)
+        throw new AppError(
+          "rate_limited",
+          `This credential already has ${MAX_STREAMS_PER_CREDENTIAL} live event streams open, the most it may hold; close one first.`,
+          { retryAfter: LEASE_SECONDS },
+        );
+      const s = new Session({
+        res: reply.raw,
+        org: r.identity.organization_id,
+        types: r.query.type === undefined ? null : new Set(r.query.type),
+        maxQueued: opts.maxQueued ?? 1_000,
+        onEnd: ended,
+      });
+      sessions.set(s, { id, authorization: req.headers.authorization });
+      eventStreamsOpen.inc();
+      let first: ReplayEventsOutput | undefined;
+      try {
+        // Attached before the replay is read: what is published meanwhile is kept for the switch.
+        await opts.fanIn.attach(s.org, s);
+        if (resume) first = await firstPage(r, resume);
+      } catch (e) {
+        s.end("error");
+        throw e;
+      }
+      if (!resume) {
+        // From now on: everything after the last event this replica has read.
+        s.lastSent = opts.fanIn.lastSeq();
+        s.live = true;
+      }
+      const expires = r.identity.expires_at ? Date.parse(r.identity.expires_at) - Date.now() : undefined;
+      if (expires !== undefined) {
+        const held = sessions.get(s);
+        if (held) held.expiry = setTimeout(() => s.end("revoked", "the credential has expired"), Math.max(0, Math.min(expires, 2 ** 31 - 1)));
+      }
+      reply.hijack();
+      // The headers the pipeline set (request id, rate limit, the ones every answer has) go out as they would.
+      for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value);
+      reply.raw.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "x-accel-buffering": "no" });
+      s.started = true;
+      // How long an EventSource waits before it reconnects after the stream ends.
+      s.raw("retry: 1000\n\n");
+      if (req.raw.destroyed) return s.end("client");
+      if (first)
+        await catchUp(s, r, first).catch((err: unknown) => {
+          req.log.warn({ err }, "a resumed stream could not catch up");
+          s.end("error", "the stored events could not be read; reconnect with Last-Event-ID to resume");
+        });
+    },
+
+    /** How many streams this replica holds open. */
+    get open(): number {
+      return sessions.size;
+    },
+
+    /** Ends every stream (each told to reconnect), gives back their places, and stops reading events. */
+    async stop(): Promise<void> {
+      stopping = true;
+      clearInterval(heartbeat);
+      clearInterval(lease);
+      offAuth();
+      for (const s of [...sessions.keys()]) s.end("shutdown", "this server is stopping; reconnect with Last-Event-ID to resume on another");
+      opts.fanIn.stop();
+      await opts.repo.closeReplica(replica).catch((err: unknown) => opts.log.warn({ err }, "could not give back the streams' places"));
+    },
+  };
+}
+export type EventStreams = ReturnType<typeof createEventStreams>;

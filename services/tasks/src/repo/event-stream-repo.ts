@@ -1,0 +1,122 @@
+import type { Event, StreamPosition, Task, TaskChanges, TaskEventType } from "@tasksvc/contracts";
+import { EVENT_RETENTION_DAYS, inChangesOrder } from "@tasksvc/contracts";
+import type { Sql } from "@tasksvc/db";
+import { inTaskOrder } from "./task-json.js";
+
+/** Where a resume starts, from the event a client last received. */
+export type Resume = { kind: "position"; position: StreamPosition } | { kind: "unknown" } | { kind: "pending" };
+
+interface ReplayRow {
+  seq: string | null;
+  id: string;
+  type: TaskEventType;
+  timestamp: string;
+  at: string;
+  data: Task;
+  changes: TaskChanges | null;
+}
+
+const toEvent = (r: ReplayRow): Event => ({
+  id: r.id,
+  type: r.type,
+  timestamp: r.timestamp,
+  data: inTaskOrder(r.data),
+  ...(r.changes === null ? {} : { changes: inChangesOrder(r.changes) }),
+});
+
+/** The event columns of a replay page, beside its place in the stream's order. */
+const COLUMNS = `e.id, e.type, e.payload->>'created_at' as timestamp, e.payload->'data' as data, e.payload->'changes' as changes,
+  to_char(e.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as at`;
+
+/**
+ * The live stream's order (decision 0027): each event's sequence in the task-event stream, recorded
+ * by the relay (event_stream, migration 0014), and the events published before sequences were
+ * recorded, first, in the feed's order.
+ */
+export function eventStreamRepo(sql: Sql) {
+  const columns = sql.unsafe(COLUMNS);
+  const retained = () => sql`e.created_at > now() - make_interval(days => ${EVENT_RETENTION_DAYS})`;
+  const ofTypes = (types: readonly string[] | undefined) => (types === undefined ? sql`` : sql`and e.type = any(${types as string[]}::text[])`);
+  return {
+    /** In the relay's transaction: where the stream stored each event, and that the prefix grew. */
+    async record(rows: ReadonlyArray<{ event_id: string; organization_id: string; type: string }>, seqs: readonly number[]): Promise<void> {
+      if (rows.length === 0) return;
+      await sql`
+        with recorded as (
+          insert into event_stream (organization_id, stream_seq, event_id, type)
+          select * from unnest(${rows.map((r) => r.organization_id)}::text[], ${seqs as number[]}::int8[],
+                               ${rows.map((r) => r.event_id)}::text[], ${rows.map((r) => r.type)}::text[])
+          on conflict do nothing
+          returning 1)
+        update event_stream_position set last_seq = greatest(last_seq, ${Math.max(...seqs)})`;
+    },
+
+    /** Where a client that last received `eventId` resumes; "unknown" when the organization has no such event of the last 30 days. */
+    async resumeAfter(org: string, eventId: string): Promise<Resume> {
+      const [row] = await sql<Array<{ seq: string | null; at: string; id: string; legacy: boolean }>>`
+        select s.stream_seq as seq, to_char(e.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as at, e.id,
+               e.created_at < p.since as legacy
+        from events e cross join event_stream_position p
+        left join event_stream s on s.event_id = e.id
+        where e.organization_id = ${org} and e.id = ${eventId} and ${retained()}`;
+      if (!row) return { kind: "unknown" };
+      if (row.seq !== null) return { kind: "position", position: { seq: Number(row.seq) } };
+      if (row.legacy) return { kind: "position", position: { at: row.at, id: row.id } };
+      // Written, but the relay has not published it yet: it will be, within moments.
+      return { kind: "pending" };
+    },
+
+    /**
+     * Up to `limit` events after `from`, in the stream's order, and the prefix of the stream whose
+     * sequences are all recorded (read in the same statement, so the page and the prefix agree).
+     */
+    async page(org: string, from: StreamPosition, types: readonly string[] | undefined, limit: number) {
+      if ("seq" in from) {
+        const rows = await sql<Array<ReplayRow & { through: string }>>`
+          select p.last_seq as through, r.*
+          from event_stream_position p
+          left join lateral (
+            select s.stream_seq as seq, ${columns}
+            from event_stream s join events e on e.id = s.event_id
+            where s.organization_id = ${org} and s.stream_seq > ${from.seq} ${types === undefined ? sql`` : sql`and s.type = any(${types as string[]}::text[])`}
+              and ${retained()}
+            order by s.stream_seq
+            limit ${limit}) r on true
+          order by r.seq`;
+        const through = Number(rows[0]?.through ?? 0);
+        const found = rows.filter((r) => r.id !== null);
+        const last = found.at(-1);
+        return {
+          items: found.map((r) => ({ seq: Number(r.seq), event: toEvent(r) })),
+          next: last ? { seq: Number(last.seq) } : from,
+          more: found.length === limit,
+          through,
+        };
+      }
+      // Published before sequences were recorded: the feed's order, then the recorded ones.
+      const rows = await sql<Array<ReplayRow & { through: string }>>`
+        select p.last_seq as through, r.*
+        from event_stream_position p
+        left join lateral (
+          select null::int8 as seq, ${columns}
+          from events e
+          where e.organization_id = ${org} and e.created_at < p.since and ${retained()}
+            and (e.created_at, e.id) > (${from.at}::timestamptz, ${from.id}) ${ofTypes(types)}
+            and not exists (select 1 from event_stream s where s.event_id = e.id)
+          order by e.created_at, e.id
+          limit ${limit}) r on true
+        order by r.at, r.id`;
+      const through = Number(rows[0]?.through ?? 0);
+      const found = rows.filter((r) => r.id !== null);
+      const last = found.at(-1);
+      const full = found.length === limit;
+      return {
+        items: found.map((r) => ({ seq: 0, event: toEvent(r) })),
+        next: full && last ? { at: last.at, id: last.id } : { seq: 0 },
+        more: true,
+        through,
+      };
+    },
+  };
+}
+export type EventStreamRepo = ReturnType<typeof eventStreamRepo>;
