@@ -99,6 +99,28 @@ describe("GET /v1/events/stream", () => {
     for (const [i, m] of s.messages.entries()) expect(m.data).toBe(JSON.stringify(items[i]));
   });
 
+  it("when resuming after an event published before the stream's order was recorded, then the older events follow in the feed's order, then the recorded ones", async () => {
+    const t = await f.tenant();
+    const task = unwrap(await client(t).POST("/v1/tasks", { body: { title: "recorded" } }));
+    const recorded = await eventually(async () => (await streamOrder(t.organizationId))[0], { what: "the create to be published" });
+    // Three events as an earlier version left them: in the feed, with no recorded place in the stream.
+    const legacy = [3, 2, 1].map((days) => ({ id: `evt_legacy_${days}_${t.organizationId}`, days }));
+    for (const l of legacy) {
+      const at = new Date(Date.now() - l.days * 86_400_000).toISOString();
+      const payload = { id: l.id, type: "task.updated", organization_id: t.organizationId, created_at: at, data: { ...task, title: `then ${l.days}` } };
+      await db`insert into tasks.events (id, organization_id, type, created_at, payload)
+        values (${l.id}, ${t.organizationId}, 'task.updated', ${at}, ${db.json(payload as never)})`;
+    }
+    const s = await openSse(streamUrl(`?after=${legacy[0]?.id}`), { token: t.apiKey });
+    expect(s.status).toBe(200);
+    await s.nth(3);
+    unwrap(await client(t).PATCH("/v1/tasks/{task_id}", { params: { path: { task_id: task.id } }, body: { title: "live" } }));
+    await s.nth(4);
+    s.close();
+    expect(ids(s).slice(0, 3)).toEqual([legacy[1]?.id, legacy[2]?.id, recorded]);
+    expect(JSON.parse(s.messages[3]?.data ?? "{}")).toMatchObject({ type: "task.updated", data: { title: "live" } });
+  });
+
   it("when filtered by type, then only those types come, live and replayed", async () => {
     const t = await f.tenant();
     const s = await openSse(streamUrl("?type=task.archived,task.updated"), { token: t.apiKey });

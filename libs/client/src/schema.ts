@@ -9570,7 +9570,7 @@ export interface operations {
                      *     event: task.updated
                      *     data: {"id":"evt_2nK7xQ4mT9pL3vD6bR8sW5","type":"task.updated","timestamp":"2026-11-24T09:30:00.000Z","data":{"id":"T-42","version":3,"title":"Write the announcement","status":"IN_PROGRESS"},"changes":{"status":{"from":"TODO","to":"IN_PROGRESS"}}}
                      */
-                    "text/event-stream": components["schemas"]["Event"];
+                    "text/event-stream": string;
                 };
             };
             /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */

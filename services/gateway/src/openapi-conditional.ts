@@ -55,7 +55,13 @@ export function addConditionalResponses(def: Operation, successHeaders: Json, re
       "A stream of Server-Sent Events, one message per task event: `id:` the event's id (its webhook-id), `event:` its type, `data:` the event as GET /v1/events lists it (this schema). " +
       "A comment line (`: keep-alive`) comes every 15 seconds. When the stream ends (the server stops, or the client fell too far behind), reconnect with Last-Event-ID: nothing is missed and nothing comes twice. " +
       `At most ${MAX_STREAMS_PER_CREDENTIAL} streams per credential are open at once; a stream ends when its credential is revoked or expires.`;
-    ok["content"] = { "text/event-stream": { schema: (ok["content"] as Record<string, Json>)["application/json"]?.["schema"], example: STREAM_EXAMPLE } };
+    // Each message's `data:` is an Event (the schema of the feed's items), the stream itself text.
+    ok["content"] = {
+      "text/event-stream": {
+        schema: { type: "string", description: "Server-Sent Events; each message's `data:` is an `Event` object in JSON." },
+        example: STREAM_EXAMPLE,
+      },
+    };
   }
   if (def.etag) successHeaders["ETag"] = ETAG;
   if (def.preconditions === "if-none-match")
