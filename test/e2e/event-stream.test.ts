@@ -143,6 +143,12 @@ describe("GET /v1/events/stream", () => {
 
   it("when a credential opens a 6th stream, then 429 rate_limited, and a stream closed makes room again", async () => {
     const t = await f.tenant();
+    // HEAD answers a stream's head and holds no place.
+    for (let i = 0; i < 6; i++) {
+      const head = await gw.request("HEAD", "/v1/events/stream", { token: t.apiKey });
+      expect(head.status).toBe(200);
+      expect(head.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
+    }
     const open = await Promise.all(Array.from({ length: 5 }, () => openSse(streamUrl(), { token: t.apiKey })));
     expect(open.map((s) => s.status)).toEqual([200, 200, 200, 200, 200]);
     const sixth = await openSse(streamUrl(), { token: t.apiKey });

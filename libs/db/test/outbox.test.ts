@@ -132,6 +132,44 @@ describe("startOutboxRelay()", () => {
     expect(ids.map((id) => calls.get(id))).toEqual(ids.map(() => 1));
   });
 
+  it("when rows are published, then onPublished gets each row's stream sequence in the batch's own transaction, and a re-sent row keeps its first one", async () => {
+    const payloads = await enqueue(12);
+    await db.sql`create table if not exists recorded (event_id text primary key, seq bigint not null)`;
+    await db.sql`delete from recorded`;
+    // The first batch's transaction fails after the hook ran: nothing it recorded stays, its rows
+    // are published again (the stream drops them as duplicates and answers their first sequence).
+    let failOnce = true;
+    const r = startOutboxRelay<TestRow>({
+      db,
+      publisher: counting().publisher,
+      table: TABLE,
+      lock: LOCK,
+      subject: subjectOf,
+      log,
+      pollMs: 20,
+      batch: 5,
+      onPublished: async (t, rows, seqs) => {
+        await t`insert into recorded ${t(rows.map((row, i) => ({ event_id: row.event_id, seq: seqs[i] as number })))}`;
+        if (failOnce) {
+          failOnce = false;
+          throw new Error("the batch's transaction fails after the hook");
+        }
+      },
+    });
+    await eventually(async () => (await rowsLeft()) === 0, { intervalMs: 20, what: "the outbox to empty" });
+    await r.stop();
+    const jsm = await jetstreamManager(nc);
+    const { state } = await jsm.streams.info(stream);
+    const inStream: Array<[string, number]> = [];
+    for (let seq = state.first_seq; seq <= state.last_seq; seq++) {
+      const m = await jsm.streams.getMessage(stream, { seq });
+      if (m) inStream.push([Payload.parse(m.json()).id, seq]);
+    }
+    expect(inStream.map(([id]) => id)).toEqual(payloads.map((p) => p.id));
+    const rows = await db.sql<Array<{ event_id: string; seq: string }>>`select event_id, seq from recorded order by seq`;
+    expect(rows.map((x) => [x.event_id, Number(x.seq)])).toEqual(inStream);
+  });
+
   it("when a relay is stopped mid-way, then it finishes its batch and leaves the rest to the next relay, which publishes them in order", async () => {
     const payloads = await enqueue(30);
     let first: OutboxRelay | undefined;

@@ -142,11 +142,18 @@ export function gatewayRepo(sql: Sql) {
       await sql`delete from event_streams where id = ${id}`;
     },
 
-    /** The replica still holds its streams. */
-    async renewStreams(replica: string, leaseSeconds: number): Promise<void> {
+    /**
+     * The replica still holds these streams (`open`, their ids): its lease is renewed, and a place
+     * it no longer holds (a close whose delete failed) is given back; not one opened in the last
+     * seconds, which may have been opened while this statement was on its way.
+     */
+    async renewStreams(replica: string, leaseSeconds: number, open: readonly string[]): Promise<void> {
       await sql`
-        insert into stream_replicas (replica, expires_at) values (${replica}, now() + make_interval(secs => ${leaseSeconds}))
-        on conflict (replica) do update set expires_at = excluded.expires_at`;
+        with renewed as (
+          insert into stream_replicas (replica, expires_at) values (${replica}, now() + make_interval(secs => ${leaseSeconds}))
+          on conflict (replica) do update set expires_at = excluded.expires_at)
+        delete from event_streams
+        where replica = ${replica} and id <> all(${open as string[]}::text[]) and opened_at < now() - interval '10 seconds'`;
     },
 
     /** A replica that stops closes all its streams at once. */

@@ -62,7 +62,9 @@ export function createEventStreams(opts: EventStreamsOptions) {
   }, opts.heartbeatMs ?? STREAM_HEARTBEAT_MS);
   heartbeat.unref();
   const lease = setInterval(() => {
-    if (sessions.size > 0) opts.repo.renewStreams(replica, LEASE_SECONDS).catch((err: unknown) => opts.log.warn({ err }, "could not renew the streams' lease"));
+    if (sessions.size === 0) return;
+    const open = [...sessions.values()].map((h) => h.id);
+    opts.repo.renewStreams(replica, LEASE_SECONDS, open).catch((err: unknown) => opts.log.warn({ err }, "could not renew the streams' lease"));
   }, RENEW_MS);
   lease.unref();
 
@@ -150,6 +152,8 @@ export function createEventStreams(opts: EventStreamsOptions) {
     async serve(req: FastifyRequest, reply: FastifyReply, r: StreamRequest): Promise<void> {
       if (stopping) throw new AppError("service_unavailable", "This server is stopping; reconnect to another.", { retryAfter: 1 });
       const resume = resumeFrom(req, r.query);
+      // HEAD answers the head a stream would have, and opens none.
+      if (req.method === "HEAD") return void reply.code(200).type("text/event-stream; charset=utf-8").send();
       const id = randomUUID();
       const opened = await opts.repo.openStream(id, r.identity.credential_id, replica, MAX_STREAMS_PER_CREDENTIAL, LEASE_SECONDS);
       if (!opened)
