@@ -15,7 +15,17 @@ const current = () => JSON.parse(read("openapi.json"));
  * and any example would fail: a cursor the API signs, a key that must be new for each request,
  * filters naming an object (a project, a task) a caller's organization may not have.
  */
-const WITHOUT_EXAMPLE = new Set(["after", "Idempotency-Key", "If-Match", "If-None-Match", "Last-Event-ID", "project_id", "parent_task_id", "series_task_id", "task_id"]);
+const WITHOUT_EXAMPLE = new Set([
+  "after",
+  "Idempotency-Key",
+  "If-Match",
+  "If-None-Match",
+  "Last-Event-ID",
+  "project_id",
+  "parent_task_id",
+  "series_task_id",
+  "task_id",
+]);
 const released = () => JSON.parse(read("openapi.released.json"));
 
 describe("the OpenAPI document's quality", () => {

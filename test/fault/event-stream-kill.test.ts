@@ -42,7 +42,7 @@ function follower(tenant: LoadTenant, urls: string[], at: number) {
         ...(last === undefined ? {} : { lastEventId: last }),
         onMessage: (m) => received.push(m.id),
       }).catch(() => undefined);
-      if (!s || s.status !== 200) {
+      if (s?.status !== 200) {
         await new Promise((r) => setTimeout(r, 200));
         continue;
       }
