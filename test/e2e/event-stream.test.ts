@@ -186,6 +186,15 @@ describe("GET /v1/events/stream", () => {
     expect(after.status).toBe(401);
   });
 
+  it("when the stream's access token expires, then the stream ends, told why", async () => {
+    const t = await f.tenant();
+    const token = await f.token(t.organizationId, t.userId, ["tasks:read"], 3);
+    const s = await openSse(streamUrl(), { token });
+    expect(s.status).toBe(200);
+    await s.closed(20_000);
+    expect(s.comments.join("\n")).toContain("the credential has expired");
+  });
+
   it("when Last-Event-ID or after names no event of the organization, then 400 naming it, and no stream", async () => {
     const t = await f.tenant();
     const other = await f.tenant();
