@@ -20,6 +20,7 @@ import { connectNats, deleteNamespaceStreams, jetstreamManager } from "@tasksvc/
 import { metricsSnapshot, printMetricsSnapshot } from "./metrics.mjs";
 import { recurrenceScenarios } from "./recurrence.mjs";
 import { printSearch, searchScenarios } from "./search.mjs";
+import { printStreams, streamScenarios } from "./streams.mjs";
 import { uploadScenarios } from "./uploads.mjs";
 import { webhookScenarios } from "./webhooks.mjs";
 
@@ -392,6 +393,7 @@ let webhooks = null;
 let uploads = null;
 let recurrence = null;
 let search = null;
+let streams = null;
 let metrics = null;
 try {
   const bare = start("bare fastify", "test/bench/bare-server.mjs", { PORT: "18301" });
@@ -495,6 +497,18 @@ try {
       log: (m) => process.stderr.write(`${m}\n`),
     });
   }
+  if (!only || only.split("|").includes("streams")) {
+    streams = await streamScenarios({
+      gateway: "http://127.0.0.1:18303",
+      gatewayOps: `http://127.0.0.1:${OPS.gateway}`,
+      gatewayPid: gatewayProcess.pid,
+      natsUrl: NATS_URL,
+      namespace: NAMESPACE,
+      duration: DURATION,
+      warmup: WARMUP,
+      log: (m) => process.stderr.write(`${m}\n`),
+    });
+  }
   // After the webhook scenarios, which delete their endpoints (and backlog) when done: the
   // object store's writes here would otherwise weigh on their latency.
   if (!only || only.split("|").includes("uploads")) {
@@ -579,10 +593,11 @@ if (recurrence) {
   }
 }
 if (search) printSearch(search);
+if (streams) printStreams(streams);
 if (metrics) printMetricsSnapshot(metrics);
 if (explainList) console.log(`\nEXPLAIN ANALYZE, GET /v1/tasks on 100,000 tasks in one organization:\n\n${explainList}`);
 mkdirSync(new URL("./results", import.meta.url), { recursive: true });
 writeFileSync(
   new URL("./results/latest.json", import.meta.url),
-  `${JSON.stringify({ at: new Date().toISOString(), tool, node: process.version, cores: cpus().length, connections: CONNECTIONS, duration: DURATION, results: rows, webhooks, uploads, recurrence, search, metrics, explain: explainList }, null, 2)}\n`,
+  `${JSON.stringify({ at: new Date().toISOString(), tool, node: process.version, cores: cpus().length, connections: CONNECTIONS, duration: DURATION, results: rows, webhooks, uploads, recurrence, search, streams, metrics, explain: explainList }, null, 2)}\n`,
 );
