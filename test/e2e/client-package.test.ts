@@ -68,7 +68,7 @@ describe("@tasksvc/client as a package", () => {
         exports: { ".": { types: string; default: string } };
         types: string;
       };
-      expect(Object.keys(manifest.dependencies).sort()).toEqual(["openapi-fetch", "p-retry"]);
+      expect(Object.keys(manifest.dependencies).sort()).toEqual(["eventsource-parser", "openapi-fetch", "p-retry"]);
       expect(readdirSync(join(project, "node_modules/@tasksvc"))).toEqual(["client"]);
       expect(manifest.exports["."].types).toBe("./dist/index.d.ts");
       expect(manifest.types).toBe("./dist/index.d.ts");

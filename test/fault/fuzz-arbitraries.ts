@@ -50,6 +50,8 @@ export interface Operation {
   body?: JsonSchema;
   /** Documented success statuses and their application/json schemas. */
   successes: Record<string, unknown>;
+  /** Documented success statuses answered as a Server-Sent Events stream instead of JSON. */
+  streams: string[];
 }
 
 interface OpenApiOperation {
@@ -80,6 +82,9 @@ export function operationsOf(doc: unknown): Operation[] {
             .filter(([status]) => status.startsWith("2"))
             .map(([status, r]) => [status, r.content?.["application/json"]?.schema]),
         ),
+        streams: Object.entries(op.responses ?? {})
+          .filter(([status, r]) => status.startsWith("2") && r.content?.["text/event-stream"] !== undefined)
+          .map(([status]) => status),
         ...(body ? { body } : {}),
       });
     }
@@ -1265,7 +1270,10 @@ export function sendRaw(port: number, bytes: Buffer, timeoutMs: number, headOnly
     });
     socket.on("data", (d: Buffer) => {
       chunks.push(d);
-      const parsed = parseResponse(Buffer.concat(chunks), headOnly);
+      const received = Buffer.concat(chunks);
+      // A live event stream never ends by itself: its head is the whole answer to judge.
+      const stream = (parseResponse(received, true)?.res.headers["content-type"]?.[0] ?? "").startsWith("text/event-stream");
+      const parsed = parseResponse(received, headOnly || stream);
       if (parsed?.complete) finish({ ok: true, res: parsed.res });
     });
     socket.on("error", (e: NodeJS.ErrnoException) => {
