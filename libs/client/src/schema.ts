@@ -1488,6 +1488,26 @@ export interface components {
              */
             disabled_reason: string | null;
             /**
+             * @description Consecutive failed delivery attempts now: 0 after any success, and after enabling. The endpoint is disabled automatically when it grows too long and the endpoint has had no success for days.
+             * @example 0
+             */
+            failure_count: number;
+            /**
+             * @description When a delivery attempt last got a 2xx answer; null when none has.
+             * @example 2026-11-23T09:30:00.000Z
+             */
+            last_success_at: string | null;
+            /**
+             * @description When a delivery attempt last failed; null when none has.
+             * @example null
+             */
+            last_failure_at: string | null;
+            /**
+             * @description At most this many deliveries start per second, counted over any one-second window and across every delivery worker; deliveries past it wait their turn (they never fail because of it). null: no limit.
+             * @example 50
+             */
+            rate_limit: number | null;
+            /**
              * Format: date-time
              * @description When it was created (UTC, ISO 8601).
              * @example 2026-11-23T09:30:00.000Z
@@ -1534,6 +1554,26 @@ export interface components {
              * @example null
              */
             disabled_reason: string | null;
+            /**
+             * @description Consecutive failed delivery attempts now: 0 after any success, and after enabling. The endpoint is disabled automatically when it grows too long and the endpoint has had no success for days.
+             * @example 0
+             */
+            failure_count: number;
+            /**
+             * @description When a delivery attempt last got a 2xx answer; null when none has.
+             * @example 2026-11-23T09:30:00.000Z
+             */
+            last_success_at: string | null;
+            /**
+             * @description When a delivery attempt last failed; null when none has.
+             * @example null
+             */
+            last_failure_at: string | null;
+            /**
+             * @description At most this many deliveries start per second, counted over any one-second window and across every delivery worker; deliveries past it wait their turn (they never fail because of it). null: no limit.
+             * @example 50
+             */
+            rate_limit: number | null;
             /**
              * Format: date-time
              * @description When it was created (UTC, ISO 8601).
@@ -1586,6 +1626,26 @@ export interface components {
              * @example null
              */
             disabled_reason: string | null;
+            /**
+             * @description Consecutive failed delivery attempts now: 0 after any success, and after enabling. The endpoint is disabled automatically when it grows too long and the endpoint has had no success for days.
+             * @example 0
+             */
+            failure_count: number;
+            /**
+             * @description When a delivery attempt last got a 2xx answer; null when none has.
+             * @example 2026-11-23T09:30:00.000Z
+             */
+            last_success_at: string | null;
+            /**
+             * @description When a delivery attempt last failed; null when none has.
+             * @example null
+             */
+            last_failure_at: string | null;
+            /**
+             * @description At most this many deliveries start per second, counted over any one-second window and across every delivery worker; deliveries past it wait their turn (they never fail because of it). null: no limit.
+             * @example 50
+             */
+            rate_limit: number | null;
             /**
              * Format: date-time
              * @description When it was created (UTC, ISO 8601).
@@ -2913,6 +2973,11 @@ export interface components {
              *     ]
              */
             event_types?: ("task.created" | "task.updated" | "task.archived")[];
+            /**
+             * @description At most this many deliveries start per second, counted over any one-second window and across every delivery worker; deliveries past it wait their turn (they never fail because of it). null: no limit.
+             * @example 50
+             */
+            rate_limit?: number | null;
         };
         UpdateWebhookEndpointRequest: {
             /**
@@ -2933,6 +2998,11 @@ export interface components {
              * @example true
              */
             enabled?: boolean;
+            /**
+             * @description At most this many deliveries start per second, counted over any one-second window and across every delivery worker; deliveries past it wait their turn (they never fail because of it). null: no limit.
+             * @example 50
+             */
+            rate_limit?: number | null;
         };
         SendWebhookTestEventRequest: {
             /**

@@ -24,6 +24,13 @@ const OUTCOME = {
   examples: ["delivered"],
 };
 const STATUS = { description: "The HTTP status the endpoint answered; null when none.", examples: [204] };
+const RATE_LIMIT = {
+  description:
+    "At most this many deliveries start per second, counted over any one-second window and across every delivery worker; deliveries past it wait their turn (they never fail because of it). null: no limit.",
+  examples: [50],
+};
+/** Deliveries per second to one endpoint, or null for no limit (DESIGN.md section 11). */
+const RateLimit = z.number().int().min(1).max(10_000).nullable();
 const DURATION = { description: "How long the call took, in milliseconds.", examples: [42] };
 
 /** Spec 2.8: the endpoint as every read shows it; the signing secret is never part of it. */
@@ -37,6 +44,14 @@ export const WebhookEndpoint = z.object({
     .string()
     .nullable()
     .meta({ description: "Why it was disabled automatically; null when enabled or disabled by hand.", examples: [null] }),
+  failure_count: z.number().int().min(0).meta({
+    description:
+      "Consecutive failed delivery attempts now: 0 after any success, and after enabling. The endpoint is disabled automatically when it grows too long and the endpoint has had no success for days.",
+    examples: [0],
+  }),
+  last_success_at: Timestamp.nullable().meta({ description: "When a delivery attempt last got a 2xx answer; null when none has.", examples: [EXAMPLE_INSTANT] }),
+  last_failure_at: Timestamp.nullable().meta({ description: "When a delivery attempt last failed; null when none has.", examples: [null] }),
+  rate_limit: RateLimit.meta(RATE_LIMIT),
   created_at: CreatedAt,
   updated_at: UpdatedAt,
 });
@@ -62,6 +77,7 @@ export const CreateWebhookEndpointBody = z.strictObject({
     examples: [EXAMPLE_URL],
   }),
   event_types: EventTypes.optional().meta(EVENT_TYPES),
+  rate_limit: RateLimit.optional().meta(RATE_LIMIT),
 });
 export type CreateWebhookEndpointBody = z.infer<typeof CreateWebhookEndpointBody>;
 
@@ -73,6 +89,7 @@ export const UpdateWebhookEndpointBody = z.strictObject({
   }),
   event_types: EventTypes.optional().meta(EVENT_TYPES),
   enabled: z.boolean().optional().meta(ENABLED),
+  rate_limit: RateLimit.optional().meta(RATE_LIMIT),
 });
 export type UpdateWebhookEndpointBody = z.infer<typeof UpdateWebhookEndpointBody>;
 

@@ -25,7 +25,7 @@ describe("the delivery log sweep", () => {
   it("when finished deliveries are past 30 days, then the sweep deletes them and their attempts, in batches; younger ones and unfinished work stay", async () => {
     const org = newId("org");
     const made = await endpointsRepo(sql).insert(
-      { id: newId("whe"), organizationId: org, url: "https://hooks.example.com/x", eventTypes: [], secretSealed: "v1.test" },
+      { id: newId("whe"), organizationId: org, url: "https://hooks.example.com/x", eventTypes: [], rateLimit: null, secretSealed: "v1.test" },
       1,
     );
     if (!("endpoint" in made)) throw new Error("the endpoint was not made");

@@ -42,12 +42,17 @@ export function streakAfter(policy: DeliveryPolicy, e: EndpointStreak, results: 
   let failureCount = e.failureCount;
   let failingSince = e.failingSince;
   let gone = false;
+  let lastSuccessAt: Date | null = null;
+  let lastFailureAt: Date | null = null;
+  const later = (a: Date | null, b: Date) => (a === null || b > a ? b : a);
   for (const r of results) {
     if (succeeded(r.result)) {
       failureCount = 0;
       failingSince = null;
+      lastSuccessAt = later(lastSuccessAt, new Date(r.attempted_at));
       continue;
     }
+    lastFailureAt = later(lastFailureAt, new Date(r.attempted_at));
     failureCount += 1;
     failingSince ??= new Date(r.attempted_at);
     if (r.result.status === 410) gone = true;
@@ -57,5 +62,5 @@ export function streakAfter(policy: DeliveryPolicy, e: EndpointStreak, results: 
   else if (e.enabled && failingSince !== null && failureCount >= policy.disableAfter && at.getTime() - failingSince.getTime() >= policy.disableMinAgeMs) {
     disabledReason = DISABLED_FAILING;
   }
-  return { id: e.id, failureCount, failingSince, disabledReason };
+  return { id: e.id, failureCount, failingSince, lastSuccessAt, lastFailureAt, disabledReason };
 }

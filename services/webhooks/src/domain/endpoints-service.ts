@@ -167,7 +167,7 @@ export function endpointsService(deps: EndpointsDeps) {
           // Minted inside the work: a deadlock retry mints again, and only the committed one counts.
           const secretSealed = box.seal(newSigningSecret());
           const made = await r
-            .insert({ id: newId("whe"), organizationId: c.organizationId, url, eventTypes: b.event_types ?? [], secretSealed }, cap)
+            .insert({ id: newId("whe"), organizationId: c.organizationId, url, eventTypes: b.event_types ?? [], rateLimit: b.rate_limit ?? null, secretSealed }, cap)
             .catch((e: unknown) => urlTaken("/url", e));
           if ("atCap" in made) throw atCap(made.atCap, cap);
           return { endpoint: made.endpoint, secret_sealed: secretSealed };

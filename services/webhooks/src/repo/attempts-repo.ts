@@ -75,6 +75,9 @@ export interface StreakUpdate {
   id: string;
   failureCount: number;
   failingSince: Date | null;
+  /** The latest success and failure among the results (null: none, the stored time stays). */
+  lastSuccessAt: Date | null;
+  lastFailureAt: Date | null;
   /** Set when this update disables the endpoint. */
   disabledReason: string | null;
 }
@@ -249,20 +252,23 @@ export function attemptsRepo(sql: Sql) {
         where d.id = u.id`;
     },
 
-    /** Writes streaks; an update with a reason disables its endpoint and its PENDING deliveries (DESIGN.md 5). */
+    /** Writes streaks and the latest success and failure (a later one wins, whichever report comes first); an update with a reason disables its endpoint and its PENDING deliveries (DESIGN.md 5). */
     async updateStreaks(updates: readonly StreakUpdate[]): Promise<void> {
       if (updates.length === 0) return;
       await sql`
         update endpoints e set
           failure_count = u.failure_count,
           failing_since = u.failing_since,
+          last_success_at = greatest(e.last_success_at, u.last_success_at),
+          last_failure_at = greatest(e.last_failure_at, u.last_failure_at),
           enabled = case when u.reason is null then e.enabled else false end,
           disabled_reason = coalesce(u.reason, e.disabled_reason),
           updated_at = case when u.reason is null then e.updated_at else clock_timestamp() end
         from unnest(
           ${updates.map((u) => u.id)}::text[], ${updates.map((u) => u.failureCount)}::int[],
-          ${updates.map((u) => u.failingSince?.toISOString() ?? null)}::timestamptz[], ${updates.map((u) => u.disabledReason)}::text[]
-        ) as u (id, failure_count, failing_since, reason)
+          ${updates.map((u) => u.failingSince?.toISOString() ?? null)}::timestamptz[], ${updates.map((u) => u.disabledReason)}::text[],
+          ${updates.map((u) => u.lastSuccessAt?.toISOString() ?? null)}::timestamptz[], ${updates.map((u) => u.lastFailureAt?.toISOString() ?? null)}::timestamptz[]
+        ) as u (id, failure_count, failing_since, reason, last_success_at, last_failure_at)
         where e.id = u.id`;
       const disabled = updates.filter((u) => u.disabledReason !== null).map((u) => u.id);
       if (disabled.length > 0) await this.disablePending(disabled);

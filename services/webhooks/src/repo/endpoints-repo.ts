@@ -15,13 +15,17 @@ interface EndpointRow {
   event_types: TaskEventType[];
   verified: boolean;
   disabled_reason: string | null;
+  failure_count: number;
+  last_success_at: Date | null;
+  last_failure_at: Date | null;
+  rate_limit: number | null;
   created_at: Date;
   updated_at: Date;
   cursor_at: string;
 }
 
 // Never `select *`: the sealed secrets stay in the table unless a query names them.
-const COLS = "id, url, enabled, event_types, verified, disabled_reason, created_at, updated_at";
+const COLS = "id, url, enabled, event_types, verified, disabled_reason, failure_count, last_success_at, last_failure_at, rate_limit, created_at, updated_at";
 /** Newest first: `order by created_at desc, id desc`. */
 const ENDPOINT_PAGES = keyset("desc", ["created_at", "timestamp"], ["id", "text"]);
 
@@ -32,6 +36,10 @@ const toEndpoint = (r: EndpointRow): WebhookEndpoint => ({
   event_types: r.event_types,
   verified: r.verified,
   disabled_reason: r.disabled_reason,
+  failure_count: r.failure_count,
+  last_success_at: r.last_success_at?.toISOString() ?? null,
+  last_failure_at: r.last_failure_at?.toISOString() ?? null,
+  rate_limit: r.rate_limit,
   created_at: r.created_at.toISOString(),
   updated_at: r.updated_at.toISOString(),
 });
@@ -41,6 +49,7 @@ export interface NewEndpoint {
   organizationId: string;
   url: string;
   eventTypes: TaskEventType[];
+  rateLimit: number | null;
   secretSealed: string;
 }
 
@@ -82,6 +91,7 @@ export interface EndpointPatch {
   url?: string | undefined;
   event_types?: TaskEventType[] | undefined;
   enabled?: boolean | undefined;
+  rate_limit?: number | null | undefined;
 }
 
 /** All SQL of the webhooks service (schema `webhooks`). Bound to a pool or to one transaction. */
@@ -112,8 +122,8 @@ export function endpointsRepo(sql: Sql) {
       if (n >= cap) return { atCap: n };
       try {
         const [row] = await sql<EndpointRow[]>`
-          insert into endpoints (id, organization_id, url, event_types, secret_sealed)
-          values (${e.id}, ${e.organizationId}, ${e.url}, ${e.eventTypes}::text[], ${e.secretSealed})
+          insert into endpoints (id, organization_id, url, event_types, rate_limit, secret_sealed)
+          values (${e.id}, ${e.organizationId}, ${e.url}, ${e.eventTypes}::text[], ${e.rateLimit}, ${e.secretSealed})
           returning ${cols}, '' as cursor_at`;
         if (!row) throw new Error("insert returned no row");
         return { endpoint: toEndpoint(row) };
@@ -138,8 +148,9 @@ export function endpointsRepo(sql: Sql) {
     },
 
     /**
-     * Undefined for an unknown endpoint. `enabled: true` resets the failure count and the
-     * auto-disable reason (spec 3.4), even when the endpoint was already enabled. Throws
+     * Undefined for an unknown endpoint. `enabled: true` resets the failure streak (its count and
+     * when it began) and the auto-disable reason (spec 3.4), even when the endpoint was already
+     * enabled: a streak from before would otherwise count its old age towards the next auto-disable. Throws
      * DuplicateEndpointUrl when the URL it would have is another endpoint's.
      */
     async update(org: string, id: string, p: EndpointPatch): Promise<WebhookEndpoint | undefined> {
@@ -154,6 +165,8 @@ export function endpointsRepo(sql: Sql) {
           event_types = ${p.event_types === undefined ? sql`event_types` : sql`${p.event_types}::text[]`},
           enabled = ${p.enabled === undefined ? sql`enabled` : sql`${p.enabled}`},
           failure_count = ${p.enabled === true ? sql`0` : sql`failure_count`},
+          failing_since = ${p.enabled === true ? sql`null` : sql`failing_since`},
+          rate_limit = ${p.rate_limit === undefined ? sql`rate_limit` : sql`${p.rate_limit}`},
           disabled_reason = ${p.enabled === true ? sql`null` : sql`disabled_reason`},
           updated_at = clock_timestamp()
         where organization_id = ${org} and id = ${id}
