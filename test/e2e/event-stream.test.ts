@@ -102,7 +102,15 @@ describe("GET /v1/events/stream", () => {
   it("when resuming after an event published before the stream's order was recorded, then the older events follow in the feed's order, then the recorded ones", async () => {
     const t = await f.tenant();
     const task = unwrap(await client(t).POST("/v1/tasks", { body: { title: "recorded" } }));
-    const recorded = await eventually(async () => (await streamOrder(t.organizationId))[0], { what: "the create to be published" });
+    // A check passes unless it throws or answers false: an undefined first id (not yet published) must throw.
+    const recorded = await eventually(
+      async () => {
+        const [first] = await streamOrder(t.organizationId);
+        if (first === undefined) throw new Error("the create is not published yet");
+        return first;
+      },
+      { what: "the create to be published" },
+    );
     // Three events as an earlier version left them: in the feed, with no recorded place in the stream.
     const legacy = [3, 2, 1].map((days) => ({ id: `evt_legacy_${days}_${t.organizationId}`, days }));
     for (const l of legacy) {
@@ -117,7 +125,7 @@ describe("GET /v1/events/stream", () => {
     unwrap(await client(t).PATCH("/v1/tasks/{task_id}", { params: { path: { task_id: task.id } }, body: { title: "live" } }));
     await s.nth(4);
     s.close();
-    expect(ids(s).slice(0, 3)).toEqual([legacy[1]?.id, legacy[2]?.id, recorded]);
+    expect(ids(s).slice(0, 3), JSON.stringify(ids(s))).toEqual([legacy[1]?.id, legacy[2]?.id, recorded]);
     expect(JSON.parse(s.messages[3]?.data ?? "{}")).toMatchObject({ type: "task.updated", data: { title: "live" } });
   });
 

@@ -4,8 +4,8 @@ import { describe, expect, it } from "vitest";
 const { gw, gw2, f, db } = e2eContext();
 
 const rowsOf = async (orgId: string) =>
-  db<{ id: string; secret_sealed: string; failure_count: number }[]>`
-    select id, secret_sealed, failure_count from webhooks.endpoints where organization_id = ${orgId}`;
+  db<{ id: string; secret_sealed: string; failure_count: number; failing_since: Date | null }[]>`
+    select id, secret_sealed, failure_count, failing_since from webhooks.endpoints where organization_id = ${orgId}`;
 
 const create = (token: string, body: unknown, headers: Record<string, string> = {}) => gw.post("/v1/webhook-endpoints", body, { token, headers });
 
@@ -21,6 +21,10 @@ describe("webhook endpoints", () => {
       event_types: ["task.created"],
       verified: false,
       disabled_reason: null,
+      failure_count: 0,
+      last_success_at: null,
+      last_failure_at: null,
+      rate_limit: null,
       created_at: expect.any(String),
       updated_at: r.body.created_at,
       secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]+=*$/),
@@ -122,7 +126,7 @@ describe("webhook endpoints", () => {
     expect(off.status, off.text).toBe(200);
     expect(off.body).toMatchObject({ id: e.id, enabled: false, url: e.url });
     expect(off.body).not.toHaveProperty("secret");
-    await db`update webhooks.endpoints set failure_count = 7, disabled_reason = 'too many failures' where id = ${e.id}`;
+    await db`update webhooks.endpoints set failure_count = 7, failing_since = now() - interval '3 days', disabled_reason = 'too many failures' where id = ${e.id}`;
     const on = await gw.patch(
       path,
       { enabled: true, url: "https://hooks.example.com/new", event_types: ["task.updated", "task.archived"] },
@@ -132,11 +136,12 @@ describe("webhook endpoints", () => {
     expect(on.body).toMatchObject({
       enabled: true,
       disabled_reason: null,
+      failure_count: 0,
       url: "https://hooks.example.com/new",
       event_types: ["task.updated", "task.archived"],
     });
     expect(on.body.updated_at >= e.updated_at).toBe(true);
-    expect((await rowsOf(t.organizationId))[0]?.failure_count).toBe(0);
+    expect((await rowsOf(t.organizationId))[0]).toMatchObject({ failure_count: 0, failing_since: null });
     const bad = await gw.patch(path, { url: "http://hooks.example.com/" }, { token: t.apiKey });
     expect(bad.status, bad.text).toBe(400);
     expect(bad.body.errors).toEqual([expect.objectContaining({ pointer: "/url" })]);

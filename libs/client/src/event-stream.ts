@@ -1,10 +1,10 @@
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import type { components } from "./schema.js";
 
-type TaskEvent = components["schemas"]["Event"];
+type StreamedEvent = components["schemas"]["Event"];
 type Problem = components["schemas"]["Problem"];
-/** An event's type: `task.created`, `task.updated` or `task.archived`. */
-export type EventType = TaskEvent["type"];
+/** An event's type: `task.created`, `task.updated`, `task.archived`, or an endpoint's `webhook_endpoint.disabled` or `webhook_endpoint.enabled`. */
+export type EventType = StreamedEvent["type"];
 
 export interface EventStreamOptions {
   /** Only these types of event (all of them by default). */
@@ -41,7 +41,7 @@ export interface EventStreamContext {
  * set to the last event yielded, and the server goes on after it. A 503, a 5xx or a 429 is tried
  * again after its Retry-After (or a backoff); any other error answer throws its problem.
  */
-export async function* streamEvents(ctx: EventStreamContext, options: EventStreamOptions = {}): AsyncGenerator<TaskEvent> {
+export async function* streamEvents(ctx: EventStreamContext, options: EventStreamOptions = {}): AsyncGenerator<StreamedEvent> {
   const url = new URL(`${ctx.baseUrl.replace(/\/+$/, "")}/v1/events/stream`);
   if (options.types !== undefined && options.types.length > 0) url.searchParams.set("type", options.types.join(","));
   if (options.after !== undefined) url.searchParams.set("after", options.after);
@@ -165,9 +165,9 @@ async function afterFailedConnect(ctx: EventStreamContext, res: Response, backof
 }
 
 /** The Event a message carries as JSON; a message that is not one is a broken stream. */
-function parseEvent(m: EventSourceMessage): TaskEvent {
+function parseEvent(m: EventSourceMessage): StreamedEvent {
   try {
-    return JSON.parse(m.data) as TaskEvent;
+    return JSON.parse(m.data) as StreamedEvent;
   } catch {
     throw new Error(`GET /v1/events/stream sent a message that is not JSON (id ${m.id ?? "none"}, event ${m.event ?? "none"})`);
   }

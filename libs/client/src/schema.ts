@@ -720,7 +720,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Task events of the last 30 days, newest first: the bodies webhooks deliver, with their webhook-id
+         * Events of the last 30 days, newest first: the bodies webhooks deliver, with their webhook-id
          * @description Requires scope `tasks:read` and plan entitlement `public_api`. Costs 1 API call.
          */
         get: operations["listEvents"];
@@ -740,7 +740,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Task events as they happen, as Server-Sent Events; resumes after Last-Event-ID with nothing missed and nothing twice
+         * Events as they happen, as Server-Sent Events; resumes after Last-Event-ID with nothing missed and nothing twice
          * @description Requires scope `tasks:read` and plan entitlement `public_api`. Costs 1 API call when opened.
          */
         get: operations["streamEvents"];
@@ -760,7 +760,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * One task event (its id is the delivery's webhook-id)
+         * One event (its id is the delivery's webhook-id)
          * @description Requires scope `tasks:read` and plan entitlement `public_api`. Costs 1 API call.
          */
         get: operations["getEvent"];
@@ -1470,13 +1470,13 @@ export interface components {
              */
             enabled: boolean;
             /**
-             * @description The event types delivered; all when absent or empty.
+             * @description The event types delivered; every task.* type when absent or empty. The webhook_endpoint.* types (another endpoint of the organization disabled or enabled) are delivered only when listed, and never to the endpoint they describe.
              * @example [
              *       "task.created",
              *       "task.updated"
              *     ]
              */
-            event_types: ("task.created" | "task.updated" | "task.archived")[];
+            event_types: ("task.created" | "task.updated" | "task.archived" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
             /**
              * @description Whether the endpoint answered a verification probe with a 2xx.
              * @example true
@@ -1537,13 +1537,13 @@ export interface components {
              */
             enabled: boolean;
             /**
-             * @description The event types delivered; all when absent or empty.
+             * @description The event types delivered; every task.* type when absent or empty. The webhook_endpoint.* types (another endpoint of the organization disabled or enabled) are delivered only when listed, and never to the endpoint they describe.
              * @example [
              *       "task.created",
              *       "task.updated"
              *     ]
              */
-            event_types: ("task.created" | "task.updated" | "task.archived")[];
+            event_types: ("task.created" | "task.updated" | "task.archived" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
             /**
              * @description Whether the endpoint answered a verification probe with a 2xx.
              * @example true
@@ -1609,13 +1609,13 @@ export interface components {
              */
             enabled: boolean;
             /**
-             * @description The event types delivered; all when absent or empty.
+             * @description The event types delivered; every task.* type when absent or empty. The webhook_endpoint.* types (another endpoint of the organization disabled or enabled) are delivered only when listed, and never to the endpoint they describe.
              * @example [
              *       "task.created",
              *       "task.updated"
              *     ]
              */
-            event_types: ("task.created" | "task.updated" | "task.archived")[];
+            event_types: ("task.created" | "task.updated" | "task.archived" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
             /**
              * @description Whether the endpoint answered a verification probe with a 2xx.
              * @example true
@@ -1714,7 +1714,8 @@ export interface components {
              */
             created_at: string;
         };
-        Event: {
+        Event: components["schemas"]["TaskEvent"] | components["schemas"]["EndpointEvent"];
+        TaskEvent: {
             /**
              * @description The event's id: the `webhook-id` header of every delivery of it.
              * @example evt_2nK7xQ4mT9pL3vD6bR8sW5
@@ -1871,6 +1872,47 @@ export interface components {
                     to: unknown;
                 };
             };
+        };
+        /** @description A webhook endpoint was disabled or enabled. Needs the scope webhooks:read to be seen in the feed and the stream. */
+        EndpointEvent: {
+            /**
+             * @description The event's id: the `webhook-id` header of every delivery of it.
+             * @example evt_7mQ2xK9pT4vL8nD3bR6sW1
+             */
+            id: string;
+            /**
+             * @description What happened: webhook_endpoint.disabled (automatically or by hand) or webhook_endpoint.enabled.
+             * @example webhook_endpoint.disabled
+             * @enum {string}
+             */
+            type: "webhook_endpoint.disabled" | "webhook_endpoint.enabled";
+            /**
+             * Format: date-time
+             * @description When it happened (UTC, ISO 8601).
+             * @example 2026-11-23T09:30:00.000Z
+             */
+            timestamp: string;
+            /**
+             * @description The endpoint after the change, as reads show it: `disabled_reason` says why an automatic disable happened (null for one by hand).
+             * @example {
+             *       "id": "whe_8kQ3mT6pL2vX9nD4bR7sW1",
+             *       "url": "https://hooks.example.com/tasksvc",
+             *       "enabled": false,
+             *       "event_types": [
+             *         "task.created",
+             *         "task.updated"
+             *       ],
+             *       "verified": true,
+             *       "disabled_reason": "consecutive_failures",
+             *       "failure_count": 100,
+             *       "last_success_at": "2026-11-19T09:30:00.000Z",
+             *       "last_failure_at": "2026-11-23T09:30:00.000Z",
+             *       "rate_limit": null,
+             *       "created_at": "2026-11-01T09:30:00.000Z",
+             *       "updated_at": "2026-11-23T09:30:00.000Z"
+             *     }
+             */
+            data: components["schemas"]["WebhookEndpoint"];
         };
         WebhookDeliveryAttempt: {
             /**
@@ -2966,13 +3008,13 @@ export interface components {
              */
             url: string;
             /**
-             * @description The event types delivered; all when absent or empty.
+             * @description The event types delivered; every task.* type when absent or empty. The webhook_endpoint.* types (another endpoint of the organization disabled or enabled) are delivered only when listed, and never to the endpoint they describe.
              * @example [
              *       "task.created",
              *       "task.updated"
              *     ]
              */
-            event_types?: ("task.created" | "task.updated" | "task.archived")[];
+            event_types?: ("task.created" | "task.updated" | "task.archived" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
             /**
              * @description At most this many deliveries start per second, counted over any one-second window and across every delivery worker; deliveries past it wait their turn (they never fail because of it). null: no limit.
              * @example 50
@@ -2986,13 +3028,13 @@ export interface components {
              */
             url?: string;
             /**
-             * @description The event types delivered; all when absent or empty.
+             * @description The event types delivered; every task.* type when absent or empty. The webhook_endpoint.* types (another endpoint of the organization disabled or enabled) are delivered only when listed, and never to the endpoint they describe.
              * @example [
              *       "task.created",
              *       "task.updated"
              *     ]
              */
-            event_types?: ("task.created" | "task.updated" | "task.archived")[];
+            event_types?: ("task.created" | "task.updated" | "task.archived" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
             /**
              * @description Whether deliveries are sent (false after auto-disable or by choice).
              * @example true
@@ -3010,7 +3052,7 @@ export interface components {
              * @example task.created
              * @enum {string}
              */
-            event_type?: "task.created" | "task.updated" | "task.archived";
+            event_type?: "task.created" | "task.updated" | "task.archived" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled";
         };
         ReplayFailedWebhookDeliveriesRequest: {
             /**
@@ -9479,10 +9521,10 @@ export interface operations {
                 /** @description The `next_cursor` of the previous page; the other parameters must be the same as for that page. */
                 after?: string;
                 /**
-                 * @description Only events of this type.
+                 * @description Only events of this type. The webhook_endpoint.* types need the scope webhooks:read; without it they are left out.
                  * @example task.updated
                  */
-                type?: "task.created" | "task.updated" | "task.archived";
+                type?: "task.created" | "task.updated" | "task.archived" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled";
                 /** @description Only the events of this task, T-\<n\> (404 when no task has this id). */
                 task_id?: string;
                 /**
@@ -9502,7 +9544,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Task events of the last 30 days, newest first: the bodies webhooks deliver, with their webhook-id */
+            /** @description Events of the last 30 days, newest first: the bodies webhooks deliver, with their webhook-id */
             200: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -9601,10 +9643,10 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Only events of these types, comma-separated (`task.created,task.updated`).
+                 * @description Only events of these types, comma-separated (`task.created,task.updated`). The webhook_endpoint.* types need the scope webhooks:read; without it they are left out.
                  * @example task.updated
                  */
-                type?: string | ("task.created" | "task.updated" | "task.archived")[];
+                type?: string | ("task.created" | "task.updated" | "task.archived" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
                 /** @description Resume after this event (its id, the `id:` of a message or a webhook-id): first every later event of the last 30 days, then live ones. The `Last-Event-ID` header does the same and wins over it. */
                 after?: string;
             };
@@ -9732,7 +9774,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description One task event (its id is the delivery's webhook-id) */
+            /** @description One event (its id is the delivery's webhook-id) */
             200: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */

@@ -1,7 +1,9 @@
 import { z } from "zod";
 import { OpaqueId } from "./common.js";
 import { listOf } from "./task-search.js";
-import { Event, inChangesOrder, TaskEventType, type TaskEvent } from "./tasks.js";
+import { Event, isEndpointEvent, type OrgEvent } from "./events.js";
+import { EventType, inChangesOrder } from "./tasks.js";
+import { WebhookEndpoint } from "./webhooks.js";
 
 /** At most this many open streams per credential, across every gateway replica. */
 export const MAX_STREAMS_PER_CREDENTIAL = 5;
@@ -16,9 +18,13 @@ const EVENT_ID = "evt_2nK7xQ4mT9pL3vD6bR8sW5";
  */
 export const StreamEventsQuery = z
   .object({
-    type: listOf(TaskEventType.options)
+    type: listOf(EventType.options)
       .optional()
-      .meta({ description: "Only events of these types, comma-separated (`task.created,task.updated`).", examples: ["task.updated"] }),
+      .meta({
+        description:
+          "Only events of these types, comma-separated (`task.created,task.updated`). The webhook_endpoint.* types need the scope webhooks:read; without it they are left out.",
+        examples: ["task.updated"],
+      }),
     // No example: an id of another organization, or older than 30 days, is refused.
     after: OpaqueId.optional().meta({
       description:
@@ -40,7 +46,7 @@ export type StreamPosition = z.infer<typeof StreamPosition>;
 export const ReplayEventsInput = z.object({
   /** Where to start: an event id (the client's Last-Event-ID), or where the previous page ended. */
   from: z.union([z.object({ event_id: OpaqueId }).strict(), z.object({ position: StreamPosition }).strict()]),
-  types: z.array(TaskEventType).optional(),
+  types: z.array(EventType).optional(),
   limit: z.number().int().min(1).max(1000),
 });
 export type ReplayEventsInput = z.infer<typeof ReplayEventsInput>;
@@ -89,21 +95,35 @@ export const TASK_FIELD_ORDER: readonly string[] = [
   "updated_at",
 ];
 
+/** An endpoint's fields in the order every answer shows them. */
+const ENDPOINT_FIELD_ORDER: readonly string[] = Object.keys(WebhookEndpoint.shape);
+
+/** `data` with the fields of `order` first, in that order, then any others (a newer producer's). */
+function inOrder<T>(data: T, order: readonly string[]): T {
+  const from = data as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const k of order) if (k in from) out[k] = from[k];
+  for (const k of Object.keys(from)) if (!(k in out)) out[k] = from[k];
+  return out as T;
+}
+
+/** An event's data (stored as jsonb, which sorts keys) in the API's field order for its type. */
+export function inDataOrder<T>(type: string, data: T): T {
+  return inOrder(data, type.startsWith("task.") ? TASK_FIELD_ORDER : ENDPOINT_FIELD_ORDER);
+}
+
 /**
- * A task event as the feed and the stream show it, from its envelope as JetStream carries it
- * (jsonb's key order): the task's fields and its changes put back in the API's order, so that a
- * stream message and the feed's item for the same event are the same bytes.
+ * An event as the feed and the stream show it, from its envelope as JetStream carries it
+ * (jsonb's key order): the task's (or endpoint's) fields and the changes put back in the API's
+ * order, so that a stream message and the feed's item for the same event are the same bytes.
  */
-export function feedEventOf(e: TaskEvent): Event {
-  const data: Record<string, unknown> = {};
-  const from: Record<string, unknown> = e.data;
-  for (const k of TASK_FIELD_ORDER) if (k in from) data[k] = from[k];
-  for (const k of Object.keys(from)) if (!(k in data)) data[k] = from[k];
+export function feedEventOf(e: OrgEvent): Event {
+  if (isEndpointEvent(e)) return { id: e.id, type: e.type, timestamp: e.created_at, data: inOrder(e.data, ENDPOINT_FIELD_ORDER) };
   return {
     id: e.id,
     type: e.type,
     timestamp: e.created_at,
-    data: data as Event["data"],
+    data: inOrder(e.data, TASK_FIELD_ORDER),
     ...(e.changes === undefined ? {} : { changes: inChangesOrder(e.changes) }),
   };
 }

@@ -6,6 +6,7 @@ export * from "./keys.js";
 export * from "./dates.js";
 export * from "./recurrence.js";
 export * from "./tasks.js";
+export * from "./events.js";
 export * from "./task-search.js";
 export * from "./task-batches.js";
 export * from "./event-stream.js";

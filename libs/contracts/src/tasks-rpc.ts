@@ -7,7 +7,8 @@ import type { RpcCatalog } from "./rpc.js";
 import { ReplayEventsInput, ReplayEventsOutput } from "./event-stream.js";
 import { TaskBatchOutcome, TaskBatchRpcInput } from "./task-batches.js";
 import { ListTasksQuery, SearchTasksBody } from "./task-search.js";
-import { CreateTaskBody, Event, EventParams, ListEventsQuery, Task, TaskParams, TaskSummary, TaskVersion, UpdateTaskBody } from "./tasks.js";
+import { Event } from "./events.js";
+import { CreateTaskBody, EventParams, EventType, ListEventsQuery, Task, TaskParams, TaskSummary, TaskVersion, UpdateTaskBody } from "./tasks.js";
 
 /** A write that may answer "created" (201) or "already there" (200). */
 const Upserted = <T extends z.ZodType>(t: T) => z.object({ created: z.boolean(), view: t });
@@ -26,8 +27,9 @@ export const tasksRpc = {
     /** POST /v1/tasks/batch: each item as its single operation, in order (domain/batches.ts). */
     batchTasks: { input: TaskBatchRpcInput, output: z.object({ results: z.array(TaskBatchOutcome) }), timeoutMs: 30_000 },
     taskHistory: { input: PageQuery.extend({ task_id: OpaqueId }), output: page(TaskVersion) },
-    listEvents: { input: ListEventsQuery, output: page(Event) },
-    getEvent: { input: EventParams, output: Event },
+    // `visible`: the types the caller may see (the gateway's choice from its scopes); all when absent.
+    listEvents: { input: ListEventsQuery.extend({ visible: z.array(EventType).optional() }), output: page(Event) },
+    getEvent: { input: EventParams.extend({ visible: z.array(EventType).optional() }), output: Event },
     /** GET /v1/events/stream resuming: the events after a place, in the stream's order. */
     replayEvents: { input: ReplayEventsInput, output: ReplayEventsOutput },
     getDependencies: { input: TaskParams, output: DependencyView },

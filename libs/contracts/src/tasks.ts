@@ -182,6 +182,16 @@ export const TaskParams = z.object({ task_id: TaskIdParam });
 export const TaskEventType = z.enum(["task.created", "task.updated", "task.archived"]);
 export type TaskEventType = z.infer<typeof TaskEventType>;
 /**
+ * Operational events of webhook endpoints (DESIGN.md section 11): written by the webhooks
+ * service, carried by the same outbox, stream, feed and deliveries as task events.
+ */
+export const EndpointEventType = z.enum(["webhook_endpoint.disabled", "webhook_endpoint.enabled"]);
+export type EndpointEventType = z.infer<typeof EndpointEventType>;
+/** Every event type: the task events, then the endpoints' operational ones. */
+export const EventType = z.enum([...TaskEventType.options, ...EndpointEventType.options]);
+export type EventType = z.infer<typeof EventType>;
+export const isTaskEventType = (t: string): t is TaskEventType => (TaskEventType.options as readonly string[]).includes(t);
+/**
  * The envelope of every task event: the payload of a tasks.outbox row, the JetStream message on
  * `taskEventSubject(ns, type)`, and what consumers parse (with `consume()` of libs/nats). One
  * schema for all three, so producer and consumers cannot drift apart. `id` is the event id: the
@@ -248,9 +258,10 @@ const EVENT_TASK: Task = {
 /**
  * A task event as the events feed (GET /v1/events) shows it: exactly the body a webhook delivers
  * for it (`type`, `timestamp`, `data`) and the event's id, which is the delivery's `webhook-id`
- * header. A consumer that missed deliveries reads the same objects here, for 30 days.
+ * header. A consumer that missed deliveries reads the same objects here, for 30 days. The feed's
+ * items are these or the endpoints' operational events (`Event`, events.ts).
  */
-export const Event = z.object({
+export const TaskFeedEvent = z.object({
   id: z.string().meta({ description: "The event's id: the `webhook-id` header of every delivery of it.", examples: [EVENT_ID] }),
   type: TaskEventType.meta({ description: "What happened: task.created, task.updated or task.archived.", examples: ["task.updated"] }),
   timestamp: Timestamp.meta({ description: "When it happened (UTC, ISO 8601): the time of the change's transaction.", examples: [EXAMPLE_INSTANT] }),
@@ -265,7 +276,7 @@ export const Event = z.object({
     examples: [{ status: { from: "TODO", to: "IN_PROGRESS" }, version: { from: 2, to: 3 } }],
   }),
 });
-export type Event = z.infer<typeof Event>;
+export type TaskFeedEvent = z.infer<typeof TaskFeedEvent>;
 
 /** How long the feed keeps an event (the tasks service sweeps older ones). */
 export const EVENT_RETENTION_DAYS = 30;
@@ -276,7 +287,10 @@ const EventTime = z.iso.datetime({ offset: true });
  * the event's time (from, inclusive; to, exclusive).
  */
 export const ListEventsQuery = PageQuery.extend({
-  type: TaskEventType.optional().meta({ description: "Only events of this type.", examples: ["task.updated"] }),
+  type: EventType.optional().meta({
+    description: "Only events of this type. The webhook_endpoint.* types need the scope webhooks:read; without it they are left out.",
+    examples: ["task.updated"],
+  }),
   // No example: an id the caller's organization lacks is a 404.
   task_id: TaskRef.optional().meta({ description: "Only the events of this task, T-<n> (404 when no task has this id)." }),
   created_gte: EventTime.optional().meta({ description: "Only events that occurred at or after this time (ISO 8601).", examples: ["2026-11-01T00:00:00Z"] }),
@@ -292,7 +306,7 @@ export const tasksChangedSubject = (namespace: string) => `${namespace}.evt.task
 
 /** JetStream stream of task events and its subjects, per namespace. */
 export const taskEventsStream = (namespace: string) => `${namespace}_task_events`;
-export const taskEventSubject = (namespace: string, type: TaskEventType) => `${namespace}.evt.tasks.${type}`;
+export const taskEventSubject = (namespace: string, type: EventType) => `${namespace}.evt.tasks.${type}`;
 
 /** What other services may learn of a task (the boards service plans and shows tasks). */
 export const TaskSummary = z.object({

@@ -1,7 +1,8 @@
 import { z } from "zod";
 import { Timestamp } from "./common.js";
 import type { RpcCatalog } from "./rpc.js";
-import { Event, TaskEvent, taskEventsStream } from "./tasks.js";
+import { EndpointEvent, EndpointFeedEvent, OrgEvent } from "./events.js";
+import { TaskFeedEvent, taskEventsStream } from "./tasks.js";
 import { type DeliveryAttempt, ProbeOutcome } from "./webhooks.js";
 
 // Every message of outbound webhooks that crosses a process, one schema each, and the catalog
@@ -16,7 +17,7 @@ import { type DeliveryAttempt, ProbeOutcome } from "./webhooks.js";
  * its id, which travels as the `webhook-id` header. The fan-out stores it with each delivery; the
  * webhooks service serializes it once, at start, and signs that string.
  */
-export const WebhookEnvelope = Event.omit({ id: true });
+export const WebhookEnvelope = z.union([TaskFeedEvent.omit({ id: true }), EndpointFeedEvent.omit({ id: true })]);
 export type WebhookEnvelope = z.infer<typeof WebhookEnvelope>;
 
 /** A signed request, ready to send: the delivery service adds nothing but the connection. */
@@ -114,8 +115,22 @@ export const deliveryRpc = {
  * are per namespace; the request/reply operations are in the two RPC catalogs above.
  */
 export const webhookMessages = {
-  /** Task events as the fan-out consumes them, from the tasks service's stream (it declares the stream). */
-  taskEvent: { schema: TaskEvent, stream: taskEventsStream },
+  /**
+   * The organizations' events as the fan-out consumes them, from the tasks service's event stream
+   * (it declares the stream): task events and, taken in from `endpointEvent`, the endpoints' own.
+   */
+  taskEvent: { schema: OrgEvent, stream: taskEventsStream },
+  /**
+   * An endpoint disabled or enabled: the webhooks service's outbox relays it here (its own
+   * stream), and the tasks service takes it into the events outbox, so that it reaches the feed,
+   * the live stream and the fan-out in the one order of the event stream.
+   */
+  endpointEvent: {
+    schema: EndpointEvent,
+    stream: (namespace: string) => `${namespace}_webhook_events`,
+    subject: (namespace: string, type: EndpointEvent["type"]) => `${namespace}.evt.webhooks.${type}`,
+    subjects: (namespace: string) => `${namespace}.evt.webhooks.>`,
+  },
   /** The dispatcher's jobs for the delivery workers: a work queue, a job gone once acknowledged. */
   deliveryJob: { schema: DeliveryJob, stream: webhookJobsStream, subject: webhookJobsSubject },
   /** Worker → webhooks service, before the calls and after them. */

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { CreatedAt, EXAMPLE_INSTANT, Label, ObjectId, OpaqueId, PageQuery, Timestamp, UpdatedAt, page } from "./common.js";
 import type { RpcCatalog } from "./rpc.js";
-import { TaskEventType } from "./tasks.js";
+import { EventType } from "./tasks.js";
 
 // Webhook endpoints (spec 2.8, 3.4, 4, 4.1; DESIGN.md sections 4-5; issue 11).
 
@@ -12,7 +12,11 @@ const ENDPOINT_ID = "whe_8kQ3mT6pL2vX9nD4bR7sW1";
 const DELIVERY_ID = "whd_5pL8xQ2mT7vK4nD1bR9sW3";
 const EXAMPLE_URL = "https://hooks.example.com/tasksvc";
 const ENABLED = { description: "Whether deliveries are sent (false after auto-disable or by choice).", examples: [true] };
-const EVENT_TYPES = { description: "The event types delivered; all when absent or empty.", examples: [["task.created", "task.updated"]] };
+const EVENT_TYPES = {
+  description:
+    "The event types delivered; every task.* type when absent or empty. The webhook_endpoint.* types (another endpoint of the organization disabled or enabled) are delivered only when listed, and never to the endpoint they describe.",
+  examples: [["task.created", "task.updated"]],
+};
 const VERIFIED = { description: "Whether the endpoint answered a verification probe with a 2xx.", examples: [true] };
 const SECRET = {
   description: "The signing secret (`whsec_…`): shown only in this answer. Verify each delivery's `webhook-signature` with it.",
@@ -38,18 +42,25 @@ export const WebhookEndpoint = z.object({
   id: z.string().meta({ description: "The endpoint's id.", examples: [ENDPOINT_ID] }),
   url: z.string().meta({ description: "An https URL.", examples: [EXAMPLE_URL] }),
   enabled: z.boolean().meta(ENABLED),
-  event_types: z.array(TaskEventType).meta(EVENT_TYPES),
+  event_types: z.array(EventType).meta(EVENT_TYPES),
   verified: z.boolean().meta(VERIFIED),
   disabled_reason: z
     .string()
     .nullable()
     .meta({ description: "Why it was disabled automatically; null when enabled or disabled by hand.", examples: [null] }),
-  failure_count: z.number().int().min(0).meta({
-    description:
-      "Consecutive failed delivery attempts now: 0 after any success, and after enabling. The endpoint is disabled automatically when it grows too long and the endpoint has had no success for days.",
-    examples: [0],
+  failure_count: z
+    .number()
+    .int()
+    .min(0)
+    .meta({
+      description:
+        "Consecutive failed delivery attempts now: 0 after any success, and after enabling. The endpoint is disabled automatically when it grows too long and the endpoint has had no success for days.",
+      examples: [0],
+    }),
+  last_success_at: Timestamp.nullable().meta({
+    description: "When a delivery attempt last got a 2xx answer; null when none has.",
+    examples: [EXAMPLE_INSTANT],
   }),
-  last_success_at: Timestamp.nullable().meta({ description: "When a delivery attempt last got a 2xx answer; null when none has.", examples: [EXAMPLE_INSTANT] }),
   last_failure_at: Timestamp.nullable().meta({ description: "When a delivery attempt last failed; null when none has.", examples: [null] }),
   rate_limit: RateLimit.meta(RATE_LIMIT),
   created_at: CreatedAt,
@@ -64,10 +75,10 @@ export type CreatedWebhookEndpoint = z.infer<typeof CreatedWebhookEndpoint>;
 // The scheme and userinfo rules depend on WEBHOOK_ALLOW_HTTP, which only the webhooks service
 // reads, so the schema checks the shape and the service checks the rest (with the same pointer).
 const EndpointUrl = Label.min(1).max(WEBHOOK_URL_MAX);
-/** An empty list subscribes to every type (spec 6); a type listed twice is refused, not merged. */
+/** An empty list subscribes to every task type (spec 6); a type listed twice is refused, not merged. */
 const EventTypes = z
-  .array(TaskEventType)
-  .max(TaskEventType.options.length)
+  .array(EventType)
+  .max(EventType.options.length)
   .refine((a) => new Set(a).size === a.length, { message: "must not repeat an event type" });
 
 export const CreateWebhookEndpointBody = z.strictObject({
@@ -112,7 +123,7 @@ export const ProbeOutcome = z.enum(["delivered", "blocked", "redirect_blocked", 
 export type ProbeOutcome = z.infer<typeof ProbeOutcome>;
 
 /** Test event body (spec 4.1): optional event type, task.created by default. */
-export const TestEventBody = z.strictObject({ event_type: TaskEventType.optional().meta(EVENT_TYPE) });
+export const TestEventBody = z.strictObject({ event_type: EventType.optional().meta(EVENT_TYPE) });
 export type TestEventBody = z.infer<typeof TestEventBody>;
 
 /** Spec 4.1: the probe result; `status` only when a response came. */
@@ -211,7 +222,7 @@ export const webhooksRpc = {
     deleteEndpoint: { input: WebhookEndpointParams, output: DeletedWebhookEndpoint },
     rotateSecret: { input: WebhookEndpointParams, output: RotatedWebhookEndpoint },
     // Both wait for one outbound call (WEBHOOK_TIMEOUT_MS, at most 60 s) made by the delivery service.
-    sendTestEvent: { input: z.object({ endpoint_id: OpaqueId, event_type: TaskEventType.optional() }), output: ProbeResult, timeoutMs: 65_000 },
+    sendTestEvent: { input: z.object({ endpoint_id: OpaqueId, event_type: EventType.optional() }), output: ProbeResult, timeoutMs: 65_000 },
     verifyEndpoint: { input: WebhookEndpointParams, output: VerifyResult, timeoutMs: 65_000 },
     listDeliveries: { input: DeliveriesQuery.extend({ endpoint_id: OpaqueId }), output: page(WebhookDelivery) },
     listAttempts: { input: DeliveryParams.extend(PageQuery.shape), output: page(DeliveryAttempt) },

@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from "node:util";
 import { decodeJson, connectNats, jetstreamManager, type NatsConnection } from "@tasksvc/nats";
-import { TaskEvent, taskEventsStream } from "@tasksvc/contracts";
+import { isEndpointEvent, OrgEvent, type TaskEvent, taskEventsStream } from "@tasksvc/contracts";
 import postgres from "postgres";
 import { eventually } from "./eventually.js";
 import type { StackInfo } from "./stack.js";
@@ -20,11 +20,11 @@ export function taskEvents(stack: StackInfo) {
    * keys the schema does not name, and an event that carries more than its contract (an internal
    * column leaking into `data`) must fail a test, as it did when tests compared the raw JSON.
    */
-  function parseEvent(data: Uint8Array, seq: number): TaskEvent {
+  function parseEvent(data: Uint8Array, seq: number): OrgEvent {
     const raw = decodeJson(data);
-    const parsed = TaskEvent.safeParse(raw);
-    if (!parsed.success) throw new Error(`event ${seq} of ${stream} is outside the TaskEvent schema: ${JSON.stringify(parsed.error.issues)}`);
-    if (!isDeepStrictEqual(parsed.data, raw)) throw new Error(`event ${seq} of ${stream} carries fields outside the TaskEvent schema: ${JSON.stringify(raw)}`);
+    const parsed = OrgEvent.safeParse(raw);
+    if (!parsed.success) throw new Error(`event ${seq} of ${stream} is outside the event schemas: ${JSON.stringify(parsed.error.issues)}`);
+    if (!isDeepStrictEqual(parsed.data, raw)) throw new Error(`event ${seq} of ${stream} carries fields outside its event schema: ${JSON.stringify(raw)}`);
     return parsed.data;
   }
 
@@ -32,15 +32,21 @@ export function taskEvents(stack: StackInfo) {
     return (await (await jsm()).streams.info(stream)).state.last_seq;
   }
 
-  async function since(mark: number): Promise<TaskEvent[]> {
+  /** Every event stored after the mark, task events and endpoints' operational events alike. */
+  async function allSince(mark: number): Promise<OrgEvent[]> {
     const m = await jsm();
     const last = await lastSeq();
-    const out: TaskEvent[] = [];
+    const out: OrgEvent[] = [];
     for (let seq = mark + 1; seq <= last; seq++) {
       const msg = await m.streams.getMessage(stream, { seq });
       if (msg) out.push(parseEvent(msg.data, seq));
     }
     return out;
+  }
+
+  /** The task events stored after the mark (another test's endpoint events left out). */
+  async function since(mark: number): Promise<TaskEvent[]> {
+    return (await allSince(mark)).filter((e): e is TaskEvent => !isEndpointEvent(e));
   }
 
   /**
@@ -62,6 +68,7 @@ export function taskEvents(stack: StackInfo) {
   return {
     mark,
     since,
+    allSince,
     /**
      * Events of one organization after `mark`, once `count` of them arrived (or the deadline
      * passed: the caller's assertion then shows what did), plus a settle period so that a

@@ -1,5 +1,7 @@
 import {
+  EndpointFeedEvent,
   Event,
+  TaskFeedEvent,
   ApiKey,
   Attachment,
   Board,
@@ -67,6 +69,8 @@ const RESOURCES: ReadonlyArray<[z.ZodType, string]> = [
   [RotatedWebhookEndpoint, "RotatedWebhookEndpoint"],
   [WebhookDelivery, "WebhookDelivery"],
   [Event, "Event"],
+  [TaskFeedEvent, "TaskEvent"],
+  [EndpointFeedEvent, "EndpointEvent"],
   [DeliveryAttempt, "WebhookDeliveryAttempt"],
   [ProbeResult, "WebhookProbeResult"],
 ];

@@ -1,4 +1,4 @@
-import { taskEventSubject, type TaskEventType } from "@tasksvc/contracts";
+import { type EventType, taskEventSubject } from "@tasksvc/contracts";
 import { startOutboxRelay, type Database, type OutboxRelay, type OutboxRow } from "@tasksvc/db";
 import type { Logger } from "@tasksvc/logger";
 import { eventStreamRepo } from "./repo/event-stream-repo.js";
@@ -16,7 +16,7 @@ export interface RelayOptions {
 
 /** tasks.outbox (migrations/0001_tasks.sql): the event type names the subject. */
 interface TaskOutboxRow extends OutboxRow {
-  type: TaskEventType;
+  type: EventType;
   organization_id: string;
 }
 

@@ -21,7 +21,7 @@ export function tasksHandlers(svc: TasksService, att: AttachmentsService, repos:
     batchTasks: (i, ctx) => batches.run(callerOf(ctx), i),
     taskHistory: (i, ctx) => svc.history(callerOf(ctx), i.task_id, i.limit, i.after),
     listEvents: (i, ctx) => svc.listEvents(callerOf(ctx), i),
-    getEvent: (i, ctx) => svc.getEvent(callerOf(ctx), i.event_id),
+    getEvent: (i, ctx) => svc.getEvent(callerOf(ctx), i.event_id, i.visible),
     replayEvents: (i, ctx) => replay(callerOf(ctx), i),
     getDependencies: (i, ctx) => svc.dependencies(callerOf(ctx), i.task_id),
     addDependency: (i, ctx) => svc.addDependency(callerOf(ctx), i.task_id, i.blocker_task_id),

@@ -2,8 +2,8 @@ import { TASK_INDEXES } from "./repo/indexes.js";
 import { fileURLToPath } from "node:url";
 import { blobStoreSetting, natsBlobStore, s3BlobStore, type BlobStore } from "@tasksvc/blobs";
 import { serviceSettings, settings } from "@tasksvc/config";
-import { rolloverMessages, taskEventsStream, tasksChangedSubject, tasksRpc, TasksChanged } from "@tasksvc/contracts";
-import { decodeJson, encodeJson, jetstream, nanos } from "@tasksvc/nats";
+import { rolloverMessages, taskEventsStream, tasksChangedSubject, tasksRpc, TasksChanged, webhookMessages } from "@tasksvc/contracts";
+import { consume, decodeJson, encodeJson, jetstream, nanos } from "@tasksvc/nats";
 import { defineService } from "@tasksvc/runtime";
 import { z } from "zod";
 import { attachmentsService } from "./domain/attachments.js";
@@ -67,6 +67,23 @@ export const service = defineService({
     // One set of resources for every system: the domain's writes wake the relay once committed.
     const resources = tasksResources(db, () => relay.notify());
     const { repos } = resources;
+    // Webhook endpoints' operational events, relayed by the webhooks service from its outbox: taken
+    // into this outbox, they reach the feed, the live stream and the fan-out in the event stream's
+    // one order. Waits in the background for the stream while the webhooks service has not made it
+    // (a stack without webhooks has none), so readiness does not depend on it.
+    const endpointEvents = await consume(nc, {
+      stream: webhookMessages.endpointEvent.stream(namespace),
+      durable: `${namespace}_tasks_endpoint_events`,
+      schema: webhookMessages.endpointEvent.schema,
+      concurrency: 4,
+      ackWaitMs: 30_000,
+      log,
+      async handle(event) {
+        if (await repos.events.takeIn(event)) relay.notify();
+        return "ack";
+      },
+    });
+    onStop(() => endpointEvents.stop());
     const cache = taskCache();
     const changedSubject = tasksChangedSubject(namespace);
     // Every replica hears every change (no queue group). A callback, not an iterator: it runs in

@@ -1,8 +1,9 @@
 import { sampled } from "@tasksvc/telemetry";
 import { fileURLToPath } from "node:url";
 import { serviceSettings, settings } from "@tasksvc/config";
-import { deliveryRpc, webhookAttemptsRpc, webhookMessages, webhooksRpc } from "@tasksvc/contracts";
-import { nanos } from "@tasksvc/nats";
+import { type EndpointEventType, deliveryRpc, webhookAttemptsRpc, webhookMessages, webhooksRpc } from "@tasksvc/contracts";
+import { startOutboxRelay, type OutboxRow } from "@tasksvc/db";
+import { jetstream, nanos, outboxPublisher } from "@tasksvc/nats";
 import { webhookSettings } from "@tasksvc/outbound";
 import { secretBox } from "@tasksvc/secrets";
 import { defineService } from "@tasksvc/runtime";
@@ -58,6 +59,14 @@ export const service = defineService({
       max_age: nanos(24 * 3600_000),
       duplicate_window: nanos(10 * 60_000),
     },
+    {
+      // Endpoints' operational events on their way to the events outbox (the tasks service takes
+      // them in within moments); a week covers a long tasks outage.
+      name: webhookMessages.endpointEvent.stream(namespace),
+      subjects: [webhookMessages.endpointEvent.subjects(namespace)],
+      max_age: nanos(7 * 24 * 3600_000),
+      duplicate_window: nanos(3600_000),
+    },
   ],
   async start({ cfg, db, nc, namespace, serve, client, every, onStop, log, health }) {
     if (cfg.WEBHOOK_SECRET_KEY.isDevKey) {
@@ -66,6 +75,16 @@ export const service = defineService({
     const box = secretBox(cfg.WEBHOOK_SECRET_KEY.keyMaterial, "WEBHOOK_SECRET_KEY");
     const sign = signer(box);
     const delivery = client(deliveryRpc, { timeoutMs: cfg.RPC_TIMEOUT_MS });
+    // The outbox of endpoints' operational events, relayed to their stream (Nats-Msg-Id = event id).
+    const relay = startOutboxRelay<OutboxRow & { type: EndpointEventType }>({
+      db,
+      publisher: outboxPublisher(jetstream(nc)),
+      table: "outbox",
+      lock: "webhooks.outbox.relay",
+      subject: (row) => webhookMessages.endpointEvent.subject(namespace, row.type),
+      log,
+    });
+    onStop(() => relay.stop());
     const repo = endpointsRepo(db.sql);
     const svc = endpointsService({
       repo,
@@ -74,6 +93,7 @@ export const service = defineService({
       signer: sign,
       allowHttp: cfg.WEBHOOK_ALLOW_HTTP,
       call: (request, ctx) => delivery.call("call", request, ctx),
+      onEvents: () => relay.notify(),
     });
     every(60 * 60_000, "idempotency sweep", () => repo.idempotency.sweep());
     // The delivery log keeps 30 days, as the events feed does; attempts go with their delivery.
@@ -90,6 +110,7 @@ export const service = defineService({
       signer: sign,
       // A finished attempt frees a slot of its endpoint, and may have scheduled an immediate retry.
       onRecorded: () => dispatcher.wake(),
+      onEvents: () => relay.notify(),
     });
     // Due deliveries → jobs on the job stream, at most WEBHOOK_ENDPOINT_CONCURRENCY in flight per
     // endpoint; leases that ran out are counted and dispatched again.

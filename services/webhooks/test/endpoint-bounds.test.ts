@@ -48,7 +48,14 @@ interface Row {
 describe("the cap on endpoints under concurrent creates", () => {
   it("when a second create starts while the first, at the cap - 1, has inserted but not committed, then it waits and is refused at the cap", async () => {
     const org = newId("org");
-    const endpoint = (id: string) => ({ id, organizationId: org, url: `https://hooks.example.com/${id}`, eventTypes: [], rateLimit: null, secretSealed: "v1.test" });
+    const endpoint = (id: string) => ({
+      id,
+      organizationId: org,
+      url: `https://hooks.example.com/${id}`,
+      eventTypes: [],
+      rateLimit: null,
+      secretSealed: "v1.test",
+    });
     let inserted!: () => void;
     let commit!: () => void;
     const firstInserted = new Promise<void>((r) => (inserted = r));

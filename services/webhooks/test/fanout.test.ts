@@ -51,7 +51,10 @@ const org = () => newId("org");
 // Each at a URL of its own: an organization has one endpoint per URL.
 const endpoint = async (organizationId: string, eventTypes: TaskEventType[] = []) => {
   const id = newId("whe");
-  const made = await endpoints.insert({ id, organizationId, url: `https://hooks.example.com/${id}`, eventTypes, rateLimit: null, secretSealed: "v1.test" }, 100);
+  const made = await endpoints.insert(
+    { id, organizationId, url: `https://hooks.example.com/${id}`, eventTypes, rateLimit: null, secretSealed: "v1.test" },
+    100,
+  );
   if (!("endpoint" in made)) throw new Error("the endpoint was not made");
   return made.endpoint;
 };

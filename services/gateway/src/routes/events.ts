@@ -1,10 +1,23 @@
-import { Event, EventParams, ListEventsQuery, page, StreamEventsQuery } from "@tasksvc/contracts";
+import { Event, EventParams, EventType, type Identity, ListEventsQuery, page, StreamEventsQuery, visibleEventTypes } from "@tasksvc/contracts";
+import { AppError } from "@tasksvc/errors";
 import { EventStreamAnswer, resource } from "../operations.js";
 
 /**
- * The events feed (issue 16, decision 0021): every task event of the last 30 days, as webhooks
- * deliver it, for a consumer that missed deliveries to catch up or rebuild its state; and the
- * same events live, as Server-Sent Events (decision 0027).
+ * The types of events this credential may see, or undefined when it sees every type. An endpoint's
+ * operational events show its URL, which only webhooks:read may read: without that scope they are
+ * left out, and asking for them by type is a 403.
+ */
+function visibleTo(identity: Identity, asked: readonly EventType[] | undefined): EventType[] | undefined {
+  const visible = visibleEventTypes(identity.scopes);
+  const hidden = asked?.find((t) => !visible.includes(t));
+  if (hidden !== undefined) throw new AppError("insufficient_scope", `Events of type ${hidden} need the scope webhooks:read, which the credential lacks.`);
+  return visible.length === EventType.options.length ? undefined : visible;
+}
+
+/**
+ * The events feed (decision 0021): every event of the last 30 days, as webhooks deliver it, for a
+ * consumer that missed deliveries to catch up or rebuild its state; and the same events live, as
+ * Server-Sent Events (decision 0027).
  */
 export const events = resource({ name: "events", scope: "tasks:read" }, (r) => {
   r.op(
@@ -12,35 +25,39 @@ export const events = resource({ name: "events", scope: "tasks:read" }, (r) => {
       method: "GET",
       url: "/v1/events",
       operationId: "listEvents",
-      summary: "Task events of the last 30 days, newest first: the bodies webhooks deliver, with their webhook-id",
+      summary: "Events of the last 30 days, newest first: the bodies webhooks deliver, with their webhook-id",
       query: ListEventsQuery,
       response: page(Event),
       paginated: true,
     },
-    ({ clients, query, ctx }) => clients.tasks.relay("listEvents", query, ctx),
+    ({ clients, query, ctx, identity }) =>
+      clients.tasks.relay("listEvents", { ...query, visible: visibleTo(identity, query.type === undefined ? undefined : [query.type]) }, ctx),
   );
   r.op(
     {
       method: "GET",
       url: "/v1/events/stream",
       operationId: "streamEvents",
-      summary: "Task events as they happen, as Server-Sent Events; resumes after Last-Event-ID with nothing missed and nothing twice",
+      summary: "Events as they happen, as Server-Sent Events; resumes after Last-Event-ID with nothing missed and nothing twice",
       query: StreamEventsQuery,
       response: Event,
       eventStream: true,
       cost: "1 API call when opened",
     },
-    async ({ query, identity, ctx }) => new EventStreamAnswer({ query, identity, ctx }),
+    async ({ query, identity, ctx }) => {
+      const visible = visibleTo(identity, query.type);
+      return new EventStreamAnswer({ query: { ...query, type: query.type ?? visible }, identity, ctx });
+    },
   );
   r.op(
     {
       method: "GET",
       url: "/v1/events/:event_id",
       operationId: "getEvent",
-      summary: "One task event (its id is the delivery's webhook-id)",
+      summary: "One event (its id is the delivery's webhook-id)",
       params: EventParams,
       response: Event,
     },
-    ({ clients, params, ctx }) => clients.tasks.relay("getEvent", params, ctx),
+    ({ clients, params, ctx, identity }) => clients.tasks.relay("getEvent", { ...params, visible: visibleTo(identity, undefined) }, ctx),
   );
 });

@@ -75,6 +75,8 @@ export function createEventStreams(opts: EventStreamsOptions) {
     try {
       const identity = await opts.auth.authenticate(held.authorization, systemContext(`stream-${held.id}`));
       if (!identity.scopes.includes("tasks:read")) s.end("revoked", "the credential no longer has the scope tasks:read");
+      else if (s.seesEndpointEvents && !identity.scopes.includes("webhooks:read"))
+        s.end("revoked", "the credential no longer has the scope webhooks:read, which the endpoint events of this stream need");
     } catch (e) {
       // A lookup that failed (keys unreachable) proves nothing: the next change or reconnect checks again.
       if (isAppError(e) && (e.status === 401 || e.status === 403)) s.end("revoked", "the credential is no longer valid");

@@ -1,4 +1,4 @@
-import { feedEventOf, type TaskEvent, taskEventsStream } from "@tasksvc/contracts";
+import { feedEventOf, type OrgEvent, taskEventsStream } from "@tasksvc/contracts";
 import type { Logger } from "@tasksvc/logger";
 import { DeliverPolicy, jetstream, jetstreamManager, type NatsConnection } from "@tasksvc/nats";
 
@@ -39,7 +39,7 @@ interface Recent extends LiveEvent {
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** The envelope as the relay published it; only what the stream needs is checked (the feed shows the rest as it is). */
-function envelopeOf(data: Uint8Array): TaskEvent | undefined {
+function envelopeOf(data: Uint8Array): OrgEvent | undefined {
   let v: unknown;
   try {
     v = JSON.parse(Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString("utf8"));
@@ -48,7 +48,7 @@ function envelopeOf(data: Uint8Array): TaskEvent | undefined {
   }
   if (!isRecord(v) || typeof v["id"] !== "string" || typeof v["type"] !== "string" || typeof v["organization_id"] !== "string") return undefined;
   if (typeof v["created_at"] !== "string" || !isRecord(v["data"])) return undefined;
-  return v as unknown as TaskEvent;
+  return v as unknown as OrgEvent;
 }
 
 /**

@@ -48,6 +48,11 @@ export class Session implements FanInListener {
     return this.o.types === null || this.o.types.has(type);
   }
 
+  /** Whether it sends endpoints' operational events (which need the scope webhooks:read). */
+  get seesEndpointEvents(): boolean {
+    return this.o.types === null || [...this.o.types].some((t) => t.startsWith("webhook_endpoint."));
+  }
+
   /** A live event from the replica's reader; ignored until the stream is live, and once sent. */
   deliver(e: LiveEvent): void {
     if (!this.live || e.seq <= this.lastSent) return;

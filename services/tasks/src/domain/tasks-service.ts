@@ -209,6 +209,8 @@ export function tasksService(deps: TasksServiceOptions) {
         task_id?: string | undefined;
         created_gte?: string | undefined;
         created_lt?: string | undefined;
+        /** The types the caller may see; all when absent. */
+        visible?: readonly Event["type"][] | undefined;
       },
     ): Promise<Page<Event>> {
       // An id that names no task is a 404, as for the task list's filters. A task whose events
@@ -218,9 +220,10 @@ export function tasksService(deps: TasksServiceOptions) {
       return repos.events.list(c.organizationId, { ...q, task_id: n === undefined ? undefined : taskId(n) });
     },
 
-    async getEvent(c: Caller, id: string): Promise<Event> {
+    /** An event of a type the caller may not see is as absent as one that does not exist. */
+    async getEvent(c: Caller, id: string, visible?: readonly Event["type"][]): Promise<Event> {
       const e = await repos.events.get(c.organizationId, id);
-      if (!e) throw notFound("event");
+      if (!e || (visible !== undefined && !visible.includes(e.type))) throw notFound("event");
       return e;
     },
 

@@ -1,28 +1,15 @@
-import type { Event, StreamPosition, Task, TaskChanges, TaskEventType } from "@tasksvc/contracts";
-import { EVENT_RETENTION_DAYS, inChangesOrder } from "@tasksvc/contracts";
+import type { StreamPosition } from "@tasksvc/contracts";
+import { EVENT_RETENTION_DAYS } from "@tasksvc/contracts";
 import type { Sql } from "@tasksvc/db";
-import { inTaskOrder } from "./task-json.js";
+import { type EventRow, toEvent } from "./events-repo.js";
 
 /** Where a resume starts, from the event a client last received. */
 export type Resume = { kind: "position"; position: StreamPosition } | { kind: "unknown" } | { kind: "pending" };
 
-interface ReplayRow {
+interface ReplayRow extends EventRow {
   seq: string | null;
-  id: string;
-  type: TaskEventType;
-  timestamp: string;
   at: string;
-  data: Task;
-  changes: TaskChanges | null;
 }
-
-const toEvent = (r: ReplayRow): Event => ({
-  id: r.id,
-  type: r.type,
-  timestamp: r.timestamp,
-  data: inTaskOrder(r.data),
-  ...(r.changes === null ? {} : { changes: inChangesOrder(r.changes) }),
-});
 
 /** The event columns of a replay page, beside its place in the stream's order. */
 const COLUMNS = `e.id, e.type, e.payload->>'created_at' as timestamp, e.payload->'data' as data, e.payload->'changes' as changes,

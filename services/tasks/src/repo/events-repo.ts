@@ -1,8 +1,7 @@
-import type { Event, Task, TaskChanges, TaskEventType } from "@tasksvc/contracts";
-import { EVENT_RETENTION_DAYS, inChangesOrder } from "@tasksvc/contracts";
+import type { EndpointEvent, Event, EventType, Task, TaskChanges, TaskEventType } from "@tasksvc/contracts";
+import { EVENT_RETENTION_DAYS, inChangesOrder, inDataOrder } from "@tasksvc/contracts";
 import { deleteInBatches, jsonb, KEYSET_TIME, keyset, keysetAfter, newId, pageOf, type Sql } from "@tasksvc/db";
 import { ISO_SQL } from "./sql-time.js";
-import { inTaskOrder } from "./task-json.js";
 
 /**
  * The envelope of a task event (TaskEvent of the contracts), for the outbox, from the columns
@@ -21,22 +20,27 @@ const EVENT_COLUMNS = `id, type, payload->>'created_at' as timestamp, payload->'
 /** Newest first: `order by created_at desc, id desc`. */
 const EVENT_PAGES = keyset("desc", ["created_at", "timestamp"], ["id", "text"]);
 
-interface EventRow {
+/** A stored event's columns, as the feed and the replay read them. */
+export interface EventRow {
   id: string;
-  type: TaskEventType;
+  type: EventType;
   timestamp: string;
-  data: Task;
+  data: Event["data"];
   changes: TaskChanges | null;
 }
 
-/** A feed item. Its data comes from jsonb, so its fields are put back in a task's order (inTaskOrder). */
-const toEvent = (r: EventRow): Event => ({
-  id: r.id,
-  type: r.type,
-  timestamp: r.timestamp,
-  data: inTaskOrder(r.data),
-  ...(r.changes === null ? {} : { changes: inChangesOrder(r.changes) }),
-});
+/**
+ * A feed item. Its data comes from jsonb, so its fields are put back in the API's order for its
+ * type (a task's, an endpoint's); so are the changes.
+ */
+export const toEvent = (r: EventRow): Event =>
+  ({
+    id: r.id,
+    type: r.type,
+    timestamp: r.timestamp,
+    data: inDataOrder(r.type, r.data),
+    ...(r.changes === null ? {} : { changes: inChangesOrder(r.changes) }),
+  }) as Event;
 
 /** The outbox (relayed to JetStream, relay.ts) and the events feed the outbox's trigger fills (migration 0005). */
 export function eventsRepo(sql: Sql) {
@@ -57,6 +61,22 @@ export function eventsRepo(sql: Sql) {
     },
 
     /**
+     * Takes a webhook endpoint's operational event (the webhooks service's, DESIGN.md section 11)
+     * into the outbox, so that it reaches the feed, the stream and the fan-out as task events do.
+     * Once: an event the feed has, or the outbox holds, adds nothing (its message redelivered, or
+     * taken by two replicas at once). Answers whether it added the event.
+     */
+    async takeIn(e: EndpointEvent): Promise<boolean> {
+      const rows = await sql`
+        insert into outbox (event_id, type, organization_id, payload)
+        select ${e.id}, ${e.type}, ${e.organization_id}, ${jsonb(sql, e)}::jsonb
+        where not exists (select 1 from events where id = ${e.id})
+        on conflict (event_id) do nothing
+        returning 1`;
+      return rows.length === 1;
+    },
+
+    /**
      * An organization's events, newest first, as the feed shows them: from the outbox's envelope
      * (the trigger of migration 0005 copies it), so the items are the webhook bodies' own objects,
      * encoded here (the envelope is jsonb, whose text is not compact). Events older than the
@@ -67,10 +87,12 @@ export function eventsRepo(sql: Sql) {
       q: {
         limit: number;
         after?: string | undefined;
-        type?: TaskEventType | undefined;
+        type?: EventType | undefined;
         task_id?: string | undefined;
         created_gte?: string | undefined;
         created_lt?: string | undefined;
+        /** Only these types (the ones the caller may see); all when absent. */
+        visible?: readonly EventType[] | undefined;
       },
     ) {
       const rows = await sql<(EventRow & { cursor_at: string })[]>`
@@ -78,6 +100,7 @@ export function eventsRepo(sql: Sql) {
         from events
         where organization_id = ${org} and created_at > now() - make_interval(days => ${EVENT_RETENTION_DAYS})
           ${q.type === undefined ? sql`` : sql`and type = ${q.type}`}
+          ${q.visible === undefined ? sql`` : sql`and type = any(${q.visible as EventType[]}::text[])`}
           ${q.task_id === undefined ? sql`` : sql`and payload->'data'->>'id' = ${q.task_id}`}
           ${q.created_gte === undefined ? sql`` : sql`and created_at >= ${q.created_gte}::timestamptz`}
           ${q.created_lt === undefined ? sql`` : sql`and created_at < ${q.created_lt}::timestamptz`}

@@ -1,6 +1,7 @@
 import type { AttemptRef, ReportedAttempt, StartedAttempts } from "@tasksvc/contracts";
 import { webhookDeliveriesFinished, webhookEndpointsDisabled } from "@tasksvc/telemetry";
 import { attemptRow, attemptsRepo, type DeliveryUpdate } from "../repo/attempts-repo.js";
+import { endpointsRepo } from "../repo/endpoints-repo.js";
 import type { DeliveryResources } from "./delivery-resources.js";
 import { afterFailure, streakAfter, succeeded } from "./delivery-rules.js";
 import type { Signer } from "./signer.js";
@@ -9,6 +10,8 @@ export interface AttemptsOptions {
   signer: Signer;
   /** Called after outcomes were recorded (slots freed, retries scheduled). */
   onRecorded?: () => void;
+  /** Called after a recording disabled endpoints: their events are in the outbox. */
+  onEvents?: () => void;
 }
 
 /**
@@ -46,7 +49,7 @@ export function attemptsService(res: DeliveryResources, o: AttemptsOptions) {
           type: s.eventType,
           timestamp,
           data: s.payload.data,
-          ...(s.payload.changes === undefined ? {} : { changes: s.payload.changes }),
+          ...("changes" in s.payload && s.payload.changes !== undefined ? { changes: s.payload.changes } : {}),
         });
         attempts.push({
           ...job,
@@ -105,6 +108,12 @@ export function attemptsService(res: DeliveryResources, o: AttemptsOptions) {
           repo.updateStreaks(streaks),
           repo.updateDeliveries([...updates.values()]),
         ]);
+        // An endpoint disabled here is announced (webhook_endpoint.disabled), as it now stands.
+        const disabledIds = streaks.filter((s) => s.disabledReason !== null).map((s) => s.id);
+        if (disabledIds.length > 0) {
+          const endpoints = endpointsRepo(t);
+          await endpoints.events.emit("webhook_endpoint.disabled", await endpoints.subjects(disabledIds));
+        }
         return {
           count: known.length,
           finished: [...updates.values()].map((u) => u.state),
@@ -113,6 +122,7 @@ export function attemptsService(res: DeliveryResources, o: AttemptsOptions) {
       });
       for (const state of recorded.finished) if (state === "SUCCEEDED" || state === "FAILED" || state === "DISABLED") webhookDeliveriesFinished.inc({ state });
       for (const reason of recorded.disabled) webhookEndpointsDisabled.inc({ reason });
+      if (recorded.disabled.length > 0) o.onEvents?.();
       o.onRecorded?.();
       return { recorded: recorded.count };
     },

@@ -10,6 +10,9 @@ import {
   type SignedRequest,
   type Task,
   type TaskEventType,
+  type EndpointEventType,
+  type EventType,
+  isTaskEventType,
   type UpdateWebhookEndpointBody,
   type VerifyResult,
   type WebhookEndpoint,
@@ -35,6 +38,8 @@ export interface EndpointsDeps {
    * HTTP calls, so the egress guard is applied in one place for deliveries and probes alike.
    */
   call: (request: SignedRequest, ctx: RpcContext) => Promise<CallResult>;
+  /** A change wrote operational events to the outbox: relay them now rather than at the next poll. */
+  onEvents?: () => void;
 }
 
 /**
@@ -83,6 +88,13 @@ export function sampleTask(type: TaskEventType, at: Date): Task {
     created_at: now,
     updated_at: now,
   };
+}
+
+/** The endpoint as a webhook_endpoint.* event of `type` would carry it (a sample: nothing changes). */
+export function sampleEndpoint(type: EndpointEventType, e: WebhookEndpoint): WebhookEndpoint {
+  return type === "webhook_endpoint.disabled"
+    ? { ...e, enabled: false, disabled_reason: "consecutive_failures" }
+    : { ...e, enabled: true, disabled_reason: null, failure_count: 0 };
 }
 
 /** Spec 4.1: the probe as the API shows it; `status` only when a response came. */
@@ -167,7 +179,10 @@ export function endpointsService(deps: EndpointsDeps) {
           // Minted inside the work: a deadlock retry mints again, and only the committed one counts.
           const secretSealed = box.seal(newSigningSecret());
           const made = await r
-            .insert({ id: newId("whe"), organizationId: c.organizationId, url, eventTypes: b.event_types ?? [], rateLimit: b.rate_limit ?? null, secretSealed }, cap)
+            .insert(
+              { id: newId("whe"), organizationId: c.organizationId, url, eventTypes: b.event_types ?? [], rateLimit: b.rate_limit ?? null, secretSealed },
+              cap,
+            )
             .catch((e: unknown) => urlTaken("/url", e));
           if ("atCap" in made) throw atCap(made.atCap, cap);
           return { endpoint: made.endpoint, secret_sealed: secretSealed };
@@ -184,11 +199,29 @@ export function endpointsService(deps: EndpointsDeps) {
       return e;
     },
 
+    /**
+     * A change of `enabled` (by hand: true to false or false to true) writes its operational event
+     * (webhook_endpoint.disabled or .enabled) in the same transaction, with the endpoint after it.
+     */
     async update(c: Caller, id: string, patch: UpdateWebhookEndpointBody): Promise<WebhookEndpoint> {
       const url = patch.url === undefined ? undefined : destination(patch.url);
-      const e = await repo.update(c.organizationId, id, { ...patch, url }).catch((err: unknown) => urlTaken(url === undefined ? "/enabled" : "/url", err));
+      const e = await deps
+        .tx(async (r) => {
+          const wasEnabled = await r.lockEnabled(c.organizationId, id);
+          if (wasEnabled === undefined) return undefined;
+          const updated = await r.update(c.organizationId, id, { ...patch, url });
+          const changed = updated !== undefined && updated.enabled !== wasEnabled;
+          if (changed) {
+            await r.events.emit(updated.enabled ? "webhook_endpoint.enabled" : "webhook_endpoint.disabled", [
+              { organizationId: c.organizationId, endpoint: updated },
+            ]);
+          }
+          return updated && { updated, changed };
+        })
+        .catch((err: unknown) => urlTaken(url === undefined ? "/enabled" : "/url", err));
       if (!e) throw notFound();
-      return e;
+      if (e.changed) deps.onEvents?.();
+      return e.updated;
     },
 
     /**
@@ -214,10 +247,16 @@ export function endpointsService(deps: EndpointsDeps) {
       return { ...record.endpoint, secret: box.open(record.secret_sealed), previous_secret_expires_at: record.previous_secret_expires_at };
     },
 
-    /** Spec 4.1: one signed sample event, task.created unless asked otherwise. Any endpoint state: it is a probe. */
-    async sendTestEvent(c: Caller, id: string, eventType: TaskEventType | undefined): Promise<ProbeResult> {
+    /**
+     * Spec 4.1: one signed sample event, task.created unless asked otherwise. Any endpoint state:
+     * it is a probe. A webhook_endpoint.* sample carries this endpoint as such an event would.
+     */
+    async sendTestEvent(c: Caller, id: string, eventType: EventType | undefined): Promise<ProbeResult> {
       const type = eventType ?? "task.created";
-      const { result } = await probe(c, id, { type, data: (at) => sampleTask(type, at) });
+      if (isTaskEventType(type)) return probeResult((await probe(c, id, { type, data: (at) => sampleTask(type, at) })).result);
+      const endpoint = await repo.get(c.organizationId, id);
+      if (!endpoint) throw notFound();
+      const { result } = await probe(c, id, { type, data: () => sampleEndpoint(type, endpoint) });
       return probeResult(result);
     },
 

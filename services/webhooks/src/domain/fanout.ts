@@ -1,4 +1,4 @@
-import { inChangesOrder, type TaskEvent } from "@tasksvc/contracts";
+import { inChangesOrder, isEndpointEvent, type OrgEvent } from "@tasksvc/contracts";
 import { newId } from "@tasksvc/db";
 import { currentTraceparent } from "@tasksvc/telemetry";
 import type { DeliveriesRepo, FanOutEvent } from "../repo/deliveries-repo.js";
@@ -13,9 +13,9 @@ interface Waiting {
 }
 
 /**
- * Issue 11, fan-out: a task event becomes one PENDING delivery per enabled endpoint of its
- * organization subscribed to its type (an empty list means every type, spec 6) that existed when
- * the event occurred. Repeating it for the same event adds nothing (the repo's unique key), which
+ * Fan-out: an event becomes one PENDING delivery per enabled endpoint of its organization
+ * subscribed to its type (an empty list means every task type, spec 6) that existed when the event
+ * occurred; an endpoint's operational event never goes to the endpoint it describes. Repeating it for the same event adds nothing (the repo's unique key), which
  * is what makes JetStream's at-least-once delivery, and two replicas, safe.
  *
  * The events handed in during one turn of the event loop go to the database together, in one
@@ -48,7 +48,7 @@ export function fanOutService(deps: { repo: DeliveriesRepo }) {
   };
   return {
     /** Answers how many deliveries this call made (0 when they all existed already). */
-    fanOut(event: TaskEvent): Promise<number> {
+    fanOut(event: OrgEvent): Promise<number> {
       return new Promise<number>((resolve, reject) => {
         waiting.push({
           event: {
@@ -59,12 +59,14 @@ export function fanOutService(deps: { repo: DeliveriesRepo }) {
             // time it reached us, which a backlog or a redelivery may push past a newer endpoint.
             occurredAt: event.created_at,
             // Standard Webhooks body (DESIGN.md 5); the id travels as the `webhook-id` header.
-            payload: {
-              type: event.type,
-              timestamp: event.created_at,
-              data: event.data,
-              ...(event.changes === undefined ? {} : { changes: inChangesOrder(event.changes) }),
-            },
+            payload: isEndpointEvent(event)
+              ? { type: event.type, timestamp: event.created_at, data: event.data }
+              : {
+                  type: event.type,
+                  timestamp: event.created_at,
+                  data: event.data,
+                  ...(event.changes === undefined ? {} : { changes: inChangesOrder(event.changes) }),
+                },
             // Taken here, in the consumer's span for this event (decision 0018), not in the batch's.
             traceparent: currentTraceparent(),
           },

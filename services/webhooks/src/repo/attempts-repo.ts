@@ -1,4 +1,4 @@
-import type { AttemptOutcome, AttemptRef, CallResult, DeliveryState, TaskEventType, WebhookEnvelope } from "@tasksvc/contracts";
+import type { AttemptOutcome, AttemptRef, CallResult, DeliveryState, EventType, WebhookEnvelope } from "@tasksvc/contracts";
 import type { Sql } from "@tasksvc/db";
 
 /** An attempt claimed for the job stream. */
@@ -24,7 +24,7 @@ export interface AttemptSubject {
   state: DeliveryState;
   attemptCount: number;
   eventId: string;
-  eventType: TaskEventType;
+  eventType: EventType;
   /** The body to sign, as the fan-out stored it. */
   payload: WebhookEnvelope;
   url: string;
@@ -168,7 +168,7 @@ export function attemptsRepo(sql: Sql) {
           state: DeliveryState;
           attempt_count: number;
           event_id: string;
-          event_type: TaskEventType;
+          event_type: EventType;
           payload: AttemptSubject["payload"];
           url: string;
           enabled: boolean;

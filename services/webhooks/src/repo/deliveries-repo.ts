@@ -1,10 +1,10 @@
-import { EVENT_RETENTION_DAYS, type TaskEventType, type WebhookEnvelope } from "@tasksvc/contracts";
+import { EVENT_RETENTION_DAYS, type EventType, type WebhookEnvelope } from "@tasksvc/contracts";
 import { deleteInBatches, jsonb, type Sql } from "@tasksvc/db";
 
 /** One event as the fan-out stores it: who, what, when, and the body to send. */
 export interface FanOutEvent {
   eventId: string;
-  eventType: TaskEventType;
+  eventType: EventType;
   organizationId: string;
   /** When the event occurred (ISO 8601): endpoints created later do not receive it. */
   occurredAt: string;
@@ -60,10 +60,11 @@ export function deliveriesRepo(sql: Sql) {
      * Makes one PENDING delivery per target endpoint that has none for the event yet, for several
      * events in one statement (the fan-out batches the events its consumer holds at once,
      * decision 0020); answers how many each event made, in order. The targets of an event (spec
-     * 3.4, 6): enabled endpoints of its organization, subscribed to its type, that existed when
-     * it occurred. Event times carry milliseconds, endpoint times microseconds: the endpoint's is
-     * truncated, or one created in the same millisecond just before the event would compare as
-     * newer and miss it.
+     * 3.4, 6): enabled endpoints of its organization, subscribed to its type (an empty list means
+     * every task type; the endpoints' operational types only when listed), that existed when it
+     * occurred, and never the endpoint an operational event describes (DESIGN.md section 11).
+     * Event times carry milliseconds, endpoint times microseconds: the endpoint's is truncated, or
+     * one created in the same millisecond just before the event would compare as newer and miss it.
      *
      * Safe to repeat and to run concurrently for the same event: the unique key of the fan-out's
      * rows (endpoint_id, event_id where replay_of is null) drops every second row (`on conflict
@@ -102,7 +103,8 @@ export function deliveriesRepo(sql: Sql) {
               row_number() over (order by ev.event_id, e.id, ev.ord) as n
             from ev join endpoints e on e.organization_id = ev.organization_id
               and e.enabled
-              and (cardinality(e.event_types) = 0 or ev.event_type = any (e.event_types))
+              and (ev.event_type = any (e.event_types) or (cardinality(e.event_types) = 0 and ev.event_type like 'task.%'))
+              and not (ev.event_type like 'webhook\_endpoint.%' and e.id = ev.payload->'data'->>'id')
               and date_trunc('milliseconds', e.created_at) <= ev.occurred_at
           ), made as (
             insert into deliveries (id, organization_id, endpoint_id, event_id, event_type, payload, traceparent)

@@ -1,5 +1,6 @@
-import type { TaskEventType, WebhookEndpoint } from "@tasksvc/contracts";
+import type { EventType, WebhookEndpoint } from "@tasksvc/contracts";
 import { idempotencyRecords, KEYSET_TIME, keyset, keysetAfter, mapPgError, PG, pageOf, type Sql } from "@tasksvc/db";
+import { type EventSubject, outboxRepo } from "./outbox-repo.js";
 
 /** An endpoint's sealed secrets as stored: the current one and, during a rotation window, the previous. */
 export interface SealedSecrets {
@@ -12,7 +13,7 @@ interface EndpointRow {
   id: string;
   url: string;
   enabled: boolean;
-  event_types: TaskEventType[];
+  event_types: EventType[];
   verified: boolean;
   disabled_reason: string | null;
   failure_count: number;
@@ -48,7 +49,7 @@ export interface NewEndpoint {
   id: string;
   organizationId: string;
   url: string;
-  eventTypes: TaskEventType[];
+  eventTypes: EventType[];
   rateLimit: number | null;
   secretSealed: string;
 }
@@ -89,7 +90,7 @@ export type Inserted = { endpoint: WebhookEndpoint } | { atCap: number };
 
 export interface EndpointPatch {
   url?: string | undefined;
-  event_types?: TaskEventType[] | undefined;
+  event_types?: EventType[] | undefined;
   enabled?: boolean | undefined;
   rate_limit?: number | null | undefined;
 }
@@ -130,6 +131,20 @@ export function endpointsRepo(sql: Sql) {
       } catch (err) {
         mapPgError(err, URL_RULES);
       }
+    },
+
+    /** These endpoints as reads show them, each with its organization (for the events that announce them). */
+    async subjects(ids: readonly string[]): Promise<EventSubject[]> {
+      if (ids.length === 0) return [];
+      const rows = await sql<Array<EndpointRow & { organization_id: string }>>`
+        select ${cols}, organization_id, '' as cursor_at from endpoints where id = any(${ids as string[]}::text[]) order by id`;
+      return rows.map((r) => ({ organizationId: r.organization_id, endpoint: toEndpoint(r) }));
+    },
+
+    /** Whether the endpoint is enabled, its row locked until the transaction ends; undefined when unknown. */
+    async lockEnabled(org: string, id: string): Promise<boolean | undefined> {
+      const [row] = await sql<{ enabled: boolean }[]>`select enabled from endpoints where organization_id = ${org} and id = ${id} for no key update`;
+      return row?.enabled;
     },
 
     async get(org: string, id: string): Promise<WebhookEndpoint | undefined> {
@@ -225,6 +240,8 @@ export function endpointsRepo(sql: Sql) {
 
     /** The service's Idempotency-Key records (libs/db). */
     idempotency: idempotencyRecords(sql),
+    /** The endpoints' operational events, in the same transaction. */
+    events: outboxRepo(sql),
   };
 }
 export type EndpointsRepo = ReturnType<typeof endpointsRepo>;

@@ -1,0 +1,72 @@
+import { z } from "zod";
+import { EXAMPLE_INSTANT, Timestamp } from "./common.js";
+import { EndpointEventType, EventType, TaskEvent, TaskFeedEvent } from "./tasks.js";
+import { WebhookEndpoint } from "./webhooks.js";
+
+// The events every organization's feed, live stream and webhooks carry: task events, and the
+// webhook endpoints' operational events (DESIGN.md section 11). Both travel as one envelope.
+
+/**
+ * An endpoint's operational event as the webhooks service writes it to its outbox and the tasks
+ * service takes it into the events outbox: the same envelope as a task event, with the endpoint
+ * after the change (as reads show it) for data.
+ */
+export const EndpointEvent = z.object({
+  id: z.string().min(1),
+  type: EndpointEventType,
+  organization_id: z.string().min(1),
+  created_at: Timestamp,
+  data: WebhookEndpoint,
+});
+export type EndpointEvent = z.infer<typeof EndpointEvent>;
+
+/** What the event stream carries, and what its consumers parse: a task event or an endpoint's. */
+export const OrgEvent = z.union([TaskEvent, EndpointEvent]);
+export type OrgEvent = z.infer<typeof OrgEvent>;
+
+export const isEndpointEvent = (e: OrgEvent): e is EndpointEvent => (EndpointEventType.options as readonly string[]).includes(e.type);
+
+const ENDPOINT_EXAMPLE: WebhookEndpoint = {
+  id: "whe_8kQ3mT6pL2vX9nD4bR7sW1",
+  url: "https://hooks.example.com/tasksvc",
+  enabled: false,
+  event_types: ["task.created", "task.updated"],
+  verified: true,
+  disabled_reason: "consecutive_failures",
+  failure_count: 100,
+  last_success_at: "2026-11-19T09:30:00.000Z",
+  last_failure_at: EXAMPLE_INSTANT,
+  rate_limit: null,
+  created_at: "2026-11-01T09:30:00.000Z",
+  updated_at: EXAMPLE_INSTANT,
+};
+
+/** An endpoint's operational event as the feed shows it and webhooks deliver it (with the id as `webhook-id`). */
+export const EndpointFeedEvent = z
+  .object({
+    id: z.string().meta({ description: "The event's id: the `webhook-id` header of every delivery of it.", examples: ["evt_7mQ2xK9pT4vL8nD3bR6sW1"] }),
+    type: EndpointEventType.meta({
+      description: "What happened: webhook_endpoint.disabled (automatically or by hand) or webhook_endpoint.enabled.",
+      examples: ["webhook_endpoint.disabled"],
+    }),
+    timestamp: Timestamp.meta({ description: "When it happened (UTC, ISO 8601).", examples: [EXAMPLE_INSTANT] }),
+    data: WebhookEndpoint.meta({
+      description: "The endpoint after the change, as reads show it: `disabled_reason` says why an automatic disable happened (null for one by hand).",
+      examples: [ENDPOINT_EXAMPLE],
+    }),
+  })
+  .meta({ description: "A webhook endpoint was disabled or enabled. Needs the scope webhooks:read to be seen in the feed and the stream." });
+export type EndpointFeedEvent = z.infer<typeof EndpointFeedEvent>;
+
+/**
+ * An item of the events feed (GET /v1/events), a message of the live stream, and the body a
+ * webhook delivers (without the id, which is the `webhook-id` header): a task event or an
+ * endpoint's operational event, told apart by `type`.
+ */
+export const Event = z.union([TaskFeedEvent, EndpointFeedEvent]);
+export type Event = z.infer<typeof Event>;
+
+/** The feed's and the stream's `type` values a credential may see: the endpoints' need webhooks:read. */
+export function visibleEventTypes(scopes: readonly string[]): EventType[] {
+  return scopes.includes("webhooks:read") ? [...EventType.options] : EventType.options.filter((t) => t.startsWith("task."));
+}

@@ -1,0 +1,30 @@
+import type { EndpointEventType, WebhookEndpoint } from "@tasksvc/contracts";
+import { jsonb, newId, type Sql } from "@tasksvc/db";
+
+/** An endpoint whose state an operational event announces, and its organization. */
+export interface EventSubject {
+  organizationId: string;
+  endpoint: WebhookEndpoint;
+}
+
+/**
+ * The service's outbox (migration 0010): endpoints' operational events, written in the caller's
+ * transaction and relayed to the endpoint-event stream (service.ts). Each row's payload is the
+ * envelope every event has: id, type, organization, time (the database's clock, as for task
+ * events) and the endpoint after the change.
+ */
+export function outboxRepo(sql: Sql) {
+  return {
+    async emit(type: EndpointEventType, subjects: readonly EventSubject[]): Promise<void> {
+      if (subjects.length === 0) return;
+      const rows = subjects.map((s) => ({ id: newId("evt"), organization_id: s.organizationId, data: s.endpoint }));
+      await sql`
+        insert into outbox (event_id, type, organization_id, payload)
+        select r.id, ${type}, r.organization_id,
+          jsonb_build_object('id', r.id, 'type', ${type}::text, 'organization_id', r.organization_id,
+            'created_at', to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'data', r.data)
+        from jsonb_to_recordset(${jsonb(sql, rows)}) as r (id text, organization_id text, data jsonb)`;
+    },
+  };
+}
+export type OutboxRepo = ReturnType<typeof outboxRepo>;
