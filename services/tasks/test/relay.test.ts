@@ -1,4 +1,4 @@
-import { TaskEvent, taskEventsStream, type Task } from "@tasksvc/contracts";
+import { type EndpointEvent, OrgEvent, TaskEvent, taskEventsStream, type Task } from "@tasksvc/contracts";
 import { createDb, migrate } from "@tasksvc/db";
 import { createLogger } from "@tasksvc/logger";
 import type postgres from "postgres";
@@ -6,6 +6,7 @@ import { eventually } from "@tasksvc/testing";
 import { connectNats, ensureStream, jetstream, jetstreamManager, nanos, type JetStreamClient, type NatsConnection } from "@tasksvc/nats";
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { startRelay } from "../src/relay.js";
+import { eventsRepo } from "../src/repo/events-repo.js";
 import { MIGRATIONS_DIR } from "../src/service.js";
 
 // The relay against a schema of its own (the stack's tasks service relays `tasks`) and a NATS
@@ -120,5 +121,49 @@ describe("outbox relay", () => {
     await eventually(outboxEmpty, { what: "the outbox to empty" });
     await Promise.all([a.stop(), b.stop()]);
     expect(await streamed()).toEqual(ids);
+  });
+});
+
+describe("taking in an endpoint's operational event", () => {
+  const endpointEvent = (id: string): EndpointEvent => ({
+    id,
+    type: "webhook_endpoint.disabled",
+    organization_id: "org_relay",
+    created_at: "2026-11-28T09:30:00.000Z",
+    data: {
+      id: "whe_relay",
+      url: "https://hooks.example.com/relay",
+      enabled: false,
+      event_types: ["task.created"],
+      verified: false,
+      disabled_reason: "consecutive_failures",
+      failure_count: 4,
+      last_success_at: null,
+      last_failure_at: "2026-11-28T09:29:59.000Z",
+      rate_limit: null,
+      created_at: "2026-11-01T00:00:00.000Z",
+      updated_at: "2026-11-28T09:30:00.000Z",
+    },
+  });
+
+  it("when its message comes twice, at once or after it was relayed, then it is taken in, published and recorded once, and the feed shows it", async () => {
+    const repo = eventsRepo(sql);
+    const e = endpointEvent(`evt_ops_${Date.now()}`);
+    // Two replicas at once: one insert wins, the other finds the outbox row.
+    expect((await Promise.all([repo.takeIn(e), repo.takeIn(e)])).sort()).toEqual([false, true]);
+    const relay = startRelay({ db, js: jetstream(nc), namespace, log, pollMs: 50 });
+    await eventually(outboxEmpty, { what: "the outbox to empty" });
+    // Redelivered after the relay deleted the outbox row: the feed has it, so nothing is added.
+    expect(await repo.takeIn(e)).toBe(false);
+    expect(await outboxEmpty()).toBe(true);
+    await relay.stop();
+    const jsm = await jetstreamManager(nc);
+    const { state } = await jsm.streams.info(stream);
+    const stored = await jsm.streams.getMessage(stream, { seq: state.last_seq });
+    expect(state.messages).toBe(1);
+    expect(stored?.subject).toBe(`${namespace}.evt.tasks.webhook_endpoint.disabled`);
+    expect(OrgEvent.parse(stored?.json())).toEqual(e);
+    expect(await sql`select event_id from event_stream where event_id = ${e.id}`).toHaveLength(1);
+    expect(await repo.get("org_relay", e.id)).toEqual({ id: e.id, type: e.type, timestamp: e.created_at, data: e.data });
   });
 });
