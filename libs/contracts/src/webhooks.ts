@@ -239,13 +239,16 @@ export const WebhookEndpointStats = z.object({
       failed: count("Given up after the last attempt of the retry schedule.", 2),
       disabled: count("Stopped because the endpoint was disabled.", 0),
     })
-    .meta({ description: "The deliveries created since `since`, by the state each is in now." }),
+    .meta({
+      description: "The deliveries created since `since`, by the state each is in now.",
+      examples: [{ pending: 3, delivering: 1, succeeded: 1412, failed: 2, disabled: 0 }],
+    }),
   attempts: z
     .object({
       total: count("Attempts made for those deliveries, retries included.", 1431),
       failed: count("Those attempts that did not get a 2xx answer (an error status, a timeout, a refused or lost call).", 19),
     })
-    .meta({ description: "The attempts made for those deliveries, as their attempts lists show them." }),
+    .meta({ description: "The attempts made for those deliveries, as their attempts lists show them.", examples: [{ total: 1431, failed: 19 }] }),
   latency_ms: z
     .object({
       p50: percentile("Half of the timed attempts took at most this long, in milliseconds; null when there is none.", 42),
@@ -254,6 +257,7 @@ export const WebhookEndpointStats = z.object({
     .meta({
       description:
         "How long the attempts took (their `duration_ms`; an attempt whose outcome never came back has none), as percentiles: exact up to 100 ms, within 2.6% above.",
+      examples: [{ p50: 42, p99: 380 }],
     }),
 });
 export type WebhookEndpointStats = z.infer<typeof WebhookEndpointStats>;

@@ -28,6 +28,7 @@ import {
   Usage,
   WebhookDelivery,
   WebhookEndpoint,
+  WebhookEndpointStats,
   type ErrorCode,
   TaskFilterSchema,
 } from "@tasksvc/contracts";
@@ -69,6 +70,7 @@ const RESOURCES: ReadonlyArray<[z.ZodType, string]> = [
   [Event, "Event"],
   [DeliveryAttempt, "WebhookDeliveryAttempt"],
   [ProbeResult, "WebhookProbeResult"],
+  [WebhookEndpointStats, "WebhookEndpointStats"],
 ];
 
 /** The OpenAPI tag of each resource (route file), with what it groups. */
