@@ -24,8 +24,10 @@ create table delivery_stat_deltas (
   disabled        integer not null default 0,
   attempts        integer not null default 0,
   attempts_failed integer not null default 0,
-  -- Attempts per duration bin: element i counts bin i - 1 (stats_latency_bin); null when none.
-  latency         integer[]
+  -- Timed attempts as (bin, count) pairs, a bin possibly repeated (stats_latency_bin): what a
+  -- trigger can write without building a histogram; the compaction builds them.
+  latency_bins    integer[],
+  latency_counts  integer[]
 );
 create index delivery_stat_deltas_endpoint_idx on delivery_stat_deltas (endpoint_id, bucket);
 
@@ -42,6 +44,7 @@ create table delivery_stats (
   disabled        integer not null,
   attempts        integer not null,
   attempts_failed integer not null,
+  -- Attempts per duration bin: element i counts bin i - 1 (stats_latency_bin); null when none.
   latency         integer[],
   primary key (endpoint_id, width, bucket)
 );
@@ -57,9 +60,10 @@ create function stats_bucket(t timestamptz, width_min integer) returns timestamp
 -- Latency bins of attempt durations: one per millisecond up to 100 ms (exact there), then each 5%
 -- wider than the one before (bin k holds 100·1.05^(k-101) < ms ≤ 100·1.05^(k-100)) up to bin 232,
 -- which ends past 60 s (the longest call) and also holds anything longer.
+-- Not strict, so that the planner inlines it.
 create function stats_latency_bin(ms integer) returns integer
-  language sql immutable strict parallel safe
-  return case when ms <= 100 then greatest(ms, 0)
+  language sql immutable parallel safe
+  return case when ms is null then null when ms <= 100 then greatest(ms, 0)
               else least(100 + ceil(ln(ms::float8 / 100) / ln(1.05::float8))::integer, 232) end;
 
 -- The duration a bin stands for: the bin itself up to 100 ms; above, the rounded harmonic mean of
@@ -123,15 +127,15 @@ begin
 end $$;
 
 -- Attempts: counted in their delivery's bucket; `attempts_failed` those whose outcome is not
--- 'delivered', the histogram those with a duration. A late report that replaces a no_outcome
+-- 'delivered', the latency bins those with a duration. A late report that replaces a no_outcome
 -- placeholder is an update: 0 attempts, one failure fewer when it is a 2xx, its duration added.
 create function attempt_stats_on_insert() returns trigger
   language plpgsql set search_path from current as $$
 begin
-  insert into delivery_stat_deltas (endpoint_id, bucket, attempts, attempts_failed, latency)
+  insert into delivery_stat_deltas (endpoint_id, bucket, attempts, attempts_failed, latency_bins, latency_counts)
   select d.endpoint_id, stats_bucket(d.created_at, 1), count(*), count(*) filter (where a.outcome <> 'delivered'),
-         stats_hist_of(array_agg(stats_latency_bin(a.duration_ms)) filter (where a.duration_ms is not null),
-                       array_agg(1) filter (where a.duration_ms is not null))
+         array_agg(stats_latency_bin(a.duration_ms)) filter (where a.duration_ms is not null),
+         array_agg(1) filter (where a.duration_ms is not null)
   from new_rows a join deliveries d on d.id = a.delivery_id
   group by 1, 2
   order by 1, 2;
@@ -141,19 +145,19 @@ end $$;
 create function attempt_stats_on_update() returns trigger
   language plpgsql set search_path from current as $$
 begin
-  insert into delivery_stat_deltas (endpoint_id, bucket, attempts, attempts_failed, latency)
+  insert into delivery_stat_deltas (endpoint_id, bucket, attempts, attempts_failed, latency_bins, latency_counts)
   select * from (
     select d.endpoint_id, stats_bucket(d.created_at, 1) as bucket, sum(c.n)::integer as attempts,
            coalesce(sum(c.n) filter (where c.outcome <> 'delivered'), 0)::integer as attempts_failed,
-           stats_hist_of(array_agg(stats_latency_bin(c.duration_ms)) filter (where c.duration_ms is not null),
-                         array_agg(c.n) filter (where c.duration_ms is not null)) as latency
+           array_agg(stats_latency_bin(c.duration_ms)) filter (where c.duration_ms is not null) as latency_bins,
+           array_agg(c.n) filter (where c.duration_ms is not null) as latency_counts
     from (select delivery_id, outcome, duration_ms, 1 as n from new_rows
           union all
           select delivery_id, outcome, duration_ms, -1 from old_rows) c
     join deliveries d on d.id = c.delivery_id
     group by 1, 2
   ) x
-  where x.attempts <> 0 or x.attempts_failed <> 0 or x.latency is not null
+  where x.attempts <> 0 or x.attempts_failed <> 0 or x.latency_bins is not null
   order by 1, 2;
   return null;
 end $$;
@@ -178,9 +182,9 @@ select endpoint_id, stats_bucket(created_at, 1), count(*),
 from deliveries
 group by 1, 2;
 
-insert into delivery_stat_deltas (endpoint_id, bucket, attempts, attempts_failed, latency)
+insert into delivery_stat_deltas (endpoint_id, bucket, attempts, attempts_failed, latency_bins, latency_counts)
 select d.endpoint_id, stats_bucket(d.created_at, 1), count(*), count(*) filter (where a.outcome <> 'delivered'),
-       stats_hist_of(array_agg(stats_latency_bin(a.duration_ms)) filter (where a.duration_ms is not null),
-                     array_agg(1) filter (where a.duration_ms is not null))
+       array_agg(stats_latency_bin(a.duration_ms)) filter (where a.duration_ms is not null),
+       array_agg(1) filter (where a.duration_ms is not null)
 from attempts a join deliveries d on d.id = a.delivery_id
 group by 1, 2;

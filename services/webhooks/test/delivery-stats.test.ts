@@ -194,6 +194,7 @@ describe("delivery stats", () => {
     expect(off).toEqual([]);
     const [top] = await sql<{ bins: number }[]>`select count(distinct stats_latency_bin(ms))::int as bins from generate_series(0, 100000) ms`;
     expect(top?.bins).toBe(233);
+    expect(await sql`select stats_latency_bin(null) as bin`).toEqual([{ bin: null }]);
   });
 
   it("when deliveries go through every path of the machinery, then the stats equal the rows' own count at every step, before and after compaction", async () => {

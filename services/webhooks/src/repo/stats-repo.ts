@@ -40,44 +40,52 @@ interface TotalsRow {
 export function statsRepo(sql: Sql) {
   return {
     /**
-     * One statement (one snapshot, so a compaction running meanwhile is seen whole or not at all).
-     * The window [since, ∞) is cut at the first minute, hour and day boundaries after `since`:
-     * the partial first minute is counted from the rows (deliveries_page_idx, and the attempts of
-     * those few deliveries), then whole minutes up to the next hour, whole hours up to the next
-     * day and whole days from the rollup, plus every delta not yet compacted; at most 59 + 23 + 30
-     * rollup rows, whatever the window and the number of deliveries. Undefined when the endpoint
-     * is not the organization's.
+     * Two statements. The first finds the endpoint and the window: `since` clamped by the
+     * database's clock, and the first minute, hour and day boundaries at or after it. The second
+     * sums, in one snapshot (a compaction running meanwhile is seen whole or not at all): the
+     * partial first minute [since, m0) from the rows (deliveries_page_idx, each one's attempts by
+     * their key), whole minutes up to h0, whole hours up to d0 and whole days from the rollup,
+     * and every delta not yet compacted; at most 59 + 23 + 30 rollup rows, whatever the window
+     * and the number of deliveries. The boundaries go to the second statement as values, so the
+     * planner sees a one-minute range and reads the rows by index rather than guessing at a range
+     * it cannot see. Undefined when the endpoint is not the organization's.
      */
     async totals(org: string, endpointId: string, since: string | undefined): Promise<StatsTotals | undefined> {
-      const [row] = await sql<TotalsRow[]>`
-        with w as (
-          select e.id, date_trunc('milliseconds', greatest(
-                   coalesce(${since ?? null}::timestamptz, now() - interval '24 hours'),
-                   now() - make_interval(days => ${EVENT_RETENTION_DAYS}))) as since
-          from endpoints e where e.organization_id = ${org} and e.id = ${endpointId}
-        ), b as (
-          -- The first boundary of each width at or after since (times are whole microseconds).
-          select w.id, w.since,
-                 stats_bucket(w.since + interval '1 minute' - interval '1 microsecond', 1) as m0,
-                 stats_bucket(w.since + interval '1 hour' - interval '1 microsecond', 60) as h0,
-                 stats_bucket(w.since + interval '24 hours' - interval '1 microsecond', 1440) as d0
-          from w
-        ), rolled as (
-          select s.created, s.succeeded, s.failed, s.disabled, s.attempts, s.attempts_failed, s.latency
-          from b join delivery_stats s on s.endpoint_id = b.id and s.width = 1 and s.bucket >= b.m0 and s.bucket < b.h0
+      const [w] = await sql<{ since: Date; m0: Date; h0: Date; d0: Date }[]>`
+        select w.since,
+               stats_bucket(w.since + interval '1 minute' - interval '1 microsecond', 1) as m0,
+               stats_bucket(w.since + interval '1 hour' - interval '1 microsecond', 60) as h0,
+               stats_bucket(w.since + interval '24 hours' - interval '1 microsecond', 1440) as d0
+        from endpoints e
+        cross join lateral (
+          select date_trunc('milliseconds', greatest(coalesce(${since ?? null}::timestamptz, now() - interval '24 hours'),
+                                                     now() - make_interval(days => ${EVENT_RETENTION_DAYS}))) as since
+        ) w
+        where e.organization_id = ${org} and e.id = ${endpointId}`;
+      if (!w) return undefined;
+      const [row] = await sql<Omit<TotalsRow, "since">[]>`
+        with rolled as (
+          select created, succeeded, failed, disabled, attempts, attempts_failed, latency from delivery_stats
+          where endpoint_id = ${endpointId} and width = 1 and bucket >= ${w.m0} and bucket < ${w.h0}
           union all
-          select s.created, s.succeeded, s.failed, s.disabled, s.attempts, s.attempts_failed, s.latency
-          from b join delivery_stats s on s.endpoint_id = b.id and s.width = 60 and s.bucket >= b.h0 and s.bucket < b.d0
+          select created, succeeded, failed, disabled, attempts, attempts_failed, latency from delivery_stats
+          where endpoint_id = ${endpointId} and width = 60 and bucket >= ${w.h0} and bucket < ${w.d0}
           union all
-          select s.created, s.succeeded, s.failed, s.disabled, s.attempts, s.attempts_failed, s.latency
-          from b join delivery_stats s on s.endpoint_id = b.id and s.width = 1440 and s.bucket >= b.d0
-          union all
-          select x.created, x.succeeded, x.failed, x.disabled, x.attempts, x.attempts_failed, x.latency
-          from b join delivery_stat_deltas x on x.endpoint_id = b.id and x.bucket >= b.m0
+          select created, succeeded, failed, disabled, attempts, attempts_failed, latency from delivery_stats
+          where endpoint_id = ${endpointId} and width = 1440 and bucket >= ${w.d0}
+        ), deltas as (
+          select created, succeeded, failed, disabled, attempts, attempts_failed, latency_bins, latency_counts from delivery_stat_deltas
+          where endpoint_id = ${endpointId} and bucket >= ${w.m0}
         ), head as (
-          select d.id, d.state from b join deliveries d on d.endpoint_id = b.id and d.created_at >= b.since and d.created_at < b.m0
-        ), head_attempts as (
-          select a.outcome, a.duration_ms from head join attempts a on a.delivery_id = head.id
+          -- The aggregate keeps the attempts a per-delivery lookup (it cannot become a join).
+          select d.state, t.attempts, t.failed, t.bins
+          from deliveries d
+          cross join lateral (
+            select count(*) as attempts, count(*) filter (where a.outcome <> 'delivered') as failed,
+                   array_agg(stats_latency_bin(a.duration_ms)) filter (where a.duration_ms is not null) as bins
+            from attempts a where a.delivery_id = d.id
+          ) t
+          where d.endpoint_id = ${endpointId} and d.created_at >= ${w.since} and d.created_at < ${w.m0}
         ), counts as (
           select coalesce(sum(created), 0)::int as created, coalesce(sum(succeeded), 0)::int as succeeded,
                  coalesce(sum(failed), 0)::int as failed, coalesce(sum(disabled), 0)::int as disabled,
@@ -85,42 +93,43 @@ export function statsRepo(sql: Sql) {
           from (
             select created, succeeded, failed, disabled, attempts, attempts_failed from rolled
             union all
-            select count(*), count(*) filter (where state = 'SUCCEEDED'), count(*) filter (where state = 'FAILED'),
-                   count(*) filter (where state = 'DISABLED'), 0, 0
-            from head
+            select created, succeeded, failed, disabled, attempts, attempts_failed from deltas
             union all
-            select 0, 0, 0, 0, count(*), count(*) filter (where outcome <> 'delivered') from head_attempts
+            select count(*), count(*) filter (where state = 'SUCCEEDED'), count(*) filter (where state = 'FAILED'),
+                   count(*) filter (where state = 'DISABLED'), sum(attempts), sum(failed)
+            from head
           ) c
         ), bins as (
           select bin, sum(n) as n from (
             select u.i::int - 1 as bin, u.n from rolled cross join unnest(rolled.latency) with ordinality u (n, i)
             union all
-            select stats_latency_bin(duration_ms), 1 from head_attempts where duration_ms is not null
+            select u.bin, u.n from deltas cross join unnest(deltas.latency_bins, deltas.latency_counts) u (bin, n)
+            union all
+            select b.bin, 1 from head cross join unnest(head.bins) b (bin)
           ) x
           group by bin
           having sum(n) > 0
         ), ranked as (
           select bin, sum(n) over (order by bin) as upto, sum(n) over () as total from bins
         )
-        select b.since, c.*,
-          (select count(*)::int from deliveries d where d.endpoint_id = b.id and d.state = 'DELIVERING' and d.created_at >= b.since) as delivering,
+        select c.*,
+          (select count(*)::int from deliveries d where d.endpoint_id = ${endpointId} and d.state = 'DELIVERING' and d.created_at >= ${w.since}) as delivering,
           (select stats_latency_value(bin) from ranked where upto >= ceil(total * 0.5) order by bin limit 1) as p50,
           (select stats_latency_value(bin) from ranked where upto >= ceil(total * 0.99) order by bin limit 1) as p99
-        from b cross join counts c`;
-      return (
-        row && {
-          since: row.since,
-          created: row.created,
-          succeeded: row.succeeded,
-          failed: row.failed,
-          disabled: row.disabled,
-          delivering: row.delivering,
-          attempts: row.attempts,
-          attemptsFailed: row.attempts_failed,
-          p50: row.p50,
-          p99: row.p99,
-        }
-      );
+        from counts c`;
+      if (!row) throw new Error("the stats statement answered no row");
+      return {
+        since: w.since,
+        created: row.created,
+        succeeded: row.succeeded,
+        failed: row.failed,
+        disabled: row.disabled,
+        delivering: row.delivering,
+        attempts: row.attempts,
+        attemptsFailed: row.attempts_failed,
+        p50: row.p50,
+        p99: row.p99,
+      };
     },
 
     /**
@@ -158,16 +167,29 @@ export function statsRepo(sql: Sql) {
           delete from delivery_stat_deltas where ctid = any(array(
             select ctid from delivery_stat_deltas where endpoint_id = any(${endpointIds}::text[]) limit ${batch}))
           returning *
-        ), rolled as (
-          select m.endpoint_id, w.width, stats_bucket(m.bucket, w.width) as bucket,
+        ), widths (width) as (
+          values (1), (60), (1440)
+        ), counts as (
+          select m.endpoint_id, w.width, stats_bucket(m.bucket, w.width) as at,
                  sum(m.created)::int as created, sum(m.succeeded)::int as succeeded, sum(m.failed)::int as failed,
-                 sum(m.disabled)::int as disabled, sum(m.attempts)::int as attempts, sum(m.attempts_failed)::int as attempts_failed,
-                 stats_hist_sum(m.latency) as latency
-          from moved m cross join (values (1), (60), (1440)) w (width)
+                 sum(m.disabled)::int as disabled, sum(m.attempts)::int as attempts, sum(m.attempts_failed)::int as attempts_failed
+          from moved m cross join widths w
           group by 1, 2, 3
+        ), minute_bins as (
+          -- Each (minute, bin) once before it is counted into its hour and day too.
+          select m.endpoint_id, m.bucket, u.bin, sum(u.n)::int as n
+          from moved m cross join unnest(m.latency_bins, m.latency_counts) u (bin, n)
+          group by 1, 2, 3
+        ), hists as (
+          select b.endpoint_id, w.width, stats_bucket(b.bucket, w.width) as at, stats_hist_of(array_agg(b.bin), array_agg(b.n)) as latency
+          from minute_bins b cross join widths w
+          group by 1, 2, 3
+        ), rolled as (
+          select c.endpoint_id, c.width, c.at, c.created, c.succeeded, c.failed, c.disabled, c.attempts, c.attempts_failed, h.latency
+          from counts c left join hists h using (endpoint_id, width, at)
         ), merged as (
           insert into delivery_stats (endpoint_id, width, bucket, created, succeeded, failed, disabled, attempts, attempts_failed, latency)
-          select * from rolled order by endpoint_id, width, bucket
+          select * from rolled order by endpoint_id, width, at
           on conflict (endpoint_id, width, bucket) do update set
             created = delivery_stats.created + excluded.created,
             succeeded = delivery_stats.succeeded + excluded.succeeded,
