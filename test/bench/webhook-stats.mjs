@@ -11,8 +11,9 @@
 //   - the stats read through the service (the repository's one statement), ~50 runs;
 //   - the baseline: the same answer counted from the rows (deliveries_page_idx, the attempts
 //     joined, percentile_cont), and the rollup read at minute grain only (no hour or day rows);
-//   - the hot path: the machinery's own statements (attemptsRepo.updateDeliveries, insertAttempts
-//     and claim, 200 batches of 200 rows each) with the triggers on and off, alternating.
+//   - the hot path: the machinery's own statements (attemptsRepo.claim, updateDeliveries and
+//     insertAttempts, 200 batches of 200 rows each, on deliveries with 1 KiB bodies) with the
+//     triggers on and off, alternating.
 import { randomBytes } from "node:crypto";
 import { callerOf } from "@tasksvc/contracts";
 import { createDb, migrate } from "@tasksvc/db";
@@ -139,68 +140,63 @@ try {
       await sql.unsafe(`alter table ${table} ${on ? "enable" : "disable"} trigger ${name}`);
   };
   const repo = attemptsRepo(sql);
-  const ids = (await sql`select id from deliveries where endpoint_id = ${EP} and state = 'SUCCEEDED' order by created_at limit ${2 * BATCHES * BATCH}`).map(
-    (r) => r.id,
-  );
-  const batchesOf = (list) => Array.from({ length: list.length / BATCH }, (_, k) => list.slice(k * BATCH, (k + 1) * BATCH));
-  const modes = { on: ids.slice(0, BATCHES * BATCH), off: ids.slice(BATCHES * BATCH) };
-  const hot = { updateDeliveries: { on: [], off: [] }, insertAttempts: { on: [], off: [] }, claim: { on: [], off: [] } };
-  const SLICES = 8;
-  const SLICE = BATCHES / SLICES;
-  // updateDeliveries: DELIVERING → SUCCEEDED, as a report's transaction writes them.
-  await sql`update deliveries set state = 'DELIVERING' where id = any(${ids})`;
-  for (let q = 0; q < SLICES; q++) {
-    for (const mode of q % 2 === 0 ? ["on", "off"] : ["off", "on"]) {
-      await triggers(mode === "on");
-      for (const b of batchesOf(modes[mode]).slice(q * SLICE, (q + 1) * SLICE)) {
-        const start = performance.now();
-        await repo.updateDeliveries(b.map((id) => ({ id, state: "SUCCEEDED", attemptCount: 3, lastStatus: 200, nextInMs: null })));
-        hot.updateDeliveries[mode].push(ms(start));
-      }
-    }
-  }
-  // insertAttempts: a fresh attempt per delivery, timed, 5 ms to 2 s.
-  for (let q = 0; q < SLICES; q++) {
-    for (const mode of q % 2 === 0 ? ["on", "off"] : ["off", "on"]) {
-      await triggers(mode === "on");
-      for (const b of batchesOf(modes[mode]).slice(q * SLICE, (q + 1) * SLICE)) {
-        const at = new Date().toISOString();
-        const start = performance.now();
-        await repo.insertAttempts(
-          b.map((id, k) => ({
-            deliveryId: id,
-            attempt: 10,
-            attemptedAt: at,
-            outcome: "delivered",
-            status: 200,
-            errorClass: null,
-            durationMs: 5 + ((k * 37) % 2000),
-          })),
-        );
-        hot.insertAttempts[mode].push(ms(start));
-      }
-    }
-  }
-  // claim: 200 due PENDING deliveries of one endpoint become DELIVERING (the dispatcher's pass);
-  // given back untimed afterwards, due tomorrow, so the next claim takes fresh rows.
-  await sql`update endpoints set enabled = false where id = ${EP}`;
+  // The hot path's rows: another endpoint's deliveries with bodies the size of a real task event
+  // (about 1 KiB: the update trigger's transition tables copy whole rows), due now.
   await sql`
     insert into deliveries (id, organization_id, endpoint_id, event_id, event_type, payload, created_at)
-    select 'whd_h' || i, ${ORG}, ${HOT}, 'evt_h' || i, 'task.created', '{"type":"task.created"}'::jsonb, now() - interval '1 hour'
+    select 'whd_h' || i, ${ORG}, ${HOT}, 'evt_h' || i, 'task.updated',
+           jsonb_build_object('type', 'task.updated', 'timestamp', now(), 'data', jsonb_build_object(
+             'id', 'T-' || i, 'title', repeat('t', 80), 'description', repeat('d', 700), 'status', 'IN_PROGRESS', 'priority', 'HIGH',
+             'project_ids', jsonb_build_array('prj_5vN5Zu6nSVCjmB2jJBpwRY'), 'version', 3, 'created_at', now(), 'updated_at', now())),
+           now() - interval '1 hour' + i * interval '10 ms'
     from generate_series(1, ${2 * BATCHES * BATCH}) i`;
   await sql`vacuum analyze deliveries`;
-  for (let q = 0; q < SLICES; q++) {
-    for (const mode of q % 2 === 0 ? ["on", "off"] : ["off", "on"]) {
-      await triggers(mode === "on");
-      for (let k = 0; k < SLICE; k++) {
-        const start = performance.now();
-        const claimed = await repo.claim(BATCH, BATCH, 60_000);
-        hot.claim[mode].push(ms(start));
-        await sql`update deliveries set state = 'PENDING', lease_until = null, next_attempt_at = now() + interval '1 day'
-          where id = any(${claimed.map((c) => c.delivery_id)})`;
+  const ids = (await sql`select id from deliveries where endpoint_id = ${HOT} order by created_at`).map((r) => r.id);
+  const batchesOf = (list) => Array.from({ length: list.length / BATCH }, (_, k) => list.slice(k * BATCH, (k + 1) * BATCH));
+  const modes = { on: batchesOf(ids.slice(0, BATCHES * BATCH)), off: batchesOf(ids.slice(BATCHES * BATCH)) };
+  const hot = { claim: { on: [], off: [] }, updateDeliveries: { on: [], off: [] }, insertAttempts: { on: [], off: [] } };
+  const SLICES = 8;
+  const SLICE = BATCHES / SLICES;
+  /** Runs `step` for SLICE batches of each mode in turn, the order of the modes swapped each slice. */
+  const alternate = async (name, step) => {
+    for (let q = 0; q < SLICES; q++) {
+      for (const mode of q % 2 === 0 ? ["on", "off"] : ["off", "on"]) {
+        await triggers(mode === "on");
+        for (const b of modes[mode].slice(q * SLICE, (q + 1) * SLICE)) {
+          const start = performance.now();
+          await step(b);
+          hot[name][mode].push(ms(start));
+        }
       }
     }
-  }
+  };
+  // claim: the dispatcher's pass, 200 due PENDING deliveries become DELIVERING; given back
+  // untimed (due tomorrow), so that the next claim takes fresh rows.
+  await alternate("claim", async () => {
+    const claimed = await repo.claim(BATCH, BATCH, 60_000);
+    await sql`update deliveries set state = 'PENDING', lease_until = null, next_attempt_at = now() + interval '1 day'
+      where id = any(${claimed.map((c) => c.delivery_id)})`;
+  });
+  // updateDeliveries: DELIVERING → SUCCEEDED, as a report's transaction writes them.
+  await sql`update deliveries set state = 'DELIVERING', next_attempt_at = null where endpoint_id = ${HOT}`;
+  await alternate("updateDeliveries", (b) =>
+    repo.updateDeliveries(b.map((id) => ({ id, state: "SUCCEEDED", attemptCount: 1, lastStatus: 200, nextInMs: null }))),
+  );
+  // insertAttempts: the attempt of each, timed 5 ms to 2 s.
+  await alternate("insertAttempts", (b) => {
+    const at = new Date().toISOString();
+    return repo.insertAttempts(
+      b.map((id, k) => ({
+        deliveryId: id,
+        attempt: 1,
+        attemptedAt: at,
+        outcome: "delivered",
+        status: 200,
+        errorClass: null,
+        durationMs: 5 + ((k * 37) % 2000),
+      })),
+    );
+  });
   await triggers(true);
   const [{ n: steadyDeltas }] = await sql`select count(*)::int as n from delivery_stat_deltas`;
   t0 = performance.now();
