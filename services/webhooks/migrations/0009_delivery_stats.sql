@@ -82,6 +82,7 @@ create function stats_hist_add(a integer[], b integer[]) returns integer[]
   language sql immutable parallel safe
   return (select array_agg(coalesce(a[i], 0) + coalesce(b[i], 0) order by i)
           from generate_series(1, greatest(cardinality(a), cardinality(b))) i);
+-- The sum of many (a check by hand: each width's rows of an endpoint sum to the same).
 create aggregate stats_hist_sum(integer[]) (sfunc = stats_hist_add, stype = integer[]);
 
 -- The histogram of (bin, count) pairs, a bin possibly repeated; null when there are none.
