@@ -652,6 +652,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhook-endpoints/{endpoint_id}/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Delivery statistics: the endpoint's deliveries created since a time (24 hours ago by default, at most 30 days back) by state, their attempts and latency percentiles
+         * @description Requires scope `webhooks:read` and plan entitlement `outbound_webhooks`. Costs 1 API call.
+         */
+        get: operations["getWebhookEndpointStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhook-endpoints/{endpoint_id}/deliveries/{delivery_id}/attempts": {
         parameters: {
             query?: never;
@@ -1964,6 +1984,89 @@ export interface components {
              * @example 42
              */
             duration_ms: number;
+        };
+        WebhookEndpointStats: {
+            /**
+             * Format: date-time
+             * @description The start of the window counted: the `since` asked for (to the millisecond), or 24 hours ago, and never more than 30 days ago.
+             * @example 2026-11-23T09:30:00.000Z
+             */
+            since: string;
+            /**
+             * @description The deliveries created since `since`, by the state each is in now.
+             * @example {
+             *       "pending": 3,
+             *       "delivering": 1,
+             *       "succeeded": 1412,
+             *       "failed": 2,
+             *       "disabled": 0
+             *     }
+             */
+            deliveries: {
+                /**
+                 * @description Waiting for their first attempt or for a retry.
+                 * @example 3
+                 */
+                pending: number;
+                /**
+                 * @description With an attempt in flight now.
+                 * @example 1
+                 */
+                delivering: number;
+                /**
+                 * @description Delivered: the endpoint answered an attempt with a 2xx.
+                 * @example 1412
+                 */
+                succeeded: number;
+                /**
+                 * @description Given up after the last attempt of the retry schedule.
+                 * @example 2
+                 */
+                failed: number;
+                /**
+                 * @description Stopped because the endpoint was disabled.
+                 * @example 0
+                 */
+                disabled: number;
+            };
+            /**
+             * @description The attempts made for those deliveries, as their attempts lists show them.
+             * @example {
+             *       "total": 1431,
+             *       "failed": 19
+             *     }
+             */
+            attempts: {
+                /**
+                 * @description Attempts made for those deliveries, retries included.
+                 * @example 1431
+                 */
+                total: number;
+                /**
+                 * @description Those attempts that did not get a 2xx answer (an error status, a timeout, a refused or lost call).
+                 * @example 19
+                 */
+                failed: number;
+            };
+            /**
+             * @description How long the attempts took (their `duration_ms`; an attempt whose outcome never came back has none), as percentiles: exact up to 100 ms, within 2.6% above.
+             * @example {
+             *       "p50": 42,
+             *       "p99": 380
+             *     }
+             */
+            latency_ms: {
+                /**
+                 * @description Half of the timed attempts took at most this long, in milliseconds; null when there is none.
+                 * @example 42
+                 */
+                p50: number | null;
+                /**
+                 * @description 99% of the timed attempts took at most this long, in milliseconds; null when there is none.
+                 * @example 380
+                 */
+                p99: number | null;
+            };
         };
         Problem: {
             /**
@@ -9000,6 +9103,133 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ListWebhookDeliveriesResponse"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `resource_not_found`: Resource not found */
+            404: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getWebhookEndpointStats: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Count the deliveries created at or after this time (ISO 8601). Default: 24 hours ago. An earlier time than 30 days ago counts from 30 days ago, as far back as the delivery log goes.
+                 * @example 2026-11-23T09:30:00.000Z
+                 */
+                since?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook endpoint's id.
+                 * @example whe_8kQ3mT6pL2vX9nD4bR7sW1
+                 */
+                endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Delivery statistics: the endpoint's deliveries created since a time (24 hours ago by default, at most 30 days back) by state, their attempts and latency percentiles */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointStats"];
                 };
             };
             /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */

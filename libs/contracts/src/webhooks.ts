@@ -206,6 +206,73 @@ export const ReplayFailedResult = z.object({
     .meta({ description: "How many deliveries were queued again.", examples: [12] }),
 });
 
+/** DESIGN.md 11: the stats window's start; 24 hours ago when absent. */
+export const EndpointStatsQuery = z.strictObject({
+  since: z.iso
+    .datetime({ offset: true })
+    .optional()
+    .meta({
+      description:
+        "Count the deliveries created at or after this time (ISO 8601). Default: 24 hours ago. An earlier time than 30 days ago counts from 30 days ago, as far back as the delivery log goes.",
+      examples: [EXAMPLE_INSTANT],
+    }),
+});
+export type EndpointStatsQuery = z.infer<typeof EndpointStatsQuery>;
+
+const count = (description: string, example: number) =>
+  z
+    .number()
+    .int()
+    .min(0)
+    .meta({ description, examples: [example] });
+const percentile = (description: string, example: number) =>
+  z
+    .number()
+    .int()
+    .min(0)
+    .nullable()
+    .meta({ description, examples: [example] });
+
+/**
+ * DESIGN.md 11: what became of the deliveries created since `since`. Exact: the same figures the
+ * delivery log and the attempts lists give; the latency percentiles come from a histogram.
+ */
+export const WebhookEndpointStats = z.object({
+  since: Timestamp.meta({
+    description: "The start of the window counted: the `since` asked for (to the millisecond), or 24 hours ago, and never more than 30 days ago.",
+    examples: [EXAMPLE_INSTANT],
+  }),
+  deliveries: z
+    .object({
+      pending: count("Waiting for their first attempt or for a retry.", 3),
+      delivering: count("With an attempt in flight now.", 1),
+      succeeded: count("Delivered: the endpoint answered an attempt with a 2xx.", 1412),
+      failed: count("Given up after the last attempt of the retry schedule.", 2),
+      disabled: count("Stopped because the endpoint was disabled.", 0),
+    })
+    .meta({
+      description: "The deliveries created since `since`, by the state each is in now.",
+      examples: [{ pending: 3, delivering: 1, succeeded: 1412, failed: 2, disabled: 0 }],
+    }),
+  attempts: z
+    .object({
+      total: count("Attempts made for those deliveries, retries included.", 1431),
+      failed: count("Those attempts that did not get a 2xx answer (an error status, a timeout, a refused or lost call).", 19),
+    })
+    .meta({ description: "The attempts made for those deliveries, as their attempts lists show them.", examples: [{ total: 1431, failed: 19 }] }),
+  latency_ms: z
+    .object({
+      p50: percentile("Half of the timed attempts took at most this long, in milliseconds; null when there is none.", 42),
+      p99: percentile("99% of the timed attempts took at most this long, in milliseconds; null when there is none.", 380),
+    })
+    .meta({
+      description:
+        "How long the attempts took (their `duration_ms`; an attempt whose outcome never came back has none), as percentiles: exact up to 100 ms, within 2.6% above.",
+      examples: [{ p50: 42, p99: 380 }],
+    }),
+});
+export type WebhookEndpointStats = z.infer<typeof WebhookEndpointStats>;
+
 /**
  * The plan's cap on endpoints, passed by the gateway (it resolved it with the credential, with
  * any `set-limits` override), as upload-start receives the storage allowances.
@@ -228,6 +295,7 @@ export const webhooksRpc = {
     listAttempts: { input: DeliveryParams.extend(PageQuery.shape), output: page(DeliveryAttempt) },
     replayDelivery: { input: DeliveryParams, output: WebhookDelivery },
     replayFailed: { input: z.object({ endpoint_id: OpaqueId, since: z.iso.datetime({ offset: true }) }), output: ReplayFailedResult },
+    endpointStats: { input: EndpointStatsQuery.extend({ endpoint_id: OpaqueId }), output: WebhookEndpointStats },
   },
 } as const satisfies RpcCatalog;
 

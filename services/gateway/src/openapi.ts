@@ -30,6 +30,7 @@ import {
   Usage,
   WebhookDelivery,
   WebhookEndpoint,
+  WebhookEndpointStats,
   type ErrorCode,
   TaskFilterSchema,
 } from "@tasksvc/contracts";
@@ -73,6 +74,7 @@ const RESOURCES: ReadonlyArray<[z.ZodType, string]> = [
   [EndpointFeedEvent, "EndpointEvent"],
   [DeliveryAttempt, "WebhookDeliveryAttempt"],
   [ProbeResult, "WebhookProbeResult"],
+  [WebhookEndpointStats, "WebhookEndpointStats"],
 ];
 
 /** The OpenAPI tag of each resource (route file), with what it groups. */

@@ -2,10 +2,11 @@ import { callerOf, type webhookAttemptsRpc, type webhooksRpc } from "@tasksvc/co
 import type { Handlers } from "@tasksvc/nats";
 import type { AttemptsService } from "./domain/attempts.js";
 import type { DeliveryLogService } from "./domain/delivery-log.js";
+import type { DeliveryStatsService } from "./domain/delivery-stats.js";
 import type { EndpointsService } from "./domain/endpoints-service.js";
 
 /** Entry layer: maps each RPC operation of the catalog onto the domain. */
-export function webhooksHandlers(svc: EndpointsService, log: DeliveryLogService): Handlers<typeof webhooksRpc> {
+export function webhooksHandlers(svc: EndpointsService, log: DeliveryLogService, stats: DeliveryStatsService): Handlers<typeof webhooksRpc> {
   return {
     createEndpoint: ({ limits, ...body }, ctx) => svc.create(callerOf(ctx), body, limits),
     listEndpoints: (i, ctx) => svc.list(callerOf(ctx), i.limit, i.after),
@@ -19,6 +20,7 @@ export function webhooksHandlers(svc: EndpointsService, log: DeliveryLogService)
     listAttempts: (i, ctx) => log.listAttempts(callerOf(ctx), i.endpoint_id, i.delivery_id, i),
     replayDelivery: (i, ctx) => log.replayDelivery(callerOf(ctx), i.endpoint_id, i.delivery_id),
     replayFailed: (i, ctx) => log.replayFailed(callerOf(ctx), i.endpoint_id, i.since),
+    endpointStats: (i, ctx) => stats.endpointStats(callerOf(ctx), i.endpoint_id, i.since),
   };
 }
 

@@ -11,6 +11,7 @@ import { z } from "zod";
 import { startTaskEventsConsumer } from "./consumers/task-events.js";
 import { attemptsService } from "./domain/attempts.js";
 import { deliveryLogService } from "./domain/delivery-log.js";
+import { deliveryStatsService } from "./domain/delivery-stats.js";
 import { jobPublisher, startDispatcher } from "./dispatcher.js";
 import type { DeliveryResources } from "./domain/delivery-resources.js";
 import { dispatchService } from "./domain/dispatch.js";
@@ -42,6 +43,9 @@ export const WebhooksConfig = z
 export type WebhooksConfig = z.output<typeof WebhooksConfig>;
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL("../migrations", import.meta.url));
+
+/** How often the delivery statistics' deltas are folded into the rollup. */
+const STATS_COMPACTION_MS = 5_000;
 
 /** The webhooks service: organizations' webhook endpoints, their signing secrets, and deliveries (issue 11). */
 export const service = defineService({
@@ -98,7 +102,14 @@ export const service = defineService({
     every(60 * 60_000, "idempotency sweep", () => repo.idempotency.sweep());
     // The delivery log keeps 30 days, as the events feed does; attempts go with their delivery.
     const deliveries = deliveriesRepo(db.sql);
-    every(60 * 60_000, "delivery log sweep", () => deliveries.sweep());
+    const stats = deliveryStatsService({ db });
+    every(60 * 60_000, "delivery log sweep", async () => {
+      await deliveries.sweep();
+      await stats.sweep();
+    });
+    // The statistics' deltas into their rollup: reads add what is left, so this only bounds the
+    // deltas a read sums (a few seconds' worth).
+    every(STATS_COMPACTION_MS, "delivery stats compaction", () => stats.compact());
 
     const resources: DeliveryResources = {
       db,
@@ -146,6 +157,6 @@ export const service = defineService({
     serve(webhookAttemptsRpc, attemptsHandlers(attempts));
     // A replay's new rows are due at once: wake the dispatcher rather than wait for its poll.
     const deliveryLog = deliveryLogService({ repo: logRepo(db.sql), wake: () => dispatcher.wake() });
-    serve(webhooksRpc, webhooksHandlers(svc, deliveryLog));
+    serve(webhooksRpc, webhooksHandlers(svc, deliveryLog, stats));
   },
 });

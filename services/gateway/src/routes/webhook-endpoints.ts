@@ -5,6 +5,7 @@ import {
   DeliveriesQuery,
   DeliveryAttempt,
   DeliveryParams,
+  EndpointStatsQuery,
   PageQuery,
   ProbeResult,
   ReplayFailedBody,
@@ -16,6 +17,7 @@ import {
   WebhookDelivery,
   WebhookEndpoint,
   WebhookEndpointParams,
+  WebhookEndpointStats,
   page,
 } from "@tasksvc/contracts";
 import { resource } from "../operations.js";
@@ -135,6 +137,19 @@ export const webhookEndpoints = resource({ name: "webhook-endpoints", scopes: "w
       paginated: true,
     },
     ({ clients, params, query, ctx }) => clients.webhooks.relay("listDeliveries", { ...query, endpoint_id: params.endpoint_id }, ctx),
+  );
+  r.op(
+    {
+      method: "GET",
+      url: "/v1/webhook-endpoints/:endpoint_id/stats",
+      operationId: "getWebhookEndpointStats",
+      summary:
+        "Delivery statistics: the endpoint's deliveries created since a time (24 hours ago by default, at most 30 days back) by state, their attempts and latency percentiles",
+      params: WebhookEndpointParams,
+      query: EndpointStatsQuery,
+      response: WebhookEndpointStats,
+    },
+    ({ clients, params, query, ctx }) => clients.webhooks.relay("endpointStats", { ...query, endpoint_id: params.endpoint_id }, ctx),
   );
   r.op(
     {
