@@ -134,10 +134,12 @@ export function statsRepo(sql: Sql) {
 
     /**
      * Takes the compaction for this transaction, unless another replica has it (then false: that
-     * one is moving the same rows).
+     * one is moving the same rows). Named by the schema: advisory locks are per database, and
+     * another schema's compaction in the same database (another stack, a test's own schema)
+     * moves other rows.
      */
     async lockCompaction(): Promise<boolean> {
-      const [r] = await sql<{ ok: boolean }[]>`select pg_try_advisory_xact_lock(hashtext('webhooks.delivery_stats')) as ok`;
+      const [r] = await sql<{ ok: boolean }[]>`select pg_try_advisory_xact_lock(hashtext(current_schema() || '.delivery_stats')) as ok`;
       return r?.ok === true;
     },
 
