@@ -495,6 +495,7 @@ try {
       duration: DURATION,
       warmup: WARMUP,
       log: (m) => process.stderr.write(`${m}\n`),
+      deliveryOps: `http://127.0.0.1:${OPS.delivery}`,
     });
   }
   if (!only || only.split("|").includes("streams")) {
@@ -561,11 +562,12 @@ console.log(line(header));
 console.log(widths.map((w) => "-".repeat(w)).join("  "));
 for (const row of table) console.log(line(row));
 if (webhooks) {
-  const { rate, overloadRate, a, b, c } = webhooks;
+  const { rate, overloadRate, rateLimit, a, r, b, c } = webhooks;
   console.log(`\nWebhook delivery · ${rate} tasks/s × 10 endpoints = ${fmt(rate * 10)} deliveries/s due · latency from the task's commit to the receiver`);
   const wh = ["scenario", "deliveries/s", "delivered/due", "p50 ms", "p99 ms", "failed creates"];
   const wt = [
     ["(a) fan-out, 10 endpoints", a],
+    [`(r) + 1 endpoint limited to ${rateLimit}/s (the 10)`, r],
     ["(b) + 1 hanging endpoint (healthy 10)", b],
     [`(c) capacity: ${overloadRate} tasks/s offered, as (b)`, c],
   ].map(([n, r]) => [n, fmt(r.deliveriesPerSecond), `${fmt(r.delivered)}/${fmt(r.due)}`, fmt(r.p50, 1), fmt(r.p99, 1), fmt(r.failedCreates)]);
@@ -575,6 +577,9 @@ if (webhooks) {
   console.log(ww.map((w) => "-".repeat(w)).join("  "));
   for (const row of wt) console.log(wl(row));
   console.log(`(b) healthy p99 / (a) p99: ${(b.p99 / a.p99).toFixed(2)}×`);
+  console.log(
+    `(r) / (a), the 10 unlimited: deliveries/s ${(r.deliveriesPerSecond / a.deliveriesPerSecond).toFixed(2)}×, p50 ${(r.p50 / a.p50).toFixed(2)}×, p99 ${(r.p99 / a.p99).toFixed(2)}× · the limited one: ${fmt(r.limitedPerSecond, 1)} deliveries/s (limit ${rateLimit}; its send times allow ${fmt(rateLimit / 1.05, 1)}), ${fmt(r.deferred)} attempts deferred`,
+  );
 }
 if (uploads) {
   const { clients, a, b } = uploads;

@@ -2,7 +2,8 @@
 // chosen free, printed as "ready <port>"). Paths under /hang/ never answer (the delivery worker's
 // timeout ends them); every other path answers 204 at once and records, per path prefix, the
 // event-to-receiver latency: arrival time minus the event's `timestamp`, which the tasks service
-// sets in the writing transaction. GET /stats answers {count, latencies} and starts afresh.
+// sets in the writing transaction. GET /stats answers {arrivals: [[at, latency, webhook-id, path
+// prefix]]} and starts afresh; the prefix (`/ok/`, `/limited/`) tells endpoint groups apart.
 import http from "node:http";
 
 let arrivals = [];
@@ -21,7 +22,7 @@ const server = http.createServer((req, res) => {
     res.writeHead(204).end();
     try {
       const event = JSON.parse(Buffer.concat(chunks).toString("utf8"));
-      arrivals.push([at, at - Date.parse(event.timestamp), req.headers["webhook-id"]]);
+      arrivals.push([at, at - Date.parse(event.timestamp), req.headers["webhook-id"], /^\/[^/]*\//.exec(req.url ?? "")?.[0] ?? "/"]);
     } catch {
       // Not an event: nothing to record.
     }

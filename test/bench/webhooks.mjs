@@ -8,12 +8,17 @@
 //     endpoints' figures, and their p99 as a ratio of (a)'s.
 // (c) capacity: (b)'s endpoints with tasks created faster than they can be delivered; the
 //     deliveries per second are what the system sustains (latency there only grows).
+// (r) rate limit: (a)'s ten beside an 11th endpoint limited to RATE_LIMIT/s (it gets RATE
+//     deliveries/s, so its backlog grows): the ten's figures as a ratio of (a)'s, which ran
+//     just before; the limited one's deliveries/s, and the attempts the workers deferred.
 import http from "node:http";
 
 // 200 tasks/s × 10 endpoints: the 2,000 deliveries/s of the target, due steadily.
 const RATE = Number(process.env.BENCH_WEBHOOK_RATE ?? 200);
 // (c): more than the system can deliver, so deliveries per second is its capacity.
 const OVERLOAD_RATE = Number(process.env.BENCH_WEBHOOK_OVERLOAD_RATE ?? 300);
+// (r): the limited endpoint's deliveries per second at most.
+const RATE_LIMIT = Number(process.env.BENCH_WEBHOOK_RATE_LIMIT ?? 50);
 // node:http with keep-alive: fetch (undici) costs this process several times the CPU per request,
 // which the two cores would take from the system under test.
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
@@ -72,7 +77,7 @@ async function steadyTasks(gateway, key, rate, seconds) {
  * arrivals inside the window; latencies are those of the window's events, including arrivals
  * after it (a 3 s drain), so a backlog shows as latency rather than being left out.
  */
-async function phase({ gateway, key, receiver, duration, warmup, rate = RATE }) {
+async function phase({ gateway, key, receiver, duration, warmup, rate = RATE, others = [] }) {
   const load = steadyTasks(gateway, key, rate, warmup + duration);
   await new Promise((r) => setTimeout(r, warmup * 1000));
   await fetch(`${receiver}/stats`).then((r) => r.json());
@@ -80,7 +85,12 @@ async function phase({ gateway, key, receiver, duration, warmup, rate = RATE }) 
   const { created, failed } = await load;
   const to = Date.now();
   await new Promise((r) => setTimeout(r, 3000));
-  const { arrivals } = await fetch(`${receiver}/stats`).then((r) => r.json());
+  const { arrivals: all } = await fetch(`${receiver}/stats`).then((r) => r.json());
+  // The figures are the ten endpoints' (under /ok/); the `others` prefixes only count their arrivals.
+  const arrivals = all.filter(([, , , prefix]) => !others.includes(prefix));
+  const counted = Object.fromEntries(
+    others.map((p) => [p, all.filter(([at, , , prefix]) => prefix === p && at >= from && at < to).length / ((to - from) / 1000)]),
+  );
   // Deliveries of events created in the window (arrival minus latency is the event's time).
   const window = arrivals.filter(([at, latency]) => at - latency >= from && at - latency < to);
   const inWindow = arrivals.filter(([at]) => at < to).length;
@@ -94,19 +104,34 @@ async function phase({ gateway, key, receiver, duration, warmup, rate = RATE }) 
     p50: quantile(latencies, 50),
     p99: quantile(latencies, 99),
     failedCreates: failed,
+    others: counted,
   };
 }
 
-export async function webhookScenarios({ gateway, key, receiver, duration, warmup: httpWarmup, log }) {
+/** A counter's total on a process's /metrics (all its series summed). */
+async function counterTotal(opsUrl, name) {
+  if (!opsUrl) return Number.NaN;
+  const text = await fetch(`${opsUrl}/metrics`).then((r) => r.text());
+  return text
+    .split("\n")
+    .filter((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `))
+    .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
+}
+
+export async function webhookScenarios({ gateway, key, receiver, duration, warmup: httpWarmup, log, deliveryOps }) {
   let warmup = httpWarmup;
-  const endpoint = async (url) => {
+  const endpoint = async (url, extra = {}) => {
     const r = await fetch(`${gateway}/v1/webhook-endpoints`, {
       method: "POST",
       headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: JSON.stringify({ url, event_types: ["task.created"] }),
+      body: JSON.stringify({ url, event_types: ["task.created"], ...extra }),
     });
     if (r.status !== 201) throw new Error(`endpoint create failed: ${r.status} ${await r.text()}`);
     return r.json();
+  };
+  const remove = async (e) => {
+    const r = await fetch(`${gateway}/v1/webhook-endpoints/${e.id}`, { method: "DELETE", headers: { authorization: `Bearer ${key}` } });
+    if (r.status !== 200) throw new Error(`endpoint delete failed: ${r.status} ${await r.text()}`);
   };
   const made = [];
   for (let i = 0; i < 10; i++) made.push(await endpoint(`${receiver}/ok/${i}`));
@@ -114,6 +139,14 @@ export async function webhookScenarios({ gateway, key, receiver, duration, warmu
   warmup = Math.max(warmup, 5);
   log(`bench: webhooks (a) fan-out to 10 endpoints, ${RATE} tasks/s …`);
   const a = await phase({ gateway, key, receiver, duration, warmup });
+  const limited = await endpoint(`${receiver}/limited/0`, { rate_limit: RATE_LIMIT });
+  log(`bench: webhooks (r) the same plus one endpoint limited to ${RATE_LIMIT}/s …`);
+  const deferredBefore = await counterTotal(deliveryOps, "tasksvc_webhook_attempts_deferred_total");
+  const r = await phase({ gateway, key, receiver, duration, warmup, others: ["/limited/"] });
+  r.limitedPerSecond = r.others["/limited/"];
+  r.deferred = (await counterTotal(deliveryOps, "tasksvc_webhook_attempts_deferred_total")) - deferredBefore;
+  // Its backlog (RATE due per second, RATE_LIMIT sent) goes with it, so (b) starts as (a) did.
+  await remove(limited);
   made.push(await endpoint(`${receiver}/hang/0`));
   log(`bench: webhooks (b) the same plus one hanging endpoint …`);
   const b = await phase({ gateway, key, receiver, duration, warmup });
@@ -121,9 +154,6 @@ export async function webhookScenarios({ gateway, key, receiver, duration, warmu
   const c = await phase({ gateway, key, receiver, duration, warmup, rate: OVERLOAD_RATE });
   // The capacity phase leaves a backlog (and the hanging endpoint one that never drains):
   // deleting the endpoints deletes their deliveries, so later scenarios run on a quiet system.
-  for (const e of made) {
-    const r = await fetch(`${gateway}/v1/webhook-endpoints/${e.id}`, { method: "DELETE", headers: { authorization: `Bearer ${key}` } });
-    if (r.status !== 200) throw new Error(`endpoint delete failed: ${r.status} ${await r.text()}`);
-  }
-  return { rate: RATE, overloadRate: OVERLOAD_RATE, a, b, c };
+  for (const e of made) await remove(e);
+  return { rate: RATE, overloadRate: OVERLOAD_RATE, rateLimit: RATE_LIMIT, a, r, b, c };
 }

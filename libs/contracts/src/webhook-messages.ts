@@ -53,6 +53,15 @@ export const AttemptRef = z.object({ delivery_id: z.string(), attempt: z.number(
 export type AttemptRef = z.infer<typeof AttemptRef>;
 
 /**
+ * One attempt of a job. `send_at` is given for an endpoint with a rate limit only (DESIGN.md 11):
+ * the attempt starts no earlier than it, and earlier than `send_at + send_window_ms`; a worker
+ * that gets there later does not call and hands the attempt back (deferAttempts). Absent: send at
+ * once, as every job of a dispatcher from before rate limits.
+ */
+export const JobAttempt = AttemptRef.extend({ send_at: Timestamp.optional() });
+export type JobAttempt = z.infer<typeof JobAttempt>;
+
+/**
  * A job on the delivery-job stream: "make these attempts, all to one endpoint". It carries no URL,
  * body or secret: the worker asks the webhooks service for the signed requests right before the
  * calls, so a job for an endpoint deleted or disabled meanwhile sends nothing. One message for
@@ -62,7 +71,9 @@ export const DeliveryJob = z.object({
   endpoint_id: z.string(),
   /** Past this instant the webhooks service dispatches the attempts again: a job seen later is dropped. */
   lease_until: Timestamp,
-  deliveries: z.array(AttemptRef).min(1).max(1000),
+  deliveries: z.array(JobAttempt).min(1).max(1000),
+  /** With `send_at`: how many milliseconds after it an attempt may still start (0 when absent). */
+  send_window_ms: z.number().int().min(0).max(60_000).optional(),
 });
 export type DeliveryJob = z.infer<typeof DeliveryJob>;
 
@@ -84,6 +95,15 @@ export type StartedAttempt = z.infer<typeof StartedAttempt>;
 export const StartedAttempts = z.object({ attempts: z.array(StartedAttempt) });
 export type StartedAttempts = z.infer<typeof StartedAttempts>;
 
+/**
+ * deferAttempts: attempts the worker did not make because it reached them after their send
+ * window (a rate-limited endpoint's). Not attempts and not failures: each goes back to PENDING,
+ * due now, and gets a new send time.
+ */
+export const DeferAttempts = z.object({ jobs: z.array(AttemptRef).min(1).max(1000) });
+export type DeferAttempts = z.infer<typeof DeferAttempts>;
+export const DeferredAttempts = z.object({ deferred: z.number().int() });
+
 /** recordAttempts: how attempts ended, as the worker reports them. */
 export const ReportedAttempt = AttemptRef.extend({ attempted_at: Timestamp, result: CallResult });
 export type ReportedAttempt = z.infer<typeof ReportedAttempt>;
@@ -99,6 +119,8 @@ export const webhookAttemptsRpc = {
     startAttempts: { input: StartAttempts, output: StartedAttempts },
     /** Records how attempts ended: state, counts, schedule, auto-disable. */
     recordAttempts: { input: RecordAttempts, output: RecordedAttempts },
+    /** Gives back attempts reached too late for their send window: PENDING again, same attempt count, no attempt row. */
+    deferAttempts: { input: DeferAttempts, output: DeferredAttempts },
   },
 } as const satisfies RpcCatalog;
 
@@ -136,6 +158,7 @@ export const webhookMessages = {
   /** Worker → webhooks service, before the calls and after them. */
   startAttempts: webhookAttemptsRpc.ops.startAttempts,
   recordAttempts: webhookAttemptsRpc.ops.recordAttempts,
+  deferAttempts: webhookAttemptsRpc.ops.deferAttempts,
   /** Webhooks service → delivery service: one call made now (test event, verify). */
   call: deliveryRpc.ops.call,
   /** What the receiver gets, and what is signed (stored with each delivery). */

@@ -148,6 +148,13 @@ export const webhookAttempts = new Counter({
   registers,
 });
 
+export const webhookAttemptsDeferred = new Counter({
+  name: "tasksvc_webhook_attempts_deferred_total",
+  help: "Attempts to rate-limited endpoints a delivery worker reached after their send window and gave back unsent (not attempts: they wait for a new send time), by stage (arrival: the job came late; call: waiting for a call slot made it late). A steady rate means busy workers or clocks out of step.",
+  labelNames: ["stage"] as const,
+  registers,
+});
+
 export const webhookAttemptDuration = new Histogram({
   name: "tasksvc_webhook_attempt_duration_seconds",
   help: "One outbound webhook HTTP call, from connect to the response status (delivery workers).",

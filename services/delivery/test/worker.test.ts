@@ -1,10 +1,19 @@
 import { randomUUID } from "node:crypto";
-import { webhookAttemptsRpc, webhookMessages, type ReportedAttempt, type SignedRequest } from "@tasksvc/contracts";
+import {
+  webhookAttemptsRpc,
+  webhookMessages,
+  type AttemptRef,
+  type CallResult,
+  type DeliveryJob,
+  type ReportedAttempt,
+  type SignedRequest,
+} from "@tasksvc/contracts";
 import { createLogger } from "@tasksvc/logger";
 import { client, connectNats, deleteStreams, encodeJson, ensureStream, jetstream, serve, type NatsConnection, type Served } from "@tasksvc/nats";
-import { webhookDeliveryLag } from "@tasksvc/telemetry";
+import { eventually } from "@tasksvc/testing";
+import { webhookAttemptsDeferred, webhookDeliveryLag } from "@tasksvc/telemetry";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { startWorker } from "../src/worker.js";
+import { startWorker, type WorkerOptions } from "../src/worker.js";
 
 // The worker against a job stream of this file's own namespace (the stack's delivery service
 // consumes only its own), with the webhooks service's two operations answered here over NATS.
@@ -17,6 +26,9 @@ let served: Served;
 /** What the webhooks side answers to startAttempts, and where recordAttempts' reports go. */
 let started: { request: SignedRequest; occurred_at: string };
 let reported: (results: ReportedAttempt[]) => void = () => {};
+/** Every attempt startAttempts was asked for, and every one deferAttempts gave back. */
+const startedRefs: AttemptRef[] = [];
+const deferredRefs: AttemptRef[] = [];
 
 beforeAll(async () => {
   nc = await connectNats({ url: stack.natsUrl, name: "worker-test" });
@@ -26,10 +38,18 @@ beforeAll(async () => {
     nc,
     webhookAttemptsRpc,
     {
-      startAttempts: async (i) => ({ attempts: i.jobs.map((j) => ({ ...j, ...started })) }),
+      startAttempts: async (i) => {
+        startedRefs.push(...i.jobs);
+        // Each request names its delivery in webhook-id, so a test knows which call is which.
+        return { attempts: i.jobs.map((j) => ({ ...j, ...started, request: { ...started.request, headers: { "webhook-id": j.delivery_id } } })) };
+      },
       recordAttempts: async (i) => {
         reported(i.results);
         return { recorded: i.results.length };
+      },
+      deferAttempts: async (i) => {
+        deferredRefs.push(...i.jobs);
+        return { deferred: i.jobs.length };
       },
     },
     { namespace, log },
@@ -91,5 +111,206 @@ describe("delivery worker", () => {
     // From a minute ago: the event's time.
     expect(after.sum - before.sum).toBeGreaterThanOrEqual(60);
     expect(after.sum - before.sum).toBeLessThan(120);
+  });
+});
+
+// Rate-limited endpoints' attempts carry a send time (DESIGN.md 11): no earlier, and not later
+// than its window after it; past the window the worker gives the attempt back unsent.
+describe("delivery worker, send times", () => {
+  const delivered: CallResult = { outcome: "delivered", status: 204, error_class: null, duration_ms: 1, retry_after_ms: null };
+  const iso = (ms: number) => new Date(ms).toISOString();
+  /** The worker's clock: real time plus `offset`, which a test moves forward instead of sleeping. */
+  let offset = 0;
+  const clock = () => new Date(Date.now() + offset);
+  /** Every report, as it arrives. */
+  let reports: ReportedAttempt[] = [];
+
+  const worker = (o: Partial<WorkerOptions> & Pick<WorkerOptions, "send">) => {
+    offset = 0;
+    reports = [];
+    reported = (results) => void reports.push(...results);
+    started = { request: { url: "https://hooks.example.com/x", headers: {}, body: "{}" }, occurred_at: new Date().toISOString() };
+    return startWorker({
+      nc,
+      namespace,
+      log,
+      webhooks: client(nc, webhookAttemptsRpc, { namespace, timeoutMs: 5000 }),
+      concurrency: 4,
+      ackWaitMs: 30_000,
+      now: clock,
+      ...o,
+    });
+  };
+  const publish = (job: DeliveryJob) => jetstream(nc).publish(webhookMessages.deliveryJob.subject(namespace), encodeJson(job));
+  const job = (deliveries: DeliveryJob["deliveries"], window?: number): DeliveryJob => ({
+    endpoint_id: `whe_${randomUUID().slice(0, 8)}`,
+    lease_until: iso(Date.now() + 3600_000),
+    deliveries,
+    ...(window === undefined ? {} : { send_window_ms: window }),
+  });
+  const id = () => `whd_${randomUUID().slice(0, 12)}`;
+  const deferredCount = async (stage: "arrival" | "call") => (await webhookAttemptsDeferred.get()).values.find((v) => v.labels["stage"] === stage)?.value ?? 0;
+
+  it("when a job carries send times, then each attempt starts at its own or after it, within the window, and reports when it started", async () => {
+    const sent: Array<{ id: string; at: number }> = [];
+    const w = await worker({
+      send: async (r) => {
+        sent.push({ id: r.headers["webhook-id"] ?? "", at: clock().getTime() });
+        return delivered;
+      },
+    });
+    try {
+      const [a, b] = [id(), id()];
+      const now = Date.now();
+      // A wide window: this test is about "not before"; lateness has tests of its own.
+      const sendAt = { [a]: now + 300, [b]: now + 600 };
+      await publish(
+        job(
+          [
+            { delivery_id: a, attempt: 1, send_at: iso(now + 300) },
+            { delivery_id: b, attempt: 1, send_at: iso(now + 600) },
+          ],
+          10_000,
+        ),
+      );
+      await eventually(() => reports.length === 2, { what: "both reports" });
+      for (const r of reports) {
+        const at = Date.parse(r.attempted_at);
+        expect(at, JSON.stringify(r)).toBeGreaterThanOrEqual(sendAt[r.delivery_id] ?? Number.NaN);
+        expect(at, JSON.stringify(r)).toBeLessThan((sendAt[r.delivery_id] ?? Number.NaN) + 10_000);
+      }
+      expect(sent.map((x) => x.id)).toEqual([a, b]);
+      expect(sent.every((x) => x.at >= (sendAt[x.id] ?? Number.NaN))).toBe(true);
+    } finally {
+      await w.stop();
+    }
+  });
+
+  it("when a job arrives past an attempt's window, then that attempt is deferred, unsigned and unsent, and counted; the job's others are made", async () => {
+    const sent: string[] = [];
+    const w = await worker({
+      send: async (r) => {
+        sent.push(r.headers["webhook-id"] ?? "");
+        return delivered;
+      },
+    });
+    try {
+      const [late, onTime] = [id(), id()];
+      const before = await deferredCount("arrival");
+      const now = Date.now();
+      await publish(
+        job(
+          [
+            { delivery_id: late, attempt: 3, send_at: iso(now - 20_000) },
+            { delivery_id: onTime, attempt: 1, send_at: iso(now) },
+          ],
+          10_000,
+        ),
+      );
+      await eventually(() => reports.length === 1 && deferredRefs.some((d) => d.delivery_id === late), { what: "one report and one deferral" });
+      expect(deferredRefs.filter((d) => d.delivery_id === late)).toEqual([{ delivery_id: late, attempt: 3 }]);
+      expect(startedRefs.some((d) => d.delivery_id === late)).toBe(false);
+      expect(sent).toEqual([onTime]);
+      expect(reports.map((r) => r.delivery_id)).toEqual([onTime]);
+      expect((await deferredCount("arrival")) - before).toBe(1);
+    } finally {
+      await w.stop();
+    }
+  });
+
+  it("when an attempt gets its call slot only past its window (a busy worker), then it is deferred, not made", async () => {
+    const sent: string[] = [];
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    // One call slot, which the first attempt keeps until the test lets go.
+    const w = await worker({
+      concurrency: 1,
+      send: async (r) => {
+        sent.push(r.headers["webhook-id"] ?? "");
+        await held;
+        return delivered;
+      },
+    });
+    try {
+      const [first, second] = [id(), id()];
+      const before = await deferredCount("call");
+      const now = Date.now();
+      await publish(
+        job(
+          [
+            { delivery_id: first, attempt: 1, send_at: iso(now) },
+            { delivery_id: second, attempt: 1, send_at: iso(now + 50) },
+          ],
+          10_000,
+        ),
+      );
+      await eventually(() => sent.length === 1, { what: "the first call" });
+      // The worker's clock passes the second attempt's window while the first call holds the slot.
+      offset = 60_000;
+      release();
+      await eventually(() => deferredRefs.some((d) => d.delivery_id === second), { what: "the second attempt deferred" });
+      await eventually(() => reports.length === 1, { what: "the first attempt's report" });
+      expect(sent).toEqual([first]);
+      expect(reports.map((r) => r.delivery_id)).toEqual([first]);
+      expect((await deferredCount("call")) - before).toBe(1);
+    } finally {
+      release();
+      await w.stop();
+    }
+  });
+
+  it("when an attempt waits for its send time, then it holds no call slot: another endpoint's job makes as many calls at once as there are slots", async () => {
+    const inFlight = new Set<string>();
+    let most = 0;
+    const sent: string[] = [];
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const w = await worker({
+      concurrency: 2,
+      send: async (r) => {
+        const d = r.headers["webhook-id"] ?? "";
+        sent.push(d);
+        inFlight.add(d);
+        most = Math.max(most, inFlight.size);
+        await held;
+        inFlight.delete(d);
+        return delivered;
+      },
+    });
+    try {
+      const waiting = id();
+      // Its send time is a minute ahead on the worker's clock: it waits until the test moves the clock.
+      const sendAt = Date.now() + 60_000;
+      await publish(job([{ delivery_id: waiting, attempt: 1, send_at: iso(sendAt) }], 10_000));
+      await eventually(() => startedRefs.some((d) => d.delivery_id === waiting), { what: "the limited attempt started (signed) and waiting" });
+      const [x, y] = [id(), id()];
+      await publish(
+        job([
+          { delivery_id: x, attempt: 1 },
+          { delivery_id: y, attempt: 1 },
+        ]),
+      );
+      // Both slots are free for the unlimited job's two calls while the limited attempt waits.
+      await eventually(() => inFlight.size === 2, { what: "two calls in flight at once" });
+      expect([...inFlight].sort()).toEqual([x, y].sort());
+      expect(sent).not.toContain(waiting);
+      release();
+      await eventually(() => reports.length === 2, { what: "the two reports" });
+      offset = 60_000;
+      await eventually(() => reports.length === 3, { what: "the limited attempt, once its send time came" });
+      expect(sent.at(-1)).toBe(waiting);
+      expect(most).toBe(2);
+      const limited = reports.find((r) => r.delivery_id === waiting);
+      expect(Date.parse(limited?.attempted_at ?? "")).toBeGreaterThanOrEqual(sendAt);
+    } finally {
+      release();
+      // A failed run still lets the waiting attempt go, so that stop() does not wait a minute.
+      offset = 60_000;
+      await w.stop();
+    }
   });
 });

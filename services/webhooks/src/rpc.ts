@@ -29,5 +29,6 @@ export function attemptsHandlers(svc: AttemptsService): Handlers<typeof webhookA
   return {
     startAttempts: (i) => svc.start(i.jobs),
     recordAttempts: (i) => svc.record(i.results),
+    deferAttempts: (i) => svc.defer(i.jobs),
   };
 }

@@ -117,6 +117,37 @@ describe("delivery attempts", () => {
     expect(await row(id ?? "")).toEqual({ state: "SUCCEEDED", attempt_count: 1, last_status: 200 });
   });
 
+  it("when a worker defers an attempt (past its send window), then the delivery is PENDING and due, its attempt count unchanged, no attempt row; the next pass gives it a new send time", async () => {
+    const e = await endpoint();
+    await sql`update endpoints set rate_limit = 5 where id = ${e}`;
+    const [id, other] = await pending(e, 2);
+    const claimed = await pass(5);
+    expect(claimed.map((c) => c.delivery_id).sort()).toEqual([id, other].sort());
+    const first = claimed.find((c) => c.delivery_id === id);
+    expect(first?.send_at).toEqual(expect.any(String));
+    // A stale attempt number is not given back: only the current attempt is.
+    expect(
+      await svc.defer([
+        { delivery_id: id ?? "", attempt: 1 },
+        { delivery_id: other ?? "", attempt: 2 },
+      ]),
+    ).toEqual({ deferred: 1 });
+    expect(await row(id ?? "")).toEqual({ state: "PENDING", attempt_count: 0, last_status: null });
+    expect(await attemptsOf(id ?? "")).toEqual([]);
+    const [due] = await sql<
+      { due: boolean; leased: boolean }[]
+    >`select next_attempt_at <= now() as due, lease_until is not null as leased from deliveries where id = ${id ?? ""}`;
+    expect(due).toEqual({ due: true, leased: false });
+    expect((await row(other ?? ""))?.state).toBe("DELIVERING");
+    // Streaks are untouched: a deferral is not a failure.
+    const [streak] = await sql<{ failure_count: number; last_failure_at: Date | null }[]>`select failure_count, last_failure_at from endpoints where id = ${e}`;
+    expect(streak).toEqual({ failure_count: 0, last_failure_at: null });
+    // As when its next free send time has come within reach (half a second later):
+    await sql`update endpoints set rate_next_at = null where id = ${e}`;
+    const again = (await pass(5)).find((c) => c.delivery_id === id);
+    expect(again).toEqual(expect.objectContaining({ attempt: 1, send_at: expect.any(String) }));
+  });
+
   it("when a job names an attempt that is not the current one, or an endpoint disabled meanwhile, then start signs nothing", async () => {
     const e = await endpoint();
     const [a, b] = await pending(e, 2);

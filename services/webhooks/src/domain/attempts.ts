@@ -8,7 +8,7 @@ import type { Signer } from "./signer.js";
 
 export interface AttemptsOptions {
   signer: Signer;
-  /** Called after outcomes were recorded (slots freed, retries scheduled). */
+  /** Called after outcomes were recorded or attempts deferred (slots freed, retries scheduled). */
   onRecorded?: () => void;
   /** Called after a recording disabled endpoints: their events are in the outbox. */
   onEvents?: () => void;
@@ -58,6 +58,18 @@ export function attemptsService(res: DeliveryResources, o: AttemptsOptions) {
         });
       }
       return { attempts };
+    },
+
+    /**
+     * Attempts a worker reached past their send window (a rate-limited endpoint's) and did not
+     * make: PENDING again and due now, so the next pass gives each a new send time. Not an attempt
+     * (no row, the count unchanged) and not a failure (no streak, no schedule). Only the attempt
+     * still current is given back, as for every other report.
+     */
+    async defer(jobs: readonly AttemptRef[]): Promise<{ deferred: number }> {
+      const deferred = await repo.unclaim(jobs, 0);
+      o.onRecorded?.();
+      return { deferred };
     },
 
     /**

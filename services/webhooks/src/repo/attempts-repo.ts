@@ -7,6 +7,21 @@ export interface Claimed {
   endpoint_id: string;
   attempt: number;
   lease_until: string;
+  /** A rate-limited endpoint's: when the attempt may start (its lease runs from then). */
+  send_at?: string;
+}
+
+/**
+ * How a rate-limited endpoint's send times are handed out (DESIGN.md 11): `spacingMs / rate_limit`
+ * apart, the first `leadMs` ahead at least, all within `horizonMs`; an endpoint gets more only once
+ * its next free time is within `refillMs`.
+ */
+export interface Pacing {
+  /** One second plus the worker's send window: r + 1 starts then span over a second. */
+  spacingMs: number;
+  leadMs: number;
+  horizonMs: number;
+  refillMs: number;
 }
 
 /** A delivery whose attempt went unreported past its lease (decision 0015). */
@@ -116,47 +131,96 @@ export function attemptsRepo(sql: Sql) {
      * endpoint at a time (a loose index scan), then each one's due rows are taken from
      * deliveries_endpoint_due_idx: the cost follows the number of endpoints with pending work,
      * not the number of rows, so a hanging endpoint's backlog costs one probe (migration 0004).
+     *
+     * An endpoint with a rate limit gets send times instead of "now" (DESIGN.md 11): spaced
+     * `pacing.spacingMs / rate_limit` apart from its `rate_next_at` (or `leadMs` from now), only
+     * those within `horizonMs`, and `rate_next_at` moves past the last one, in this statement.
+     * Its row is locked first (`paced`, id order), before any of its deliveries, as every writer
+     * of both does; one locked by a report in progress is skipped (SKIP LOCKED: no slot this
+     * pass, never "no limit"), so a pass never waits on a report. Only passes write
+     * `rate_next_at`, and they take turns (lockDispatch). Endpoints without a limit take the
+     * same path as before: no lock, no send time, the lease from now.
      */
-    async claim(perEndpoint: number, limit: number, leaseMs: number): Promise<Claimed[]> {
-      const rows = await sql<{ id: string; endpoint_id: string; attempt: number; lease_until: Date }[]>`
+    async claim(perEndpoint: number, limit: number, leaseMs: number, pacing: Pacing): Promise<Claimed[]> {
+      const rows = await sql<{ id: string; endpoint_id: string; attempt: number; lease_until: Date; send_at_ms: number | null }[]>`
         with recursive owners (endpoint_id) as (
           (select d.endpoint_id from deliveries d where d.state = 'PENDING' order by d.endpoint_id limit 1)
           union all
           select (select d.endpoint_id from deliveries d where d.state = 'PENDING' and d.endpoint_id > o.endpoint_id order by d.endpoint_id limit 1)
           from owners o where o.endpoint_id is not null
         ),
+        clock as materialized (select clock_timestamp() as now),
+        paced as materialized (
+          select e.id, s.spacing_us,
+            greatest(c.now + ${pacing.leadMs} * interval '1 millisecond', e.rate_next_at) as first_at,
+            c.now + ${pacing.horizonMs} * interval '1 millisecond' as horizon_end
+          from endpoints e
+          cross join clock c
+          cross join lateral (select ceil(${pacing.spacingMs}::float8 * 1000 / e.rate_limit)::bigint as spacing_us) s
+          where e.id in (select o.endpoint_id from owners o) and e.enabled and e.rate_limit is not null
+            and (e.rate_next_at is null or e.rate_next_at < c.now + ${pacing.refillMs} * interval '1 millisecond')
+          order by e.id
+          for no key update of e skip locked
+        ),
         picked as (
-          select p.id from owners o
+          select p.id, e.id as endpoint_id, p.send_at from owners o
           join endpoints e on e.id = o.endpoint_id and e.enabled
+          left join paced r on r.id = e.id
           cross join lateral (
             select ${perEndpoint}::int - count(*)::int as free from deliveries f where f.endpoint_id = e.id and f.state = 'DELIVERING'
           ) s
           cross join lateral (
-            select d.id from deliveries d
+            select d.id,
+              r.first_at + (row_number() over (order by d.next_attempt_at, d.id) - 1) * r.spacing_us * interval '1 microsecond' as send_at
+            from deliveries d
             where d.endpoint_id = e.id and d.state = 'PENDING' and d.next_attempt_at <= now()
             order by d.next_attempt_at, d.id
-            limit greatest(s.free, 0)
+            limit greatest(
+              case
+                when e.rate_limit is null then s.free
+                when r.id is null then 0
+                else least(s.free, ceil(extract(epoch from r.horizon_end - r.first_at) * 1000000 / r.spacing_us)::int)
+              end, 0)
           ) p
           limit ${limit}
+        ),
+        paced_next as (
+          update endpoints e set rate_next_at = n.last_at + r.spacing_us * interval '1 microsecond'
+          from (select endpoint_id, max(send_at) as last_at from picked where send_at is not null group by endpoint_id) n
+          join paced r on r.id = n.endpoint_id
+          where e.id = n.endpoint_id
         )
         update deliveries d set
           state = 'DELIVERING',
-          lease_until = now() + ${leaseMs} * interval '1 millisecond',
+          lease_until = coalesce(picked.send_at, now()) + ${leaseMs} * interval '1 millisecond',
           next_attempt_at = null,
           updated_at = clock_timestamp()
         from picked where d.id = picked.id
-        returning d.id, d.endpoint_id, d.attempt_count + 1 as attempt, d.lease_until`;
-      return rows.map((r) => ({ delivery_id: r.id, endpoint_id: r.endpoint_id, attempt: r.attempt, lease_until: r.lease_until.toISOString() }));
+        returning d.id, d.endpoint_id, d.attempt_count + 1 as attempt, d.lease_until,
+          ceil(extract(epoch from picked.send_at) * 1000)::float8 as send_at_ms`;
+      // A send time goes out rounded up to the millisecond: never before the slot it stands for.
+      return rows.map((r) => ({
+        delivery_id: r.id,
+        endpoint_id: r.endpoint_id,
+        attempt: r.attempt,
+        lease_until: r.lease_until.toISOString(),
+        ...(r.send_at_ms === null ? {} : { send_at: new Date(r.send_at_ms).toISOString() }),
+      }));
     },
 
-    /** Gives claimed attempts back (their jobs could not be published): due again after `delayMs`. */
-    async unclaim(jobs: readonly AttemptRef[], delayMs: number): Promise<void> {
-      if (jobs.length === 0) return;
-      await sql`
+    /**
+     * Gives claimed attempts back, due again after `delayMs` (their jobs could not be published,
+     * or a worker reached them past their send window): PENDING, the attempt count unchanged.
+     * Answers how many were still DELIVERING in that attempt.
+     */
+    async unclaim(jobs: readonly AttemptRef[], delayMs: number): Promise<number> {
+      if (jobs.length === 0) return 0;
+      const rows = await sql`
         update deliveries d set state = 'PENDING', lease_until = null,
           next_attempt_at = now() + ${delayMs} * interval '1 millisecond', updated_at = clock_timestamp()
         from unnest(${jobs.map((j) => j.delivery_id)}::text[], ${jobs.map((j) => j.attempt)}::int[]) as j (id, attempt)
         where d.id = j.id and d.state = 'DELIVERING' and d.attempt_count + 1 = j.attempt`;
+      return rows.count;
     },
 
     /** The deliveries (with their endpoint and sealed secrets) of these ids; a deleted one is absent. */
