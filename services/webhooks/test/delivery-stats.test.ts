@@ -1,4 +1,4 @@
-import { callerOf, type DeliveryJob, type Task, type WebhookEndpointStats } from "@tasksvc/contracts";
+import { callerOf, type DeliveryJob, type WebhookEndpointStats } from "@tasksvc/contracts";
 import { createDb, migrate, newId } from "@tasksvc/db";
 import { createLogger } from "@tasksvc/logger";
 import { newSigningSecret } from "@tasksvc/outbound";
@@ -13,6 +13,7 @@ import { deliveriesRepo, type FanOutEvent } from "../src/repo/deliveries-repo.js
 import { endpointsRepo } from "../src/repo/endpoints-repo.js";
 import { logRepo } from "../src/repo/log-repo.js";
 import { MIGRATIONS_DIR } from "../src/service.js";
+import { expectNear, minutes, task, windows } from "./stats-values.js";
 
 // The delivery statistics against a schema of their own, driven through the real delivery
 // machinery (fan-out, dispatch passes, reports, lease expiry, disables, replays, sweeps, deletes),
@@ -53,27 +54,6 @@ async function endpoint(): Promise<string> {
   if (!("endpoint" in made)) throw new Error("the endpoint was not made");
   return id;
 }
-
-const task: Task = {
-  id: "T-1",
-  version: 1,
-  title: "counted",
-  description: null,
-  status: "TODO",
-  priority: null,
-  start_date: null,
-  due_date: null,
-  notes: null,
-  story_points: null,
-  project_ids: [],
-  parent_task_id: null,
-  archived: false,
-  recurrence: null,
-  series_task_id: null,
-  occurrence_date: null,
-  created_at: "2026-01-01T00:00:00.000Z",
-  updated_at: "2026-01-01T00:00:00.000Z",
-};
 
 /** `n` task events through the fan-out: one PENDING delivery per enabled endpoint each. Answers the events. */
 async function fanOut(n: number): Promise<FanOutEvent[]> {
@@ -137,38 +117,11 @@ async function counted(endpointId: string, since: string) {
   return { deliveries: d, attempts: { total: a?.total, failed: a?.failed }, latency: { p50: a?.p50 ?? null, p99: a?.p99 ?? null } };
 }
 
-/** Exact up to 100 ms, within 2.6% above (the histogram's bound). */
-function expectNear(got: number | null, exact: number | null, what: string) {
-  if (exact === null || exact <= 100) expect(got, what).toBe(exact);
-  else expect(Math.abs((got ?? Number.NaN) - exact), `${what}: ${got} for ${exact}`).toBeLessThanOrEqual(0.026 * exact);
-}
-
-const minutes = (n: number) => n * 60_000;
 /** A whole minute two hours back, with deliveries 5, 25, 45 and 65 s into it (set in the test). */
 let edge = 0;
-/**
- * Windows: inside a minute days back, on a minute and an hour boundary, the default, out of range,
- * in the future; and two inside the minute `edge`, so that its first, partial minute holds rows.
- */
-function windows(): Array<string | undefined> {
-  const now = Date.now();
-  const floor = (t: number, unit: number) => Math.floor(t / unit) * unit;
-  return [
-    undefined,
-    new Date(edge + 20_000).toISOString(),
-    new Date(edge + 25_000).toISOString(),
-    new Date(now - minutes(60 * 60 + 17) - 17_123).toISOString(),
-    new Date(now - minutes(137) - 29_500).toISOString(),
-    new Date(floor(now - minutes(95), minutes(1))).toISOString(),
-    new Date(floor(now - minutes(60 * 5), minutes(60))).toISOString(),
-    new Date(now - minutes(50)).toISOString(),
-    new Date(now - 45 * minutes(24 * 60)).toISOString(),
-    new Date(now + minutes(10)).toISOString(),
-  ];
-}
 
 async function expectExact(endpointId: string, step: string): Promise<void> {
-  for (const since of windows()) {
+  for (const since of windows(edge)) {
     const got: WebhookEndpointStats = await stats.endpointStats(caller(ORG), endpointId, since);
     if (since !== undefined && Date.parse(since) > Date.now() - 29 * minutes(24 * 60)) expect(got.since, step).toBe(since);
     const want = await counted(endpointId, got.since);
