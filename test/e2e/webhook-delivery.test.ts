@@ -1,8 +1,7 @@
-import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { Task } from "@tasksvc/contracts";
 import { createClient, unwrap } from "@tasksvc/client";
-import { api, eventually, factories, startReceiver, startStack, type Receiver, type StartedStack, type Tenant } from "@tasksvc/testing";
+import { api, deliveryWorkers, eventually, factories, startReceiver, startStack, type Receiver, type StartedStack, type Tenant } from "@tasksvc/testing";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -28,36 +27,19 @@ let stack: StartedStack;
 let rx: Receiver;
 let db: postgres.Sql;
 let f: ReturnType<typeof factories>;
-const workers = new Set<ChildProcess>();
-
-/** A delivery worker process (as in production: node services/delivery/dist/main.js). */
-function startWorker(): ChildProcess {
-  const child = spawn(process.execPath, ["services/delivery/dist/main.js"], {
-    env: { ...process.env, ...SETTINGS, NATS_URL: stack.natsUrl, NATS_NAMESPACE: stack.namespace, LOG_LEVEL: "warn", OPS_PORT: "0" },
-    stdio: ["ignore", "ignore", "inherit"],
-  });
-  workers.add(child);
-  child.on("exit", () => workers.delete(child));
-  return child;
-}
-
-async function kill(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.once("exit", resolve));
-  child.kill("SIGKILL");
-  await exited;
-}
+let workers: ReturnType<typeof deliveryWorkers>;
 
 beforeAll(async () => {
   stack = await startStack({ env: SETTINGS, replicas: { delivery: 0, gateway: 1, keys: 1, tasks: 1 } });
   db = postgres(stack.databaseUrl, { max: 2, onnotice: () => {} });
   f = factories(stack);
   rx = await startReceiver();
-  startWorker();
+  workers = deliveryWorkers(stack, SETTINGS);
+  workers.start();
 });
 
 afterAll(async () => {
-  await Promise.all([...workers].map(kill));
+  await workers?.killAll();
   await rx?.close();
   await f?.close();
   await db?.end({ timeout: 1 });
@@ -306,9 +288,9 @@ describe("webhook delivery", () => {
     rx.answer(h.path, (n) => (n === 1 ? { hold: true } : { status: 200 }));
     await createTask(t);
     const [first] = await rx.waitFor(h.path, 1);
-    await Promise.all([...workers].map(kill));
+    await workers?.killAll();
     rx.release(200); // the dead worker never hears this answer
-    startWorker();
+    workers.start();
     const got = await rx.waitFor(h.path, 2, 20_000);
     expect(got[1]?.id).toBe(first?.id);
     expect(got[1]?.verifiedBy).toEqual([0]);

@@ -11,3 +11,4 @@ export * from "./eventually.js";
 export * from "./receiver.js";
 export * from "./s3.js";
 export * from "./sse.js";
+export * from "./workers.js";

@@ -1,0 +1,34 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import type { StackInfo } from "./stack.js";
+
+/**
+ * Delivery worker processes of a test's stack, as production runs them (node
+ * services/delivery/dist/main.js), so that a test can run several or kill one mid-call.
+ */
+export function deliveryWorkers(stack: Pick<StackInfo, "natsUrl" | "namespace">, settings: Record<string, string>) {
+  const workers = new Set<ChildProcess>();
+
+  async function kill(child: ChildProcess): Promise<void> {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.kill("SIGKILL");
+    await exited;
+  }
+
+  return {
+    start(): ChildProcess {
+      const child = spawn(process.execPath, ["services/delivery/dist/main.js"], {
+        env: { ...process.env, ...settings, NATS_URL: stack.natsUrl, NATS_NAMESPACE: stack.namespace, LOG_LEVEL: "warn", OPS_PORT: "0" },
+        stdio: ["ignore", "ignore", "inherit"],
+      });
+      workers.add(child);
+      child.on("exit", () => workers.delete(child));
+      return child;
+    },
+    /** SIGKILL, and resolves once it has exited. */
+    kill,
+    async killAll(): Promise<void> {
+      await Promise.all([...workers].map(kill));
+    },
+  };
+}
