@@ -34,7 +34,7 @@ beforeAll(async () => {
   db = postgres(stack.databaseUrl, { max: 2, onnotice: () => {} });
   f = factories(stack);
   rx = await startReceiver();
-  workers = deliveryWorkers(stack, SETTINGS);
+  workers = deliveryWorkers(stack, SETTINGS, process.env);
   workers.start();
 });
 

@@ -3,9 +3,10 @@ import type { StackInfo } from "./stack.js";
 
 /**
  * Delivery worker processes of a test's stack, as production runs them (node
- * services/delivery/dist/main.js), so that a test can run several or kill one mid-call.
+ * services/delivery/dist/main.js), so that a test can run several or kill one mid-call. They
+ * inherit the test's environment (`inherited`: its PATH and the like), then the settings.
  */
-export function deliveryWorkers(stack: Pick<StackInfo, "natsUrl" | "namespace">, settings: Record<string, string>) {
+export function deliveryWorkers(stack: Pick<StackInfo, "natsUrl" | "namespace">, settings: Record<string, string>, inherited: NodeJS.ProcessEnv) {
   const workers = new Set<ChildProcess>();
 
   async function kill(child: ChildProcess): Promise<void> {
@@ -18,7 +19,7 @@ export function deliveryWorkers(stack: Pick<StackInfo, "natsUrl" | "namespace">,
   return {
     start(): ChildProcess {
       const child = spawn(process.execPath, ["services/delivery/dist/main.js"], {
-        env: { ...process.env, ...settings, NATS_URL: stack.natsUrl, NATS_NAMESPACE: stack.namespace, LOG_LEVEL: "warn", OPS_PORT: "0" },
+        env: { ...inherited, ...settings, NATS_URL: stack.natsUrl, NATS_NAMESPACE: stack.namespace, LOG_LEVEL: "warn", OPS_PORT: "0" },
         stdio: ["ignore", "ignore", "inherit"],
       });
       workers.add(child);

@@ -270,7 +270,9 @@ export function endpointsService(deps: EndpointsDeps) {
 
     /** Hard delete (spec 3.4, 4.1): its deliveries go with it, so a job already on the stream finds nothing to send. */
     async remove(c: Caller, id: string): Promise<{ id: string }> {
-      if (!(await repo.remove(c.organizationId, id))) throw notFound();
+      // In a transaction, so that a deadlock with the delivery machinery (the cascade locks every
+      // delivery of the endpoint) is retried rather than answered as an error.
+      if (!(await deps.tx((r) => r.remove(c.organizationId, id)))) throw notFound();
       return { id };
     },
   };
