@@ -2,7 +2,7 @@ import { z } from "zod";
 import { OpaqueId } from "./common.js";
 import { listOf } from "./task-search.js";
 import { Event, isEndpointEvent, type OrgEvent } from "./events.js";
-import { EventType, inChangesOrder } from "./tasks.js";
+import { EventType, inChangesOrder, isTaskEventType } from "./tasks.js";
 import { WebhookEndpoint } from "./webhooks.js";
 
 /** At most this many open streams per credential, across every gateway replica. */
@@ -109,7 +109,7 @@ function inOrder<T>(data: T, order: readonly string[]): T {
 
 /** An event's data (stored as jsonb, which sorts keys) in the API's field order for its type. */
 export function inDataOrder<T>(type: string, data: T): T {
-  return inOrder(data, type.startsWith("task.") ? TASK_FIELD_ORDER : ENDPOINT_FIELD_ORDER);
+  return inOrder(data, isTaskEventType(type) ? TASK_FIELD_ORDER : ENDPOINT_FIELD_ORDER);
 }
 
 /**

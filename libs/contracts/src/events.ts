@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { EXAMPLE_INSTANT, Timestamp } from "./common.js";
-import { EndpointEventType, EventType, TaskEvent, TaskFeedEvent } from "./tasks.js";
+import { EndpointEventType, EventType, isTaskEventType, TaskEvent, TaskFeedEvent } from "./tasks.js";
 import { WebhookEndpoint } from "./webhooks.js";
 
 // The events every organization's feed, live stream and webhooks carry: task events, and the
@@ -24,7 +24,7 @@ export type EndpointEvent = z.infer<typeof EndpointEvent>;
 export const OrgEvent = z.union([TaskEvent, EndpointEvent]);
 export type OrgEvent = z.infer<typeof OrgEvent>;
 
-export const isEndpointEvent = (e: OrgEvent): e is EndpointEvent => (EndpointEventType.options as readonly string[]).includes(e.type);
+export const isEndpointEvent = (e: OrgEvent): e is EndpointEvent => !isTaskEventType(e.type);
 
 const ENDPOINT_EXAMPLE: WebhookEndpoint = {
   id: "whe_8kQ3mT6pL2vX9nD4bR7sW1",
@@ -68,5 +68,5 @@ export type Event = z.infer<typeof Event>;
 
 /** The feed's and the stream's `type` values a credential may see: the endpoints' need webhooks:read. */
 export function visibleEventTypes(scopes: readonly string[]): EventType[] {
-  return scopes.includes("webhooks:read") ? [...EventType.options] : EventType.options.filter((t) => t.startsWith("task."));
+  return scopes.includes("webhooks:read") ? [...EventType.options] : EventType.options.filter(isTaskEventType);
 }

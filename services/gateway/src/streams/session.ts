@@ -1,5 +1,5 @@
 import type { ServerResponse } from "node:http";
-import { sseMessage } from "@tasksvc/contracts";
+import { isTaskEventType, sseMessage } from "@tasksvc/contracts";
 import { eventStreamMessages, eventStreamsEnded } from "@tasksvc/telemetry";
 import type { FanInListener, LiveEvent } from "./fan-in.js";
 
@@ -50,7 +50,7 @@ export class Session implements FanInListener {
 
   /** Whether it sends endpoints' operational events (which need the scope webhooks:read). */
   get seesEndpointEvents(): boolean {
-    return this.o.types === null || [...this.o.types].some((t) => t.startsWith("webhook_endpoint."));
+    return this.o.types === null || [...this.o.types].some((t) => !isTaskEventType(t));
   }
 
   /** A live event from the replica's reader; ignored until the stream is live, and once sent. */
