@@ -66,14 +66,33 @@ export function rawProblemResponse(err: AppError, requestId: string, typeBase: s
   ].join("\r\n");
 }
 
-/** Sends `response` and closes the socket once it is flushed (or after a grace period). */
+/** How long a refused connection is still read (and what arrives dropped) after its answer. */
+const LINGER_MS = 5000;
+
+/**
+ * Sends `response` and closes the connection the way RFC 9112 (section 9.6) asks of a server that
+ * answers before reading the whole request: our side ends (FIN) after the answer, and what the
+ * client still sends is read and dropped until it ends too, or for LINGER_MS at most. Closing at
+ * once would make the kernel reset the client's next writes, and a client whose write fails (Node's,
+ * for one) may never read the answer that already arrived.
+ */
 function answerAndClose(socket: Duplex, response: string): void {
-  const timer = setTimeout(() => socket.destroy(), 2000);
+  const timer = setTimeout(() => socket.destroy(), LINGER_MS);
   timer.unref();
-  socket.end(response, () => {
-    clearTimeout(timer);
-    socket.destroy();
+  let flushed = false;
+  let clientEnded = false;
+  socket.once("close", () => clearTimeout(timer));
+  socket.once("end", () => {
+    clientEnded = true;
+    if (flushed) socket.destroy();
   });
+  socket.end(response, () => {
+    flushed = true;
+    if (clientEnded) socket.destroy();
+  });
+  // Node's HTTP server keeps feeding the failed parser, which drops the bytes; a socket no parser
+  // reads any more is drained here.
+  socket.resume();
 }
 
 /**

@@ -110,3 +110,42 @@ describe("a gateway replica that is closing", () => {
     expect(JSON.parse(second.slice(second.indexOf("\r\n\r\n") + 4)), text).toMatchObject({ code: "service_unavailable", status: 503 });
   });
 });
+
+describe("a request refused before it was all read", () => {
+  let app: FastifyInstance;
+  beforeAll(async () => {
+    app = bareGateway({ resources: [] });
+    await app.listen({ port: 0, host: "127.0.0.1" });
+  });
+  afterAll(async () => {
+    await app.close();
+  });
+
+  it("when a client goes on sending a 1 MiB request line after its 431, then every write is taken, the answer arrives, and the connection closes once the client ends", async () => {
+    const address = app.server.address();
+    const port = typeof address === "object" && address ? address.port : 0;
+    // Closing at once would make the kernel reset the client's later writes (EPIPE), and a client
+    // that fails a write may never read the answer that already arrived. This client, like curl,
+    // keeps its side open and goes on writing after the server's FIN.
+    for (let round = 0; round < 5; round++) {
+      const socket = connect({ host: "127.0.0.1", port, allowHalfOpen: true });
+      const chunks: Buffer[] = [];
+      socket.on("data", (c: Buffer) => chunks.push(c));
+      const errors: string[] = [];
+      socket.on("error", (e: NodeJS.ErrnoException) => errors.push(e.code ?? e.message));
+      const closed = new Promise<void>((r) => socket.on("close", () => r()));
+      const serverEnded = new Promise<void>((r) => socket.on("end", () => r()));
+      const bytes = Buffer.from(`GET /v1/tasks?q=${"%5B".repeat(2_000_000)} HTTP/1.1\r\nHost: x\r\n\r\n`, "latin1");
+      for (let at = 0; at < bytes.length && !socket.destroyed; at += 65_536) {
+        await new Promise<void>((resolve) => socket.write(bytes.subarray(at, at + 65_536), () => resolve()));
+      }
+      await serverEnded;
+      socket.end();
+      await closed;
+      const text = Buffer.concat(chunks).toString("utf8");
+      expect(errors, text).toEqual([]);
+      expect(text).toMatch(/^HTTP\/1\.1 431 /);
+      expect(JSON.parse(text.slice(text.indexOf("\r\n\r\n") + 4))).toMatchObject({ code: "headers_too_large", status: 431 });
+    }
+  });
+});
