@@ -23,11 +23,15 @@ import { printSearch, searchScenarios } from "./search.mjs";
 import { printStreams, streamScenarios } from "./streams.mjs";
 import { uploadScenarios } from "./uploads.mjs";
 import { webhookScenarios } from "./webhooks.mjs";
+import { cpuPerRequest, cpuSnapshot, steadyLoad } from "./yardsticks.mjs";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 2);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+// The steady offered rates (open-loop), well under capacity: reads and writes.
+const STEADY_READS = Number(process.env.BENCH_STEADY_READS ?? 400);
+const STEADY_WRITES = Number(process.env.BENCH_STEADY_WRITES ?? 200);
 const NATS_URL = process.env.NATS_URL ?? "nats://127.0.0.1:4222";
 const PG_BASE = process.env.DATABASE_URL ?? "postgres://127.0.0.1:5432/postgres";
 const suffix = `${Date.now().toString(36)}_${randomBytes(3).toString("hex")}`;
@@ -41,9 +45,14 @@ const DATABASE_URL = dbUrl.toString();
  * method, path, headers, body, and whether each request needs a fresh Idempotency-Key.
  */
 const SCENARIOS = [
-  { name: "GET /v1/organizations", request: ({ key }) => ({ method: "GET", path: "/v1/organizations", headers: { authorization: `Bearer ${key}` } }) },
+  {
+    name: "GET /v1/organizations",
+    matched: "orgs",
+    request: ({ key }) => ({ method: "GET", path: "/v1/organizations", headers: { authorization: `Bearer ${key}` } }),
+  },
   {
     name: "POST /v1/api-keys + Idempotency-Key",
+    matched: "apikey",
     request: ({ key }) => ({
       method: "POST",
       path: "/v1/api-keys",
@@ -55,6 +64,7 @@ const SCENARIOS = [
   },
   {
     name: "POST /v1/tasks + Idempotency-Key",
+    matched: "create",
     request: ({ key }) => ({
       method: "POST",
       path: "/v1/tasks",
@@ -79,7 +89,11 @@ const SCENARIOS = [
       freshIdempotencyKey: true,
     }),
   },
-  { name: "GET /v1/tasks/{id}", request: ({ key }) => ({ method: "GET", path: "/v1/tasks/T-1", headers: { authorization: `Bearer ${key}` } }) },
+  {
+    name: "GET /v1/tasks/{id}",
+    matched: "task",
+    request: ({ key }) => ({ method: "GET", path: "/v1/tasks/T-1", headers: { authorization: `Bearer ${key}` } }),
+  },
   // The same PATCH with and without If-Match, in one run: what the precondition costs. The title is
   // the task's own (seeded "Seed 2"), so every PATCH reads and locks the row, finds no change and
   // answers 200, and the version If-Match names stays current.
@@ -101,9 +115,14 @@ const SCENARIOS = [
       body: JSON.stringify({ title: "Seed 2" }),
     }),
   },
-  { name: "GET /v1/tasks (page of 25)", request: ({ key }) => ({ method: "GET", path: "/v1/tasks?limit=25", headers: { authorization: `Bearer ${key}` } }) },
+  {
+    name: "GET /v1/tasks (page of 25)",
+    matched: "page",
+    request: ({ key }) => ({ method: "GET", path: "/v1/tasks?limit=25", headers: { authorization: `Bearer ${key}` } }),
+  },
   {
     name: "GET /v1/daily-plan (50 entries)",
+    matched: "board",
     request: ({ key }) => ({ method: "GET", path: `/v1/daily-plan?date=${BOARD_DAY}`, headers: { authorization: `Bearer ${key}` } }),
   },
 ];
@@ -225,6 +244,7 @@ function runWrk(url, req, duration, connections = CONNECTIONS) {
   const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
   return {
     rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? NaN),
+    requests: Number(/(\d+) requests in/.exec(out)?.[1] ?? NaN),
     p50: pct(50),
     p99: pct(99),
     non2xx: Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0),
@@ -239,7 +259,14 @@ function runAutocannon(url, req, duration, connections = CONNECTIONS) {
     autocannon({ url, connections, duration, requests: [request] }, (err, res) =>
       err
         ? reject(err)
-        : resolve({ rps: res.requests.average, p50: res.latency.p50, p99: res.latency.p99, non2xx: res.non2xx, errors: res.errors + res.timeouts }),
+        : resolve({
+            rps: res.requests.average,
+            requests: res.requests.total,
+            p50: res.latency.p50,
+            p99: res.latency.p99,
+            non2xx: res.non2xx,
+            errors: res.errors + res.timeouts,
+          }),
     );
   });
 }
@@ -268,11 +295,70 @@ async function settleEvents() {
   process.stderr.write(`bench: events settled in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
 }
 
-async function measure(name, url, req, connections = CONNECTIONS) {
+/** The pids of the bench's live processes by name, for the CPU figures. */
+const liveProcesses = () =>
+  Object.fromEntries(children.filter((c) => c.exitCode === null && c.signalCode === null && !c.stopping).map((c) => [c.benchName, c.pid]));
+
+/**
+ * A warm-up, then the measured run. With `cpu`, the CPU time of every process over the measured
+ * run divided by the requests it served; a write's run ends when its events are relayed and fanned
+ * out, so what each write causes later is charged to it too.
+ */
+async function measure(name, url, req, connections = CONNECTIONS, { cpu = false } = {}) {
   process.stderr.write(`bench: ${name} …\n`);
   const run = WRK ? runWrk : runAutocannon;
   await run(url, req, WARMUP, connections);
-  return { name, ...(await run(url, req, DURATION, connections)) };
+  const before = cpu ? cpuSnapshot(liveProcesses()) : null;
+  const result = { name, ...(await run(url, req, DURATION, connections)) };
+  if (cpu) {
+    if (req.method !== "GET") await settleEvents();
+    result.cpu = cpuPerRequest(before, cpuSnapshot(liveProcesses()), result.requests);
+  }
+  return result;
+}
+
+/** Latency at a steady offered rate (open-loop), and the CPU per request at that rate. */
+async function steady(name, url, req, rate) {
+  process.stderr.write(`bench: ${name} at a steady ${rate} req/s …\n`);
+  const before = cpuSnapshot(liveProcesses());
+  const r = await steadyLoad(url, req, rate, DURATION, WARMUP);
+  if (req.method !== "GET") await settleEvents();
+  return { ...r, cpu: cpuPerRequest(before, cpuSnapshot(liveProcesses()), Math.round(rate * (DURATION + WARMUP))) };
+}
+
+/**
+ * One scenario with its three yardsticks: saturated req/s beside its matched baseline (the same
+ * statements behind one hop, same run), CPU per request by process, and latency at a steady rate.
+ */
+async function yardsticks(s, req, url, matchedUrl) {
+  const write = req.method !== "GET";
+  const mreq = { method: req.method, path: `/${s.matched}`, headers: write ? { "content-type": "application/json" } : {}, body: req.body };
+  const rate = write ? STEADY_WRITES : STEADY_READS;
+  const base = await measure(`matched baseline of ${s.name}`, matchedUrl, mreq, CONNECTIONS, { cpu: true });
+  const row = await measure(s.name, url, req, CONNECTIONS, { cpu: true });
+  const baseSteady = await steady(`matched baseline of ${s.name}`, matchedUrl, mreq, rate);
+  const rowSteady = await steady(s.name, url, req, rate);
+  const { cpu, ...saturated } = row;
+  const pick = (r) => ({ p50_ms: r.p50, p99_ms: r.p99, max_ms: r.max, completed: r.completed, non2xx: r.non2xx, errors: r.errors, lost: r.lost });
+  return {
+    ...saturated,
+    baseline_rps: base.rps,
+    ratio_to_baseline: row.rps / base.rps,
+    steady_rate: rate,
+    steady_p50_ms: rowSteady.p50,
+    steady_p99_ms: rowSteady.p99,
+    cpu_ms_per_request: cpu,
+    steady: { ...pick(rowSteady), cpu_ms_per_request: rowSteady.cpu },
+    baseline: {
+      rps: base.rps,
+      p50_ms: base.p50,
+      p99_ms: base.p99,
+      non2xx: base.non2xx,
+      errors: base.errors,
+      cpu_ms_per_request: base.cpu,
+      steady: { ...pick(baseSteady), cpu_ms_per_request: baseSteady.cpu },
+    },
+  };
 }
 
 // ---------- storage ceiling and query plan ----------
@@ -468,8 +554,21 @@ try {
   // tuning; BENCH_ONLY=/v1/ runs the six HTTP scenarios of issue 15's targets and nothing else).
   const only = process.env.BENCH_ONLY;
   const picked = (name) => !only || only.split("|").some((part) => name.includes(part));
+  // The matched baselines' processes, once the tenant and its board exist.
+  let matchedUrl = null;
+  if (SCENARIOS.some((x) => picked(x.name) && x.matched)) {
+    const matched = { org: ctx.organizationId, user: tenant.user_id, taskNumber: 1, boardDay: BOARD_DAY };
+    const responder = start("matched responder", "test/bench/matched-responder.mjs", { DATABASE_URL, MATCHED: JSON.stringify(matched) });
+    const server = start("matched server", "test/bench/matched-server.mjs", { PORT: "0" });
+    await Promise.all([ready(responder), ready(server)]);
+    matchedUrl = `http://127.0.0.1:${/ready (\d+)/.exec(server.output)[1]}`;
+  }
   for (const s of SCENARIOS.filter((x) => picked(x.name))) {
     const req = s.request(ctx);
+    if (s.matched) {
+      results.push(await yardsticks(s, req, "http://127.0.0.1:18303", matchedUrl));
+      continue;
+    }
     results.push(await measure(s.name, "http://127.0.0.1:18303", req));
     // A write scenario leaves events behind (outbox relay, webhook fan-out): they are worked off
     // before the next scenario, which would otherwise measure their tail as well as itself.
@@ -561,6 +660,55 @@ const line = (cells) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.p
 console.log(line(header));
 console.log(widths.map((w) => "-".repeat(w)).join("  "));
 for (const row of table) console.log(line(row));
+/** A table with the first column left-aligned and the others right-aligned. */
+function printTable(head, body) {
+  const w = head.map((h, i) => Math.max(h.length, ...body.map((row) => row[i].length)));
+  const l = (cells) => cells.map((c, i) => (i === 0 ? c.padEnd(w[i]) : c.padStart(w[i]))).join("  ");
+  console.log(l(head));
+  console.log(w.map((n) => "-".repeat(n)).join("  "));
+  for (const row of body) console.log(l(row));
+}
+const yard = rows.filter((r) => r.baseline_rps !== undefined);
+if (yard.length) {
+  console.log(
+    "\nYardsticks · each scenario beside its matched baseline in this run (fastify → one NATS request/reply → the same SQL statements, no pipeline) · steady: open-loop, latency from when each request was due · CPU: user + system ms per request, every process",
+  );
+  const ms = (n) => (Number.isFinite(n) ? fmt(n, 1) : "-");
+  printTable(
+    ["scenario", "req/s", "matched req/s", "× matched", "steady req/s", "p50 ms", "p99 ms", "matched p99", "CPU ms/req", "matched CPU"],
+    yard.map((r) => [
+      r.name,
+      fmt(r.rps),
+      fmt(r.baseline_rps),
+      `${r.ratio_to_baseline.toFixed(2)}×`,
+      fmt(r.steady_rate),
+      ms(r.steady_p50_ms),
+      ms(r.steady_p99_ms),
+      ms(r.baseline.steady.p99_ms),
+      fmt(r.cpu_ms_per_request.total, 2),
+      fmt(r.baseline.cpu_ms_per_request.total, 2),
+    ]),
+  );
+  for (const r of yard) {
+    console.log(`\nCPU ms per request · ${r.name} (saturated at ${fmt(r.rps)} req/s · steady at ${fmt(r.steady_rate)}) against its matched baseline`);
+    const procs = [
+      ...new Set([r.cpu_ms_per_request, r.steady.cpu_ms_per_request, r.baseline.cpu_ms_per_request, r.baseline.steady.cpu_ms_per_request].flatMap(Object.keys)),
+    ];
+    const c = (o, k) => (o[k] === undefined ? "-" : fmt(o[k], 3));
+    printTable(
+      ["process", "saturated", "steady", "matched saturated", "matched steady"],
+      procs
+        .sort((a, b) => (a === "total") - (b === "total"))
+        .map((k) => [
+          k,
+          c(r.cpu_ms_per_request, k),
+          c(r.steady.cpu_ms_per_request, k),
+          c(r.baseline.cpu_ms_per_request, k),
+          c(r.baseline.steady.cpu_ms_per_request, k),
+        ]),
+    );
+  }
+}
 if (webhooks) {
   const { rate, overloadRate, rateLimit, a, r, b, c } = webhooks;
   console.log(`\nWebhook delivery · ${rate} tasks/s × 10 endpoints = ${fmt(rate * 10)} deliveries/s due · latency from the task's commit to the receiver`);

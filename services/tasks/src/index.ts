@@ -7,3 +7,7 @@ export { tasksResources } from "./domain/resources.js";
 export { recurrenceScheduler } from "./domain/scheduler.js";
 export { taskCache } from "./domain/task-cache.js";
 export { tasksService } from "./domain/tasks-service.js";
+// The repositories, for the bench's matched baselines (test/bench/matched-responder.mjs), which
+// run the service's own statements with none of its pipeline.
+export { tasksRepo } from "./repo/tasks-repo.js";
+export { taskSearch } from "./repo/task-search.js";

@@ -1,0 +1,129 @@
+// The matched baselines' responder: for each scenario, the same SQL statement(s) the service runs,
+// called through the service's own repository (so the SQL is the service's, never a copy that
+// drifts) with the same driver options, on the same database, answered over one NATS
+// request/reply. No RPC framework, validation, authentication, idempotency claim, rate limit,
+// metrics or tracing: what is left when a request does only the I/O its answer needs.
+// Writes go to copies of the keys and tasks schemas, made by the services' own migrations
+// (triggers and indexes included), so they do the same I/O without feeding the stack's relay.
+import { randomUUID } from "node:crypto";
+import { connect } from "@nats-io/transport-node";
+import postgres from "postgres";
+import { migrate, POOL_OPTIONS } from "@tasksvc/db";
+import { boardsRepo } from "@tasksvc/boards";
+import { MIGRATIONS_DIR as KEYS_MIGRATIONS, keysRepo } from "@tasksvc/keys";
+import { MIGRATIONS_DIR as TASKS_MIGRATIONS, TASK_INDEXES, taskSearch, tasksRepo } from "@tasksvc/tasks";
+
+const { DATABASE_URL, NATS_URL, NATS_NAMESPACE } = process.env;
+const { org, user, taskNumber, boardDay } = JSON.parse(process.env.MATCHED);
+const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+
+// Copies for the writes: the services' migrations in schemas of their own.
+await migrate({ url: DATABASE_URL, schema: "matched_keys", dir: KEYS_MIGRATIONS, log: quiet });
+await migrate({ url: DATABASE_URL, schema: "matched_tasks", dir: TASKS_MIGRATIONS, log: quiet, indexes: TASK_INDEXES });
+
+// One pool per schema, each of the size a service's autocommit pool has (10 - 3 for transactions).
+const pool = (schema) =>
+  postgres(DATABASE_URL, {
+    ...POOL_OPTIONS,
+    max: 7,
+    onnotice: () => {},
+    connection: { search_path: schema, application_name: `matched-${schema}`, TimeZone: "UTC" },
+  });
+const keysSql = pool("keys");
+const tasksSql = pool("tasks");
+const boardsSql = pool("boards");
+const keysCopy = pool("matched_keys");
+const tasksCopy = pool("matched_tasks");
+// The caller's organization, user and membership, for the mint's role check.
+await keysCopy`insert into organizations select * from keys.organizations where id = ${org} on conflict do nothing`;
+await keysCopy`insert into users select * from keys.users where id = ${user} on conflict do nothing`;
+await keysCopy`insert into memberships select * from keys.memberships where organization_id = ${org} and user_id = ${user} on conflict do nothing`;
+
+const keys = keysRepo(keysSql);
+const tasks = tasksRepo(tasksSql);
+const search = taskSearch(tasksSql);
+const boards = boardsRepo(boardsSql);
+const mint = keysRepo(keysCopy);
+const create = tasksRepo(tasksCopy);
+const content = (b) => ({
+  title: b.title,
+  description: null,
+  status: "TODO",
+  priority: b.priority,
+  start_date: null,
+  due_date: b.due_date,
+  notes: null,
+  story_points: b.story_points,
+  recurrence: null,
+  project_ids: [],
+  parent_number: null,
+});
+
+const handlers = {
+  // GET /v1/organizations: the credential's organization by id.
+  orgs: async () => ({ data: [await keys.organization(org)], has_more: false, next_cursor: null }),
+  // GET /v1/tasks/{id}: the task's row.
+  task: () => tasks.get(org, taskNumber),
+  // GET /v1/tasks?limit=25: the list's statements (the sync horizon, then the page).
+  page: () => search.page(org, { filter: undefined, sort: "updated_at", limit: 25 }),
+  // GET /v1/daily-plan: the day's sections and entries, then their tasks' summaries.
+  board: async () => {
+    const day = await boards.day(org, user, boardDay);
+    return {
+      ...day,
+      tasks: await tasks.summaries(
+        org,
+        day.entries.map((e) => Number(e.task_number)),
+      ),
+    };
+  },
+  // POST /v1/tasks + Idempotency-Key: the create's statement (counter, task, version, outbox and
+  // its events trigger, the key's record), on the copy.
+  create: async (body) =>
+    (
+      await create.create(org, [
+        {
+          owner: user,
+          content: content(body),
+          versionId: `ver_${randomUUID()}`,
+          eventId: `evt_${randomUUID()}`,
+          credentialId: "cred_matched",
+          key: randomUUID(),
+        },
+      ])
+    )[0],
+  // POST /v1/api-keys + Idempotency-Key: the mint's one statement (replay check, role, record, key), on the copy.
+  apikey: async (body) => {
+    const id = `key_${randomUUID()}`;
+    const k = {
+      id,
+      organizationId: org,
+      userId: user,
+      name: body.name,
+      keyHash: randomUUID(),
+      keyPrefix: "svc_live_",
+      scopes: [],
+      legacy: false,
+      testMode: false,
+      expiresAt: null,
+      createdAt: new Date(),
+    };
+    return { ...(await mint.mintApiKey(k, { credentialId: "cred_matched", key: randomUUID(), result: { id } })), id };
+  },
+};
+
+const nc = await connect({ servers: NATS_URL, noAsyncTraces: true, name: "matched-responder" });
+const encoder = new TextEncoder();
+for (const [name, handle] of Object.entries(handlers)) {
+  nc.subscribe(`${NATS_NAMESPACE}.matched.${name}`, {
+    queue: "matched",
+    callback: (_err, msg) => {
+      handle(msg.data.length ? msg.json() : undefined).then(
+        (out) => msg.respond(out?.bytes instanceof Uint8Array ? out.bytes : encoder.encode(JSON.stringify(out))),
+        (err) => msg.respond(encoder.encode(JSON.stringify({ error: String(err?.message ?? err) }))),
+      );
+    },
+  });
+}
+await nc.flush();
+console.log("ready");

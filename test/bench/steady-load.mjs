@@ -1,0 +1,63 @@
+// Open-loop load at a steady rate: request i is due at start + i/rate whatever the answers before
+// it did, and its latency counts from when it was due, so a stall shows in the figures instead of
+// slowing the sender (no coordinated omission). Run as a process of its own; prints one JSON line.
+// Argument: {"url","rate","seconds","warmup","request":{method,path,headers,body,freshIdempotencyKey}}.
+import { randomUUID } from "node:crypto";
+import http from "node:http";
+
+const { url, rate, seconds, warmup, request } = JSON.parse(process.argv[2]);
+const target = new URL(url);
+const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+const latencies = [];
+let sent = 0;
+let completed = 0;
+let non2xx = 0;
+let errors = 0;
+let inFlight = 0;
+
+function send(dueAt, measured) {
+  const headers = { ...(request.headers ?? {}) };
+  if (request.freshIdempotencyKey) headers["idempotency-key"] = randomUUID();
+  if (request.body !== undefined) headers["content-length"] = Buffer.byteLength(request.body);
+  inFlight++;
+  const req = http.request({ host: target.hostname, port: target.port, method: request.method, path: request.path, headers, agent }, (res) => {
+    res.resume();
+    res.on("end", () => {
+      inFlight--;
+      if (!measured) return;
+      completed++;
+      if (res.statusCode < 200 || res.statusCode >= 300) non2xx++;
+      latencies.push(performance.now() - dueAt);
+    });
+  });
+  req.on("error", () => {
+    inFlight--;
+    if (measured) errors++;
+  });
+  req.end(request.body);
+}
+
+const total = Math.round(rate * (warmup + seconds));
+const warm = Math.round(rate * warmup);
+const start = performance.now() + 50;
+await new Promise((resolve) => {
+  const tick = () => {
+    const now = performance.now();
+    const due = Math.min(total, Math.floor(((now - start) * rate) / 1000) + 1);
+    while (sent < due) {
+      send(start + (sent * 1000) / rate, sent >= warm);
+      sent++;
+    }
+    if (sent < total) setTimeout(tick, 1);
+    else resolve();
+  };
+  setTimeout(tick, 50);
+});
+const deadline = performance.now() + 30_000;
+while (inFlight > 0 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+latencies.sort((a, b) => a - b);
+const q = (p) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? NaN;
+console.log(
+  JSON.stringify({ rate, seconds, offered: total - warm, completed, non2xx, errors, lost: inFlight, p50: q(0.5), p99: q(0.99), max: latencies.at(-1) ?? NaN }),
+);
+agent.destroy();

@@ -1,0 +1,67 @@
+// The bench's yardsticks beside req/s: CPU time per request of every process involved (from
+// /proc, user + system) and latency at a steady offered rate (steady-load.mjs, its own process).
+import { spawn } from "node:child_process";
+import { readFileSync, readdirSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+/** Linux's clock ticks per second for /proc/<pid>/stat times (USER_HZ, 100 on every Linux ABI). */
+const TICKS = 100;
+
+function procStat(pid) {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // The command name is in parentheses and may hold spaces: fields count from after it.
+    const close = text.lastIndexOf(")");
+    const name = text.slice(text.indexOf("(") + 1, close);
+    const f = text.slice(close + 2).split(" ");
+    return { name, ms: ((Number(f[11]) + Number(f[12])) * 1000) / TICKS };
+  } catch {
+    return undefined; // ended meanwhile
+  }
+}
+
+/**
+ * CPU milliseconds so far of each named process (a pid, or a list of them), plus "postgres" (every
+ * Postgres process: backends, writers, WAL) and "nats-server" (every nats-server on the machine).
+ */
+export function cpuSnapshot(named) {
+  const out = {};
+  for (const [name, pids] of Object.entries(named)) {
+    out[name] = [pids].flat().reduce((a, pid) => a + (procStat(pid)?.ms ?? 0), 0);
+  }
+  out.postgres = 0;
+  out["nats-server"] = 0;
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    const s = procStat(entry);
+    if (s?.name === "postgres") out.postgres += s.ms;
+    else if (s?.name === "nats-server") out["nats-server"] += s.ms;
+  }
+  return out;
+}
+
+/** CPU ms per request by process between two snapshots (processes that did nothing left out). */
+export function cpuPerRequest(before, after, requests) {
+  const out = {};
+  let total = 0;
+  for (const name of Object.keys(after)) {
+    const ms = after[name] - (before[name] ?? 0);
+    if (ms <= 0) continue;
+    out[name] = Number((ms / requests).toFixed(3));
+    total += ms;
+  }
+  out.total = Number((total / requests).toFixed(3));
+  return out;
+}
+
+/** Runs the open-loop generator: `rate` req/s for `seconds` after `warmup` seconds; resolves its figures and its own pid. */
+export function steadyLoad(url, request, rate, seconds, warmup) {
+  return new Promise((resolve, reject) => {
+    const script = fileURLToPath(new URL("./steady-load.mjs", import.meta.url));
+    const child = spawn(process.execPath, [script, JSON.stringify({ url, rate, seconds, warmup, request })], { stdio: ["ignore", "pipe", "inherit"] });
+    let out = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.on("error", reject);
+    child.on("exit", (code) => (code === 0 ? resolve(JSON.parse(out.trim().split("\n").at(-1))) : reject(new Error(`steady load exited with ${code}`))));
+  });
+}
