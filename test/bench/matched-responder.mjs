@@ -21,13 +21,14 @@ const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 await migrate({ url: DATABASE_URL, schema: "matched_keys", dir: KEYS_MIGRATIONS, log: quiet });
 await migrate({ url: DATABASE_URL, schema: "matched_tasks", dir: TASKS_MIGRATIONS, log: quiet, indexes: TASK_INDEXES });
 
-// One pool per schema, each of the size a service's autocommit pool has (10 - 3 for transactions).
+// One pool per schema, each of the size a service's autocommit pool has (10 - 3 for transactions),
+// named like the service's connections.
 const pool = (schema) =>
   postgres(DATABASE_URL, {
     ...POOL_OPTIONS,
     max: 7,
     onnotice: () => {},
-    connection: { search_path: schema, application_name: `matched-${schema}`, TimeZone: "UTC" },
+    connection: { search_path: schema, application_name: `tasksvc-${schema}-matched`, TimeZone: "UTC" },
   });
 const keysSql = pool("keys");
 const tasksSql = pool("tasks");
@@ -64,8 +65,8 @@ const handlers = {
   orgs: async () => ({ data: [await keys.organization(org)], has_more: false, next_cursor: null }),
   // GET /v1/tasks/{id}: the task's row.
   task: () => tasks.get(org, taskNumber),
-  // GET /v1/tasks?limit=25: the list's statements (the sync horizon, then the page).
-  page: () => search.page(org, { filter: undefined, sort: "updated_at", limit: 25 }),
+  // GET /v1/tasks?limit=25: the list's statement (current tasks, newest change first).
+  page: () => search.page(org, { filter: { and: [{ field: "archived", op: "eq", value: false }] }, sort: "-updated_at", limit: 25 }),
   // GET /v1/daily-plan: the day's sections and entries, then their tasks' summaries.
   board: async () => {
     const day = await boards.day(org, user, boardDay);

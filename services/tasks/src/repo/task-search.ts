@@ -170,15 +170,17 @@ export function namesArchived(f: TaskFilter): boolean {
 }
 
 /**
- * The sync horizon: the start of the oldest transaction of this service still open (this
- * statement's own included, so there is always one). A write stamps updated_at with its
+ * The sync horizon: the start of the oldest transaction of this service still open, this
+ * statement's own included (`now()`, so that a reader whose connection is not named like the
+ * service's still gets one: a missing horizon once reached the driver as a date it could not
+ * encode, which broke the connection and hung the pool). A write stamps updated_at with its
  * transaction's start and may commit after a later one, so a row newer than this may still be
  * joined by an older one; paging forward by updated_at stops here, and whatever commits late is
  * never behind a reader's cursor (decision 0025). Read by a statement of its own, before the
  * listing's: read within it, after its snapshot, a write that committed in between would be
  * neither open nor visible. As text, to keep its microseconds.
  */
-const SYNC_HORIZON = `select min(xact_start)::text as horizon from pg_stat_activity
+const SYNC_HORIZON = `select least(min(xact_start), now())::text as horizon from pg_stat_activity
   where datname = current_database() and backend_type = 'client backend'
     and left(application_name, length('tasksvc-' || current_schema() || '-')) = 'tasksvc-' || current_schema() || '-'`;
 
@@ -209,8 +211,10 @@ export function taskSearch(sql: Sql) {
       const archived = q.filter !== undefined && namesArchived(q.filter) ? sql`` : sql`and archived = false`;
       let horizon = sql``;
       if (q.sort === "updated_at") {
-        const [h] = await sql<{ horizon: string | null }[]>`${sql.unsafe(SYNC_HORIZON)}`;
-        horizon = sql`and updated_at < ${h?.horizon ?? "now"}::timestamptz`;
+        // An aggregate without GROUP BY answers one row, never null (least() skips a null min).
+        const [h] = await sql<{ horizon: string }[]>`${sql.unsafe(SYNC_HORIZON)}`;
+        if (h === undefined) throw new Error("the sync horizon query answered no row");
+        horizon = sql`and updated_at < ${h.horizon}::timestamptz`;
       }
       // The number is selected as text under another name: in ORDER BY, `number` would be that
       // output column, sorted as text, not the table's bigint.
