@@ -304,6 +304,20 @@ const liveProcesses = () =>
  * run divided by the requests it served; a write's run ends when its events are relayed and fanned
  * out, so what each write causes later is charged to it too.
  */
+/**
+ * Refreshes the planner's statistics, as autovacuum would after the writes of a scenario: this
+ * machine's Postgres runs with autovacuum off, and a plan made for an empty table (a scan of a whole
+ * organization where the primary key serves) would be measured instead of the code.
+ */
+async function analyze() {
+  const sql = postgres(DATABASE_URL, { max: 1, onnotice: () => {} });
+  try {
+    await sql`analyze`;
+  } finally {
+    await sql.end({ timeout: 1 });
+  }
+}
+
 async function measure(name, url, req, connections = CONNECTIONS, { cpu = false } = {}) {
   process.stderr.write(`bench: ${name} …\n`);
   const run = WRK ? runWrk : runAutocannon;
@@ -474,6 +488,7 @@ async function explainOn100k() {
 // ---------- the run ----------
 
 const results = [];
+const floors = [];
 let explainList = null;
 let webhooks = null;
 let uploads = null;
@@ -488,7 +503,6 @@ try {
   await Promise.all([ready(bare), ready(echo), ready(hop)]);
   results.push(await measure("baseline: bare fastify", "http://127.0.0.1:18301", { method: "GET", path: "/" }));
   results.push(await measure("baseline: fastify → NATS → echo", "http://127.0.0.1:18302", { method: "GET", path: "/" }));
-  for (const c of [bare, hop, echo]) stop(c);
 
   const stackEnv = { DATABASE_URL, PORT: "18303" };
   // Ops ports of the bench's own (not the defaults a `make run` on this host may hold).
@@ -554,6 +568,19 @@ try {
   // tuning; BENCH_ONLY=/v1/ runs the six HTTP scenarios of issue 15's targets and nothing else).
   const only = process.env.BENCH_ONLY;
   const picked = (name) => !only || only.split("|").some((part) => name.includes(part));
+  await analyze();
+  // The steady-rate floor of this machine with the stack up and idle: the same generator at the
+  // read rate against the bare server and the one hop (no database).
+  if (SCENARIOS.some((x) => picked(x.name) && x.matched)) {
+    for (const [name, port] of [
+      ["bare fastify", 18301],
+      ["fastify → NATS → echo", 18302],
+    ]) {
+      const r = await steady(`steady floor: ${name}`, `http://127.0.0.1:${port}`, { method: "GET", path: "/" }, STEADY_READS);
+      floors.push({ name, rate: STEADY_READS, p50_ms: r.p50, p99_ms: r.p99, max_ms: r.max });
+    }
+  }
+  for (const c of [bare, hop, echo]) stop(c);
   // The matched baselines' processes, once the tenant and its board exist.
   let matchedUrl = null;
   if (SCENARIOS.some((x) => picked(x.name) && x.matched)) {
@@ -567,12 +594,16 @@ try {
     const req = s.request(ctx);
     if (s.matched) {
       results.push(await yardsticks(s, req, "http://127.0.0.1:18303", matchedUrl));
+      if (req.method !== "GET") await analyze();
       continue;
     }
     results.push(await measure(s.name, "http://127.0.0.1:18303", req));
     // A write scenario leaves events behind (outbox relay, webhook fan-out): they are worked off
     // before the next scenario, which would otherwise measure their tail as well as itself.
-    if (req.method !== "GET") await settleEvents();
+    if (req.method !== "GET") {
+      await settleEvents();
+      await analyze();
+    }
   }
   if (!only || only.split("|").includes("webhooks")) {
     // The task scenarios above left events for the fan-out consumer: let it catch up first.
@@ -689,6 +720,7 @@ if (yard.length) {
       fmt(r.baseline.cpu_ms_per_request.total, 2),
     ]),
   );
+  for (const f of floors) console.log(`steady floor at ${fmt(f.rate)} req/s, the stack up and idle: ${f.name} p50 ${ms(f.p50_ms)} ms, p99 ${ms(f.p99_ms)} ms, max ${ms(f.max_ms)} ms`);
   for (const r of yard) {
     console.log(`\nCPU ms per request · ${r.name} (saturated at ${fmt(r.rps)} req/s · steady at ${fmt(r.steady_rate)}) against its matched baseline`);
     const procs = [
@@ -752,5 +784,5 @@ if (explainList) console.log(`\nEXPLAIN ANALYZE, GET /v1/tasks on 100,000 tasks 
 mkdirSync(new URL("./results", import.meta.url), { recursive: true });
 writeFileSync(
   new URL("./results/latest.json", import.meta.url),
-  `${JSON.stringify({ at: new Date().toISOString(), tool, node: process.version, cores: cpus().length, connections: CONNECTIONS, duration: DURATION, results: rows, webhooks, uploads, recurrence, search, streams, metrics, explain: explainList }, null, 2)}\n`,
+  `${JSON.stringify({ at: new Date().toISOString(), tool, node: process.version, cores: cpus().length, connections: CONNECTIONS, duration: DURATION, results: rows, steady_floors: floors, webhooks, uploads, recurrence, search, streams, metrics, explain: explainList }, null, 2)}\n`,
 );

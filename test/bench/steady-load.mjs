@@ -3,12 +3,14 @@
 // slowing the sender (no coordinated omission). Run as a process of its own; prints one JSON line.
 // Argument: {"url","rate","seconds","warmup","request":{method,path,headers,body,freshIdempotencyKey}}.
 import { randomUUID } from "node:crypto";
+import { writeFileSync } from "node:fs";
 import http from "node:http";
 
 const { url, rate, seconds, warmup, request } = JSON.parse(process.argv[2]);
 const target = new URL(url);
 const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
 const latencies = [];
+const dues = [];
 let sent = 0;
 let completed = 0;
 let non2xx = 0;
@@ -28,6 +30,7 @@ function send(dueAt, measured) {
       completed++;
       if (res.statusCode < 200 || res.statusCode >= 300) non2xx++;
       latencies.push(performance.now() - dueAt);
+      dues.push(dueAt - start);
     });
   });
   req.on("error", () => {
@@ -55,6 +58,12 @@ await new Promise((resolve) => {
 });
 const deadline = performance.now() + 30_000;
 while (inFlight > 0 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+// BENCH_STEADY_TRACE=<file>: each request's due time and latency, to see where a tail comes from.
+// One file per run (the name gains the run's start, in ms since the epoch, as the times' origin).
+if (process.env.BENCH_STEADY_TRACE) {
+  const origin = Math.round(performance.timeOrigin + start);
+  writeFileSync(`${process.env.BENCH_STEADY_TRACE}.${origin}`, dues.map((d, i) => `${d.toFixed(1)} ${latencies[i].toFixed(2)}`).join("\n"));
+}
 latencies.sort((a, b) => a - b);
 const q = (p) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? NaN;
 console.log(

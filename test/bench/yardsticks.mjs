@@ -14,7 +14,9 @@ function procStat(pid) {
     const close = text.lastIndexOf(")");
     const name = text.slice(text.indexOf("(") + 1, close);
     const f = text.slice(close + 2).split(" ");
-    return { name, ms: ((Number(f[11]) + Number(f[12])) * 1000) / TICKS };
+    // utime + stime, plus cutime + cstime: the time of children it has reaped, so a Postgres
+    // backend that exits between two snapshots stays counted (in the postmaster's figure).
+    return { name, ms: ((Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * 1000) / TICKS };
   } catch {
     return undefined; // ended meanwhile
   }
