@@ -128,3 +128,5 @@ for (const [name, handle] of Object.entries(handlers)) {
 }
 await nc.flush();
 console.log("ready");
+// Exits on SIGTERM like the services, so a --cpu-prof profile is written.
+process.on("SIGTERM", () => process.exit(0));

@@ -18,3 +18,5 @@ for (const name of ["orgs", "task", "page", "board"]) app.get(`/${name}`, forwar
 for (const name of ["create", "apikey"]) app.post(`/${name}`, forward(name, 201));
 await app.listen({ port: Number(process.env.PORT ?? 0), host: "127.0.0.1" });
 console.log(`ready ${app.server.address().port}`);
+// Exits on SIGTERM like the services, so a --cpu-prof profile is written.
+process.on("SIGTERM", () => process.exit(0));

@@ -720,7 +720,10 @@ if (yard.length) {
       fmt(r.baseline.cpu_ms_per_request.total, 2),
     ]),
   );
-  for (const f of floors) console.log(`steady floor at ${fmt(f.rate)} req/s, the stack up and idle: ${f.name} p50 ${ms(f.p50_ms)} ms, p99 ${ms(f.p99_ms)} ms, max ${ms(f.max_ms)} ms`);
+  for (const f of floors)
+    console.log(
+      `steady floor at ${fmt(f.rate)} req/s, the stack up and idle: ${f.name} p50 ${ms(f.p50_ms)} ms, p99 ${ms(f.p99_ms)} ms, max ${ms(f.max_ms)} ms`,
+    );
   for (const r of yard) {
     console.log(`\nCPU ms per request · ${r.name} (saturated at ${fmt(r.rps)} req/s · steady at ${fmt(r.steady_rate)}) against its matched baseline`);
     const procs = [

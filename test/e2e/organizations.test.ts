@@ -1,10 +1,39 @@
 import { api, factories } from "@tasksvc/testing";
+import postgres from "postgres";
 import { afterAll, describe, expect, inject, it } from "vitest";
 
 const stack = inject("stack");
 const gw = api(stack.gatewayUrls[0] as string);
+const gw2 = api((stack.gatewayUrls[1] ?? stack.gatewayUrls[0]) as string);
 const f = factories(stack);
-afterAll(() => f.close());
+const sql = postgres(stack.databaseUrl, { max: 1, onnotice: () => {} });
+afterAll(async () => {
+  await f.close();
+  await sql.end({ timeout: 1 });
+});
+
+// The gateway answers the credential's own organization from the identity it authenticated with.
+describe("the credential's organization, as fresh as its identity", () => {
+  it("when the plan changes, then every replica answers the new plan at once, in the bytes of the organization's row", async () => {
+    const t = await f.tenant("team");
+    for (const g of [gw, gw2]) {
+      const r = await g.get("/v1/organizations", { token: t.apiKey });
+      expect(r.body.data[0].plan, r.text).toBe("team");
+    }
+    await f.admin("setPlan", { org: t.organizationId, plan: "pro" });
+    const [row] = await sql<{ id: string; name: string; plan: string; created_at: string }[]>`
+      select id, name, plan, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as created_at
+      from keys.organizations where id = ${t.organizationId}`;
+    const org = JSON.stringify({ id: row?.id, name: row?.name, plan: row?.plan, created_at: row?.created_at });
+    expect(row?.plan).toBe("pro");
+    for (const g of [gw, gw2]) {
+      const list = await g.get("/v1/organizations", { token: t.apiKey });
+      expect(list.text).toBe(`{"data":[${org}],"has_more":false,"next_cursor":null}`);
+      const one = await g.get(`/v1/organizations/${t.organizationId}`, { token: t.apiKey });
+      expect(one.text).toBe(org);
+    }
+  });
+});
 
 describe("GET /v1/organizations", () => {
   it("when listing, then exactly the credential's organization comes back as one page", async () => {

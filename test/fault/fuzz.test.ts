@@ -294,7 +294,7 @@ describe("fuzz: requests generated from the OpenAPI document", () => {
     const gw = api(stack.gatewayUrls[0] as string);
     const token = tenant.apiKey;
     const rs = await Promise.all([
-      gw.get("/v1/organizations", { token }),
+      gw.get("/v1/members", { token }),
       gw.get("/v1/tasks?limit=1", { token }),
       gw.get(`/v1/daily-plan?date=${fixtures.days[0]}`, { token }),
       gw.post("/v1/tasks", { title: "after the fuzz" }, { token }),

@@ -96,6 +96,11 @@ export const Identity = z.object({
   organization_id: z.string(),
   /** Anchors the organization's 30-day billing periods. */
   organization_created_at: z.iso.datetime(),
+  /**
+   * The organization's name (it never changes), so the gateway answers the credential's own
+   * organization without asking the keys service. Absent from a keys replica older than it.
+   */
+  organization_name: z.string().optional(),
   user_id: z.string(),
   role: Role,
   scopes: z.array(Scope),

@@ -62,17 +62,17 @@ afterAll(async () => {
 describe("logs", () => {
   it("when a request crosses gateway and keys service, then every line of it in both carries its request_id", async () => {
     const t = await f.tenant();
-    const r = await gw.get("/v1/organizations", { token: t.apiKey });
+    const r = await gw.get("/v1/members", { token: t.apiKey });
     expect(r.status, r.text).toBe(200);
     const id = r.headers.get("x-request-id");
     await eventually(() => lines.some((l) => l["service"] === "gateway" && l["request_id"] === id), { what: `the gateway's line of ${id}` });
     const mine = lines.filter((l) => l["request_id"] === id);
     const services = new Set(mine.map((l) => l["service"]));
     expect([...services].sort(), JSON.stringify(mine)).toEqual(["gateway", "keys"]);
-    const keysLine = mine.find((l) => l["service"] === "keys" && l["op"] === "keys.listOrganizations");
+    const keysLine = mine.find((l) => l["service"] === "keys" && l["op"] === "keys.listMembers");
     expect(keysLine, JSON.stringify(mine)).toMatchObject({ organization_id: t.organizationId, msg: "rpc handled" });
     const access = mine.find((l) => l["service"] === "gateway" && l["msg"] === "request");
-    expect(access).toMatchObject({ method: "GET", url: "/v1/organizations", status: 200, organization_id: t.organizationId });
+    expect(access).toMatchObject({ method: "GET", url: "/v1/members", status: 200, organization_id: t.organizationId });
   });
 
   it("when lines are written during requests, then none of the request-scoped ones lacks a request_id", () => {

@@ -1,5 +1,17 @@
-import { Organization, OrganizationIdParams, PageQuery, page } from "@tasksvc/contracts";
+import { AppError } from "@tasksvc/errors";
+import { type Identity, Organization, OrganizationIdParams, PageQuery, page } from "@tasksvc/contracts";
 import { resource } from "../operations.js";
+
+/**
+ * The credential's organization from its identity, with no hop to the keys service: the name and
+ * creation time never change, and the plan is as fresh as the identity, which a plan change
+ * invalidates on every replica before it is answered (the same freshness the plan's limits rely
+ * on). An identity from a keys replica older than the name is answered by the keys service.
+ */
+function ownOrganization(identity: Identity): Organization | undefined {
+  if (identity.organization_name === undefined) return undefined;
+  return { id: identity.organization_id, name: identity.organization_name, plan: identity.plan, created_at: identity.organization_created_at };
+}
 
 export const organizations = resource({ name: "organizations", scope: "workspaces:read" }, (r) => {
   r.op(
@@ -12,7 +24,10 @@ export const organizations = resource({ name: "organizations", scope: "workspace
       response: page(Organization),
       paginated: true,
     },
-    ({ clients, query, ctx }) => clients.keys.relay("listOrganizations", query, ctx),
+    async ({ clients, query, ctx, identity }) => {
+      const own = ownOrganization(identity);
+      return own ? { data: [own], has_more: false, next_cursor: null } : clients.keys.relay("listOrganizations", query, ctx);
+    },
   );
   r.op(
     {
@@ -23,6 +38,12 @@ export const organizations = resource({ name: "organizations", scope: "workspace
       params: OrganizationIdParams,
       response: Organization,
     },
-    ({ clients, params, ctx }) => clients.keys.relay("getOrganization", params, ctx),
+    async ({ clients, params, ctx, identity }) => {
+      const own = ownOrganization(identity);
+      if (own === undefined) return clients.keys.relay("getOrganization", params, ctx);
+      // As the keys service answers another organization's id: it does not exist for this credential.
+      if (params.organization_id !== own.id) throw new AppError("resource_not_found", `No organization with id ${params.organization_id} exists.`);
+      return own;
+    },
   );
 });

@@ -58,6 +58,7 @@ function identity(kind: Identity["kind"], credentialId: string, org: OrgRow, use
     credential_id: credentialId,
     organization_id: org.id,
     organization_created_at: org.created_at.toISOString(),
+    organization_name: org.name,
     user_id: userId,
     role,
     scopes,
