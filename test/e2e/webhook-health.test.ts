@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import { createClient, unwrap } from "@tasksvc/client";
 import { api, eventually, factories, openSse, startReceiver, startStack, type Receiver, type StartedStack, type Tenant } from "@tasksvc/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -50,10 +49,7 @@ interface Hook {
 
 /** An endpoint of `t` at a fresh path of the receiver, which verifies with its secret. */
 async function hook(t: Tenant, eventTypes: EventTypeName[] = []): Promise<Hook> {
-  const path = `/${randomUUID()}`;
-  const created = unwrap(await client(t.apiKey).POST("/v1/webhook-endpoints", { body: { url: rx.url(path), event_types: eventTypes } }));
-  rx.expect(path, [created.secret]);
-  return { id: created.id, path };
+  return rx.endpoint(async (url) => unwrap(await client(t.apiKey).POST("/v1/webhook-endpoints", { body: { url, event_types: eventTypes } })));
 }
 
 const endpoint = async (t: Tenant, h: Hook) =>

@@ -12,3 +12,4 @@ export * from "./receiver.js";
 export * from "./s3.js";
 export * from "./sse.js";
 export * from "./workers.js";
+export * from "./api-task.js";

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { Webhook } from "standardwebhooks";
@@ -25,6 +26,11 @@ export interface Receiver {
   url(path: string): string;
   /** The secrets a path's requests are verified with (current first); unknown paths verify with none. */
   expect(path: string, secrets: string[]): void;
+  /**
+   * An endpoint at a fresh path: `create` registers the URL (through the API, with the test's own
+   * body) and answers the endpoint; its secret is then expected on that path.
+   */
+  endpoint<E extends { secret: string }>(create: (url: string) => Promise<E>): Promise<E & { path: string }>;
   /** How to answer the next requests to `path` (default 200): a function of the request's number there (1-based). */
   answer(path: string, fn: (n: number, r: Received) => Answer): void;
   received(path: string): Received[];
@@ -108,6 +114,12 @@ export async function startReceiver(): Promise<Receiver> {
   const receiver: Receiver = {
     url: (path) => `http://127.0.0.1:${port}${path}`,
     expect: (path, s) => void secrets.set(path, s),
+    async endpoint(create) {
+      const path = `/${randomUUID()}`;
+      const created = await create(`http://127.0.0.1:${port}${path}`);
+      secrets.set(path, [created.secret]);
+      return { ...created, path };
+    },
     answer: (path, fn) => void answers.set(path, fn),
     received: (path) => [...(got.get(path) ?? [])],
     holding: (path) => held.get(path)?.size ?? 0,

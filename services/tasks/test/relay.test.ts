@@ -2,7 +2,7 @@ import { type EndpointEvent, OrgEvent, TaskEvent, taskEventsStream, type Task } 
 import { createDb, migrate } from "@tasksvc/db";
 import { createLogger } from "@tasksvc/logger";
 import type postgres from "postgres";
-import { eventually } from "@tasksvc/testing";
+import { apiTask, eventually } from "@tasksvc/testing";
 import { connectNats, ensureStream, jetstream, jetstreamManager, nanos, type JetStreamClient, type NatsConnection } from "@tasksvc/nats";
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { startRelay } from "../src/relay.js";
@@ -39,26 +39,7 @@ afterAll(async () => {
 });
 
 /** A task in the API shape, so that every relayed event is a valid TaskEvent. */
-const task: Task = {
-  id: "T-1",
-  version: 1,
-  title: "relayed",
-  description: null,
-  status: "TODO",
-  priority: null,
-  start_date: null,
-  due_date: null,
-  notes: null,
-  story_points: null,
-  project_ids: [],
-  parent_task_id: null,
-  archived: false,
-  recurrence: null,
-  series_task_id: null,
-  occurrence_date: null,
-  created_at: "2026-01-01T00:00:00.000Z",
-  updated_at: "2026-01-01T00:00:00.000Z",
-};
+const task: Task = apiTask("relayed");
 
 async function enqueue(n: number): Promise<string[]> {
   const ids = Array.from({ length: n }, (_, i) => `evt_relay_${Date.now()}_${i}`);

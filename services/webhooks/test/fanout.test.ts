@@ -1,6 +1,7 @@
 import type { Task, TaskEvent, TaskEventType } from "@tasksvc/contracts";
 import { createDb, migrate, newId } from "@tasksvc/db";
 import { createLogger } from "@tasksvc/logger";
+import { apiTask } from "@tasksvc/testing";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { fanOutService } from "../src/domain/fanout.js";
 import { deliveriesRepo } from "../src/repo/deliveries-repo.js";
@@ -26,26 +27,7 @@ afterAll(async () => {
   await db.end({ timeout: 1 });
 });
 
-const task: Task = {
-  id: "T-1",
-  version: 1,
-  title: "fanned out",
-  description: null,
-  status: "TODO",
-  priority: null,
-  start_date: null,
-  due_date: null,
-  notes: null,
-  story_points: null,
-  project_ids: [],
-  parent_task_id: null,
-  archived: false,
-  recurrence: null,
-  series_task_id: null,
-  occurrence_date: null,
-  created_at: "2026-01-01T00:00:00.000Z",
-  updated_at: "2026-01-01T00:00:00.000Z",
-};
+const task: Task = apiTask("fanned out");
 
 const org = () => newId("org");
 // Each at a URL of its own: an organization has one endpoint per URL.

@@ -1,29 +1,11 @@
 import type { Task } from "@tasksvc/contracts";
 import { expect } from "vitest";
+import { apiTask } from "@tasksvc/testing";
 
 // Values and checks of the delivery-stats tests that hold no state of their own.
 
 /** The task every fanned-out event carries. */
-export const task: Task = {
-  id: "T-1",
-  version: 1,
-  title: "counted",
-  description: null,
-  status: "TODO",
-  priority: null,
-  start_date: null,
-  due_date: null,
-  notes: null,
-  story_points: null,
-  project_ids: [],
-  parent_task_id: null,
-  archived: false,
-  recurrence: null,
-  series_task_id: null,
-  occurrence_date: null,
-  created_at: "2026-01-01T00:00:00.000Z",
-  updated_at: "2026-01-01T00:00:00.000Z",
-};
+export const task: Task = apiTask("counted");
 
 /** Exact up to 100 ms, within 2.6% above (the histogram's bound). */
 export function expectNear(got: number | null, exact: number | null, what: string) {
