@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { STATUS_CODES, maxHeaderSize, type IncomingMessage, type ServerResponse } from "node:http";
+import { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { AppError, toProblem } from "@tasksvc/errors";
 import type { Logger } from "@tasksvc/logger";
@@ -70,13 +71,13 @@ export function rawProblemResponse(err: AppError, requestId: string, typeBase: s
 const LINGER_MS = 5000;
 
 /**
- * Sends `response` and closes the connection the way RFC 9112 (section 9.6) asks of a server that
- * answers before reading the whole request: our side ends (FIN) after the answer, and what the
- * client still sends is read and dropped until it ends too, or for LINGER_MS at most. Closing at
- * once would make the kernel reset the client's next writes, and a client whose write fails (Node's,
- * for one) may never read the answer that already arrived.
+ * Closes a connection the way RFC 9112 (section 9.6) asks of a server that answers before reading
+ * the whole request: our side ends (FIN) after what was written, and what the client still sends
+ * is read and dropped until it ends too, or for LINGER_MS at most. Closing at once would make the
+ * kernel reset the client's next writes, and a client whose write fails (Node's, for one) may never
+ * read the answer that already arrived.
  */
-function answerAndClose(socket: Duplex, response: string): void {
+function lingeringClose(socket: Duplex, last?: string): void {
   const timer = setTimeout(() => socket.destroy(), LINGER_MS);
   timer.unref();
   let flushed = false;
@@ -86,13 +87,27 @@ function answerAndClose(socket: Duplex, response: string): void {
     clientEnded = true;
     if (flushed) socket.destroy();
   });
-  socket.end(response, () => {
+  socket.end(last, () => {
     flushed = true;
     if (clientEnded) socket.destroy();
   });
-  // Node's HTTP server keeps feeding the failed parser, which drops the bytes; a socket no parser
-  // reads any more is drained here.
+  // Node's HTTP server keeps feeding the parser, which drops the bytes; a socket no parser reads
+  // any more is drained here.
   socket.resume();
+}
+
+/**
+ * Node closes a connection whose answer said `Connection: close` with `destroySoon()` once the
+ * answer is out. When the request's body was not all read (fastify's 413 for a body past the
+ * limit answers at once and closes), that close lingers too.
+ */
+function lingerWhenUnread(socket: Socket, req: () => IncomingMessage | undefined): void {
+  const destroySoon = socket.destroySoon.bind(socket);
+  socket.destroySoon = () => {
+    const r = req();
+    if (r !== undefined && !r.complete && socket.writable) lingeringClose(socket);
+    else destroySoon();
+  };
 }
 
 /**
@@ -136,7 +151,7 @@ export function edgeHandling(log: Logger, publicBaseUrl: () => string) {
     }
     const answer = (requestId: string) => {
       log.info({ request_id: requestId, status: problem.status, code: problem.code, parser_error: err.code }, "request refused at the HTTP edge");
-      answerAndClose(socket, rawProblemResponse(problem, requestId, publicBaseUrl()));
+      lingeringClose(socket, rawProblemResponse(problem, requestId, publicBaseUrl()));
     };
     const inFlight = current.get(socket);
     if (inFlight === undefined || inFlight.res.writableEnded) {
@@ -169,6 +184,7 @@ export function edgeHandling(log: Logger, publicBaseUrl: () => string) {
     // Before fastify's own listener: the request a connection executes is known synchronously,
     // since the parser may fail on the bytes right behind it within the same read.
     app.server.prependListener("request", (req: IncomingMessage, res: ServerResponse) => {
+      if (!current.has(req.socket) && req.socket instanceof Socket) lingerWhenUnread(req.socket, () => current.get(req.socket)?.req);
       current.set(req.socket, { req, res });
     });
     app.addHook("onRequest", async (req: FastifyRequest) => {
@@ -198,7 +214,7 @@ export function edgeHandling(log: Logger, publicBaseUrl: () => string) {
       const requestId = newRequestId();
       const problem = new AppError("route_not_found", "This API is not a proxy: CONNECT is not supported.");
       log.info({ request_id: requestId, method: req.method, status: problem.status }, "request refused at the HTTP edge");
-      answerAndClose(socket, rawProblemResponse(problem, requestId, publicBaseUrl()));
+      lingeringClose(socket, rawProblemResponse(problem, requestId, publicBaseUrl()));
     });
   }
 

@@ -115,7 +115,38 @@ describe("a request refused before it was all read", () => {
   let app: FastifyInstance;
   beforeAll(async () => {
     app = bareGateway({ resources: [] });
+    app.post("/test-only/body", async () => ({ read: true }));
     await app.listen({ port: 0, host: "127.0.0.1" });
+  });
+
+  /** Sends `head` then `body` in 64 KiB writes, whatever comes back, as curl does; then ends. */
+  async function sendAll(head: string, body: Buffer) {
+    const address = app.server.address();
+    const port = typeof address === "object" && address ? address.port : 0;
+    const socket = connect({ host: "127.0.0.1", port, allowHalfOpen: true });
+    const chunks: Buffer[] = [];
+    socket.on("data", (c: Buffer) => chunks.push(c));
+    const errors: string[] = [];
+    socket.on("error", (e: NodeJS.ErrnoException) => errors.push(e.code ?? e.message));
+    const closed = new Promise<void>((r) => socket.on("close", () => r()));
+    const serverEnded = new Promise<void>((r) => socket.on("end", () => r()));
+    await new Promise<void>((resolve) => socket.write(head, () => resolve()));
+    for (let at = 0; at < body.length && !socket.destroyed; at += 65_536) {
+      await new Promise<void>((resolve) => socket.write(body.subarray(at, at + 65_536), () => resolve()));
+    }
+    await serverEnded;
+    socket.end();
+    await closed;
+    return { errors, text: Buffer.concat(chunks).toString("utf8") };
+  }
+
+  it("when a client goes on sending a body past the limit after its 413, then every write is taken and the answer arrives", async () => {
+    const body = Buffer.alloc(6 * 1024 * 1024, "x");
+    for (let round = 0; round < 5; round++) {
+      const r = await sendAll(`POST /test-only/body HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`, body);
+      expect(r.errors, r.text).toEqual([]);
+      expect(r.text).toMatch(/^HTTP\/1\.1 413 /);
+    }
   });
   afterAll(async () => {
     await app.close();
