@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { prepareLoadTenants, runMixedLoad, verify, type VerifyReport } from "./load.js";
+import { afterAll, beforeAll, describe, it } from "vitest";
+import { expectClean } from "./expect-clean.js";
+import { prepareLoadTenants, runMixedLoad, verify } from "./load.js";
 import { startProcessStack, type ProcessStack } from "./processes.js";
 
 /**
@@ -24,38 +25,17 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-function expectClean(report: VerifyReport): void {
-  expect(report.problems).toEqual([]);
-  for (const k of report.kinds) {
-    expect(k.acknowledged, `${k.kind}: nothing acknowledged`).toBeGreaterThan(0);
-    expect({ kind: k.kind, lost: k.lost, duplicated: k.duplicated, stored: k.stored }).toEqual({
-      kind: k.kind,
-      lost: 0,
-      duplicated: 0,
-      stored: k.acknowledged,
-    });
-  }
-  expect(report.events.stored, JSON.stringify(report.events)).toBe(report.events.expected);
-  // Nothing failed, so nothing may answer 5xx (the old pool answered 500 to 4-15% of transactions).
-  expect({ answers5xx: report.serverErrors.total, byCode: report.serverErrors.byCode, samples: report.serverErrors.samples }).toEqual({
-    answers5xx: 0,
-    byCode: {},
-    samples: [],
-  });
-  expect(stack.unexpectedExits.map((e) => `${e.service}#${e.index} ${e.code ?? e.signal}: ${e.output.slice(-1500)}`)).toEqual([]);
-}
-
 describe("mixed load with no fault", () => {
   it("when 24 clients create, PATCH, link, plan, make projects and keys at once for 10 s over 2 gateways and 2 tasks replicas, then every acknowledged write is stored once with one event per change and nothing answers 5xx", async () => {
     const tenants = await prepareLoadTenants(stack, 2);
     const result = await runMixedLoad({ gatewayUrls: stack.gatewayUrls, tenants, clients: 24, durationMs: 10_000 });
-    expectClean(await verify(stack, result, { label: "mixed load, no fault (2 gateways, 2 tasks replicas, 24 clients)" }));
+    expectClean(await verify(stack, result, { label: "mixed load, no fault (2 gateways, 2 tasks replicas, 24 clients)" }), stack.unexpectedExits);
   });
 
   it("when 40 clients do the same for 10 s with one tasks replica left, then every acknowledged write is still stored once with one event per change and nothing answers 5xx", async () => {
     await stack.kill("tasks", 1, "SIGTERM");
     const tenants = await prepareLoadTenants(stack, 2);
     const result = await runMixedLoad({ gatewayUrls: stack.gatewayUrls, tenants, clients: 40, durationMs: 10_000 });
-    expectClean(await verify(stack, result, { label: "mixed load, no fault (2 gateways, 1 tasks replica, 40 clients)" }));
+    expectClean(await verify(stack, result, { label: "mixed load, no fault (2 gateways, 1 tasks replica, 40 clients)" }), stack.unexpectedExits);
   });
 });

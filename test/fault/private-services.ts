@@ -49,8 +49,8 @@ function pgBinDir(): string {
 }
 
 /** initdb refuses to run as root; the data directory must belong to the user that runs Postgres. */
-const asPostgres = process.getuid?.() === 0;
-function pgUserIds(): { uid: number; gid: number } {
+export const asPostgres = process.getuid?.() === 0;
+export function pgUserIds(): { uid: number; gid: number } {
   const uid = Number(execFileSync("id", ["-u", "postgres"], { encoding: "utf8" }).trim());
   const gid = Number(execFileSync("id", ["-g", "postgres"], { encoding: "utf8" }).trim());
   return { uid, gid };
@@ -114,7 +114,7 @@ function sweepStrays(): void {
 /** Cleanups still to run if the process exits without afterAll (synchronous: 'exit' allows no more). */
 const exitHooks = new Set<() => void>();
 let exitHookInstalled = false;
-function onExit(fn: () => void): () => void {
+export function onExit(fn: () => void): () => void {
   if (!exitHookInstalled) {
     exitHookInstalled = true;
     process.once("exit", () => {
@@ -135,7 +135,7 @@ function onExit(fn: () => void): () => void {
  * A detached shell that outlives the test process: when the owner pid is gone (a worker killed
  * with SIGKILL or SIGTERM runs no exit hook), it runs `cleanup` and ends. stop() kills it first.
  */
-function watchdog(cleanup: string): ChildProcess {
+export function watchdog(cleanup: string): ChildProcess {
   const w = spawn("sh", ["-c", `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; ${cleanup}`], { detached: true, stdio: "ignore" });
   w.unref();
   return w;
@@ -157,7 +157,7 @@ function portRange(): [number, number] {
  * (TCP self-connect), and then the server cannot bind it when it starts again. Ports the kernel
  * never hands out as source ports cannot be taken that way.
  */
-async function serverPort(): Promise<number> {
+export async function serverPort(): Promise<number> {
   const [lo] = portRange();
   const floor = 10_000;
   const span = Math.max(1000, lo - floor);
@@ -173,7 +173,7 @@ async function serverPort(): Promise<number> {
   throw new Error("no free port below the ephemeral range");
 }
 
-function tcpOpen(port: number): Promise<boolean> {
+export function tcpOpen(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const s = netConnect({ host: "127.0.0.1", port });
     s.once("connect", () => {

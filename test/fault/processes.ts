@@ -39,6 +39,8 @@ export interface ProcessStackOptions {
   /** A Postgres base URL (any database name; the stack uses its own). Default: the shared local one. */
   pgBase?: string;
   natsUrl?: string;
+  /** The stack's database name (default: a fresh tasksvc_fault_<suffix>), for settings that must name it up front. */
+  database?: string;
   replicas?: Partial<Record<ServiceName, number>>;
   env?: Record<string, string>;
   /** Settings of one service's replicas only (over `env`), e.g. { tasks: { LOG_LEVEL: "info" } }. */
@@ -69,7 +71,7 @@ export async function startProcessStack(opts: ProcessStackOptions = {}) {
   const pgBase = withDefaultUser(opts.pgBase ?? process.env["DATABASE_URL"] ?? "postgres://127.0.0.1:5432/postgres");
   const natsUrl = opts.natsUrl ?? process.env["NATS_URL"] ?? "nats://127.0.0.1:4222";
   const db = new URL(pgBase);
-  db.pathname = `/tasksvc_fault_${suffix}`;
+  db.pathname = `/${opts.database ?? `tasksvc_fault_${suffix}`}`;
   const databaseUrl = db.toString();
   const namespace = `f_${suffix}`;
   await ensureDatabase(databaseUrl);

@@ -11,21 +11,42 @@ export class ConfigError extends Error {
  * Parses the environment once with a schema of exactly the settings one process reads.
  * Throws ConfigError naming every bad setting; `loadConfigOrExit` prints it and exits 1.
  */
-export function parseConfig<S extends z.ZodObject>(schema: S, env: Record<string, string | undefined> = process.env): z.output<S> {
+export function parseConfig<S extends z.ZodObject>(schema: S, env: Record<string, string | undefined> = process.env, opts: ParseOptions = {}): z.output<S> {
   const picked: Record<string, string | undefined> = {};
+  // The variable each setting was read from, for error messages (`TASKS_DATABASE_URL: …`).
+  const source: Record<string, string> = {};
   for (const key of Object.keys(schema.shape)) {
-    const v = env[key];
+    const scoped = opts.service && PER_SERVICE_SETTINGS.has(key) ? `${opts.service.toUpperCase()}_${key}` : undefined;
     // An empty variable means "not set", as in most twelve-factor tooling.
+    const name = scoped && env[scoped] !== undefined && env[scoped] !== "" ? scoped : key;
+    const v = env[name];
     picked[key] = v === "" ? undefined : v;
+    source[key] = name;
   }
   const r = schema.safeParse(picked);
   if (!r.success) {
     throw new ConfigError(
-      r.error.issues.map((i) => `${i.path.join(".") || "(settings)"}: ${i.message} (got ${shown(String(i.path[0]), picked[String(i.path[0])])})`),
+      r.error.issues.map((i) => {
+        const key = String(i.path[0]);
+        const name = source[key] ?? key;
+        return `${[name, ...i.path.slice(1)].join(".") || "(settings)"}: ${i.message} (got ${shown(name, picked[key])})`;
+      }),
     );
   }
   return r.data;
 }
+
+export interface ParseOptions {
+  /**
+   * The service whose settings these are: each of PER_SERVICE_SETTINGS is read from
+   * `<SERVICE>_<NAME>` first (TASKS_DATABASE_URL), then from `<NAME>`, so one environment
+   * (a compose file, `make run`, one ConfigMap) can give each service its own database.
+   */
+  service?: string;
+}
+
+/** The settings a service may take from `<SERVICE>_<NAME>` over `<NAME>`: where its database is and how it is reached. */
+export const PER_SERVICE_SETTINGS: ReadonlySet<string> = new Set(["DATABASE_URL", "DATABASE_POOL_MODE", "DATABASE_MIGRATION_URL"]);
 
 /** Settings whose value is a secret, by name: a start-up error names them but never prints them. */
 const SECRET_SETTING = /(?:_KEYS?|SECRET|PASSWORD|TOKEN)(?:_|$)/;
@@ -50,9 +71,13 @@ function shown(name: string, value: string | undefined): string {
   return JSON.stringify(value);
 }
 
-export function loadConfigOrExit<S extends z.ZodObject>(schema: S, env: Record<string, string | undefined> = process.env): z.output<S> {
+export function loadConfigOrExit<S extends z.ZodObject>(
+  schema: S,
+  env: Record<string, string | undefined> = process.env,
+  opts: ParseOptions = {},
+): z.output<S> {
   try {
-    return parseConfig(schema, env);
+    return parseConfig(schema, env, opts);
   } catch (e) {
     if (e instanceof ConfigError) {
       process.stderr.write(`${e.message}\n`);
@@ -108,6 +133,13 @@ const url = (protocols: string[], fallback: string) => urlString(protocols).defa
 export const settings = {
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   DATABASE_URL: url(["postgres:", "postgresql:"], "postgres://localhost:5432/tasks"),
+  /**
+   * `session`: DATABASE_URL reaches Postgres itself (or a pooler in session mode). `transaction`:
+   * a pooler in transaction mode (PgBouncer): no prepared statements and no session settings.
+   */
+  DATABASE_POOL_MODE: z.enum(["session", "transaction"]).default("session"),
+  /** Where migrations and index builds connect (they hold a session); default DATABASE_URL. */
+  DATABASE_MIGRATION_URL: urlString(["postgres:", "postgresql:"]).optional(),
   NATS_URL: z.string().default("nats://127.0.0.1:4222"),
   NATS_NAMESPACE: z
     .string()
@@ -157,5 +189,7 @@ export const natsServiceSettings = {
 /** The settings of a service that owns a schema (database, NATS, logging); spread into its schema. */
 export const serviceSettings = {
   DATABASE_URL: settings.DATABASE_URL,
+  DATABASE_POOL_MODE: settings.DATABASE_POOL_MODE,
+  DATABASE_MIGRATION_URL: settings.DATABASE_MIGRATION_URL,
   ...natsServiceSettings,
 } as const;

@@ -25,6 +25,20 @@ describe("parseConfig", () => {
     expect(parseConfig(Schema, { PORT: "" }).PORT).toBe(8080);
   });
 
+  it("when a service-scoped database setting is set, then that service reads it over the shared one, and other settings and services do not", () => {
+    const env = { DATABASE_URL: "postgres://shared/db", TASKS_DATABASE_URL: "postgres://tasks-host/tasks", TASKS_PORT: "1", PORT: "9000" };
+    expect(parseConfig(Schema, env, { service: "tasks" })).toMatchObject({ DATABASE_URL: "postgres://tasks-host/tasks", PORT: 9000 });
+    expect(parseConfig(Schema, env, { service: "keys" }).DATABASE_URL).toBe("postgres://shared/db");
+    expect(parseConfig(Schema, env).DATABASE_URL).toBe("postgres://shared/db");
+    expect(parseConfig(Schema, { ...env, TASKS_DATABASE_URL: "" }, { service: "tasks" }).DATABASE_URL).toBe("postgres://shared/db");
+  });
+
+  it("when a service-scoped setting is bad, then the error names the variable it was read from", () => {
+    expect(() => parseConfig(Schema, { DATABASE_URL: "postgres://ok/db", BOARDS_DATABASE_URL: "mysql://x" }, { service: "boards" })).toThrow(
+      /BOARDS_DATABASE_URL: .*"mysql:\/\/x"/,
+    );
+  });
+
   it("when other variables are present, then they are ignored (each process reads only its own)", () => {
     expect(parseConfig(Schema, { SECRET_OF_SOMEONE_ELSE: "x" })).not.toHaveProperty("SECRET_OF_SOMEONE_ELSE");
   });

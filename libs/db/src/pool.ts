@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { StartupError } from "@tasksvc/config";
 import { sampled } from "@tasksvc/telemetry";
+import net from "node:net";
 import { userInfo } from "node:os";
 import postgres from "postgres";
 import { transactionPool, type TxOptions } from "./transactions.js";
@@ -75,6 +76,13 @@ export interface DbOptions {
   max?: number;
   /** Of those, connections for transactions, each lent to one at a time (default: a third, at least 1). */
   txMax?: number;
+  /**
+   * `session` (default): `url` reaches Postgres, or a pooler in session mode. `transaction`: a
+   * pooler in transaction mode (PgBouncer), where consecutive statements may reach different
+   * server connections: no prepared statements, and no session settings sent at connect (the
+   * schema's search_path must come from the server side: see checkDb).
+   */
+  poolMode?: "session" | "transaction";
 }
 
 /**
@@ -103,12 +111,41 @@ export interface Database {
 }
 
 function connectionOptions(opts: DbOptions, instance: string) {
-  return {
-    ...POOL_OPTIONS,
-    onnotice: () => {},
-    // TimeZone UTC: a server set to another zone returns old timestamps with offsets such as
-    // +00:53:28 that JavaScript cannot parse (a 500 on reading them).
-    connection: { search_path: opts.schema, application_name: `tasksvc-${opts.schema}-${instance}`, TimeZone: "UTC" },
+  // TimeZone UTC: a server set to another zone returns old timestamps with offsets such as
+  // +00:53:28 that JavaScript cannot parse (a 500 on reading them).
+  const tracked = { application_name: `tasksvc-${opts.schema}-${instance}`, TimeZone: "UTC" };
+  if (opts.poolMode === "transaction") {
+    // PgBouncer refuses a startup parameter it does not track (application_name and TimeZone
+    // it does), and a named prepared statement would be looked for on another server connection.
+    return { ...POOL_OPTIONS, onnotice: () => {}, prepare: false, connection: tracked };
+  }
+  return { ...POOL_OPTIONS, onnotice: () => {}, connection: { search_path: opts.schema, ...tracked } };
+}
+
+/**
+ * A socket factory (postgres.js's `socket` option) that lets a driver instance open one
+ * connection in its life. Asked again, when the driver reconnects after losing it, it fails: a
+ * statement the driver still held for the lost transaction is then rejected instead of being
+ * sent on a new connection outside that transaction. Nothing session-side is needed for this,
+ * so it holds behind a pooler in transaction mode too. The first host of the URL is used.
+ */
+export function oneConnection(onrefused: () => void): (o: { host: string[]; port: number[]; path?: string | false }) => net.Socket {
+  let used = false;
+  return (o) => {
+    if (used) {
+      // The driver calls no onclose for a connection it could not reopen: report it as one, or
+      // the instance would look usable while every later statement waits on it for ever.
+      onrefused();
+      throw Object.assign(new Error("the transaction's connection closed (a transaction connection never reconnects)"), { code: "CONNECTION_CLOSED" });
+    }
+    used = true;
+    const socket = new net.Socket();
+    const host = o.host[0] ?? "localhost";
+    const port = o.port[0] ?? 5432;
+    if (o.path) socket.connect(o.path);
+    else socket.connect(port, host);
+    // The driver reads these for TLS's server name and its error messages.
+    return Object.assign(socket, { host, port });
   };
 }
 
@@ -134,19 +171,24 @@ export function createDb(opts: DbOptions): Database {
   // a slot's connection is lost while a statement of the transaction still waits to be sent, the
   // driver reconnects and sends that statement on the new connection, outside the transaction;
   // there the server refuses a write (25006) instead of committing it on its own.
+  //
+  // And each slot's driver instance opens one connection only (oneConnection): a lost one gets a
+  // new instance (transactions.ts), so a statement held for the lost transaction is never re-sent.
+  // Behind a pooler in transaction mode (no session settings) that is the guard that remains.
   const transactions = transactionPool(
     txMax,
     (onclose) => {
       const base = connectionOptions(opts, instance);
       const slotOptions = {
         ...base,
-        connection: { ...base.connection, default_transaction_read_only: true },
+        connection: opts.poolMode === "transaction" ? base.connection : { ...base.connection, default_transaction_read_only: true },
         max: 1,
         max_pipeline: 100,
         max_lifetime: null,
         onclose,
       };
-      return postgres(url, slotOptions);
+      // `socket` is a documented option that postgres.js's types leave out.
+      return postgres(url, Object.assign(slotOptions, { socket: oneConnection(onclose) }));
     },
     { "db.namespace": opts.schema },
   );
@@ -178,14 +220,26 @@ export function createDb(opts: DbOptions): Database {
   };
 }
 
-/** Fails fast with the setting to fix when Postgres is not there. */
-export async function checkDb(db: Database, url: string): Promise<void> {
+/**
+ * Fails fast with the setting to fix when Postgres is not there, or when the connections do not
+ * resolve bare names in the service's schema (behind a pooler in transaction mode the
+ * search_path comes from the server side, and a missing one would fail every statement).
+ */
+export async function checkDb(db: Database, url: string, schema?: string): Promise<void> {
+  let seen: Array<string | null>;
   try {
-    await db.sql`select 1`;
-    await db.tx((t) => t`select 1`);
+    const [a] = await db.sql<{ s: string | null }[]>`select current_schema() as s`;
+    const b = await db.tx(async (t) => (await t<{ s: string | null }[]>`select current_schema() as s`)[0]);
+    seen = [a?.s ?? null, b?.s ?? null];
   } catch (e) {
     throw new DatabaseUnreachableError(url, e);
   }
+  if (schema !== undefined && seen.some((s) => s !== schema))
+    throw new StartupError(
+      `connections through DATABASE_URL=${redactUrl(url)} resolve names in schema ${seen.find((s) => s !== schema) ?? "(none)"}, not ${schema}: ` +
+        `behind a pooler in transaction mode, give them search_path ${schema} on the server side ` +
+        `(ALTER ROLE <the service's user> SET search_path = ${schema}, or the pooler's connect_query for this database entry)`,
+    );
 }
 
 /**

@@ -47,7 +47,8 @@ interface Slot {
  *   instance is ended the moment its connection closes during a transaction, so that later
  *   statements of the function fail instead of running on a new connection.
  * - COMMIT of a transaction that failed earlier answers ROLLBACK without an error: checked.
- * - After anything unclear (a lost connection, a failed ROLLBACK), the slot gets a new instance.
+ * - After anything unclear (a lost connection, a failed ROLLBACK), the slot gets a new instance;
+ *   so does a slot whose connection closed while idle, since an instance never reconnects.
  * - A slot's connection is read-only outside BEGIN READ WRITE (default_transaction_read_only):
  *   a statement the driver still held when the connection was lost is sent, after it reconnects,
  *   on a connection outside the transaction, and ending the instance cannot stop it once it is the
@@ -90,6 +91,9 @@ export function transactionPool(size: number, connect: (onclose: () => void) => 
   async function once<T>(fn: (t: TxSql) => Promise<T>): Promise<T> {
     const asked = performance.now();
     let slot = await acquire();
+    // Its driver instance never reconnects (pool.ts, oneConnection): one whose connection closed
+    // while idle (idle timeout, a server restart) is replaced before it is used.
+    if (slot.closes > 0) slot = replace(slot);
     const started = performance.now();
     dbTransactionWait.observe((started - asked) / 1000);
     const closes = slot.closes;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { createDb, type Database } from "../src/index.js";
+import { checkDb, createDb, isConnectionError, type Database } from "../src/index.js";
 
 const stack = inject("stack");
 const SCHEMA = "pool_test";
@@ -125,6 +125,45 @@ describe("createDb", () => {
     expect(await db.sql`select 1 from acked where n = ${n}`).toHaveLength(1);
   });
 
+  it("when a transaction's connection is lost and its function writes on, then nothing is sent on a new connection, even with no session settings (transaction pooling)", async () => {
+    // Behind a pooler in transaction mode no read-only default can be set: the guard left is
+    // that a transaction's driver instance never reconnects. Its own backend is terminated, then
+    // the function writes on; a driver that reconnected would commit that insert on its own.
+    const pooled = createDb({ url: stack.databaseUrl, schema: SCHEMA, max: 4, txMax: 2, poolMode: "transaction" });
+    try {
+      const n = 876_543;
+      const failure = await pooled
+        .tx(
+          async (t) => {
+            await t`select pg_terminate_backend(pg_backend_pid())`.catch(() => undefined);
+            await t`insert into ${t(SCHEMA)}.acked (n) values (${n})`;
+          },
+          { attempts: 1 },
+        )
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      expect(isConnectionError(failure), String(failure)).toBe(true);
+      expect(await db.sql`select 1 from acked where n = ${n}`).toHaveLength(0);
+      // The slot gets a new connection for the next transaction.
+      await pooled.tx((t) => t`insert into ${t(SCHEMA)}.acked (n) values (${n})`);
+      expect(await db.sql`select 1 from acked where n = ${n}`).toHaveLength(1);
+    } finally {
+      await pooled.end({ timeout: 1 });
+    }
+  });
+
+  it("when connections do not resolve names in the service's schema (transaction pooling with no server-side search_path), then the start-up check says how to give it", async () => {
+    const pooled = createDb({ url: stack.databaseUrl, schema: SCHEMA, max: 2, txMax: 1, poolMode: "transaction" });
+    try {
+      await expect(checkDb(pooled, stack.databaseUrl, SCHEMA)).rejects.toThrow(/not pool_test: .*ALTER ROLE .* SET search_path = pool_test/);
+      await expect(checkDb(db, stack.databaseUrl, SCHEMA)).resolves.toBeUndefined();
+    } finally {
+      await pooled.end({ timeout: 1 });
+    }
+  });
+
   it("when two transactions deadlock, then the loser is retried and both commit", async () => {
     await db.sql.unsafe(`create table if not exists ${SCHEMA}.pair (id int primary key, v int)`);
     await db.sql.unsafe(`insert into ${SCHEMA}.pair values (1, 0), (2, 0) on conflict do nothing`);
@@ -153,75 +192,80 @@ describe("createDb", () => {
     expect(attempts).toBe(3);
   });
 
-  it("when the server drops every connection again and again under load, then no transaction commits in part, none acknowledged is lost, and every connection works afterwards", async () => {
-    // Its own schema, so its connections' application_name (tasksvc-<schema>) singles them out.
-    const STORM = "pool_storm";
-    const app = `tasksvc-${STORM}`;
-    const storm = createDb({ url: stack.databaseUrl, schema: STORM, max: 8, txMax: 4 });
-    const killer = createDb({ url: stack.databaseUrl, schema: STORM, max: 2, txMax: 1 });
-    const uncaught: unknown[] = [];
-    const onError = (e: unknown) => uncaught.push(e);
-    process.on("unhandledRejection", onError);
-    process.on("uncaughtException", onError);
-    try {
-      // Each transaction writes a pair: a row in `halves` alone would be a partial commit.
-      await killer.sql.unsafe(`create schema if not exists ${STORM}`);
-      await killer.sql.unsafe(`create table if not exists ${STORM}.halves (n int primary key)`);
-      await killer.sql.unsafe(`create table if not exists ${STORM}.wholes (n int primary key)`);
-      const acknowledged: number[] = [];
-      const failures = new Set<string>();
-      let next = 1_000_000;
-      const until = Date.now() + 2500;
-      const worker = async () => {
-        while (Date.now() < until) {
-          const n = next++;
-          try {
-            await storm.tx(async (t) => {
-              await t`insert into halves (n) values (${n})`;
-              await t`select pg_sleep(0.002)`;
-              await t`insert into wholes (n) values (${n})`;
-            });
-            acknowledged.push(n);
-          } catch (e) {
-            failures.add(String((e as { code?: string }).code ?? e));
+  // Transaction pooling sends no session settings (no read-only default, no search_path): the
+  // storm then tests the one-connection-per-instance guard alone, on schema-qualified names.
+  it.each(["session", "transaction"] as const)(
+    "when the server drops every connection again and again under load (%s pooling), then no transaction commits in part, none acknowledged is lost, and every connection works afterwards",
+    async (poolMode) => {
+      // Its own schema, so its connections' application_name (tasksvc-<schema>-…) singles them out.
+      const STORM = `pool_storm_${poolMode}`;
+      const app = `tasksvc-${STORM}`;
+      const storm = createDb({ url: stack.databaseUrl, schema: STORM, max: 8, txMax: 4, poolMode });
+      const killer = createDb({ url: stack.databaseUrl, schema: STORM, max: 2, txMax: 1 });
+      const uncaught: unknown[] = [];
+      const onError = (e: unknown) => uncaught.push(e);
+      process.on("unhandledRejection", onError);
+      process.on("uncaughtException", onError);
+      try {
+        // Each transaction writes a pair: a row in `halves` alone would be a partial commit.
+        await killer.sql.unsafe(`create schema if not exists ${STORM}`);
+        await killer.sql.unsafe(`create table if not exists ${STORM}.halves (n int primary key)`);
+        await killer.sql.unsafe(`create table if not exists ${STORM}.wholes (n int primary key)`);
+        const acknowledged: number[] = [];
+        const failures = new Set<string>();
+        let next = 1_000_000;
+        const until = Date.now() + 2500;
+        const worker = async () => {
+          while (Date.now() < until) {
+            const n = next++;
+            try {
+              await storm.tx(async (t) => {
+                await t`insert into ${t(STORM)}.halves (n) values (${n})`;
+                await t`select pg_sleep(0.002)`;
+                await t`insert into ${t(STORM)}.wholes (n) values (${n})`;
+              });
+              acknowledged.push(n);
+            } catch (e) {
+              failures.add(String((e as { code?: string }).code ?? e));
+            }
           }
-        }
-      };
-      const kill = async () => {
-        while (Date.now() < until) {
-          await killer.sql`select pg_terminate_backend(pid) from pg_stat_activity where application_name = ${app} and pid <> pg_backend_pid()`;
-          // The storm's pace, not a wait for anything: a round of terminations every 100 ms.
-          await new Promise((r) => setTimeout(r, 100));
-        }
-      };
-      await Promise.all([...Array.from({ length: 8 }, worker), kill()]);
+        };
+        const kill = async () => {
+          while (Date.now() < until) {
+            await killer.sql`select pg_terminate_backend(pid) from pg_stat_activity where application_name like ${`${app}-%`} and pid <> pg_backend_pid()`;
+            // The storm's pace, not a wait for anything: a round of terminations every 100 ms.
+            await new Promise((r) => setTimeout(r, 100));
+          }
+        };
+        await Promise.all([...Array.from({ length: 8 }, worker), kill()]);
 
-      const halves = new Set((await killer.sql<{ n: number }[]>`select n from halves`).map((r) => r.n));
-      const wholes = new Set((await killer.sql<{ n: number }[]>`select n from wholes`).map((r) => r.n));
-      const partial = [...halves].filter((n) => !wholes.has(n)).length;
-      const lost = acknowledged.filter((n) => !wholes.has(n)).length;
-      console.log(
-        `pool under terminations: acknowledged ${acknowledged.length}, lost ${lost}, partial commits ${partial}, failures ${[...failures].join(", ")}`,
-      );
-      expect(partial).toBe(0);
-      expect(lost).toBe(0);
-      expect(acknowledged.length).toBeGreaterThan(0);
-      // Only connection failures, which callers see as 503 (never a wedge or a driver crash).
-      for (const f of failures) expect(["CONNECTION_CLOSED", "57P01", "CONNECTION_DESTROYED", "ECONNRESET"], f).toContain(f);
-      // Every transaction connection serves again: as many at once as there are, within a deadline
-      // (a race, not a sleep: a wedged pool never answers, so no condition could be polled).
-      const after = await Promise.race([
-        Promise.all(Array.from({ length: 8 }, () => storm.tx((t) => t`select 1 as ok`))),
-        new Promise<"wedged">((r) => setTimeout(() => r("wedged"), 5000)),
-      ]);
-      expect(after).not.toBe("wedged");
-      expect(uncaught).toEqual([]);
-    } finally {
-      process.off("unhandledRejection", onError);
-      process.off("uncaughtException", onError);
-      await storm.end({ timeout: 1 });
-      await killer.sql.unsafe(`drop schema if exists ${STORM} cascade`);
-      await killer.end({ timeout: 1 });
-    }
-  });
+        const halves = new Set((await killer.sql<{ n: number }[]>`select n from halves`).map((r) => r.n));
+        const wholes = new Set((await killer.sql<{ n: number }[]>`select n from wholes`).map((r) => r.n));
+        const partial = [...halves].filter((n) => !wholes.has(n)).length;
+        const lost = acknowledged.filter((n) => !wholes.has(n)).length;
+        console.log(
+          `pool under terminations (${poolMode} pooling): acknowledged ${acknowledged.length}, lost ${lost}, partial commits ${partial}, failures ${[...failures].join(", ")}`,
+        );
+        expect(partial).toBe(0);
+        expect(lost).toBe(0);
+        expect(acknowledged.length).toBeGreaterThan(0);
+        // Only connection failures, which callers see as 503 (never a wedge or a driver crash).
+        for (const f of failures) expect(["CONNECTION_CLOSED", "57P01", "CONNECTION_DESTROYED", "ECONNRESET"], f).toContain(f);
+        // Every transaction connection serves again: as many at once as there are, within a deadline
+        // (a race, not a sleep: a wedged pool never answers, so no condition could be polled).
+        const after = await Promise.race([
+          Promise.all(Array.from({ length: 8 }, () => storm.tx((t) => t`select 1 as ok`))),
+          new Promise<"wedged">((r) => setTimeout(() => r("wedged"), 5000)),
+        ]);
+        expect(after).not.toBe("wedged");
+        expect(uncaught).toEqual([]);
+      } finally {
+        process.off("unhandledRejection", onError);
+        process.off("uncaughtException", onError);
+        await storm.end({ timeout: 1 });
+        await killer.sql.unsafe(`drop schema if exists ${STORM} cascade`);
+        await killer.end({ timeout: 1 });
+      }
+    },
+  );
 });

@@ -38,10 +38,18 @@ export async function startService<C extends BaseConfig, R>(def: ServiceDefiniti
 
   if (isDbService(def)) {
     // Only a definition made by defineService has a schema, and its settings are a DbConfig.
-    const url = (cfg as BaseConfig as DbConfig).DATABASE_URL;
-    await ensureDatabase(url);
-    await migrate({ url, schema: def.schema, dir: def.migrations, log, ...(def.indexes ? { indexes: def.indexes } : {}) });
-    const pool = createDb({ url, schema: def.schema, ...def.db });
+    const dbCfg = cfg as BaseConfig as DbConfig;
+    const url = dbCfg.DATABASE_URL;
+    // Migrations hold a session (an advisory lock, CREATE INDEX CONCURRENTLY), which a pooler in
+    // transaction mode cannot give: they take DATABASE_MIGRATION_URL, Postgres itself.
+    if (dbCfg.DATABASE_POOL_MODE === "transaction" && !dbCfg.DATABASE_MIGRATION_URL)
+      throw new StartupError(
+        `DATABASE_POOL_MODE=transaction needs DATABASE_MIGRATION_URL (or ${def.name.toUpperCase()}_DATABASE_MIGRATION_URL): a connection to Postgres itself, or through a pooler in session mode, for the migrations`,
+      );
+    const migrationUrl = dbCfg.DATABASE_MIGRATION_URL ?? url;
+    await ensureDatabase(migrationUrl);
+    await migrate({ url: migrationUrl, schema: def.schema, dir: def.migrations, log, ...(def.indexes ? { indexes: def.indexes } : {}) });
+    const pool = createDb({ url, schema: def.schema, poolMode: dbCfg.DATABASE_POOL_MODE, ...def.db });
     db = pool;
     steps.push({ what: "database pool", run: () => pool.end({ timeout: endTimeout }) });
   }
@@ -77,7 +85,7 @@ export async function startService<C extends BaseConfig, R>(def: ServiceDefiniti
   };
 
   try {
-    if (db) await checkDb(db, (cfg as BaseConfig as DbConfig).DATABASE_URL);
+    if (db) await checkDb(db, (cfg as BaseConfig as DbConfig).DATABASE_URL, isDbService(def) ? def.schema : undefined);
     const nc = await connectNats({ url: cfg.NATS_URL, name: def.name });
     steps.push({ what: "NATS drain", run: () => nc.drain() });
     let natsUp = true;

@@ -141,7 +141,9 @@ export async function startStack(opts: StackOptions = {}): Promise<StartedStack>
       const def = await loadService(entry.name);
       const count = opts.replicas?.[entry.name] ?? entry.testReplicas;
       const started = await Promise.all(
-        Array.from({ length: count }, (_, i) => startService(def, parseConfig(def.config, env), log.child({ service: entry.name, replica: i }))),
+        Array.from({ length: count }, (_, i) =>
+          startService(def, parseConfig(def.config, env, { service: entry.name }), log.child({ service: entry.name, replica: i })),
+        ),
       );
       stoppers.push(...started.map((r) => () => r.stop()));
       opsUrls[entry.name] = started.flatMap((r) => (r.opsPort === undefined ? [] : [`http://127.0.0.1:${r.opsPort}`]));
