@@ -36,7 +36,17 @@ services: ## make sure local Postgres and NATS (JetStream) are running
 # kubectl renders the Kubernetes manifests (kustomize) that test/arch/deploy.test.ts validates.
 # Debian's kubernetes-client has it; a kubectl already installed (any version since 1.20) is used as is.
 # Chromium (Debian's) is the headless browser test/e2e/docs-page.test.ts opens /docs in.
-tools: ## install the system tools the tests use (kubectl, chromium) when missing
+# PgBouncer (Debian's) fronts the stack in test/fault/pgbouncer.test.ts; promtool (in Debian's
+# prometheus package; only the tool is used, no server is started) checks and unit-tests the alert rules.
+tools: ## install the system tools the tests use (kubectl, chromium, pgbouncer, promtool) when missing
+	@command -v pgbouncer >/dev/null 2>&1 || [ -n "$$PGBOUNCER" ] || { \
+	  echo "installing pgbouncer (Debian package pgbouncer)" >&2; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pgbouncer >/dev/null; \
+	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pgbouncer >/dev/null; fi; }
+	@command -v promtool >/dev/null 2>&1 || [ -n "$$PROMTOOL" ] || { \
+	  echo "installing promtool (Debian package prometheus)" >&2; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
+	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; fi; }
 	@command -v kubectl >/dev/null 2>&1 || { \
 	  echo "installing kubectl (Debian package kubernetes-client)" >&2; \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq kubernetes-client >/dev/null; \
