@@ -3,34 +3,27 @@
 // against the Kubernetes (or Prometheus Operator) schema of its kind, plus a check that no field
 // is unknown to that kind (the schemas themselves allow unknown fields); then the facts the
 // operations depend on (probes, resources, disruption budgets, autoscalers, scraping, settings),
-// the compose files and the NATS chart values. No network; a few seconds.
+// the compose files and the NATS chart values. No network; a few seconds. The NetworkPolicies'
+// facts are in network-policy.test.ts, the alerting rules' in alert-rules.test.ts; all three
+// render the overlays through kustomize.ts.
 // Needs kubectl (any version from 1.20: Debian's `apt-get install -y kubernetes-client`). KUBECTL
 // names another binary.
-import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { PrometheusRule } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule";
 import { ServiceMonitor } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor";
 import { SERVICES } from "@tasksvc/contracts";
 import { Deployment } from "kubernetes-models/apps/v1/Deployment";
 import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler";
+import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
 import { ConfigMap } from "kubernetes-models/v1/ConfigMap";
 import { Secret } from "kubernetes-models/v1/Secret";
 import { Service } from "kubernetes-models/v1/Service";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
-import { parse, parseAllDocuments } from "yaml";
-
-const root = fileURLToPath(new URL("../..", import.meta.url));
-const KUBECTL = process.env.KUBECTL || "kubectl";
-const INSTALL_KUBECTL = "apt-get install -y kubernetes-client";
-const OVERLAYS = ["dev", "production"] as const;
-type Overlay = (typeof OVERLAYS)[number];
-
-// Plain JSON as parsed from YAML; the facts below read it loosely and assert what they need.
-// biome-ignore lint/suspicious/noExplicitAny: parsed manifests, checked field by field below
-type Obj = Record<string, any>;
+import { parse } from "yaml";
+import { matches, named, nameOf, type Obj, OVERLAYS, render, root } from "./kustomize.js";
 
 /**
  * apiVersion/kind → how to validate one object of it. A kind not listed fails the test: add its
@@ -54,27 +47,16 @@ const MODELS: Record<string, { validate: (o: Obj) => void; type: [module: string
     validate: (o) => new ServiceMonitor(o as ServiceMonitor).validate(),
     type: ["@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor", "IServiceMonitor"],
   },
+  "monitoring.coreos.com/v1/PrometheusRule": {
+    validate: (o) => new PrometheusRule(o as PrometheusRule).validate(),
+    type: ["@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule", "IPrometheusRule"],
+  },
+  "networking.k8s.io/v1/NetworkPolicy": {
+    validate: (o) => new NetworkPolicy(o as NetworkPolicy).validate(),
+    type: ["kubernetes-models/networking.k8s.io/v1/NetworkPolicy", "INetworkPolicy"],
+  },
 };
 const keyOf = (o: Obj) => `${o.apiVersion}/${o.kind}`;
-
-const rendered = new Map<Overlay, Obj[]>();
-/** The overlay as `kubectl kustomize` renders it (kustomize v2.0.3 in kubectl 1.20, v5 in current ones). */
-function render(overlay: Overlay): Obj[] {
-  const cached = rendered.get(overlay);
-  if (cached) return cached;
-  const dir = join(root, "deploy/k8s/overlays", overlay);
-  const r = spawnSync(KUBECTL, ["kustomize", dir], { encoding: "utf8", timeout: 30_000 });
-  if ((r.error as NodeJS.ErrnoException | undefined)?.code === "ENOENT")
-    throw new Error(
-      `kubectl not found (${KUBECTL}): this test renders deploy/k8s with \`kubectl kustomize\`. Install it with \`${INSTALL_KUBECTL}\` (Debian's kubectl 1.20; any later kubectl works too), or set KUBECTL to its path.`,
-    );
-  if (r.error) throw r.error;
-  if (r.status !== 0) throw new Error(`${KUBECTL} kustomize ${dir} failed:\n${r.stderr}`);
-  const docs = parseAllDocuments(r.stdout).map((d) => d.toJS() as Obj | null);
-  const objs = docs.filter((d): d is Obj => d !== null);
-  rendered.set(overlay, objs);
-  return objs;
-}
 
 // ---- unknown fields, from the models' TypeScript interfaces (the JSON schemas allow any field) ----
 
@@ -147,10 +129,6 @@ function unknownFields(value: unknown, type: ts.Type, path: string, out: string[
 
 // ---- helpers over rendered objects ----
 
-const named = (objs: Obj[], kind: string) => objs.filter((o) => o.kind === kind);
-const nameOf = (o: Obj) => `${o.kind}/${o.metadata?.name}`;
-const matches = (selector: Record<string, string> | undefined, labels: Record<string, string> | undefined) =>
-  selector !== undefined && Object.keys(selector).length > 0 && Object.entries(selector).every(([k, v]) => labels?.[k] === v);
 /** Seconds of a duration setting such as "5s", "250ms", "1m". */
 function seconds(d: string): number {
   const m = /^(\d+)(ms|s|m)$/.exec(d);
