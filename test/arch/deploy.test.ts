@@ -241,8 +241,12 @@ describe.each(OVERLAYS)("deploy/k8s/overlays/%s", (overlay) => {
       ).toBeFalsy();
       const sealing: Record<string, string> = { webhooks: "WEBHOOK_SECRET_KEY", keys: "KEYS_SECRET_KEY", tasks: "LINK_SIGNING_KEYS" };
       const own = sealing[String(d.metadata.name)];
-      const expected = d.metadata.name === "delivery" ? [] : own ? ["DATABASE_URL", own].sort() : ["DATABASE_URL"];
+      // A service with a schema: the database, and two optional keys (its own database, the migrations' connection).
+      const database = ["DATABASE_URL", `${String(d.metadata.name).toUpperCase()}_DATABASE_URL`, "DATABASE_MIGRATION_URL"];
+      const expected = d.metadata.name === "delivery" ? [] : [...database, ...(own ? [own] : [])].sort();
       expect(secretEnv.sort(), `${nameOf(d)} secrets`).toEqual(expected);
+      const optional = (c.env ?? []).filter((e: Obj) => e.valueFrom?.secretKeyRef?.optional).map((e: Obj) => e.name);
+      expect(optional.sort(), `${nameOf(d)} optional secrets`).toEqual(d.metadata.name === "delivery" ? [] : database.slice(1).sort());
     }
   });
 
