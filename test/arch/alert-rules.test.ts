@@ -10,6 +10,7 @@ import { SERVICES } from "@tasksvc/contracts";
 import { registry } from "@tasksvc/telemetry";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
+import { metricNames } from "../e2e/promql-names.js";
 import { named, type Obj, OVERLAYS, render, root } from "./kustomize.js";
 
 const PROMTOOL = process.env.PROMTOOL || "promtool";
@@ -32,20 +33,6 @@ function promtool(...args: string[]): { status: number | null; output: string } 
 const readYaml = (file: string) => parse(readFileSync(join(root, file), "utf8")) as Obj;
 const rules = readYaml(RULES);
 const alerts: Obj[] = rules.groups.flatMap((g: Obj) => g.rules.filter((r: Obj) => r.alert));
-
-/**
- * The metric names an expression selects: what is left once strings, label matchers, ranges,
- * grouping clauses, function calls and keywords are taken out.
- */
-function metricNames(expr: string): string[] {
-  const bare = expr
-    .replace(/"(?:[^"\\]|\\.)*"/g, '""')
-    .replace(/\{[^}]*\}/g, " ")
-    .replace(/\[[^\]]*\]/g, " ")
-    .replace(/\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)/g, " ");
-  const keywords = new Set(["and", "or", "unless", "bool", "offset"]);
-  return [...bare.matchAll(/\b[a-zA-Z_:][a-zA-Z0-9_:]*\b(?!\s*\()/g)].map(([w]) => w).filter((w) => !keywords.has(w));
-}
 
 /** Series the processes export (prom-client's registry, histograms with their three suffixes). */
 async function exported(): Promise<Set<string>> {
