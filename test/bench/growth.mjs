@@ -15,7 +15,7 @@
 // packed tables to the next step's divided by the rows added, so small tables' fixed pages do not
 // count. A last step makes GROWTH_KEYED (2000) single creates with an Idempotency-Key, to measure
 // the records they leave (kept 24 h). The JSON goes to test/bench/results/growth.json.
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import http from "node:http";
@@ -23,6 +23,7 @@ import { cpus } from "node:os";
 import { fileURLToPath } from "node:url";
 import postgres from "postgres";
 import { connectNats, deleteNamespaceStreams, jetstreamManager } from "@tasksvc/nats";
+import { adminCli } from "./admin-cli.mjs";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const STEPS = (process.env.GROWTH_TASKS ?? "2500,10000").split(",").map(Number);
@@ -111,15 +112,7 @@ process.on("exit", () => {
 });
 process.stderr.on("error", () => {});
 
-function admin(...args) {
-  const r = spawnSync(process.execPath, ["tools/admin/dist/main.js", ...args, "--json"], {
-    cwd: root,
-    env: { ...process.env, NATS_URL, NATS_NAMESPACE: NAMESPACE },
-    encoding: "utf8",
-  });
-  if (r.status !== 0) throw new Error(`admin ${args[0]} failed: ${r.stderr}`);
-  return JSON.parse(r.stdout);
-}
+const admin = adminCli(root, NATS_URL, NAMESPACE);
 
 const until = async (what, check, ms = 300_000) => {
   const deadline = Date.now() + ms;

@@ -24,6 +24,7 @@ import { printStreams, streamScenarios } from "./streams.mjs";
 import { uploadScenarios } from "./uploads.mjs";
 import { webhookScenarios } from "./webhooks.mjs";
 import { cpuPerRequest, cpuSnapshot, steadyLoad } from "./yardsticks.mjs";
+import { adminCli } from "./admin-cli.mjs";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
@@ -197,15 +198,7 @@ async function cleanup() {
 }
 process.on("SIGINT", () => cleanup().then(() => process.exit(130)));
 
-function admin(...args) {
-  const r = spawnSync(process.execPath, ["tools/admin/dist/main.js", ...args, "--json"], {
-    cwd: root,
-    env: { ...process.env, NATS_URL, NATS_NAMESPACE: NAMESPACE },
-    encoding: "utf8",
-  });
-  if (r.status !== 0) throw new Error(`admin ${args[0]} failed: ${r.stderr}`);
-  return JSON.parse(r.stdout);
-}
+const admin = adminCli(root, NATS_URL, NAMESPACE);
 
 // ---------- load generators ----------
 
