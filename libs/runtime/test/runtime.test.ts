@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { serviceSettings, parseConfig, StartupError } from "@tasksvc/config";
+import { createDb } from "@tasksvc/db";
 import { createLogger } from "@tasksvc/logger";
 import { eventually } from "@tasksvc/testing";
 import { z } from "zod";
@@ -143,5 +144,28 @@ describe("startService()", () => {
     if (!ctxSeen) throw new Error("start did not run");
     expect(ctxSeen.nc.isClosed()).toBe(true);
     await expect(ctxSeen.db.sql`select 1`).rejects.toThrow();
+  });
+
+  it("when the pool mode is transaction and no migration URL is set, then it stops before touching the database, naming the setting to add", async () => {
+    const { schema, cfg, log } = setup();
+    let started = false;
+    const def = defineService({
+      name: "runtimetest",
+      schema,
+      migrations: fileURLToPath(new URL("./migrations", import.meta.url)),
+      config: Config,
+      async start() {
+        started = true;
+      },
+    });
+    const pooled = { ...cfg, DATABASE_POOL_MODE: "transaction" as const, DATABASE_MIGRATION_URL: undefined };
+    await expect(startService(def, pooled, log)).rejects.toThrow(/needs DATABASE_MIGRATION_URL \(or RUNTIMETEST_DATABASE_MIGRATION_URL\)/);
+    expect(started).toBe(false);
+    const db = createDb({ url: stack.databaseUrl, schema: "public", max: 2 });
+    try {
+      expect(await db.sql`select 1 from pg_namespace where nspname = ${schema}`).toHaveLength(0);
+    } finally {
+      await db.end({ timeout: 1 });
+    }
   });
 });
