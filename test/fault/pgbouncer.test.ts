@@ -101,7 +101,10 @@ describe("the stack behind PgBouncer in transaction mode", () => {
     );
     expect(terminated).toBeGreaterThan(0);
     // A lost connection answers 503 (retry), never 500.
-    expect(Object.keys(result.serverErrors.byCode).filter((k) => !k.startsWith("503")), JSON.stringify(result.serverErrors)).toEqual([]);
+    expect(
+      Object.keys(result.serverErrors.byCode).filter((k) => !k.startsWith("503")),
+      JSON.stringify(result.serverErrors),
+    ).toEqual([]);
     expect(report.problems).toEqual([]);
     expect({ lost, duplicated, events: report.events.stored }).toEqual({ lost: 0, duplicated: 0, events: report.events.expected });
     expect(stack.unexpectedExits.map((e) => `${e.service}#${e.index} exit ${e.code ?? e.signal}: ${e.output.slice(-1500)}`)).toEqual([]);
