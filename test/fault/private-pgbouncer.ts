@@ -3,6 +3,7 @@ import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import { eventually } from "@tasksvc/testing";
+import postgres from "postgres";
 import { asPostgres, onExit, pgUserIds, serverPort, tcpOpen, watchdog } from "./private-services.js";
 
 const INSTALL = "apt-get install -y pgbouncer (Debian's package; `make tools` installs it), or name another binary with PGBOUNCER";
@@ -116,7 +117,6 @@ export async function startPrivatePgBouncer(opts: { pgPort: number; databases: B
     url,
     async pools() {
       // The admin console speaks the simple query protocol only.
-      const { default: postgres } = await import("postgres");
       const admin = postgres(url("pgbouncer"), { max: 1, prepare: false, fetch_types: false, onnotice: () => {} });
       try {
         const rows = await admin.unsafe("SHOW POOLS").simple();

@@ -129,7 +129,7 @@ function connectionOptions(opts: DbOptions, instance: string) {
  * sent on a new connection outside that transaction. Nothing session-side is needed for this,
  * so it holds behind a pooler in transaction mode too. The first host of the URL is used.
  */
-export function oneConnection(onrefused: () => void): (o: { host: string[]; port: number[]; path?: string | false }) => net.Socket {
+function oneConnection(onrefused: () => void): (o: { host: string[]; port: number[]; path?: string | false }) => net.Socket {
   let used = false;
   return (o) => {
     if (used) {
