@@ -2089,7 +2089,7 @@ export interface components {
              * @example validation_failed
              * @enum {string}
              */
-            code: "validation_failed" | "malformed_request" | "missing_credentials" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "feature_not_enabled" | "link_invalid" | "resource_not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "idempotency_in_progress" | "delivery_already_pending" | "dependency_cycle" | "upload_already_received" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "quota_exhausted" | "headers_too_large" | "internal_error" | "service_unavailable";
+            code: "validation_failed" | "malformed_request" | "query_too_expensive" | "missing_credentials" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "feature_not_enabled" | "link_invalid" | "resource_not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "idempotency_in_progress" | "delivery_already_pending" | "dependency_cycle" | "upload_already_received" | "limit_reached" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "quota_exhausted" | "headers_too_large" | "internal_error" | "service_unavailable";
             /**
              * @description What went wrong with this request, for a person.
              * @example The request body is invalid: /name is required
@@ -2271,7 +2271,7 @@ export interface components {
                      * @example resource_not_found
                      * @enum {string}
                      */
-                    code: "validation_failed" | "malformed_request" | "missing_credentials" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "feature_not_enabled" | "link_invalid" | "resource_not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "idempotency_in_progress" | "delivery_already_pending" | "dependency_cycle" | "upload_already_received" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "quota_exhausted" | "headers_too_large" | "internal_error" | "service_unavailable";
+                    code: "validation_failed" | "malformed_request" | "query_too_expensive" | "missing_credentials" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "feature_not_enabled" | "link_invalid" | "resource_not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "idempotency_in_progress" | "delivery_already_pending" | "dependency_cycle" | "upload_already_received" | "limit_reached" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "quota_exhausted" | "headers_too_large" | "internal_error" | "service_unavailable";
                     /**
                      * @description What went wrong with this item, for a person.
                      * @example No task with that id exists in this organization.
@@ -3212,7 +3212,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListOrganizationsResponse"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -3322,7 +3322,7 @@ export interface operations {
                     "application/json": components["schemas"]["Organization"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -3445,7 +3445,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListMembersResponse"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -3557,7 +3557,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListApiKeysResponse"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -3680,7 +3680,7 @@ export interface operations {
                     "application/json": components["schemas"]["CreatedApiKey"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -3834,7 +3834,7 @@ export interface operations {
                     "application/json": components["schemas"]["RevokeApiKeyResponse"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -3949,7 +3949,7 @@ export interface operations {
                     "application/json": components["schemas"]["Usage"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -4127,7 +4127,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListTasksResponse"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -4262,7 +4262,7 @@ export interface operations {
                     "application/json": components["schemas"]["Task"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -4446,7 +4446,7 @@ export interface operations {
                     "application/json": components["schemas"]["SearchTasksResponse"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -4592,7 +4592,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -4733,7 +4733,7 @@ export interface operations {
                     "application/json": components["schemas"]["Task"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -4920,7 +4920,7 @@ export interface operations {
                     "application/json": components["schemas"]["Task"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -5085,7 +5085,7 @@ export interface operations {
                     "application/json": components["schemas"]["Task"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -5249,7 +5249,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListTaskVersionsResponse"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -5399,7 +5399,7 @@ export interface operations {
                     "application/json": components["schemas"]["BatchTasksResponse"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -5553,7 +5553,7 @@ export interface operations {
                     "application/json": components["schemas"]["DependencyView"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -5713,7 +5713,7 @@ export interface operations {
                     "application/json": components["schemas"]["DependencyView"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -5899,7 +5899,7 @@ export interface operations {
                     "application/json": components["schemas"]["DependencyView"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -6049,7 +6049,7 @@ export interface operations {
                     "application/json": components["schemas"]["UploadTicket"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -6222,7 +6222,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListAttachmentsResponse"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -6360,7 +6360,7 @@ export interface operations {
                     "application/json": components["schemas"]["Attachment"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -6530,7 +6530,7 @@ export interface operations {
                     "application/json": components["schemas"]["DownloadLink"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -6656,7 +6656,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteAttachmentResponse"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -6779,7 +6779,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListProjectsResponse"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -6898,7 +6898,7 @@ export interface operations {
                     "application/json": components["schemas"]["Project"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -7052,7 +7052,7 @@ export interface operations {
                     "application/json": components["schemas"]["Project"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -7173,7 +7173,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteProjectResponse"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -7303,7 +7303,7 @@ export interface operations {
                     "application/json": components["schemas"]["Project"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -7446,7 +7446,7 @@ export interface operations {
                     "application/json": components["schemas"]["DailyPlan"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -7566,7 +7566,7 @@ export interface operations {
                     "application/json": components["schemas"]["SetDailyPlanSectionResponse"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -7708,7 +7708,7 @@ export interface operations {
                     "application/json": components["schemas"]["DailyPlanEntry"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -7873,7 +7873,7 @@ export interface operations {
                     "application/json": components["schemas"]["RemoveDailyPlanEntryResponse"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -7996,7 +7996,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListWebhookEndpointsResponse"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -8118,7 +8118,7 @@ export interface operations {
                     "application/json": components["schemas"]["CreatedWebhookEndpoint"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -8272,7 +8272,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEndpoint"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -8393,7 +8393,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteWebhookEndpointResponse"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -8528,7 +8528,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEndpoint"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -8676,7 +8676,7 @@ export interface operations {
                     "application/json": components["schemas"]["RotatedWebhookEndpoint"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -8828,7 +8828,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookProbeResult"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -8971,7 +8971,7 @@ export interface operations {
                     "application/json": components["schemas"]["VerifyWebhookEndpointResponse"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -9105,7 +9105,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListWebhookDeliveriesResponse"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -9232,7 +9232,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEndpointStats"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -9366,7 +9366,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListWebhookDeliveryAttemptsResponse"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -9492,7 +9492,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDelivery"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -9633,7 +9633,7 @@ export interface operations {
                     "application/json": components["schemas"]["ReplayFailedWebhookDeliveriesResponse"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -9795,7 +9795,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListEventsResponse"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -9915,7 +9915,7 @@ export interface operations {
                     "text/event-stream": string;
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -10025,7 +10025,7 @@ export interface operations {
                     "application/json": components["schemas"]["Event"];
                 };
             };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
             400: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */

@@ -5,6 +5,8 @@
 export const ERROR_CATALOG = {
   validation_failed: { status: 400, title: "Validation failed" },
   malformed_request: { status: 400, title: "Malformed request" },
+  // A list or search that reached the statement time limit: narrow it rather than retry it.
+  query_too_expensive: { status: 400, title: "Query too expensive" },
   missing_credentials: { status: 401, title: "Missing credentials" },
   invalid_api_key: { status: 401, title: "Invalid API key" },
   invalid_token: { status: 401, title: "Invalid access token" },
@@ -21,6 +23,8 @@ export const ERROR_CATALOG = {
   dependency_cycle: { status: 409, title: "Dependency cycle" },
   // A second PUT to an upload link that already received its bytes (issue 12).
   upload_already_received: { status: 409, title: "Upload already received" },
+  // A count the organization may hold (live API keys) is reached.
+  limit_reached: { status: 409, title: "Limit reached" },
   // If-Match named no current ETag of the task: it changed since the client read it.
   precondition_failed: { status: 412, title: "Precondition failed" },
   payload_too_large: { status: 413, title: "Payload too large" },
