@@ -49,6 +49,8 @@ describe("the typed client with versions", () => {
 describe("the typed client's batches", () => {
   it("when 250 writes are sent, then they go as batches of at most 100, in order, and each result answers its operation", async () => {
     const t = await f.tenant();
+    // 250 items count 250 calls against the burst (one per item): more than the plan's 120.
+    await f.admin("setLimits", { org: t.organizationId, burst: 1000 });
     const api = createClient({ baseUrl: stack.gatewayUrls[0] as string, token: t.apiKey, retries: 0 });
     const calls: number[] = [];
     api.use({

@@ -79,7 +79,7 @@ describe("headers on every answer", () => {
     }
   });
 
-  it("when anonymous pages, documents, probes and unknown routes answer, then nosniff, and no-store except the documentation's fixed files", async () => {
+  it("when anonymous pages, documents, probes and unknown routes answer, then nosniff, and no-store except the documentation's fixed files and the OpenAPI document", async () => {
     const get = async (path: string, init?: RequestInit) => seen(path, await fetch(`${base}${path}`, init));
     const answers = [
       await get("/docs"),
@@ -103,7 +103,10 @@ describe("headers on every answer", () => {
       "/v1/%zz 400",
       "/docs/assets/nothing.js 404",
     ]);
-    for (const a of answers) expect(a, a.what).toMatchObject({ nosniff: "nosniff", cacheControl: "no-store" });
+    for (const a of answers.filter((a) => a.what !== "/v1/openapi.json")) expect(a, a.what).toMatchObject({ nosniff: "nosniff", cacheControl: "no-store" });
+    // The OpenAPI document is public, the same for everyone and versioned by its ETag: clients
+    // and shared caches may keep it a while and revalidate it (If-None-Match, 304) after.
+    expect(answers.find((a) => a.what === "/v1/openapi.json")).toMatchObject({ nosniff: "nosniff", cacheControl: "public, max-age=300" });
     // The reference UI's files are the same for everyone until the next release: cacheable.
     const asset = await get("/docs/assets/swagger-ui.css");
     expect(asset).toMatchObject({ status: 200, nosniff: "nosniff", cacheControl: "public, max-age=3600" });

@@ -6,8 +6,8 @@ import { describe, expect, it } from "vitest";
 // POST /v1/tasks/batch: each item answers, applies, emits and records history exactly as its
 // single operation; items run in order and a failing one stops none; one Idempotency-Key covers
 // the batch (a replay answers the same results, is not charged and applies nothing again, also
-// when the gateway lost its record); one call per item against the billing period, one against
-// the burst limit.
+// when the gateway lost its record); one call per item against the billing period and one per
+// item against the burst limit, all or none.
 
 const { gw, f, db } = e2eContext();
 
@@ -135,6 +135,8 @@ describe("POST /v1/tasks/batch", () => {
 
   it("when the gateway lost its record of the key, then a retry answers each item from the tasks service's records: the same results, nothing applied twice", async () => {
     const t = await f.tenant();
+    // Two batches of 100 within a minute: more than the plan's burst counts (one per item).
+    await f.admin("setLimits", { org: t.organizationId, burst: 1000 });
     await newTasks(t, 3);
     const key = randomUUID();
     const ops = hundredItems();
@@ -173,7 +175,7 @@ describe("POST /v1/tasks/batch", () => {
     expect(results.every((x) => x.body["notes"] === notes)).toBe(true);
   });
 
-  it("when the burst limit is lower than the batch's items, then the batch is one call against it", async () => {
+  it("when the burst limit is lower than the batch's items, then 429 rate_limited, nothing is applied and nothing counted", async () => {
     const t = await f.tenant();
     await f.admin("setLimits", { org: t.organizationId, burst: 3 });
     await awayFromWindowEdge();
@@ -181,9 +183,11 @@ describe("POST /v1/tasks/batch", () => {
       t,
       Array.from({ length: 20 }, (_x, i) => ({ method: "create", body: { title: `Burst ${i}` } })),
     );
-    expect(r.status, r.text).toBe(200);
-    expect((r.body.results as Result[]).map((x) => x.status)).toEqual(Array(20).fill(201));
-    expect(r.headers.get("x-ratelimit-remaining")).toBe("2");
+    expect(r.status, r.text).toBe(429);
+    expect(r.body.code).toBe("rate_limited");
+    expect(r.body.detail).toMatch(/at most 3 items per batch/);
+    // The whole burst is still there: 3 single calls pass.
+    for (let i = 0; i < 3; i++) expect((await gw.get("/v1/tasks/T-1", auth(t))).status).toBe(404);
   });
 
   it("when the billing period has fewer calls left than the batch has items, then 429 quota_exhausted and nothing is applied", async () => {
@@ -198,10 +202,10 @@ describe("POST /v1/tasks/batch", () => {
     expect(r.body.code).toBe("quota_exhausted");
     expect(Number(r.headers.get("retry-after"))).toBeGreaterThan(60);
     expect(await gw.get("/v1/tasks/T-1", auth(t))).toMatchObject({ status: 404 });
-    // The refused batch counted its one call only, the read above one: 8 items fit what is left.
+    // The refused batch counted nothing, the read above one: 9 items fit what is left.
     const fits = await batch(
       t,
-      Array.from({ length: 8 }, (_x, i) => ({ method: "create", body: { title: `Quota ${i}` } })),
+      Array.from({ length: 9 }, (_x, i) => ({ method: "create", body: { title: `Quota ${i}` } })),
     );
     expect(fits.status, fits.text).toBe(200);
   });

@@ -72,7 +72,7 @@ describe("changes on task events", () => {
     const streamed = await eventually(
       async () => {
         const xs = (await events.since(mark)).filter((e: TaskEvent) => e.data.id === created.id);
-        return xs.length === 4 ? xs : undefined;
+        return xs.length === 4 ? xs : false;
       },
       { what: "the task's four events on the stream", timeoutMs: 20_000 },
     );
@@ -84,7 +84,7 @@ describe("changes on task events", () => {
         const rows = await db<{ event_id: string; payload: { changes?: unknown; data: { id: string } } }[]>`
           select event_id, payload from webhooks.deliveries where organization_id = ${t.organizationId}`;
         const mine = rows.filter((r) => r.payload.data.id === created.id);
-        return mine.length === 5 ? mine : undefined;
+        return mine.length === 5 ? mine : false;
       },
       { what: "the task's five deliveries", timeoutMs: 20_000 },
     );

@@ -267,7 +267,7 @@ export interface paths {
         put?: never;
         /**
          * Run up to 100 task writes (create, update, archive, unarchive) in order; each answers as its own operation would
-         * @description Requires scope `tasks:write` and plan entitlement `public_api`. Costs 1 API call per operation against the billing period's allowance, and 1 against the burst limit (an idempotent replay costs nothing).
+         * @description Requires scope `tasks:write` and plan entitlement `public_api`. Costs 1 API call per operation against the billing period's allowance and 1 per operation against the burst limit, all or none (an idempotent replay costs nothing).
          */
         post: operations["batchTasks"];
         delete?: never;
@@ -1874,7 +1874,7 @@ export interface components {
                 updated_at: string;
             };
             /**
-             * @description On task.updated and task.archived: each field of the task that changed, with its value before (`from`) and after (`to`); empty when nothing the task shows changed. Absent on task.created and on events from before it was added.
+             * @description On task.updated and task.archived: each field of the task that changed, with its value before (`from`) and after (`to`); empty when nothing the task shows changed. Absent on task.created and on events from before it was added. When both values would make the event larger than 256 KiB, each free-text field (title, description, notes) that changed is given as `{ from_length, to_length, truncated: true }` instead: the lengths in characters (null for a null value); the new value is in `data`.
              * @example {
              *       "status": {
              *         "from": "TODO",
@@ -1888,6 +1888,11 @@ export interface components {
              */
             changes?: {
                 [key: string]: {
+                    from_length: number | null;
+                    to_length: number | null;
+                    /** @constant */
+                    truncated: true;
+                } | {
                     from: unknown;
                     to: unknown;
                 };
@@ -4683,6 +4688,8 @@ export interface operations {
             header?: {
                 /** @description Change the task only if it is still at this version: its ETag (`"3"`), several separated by commas, or `*`. Otherwise 412 precondition_failed with the current ETag, and nothing changes. */
                 "If-Match"?: string;
+                /** @description Change the task only if it is not at this version: its ETag (`"3"`), several separated by commas, or `*` (which any existing task matches). On a match, 412 precondition_failed with the current ETag, and nothing changes. */
+                "If-None-Match"?: string;
                 /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response. Use a new key for each new request, a UUID for example (`3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20`). */
                 "Idempotency-Key"?: string;
             };
@@ -4881,6 +4888,8 @@ export interface operations {
             header?: {
                 /** @description Change the task only if it is still at this version: its ETag (`"3"`), several separated by commas, or `*`. Otherwise 412 precondition_failed with the current ETag, and nothing changes. */
                 "If-Match"?: string;
+                /** @description Change the task only if it is not at this version: its ETag (`"3"`), several separated by commas, or `*` (which any existing task matches). On a match, 412 precondition_failed with the current ETag, and nothing changes. */
+                "If-None-Match"?: string;
                 /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response. Use a new key for each new request, a UUID for example (`3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20`). */
                 "Idempotency-Key"?: string;
             };
@@ -5046,6 +5055,8 @@ export interface operations {
             header?: {
                 /** @description Change the task only if it is still at this version: its ETag (`"3"`), several separated by commas, or `*`. Otherwise 412 precondition_failed with the current ETag, and nothing changes. */
                 "If-Match"?: string;
+                /** @description Change the task only if it is not at this version: its ETag (`"3"`), several separated by commas, or `*` (which any existing task matches). On a match, 412 precondition_failed with the current ETag, and nothing changes. */
+                "If-None-Match"?: string;
                 /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response. Use a new key for each new request, a UUID for example (`3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20`). */
                 "Idempotency-Key"?: string;
             };
@@ -5644,6 +5655,8 @@ export interface operations {
             header?: {
                 /** @description Change the task only if it is still at this version: its ETag (`"3"`), several separated by commas, or `*`. Otherwise 412 precondition_failed with the current ETag, and nothing changes. */
                 "If-Match"?: string;
+                /** @description Change the task only if it is not at this version: its ETag (`"3"`), several separated by commas, or `*` (which any existing task matches). On a match, 412 precondition_failed with the current ETag, and nothing changes. */
+                "If-None-Match"?: string;
                 /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response. Use a new key for each new request, a UUID for example (`3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20`). */
                 "Idempotency-Key"?: string;
             };
@@ -5861,6 +5874,8 @@ export interface operations {
             header?: {
                 /** @description Change the task only if it is still at this version: its ETag (`"3"`), several separated by commas, or `*`. Otherwise 412 precondition_failed with the current ETag, and nothing changes. */
                 "If-Match"?: string;
+                /** @description Change the task only if it is not at this version: its ETag (`"3"`), several separated by commas, or `*` (which any existing task matches). On a match, 412 precondition_failed with the current ETag, and nothing changes. */
+                "If-None-Match"?: string;
             };
             path: {
                 /**
@@ -9889,7 +9904,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A stream of Server-Sent Events, one message per task event: `id:` the event's id (its webhook-id), `event:` its type, `data:` the event as GET /v1/events lists it (this schema). A comment line (`: keep-alive`) comes every 15 seconds. When the stream ends (the server stops, or the client fell too far behind), reconnect with Last-Event-ID: nothing is missed and nothing comes twice. At most 5 streams per credential are open at once; a stream ends when its credential is revoked or expires. */
+            /** @description A stream of Server-Sent Events, one message per task event: `id:` the event's id (its webhook-id), `event:` its type, `data:` the event as GET /v1/events lists it (this schema). A comment line (`: keep-alive`) comes every 15 seconds. When the stream ends (the server stops, or the client fell too far behind), reconnect with Last-Event-ID: nothing is missed and nothing comes twice. At most 5 streams per credential and 25 per organization are open at once (past that, 429); a stream ends when its credential is revoked or expires. */
             200: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */

@@ -46,7 +46,12 @@ export interface ParseOptions {
 }
 
 /** The settings a service may take from `<SERVICE>_<NAME>` over `<NAME>`: where its database is and how it is reached. */
-export const PER_SERVICE_SETTINGS: ReadonlySet<string> = new Set(["DATABASE_URL", "DATABASE_POOL_MODE", "DATABASE_MIGRATION_URL"]);
+export const PER_SERVICE_SETTINGS: ReadonlySet<string> = new Set([
+  "DATABASE_URL",
+  "DATABASE_POOL_MODE",
+  "DATABASE_MIGRATION_URL",
+  "DATABASE_STATEMENT_TIMEOUT",
+]);
 
 /** Settings whose value is a secret, by name: a start-up error names them but never prints them. */
 const SECRET_SETTING = /(?:_KEYS?|SECRET|PASSWORD|TOKEN)(?:_|$)/;
@@ -140,6 +145,11 @@ export const settings = {
   DATABASE_POOL_MODE: z.enum(["session", "transaction"]).default("session"),
   /** Where migrations and index builds connect (they hold a session); default DATABASE_URL. */
   DATABASE_MIGRATION_URL: urlString(["postgres:", "postgresql:"]).optional(),
+  /**
+   * The time limit of every statement of a service's pool (migrations excepted), below the RPC
+   * deadline, so that no statement outlives the request that started it.
+   */
+  DATABASE_STATEMENT_TIMEOUT: duration("3s").refine((ms) => ms >= 100 && ms <= 600_000, "expected a duration between 100ms and 10m"),
   NATS_URL: z.string().default("nats://127.0.0.1:4222"),
   NATS_NAMESPACE: z
     .string()
@@ -191,5 +201,6 @@ export const serviceSettings = {
   DATABASE_URL: settings.DATABASE_URL,
   DATABASE_POOL_MODE: settings.DATABASE_POOL_MODE,
   DATABASE_MIGRATION_URL: settings.DATABASE_MIGRATION_URL,
+  DATABASE_STATEMENT_TIMEOUT: settings.DATABASE_STATEMENT_TIMEOUT,
   ...natsServiceSettings,
 } as const;

@@ -13,6 +13,10 @@ export interface Caller {
   idempotencyKey: string | undefined;
   /** The request's If-Match entity tags, where the operation honours it. */
   ifMatch?: string[] | undefined;
+  /** The request's If-None-Match entity tags, where the operation honours If-Match. */
+  ifNoneMatch?: string[] | undefined;
+  /** When the caller stops waiting (Unix milliseconds), if it said so. */
+  deadline?: number | undefined;
   /** The context as received, for calls to another service on the caller's behalf. */
   ctx: RpcContext;
 }
@@ -31,6 +35,8 @@ export function callerOf(ctx: RpcContext): Caller {
     credentialId: ctx.credential_id,
     idempotencyKey: ctx.idempotency_key,
     ifMatch: ctx.if_match,
+    ifNoneMatch: ctx.if_none_match,
+    deadline: ctx.deadline_at,
     ctx,
   };
 }

@@ -7,6 +7,8 @@ import { WebhookEndpoint } from "./webhooks.js";
 
 /** At most this many open streams per credential, across every gateway replica. */
 export const MAX_STREAMS_PER_CREDENTIAL = 5;
+/** At most this many open streams per organization, whatever its number of credentials (DESIGN.md section 20). */
+export const MAX_STREAMS_PER_ORGANIZATION = 25;
 /** A comment line this often keeps proxies and load balancers from closing an idle stream. */
 export const STREAM_HEARTBEAT_MS = 15_000;
 

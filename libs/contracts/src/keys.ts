@@ -1,7 +1,22 @@
 import { z } from "zod";
 import { Identity, Limits, Plan, Role, Scope } from "./auth.js";
-import { CreatedAt, EXAMPLE_INSTANT, Label, OpaqueId, PageQuery, Timestamp, page } from "./common.js";
+import { CreatedAt, EXAMPLE_INSTANT, Label, NO_BIDI_CONTROLS_MESSAGE, noBidiControls, OpaqueId, PageQuery, Timestamp, TrimmedLabel, page } from "./common.js";
 import type { RpcCatalog } from "./rpc.js";
+
+/**
+ * The most live API keys (neither revoked nor expired) one organization may hold (DESIGN.md
+ * section 20); every path that mints a key counts against it, the admin CLI's included.
+ */
+export const MAX_LIVE_API_KEYS = 100;
+
+/**
+ * A name the keys service stores and shows in lists, logs and the admin CLI (an organization's,
+ * an API key's): a single line, not blank, and no bidirectional control, which would make one
+ * name display as another.
+ */
+const StoredName = Label.refine((s) => s.trim() !== "", { message: "must not be blank" }).refine(noBidiControls, { message: NO_BIDI_CONTROLS_MESSAGE });
+/** An organization's name as the admin CLI gives it: trimmed first, as titles are. */
+export const OrganizationName = TrimmedLabel.min(1, { message: "must not be blank" }).max(200).refine(noBidiControls, { message: NO_BIDI_CONTROLS_MESSAGE });
 
 const PLAN_DOC = { description: "The organization's plan: what it may use and how much.", examples: ["pro"] };
 const KEY_ID = "key_2bN8xQ4mT7pL1vD9kR3sW6";
@@ -56,7 +71,7 @@ export const CreatedApiKey = ApiKey.extend({
 export type CreatedApiKey = z.infer<typeof CreatedApiKey>;
 
 export const CreateApiKeyBody = z.strictObject({
-  name: Label.min(1)
+  name: StoredName.min(1)
     .max(200)
     .meta({ description: "A display name, unique where the resource says so.", examples: ["Launch"] }),
   scopes: z.array(Scope).min(1).optional().meta(SCOPES_DOC),
@@ -112,7 +127,7 @@ export const keysRpc = {
     // Admin CLI (DESIGN.md section 2).
     bootstrap: {
       input: z.object({
-        org: Label.min(1).max(200),
+        org: OrganizationName,
         plan: Plan,
         email: Email,
         /**

@@ -17,6 +17,13 @@ export const RpcContext = z.object({
   idempotency_key: IdempotencyKey.optional(),
   /** The entity tags of the request's If-Match (`*`, or each tag as sent, quotes included), where the operation honours it. */
   if_match: z.array(z.string()).optional(),
+  /** The entity tags of the request's If-None-Match, where the operation honours If-Match (a write): a match refuses it. */
+  if_none_match: z.array(z.string()).optional(),
+  /**
+   * When the caller stops waiting (Unix milliseconds; set by the RPC client from its timeout): a
+   * request received later is not started, and its statements are cancelled when it passes.
+   */
+  deadline_at: z.number().int().optional(),
 });
 export type RpcContext = z.infer<typeof RpcContext>;
 
@@ -29,6 +36,8 @@ export const RpcError = z.object({
   errors: z.array(FieldError).optional(),
   /** The resource's current ETag, sent with a 412 (precondition_failed). */
   etag: z.string().optional(),
+  /** Seconds the caller should wait before retrying (a 429 or 503): the answer's Retry-After. */
+  retry_after: z.number().int().min(0).optional(),
 });
 export type RpcError = z.infer<typeof RpcError>;
 

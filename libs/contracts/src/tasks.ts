@@ -200,11 +200,26 @@ export const isTaskEventType = (t: string): t is TaskEventType => (TaskEventType
  * newer producer added (changes are additive only).
  */
 /**
- * What a change did to a task: for each field of the task whose value differs, its value before
- * and after (as `data` shows it). On task.updated and task.archived; empty when nothing the task
- * shows changed (a dependency recorded or removed).
+ * A free-text field's change (title, description, notes) when the event had no room for both its
+ * values (DESIGN.md section 20): their lengths in characters as the API's limits count them (UTF-16
+ * code units), null for a null value. The new value is in the event's `data`.
  */
-export const TaskChanges = z.record(z.string(), z.object({ from: z.unknown(), to: z.unknown() }));
+export const TruncatedChange = z.object({
+  from_length: z.int().nonnegative().nullable(),
+  to_length: z.int().nonnegative().nullable(),
+  truncated: z.literal(true),
+});
+export type TruncatedChange = z.infer<typeof TruncatedChange>;
+/** The free-text fields, whose changes an event may give as lengths only (TruncatedChange). */
+export const TRUNCATABLE_FIELDS = ["title", "description", "notes"] as const;
+/**
+ * What a change did to a task: for each field of the task whose value differs, its value before
+ * and after (as `data` shows it), or for a free-text field, when the event would not fit, their
+ * lengths. On task.updated and task.archived; empty when nothing the task shows changed (a
+ * dependency recorded or removed). The truncated shape comes first: `{ from, to }` of unknowns
+ * would also accept it, emptied.
+ */
+export const TaskChanges = z.record(z.string(), z.union([TruncatedChange, z.object({ from: z.unknown(), to: z.unknown() })]));
 export type TaskChanges = z.infer<typeof TaskChanges>;
 
 /**
@@ -216,7 +231,8 @@ export function inChangesOrder(changes: TaskChanges): TaskChanges {
   const order = [...Object.keys(Task.shape), ...Object.keys(changes)];
   for (const k of order) {
     const c = changes[k];
-    if (c !== undefined && !(k in out)) out[k] = { from: c.from, to: c.to };
+    if (c === undefined || k in out) continue;
+    out[k] = "truncated" in c ? { from_length: c.from_length, to_length: c.to_length, truncated: true } : { from: c.from, to: c.to };
   }
   return out;
 }
@@ -272,7 +288,7 @@ export const TaskFeedEvent = z.object({
   }).meta({ description: "The task after the change, in its API shape.", examples: [EVENT_TASK] }),
   changes: TaskChanges.optional().meta({
     description:
-      "On task.updated and task.archived: each field of the task that changed, with its value before (`from`) and after (`to`); empty when nothing the task shows changed. Absent on task.created and on events from before it was added.",
+      "On task.updated and task.archived: each field of the task that changed, with its value before (`from`) and after (`to`); empty when nothing the task shows changed. Absent on task.created and on events from before it was added. When both values would make the event larger than 256 KiB, each free-text field (title, description, notes) that changed is given as `{ from_length, to_length, truncated: true }` instead: the lengths in characters (null for a null value); the new value is in `data`.",
     examples: [{ status: { from: "TODO", to: "IN_PROGRESS" }, version: { from: 2, to: 3 } }],
   }),
 });

@@ -81,6 +81,18 @@ export function databaseErrorAsAppError(e: unknown): AppError | undefined {
       retryAfter: 1,
     });
   }
+  // A statement stopped at the time limit outside a scan's own handling (which answers 400
+  // query_too_expensive): the database is too slow right now, not the request wrong.
+  if (isPgError(e) && e.code === "57014") {
+    return new AppError(
+      "service_unavailable",
+      "The database did not answer within the time limit; retry shortly (with the same Idempotency-Key for a write).",
+      {
+        cause: e,
+        retryAfter: 1,
+      },
+    );
+  }
   if (isPgError(e) && e.code.startsWith("22")) {
     return new AppError("validation_failed", "A value in the request cannot be stored (it is out of range or contains characters that are not allowed).", {
       cause: e,

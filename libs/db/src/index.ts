@@ -9,3 +9,4 @@ export * from "./values.js";
 export * from "./idempotency.js";
 export * from "./outbox.js";
 export * from "./sweep.js";
+export * from "./scans.js";

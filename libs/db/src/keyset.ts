@@ -21,10 +21,62 @@ export function decodeKeyset(after: string, arity: number): Array<string | numbe
   throw fieldError("/after", "is not a cursor returned by this list");
 }
 
-/** Fetch `limit + 1` rows, then call this: it trims the extra row and says whether there is more. */
+/**
+ * The bytes of items a page carries when its service passed no budget (tests, tools): NATS's
+ * default max_payload (1 MiB) less the room pageBudget() of libs/nats leaves for the reply's
+ * wrapping. Services pass pageBudget(nc), read from their connection.
+ */
+export const DEFAULT_PAGE_BYTES = 1024 * 1024 - 64 * 1024;
+
+/**
+ * A page cut at a byte budget by Postgres (DESIGN 20, Size). `page` is the list's statement: its
+ * rows in the list's order, at most limit + 1; `bytes` is each row's size as its item will be
+ * encoded, an expression over the row `item`; `order` the list's ORDER BY over the row's columns
+ * (`item.seq desc`). The rows come back in that order, each with `fits`: true while the items up
+ * to it stay within `budget`, and always for the first (a page is never empty, and one item
+ * always fits a message). A row comes only when the one before it fits, so the first that does
+ * not fit is the last sent, and tells the caller that more follow: Postgres sends at most the
+ * budget and one item, whatever the limit. The list's own statement runs as it is, its plan
+ * unchanged (its ORDER BY and LIMIT included); only its rows are summed, by a window above it.
+ *
+ * `columns`: what each row answers, as expressions over `page_cut` (default: all the page's
+ * columns). An item's costly parts belong here, not in `page`, with `bytes` read from something
+ * cheap (a size stored with the row): then they are computed only for the rows sent, not for
+ * every row the limit reads (a page of 500 events of 600 kB each would otherwise unpack them all
+ * to send one).
+ */
+export function withinBudget(sql: Sql, page: postgres.PendingQuery<postgres.Row[]>, bytes: string, order: string, budget: number, columns = "page_cut.*") {
+  const size = sql.unsafe(bytes);
+  return sql`
+    select ${sql.unsafe(columns === "page_cut.*" ? columns : `${columns}, page_cut.page_row`)}, (page_cut.page_row = 1 or page_cut.page_bytes <= ${budget}) as fits from (
+      select item.*, ${size} as item_bytes, sum(${size}) over w as page_bytes, row_number() over w as page_row
+      from (${page}) item
+      window w as (order by ${sql.unsafe(order)} rows between unbounded preceding and current row)) page_cut
+    where page_cut.page_row <= 2 or page_cut.page_bytes - page_cut.item_bytes <= ${budget}
+    order by page_cut.page_row`;
+}
+
+/** What withinBudget() adds to each row. */
+export interface Budgeted {
+  fits: boolean;
+}
+
+/**
+ * The rows of a page that are its items: at most `limit`, and, for rows of withinBudget(), none
+ * from the first that does not fit. More follow when any row is left over.
+ */
+export function pageRows<Row>(rows: Row[], limit: number): { kept: Row[]; hasMore: boolean } {
+  let n = 0;
+  while (n < rows.length && n < limit && (rows[n] as Partial<Budgeted>).fits !== false) n++;
+  return { kept: n === rows.length ? rows : rows.slice(0, n), hasMore: rows.length > n };
+}
+
+/**
+ * Fetch `limit + 1` rows (through withinBudget() for a list whose items can be large), then call
+ * this: it trims the rows that are not items and says whether there is more.
+ */
 export function pageOf<Row, Out>(rows: Row[], limit: number, toItem: (r: Row) => Out, keyOf: (r: Row) => Array<string | number>) {
-  const hasMore = rows.length > limit;
-  const kept = hasMore ? rows.slice(0, limit) : rows;
+  const { kept, hasMore } = pageRows(rows, limit);
   const last = kept[kept.length - 1];
   return {
     data: kept.map(toItem),
@@ -39,8 +91,7 @@ export function pageOf<Row, Out>(rows: Row[], limit: number, toItem: (r: Row) =>
  * `next_cursor` is written last, where the gateway signs it in place.
  */
 export function rawPageOf<T, Row extends { json: string }>(rows: Row[], limit: number, keyOf: (r: Row) => Array<string | number>): RawJson<Page<T>> {
-  const hasMore = rows.length > limit;
-  const kept = hasMore ? rows.slice(0, limit) : rows;
+  const { kept, hasMore } = pageRows(rows, limit);
   const last = kept[kept.length - 1];
   const cursor = hasMore && last !== undefined ? JSON.stringify(encodeKeyset(keyOf(last))) : "null";
   let data = "";

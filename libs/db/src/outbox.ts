@@ -3,6 +3,7 @@ import {
   contextFromTraceparent,
   currentTraceparent,
   inSpan,
+  outboxDeadLetters,
   outboxPublished,
   outboxRelayDelay,
   sampled,
@@ -83,6 +84,63 @@ export interface OutboxRelayOptions<R extends OutboxRow> {
    * records always covers a prefix of the stream.
    */
   onPublished?: (t: Sql, rows: readonly R[], seqs: readonly number[]) => Promise<unknown>;
+  /**
+   * The largest message the connection takes: the `max_payload` of the server info it received at
+   * connect (`() => nc.info?.max_payload`), read per batch since a reconnect may reach another
+   * server. A row whose message would not fit is set aside unsent; without it, only the NATS
+   * client's own refusal of the publish tells.
+   */
+  maxPayload?: () => number | undefined;
+  /**
+   * Where rows that can never be published go, in the outbox's schema; default
+   * `<table>_dead_letters`. The same columns in every service that has an outbox:
+   *
+   * ```sql
+   * create table outbox_dead_letters (
+   *   event_id         text primary key,      -- the row's event_id
+   *   outbox_seq       bigint not null,       -- its place in the outbox
+   *   subject          text not null,         -- where it was to be published
+   *   payload          jsonb not null,        -- the message, as the outbox held it
+   *   bytes            integer not null,      -- its size, encoded
+   *   reason           text not null,         -- a DeadLetterReason
+   *   detail           text not null,         -- what the relay or the client said
+   *   written_at       timestamptz,           -- when the outbox row was written, when known
+   *   dead_lettered_at timestamptz not null default now()
+   * );
+   * ```
+   */
+  deadLetters?: string;
+}
+
+/**
+ * Why a row was set aside: `max_payload`, its message is larger than the connection takes;
+ * `max_msg_size`, the stream refused it for its size; `refused`, the NATS client refused the
+ * publish as invalid (over its server's max_payload when the relay was not told the limit).
+ */
+export const DEAD_LETTER_REASONS = ["max_payload", "max_msg_size", "refused"] as const;
+export type DeadLetterReason = (typeof DEAD_LETTER_REASONS)[number];
+
+/**
+ * Room kept beside a message for the headers the publisher adds (Nats-Msg-Id, traceparent: about
+ * 150 bytes), which count toward max_payload: a message within this much of the limit is set
+ * aside, as its publish could never be sure to pass.
+ */
+const HEADER_ALLOWANCE_BYTES = 1024;
+
+/** JetStream's API error for a message over the stream's max_msg_size (JSStreamMessageExceedsMaximumErr). */
+const JS_MESSAGE_TOO_LARGE = 10054;
+
+/**
+ * Why a failed publish would fail the same way however often it is retried, or undefined when a
+ * retry may succeed (NATS down, a timeout, no responders: today's retry). libs/db may not import
+ * the NATS client, so its errors are recognised by their class name and API code, never by text.
+ */
+function permanentFailure(err: unknown): DeadLetterReason | undefined {
+  if (!(err instanceof Error)) return undefined;
+  // Thrown by the client before anything is sent: the same bytes are refused the same way again.
+  if (err.name === "InvalidArgumentError") return "refused";
+  if (err.name === "JetStreamApiError" && (err as Error & { code?: unknown }).code === JS_MESSAGE_TOO_LARGE) return "max_msg_size";
+  return undefined;
 }
 
 export interface OutboxRelay {
@@ -94,6 +152,15 @@ export interface OutboxRelay {
 
 const encoder = new TextEncoder();
 
+/** A row that will never be published, and why. */
+interface SetAside<R> {
+  row: R;
+  subject: string;
+  bytes: number;
+  reason: DeadLetterReason;
+  detail: string;
+}
+
 /**
  * Publishes outbox rows in `seq` order, then deletes them (DESIGN.md section 5).
  *
@@ -103,6 +170,10 @@ const encoder = new TextEncoder();
  *   them: a crash between publish and delete leaves the rows, which are published again with the
  *   same Nats-Msg-Id (the row's event_id), and the stream drops the duplicate within its duplicate
  *   window. For the same reason the delete commits asynchronously: losing it re-sends, never loses.
+ * - A row that can never be published (DESIGN.md section 20: over the connection's max_payload,
+ *   or refused by the client or the stream for its size) is moved to the dead-letter table in the
+ *   same transaction, counted and logged, and the rows behind it go on: one tenant's oversized
+ *   event never holds up everyone's. Any other failure retries the whole batch, as before.
  */
 export function startOutboxRelay<R extends OutboxRow>(opts: OutboxRelayOptions<R>): OutboxRelay {
   const pollMs = opts.pollMs ?? 500;
@@ -113,6 +184,9 @@ export function startOutboxRelay<R extends OutboxRow>(opts: OutboxRelayOptions<R
   const label = { outbox: opts.table };
   const published = outboxPublished.labels(label);
   const delay = outboxRelayDelay.labels(label);
+  const deadLetterTable = opts.deadLetters ?? `${opts.table}_dead_letters`;
+  // Every reason's series exists from the start at 0, so that an alert's increase() sees the first one.
+  for (const reason of DEAD_LETTER_REASONS) outboxDeadLetters.inc({ ...label, reason }, 0);
   // Scrape-time backlog: rows waiting (counted up to 100000, an index-only walk) and the oldest's age.
   const readBacklog = sharedFor(
     500,
@@ -125,9 +199,8 @@ export function startOutboxRelay<R extends OutboxRow>(opts: OutboxRelayOptions<R
     sampled.outboxOldestAge(async () => [{ labels: label, value: (await readBacklog())[0]?.age ?? 0 }]),
   ];
 
-  /** Publishes one row; with tracing on, in a producer span continuing the writer's trace. */
-  const publish = (r: R): Promise<Stored> => {
-    const data = encoder.encode(JSON.stringify(r.payload));
+  /** Publishes one row's encoded payload; with tracing on, in a producer span continuing the writer's trace. */
+  const publish = (r: R, data: Uint8Array): Promise<Stored> => {
     if (!tracingEnabled() || !r.traceparent) return opts.publisher.publish(opts.subject(r), data, { msgID: r.event_id });
     const subject = opts.subject(r);
     return inSpan(
@@ -141,7 +214,18 @@ export function startOutboxRelay<R extends OutboxRow>(opts: OutboxRelayOptions<R
     );
   };
 
-  async function drainOnce(): Promise<number> {
+  /** Moves rows to the dead-letter table (their payload copied there by the database), once each. */
+  async function setAside(t: Sql, aside: readonly SetAside<R>[]): Promise<void> {
+    for (const a of aside)
+      await t`
+        insert into ${t(deadLetterTable)} (event_id, outbox_seq, subject, payload, bytes, reason, detail, written_at)
+        select event_id, seq, ${a.subject}, payload, ${a.bytes}, ${a.reason}, ${a.detail}, ${a.row.created_at ?? null}::timestamptz
+        from ${t(opts.table)} where seq = ${a.row.seq}
+        on conflict (event_id) do nothing`;
+  }
+
+  /** Rows handled (published or set aside), -1 when another relay holds the lock; and those set aside. */
+  async function drainOnce(): Promise<{ n: number; aside: SetAside<R>[] }> {
     return opts.db.tx(async (t) => {
       // The lock and the read in one round trip; `relay_holds_lock` false: another relay holds it.
       // Typed by the caller's row type like any repository query (the table is the service's own).
@@ -150,35 +234,75 @@ export function startOutboxRelay<R extends OutboxRow>(opts: OutboxRelayOptions<R
         from (select pg_try_advisory_xact_lock(hashtextextended(${opts.lock}, 0)) as relay_holds_lock) l
         left join lateral (select * from ${t(opts.table)} where l.relay_holds_lock order by seq limit ${batch}) o on true
         order by o.seq`;
-      if (!rows[0]?.relay_holds_lock) return -1;
+      if (!rows[0]?.relay_holds_lock) return { n: -1, aside: [] };
       const found = rows.filter((r): r is typeof r & R => r.seq !== null);
-      if (found.length === 0) return 0;
+      if (found.length === 0) return { n: 0, aside: [] };
+      const limit = opts.maxPayload?.();
+      const aside: SetAside<R>[] = [];
+      const sending: Array<{ row: R; data: Uint8Array }> = [];
+      for (const row of found) {
+        const data = encoder.encode(JSON.stringify(row.payload));
+        if (limit !== undefined && data.byteLength + HEADER_ALLOWANCE_BYTES > limit)
+          aside.push({
+            row,
+            subject: opts.subject(row),
+            bytes: data.byteLength,
+            reason: "max_payload",
+            detail: `${data.byteLength} bytes, with ${HEADER_ALLOWANCE_BYTES} for headers, exceed the connection's max_payload of ${limit}`,
+          });
+        else sending.push({ row, data });
+      }
       // Sent in outbox order on one connection, so the stream stores them in that order; the acks
       // are awaited together. (Only a publish the client must retry could land out of order.)
-      const stored = await Promise.all(found.map(publish));
+      const outcomes = await Promise.allSettled(sending.map((s) => publish(s.row, s.data)));
+      const sent: R[] = [];
+      const stored: number[] = [];
+      for (const [i, o] of outcomes.entries()) {
+        const s = sending[i];
+        if (s === undefined) continue;
+        if (o.status === "fulfilled") {
+          sent.push(s.row);
+          stored.push(o.value.seq);
+          continue;
+        }
+        const reason = permanentFailure(o.reason);
+        // A failure a retry may cure fails the batch: all of it is tried again, as before.
+        if (reason === undefined) throw o.reason;
+        const detail = o.reason instanceof Error ? `${o.reason.name}: ${o.reason.message}` : String(o.reason);
+        aside.push({ row: s.row, subject: opts.subject(s.row), bytes: s.data.byteLength, reason, detail });
+      }
       const now = Date.now();
-      for (const r of found) if (r.created_at) delay.observe(Math.max(0, now - r.created_at.getTime()) / 1000);
-      published.inc(found.length);
-      if (opts.onPublished)
-        await opts.onPublished(
-          t,
-          found,
-          stored.map((s) => s.seq),
-        );
+      for (const r of sent) if (r.created_at) delay.observe(Math.max(0, now - r.created_at.getTime()) / 1000);
+      published.inc(sent.length);
+      if (opts.onPublished && sent.length > 0) await opts.onPublished(t, sent, stored);
+      await setAside(t, aside);
       // A lost delete (database crash) only re-sends rows the stream then drops as duplicates.
       await t`
         delete from ${t(opts.table)} using (select set_config('synchronous_commit', 'off', true)) as commit_mode
         where seq = any(${found.map((r) => r.seq)}::bigint[])`;
-      return found.length;
+      return { n: found.length, aside };
     });
   }
+
+  /** Counted and logged once the rows are in the dead-letter table (their transaction committed). */
+  const reportAside = (aside: readonly SetAside<R>[]): void => {
+    for (const a of aside) {
+      outboxDeadLetters.inc({ ...label, reason: a.reason });
+      opts.log.error(
+        { table: opts.table, deadLetters: deadLetterTable, eventId: a.row.event_id, subject: a.subject, bytes: a.bytes, reason: a.reason, detail: a.detail },
+        "outbox row can never be published; set aside in the dead-letter table",
+      );
+    }
+  };
 
   const loop = (async () => {
     while (!stopped) {
       pending = false;
       let n = 0;
       try {
-        n = await drainOnce();
+        const drained = await drainOnce();
+        n = drained.n;
+        reportAside(drained.aside);
       } catch (err) {
         opts.log.warn({ err, table: opts.table }, "outbox relay failed; retrying");
       }

@@ -83,6 +83,12 @@ export interface DbOptions {
    * schema's search_path must come from the server side: see checkDb).
    */
   poolMode?: "session" | "transaction";
+  /**
+   * The server-side time limit of every statement (statement_timeout, set at connect). Behind a
+   * pooler in transaction mode no session setting can be sent: the role or the pooler's
+   * connect_query must set it there (docs/operations.md).
+   */
+  statementTimeoutMs?: number;
 }
 
 /**
@@ -108,18 +114,28 @@ export interface Database {
   tx<T>(fn: (t: TxSql) => Promise<T>, opts?: TxOptions): Promise<T>;
   /** Closes every connection (waits up to `timeout` seconds for queries in flight). */
   end(opts?: { timeout?: number }): Promise<void>;
+  /** Connections in all (both kinds): what a fair share of them is reckoned from. */
+  readonly connections: number;
 }
+
+/**
+ * The end of the autocommit connections' application_name (`tasksvc-<schema>-<instance>-read`):
+ * they never hold a transaction, so a reader of pg_stat_activity (the sync horizon) can tell a
+ * long read from a write still to commit.
+ */
+export const READ_SUFFIX = "-read";
 
 function connectionOptions(opts: DbOptions, instance: string) {
   // TimeZone UTC: a server set to another zone returns old timestamps with offsets such as
   // +00:53:28 that JavaScript cannot parse (a 500 on reading them).
   const tracked = { application_name: `tasksvc-${opts.schema}-${instance}`, TimeZone: "UTC" };
+  const limit = opts.statementTimeoutMs === undefined ? {} : { statement_timeout: opts.statementTimeoutMs };
   if (opts.poolMode === "transaction") {
     // PgBouncer refuses a startup parameter it does not track (application_name and TimeZone
     // it does), and a named prepared statement would be looked for on another server connection.
     return { ...POOL_OPTIONS, onnotice: () => {}, prepare: false, connection: tracked };
   }
-  return { ...POOL_OPTIONS, onnotice: () => {}, connection: { search_path: opts.schema, ...tracked } };
+  return { ...POOL_OPTIONS, onnotice: () => {}, connection: { search_path: opts.schema, ...limit, ...tracked } };
 }
 
 /**
@@ -158,7 +174,12 @@ export function createDb(opts: DbOptions): Database {
   // One budget per process, so that splitting it changes no deployment's connection count.
   const max = Math.max(2, opts.max ?? 10);
   const txMax = Math.min(max - 1, Math.max(1, opts.txMax ?? Math.floor(max / 3)));
-  const sql = postgres(url, { ...connectionOptions(opts, instance), max: max - txMax });
+  const autocommit = connectionOptions(opts, instance);
+  const sql = postgres(url, {
+    ...autocommit,
+    connection: { ...autocommit.connection, application_name: `${autocommit.connection.application_name}${READ_SUFFIX}` },
+    max: max - txMax,
+  });
   const refuse = () => {
     throw new Error("transactions never run on the autocommit pool (postgres.js can leak them to other callers): use db.tx()");
   };
@@ -205,7 +226,7 @@ export function createDb(opts: DbOptions): Database {
     sampled.dbConnections(async () => {
       const rows = await sql<Array<{ state: string | null; n: number }>>`
         select coalesce(state, 'unknown') as state, count(*)::int as n from pg_stat_activity
-        where application_name = ${`tasksvc-${opts.schema}-${instance}`} group by 1`;
+        where application_name in (${`tasksvc-${opts.schema}-${instance}`}, ${`tasksvc-${opts.schema}-${instance}${READ_SUFFIX}`}) group by 1`;
       return rows.map((r) => ({ labels: { state: r.state ?? "unknown" }, value: r.n }));
     }),
   ];
@@ -213,6 +234,7 @@ export function createDb(opts: DbOptions): Database {
   return {
     sql,
     tx: transactions.tx,
+    connections: max,
     async end(endOpts = {}) {
       for (const u of unregister) u();
       await Promise.all([sql.end(endOpts), transactions.end(endOpts)]);

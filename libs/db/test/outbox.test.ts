@@ -1,10 +1,20 @@
 import { randomUUID } from "node:crypto";
 import { createLogger } from "@tasksvc/logger";
+import { outboxDeadLetters } from "@tasksvc/telemetry";
 import { connectNats, deleteStreams, ensureStream, jetstream, jetstreamManager, nanos, type NatsConnection } from "@tasksvc/nats";
 import { dropDatabase, eventually } from "@tasksvc/testing";
 import { z } from "zod";
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
-import { createDb, ensureDatabase, startOutboxRelay, type Database, type OutboxPublisher, type OutboxRelay, type OutboxRow } from "../src/index.js";
+import {
+  createDb,
+  type DeadLetterReason,
+  ensureDatabase,
+  startOutboxRelay,
+  type Database,
+  type OutboxPublisher,
+  type OutboxRelay,
+  type OutboxRow,
+} from "../src/index.js";
 
 // The relay library on a database, table, lock and stream of this file's own: none of them is a
 // service's, so the stack's own relays cannot interfere. The table name needs quoting on purpose.
@@ -20,6 +30,11 @@ const TABLE = "relay outbox";
 const LOCK = `outbox-lib-test-${suffix}`;
 const prefix = `${stack.namespace}_outbox_${suffix}`;
 const stream = `${prefix}_events`;
+/** A stream that stores messages of at most 2 KiB, on subjects of its own. */
+const smallStream = `${prefix}_small`;
+const smallPrefix = `${prefix}_small`;
+/** The relay's default dead-letter table, beside TABLE. */
+const DEAD = `${TABLE}_dead_letters`;
 const log = createLogger({ service: "outbox-test", level: "silent" });
 
 /** Rows of the test table: the common columns and the topic that names the subject. */
@@ -39,13 +54,20 @@ beforeAll(async () => {
   await db.sql`create schema ${db.sql(SCHEMA)}`;
   await db.sql`create table ${db.sql(TABLE)} (
     seq bigserial primary key, event_id text not null unique, topic text not null, payload jsonb not null)`;
+  // The columns of the services' outbox_dead_letters (their migrations).
+  await db.sql`create table ${db.sql(DEAD)} (
+    event_id text primary key, outbox_seq bigint not null, subject text not null, payload jsonb not null, bytes integer not null,
+    reason text not null, detail text not null, written_at timestamptz, dead_lettered_at timestamptz not null default now())`;
   nc = await connectNats({ url: stack.natsUrl, name: "outbox-test" });
   await ensureStream(nc, { name: stream, subjects: [`${prefix}.>`], duplicate_window: nanos(3600_000) });
+  await ensureStream(nc, { name: smallStream, subjects: [`${smallPrefix}.>`], max_msg_size: 2048, duplicate_window: nanos(3600_000) });
 });
 
 beforeEach(async () => {
   await db.sql`delete from ${db.sql(TABLE)}`;
+  await db.sql`delete from ${db.sql(DEAD)}`;
   await (await jetstreamManager(nc)).streams.purge(stream);
+  await (await jetstreamManager(nc)).streams.purge(smallStream);
 });
 
 afterAll(async () => {
@@ -66,13 +88,20 @@ async function enqueue(n: number): Promise<Payload[]> {
   return out;
 }
 
+/** One row carrying `filler` bytes besides its payload's id and n (a message too large for somewhere). */
+async function enqueueLarge(filler: number): Promise<Payload> {
+  const payload = { id: `evt_${randomUUID()}`, n: -1 };
+  await db.sql`insert into ${db.sql(TABLE)} (event_id, topic, payload) values (${payload.id}, 'large', ${db.sql.json({ ...payload, filler: "x".repeat(filler) })})`;
+  return payload;
+}
+
 /** The stream's messages in stream order: subject and parsed payload. */
-async function streamed(): Promise<Array<{ subject: string; payload: Payload }>> {
+async function streamed(name = stream): Promise<Array<{ subject: string; payload: Payload }>> {
   const jsm = await jetstreamManager(nc);
-  const { state } = await jsm.streams.info(stream);
+  const { state } = await jsm.streams.info(name);
   const out: Array<{ subject: string; payload: Payload }> = [];
   for (let seq = state.first_seq; seq <= state.last_seq && state.messages > 0; seq++) {
-    const m = await jsm.streams.getMessage(stream, { seq });
+    const m = await jsm.streams.getMessage(name, { seq });
     if (m) out.push({ subject: m.subject, payload: Payload.parse(m.json()) });
   }
   return out;
@@ -196,5 +225,106 @@ describe("startOutboxRelay()", () => {
         .map((p) => [p.id, 1])
         .sort(),
     );
+  });
+});
+
+describe("startOutboxRelay() and rows that can never be published", () => {
+  const counted = async (reason: DeadLetterReason) =>
+    (await outboxDeadLetters.get()).values.find((v) => v.labels["outbox"] === TABLE && v.labels["reason"] === reason)?.value ?? 0;
+  const setAside = () =>
+    db.sql<Array<{ event_id: string; subject: string; bytes: number; reason: string; filler: number }>>`
+      select event_id, subject, bytes, reason, length(payload->>'filler') as filler from ${db.sql(DEAD)} order by outbox_seq`;
+
+  it("when a row's message is over the connection's max_payload, then it is set aside unsent and counted, and the rows behind it are published in order", async () => {
+    const before = await counted("max_payload");
+    const first = await enqueue(3);
+    const large = await enqueueLarge(1_200_000);
+    const behind = await enqueue(6);
+    const { publisher, calls } = counting();
+    const r = startOutboxRelay<TestRow>({
+      db,
+      publisher,
+      table: TABLE,
+      lock: LOCK,
+      subject: subjectOf,
+      log,
+      pollMs: 20,
+      batch: 4,
+      maxPayload: () => nc.info?.max_payload,
+    });
+    await eventually(async () => (await rowsLeft()) === 0, { intervalMs: 20, what: "the outbox to empty" });
+    await r.stop();
+    expect((await streamed()).map((m) => m.payload.id)).toEqual([...first, ...behind].map((p) => p.id));
+    expect(calls.has(large.id), "never handed to the publisher").toBe(false);
+    expect(await setAside()).toEqual([{ event_id: large.id, subject: `${prefix}.large`, bytes: expect.any(Number), reason: "max_payload", filler: 1_200_000 }]);
+    expect((await counted("max_payload")) - before).toBe(1);
+  });
+
+  it("when the relay is not told the limit, then the NATS client's refusal of the message sets it aside, and the rows behind it are published in order", async () => {
+    const before = await counted("refused");
+    const first = await enqueue(2);
+    const large = await enqueueLarge(1_200_000);
+    const behind = await enqueue(2);
+    const r = relay(counting().publisher, 8);
+    await eventually(async () => (await rowsLeft()) === 0, { intervalMs: 20, what: "the outbox to empty" });
+    await r.stop();
+    expect((await streamed()).map((m) => m.payload.id)).toEqual([...first, ...behind].map((p) => p.id));
+    expect((await setAside()).map((x) => [x.event_id, x.reason])).toEqual([[large.id, "refused"]]);
+    expect((await counted("refused")) - before).toBe(1);
+  });
+
+  it("when the stream refuses a message for its size, then it is set aside, and the rows behind it are published in order", async () => {
+    const before = await counted("max_msg_size");
+    const first = await enqueue(2);
+    const large = await enqueueLarge(4096);
+    const behind = await enqueue(3);
+    const r = startOutboxRelay<TestRow>({
+      db,
+      publisher: counting().publisher,
+      table: TABLE,
+      lock: LOCK,
+      subject: (row) => `${smallPrefix}.${row.topic}`,
+      log,
+      pollMs: 20,
+      maxPayload: () => nc.info?.max_payload,
+    });
+    await eventually(async () => (await rowsLeft()) === 0, { intervalMs: 20, what: "the outbox to empty" });
+    await r.stop();
+    expect((await streamed(smallStream)).map((m) => m.payload.id)).toEqual([...first, ...behind].map((p) => p.id));
+    expect((await setAside()).map((x) => [x.event_id, x.reason, x.subject])).toEqual([[large.id, "max_msg_size", `${smallPrefix}.large`]]);
+    expect((await counted("max_msg_size")) - before).toBe(1);
+  });
+
+  it("when publishing fails in a way a retry may cure (a timeout), then nothing is set aside and every row goes out, in order, once it passes", async () => {
+    const payloads = await enqueue(6);
+    const { publisher: real } = counting();
+    let failures = 0;
+    // The first batch's publishes all time out, as when NATS is unreachable for a moment.
+    const flaky: OutboxPublisher = {
+      publish(subject, data, opts) {
+        if (failures < 6) {
+          failures++;
+          const err = new Error("timeout");
+          err.name = "TimeoutError";
+          return Promise.reject(err);
+        }
+        return real.publish(subject, data, opts);
+      },
+    };
+    const r = startOutboxRelay<TestRow>({
+      db,
+      publisher: flaky,
+      table: TABLE,
+      lock: LOCK,
+      subject: subjectOf,
+      log,
+      pollMs: 20,
+      maxPayload: () => nc.info?.max_payload,
+    });
+    await eventually(async () => (await rowsLeft()) === 0, { intervalMs: 20, what: "the outbox to empty" });
+    await r.stop();
+    expect(failures).toBe(6);
+    expect((await streamed()).map((m) => m.payload.id)).toEqual(payloads.map((p) => p.id));
+    expect(await setAside()).toEqual([]);
   });
 });

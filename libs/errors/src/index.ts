@@ -39,11 +39,16 @@ export class AppError extends Error {
       detail: this.message,
       ...(this.errors ? { errors: this.errors } : {}),
       ...(this.etag === undefined ? {} : { etag: this.etag }),
+      ...(this.retryAfter === undefined ? {} : { retry_after: this.retryAfter }),
     };
   }
 
   static fromRpc(e: RpcError): AppError {
-    return new AppError(e.code, e.detail, { ...(e.errors ? { errors: e.errors } : {}), ...(e.etag === undefined ? {} : { etag: e.etag }) });
+    return new AppError(e.code, e.detail, {
+      ...(e.errors ? { errors: e.errors } : {}),
+      ...(e.etag === undefined ? {} : { etag: e.etag }),
+      ...(e.retry_after === undefined ? {} : { retryAfter: e.retry_after }),
+    });
   }
 }
 

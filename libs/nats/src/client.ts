@@ -56,9 +56,15 @@ export function client<C extends RpcCatalog>(nc: NatsConnection, catalog: C, opt
     const h = natsHeaders();
     h.set(REQUEST_ID_HEADER, ctx.request_id);
     injectContext(h);
+    const timeout = Math.max(opts.timeoutMs, def.timeoutMs ?? 0);
+    // The service starts nothing after this and cancels its statements at it: work the caller no
+    // longer waits for only takes a connection from the requests that still have one waiting.
+    // A call made on behalf of another keeps the earlier of the two.
+    const deadline = Date.now() + timeout;
+    const deadline_at = ctx.deadline_at === undefined ? deadline : Math.min(ctx.deadline_at, deadline);
     try {
-      const raw = await nc.request(rpcSubject(opts.namespace, catalog.service, op), encodeJson({ ctx, input }), {
-        timeout: Math.max(opts.timeoutMs, def.timeoutMs ?? 0),
+      const raw = await nc.request(rpcSubject(opts.namespace, catalog.service, op), encodeJson({ ctx: { ...ctx, deadline_at }, input }), {
+        timeout,
         headers: h,
       });
       return raw.data;

@@ -37,3 +37,17 @@ export async function connectNats(opts: ConnectOptions): Promise<NatsConnection>
     throw new NatsUnreachableError(opts.url, e);
   }
 }
+
+/** NATS's own default max_payload: what a connection that has not told us yet is assumed to carry. */
+export const DEFAULT_MAX_PAYLOAD = 1024 * 1024;
+
+/**
+ * The bytes of items one page may carry in a reply on this connection (DESIGN 20, Size): the
+ * server's max_payload, read at connect, less room for what wraps the items (the reply's framing,
+ * the page's fields and cursor, the headers) and for the small gap between a page's measured
+ * size and its encoding. An eighth, at most 64 KiB, so a server with a small limit still gets pages.
+ */
+export function pageBudget(nc: Pick<NatsConnection, "info">): number {
+  const max = nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD;
+  return max - Math.min(64 * 1024, Math.floor(max / 8));
+}

@@ -1,4 +1,4 @@
-import { headers as natsHeaders, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import { headers as natsHeaders, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import {
   type RawJson,
   RpcRequest,
@@ -12,7 +12,18 @@ import {
 } from "@tasksvc/contracts";
 import { AppError, isAppError, validationError } from "@tasksvc/errors";
 import type { Logger } from "@tasksvc/logger";
-import { extractContext, inSpan, rpcServerDuration, rpcServerInFlight, seriesCache, SpanKind, SpanStatusCode, tracingEnabled } from "@tasksvc/telemetry";
+import {
+  extractContext,
+  inSpan,
+  rpcDeadlineExpired,
+  rpcReplyTooLarge,
+  rpcServerDuration,
+  rpcServerInFlight,
+  seriesCache,
+  SpanKind,
+  SpanStatusCode,
+  tracingEnabled,
+} from "@tasksvc/telemetry";
 import { REQUEST_ID_HEADER, decodeJson, encodeJson, encodeOkReply, headerSafe } from "./json.js";
 
 /** The operation every served catalog also answers, with nothing: the gateway's readiness ping. */
@@ -120,6 +131,14 @@ export function serve<C extends RpcCatalog>(nc: NatsConnection, catalog: C, hand
         if (!envelope.success) throw validationError(envelope.error, "", "The RPC envelope");
         const ctx = envelope.data.ctx;
         organizationId = ctx.organization_id;
+        // Nobody waits for the answer any more (the request sat in a backlog): starting it would
+        // only take a connection from requests whose callers still wait.
+        if (ctx.deadline_at !== undefined && Date.now() >= ctx.deadline_at) {
+          rpcDeadlineExpired.labels({ service, operation: op }).inc();
+          throw new AppError("service_unavailable", `The ${service} service received the request after its caller stopped waiting; retry shortly.`, {
+            retryAfter: 1,
+          });
+        }
         const input = def.input.safeParse(envelope.data.input);
         if (!input.success) throw validationError(input.error);
         // The output contract is checked once, by the caller's client (the trust boundary);
@@ -128,7 +147,9 @@ export function serve<C extends RpcCatalog>(nc: NatsConnection, catalog: C, hand
         reply = { ok: true, data };
       } catch (e) {
         if (isAppError(e)) {
-          if (e.status >= 500) meta.log.error({ err: e.cause ?? e }, e.message);
+          // A 503 is load or an outage, expected and retried: not a bug to page anyone about.
+          if (e.code === "service_unavailable") meta.log.warn({ err: e.cause ?? e }, e.message);
+          else if (e.status >= 500) meta.log.error({ err: e.cause ?? e }, e.message);
           reply = { ok: false, error: e.toRpc() };
         } else {
           const known = opts.classify?.(e);
@@ -156,6 +177,18 @@ export function serve<C extends RpcCatalog>(nc: NatsConnection, catalog: C, hand
         meta.log.error({ err: e }, "reply could not be encoded");
         body = encodeJson({ ok: false, error: new AppError("internal_error", "An unexpected error occurred.").toRpc() });
       }
+      // Past the server's max_payload msg.respond throws and the caller times out (a 503 it retries,
+      // the same work again, forever): answered instead as the bug it is, in a reply that fits.
+      const maxPayload = nc.info?.max_payload;
+      if (maxPayload !== undefined && body.byteLength + headerBytes(h) > maxPayload) {
+        meta.log.error({ bytes: body.byteLength, max_payload: maxPayload }, "reply larger than the NATS max_payload: answered 500 instead");
+        rpcReplyTooLarge.labels({ service, operation: op }).inc();
+        const detail = `The answer (${body.byteLength} bytes) is larger than one message between our services may carry (${maxPayload} bytes): ask for less at once, such as fewer items.`;
+        reply = { ok: false, error: new AppError("internal_error", detail).toRpc() };
+        h.set("Nats-Service-Error", headerSafe(detail));
+        h.set("Nats-Service-Error-Code", String(reply.error.status));
+        body = encodeJson(reply);
+      }
       if (!msg.respond(body, { headers: h })) meta.log.warn("request had no reply subject; nothing sent");
       const code = reply.ok ? "ok" : reply.error.code;
       series(`${op} ${code}`, { service, operation: op, code }).observe((performance.now() - started) / 1000);
@@ -168,4 +201,11 @@ export function serve<C extends RpcCatalog>(nc: NatsConnection, catalog: C, hand
       await Promise.allSettled([...inFlight]);
     },
   };
+}
+
+/** A header block's bytes as NATS counts them against max_payload: `NATS/1.0\r\n`, `key: value\r\n` each, `\r\n`. */
+function headerBytes(h: MsgHdrs): number {
+  let n = 12;
+  for (const [k, values] of h) for (const v of values) n += Buffer.byteLength(k) + Buffer.byteLength(v) + 4;
+  return n;
 }

@@ -49,7 +49,7 @@ export async function startService<C extends BaseConfig, R>(def: ServiceDefiniti
     const migrationUrl = dbCfg.DATABASE_MIGRATION_URL ?? url;
     await ensureDatabase(migrationUrl);
     await migrate({ url: migrationUrl, schema: def.schema, dir: def.migrations, log, ...(def.indexes ? { indexes: def.indexes } : {}) });
-    const pool = createDb({ url, schema: def.schema, poolMode: dbCfg.DATABASE_POOL_MODE, ...def.db });
+    const pool = createDb({ url, schema: def.schema, poolMode: dbCfg.DATABASE_POOL_MODE, statementTimeoutMs: dbCfg.DATABASE_STATEMENT_TIMEOUT, ...def.db });
     db = pool;
     steps.push({ what: "database pool", run: () => pool.end({ timeout: endTimeout }) });
   }

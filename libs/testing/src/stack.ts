@@ -127,7 +127,8 @@ export async function startStack(opts: StackOptions = {}): Promise<StartedStack>
     NATS_URL: natsUrl,
     NATS_NAMESPACE: namespace,
     PORT: "0",
-    LOG_LEVEL: "silent",
+    // TEST_SERVICE_LOG_LEVEL=warn shows what the services log (silent by default: tests read answers, not logs).
+    LOG_LEVEL: process.env["TEST_SERVICE_LOG_LEVEL"] ?? "silent",
   };
 
   await ensureDatabase(databaseUrl);

@@ -8,6 +8,9 @@ import { boardsService } from "./domain/boards-service.js";
 import { boardsRepo } from "./repo/boards-repo.js";
 import { boardsHandlers } from "./rpc.js";
 
+/** Task numbers asked at once: 400 summaries at their longest (about 1.7 kB each) stay far under max_payload. */
+const LOOKUP_CHUNK = 400;
+
 export const BoardsConfig = z.object({ ...serviceSettings, RPC_TIMEOUT_MS: settings.RPC_TIMEOUT_MS });
 export type BoardsConfig = z.output<typeof BoardsConfig>;
 
@@ -30,7 +33,14 @@ export const service = defineService({
       repo,
       tx: (fn) => db.tx((t) => fn(boardsRepo(t))),
       tasks: {
-        lookup: async (ctx, numbers) => (await tasks.call("lookupTasks", { numbers }, ctx)).tasks,
+        // In chunks whose answer fits one NATS message: a summary's title alone may be 1.5 kB.
+        lookup: async (ctx, numbers) => {
+          const found = [];
+          for (let i = 0; i < numbers.length; i += LOOKUP_CHUNK) {
+            found.push(...(await tasks.call("lookupTasks", { numbers: numbers.slice(i, i + LOOKUP_CHUNK) }, ctx)).tasks);
+          }
+          return found;
+        },
         withSubtasks: (ctx, number) => tasks.call("taskWithSubtasks", { number }, ctx),
       },
     });

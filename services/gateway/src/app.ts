@@ -4,8 +4,9 @@ import type { Logger } from "@tasksvc/logger";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyBodyParser, type FastifyInstance } from "fastify";
 import type { Clients } from "./clients.js";
 import { registerDocs } from "./docs.js";
-import { edgeHandling, EVERY_ANSWER_HEADERS, loggedUrl, MAX_PARAM_LENGTH } from "./edge.js";
+import { bodyTimeoutOptions, edgeHandling, EVERY_ANSWER_HEADERS, loggedUrl, MAX_PARAM_LENGTH } from "./edge.js";
 import type { Resource } from "./operations.js";
+import { type LinkRate, linkLimiter } from "./policies/link-limit.js";
 import { installPipeline, type PipelineOptions } from "./pipeline.js";
 import { frameworkErrors, registerProblemHandling, sendProblem } from "./problems.js";
 import { resources } from "./routes/index.js";
@@ -16,6 +17,7 @@ import {
   context,
   currentTraceparent,
   extractContext,
+  httpEdgeRefused,
   httpRequestDuration,
   httpRequestsInFlight,
   seriesCache,
@@ -58,7 +60,14 @@ export interface BuildOptions extends PipelineOptions, LinkRouteOptions {
   publicBaseUrl?: string | undefined;
   /** PORT, the port the gateway listens on (0: the one the kernel chooses). */
   port: number;
+  /** BODY_TIMEOUT: how long a request may take to arrive whole (408 past it); absent, no limit. */
+  bodyTimeoutMs?: number | undefined;
+  /** ANON_RATE_LIMIT: requests per window and client address on the routes that need no credential; null or absent, no limit. */
+  anonRate?: LinkRate | null | undefined;
 }
+
+/** Client addresses the anonymous routes' limit remembers at once (the oldest window goes first). */
+const ANON_LIMIT_CLIENTS = 50_000;
 
 /**
  * Where clients reach the gateway: PUBLIC_BASE_URL, else `http://localhost:<port>` (the default
@@ -140,6 +149,7 @@ const httpSeries = seriesCache(httpRequestDuration);
 export function buildGateway(opts: BuildOptions): FastifyInstance {
   const publicBaseUrl = publicBaseUrlOf(opts, () => app);
   const edge = edgeHandling(opts.log, publicBaseUrl);
+  const { requestTimeout, headersTimeout, connectionsCheckingInterval } = bodyTimeoutOptions(opts.bodyTimeoutMs);
   const app: FastifyInstance = Fastify({
     loggerInstance: opts.log as FastifyBaseLogger,
     // One access line per request is written by our onResponse hook instead of fastify's two.
@@ -154,7 +164,9 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
     clientErrorHandler: edge.clientErrorHandler,
     frameworkErrors,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
-    http: { requireHostHeader: false },
+    http: { requireHostHeader: false, headersTimeout, connectionsCheckingInterval },
+    // BODY_TIMEOUT: a request that has not arrived whole in time is answered 408 and closed (edge.ts).
+    requestTimeout,
     trustProxy: opts.trustProxy ?? false,
   });
   app.addHook("onRoute", (route) => {
@@ -198,6 +210,26 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
     context.with(active, done);
   });
   edge.install(app);
+  const anonRate = opts.anonRate;
+  if (anonRate) {
+    // The routes that need no credential (documentation, health, unknown paths, CORS preflights)
+    // cost their caller nothing, so they are counted per client address instead, before any work.
+    // The link routes have their own limit (LINK_RATE_LIMIT, transfers.ts), and the operations are
+    // charged per credential after authentication.
+    const limiter = linkLimiter(anonRate, { maxClients: ANON_LIMIT_CLIENTS });
+    app.addHook("onRequest", async (req) => {
+      if (req.routeOptions.config?.operation || req.routeOptions.url?.includes("/:capability")) return;
+      const wait = limiter.take(req.ip);
+      if (wait > 0) {
+        httpEdgeRefused.labels({ reason: "anonymous_rate" }).inc();
+        throw new AppError(
+          "rate_limited",
+          `Too many requests without a credential from this address (at most ${anonRate.limit} per ${anonRate.windowMs / 1000} s); retry after the Retry-After delay.`,
+          { retryAfter: wait },
+        );
+      }
+    });
+  }
   if (opts.corsOrigins !== undefined) {
     // Its onRequest hook runs after the two above (request id, edge checks) and answers a
     // preflight there: no route's pipeline runs for it, so it is never authenticated or charged.

@@ -1,5 +1,5 @@
 import { blobStoreSetting } from "@tasksvc/blobs";
-import { serviceSettings, settings } from "@tasksvc/config";
+import { duration, serviceSettings, settings } from "@tasksvc/config";
 import { z } from "zod";
 import { linkRateLimitSetting, trustProxySetting } from "./policies/link-limit.js";
 
@@ -74,5 +74,13 @@ export const GatewayConfig = z.object({
   LINK_RATE_LIMIT: linkRateLimitSetting,
   /** The proxies whose X-Forwarded-For names a client's address (the link routes' limit counts by it). */
   TRUST_PROXY: trustProxySetting,
+  /**
+   * How long a request may take to arrive whole, from its first byte to its body's last: past it,
+   * 408 request_timeout and the connection is closed, so a client that trickles a body cannot
+   * hold a connection and its buffer for ever.
+   */
+  BODY_TIMEOUT: duration("30s").refine((ms) => ms >= 1000 && ms <= 3_600_000, "expected a duration between 1s and 1h"),
+  /** Requests per window and client address on the routes that need no credential (docs, OpenAPI, health). */
+  ANON_RATE_LIMIT: linkRateLimitSetting,
 });
 export type GatewayConfig = z.output<typeof GatewayConfig>;

@@ -1,8 +1,11 @@
+import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
+import { promisify } from "node:util";
+import { brotliCompress, constants as zlibConstants, gzip } from "node:zlib";
 import { AppError } from "@tasksvc/errors";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import { errorsPage } from "./errors-page.js";
 import { buildOpenApi } from "./openapi.js";
 import type { Operation } from "./operations.js";
@@ -38,6 +41,84 @@ const DOCS_HTML = `<!doctype html><html lang="en"><head><meta charset="utf-8"><t
 <script src="/docs/assets/swagger-ui-bundle.js"></script>
 <script src="/docs/assets/init.js"></script></body></html>`;
 
+/**
+ * How long a client or a shared cache may reuse the OpenAPI document without asking again. It is
+ * public (the same for everyone) and changes only with a release; past this, If-None-Match
+ * revalidates it for the price of a 304.
+ */
+export const OPENAPI_CACHE_CONTROL = "public, max-age=300";
+
+/** The content codings the document is kept in, the client's preferred first when it has no preference. */
+type Coding = "br" | "gzip" | "identity";
+const CODINGS: readonly Coding[] = ["br", "gzip", "identity"];
+
+interface Encoded {
+  body: Buffer;
+  etag: string;
+}
+
+/** The document's bytes in every coding, each with its own strong ETag (one representation each). */
+async function encodeDocument(text: string): Promise<Record<Coding, Encoded>> {
+  const identity = Buffer.from(text, "utf8");
+  const hash = createHash("sha256").update(identity).digest("base64url").slice(0, 27);
+  // In the thread pool, once: brotli's best quality takes about a second for this document.
+  const [br, gz] = await Promise.all([
+    promisify(brotliCompress)(identity, {
+      params: {
+        [zlibConstants.BROTLI_PARAM_MODE]: zlibConstants.BROTLI_MODE_TEXT,
+        [zlibConstants.BROTLI_PARAM_QUALITY]: zlibConstants.BROTLI_MAX_QUALITY,
+        [zlibConstants.BROTLI_PARAM_SIZE_HINT]: identity.length,
+      },
+    }),
+    promisify(gzip)(identity, { level: zlibConstants.Z_BEST_COMPRESSION }),
+  ]);
+  return {
+    identity: { body: identity, etag: `"${hash}"` },
+    gzip: { body: gz, etag: `"${hash}-gzip"` },
+    br: { body: br, etag: `"${hash}-br"` },
+  };
+}
+
+/**
+ * The coding to send for an Accept-Encoding (RFC 9110 section 12.5.3): the acceptable one with
+ * the highest q-value, brotli before gzip on a tie; identity when the header is absent, or when
+ * nothing else is acceptable (a 406 would help no client of a public document).
+ */
+export function chooseCoding(acceptEncoding: string | undefined): Coding {
+  if (!acceptEncoding) return "identity";
+  const q = new Map<string, number>();
+  for (const part of acceptEncoding.split(",")) {
+    const [name = "", ...params] = part.split(";").map((p) => p.trim());
+    if (name === "") continue;
+    const qParam = params.find((p) => /^q\s*=/i.test(p));
+    const value = qParam === undefined ? 1 : Number(qParam.slice(qParam.indexOf("=") + 1).trim());
+    q.set(name.toLowerCase(), Number.isFinite(value) ? value : 0);
+  }
+  const weight = (c: Coding) => q.get(c) ?? (c === "gzip" ? q.get("x-gzip") : undefined) ?? q.get("*") ?? (c === "identity" ? 1 : 0);
+  // In order of preference: on equal q-values the earlier one stays.
+  let best: Coding = "identity";
+  let bestQ = 0;
+  for (const c of CODINGS) {
+    const w = weight(c);
+    if (w > bestQ) {
+      best = c;
+      bestQ = w;
+    }
+  }
+  return best;
+}
+
+/**
+ * Whether If-None-Match names a copy the client holds (weak comparison, RFC 9110 section 13.1.2):
+ * `*`, or any of the document's ETags, whichever coding the client got it in.
+ */
+export function holdsCurrent(ifNoneMatch: string | undefined, etags: readonly string[]): boolean {
+  if (ifNoneMatch === undefined) return false;
+  if (ifNoneMatch.trim() === "*") return true;
+  for (const m of ifNoneMatch.matchAll(/(?:W\/)?("[^"]*")/g)) if (m[1] !== undefined && etags.includes(m[1])) return true;
+  return false;
+}
+
 /** Stands for the server's URL in the document built at start, filled in with the gateway's base URL. */
 const SERVER_URL_SLOT = "\u0000server-url\u0000";
 
@@ -63,11 +144,20 @@ export function registerDocs(app: FastifyInstance, operations: readonly Operatio
   assets.set("init.js", { type: "text/javascript; charset=utf-8", body: Buffer.from(INIT_JS) });
   const errorsHtml = errorsPage();
 
-  // Completed on the first request: with PORT 0 the base URL is known only once the gateway listens.
-  let document: string | undefined;
-  app.get("/v1/openapi.json", async (_req, reply) => {
-    document ??= before + JSON.stringify(app.publicBaseUrl) + after;
-    return reply.type("application/json; charset=utf-8").send(document);
+  // Completed and encoded on the first request (with PORT 0 the base URL is known only once the
+  // gateway listens), then every request is answered with the same bytes: a pipelined flood of
+  // requests for this half-megabyte document costs no serializing and no compressing.
+  let encoded: Promise<Record<Coding, Encoded>> | undefined;
+  app.get("/v1/openapi.json", async (req: FastifyRequest, reply) => {
+    encoded ??= encodeDocument(before + JSON.stringify(app.publicBaseUrl) + after);
+    const variants = await encoded;
+    const coding = chooseCoding(req.headers["accept-encoding"]);
+    const chosen = variants[coding];
+    reply.header("vary", "Accept-Encoding").header("cache-control", OPENAPI_CACHE_CONTROL).header("etag", chosen.etag);
+    const etags = CODINGS.map((c) => variants[c].etag);
+    if (holdsCurrent(req.headers["if-none-match"], etags)) return reply.code(304).send();
+    if (coding !== "identity") reply.header("content-encoding", coding);
+    return reply.type("application/json; charset=utf-8").send(chosen.body);
   });
   app.get("/docs", async (_req, reply) => reply.type("text/html; charset=utf-8").send(DOCS_HTML));
   // A fixed list of files, looked up by name: no path reaches the file system.

@@ -4,6 +4,7 @@ import { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { AppError, toProblem } from "@tasksvc/errors";
 import type { Logger } from "@tasksvc/logger";
+import { httpEdgeRefused } from "@tasksvc/telemetry";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 
 /**
@@ -67,6 +68,40 @@ export function rawProblemResponse(err: AppError, requestId: string, typeBase: s
   ].join("\r\n");
 }
 
+/**
+ * Requests one connection may have in progress at once. Node hands every request it parses to
+ * the app at once, pipelined ones included, and a client that writes hundreds of requests in one
+ * packet would have them all executed and their answers queued in memory: past this many, the
+ * next is answered 429 with `Connection: close` and nothing behind it runs.
+ */
+export const MAX_PIPELINED = 16;
+
+/**
+ * Fastify's settings for BODY_TIMEOUT: Node's own request timeout (the whole request, headers
+ * and body, must arrive within it; Node then reports ERR_HTTP_REQUEST_TIMEOUT, answered 408 by
+ * clientErrorHandler below), and how often Node looks for expired requests: its default of 30 s
+ * would let a request outlive a short BODY_TIMEOUT by that much. The headers' own limit (Node's
+ * 60 s) must not exceed it: Node swaps the two limits when it does.
+ */
+export function bodyTimeoutOptions(bodyTimeoutMs: number | undefined): { requestTimeout: number; headersTimeout: number; connectionsCheckingInterval: number } {
+  if (bodyTimeoutMs === undefined) return { requestTimeout: 0, headersTimeout: NODE_HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 30_000 };
+  return {
+    requestTimeout: bodyTimeoutMs,
+    headersTimeout: Math.min(NODE_HEADERS_TIMEOUT_MS, bodyTimeoutMs),
+    connectionsCheckingInterval: Math.min(1000, bodyTimeoutMs),
+  };
+}
+
+/** Node's default limit for a request's headers to arrive. */
+const NODE_HEADERS_TIMEOUT_MS = 60_000;
+
+/** How many times a header field occurs in a request (Node keeps only the first of some, Authorization among them). */
+export function fieldCount(rawHeaders: readonly string[], name: string): number {
+  let n = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i]?.toLowerCase() === name) n++;
+  return n;
+}
+
 /** How long a refused connection is still read (and what arrives dropped) after its answer. */
 const LINGER_MS = 5000;
 
@@ -125,6 +160,14 @@ export function edgeHandling(log: Logger, publicBaseUrl: () => string) {
   // One id per request whoever asks first, fastify (genReqId) or the clientError handler, which
   // can run before fastify has seen a request whose body arrived broken in the same packet.
   const ids = new WeakMap<IncomingMessage, string>();
+  // Requests each connection has in progress (handed to fastify, not yet answered).
+  const inProgress = new WeakMap<Duplex, number>();
+  // Connections whose excess of pipelined requests was refused: nothing more of them runs.
+  const overrun = new WeakSet<Duplex>();
+  // Requests answered here while their body was still arriving (a 408): Node goes on parsing what
+  // the client sends during the lingering close, and should the rest of the body arrive then, the
+  // route must not run for a request already refused (the client was told it failed).
+  const abandoned = new WeakSet<IncomingMessage>();
   let closing = false;
 
   function requestId(req: IncomingMessage): string {
@@ -150,6 +193,7 @@ export function edgeHandling(log: Logger, publicBaseUrl: () => string) {
       return;
     }
     const answer = (requestId: string) => {
+      httpEdgeRefused.labels({ reason: edgeReason(problem.code) }).inc();
       log.info({ request_id: requestId, status: problem.status, code: problem.code, parser_error: err.code }, "request refused at the HTTP edge");
       lingeringClose(socket, rawProblemResponse(problem, requestId, publicBaseUrl()));
     };
@@ -172,8 +216,32 @@ export function edgeHandling(log: Logger, publicBaseUrl: () => string) {
       return;
     }
     // The broken message is this request's own body: answer it, unless its response has begun.
+    abandoned.add(inFlight.req);
     if (inFlight.res.headersSent) socket.destroy();
     else answer(requestId(inFlight.req));
+  }
+
+  /** The answer to a request pipelined past MAX_PIPELINED: queued behind the others, the connection's last. */
+  function refusePipelined(req: IncomingMessage, res: ServerResponse): void {
+    overrun.add(req.socket);
+    const id = requestId(req);
+    const problem = new AppError(
+      "rate_limited",
+      `More than ${MAX_PIPELINED} requests were pipelined on one connection: wait for answers before sending more, or open another connection.`,
+      { retryAfter: 1 },
+    );
+    const body = JSON.stringify(toProblem(problem, id, publicBaseUrl()));
+    httpEdgeRefused.labels({ reason: "pipelined" }).inc();
+    log.info({ request_id: id, status: problem.status, code: problem.code }, "request refused at the HTTP edge");
+    res.writeHead(problem.status, {
+      "content-type": "application/problem+json; charset=utf-8",
+      "content-length": Buffer.byteLength(body),
+      "x-request-id": id,
+      ...EVERY_ANSWER_HEADERS,
+      "retry-after": "1",
+      connection: "close",
+    });
+    res.end(body);
   }
 
   function install(app: FastifyInstance): void {
@@ -181,11 +249,37 @@ export function edgeHandling(log: Logger, publicBaseUrl: () => string) {
       closing = true;
       done();
     });
-    // Before fastify's own listener: the request a connection executes is known synchronously,
-    // since the parser may fail on the bytes right behind it within the same read.
-    app.server.prependListener("request", (req: IncomingMessage, res: ServerResponse) => {
-      if (!current.has(req.socket) && req.socket instanceof Socket) lingerWhenUnread(req.socket, () => current.get(req.socket)?.req);
-      current.set(req.socket, { req, res });
+    // In front of fastify's own listener, which runs only for the requests admitted here. The
+    // request a connection executes is known synchronously, since the parser may fail on the
+    // bytes right behind it within the same read.
+    const handlers = app.server.listeners("request") as Array<(req: IncomingMessage, res: ServerResponse) => void>;
+    app.server.removeAllListeners("request");
+    app.server.on("request", (req: IncomingMessage, res: ServerResponse) => {
+      const socket = req.socket;
+      if (!current.has(socket) && socket instanceof Socket) lingerWhenUnread(socket, () => current.get(socket)?.req);
+      current.set(socket, { req, res });
+      // Behind a refusal nothing runs: its Connection: close ends the connection once it is out.
+      if (overrun.has(socket)) return;
+      const open = inProgress.get(socket) ?? 0;
+      if (open >= MAX_PIPELINED) {
+        refusePipelined(req, res);
+        return;
+      }
+      inProgress.set(socket, open + 1);
+      let counted = true;
+      const finished = () => {
+        if (!counted) return;
+        counted = false;
+        inProgress.set(socket, Math.max(0, (inProgress.get(socket) ?? 1) - 1));
+      };
+      res.once("finish", finished).once("close", finished);
+      for (const handler of handlers) handler.call(app.server, req, res);
+    });
+    // After the body is read, before any route runs: a request answered 408 meanwhile stops here.
+    app.addHook("preValidation", (req, reply, done) => {
+      // Hijacked, the request is fastify's no more: no later hook, no handler, no answer.
+      if (abandoned.has(req.raw)) reply.hijack();
+      done();
     });
     app.addHook("onRequest", async (req: FastifyRequest) => {
       if (closing) {
@@ -195,6 +289,12 @@ export function edgeHandling(log: Logger, publicBaseUrl: () => string) {
       // Node's own check answers 400 with no body: the server is built with requireHostHeader off.
       if (req.raw.httpVersionMajor === 1 && req.raw.httpVersionMinor === 1 && req.headers.host === undefined) {
         throw new AppError("malformed_request", "An HTTP/1.1 request must carry a Host header (RFC 9112 section 3.2).");
+      }
+      // Node keeps the first Authorization field and drops the others: which credential a request
+      // carries must not depend on which one a proxy or a server happens to read.
+      if (fieldCount(req.raw.rawHeaders, "authorization") > 1) {
+        httpEdgeRefused.labels({ reason: "malformed" }).inc();
+        throw new AppError("malformed_request", "The request carries more than one Authorization header field; send exactly one credential.");
       }
       // The router refuses a malformed path (FST_ERR_BAD_URL), but the query parser keeps an
       // undecodable value as its raw text: refuse it the same way, whatever route it names.
@@ -252,4 +352,11 @@ export function loggedUrl(req: FastifyRequest): string {
   }
   const link = LINK_PATH.exec(path.toLowerCase().replace(/\/{2,}/g, "/"));
   return link ? `${link[1]}/:capability` : req.url;
+}
+
+/** The reason label of tasksvc_http_edge_refused_total for a problem answered at the edge. */
+function edgeReason(code: string): "body_timeout" | "too_large" | "malformed" {
+  if (code === "request_timeout") return "body_timeout";
+  if (code === "headers_too_large" || code === "payload_too_large") return "too_large";
+  return "malformed";
 }

@@ -1,4 +1,4 @@
-import { MAX_STREAMS_PER_CREDENTIAL, STREAM_EXAMPLE } from "@tasksvc/contracts";
+import { MAX_STREAMS_PER_CREDENTIAL, MAX_STREAMS_PER_ORGANIZATION, STREAM_EXAMPLE } from "@tasksvc/contracts";
 import type { Operation } from "./operations.js";
 
 type Json = Record<string, unknown>;
@@ -33,6 +33,14 @@ export function conditionalParameters(def: Operation): Json[] {
         // No example: "Try it out" would send it with every request and meet a 412.
         schema: { type: "string" },
       },
+      {
+        name: "If-None-Match",
+        in: "header",
+        required: false,
+        description:
+          'Change the task only if it is not at this version: its ETag (`"3"`), several separated by commas, or `*` (which any existing task matches). On a match, 412 precondition_failed with the current ETag, and nothing changes.',
+        schema: { type: "string" },
+      },
     ];
   if (def.preconditions === "if-none-match")
     return [
@@ -54,7 +62,7 @@ export function addConditionalResponses(def: Operation, successHeaders: Json, re
     ok["description"] =
       "A stream of Server-Sent Events, one message per task event: `id:` the event's id (its webhook-id), `event:` its type, `data:` the event as GET /v1/events lists it (this schema). " +
       "A comment line (`: keep-alive`) comes every 15 seconds. When the stream ends (the server stops, or the client fell too far behind), reconnect with Last-Event-ID: nothing is missed and nothing comes twice. " +
-      `At most ${MAX_STREAMS_PER_CREDENTIAL} streams per credential are open at once; a stream ends when its credential is revoked or expires.`;
+      `At most ${MAX_STREAMS_PER_CREDENTIAL} streams per credential and ${MAX_STREAMS_PER_ORGANIZATION} per organization are open at once (past that, 429); a stream ends when its credential is revoked or expires.`;
     // Each message's `data:` is an Event (the schema of the feed's items), the stream itself text.
     ok["content"] = {
       "text/event-stream": {

@@ -110,8 +110,8 @@ export interface Admitted {
   charge: Charge | null;
   /** How clients reach the gateway (PUBLIC_BASE_URL, else http://localhost:<port>; never the request's Host): for links. */
   origin: string;
-  /** For an operation that counts more than one call against the billing period (a batch). */
-  charger: Pick<Charger, "chargePeriod">;
+  /** For an operation that counts more than one call (a batch: one per item against each limit). */
+  charger: Pick<Charger, "chargeItems">;
   /** The entity tags of If-None-Match, where the operation honours it (answered 304 here). */
   ifNoneMatch?: string[] | undefined;
 }

@@ -70,7 +70,7 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "obj
  * signing only where it is paginated), each a closure over that operation. Routes without one
  * (/healthz, /docs) get none, and no hook looks the route's config up per request.
  *
- * The order is the contract: authenticate → Idempotency-Key (a replay is answered here, before
+ * The order is the contract: authenticate (from the headers, before the body is read) → Idempotency-Key (a replay is answered here, before
  * charging: replays are never charged, spec 8) → charge → scope and entitlement → input (query,
  * cursor, path, body) → the operation → sign the next cursor → store the outcome under the key.
  * An anonymous caller therefore learns nothing about an operation's input rules.
@@ -81,9 +81,17 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "obj
  */
 export function installPipeline(app: FastifyInstance, opts: PipelineOptions): void {
   // The same for every operation: one function, not one per route.
-  async function authenticate(req: FastifyRequest): Promise<void> {
+  // An onRequest hook: the credential is checked from the headers before any body is read, so an
+  // anonymous client costs no body buffer. Its refusal closes the connection (the unread body is
+  // then dropped by edge.ts's lingering close, never read into memory).
+  async function authenticate(req: FastifyRequest, reply: FastifyReply): Promise<void> {
     const base = systemContext(String(req.id));
-    req.pipeline = { identity: await opts.auth.authenticate(req.headers.authorization, base) };
+    try {
+      req.pipeline = { identity: await opts.auth.authenticate(req.headers.authorization, base) };
+    } catch (e) {
+      reply.header("connection", "close");
+      throw e;
+    }
   }
 
   const idempotency = (op: ServedOperation) =>
@@ -132,7 +140,7 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
       authorize(op, identity);
       // Conditional headers are checked before the operation runs: a malformed one is a 400, not a read.
       const ifMatch = op.preconditions === "if-match" ? parseEntityTags(req.headers["if-match"], "If-Match") : undefined;
-      const ifNoneMatch = op.preconditions === "if-none-match" ? parseEntityTags(req.headers["if-none-match"], "If-None-Match") : undefined;
+      const ifNoneMatch = op.preconditions === undefined ? undefined : parseEntityTags(req.headers["if-none-match"], "If-None-Match");
       const ctx: RpcContext = {
         request_id: String(req.id),
         organization_id: identity.organization_id,
@@ -142,8 +150,17 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
         plan: identity.plan,
         ...(state.key === undefined ? {} : { idempotency_key: state.key }),
         ...(ifMatch === undefined ? {} : { if_match: ifMatch }),
+        // On a write, If-None-Match is the service's to check under the row lock, as If-Match is.
+        ...(op.preconditions === "if-match" && ifNoneMatch !== undefined ? { if_none_match: ifNoneMatch } : {}),
       };
-      req.admitted = { ctx, identity, charge, origin: req.server.publicBaseUrl, charger: opts.charger, ifNoneMatch };
+      req.admitted = {
+        ctx,
+        identity,
+        charge,
+        origin: req.server.publicBaseUrl,
+        charger: opts.charger,
+        ifNoneMatch: op.preconditions === "if-none-match" ? ifNoneMatch : undefined,
+      };
     };
 
   // The steps that never wait are callback hooks: no promise per request for them.
@@ -203,6 +220,13 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
     if (req.pipeline) req.pipeline.failure = error;
   }
 
+  // A request refused with 429 after it was counted (a batch the limits cannot cover, a stream
+  // past its limit, a service's fairness refusal) costs nothing: its call is given back.
+  async function refundRefusal(req: FastifyRequest, _reply: FastifyReply, error: unknown): Promise<void> {
+    const charge = req.admitted?.charge;
+    if (charge && isAppError(error) && error.status === 429) opts.charger.refund(charge);
+  }
+
   // The outcome under the key is stored before the response leaves, so a retry that follows the
   // response always finds it.
   async function storeOutcome(req: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
@@ -250,7 +274,9 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
   app.addHook("onRoute", (route) => {
     const op = route.config?.operation;
     if (!op) return;
-    route.preHandler = [...hooks(route.preHandler), authenticate, ...(op.idempotent ? [idempotency(op)] : []), admit(op), input(op)];
+    route.onRequest = [...hooks(route.onRequest), authenticate];
+    route.preHandler = [...hooks(route.preHandler), ...(op.idempotent ? [idempotency(op)] : []), admit(op), input(op)];
+    route.onError = [...hooks(route.onError), refundRefusal];
     if (op.paginated) route.onSend = [...hooks(route.onSend), signCursor(op)];
     if (op.idempotent) {
       route.onError = [...hooks(route.onError), noteFailure];

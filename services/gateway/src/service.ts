@@ -76,6 +76,8 @@ export const service = defineService({
       corsOrigins: cfg.CORS_ORIGINS,
       linkRate: cfg.LINK_RATE_LIMIT,
       trustProxy: cfg.TRUST_PROXY,
+      bodyTimeoutMs: cfg.BODY_TIMEOUT,
+      anonRate: cfg.ANON_RATE_LIMIT,
       // The service records the key itself and answers a second execution from that record, so a
       // claim only has to outlive this replica's own wait (decision 0011).
       idempotencyLeaseMs: cfg.RPC_TIMEOUT_MS + 1_000,

@@ -2,11 +2,13 @@ import { type EventType, taskEventSubject } from "@tasksvc/contracts";
 import { startOutboxRelay, type Database, type OutboxRelay, type OutboxRow } from "@tasksvc/db";
 import type { Logger } from "@tasksvc/logger";
 import { eventStreamRepo } from "./repo/event-stream-repo.js";
-import { outboxPublisher, type JetStreamClient } from "@tasksvc/nats";
+import { outboxPublisher, type JetStreamClient, type NatsConnection } from "@tasksvc/nats";
 
 export interface RelayOptions {
   db: Database;
   js: JetStreamClient;
+  /** The connection `js` publishes on: its server info's max_payload bounds every message. */
+  nc: Pick<NatsConnection, "info">;
   namespace: string;
   log: Logger;
   /** How often to look for rows no local write announced (other replicas, a crashed relay). */
@@ -24,6 +26,7 @@ interface TaskOutboxRow extends OutboxRow {
  * The tasks service's outbox relay: tasks.outbox to the task-event stream, each row on
  * `<ns>.evt.tasks.<type>` with Nats-Msg-Id = event id (the mechanism: libs/db outbox.ts).
  * The lock name is the one every earlier version took: old and new replicas never relay at once.
+ * A row too large to publish goes to outbox_dead_letters (migration 0015) and the rest go on.
  */
 export function startRelay(opts: RelayOptions): OutboxRelay {
   return startOutboxRelay<TaskOutboxRow>({
@@ -35,6 +38,8 @@ export function startRelay(opts: RelayOptions): OutboxRelay {
     log: opts.log,
     // Each event's place in the stream, for a live stream that resumes (repo/event-stream-repo.ts).
     onPublished: (t, rows, seqs) => eventStreamRepo(t).record(rows, seqs),
+    maxPayload: () => opts.nc.info?.max_payload,
+    deadLetters: "outbox_dead_letters",
     pollMs: opts.pollMs,
     batch: opts.batch,
   });

@@ -7,8 +7,8 @@ import type { Repositories } from "./repo/repositories.js";
 import type { TasksService } from "./domain/tasks-service.js";
 
 /** Entry layer: maps each RPC operation of the catalog onto the domain. */
-export function tasksHandlers(svc: TasksService, att: AttachmentsService, repos: Repositories): Handlers<typeof tasksRpc> {
-  const batches = taskBatches(svc);
+export function tasksHandlers(svc: TasksService, att: AttachmentsService, repos: Repositories, replyBytes: number): Handlers<typeof tasksRpc> {
+  const batches = taskBatches(svc, replyBytes);
   const replay = eventReplay(repos);
   return {
     createTask: (i, ctx) => svc.createTask(callerOf(ctx), i),

@@ -3,7 +3,7 @@ import { fileURLToPath } from "node:url";
 import { blobStoreSetting, natsBlobStore, s3BlobStore, type BlobStore } from "@tasksvc/blobs";
 import { serviceSettings, settings } from "@tasksvc/config";
 import { rolloverMessages, taskEventsStream, tasksChangedSubject, tasksRpc, TasksChanged, webhookMessages } from "@tasksvc/contracts";
-import { consume, decodeJson, encodeJson, jetstream, nanos } from "@tasksvc/nats";
+import { consume, decodeJson, encodeJson, jetstream, nanos, pageBudget } from "@tasksvc/nats";
 import { defineService } from "@tasksvc/runtime";
 import { z } from "zod";
 import { attachmentsService } from "./domain/attachments.js";
@@ -62,10 +62,11 @@ export const service = defineService({
     },
   ],
   async start({ db, nc, namespace, log, serve, every, onStop, cfg }) {
-    const relay = startRelay({ db, js: jetstream(nc), namespace, log });
+    const relay = startRelay({ db, js: jetstream(nc), nc, namespace, log });
     onStop(() => relay.stop());
     // One set of resources for every system: the domain's writes wake the relay once committed.
-    const resources = tasksResources(db, () => relay.notify());
+    // Pages stop at a byte budget that fits the connection's max_payload (DESIGN 20, Size).
+    const resources = tasksResources(db, () => relay.notify(), pageBudget(nc));
     const { repos } = resources;
     // Webhook endpoints' operational events, relayed by the webhooks service from its outbox: taken
     // into this outbox, they reach the feed, the live stream and the fan-out in the event stream's
@@ -156,6 +157,6 @@ export const service = defineService({
       warn: (err, what) => log.warn({ err }, `${what} failed`),
     });
     every(60_000, "attachment sweep", () => att.sweep());
-    serve(tasksRpc, tasksHandlers(svc, att, repos));
+    serve(tasksRpc, tasksHandlers(svc, att, repos, resources.replyBytes));
   },
 });

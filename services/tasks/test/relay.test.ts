@@ -1,5 +1,6 @@
 import { type EndpointEvent, OrgEvent, TaskEvent, taskEventsStream, type Task } from "@tasksvc/contracts";
 import { createDb, migrate } from "@tasksvc/db";
+import { outboxDeadLetters } from "@tasksvc/telemetry";
 import { createLogger } from "@tasksvc/logger";
 import type postgres from "postgres";
 import { apiTask, eventually } from "@tasksvc/testing";
@@ -28,6 +29,7 @@ beforeAll(async () => {
 
 beforeEach(async () => {
   await sql`delete from outbox`;
+  await sql`delete from outbox_dead_letters`;
   await (await jetstreamManager(nc)).streams.purge(stream);
 });
 
@@ -41,10 +43,10 @@ afterAll(async () => {
 /** A task in the API shape, so that every relayed event is a valid TaskEvent. */
 const task: Task = apiTask("relayed");
 
-async function enqueue(n: number): Promise<string[]> {
+async function enqueue(n: number, data: Task = task): Promise<string[]> {
   const ids = Array.from({ length: n }, (_, i) => `evt_relay_${Date.now()}_${i}`);
   for (const id of ids) {
-    const event: TaskEvent = { id, type: "task.created", organization_id: "org_relay", created_at: new Date().toISOString(), data: task };
+    const event: TaskEvent = { id, type: "task.created", organization_id: "org_relay", created_at: new Date().toISOString(), data };
     // A TaskEvent is JSON (its `changes` values are typed unknown, so the driver's type cannot tell).
     await sql`insert into outbox (event_id, type, organization_id, payload) values (${id}, 'task.created', 'org_relay', ${sql.json(event as postgres.JSONValue)})`;
   }
@@ -67,7 +69,7 @@ const outboxEmpty = async () => Number((await sql`select count(*)::int as n from
 describe("outbox relay", () => {
   it("when rows are waiting, then each is published once, in outbox order, and deleted", async () => {
     const ids = await enqueue(40);
-    const relay = startRelay({ db, js: jetstream(nc), namespace, log, pollMs: 50, batch: 16 });
+    const relay = startRelay({ db, js: jetstream(nc), nc, namespace, log, pollMs: 50, batch: 16 });
     await eventually(outboxEmpty, { what: "the outbox to empty" });
     await relay.stop();
     expect(await streamed()).toEqual(ids);
@@ -86,16 +88,39 @@ describe("outbox relay", () => {
         return ack;
       },
     } as unknown as JetStreamClient;
-    const relay = startRelay({ db, js: crashing, namespace, log, pollMs: 50 });
+    const relay = startRelay({ db, js: crashing, nc, namespace, log, pollMs: 50 });
     await eventually(outboxEmpty, { what: "the outbox to empty" });
     await relay.stop();
     expect(published).toBeGreaterThanOrEqual(20);
     expect(await streamed()).toEqual(ids);
   });
 
+  it("when a row is too large for NATS, then it is set aside in the dead-letter table and counted, and the rows behind it are published in order", async () => {
+    const deadLetters = async () =>
+      (await outboxDeadLetters.get()).values.find((v) => v.labels["outbox"] === "outbox" && v.labels["reason"] === "max_payload")?.value ?? 0;
+    const before = await deadLetters();
+    const first = await enqueue(3);
+    // 200,000 control characters of notes: 1.2 MB of JSON, over NATS's 1 MiB max_payload.
+    const [tooLarge] = await enqueue(1, { ...task, notes: "\u0001".repeat(200_000) });
+    const behind = await enqueue(5);
+    const relay = startRelay({ db, js: jetstream(nc), nc, namespace, log, pollMs: 50, batch: 4 });
+    await eventually(outboxEmpty, { what: "the outbox to empty" });
+    await relay.stop();
+    expect(await streamed()).toEqual([...first, ...behind]);
+    const set = await sql<Array<{ event_id: string; subject: string; bytes: number; reason: string; notes: string }>>`
+      select event_id, subject, bytes, reason, payload->'data'->>'notes' as notes from outbox_dead_letters`;
+    expect(set.map((r) => ({ ...r, notes: r.notes.length }))).toEqual([
+      { event_id: tooLarge, subject: `${namespace}.evt.tasks.task.created`, bytes: expect.any(Number), reason: "max_payload", notes: 200_000 },
+    ]);
+    expect(set[0]?.bytes).toBeGreaterThan(1024 * 1024);
+    expect((await deadLetters()) - before).toBe(1);
+    // Not in the live stream's order either: it was never published.
+    expect(await sql`select 1 from event_stream where event_id = ${tooLarge ?? ""}`).toHaveLength(0);
+  });
+
   it("when two relays run against one outbox, then nothing is published twice or lost", async () => {
-    const a = startRelay({ db, js: jetstream(nc), namespace, log, pollMs: 20, batch: 8 });
-    const b = startRelay({ db, js: jetstream(nc), namespace, log, pollMs: 20, batch: 8 });
+    const a = startRelay({ db, js: jetstream(nc), nc, namespace, log, pollMs: 20, batch: 8 });
+    const b = startRelay({ db, js: jetstream(nc), nc, namespace, log, pollMs: 20, batch: 8 });
     const ids = await enqueue(60);
     a.notify();
     b.notify();
@@ -132,7 +157,7 @@ describe("taking in an endpoint's operational event", () => {
     const e = endpointEvent(`evt_ops_${Date.now()}`);
     // Two replicas at once: one insert wins, the other finds the outbox row.
     expect((await Promise.all([repo.takeIn(e), repo.takeIn(e)])).sort()).toEqual([false, true]);
-    const relay = startRelay({ db, js: jetstream(nc), namespace, log, pollMs: 50 });
+    const relay = startRelay({ db, js: jetstream(nc), nc, namespace, log, pollMs: 50 });
     await eventually(outboxEmpty, { what: "the outbox to empty" });
     // Redelivered after the relay deleted the outbox row: the feed has it, so nothing is added.
     expect(await repo.takeIn(e)).toBe(false);

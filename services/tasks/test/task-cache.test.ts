@@ -1,6 +1,6 @@
 import type { Task } from "@tasksvc/contracts";
 import { describe, expect, it } from "vitest";
-import { taskCache } from "../src/domain/task-cache.js";
+import { taskBytes, taskCache } from "../src/domain/task-cache.js";
 
 const task = (title: string) => ({ id: "T-1", title }) as Task;
 
@@ -49,5 +49,25 @@ describe("task cache", () => {
     // A drop is not an invalidation: a read that started before it may still keep its copy.
     c.put("o", 2, task("two"), "v8", epoch);
     expect(c.get("o", 2)?.task.title).toBe("two");
+  });
+
+  it("when tasks with long notes fill the byte budget, then the oldest go first and the bytes held stay under it, whatever the entry count", () => {
+    const big = (title: string) => ({ id: "T-1", title, notes: "n".repeat(100_000), description: null }) as unknown as Task;
+    const one = taskBytes(big("t00"));
+    const c = taskCache({ maxEntries: 20_000, maxBytes: one * 3 + 10 });
+    for (let n = 1; n <= 50; n++) c.put("org", n, big(`t${String(n).padStart(2, "0")}`), "v1", c.epoch());
+    expect(c.size).toBe(3);
+    expect(c.bytes).toBeLessThanOrEqual(one * 3 + 10);
+    expect(c.get("org", 47)).toBeUndefined();
+    expect(c.get("org", 50)?.task.title).toBe("t50");
+    // Dropping and invalidating give their bytes back.
+    c.drop("org", 50);
+    c.invalidate("org", [49]);
+    expect(c.bytes).toBe(one);
+    // A task larger than the whole budget is never kept.
+    const tiny = taskCache({ maxBytes: 1000 });
+    tiny.put("org", 1, big("huge"), "v1", tiny.epoch());
+    expect(tiny.size).toBe(0);
+    expect(tiny.bytes).toBe(0);
   });
 });

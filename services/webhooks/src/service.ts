@@ -87,6 +87,8 @@ export const service = defineService({
       lock: "webhooks.outbox.relay",
       subject: (row) => webhookMessages.endpointEvent.subject(namespace, row.type),
       log,
+      // A row the server would refuse for its size is set aside at once, never retried.
+      maxPayload: () => nc.info?.max_payload,
     });
     onStop(() => relay.stop());
     const repo = endpointsRepo(db.sql);

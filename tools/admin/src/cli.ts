@@ -98,7 +98,11 @@ export const COMMANDS: Record<string, Command> = {
       "(exit 1) unless --if-exists reuse, which answers the existing organization and owner with a fresh key (the plan is left as it is).",
     prints: "{ organization_id, user_id, api_key }",
     flags: {
-      org: { value: "NAME", description: "organization name (1-200 characters)", required: true },
+      org: {
+        value: "NAME",
+        description: "organization name: one line of 1-200 characters, trimmed, not blank, without control or bidirectional control characters",
+        required: true,
+      },
       plan: PLAN,
       email: { value: "E", description: "owner's email", required: true },
       "if-exists": { value: "refuse|reuse", description: "when this --org already has this --email as an owner (default refuse)" },

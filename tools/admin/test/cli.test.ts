@@ -4,7 +4,8 @@ import { readFileSync, statSync } from "node:fs";
 import { createServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { api } from "@tasksvc/testing";
+import { isAppError } from "@tasksvc/errors";
+import { api, factories } from "@tasksvc/testing";
 import { describe, expect, inject, it } from "vitest";
 
 const stack = inject("stack");
@@ -253,6 +254,42 @@ describe("admin CLI", () => {
     const last = admin("remove-member", "--org", org, "--user", boot.user_id);
     expect(last.code).toBe(1);
     expect(last.stderr).toContain("last owner");
+  });
+
+  it("when bootstrap's --org is blank, holds a control character or a bidirectional control, then exit 2 naming --org, and nothing is created", async () => {
+    const env = { NATS_URL: await closedPort() };
+    const cases: [string, string][] = [
+      ["   ", "must not be blank"],
+      ["\t", "must not be blank"],
+      ["Acme\nInc", "single line"],
+      ["Acme\u0007", "control characters"],
+      ["Acme\u202Egpj.exe", "bidirectional control"],
+      ["\u2066Acme\u2069", "bidirectional control"],
+    ];
+    for (const [name, why] of cases) {
+      const r = adminIn(env, "bootstrap", "--org", name, "--plan", "pro", "--email", "names@names.test");
+      expect(r.code, `${JSON.stringify(name)}: ${r.stderr}`).toBe(2);
+      expect([r.stderr.includes("--org"), r.stderr.includes(why), r.stderr.trim().split("\n").length], r.stderr).toEqual([true, true, 1]);
+    }
+  });
+
+  it("when the keys service is asked directly for an organization named with a bidirectional control or blank, then it refuses, and a padded name is stored trimmed", async () => {
+    const keys = factories(stack);
+    try {
+      for (const org of ["Acme\u202Egpj.exe", " \t ", "Acme\r\nX-Injected: 1"]) {
+        const refused = await keys.admin("bootstrap", { org, plan: "pro", email: `n-${uniq()}@names.test` }).then(
+          () => "created",
+          (e: unknown) => (isAppError(e) ? `${e.code} ${e.errors?.map((x) => x.pointer).join(",")}` : String(e)),
+        );
+        expect(refused, JSON.stringify(org)).toBe("validation_failed /org");
+      }
+      const padded = admin("bootstrap", "--org", `  Padded ${uniq()}  `, "--plan", "pro", "--email", `p-${uniq()}@names.test`, "--json");
+      expect(padded.code, padded.stderr).toBe(0);
+      const orgs = await gw.get("/v1/organizations", { token: padded.json().api_key });
+      expect(orgs.body.data[0].name).toMatch(/^Padded [0-9a-f]{8}$/);
+    } finally {
+      await keys.close();
+    }
   });
 
   it("when bootstrap runs twice with the same org and email, then it refuses, or with --if-exists reuse answers the same org with a new key", async () => {

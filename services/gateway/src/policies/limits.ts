@@ -6,6 +6,8 @@ import type { GatewayRepo, ReserveRow } from "../repo/gateway-repo.js";
 export interface Charge {
   burst: { limit: number; windowSeconds: number; remaining: number; resetAt: Date };
   quota: { limit: number; used: number; periodStart: Date; periodEnd: Date };
+  /** The counter rows the call was counted in (keys as Postgres text), to give it back with refund(). */
+  counted: { credentialId: string; windowKey: string; orgId: string; periodKey: string };
 }
 
 const secondsUntil = (d: Date) => Math.max(1, Math.ceil((d.getTime() - Date.now()) / 1000));
@@ -58,11 +60,11 @@ export function createCharger(opts: ChargerOptions) {
     const n = r.tokens;
     r.tokens = 0;
     if (!row || n <= 0) return;
-    const p = opts.repo
-      .release(row.credentialId, row.window_key, row.organizationId, row.period_key, n)
-      .catch((err: unknown) => opts.log.error({ err, credential_id: row.credentialId, calls: n }, "could not give back reserved calls"))
-      .finally(() => releases.delete(p));
-    releases.add(p);
+    track(
+      opts.repo
+        .release(row.credentialId, row.window_key, row.organizationId, row.period_key, n)
+        .catch((err: unknown) => opts.log.error({ err, credential_id: row.credentialId, calls: n }, "could not give back reserved calls")),
+    );
   }
 
   const usable = (r: Reservation, now: number) =>
@@ -77,7 +79,23 @@ export function createCharger(opts: ChargerOptions) {
     return {
       burst: { limit: l.burst, windowSeconds: l.burst_window_seconds, remaining: Math.max(0, l.burst - row.burst_count + r.tokens), resetAt: row.window_end },
       quota: { limit: l.quota, used: Number(row.quota_count) - r.tokens, periodStart: row.period_start, periodEnd: row.period_end },
+      counted: { credentialId: row.credentialId, windowKey: row.window_key, orgId: row.organizationId, periodKey: row.period_key },
     };
+  }
+
+  function track(p: Promise<void>): void {
+    const tracked = p.finally(() => releases.delete(tracked));
+    releases.add(tracked);
+  }
+
+  /** Gives this replica's unspent calls for the credential back, so that the counters are exact. */
+  async function settle(id: Identity): Promise<void> {
+    const r = reservations.get(keyOf(id));
+    if (r) {
+      while (r.refill) await r.refill.catch(() => undefined);
+      giveBack(r);
+    }
+    await Promise.all(releases);
   }
 
   async function refill(r: Reservation, id: Identity): Promise<ReserveRow> {
@@ -184,28 +202,55 @@ export function createCharger(opts: ChargerOptions) {
     },
 
     /**
-     * Counts `n` more calls against the billing period only, all or none (a batch: one call per
-     * item, one against the burst limit, which `charge()` counted); 429 quota_exhausted when
-     * fewer remain.
+     * Counts `n` more calls against the burst window and the billing period, all or none (a
+     * batch: one call per item against each, DESIGN.md section 9; the pipeline counted the
+     * first). A refusal counts none of them: 429 rate_limited when the burst window cannot take
+     * them, else 429 quota_exhausted; the pipeline then gives back the first (refund()).
      */
-    async chargePeriod(id: Identity, n: number): Promise<void> {
+    async chargeItems(id: Identity, n: number): Promise<void> {
       if (n <= 0) return;
+      // Calls this replica reserved and has not spent would make the burst look fuller than it is.
+      await settle(id);
       const l = id.limits;
-      const charged = await opts.repo.chargePeriod({
+      const row = await opts.repo.chargeExact({
+        credentialId: id.credential_id,
+        burst: l.burst,
+        windowSeconds: l.burst_window_seconds,
         orgId: id.organization_id,
         anchor: id.organization_created_at,
         quota: l.quota,
         periodSeconds: QUOTA_PERIOD_SECONDS,
         n,
       });
-      if (charged) return;
-      const anchor = Date.parse(id.organization_created_at);
-      const period = QUOTA_PERIOD_SECONDS * 1000;
-      const end = new Date(anchor + (Math.floor((Date.now() - anchor) / period) + 1) * period);
+      const total = n + 1;
+      if (row.outcome === "ok") return;
+      if (row.outcome === "rate_limited") {
+        const why =
+          total > l.burst
+            ? `more than the burst limit of ${l.burst} requests per ${l.burst_window_seconds} s can ever cover: send at most ${l.burst} items per batch`
+            : `more than this credential's burst window of ${l.burst} requests per ${l.burst_window_seconds} s has left; retry after the Retry-After delay, or send fewer items`;
+        throw new AppError("rate_limited", `This batch counts ${total} calls (one per item), ${why}. Nothing was applied or counted.`, {
+          retryAfter: secondsUntil(row.window_end),
+        });
+      }
       throw new AppError(
         "quota_exhausted",
-        `The organization's allowance of ${l.quota} API calls for this billing period has fewer left than the ${n + 1} this request counts; it renews at ${end.toISOString()}.`,
-        { retryAfter: secondsUntil(end) },
+        `The organization's allowance of ${l.quota} API calls for this billing period has fewer left than the ${total} this batch counts (one per item); it renews at ${row.period_end.toISOString()}. Nothing was applied or counted.`,
+        { retryAfter: secondsUntil(row.period_end) },
+      );
+    },
+
+    /**
+     * Gives back a call that was counted for a request then refused with 429 (a request refused
+     * with 429 costs nothing, DESIGN.md section 20). Best effort: a failure is logged, and the
+     * call stays counted.
+     */
+    refund(c: Charge): void {
+      const k = c.counted;
+      track(
+        opts.repo
+          .release(k.credentialId, k.windowKey, k.orgId, k.periodKey, 1)
+          .catch((err: unknown) => opts.log.error({ err, credential_id: k.credentialId }, "could not give back a refused request's call")),
       );
     },
 

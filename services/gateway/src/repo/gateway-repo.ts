@@ -19,6 +19,17 @@ export interface ReserveRow {
   organizationId: string;
 }
 
+/** What charge_exact() answers: the counters after it (unchanged when refused). */
+export interface ExactChargeRow {
+  outcome: "ok" | "rate_limited" | "quota_exhausted";
+  burst_count: number;
+  quota_count: string;
+  window_start: Date;
+  window_end: Date;
+  period_start: Date;
+  period_end: Date;
+}
+
 export interface StoredOutcome {
   fingerprint: string;
   status: number | null;
@@ -57,21 +68,24 @@ export function gatewayRepo(sql: Sql) {
     },
 
     /**
-     * Counts `n` more calls against the organization's billing period only (a batch's items
-     * beyond its first call), all or none: false when fewer than `n` remain. The period is
-     * charge_reserve()'s; only the usage row is locked, so it adds no lock-order hazard.
+     * Counts exactly `n` more calls against the credential's burst window and the organization's
+     * billing period, all or none (a batch's items beyond the call the pipeline counted): a
+     * refusal counts nothing and says which limit refused.
      */
-    async chargePeriod(a: { orgId: string; anchor: string; quota: number; periodSeconds: number; n: number }): Promise<boolean> {
-      const rows = await sql`
-        with p as (
-          select ${a.anchor}::text::timestamptz + make_interval(secs => floor(extract(epoch from (now() - ${a.anchor}::text::timestamptz)) / ${a.periodSeconds}) * ${a.periodSeconds}) as start
-        )
-        insert into usage_counters as u (organization_id, period_start, count)
-        select ${a.orgId}, p.start, ${a.n}::bigint from p where ${a.n}::bigint <= ${a.quota}::bigint
-        on conflict (organization_id, period_start) do update set count = u.count + excluded.count
-          where u.count + excluded.count <= ${a.quota}::bigint
-        returning 1`;
-      return rows.length === 1;
+    async chargeExact(a: {
+      credentialId: string;
+      burst: number;
+      windowSeconds: number;
+      orgId: string;
+      anchor: string;
+      quota: number;
+      periodSeconds: number;
+      n: number;
+    }): Promise<ExactChargeRow> {
+      const [row] = await sql<ExactChargeRow[]>`
+        select r.* from charge_exact(${a.credentialId}, ${a.burst}, ${a.windowSeconds}, ${a.orgId}, ${a.anchor}::text::timestamptz, ${a.quota}, ${a.periodSeconds}, ${a.n}) r`;
+      if (!row) throw new Error("charge_exact() returned no row");
+      return row;
     },
 
     /** Gives back reserved calls that were not spent (keys as returned by reserve()). */
@@ -132,10 +146,23 @@ export function gatewayRepo(sql: Sql) {
       return row.value;
     },
 
-    /** Counts a live event stream against its credential's limit; false when it holds `max` already. */
-    async openStream(id: string, credentialId: string, replica: string, max: number, leaseSeconds: number): Promise<boolean> {
-      const [row] = await sql<{ opened: boolean }[]>`select stream_open(${id}, ${credentialId}, ${replica}, ${max}, ${leaseSeconds}) as opened`;
-      return row?.opened === true;
+    /**
+     * Counts a live event stream against its credential's limit and its organization's: `ok`, or
+     * which of them is reached already.
+     */
+    async openStream(a: {
+      id: string;
+      credentialId: string;
+      orgId: string;
+      replica: string;
+      max: number;
+      orgMax: number;
+      leaseSeconds: number;
+    }): Promise<"ok" | "credential" | "organization"> {
+      const [row] = await sql<{ outcome: "ok" | "credential" | "organization" }[]>`
+        select stream_open_in_org(${a.id}, ${a.credentialId}, ${a.orgId}, ${a.replica}, ${a.max}, ${a.orgMax}, ${a.leaseSeconds}) as outcome`;
+      if (!row) throw new Error("stream_open_in_org() returned no row");
+      return row.outcome;
     },
 
     async closeStream(id: string): Promise<void> {

@@ -42,12 +42,13 @@ export const taskBatches = resource({ name: "tasks", scopes: "tasks" }, (r) => {
       status: 200,
       response: TaskBatchResponse,
       idempotent: true,
-      cost: "1 API call per operation against the billing period's allowance, and 1 against the burst limit",
+      cost: "1 API call per operation against the billing period's allowance and 1 per operation against the burst limit, all or none",
     },
     async ({ clients, body, ctx, identity, charge, charger, origin }) => {
-      // One call per item against the billing period: the pipeline counted the first (and the
-      // burst's one). A replay is never charged (charge is null).
-      if (charge !== null) await charger.chargePeriod(identity, body.operations.length - 1);
+      // One call per item against the burst window and the billing period, all or none, before
+      // any item runs: the pipeline counted the first, and gives it back if this refuses (a 429
+      // costs nothing). A replay is never charged (charge is null).
+      if (charge !== null) await charger.chargeItems(identity, body.operations.length - 1);
       // If-Match values as entity tags, as the pipeline reads the header of a single operation.
       const operations = body.operations.map((op) => {
         if (op.method === "create") return op;

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import {
   type Identity,
   MAX_STREAMS_PER_CREDENTIAL,
+  MAX_STREAMS_PER_ORGANIZATION,
   type ReplayEventsOutput,
   type RpcContext,
   STREAM_HEARTBEAT_MS,
@@ -30,6 +31,8 @@ export interface EventStreamsOptions {
   maxQueued?: number;
   /** How long a resumed stream waits for the stored events to reach the live ones before it gives up. */
   switchTimeoutMs?: number;
+  /** Replay bytes per second per organization on this replica (REPLAY_BYTES_PER_SECOND). */
+  replayBytesPerSecond?: number;
 }
 
 /** What the route hands over, once the pipeline has authenticated, charged and parsed the request. */
@@ -47,6 +50,35 @@ const LAST_EVENT_ID = /^[\x21-\x7E]{1,100}$/;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /**
+ * Bytes of past events one organization's resuming streams may take per second on one replica,
+ * together. A replay is the one read a client can make as large as it likes (a Last-Event-ID
+ * far back behind megabytes of events), and every byte of it is parsed and written by the same
+ * process that serves every other organization; paced, a stream 30 MiB behind takes some
+ * seconds longer to catch up instead of taking the replica's CPU from everyone else meanwhile.
+ */
+export const REPLAY_BYTES_PER_SECOND = 4 * 1024 * 1024;
+
+/**
+ * A token bucket per organization (bytes of replay), bounded to the organizations replaying now:
+ * an entry is dropped once its bucket is full again.
+ */
+export function replayPacer(rate = REPLAY_BYTES_PER_SECOND, now: () => number = Date.now) {
+  const buckets = new Map<string, { tokens: number; at: number }>();
+  return {
+    /** Counts `bytes` against the organization; answers how long to wait before sending more. */
+    take(org: string, bytes: number): number {
+      const t = now();
+      const b = buckets.get(org) ?? { tokens: rate, at: t };
+      b.tokens = Math.min(rate, b.tokens + ((t - b.at) / 1000) * rate) - bytes;
+      b.at = t;
+      buckets.set(org, b);
+      for (const [k, v] of buckets) if (v.tokens + ((t - v.at) / 1000) * rate >= rate) buckets.delete(k);
+      return b.tokens >= 0 ? 0 : Math.ceil((-b.tokens / rate) * 1000);
+    },
+  };
+}
+
+/**
  * The replica's live event streams (GET /v1/events/stream, decision 0027): opens them within the
  * credential's limit, replays what a resuming client missed, switches it to the live events
  * without a gap or a twin, keeps them alive, ends them when their credential no longer admits
@@ -54,11 +86,14 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
  */
 export function createEventStreams(opts: EventStreamsOptions) {
   const replica = randomUUID();
+  const pacer = replayPacer(opts.replayBytesPerSecond);
   const sessions = new Map<Session, { id: string; authorization: string | undefined; expiry?: NodeJS.Timeout }>();
   let stopping = false;
 
   const heartbeat = setInterval(() => {
-    for (const s of sessions.keys()) s.comment("keep-alive");
+    // A stream whose head is not sent yet (its replay's first page is being read) gets none: a
+    // byte before the head would make Node send a 200 without Content-Type.
+    for (const s of sessions.keys()) if (s.started) s.comment("keep-alive");
   }, opts.heartbeatMs ?? STREAM_HEARTBEAT_MS);
   heartbeat.unref();
   const lease = setInterval(() => {
@@ -127,12 +162,19 @@ export function createEventStreams(opts: EventStreamsOptions) {
   async function catchUp(s: Session, r: StreamRequest, first: ReplayEventsOutput): Promise<void> {
     let page = first;
     let position: StreamPosition = first.next;
-    const giveUp = Date.now() + (opts.switchTimeoutMs ?? 15_000);
+    // Counted from when the stored events are all sent: a long (paced) replay is not a slow switch.
+    let giveUp: number | undefined;
     for (;;) {
+      let bytes = 0;
       for (const it of page.items) {
-        await s.replay(it.seq, it.event.id, it.event.type, JSON.stringify(it.event));
+        const json = JSON.stringify(it.event);
+        bytes += json.length;
+        await s.replay(it.seq, it.event.id, it.event.type, json);
         if (s.ended) return;
       }
+      const wait = pacer.take(s.org, bytes);
+      if (wait > 0) await sleep(wait);
+      if (s.ended) return;
       position = page.next;
       if (!page.more) {
         const kept = opts.fanIn.recentOf(s.org, page.through);
@@ -142,6 +184,7 @@ export function createEventStreams(opts: EventStreamsOptions) {
           for (const e of kept) s.deliver(e);
           return;
         }
+        giveUp ??= Date.now() + (opts.switchTimeoutMs ?? 15_000);
         if (Date.now() > giveUp) return s.end("fan_in", "the stored events did not reach the live ones in time; reconnect with Last-Event-ID to resume");
         await sleep(50);
       }
@@ -157,11 +200,25 @@ export function createEventStreams(opts: EventStreamsOptions) {
       // HEAD answers the head a stream would have, and opens none.
       if (req.method === "HEAD") return void reply.code(200).type("text/event-stream; charset=utf-8").send();
       const id = randomUUID();
-      const opened = await opts.repo.openStream(id, r.identity.credential_id, replica, MAX_STREAMS_PER_CREDENTIAL, LEASE_SECONDS);
-      if (!opened)
+      const opened = await opts.repo.openStream({
+        id,
+        credentialId: r.identity.credential_id,
+        orgId: r.identity.organization_id,
+        replica,
+        max: MAX_STREAMS_PER_CREDENTIAL,
+        orgMax: MAX_STREAMS_PER_ORGANIZATION,
+        leaseSeconds: LEASE_SECONDS,
+      });
+      if (opened === "credential")
         throw new AppError(
           "rate_limited",
           `This credential already has ${MAX_STREAMS_PER_CREDENTIAL} live event streams open, the most it may hold; close one first.`,
+          { retryAfter: LEASE_SECONDS },
+        );
+      if (opened === "organization")
+        throw new AppError(
+          "rate_limited",
+          `This organization already has ${MAX_STREAMS_PER_ORGANIZATION} live event streams open across its credentials, the most it may hold; close one first.`,
           { retryAfter: LEASE_SECONDS },
         );
       const s = new Session({

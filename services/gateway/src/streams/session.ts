@@ -71,7 +71,7 @@ export class Session implements FanInListener {
    * replay reads the next page only as fast as the client reads this one.
    */
   async replay(seq: number, id: string, type: string, json: string): Promise<void> {
-    if (this.ended) return;
+    if (this.ended || !this.started) return;
     if (seq > this.lastSent) this.lastSent = seq;
     eventStreamMessages.inc({ phase: "replay" });
     if (this.o.res.write(sseMessage(id, type, json))) return;
@@ -86,17 +86,23 @@ export class Session implements FanInListener {
     });
   }
 
-  /** A comment line (`: …`): heartbeats and the reason a stream ends. Skipped while the client is behind. */
+  /**
+   * A comment line (`: …`): heartbeats and the reason a stream ends. Skipped while the client is
+   * behind, and before the head is sent.
+   */
   comment(text: string): void {
-    if (!this.ended && !this.blocked) this.o.res.write(`: ${text}\n\n`);
+    if (this.started && !this.ended && !this.blocked) this.o.res.write(`: ${text}\n\n`);
   }
 
   raw(text: string): void {
     if (!this.ended) this.write(text);
   }
 
+  // Nothing is written before the head (status, Content-Type text/event-stream): the first write
+  // of a response sends Node's implicit head instead (a 200 without Content-Type), after which a
+  // browser's EventSource fails for good instead of reconnecting.
   private write(frame: string): void {
-    if (this.ended) return;
+    if (this.ended || !this.started) return;
     if (this.blocked) {
       this.queue.push(frame);
       if (this.queue.length - this.queueHead > this.o.maxQueued)

@@ -1,5 +1,6 @@
 import {
   DEFAULT_KEY_SCOPES,
+  MAX_LIVE_API_KEYS,
   PLAN_DEFAULTS,
   SCOPES,
   type ApiKey,
@@ -71,6 +72,13 @@ function identity(kind: Identity["kind"], credentialId: string, org: OrgRow, use
 
 const notFound = (what: string, id: string) => new AppError("resource_not_found", `No ${what} with id ${id} exists.`);
 
+/** The organization holds the most live keys it may: `how` names where to revoke one. */
+const limitReached = (orgId: string, live: number, how: string) =>
+  new AppError(
+    "limit_reached",
+    `Organization ${orgId} already has ${live} live API keys, the most it may hold is ${MAX_LIVE_API_KEYS}: revoke one (${how}) before creating another.`,
+  );
+
 export function keysService(deps: KeysDeps) {
   const { repo } = deps;
 
@@ -108,7 +116,15 @@ export function keysService(deps: KeysDeps) {
     return { key, secret };
   }
 
+  /**
+   * Mints a key for the admin CLI, within the organization's limit of live keys like POST
+   * /v1/api-keys: an operator who needs another key revokes one first (list-keys, revoke-key).
+   * `r` must be a transaction's repo: the lock holds until it ends.
+   */
   async function mintKey(r: KeysRepo, a: KeySpec): Promise<CreatedApiKey> {
+    await r.lockOrganizationKeys(a.orgId);
+    const live = await r.liveKeyCount(a.orgId);
+    if (live >= MAX_LIVE_API_KEYS) throw limitReached(a.orgId, live, "list-keys and revoke-key");
     const { key, secret } = newKey(a);
     return { ...toApiKey(await r.insertKey(key)), key: secret };
   }
@@ -148,8 +164,9 @@ export function keysService(deps: KeysDeps) {
       // the minting statement, so a retry after a crash anywhere between the insert and the
       // gateway's own record (a killed gateway, a reply lost with the keys replica) gets the same
       // key back instead of a second one. A replay comes first, as the gateway's would. One
-      // statement does it all (replay check, membership, record, insert; decision 0020): the
-      // answer is computed before it, so that the record can hold it.
+      // statement does it all (replay check, membership, the count of live keys, record, insert;
+      // decision 0020), after the organization's lock: the answer is computed before it, so that
+      // the record can hold it.
       const { credentialId, idempotencyKey: idemKey } = t;
       const expiresAt = body.expires_in_days === undefined ? null : new Date(Date.now() + body.expires_in_days * 86_400_000);
       const { key: row, secret } = newKey({
@@ -172,7 +189,12 @@ export function keysService(deps: KeysDeps) {
         legacy: key.legacy,
       });
       const once = idemKey === undefined ? null : { credentialId, key: idemKey, result: { ...shown, key_sealed: deps.box.seal(secret) } satisfies RecordedKey };
-      const out = await repo.mintApiKey(key, once);
+      // The count of live keys and the insert are one step per organization: concurrent mints
+      // queue on the organization's lock, each counting what the previous one committed.
+      const out = await deps.tx(async (r) => {
+        await r.lockOrganizationKeys(t.organizationId);
+        return r.mintApiKey(key, once, MAX_LIVE_API_KEYS);
+      });
       switch (out.kind) {
         case "minted":
           return { ...shown, key: secret };
@@ -184,6 +206,8 @@ export function keysService(deps: KeysDeps) {
             "insufficient_scope",
             `Minting API keys requires an owner or admin membership; the calling user is ${out.role ? `a ${out.role}` : "not a member"}.`,
           );
+        case "limitReached":
+          throw limitReached(t.organizationId, out.live, "DELETE /v1/api-keys/{key_id}");
         case "recordedMeanwhile": {
           // A twin recorded the key first (the statement waited for its commit): its key is the answer.
           const stored = await repo.idempotency.replay<RecordedKey>(credentialId, idemKey, "createApiKey");
@@ -288,7 +312,7 @@ export function keysService(deps: KeysDeps) {
     async legacyKey(a: { org: string; user: string }) {
       const m = await repo.membership(a.org, a.user);
       if (!m) throw new AppError("resource_not_found", `User ${a.user} is not a member of organization ${a.org}.`);
-      const key = await mintKey(repo, { orgId: a.org, userId: a.user, name: null, scopes: DEFAULT_KEY_SCOPES, kind: "legacy", expiresAt: null });
+      const key = await deps.tx((r) => mintKey(r, { orgId: a.org, userId: a.user, name: null, scopes: DEFAULT_KEY_SCOPES, kind: "legacy", expiresAt: null }));
       return { id: key.id, api_key: key.key };
     },
 

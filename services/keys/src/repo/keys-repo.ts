@@ -203,6 +203,9 @@ export function keysRepo(sql: Sql) {
      * - `replay`: a record of this Idempotency-Key younger than 24 h exists (whatever the caller's
      *   role is now): `result` is what it answered;
      * - `forbidden`: the caller is not an owner or admin (`role` null: not a member); nothing written;
+     * - `limitReached`: the organization already holds `maxLive` live keys; nothing written. Exact
+     *   only under lockOrganizationKeys() taken by an earlier statement of the transaction (a
+     *   statement's snapshot predates any lock it takes itself);
      * - `minted`: the key (and its record) are in;
      * - `recordedMeanwhile`: a twin recorded the Idempotency-Key after this statement's snapshot
      *   (the insert waited for its commit); nothing written. Its record is the answer.
@@ -211,18 +214,27 @@ export function keysRepo(sql: Sql) {
     async mintApiKey(
       k: NewKey & { createdAt: Date },
       once: { credentialId: string; key: string; result: unknown } | null,
+      maxLive: number,
     ): Promise<
-      { kind: "replay"; operation: string; result: unknown } | { kind: "forbidden"; role: Role | null } | { kind: "minted" } | { kind: "recordedMeanwhile" }
+      | { kind: "replay"; operation: string; result: unknown }
+      | { kind: "forbidden"; role: Role | null }
+      | { kind: "limitReached"; live: number }
+      | { kind: "minted" }
+      | { kind: "recordedMeanwhile" }
     > {
-      const [row] = await sql<{ prior_operation: string | null; prior_result: unknown; role: Role | null; inserted: number }[]>`
+      const [row] = await sql<{ prior_operation: string | null; prior_result: unknown; role: Role | null; live: number; inserted: number }[]>`
         with prior as (
           select operation, result from idempotency
           where ${once !== null} and credential_id = ${once?.credentialId ?? ""} and key = ${once?.key ?? ""}
             and created_at > now() - interval '24 hours'
         ), member as (
           select role from memberships where organization_id = ${k.organizationId} and user_id = ${k.userId}
+        ), live as (
+          select count(*)::int as n from api_keys
+          where organization_id = ${k.organizationId} and revoked_at is null and (expires_at is null or expires_at > now())
         ), allowed as (
-          select 1 as ok from member where role in ('owner', 'admin') and not exists (select 1 from prior)
+          select 1 as ok from member, live
+          where role in ('owner', 'admin') and not exists (select 1 from prior) and live.n < ${maxLive}
         ), recorded as (
           insert into idempotency as i (credential_id, key, operation, result)
           select ${once?.credentialId ?? ""}, ${once?.key ?? ""}, 'createApiKey', ${jsonb(sql, once?.result ?? null)}
@@ -240,11 +252,28 @@ export function keysRepo(sql: Sql) {
           returning id
         )
         select (select operation from prior) as prior_operation, (select result from prior) as prior_result,
-          (select role from member) as role, (select count(*) from inserted)::int as inserted`;
+          (select role from member) as role, (select n from live) as live, (select count(*) from inserted)::int as inserted`;
       if (!row) throw new Error("the mint statement returned no row");
       if (row.prior_operation !== null) return { kind: "replay", operation: row.prior_operation, result: row.prior_result };
       if (row.role !== "owner" && row.role !== "admin") return { kind: "forbidden", role: row.role };
+      if (row.live >= maxLive) return { kind: "limitReached", live: row.live };
       return row.inserted === 1 ? { kind: "minted" } : { kind: "recordedMeanwhile" };
+    },
+
+    /**
+     * Serializes the minting of one organization's keys until the transaction ends, so that a
+     * count of its live keys taken after it stays true until the new key is in.
+     */
+    async lockOrganizationKeys(orgId: string): Promise<void> {
+      await sql`select pg_advisory_xact_lock(hashtextextended(${`keys.api_keys:${orgId}`}, 0))`;
+    },
+
+    /** Keys that still authenticate: neither revoked nor expired (legacy and sandbox keys included). */
+    async liveKeyCount(orgId: string): Promise<number> {
+      const [row] = await sql<{ n: number }[]>`
+        select count(*)::int as n from api_keys
+        where organization_id = ${orgId} and revoked_at is null and (expires_at is null or expires_at > now())`;
+      return row?.n ?? 0;
     },
 
     async insertKey(k: NewKey): Promise<KeyRow> {

@@ -2,15 +2,31 @@ import { type Caller, taskEtag } from "@tasksvc/contracts";
 import { AppError } from "@tasksvc/errors";
 import type { TaskRow } from "../repo/task-json.js";
 
+/** Whether the write is conditional (If-Match or If-None-Match): then its row is read locked. */
+export function isConditional(c: Caller): boolean {
+  return c.ifMatch !== undefined || c.ifNoneMatch !== undefined;
+}
+
+/** If-None-Match compares weakly (RFC 9110, 13.1.2): W/"3" and "3" name the same version. */
+const weak = (tag: string) => (tag.startsWith("W/") ? tag.slice(2) : tag);
+
 /**
- * If-Match: the write goes on only when the request names the task's current ETag (or `*`).
- * Checked on the locked row, so of two writers that read one version, exactly one passes.
+ * The write's preconditions (RFC 9110, section 13), on the locked row, so that of two writers
+ * that read one version exactly one passes:
+ * - If-Match: it goes on only when the request names the task's current ETag (or `*`);
+ * - If-None-Match: it goes on only when the request names no current ETag (`*` names any, and
+ *   the task exists here), so a client can refuse to overwrite the version it already holds.
+ * Either refusal is 412 with the current ETag, and nothing changes.
  */
 export function checkIfMatch(c: Caller, row: TaskRow): void {
-  if (c.ifMatch === undefined) return;
   const etag = taskEtag(row.version);
-  if (c.ifMatch.includes("*") || c.ifMatch.includes(etag)) return;
-  throw new AppError("precondition_failed", `The task is at version ${row.version}, not the one If-Match names: read it again and retry with ETag ${etag}.`, {
-    etag,
-  });
+  if (c.ifMatch !== undefined && !(c.ifMatch.includes("*") || c.ifMatch.includes(etag))) {
+    throw new AppError("precondition_failed", `The task is at version ${row.version}, not the one If-Match names: read it again and retry with ETag ${etag}.`, {
+      etag,
+    });
+  }
+  if (c.ifNoneMatch !== undefined && (c.ifNoneMatch.includes("*") || c.ifNoneMatch.some((t) => weak(t) === etag))) {
+    const named = c.ifNoneMatch.includes("*") ? "If-None-Match: * names any version" : `If-None-Match names its current ETag ${etag}`;
+    throw new AppError("precondition_failed", `The task is at version ${row.version} and ${named}: nothing was changed.`, { etag });
+  }
 }

@@ -1,4 +1,4 @@
-import type { Database } from "@tasksvc/db";
+import { type Database, DEFAULT_PAGE_BYTES, type ScanGate, scanGate } from "@tasksvc/db";
 import { type Repositories, repositories } from "../repo/repositories.js";
 
 /**
@@ -13,9 +13,22 @@ export interface TasksResources {
   tx<T>(fn: (r: Repositories) => Promise<T>): Promise<T>;
   /** Called after a transaction that wrote outbox rows commits (wakes the relay). */
   written(): void;
+  /** Each organization's share of the connections for lists, searches and the feed. */
+  scans: ScanGate;
+  /** The bytes of items one reply may carry (a page, a batch's results): under NATS's max_payload. */
+  replyBytes: number;
 }
 
-/** The resources over a database (`written` wakes the outbox relay). */
-export function tasksResources(db: Database, written: () => void): TasksResources {
-  return { repos: repositories(db.sql), tx: (fn) => db.tx((t) => fn(repositories(t))), written };
+/**
+ * The resources over a database (`written` wakes the outbox relay; `pageBytes`, the bytes of items
+ * a page may carry, is the service's NATS connection's pageBudget(): the default when absent).
+ */
+export function tasksResources(db: Database, written: () => void, pageBytes?: number): TasksResources {
+  return {
+    repos: repositories(db.sql, pageBytes),
+    tx: (fn) => db.tx((t) => fn(repositories(t, pageBytes))),
+    written,
+    scans: scanGate({ service: "tasks", connections: db.connections }),
+    replyBytes: pageBytes ?? DEFAULT_PAGE_BYTES,
+  };
 }

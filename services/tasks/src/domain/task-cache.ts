@@ -3,6 +3,11 @@ import type { Task } from "@tasksvc/contracts";
 export interface TaskCacheOptions {
   /** Most entries kept; the oldest go first. */
   maxEntries?: number;
+  /**
+   * Most bytes kept (an estimate of the tasks' size in memory); the oldest go first. A task's
+   * notes alone may be 100,000 characters, so a bound in entries alone could hold gigabytes.
+   */
+  maxBytes?: number;
   /** Safety net only: entries are dropped by invalidations long before this. */
   ttlMs?: number;
   /** The clock entries expire on (Date.now unless a test passes its own). */
@@ -34,8 +39,16 @@ export function taskCache(opts: TaskCacheOptions = {}) {
   const max = opts.maxEntries ?? 20_000;
   const ttl = opts.ttlMs ?? 30_000;
   const now = opts.now ?? Date.now;
-  const entries = new Map<string, CachedTask & { expires: number }>();
+  const maxBytes = opts.maxBytes ?? 64 * 1024 * 1024;
+  const entries = new Map<string, CachedTask & { expires: number; bytes: number }>();
+  let bytes = 0;
   let epoch = 0;
+  const remove = (k: string): void => {
+    const e = entries.get(k);
+    if (!e) return;
+    bytes -= e.bytes;
+    entries.delete(k);
+  };
   const key = (org: string, n: number) => `${org}\u0000${n}`;
 
   return {
@@ -45,7 +58,7 @@ export function taskCache(opts: TaskCacheOptions = {}) {
       const e = entries.get(k);
       if (!e) return undefined;
       if (e.expires <= now()) {
-        entries.delete(k);
+        remove(k);
         return undefined;
       }
       return e;
@@ -55,29 +68,46 @@ export function taskCache(opts: TaskCacheOptions = {}) {
     put(org: string, n: number, task: Task, version: string, readEpoch: number): void {
       if (readEpoch !== epoch) return;
       const k = key(org, n);
-      entries.delete(k);
-      entries.set(k, { task, version, expires: now() + ttl });
-      if (entries.size > max) {
-        // Maps iterate in insertion order: the first key is the least recently put.
+      remove(k);
+      const size = taskBytes(task);
+      if (size > maxBytes) return;
+      entries.set(k, { task, version, expires: now() + ttl, bytes: size });
+      bytes += size;
+      // Maps iterate in insertion order: the first key is the least recently put.
+      while (entries.size > max || bytes > maxBytes) {
         const oldest = entries.keys().next();
-        if (!oldest.done) entries.delete(oldest.value);
+        if (oldest.done) break;
+        remove(oldest.value);
       }
     },
     /** Drops one copy found out of date (its version no longer the row's); no epoch change. */
     drop(org: string, n: number): void {
-      entries.delete(key(org, n));
+      remove(key(org, n));
     },
     invalidate(org: string, numbers: readonly number[]): void {
       epoch += 1;
-      for (const n of numbers) entries.delete(key(org, n));
+      for (const n of numbers) remove(key(org, n));
     },
     clear(): void {
       epoch += 1;
       entries.clear();
+      bytes = 0;
     },
     get size() {
       return entries.size;
     },
+    /** The estimated bytes held now. */
+    get bytes() {
+      return bytes;
+    },
   };
 }
 export type TaskCache = ReturnType<typeof taskCache>;
+
+/**
+ * A task's size in memory, estimated: its free text at two bytes a character (JavaScript strings
+ * may hold UTF-16) and a kilobyte for the rest of the object. Cheap: no encoding per put.
+ */
+export function taskBytes(task: Task): number {
+  return 1024 + 2 * (task.title.length + (task.description?.length ?? 0) + (task.notes?.length ?? 0));
+}

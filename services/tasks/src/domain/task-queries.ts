@@ -25,3 +25,14 @@ export function listFilter(q: ListTasksQuery, parent: number | undefined): TaskF
   if (q.q !== undefined) all.push({ field: "text", op: "matches", value: q.q });
   return { and: all };
 }
+
+/** What each scanning read tells its caller to narrow when it reaches the time limit. */
+export const LIST_SCAN = {
+  operation: "list",
+  narrow: "narrow it with more selective filters (status, project_id, a date bound, fewer full-text words) or a smaller limit",
+} as const;
+export const SEARCH_SCAN = {
+  operation: "search",
+  narrow: "narrow the filter (fewer or more selective full-text conditions, fewer negations, a status, project or date condition) or use a smaller limit",
+} as const;
+export const FEED_SCAN = { operation: "events feed", narrow: "narrow it with type, created_gte/created_lt or a smaller limit" } as const;

@@ -23,8 +23,8 @@ import { type Content, contentOf, inTaskOrder, toTask } from "../repo/task-json.
 import { createBatcher } from "./creates.js";
 import { occurAfterDone } from "./occurrences.js";
 import { changesOf } from "./changes.js";
-import { checkIfMatch } from "./preconditions.js";
-import { listFilter } from "./task-queries.js";
+import { checkIfMatch, isConditional } from "./preconditions.js";
+import { FEED_SCAN, LIST_SCAN, listFilter, SEARCH_SCAN } from "./task-queries.js";
 import { firstSlot, localDay } from "./recurrence.js";
 import { normalizeRecurrence, withRecurrenceRule } from "./rrule.js";
 import type { TasksResources } from "./resources.js";
@@ -73,7 +73,7 @@ export function toIsoOrNull(v: string | null): string | null {
 }
 
 export function tasksService(deps: TasksServiceOptions) {
-  const { repos, tx, written } = deps.resources;
+  const { repos, tx, written, scans } = deps.resources;
   const now = deps.now ?? (() => new Date());
 
   /**
@@ -191,12 +191,16 @@ export function tasksService(deps: TasksServiceOptions) {
       const parent = await filterTask(org, q.parent_task_id, "parent task");
       const series = await filterTask(org, q.series_task_id, "series task");
       if (q.project_id !== undefined && !(await repos.projects.get(org, q.project_id))) throw notFound("project");
-      return repos.search.page(org, { filter: listFilter(q, parent), series, sort: q.sort, limit: q.limit, after: q.after });
+      return scans.run(org, c.deadline, LIST_SCAN, (until) =>
+        repos.search.page(org, { filter: listFilter(q, parent), series, sort: q.sort, limit: q.limit, after: q.after, until }),
+      );
     },
 
     /** A filter tree: ids that name nothing match nothing (a condition, not a reference to check). */
     async searchTasks(c: Caller, body: SearchTasksBody): Promise<RawJson<Page<Task>>> {
-      return repos.search.page(c.organizationId, { filter: body.filter, sort: body.sort, limit: body.limit, after: body.after });
+      return scans.run(c.organizationId, c.deadline, SEARCH_SCAN, (until) =>
+        repos.search.page(c.organizationId, { filter: body.filter, sort: body.sort, limit: body.limit, after: body.after, until }),
+      );
     },
 
     /** The events feed (issue 16): the organization's task events of the last 30 days, newest first. */
@@ -217,7 +221,9 @@ export function tasksService(deps: TasksServiceOptions) {
       // are all past the 30 days answers an empty page.
       const n = await filterTask(c.organizationId, q.task_id, "task");
       // Matched as events carry it (`T-<n>`), whatever spelling the query used.
-      return repos.events.list(c.organizationId, { ...q, task_id: n === undefined ? undefined : taskId(n) });
+      return scans.run(c.organizationId, c.deadline, FEED_SCAN, (until) =>
+        repos.events.list(c.organizationId, { ...q, task_id: n === undefined ? undefined : taskId(n) }, until),
+      );
     },
 
     /** An event of a type the caller may not see is as absent as one that does not exist. */
@@ -310,7 +316,7 @@ export function tasksService(deps: TasksServiceOptions) {
         // One writer per organization's graph at a time: two links that together would close a
         // loop cannot both pass the check.
         await r.dependencies.lock(org);
-        const row = await existingTask(r, org, ref, c.ifMatch !== undefined);
+        const row = await existingTask(r, org, ref, isConditional(c));
         checkIfMatch(c, row);
         const blocked = Number(row.number);
         const blocker = taskNumber(blockerRef);
@@ -332,7 +338,7 @@ export function tasksService(deps: TasksServiceOptions) {
     async removeDependency(c: Caller, ref: string, blockerRef: string): Promise<DependencyView> {
       return write(c, "removeDependency", async (r) => {
         const org = c.organizationId;
-        const row = await existingTask(r, org, ref, c.ifMatch !== undefined);
+        const row = await existingTask(r, org, ref, isConditional(c));
         checkIfMatch(c, row);
         const blocked = Number(row.number);
         const blocker = taskNumber(blockerRef);

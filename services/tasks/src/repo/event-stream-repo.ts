@@ -1,26 +1,33 @@
 import type { StreamPosition } from "@tasksvc/contracts";
 import { EVENT_RETENTION_DAYS } from "@tasksvc/contracts";
-import type { Sql } from "@tasksvc/db";
-import { type EventRow, toEvent } from "./events-repo.js";
+import { type Budgeted, DEFAULT_PAGE_BYTES, pageRows, type Sql, withinBudget } from "@tasksvc/db";
+import { CUT_EVENT_COLUMNS, eventBytes, type EventRow, toEvent } from "./events-repo.js";
 
 /** Where a resume starts, from the event a client last received. */
 export type Resume = { kind: "position"; position: StreamPosition } | { kind: "unknown" } | { kind: "pending" };
 
-interface ReplayRow extends EventRow {
+interface ReplayRow extends EventRow, Budgeted {
   seq: string | null;
   at: string;
 }
 
-/** The event columns of a replay page, beside its place in the stream's order. */
-const COLUMNS = `e.id, e.type, e.payload->>'created_at' as timestamp, e.payload->'data' as data, e.payload->'changes' as changes,
-  to_char(e.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as at`;
+/**
+ * The event columns of a replay page, beside its place in the stream's order; with the older
+ * order's values and each event's size for the page's byte budget (its envelope's text, larger
+ * than the item by its organization_id and jsonb's spaces, which covers the item's `seq`).
+ */
+const COLUMNS = `e.id, e.type, e.payload, to_char(e.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as at,
+  e.created_at as sort_at, ${eventBytes("e.")} as bytes`;
+/** What a replay row answers, unpacked only for the events sent (see withinBudget). */
+const CUT_COLUMNS = `page_cut.seq, ${CUT_EVENT_COLUMNS}, page_cut.at, page_cut.bytes`;
 
 /**
  * The live stream's order (decision 0027): each event's sequence in the task-event stream, recorded
  * by the relay (event_stream, migration 0014), and the events published before sequences were
- * recorded, first, in the feed's order.
+ * recorded, first, in the feed's order. `pageBytes`: the bytes of events one replay page may carry
+ * (pageBudget() of the service's NATS connection).
  */
-export function eventStreamRepo(sql: Sql) {
+export function eventStreamRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
   const columns = sql.unsafe(COLUMNS);
   const retained = () => sql`e.created_at > now() - make_interval(days => ${EVENT_RETENTION_DAYS})`;
   const ofTypes = (types: readonly string[] | undefined) => (types === undefined ? sql`` : sql`and e.type = any(${types as string[]}::text[])`);
@@ -56,49 +63,54 @@ export function eventStreamRepo(sql: Sql) {
     /**
      * Up to `limit` events after `from`, in the stream's order, and the prefix of the stream whose
      * sequences are all recorded (read in the same statement, so the page and the prefix agree).
+     * A page stops early at the byte budget: then `more`, and `next` after its last event.
      */
     async page(org: string, from: StreamPosition, types: readonly string[] | undefined, limit: number) {
       if ("seq" in from) {
+        const events = sql`
+          select s.stream_seq as seq, ${columns}
+          from event_stream s join events e on e.id = s.event_id
+          where s.organization_id = ${org} and s.stream_seq > ${from.seq} ${types === undefined ? sql`` : sql`and s.type = any(${types as string[]}::text[])`}
+            and ${retained()}
+          order by s.stream_seq
+          limit ${limit}`;
         const rows = await sql<Array<ReplayRow & { through: string }>>`
           select p.last_seq as through, r.*
           from event_stream_position p
-          left join lateral (
-            select s.stream_seq as seq, ${columns}
-            from event_stream s join events e on e.id = s.event_id
-            where s.organization_id = ${org} and s.stream_seq > ${from.seq} ${types === undefined ? sql`` : sql`and s.type = any(${types as string[]}::text[])`}
-              and ${retained()}
-            order by s.stream_seq
-            limit ${limit}) r on true
-          order by r.seq`;
+          left join lateral (${withinBudget(sql, events, "item.bytes", "item.seq", pageBytes, CUT_COLUMNS)}) r on true
+          order by r.page_row`;
         const through = Number(rows[0]?.through ?? 0);
         const found = rows.filter((r) => r.id !== null);
-        const last = found.at(-1);
+        const { kept, hasMore } = pageRows(found, limit);
+        const last = kept.at(-1);
         return {
-          items: found.map((r) => ({ seq: Number(r.seq), event: toEvent(r) })),
+          items: kept.map((r) => ({ seq: Number(r.seq), event: toEvent(r) })),
           next: last ? { seq: Number(last.seq) } : from,
-          more: found.length === limit,
+          more: hasMore || found.length === limit,
           through,
         };
       }
       // Published before sequences were recorded: the feed's order, then the recorded ones.
+      const older = sql`
+        select null::int8 as seq, ${columns}
+        from events e
+        where e.organization_id = ${org} and e.created_at < p.since and ${retained()}
+          and (e.created_at, e.id) > (${from.at}::timestamptz, ${from.id}) ${ofTypes(types)}
+          and not exists (select 1 from event_stream s where s.event_id = e.id)
+        order by e.created_at, e.id
+        limit ${limit}`;
       const rows = await sql<Array<ReplayRow & { through: string }>>`
         select p.last_seq as through, r.*
         from event_stream_position p
-        left join lateral (
-          select null::int8 as seq, ${columns}
-          from events e
-          where e.organization_id = ${org} and e.created_at < p.since and ${retained()}
-            and (e.created_at, e.id) > (${from.at}::timestamptz, ${from.id}) ${ofTypes(types)}
-            and not exists (select 1 from event_stream s where s.event_id = e.id)
-          order by e.created_at, e.id
-          limit ${limit}) r on true
-        order by r.at, r.id`;
+        left join lateral (${withinBudget(sql, older, "item.bytes", "item.sort_at, item.id", pageBytes, CUT_COLUMNS)}) r on true
+        order by r.page_row`;
       const through = Number(rows[0]?.through ?? 0);
       const found = rows.filter((r) => r.id !== null);
-      const last = found.at(-1);
-      const full = found.length === limit;
+      const { kept, hasMore } = pageRows(found, limit);
+      const last = kept.at(-1);
+      const full = hasMore || found.length === limit;
       return {
-        items: found.map((r) => ({ seq: 0, event: toEvent(r) })),
+        items: kept.map((r) => ({ seq: 0, event: toEvent(r) })),
         next: full && last ? { at: last.at, id: last.id } : { seq: 0 },
         more: true,
         through,

@@ -1,6 +1,19 @@
 import type { EndpointEvent, Event, EventType, Task, TaskChanges, TaskEventType } from "@tasksvc/contracts";
 import { EVENT_RETENTION_DAYS, inChangesOrder, inDataOrder } from "@tasksvc/contracts";
-import { deleteInBatches, jsonb, KEYSET_TIME, keyset, keysetAfter, newId, pageOf, type Sql } from "@tasksvc/db";
+import {
+  type Budgeted,
+  cancelAt,
+  DEFAULT_PAGE_BYTES,
+  deleteInBatches,
+  jsonb,
+  KEYSET_TIME,
+  keyset,
+  keysetAfter,
+  newId,
+  pageOf,
+  type Sql,
+  withinBudget,
+} from "@tasksvc/db";
 import { ISO_SQL } from "./sql-time.js";
 
 /**
@@ -19,6 +32,20 @@ export const EVENT_ENVELOPE = `(jsonb_build_object('id', event_id, 'type', type,
 const EVENT_COLUMNS = `id, type, payload->>'created_at' as timestamp, payload->'data' as data, payload->'changes' as changes`;
 /** Newest first: `order by created_at desc, id desc`. */
 const EVENT_PAGES = keyset("desc", ["created_at", "timestamp"], ["id", "text"]);
+
+/**
+ * A stored event's size for a page's byte budget: its envelope's text, which holds every byte of
+ * the item (jsonb's text escapes as JSON does, and writes a space after each `:` and `,`). Stored
+ * with the event (migration 0016); measured here only for events written before.
+ */
+export const eventBytes = (e = "") => `coalesce(${e}bytes, octet_length(${e}payload::text))`;
+
+/**
+ * The feed's and the replay's columns of an event, over a page cut at its budget (`page_cut`,
+ * libs/db withinBudget): unpacked from the envelope only for the events sent.
+ */
+export const CUT_EVENT_COLUMNS = `page_cut.id, page_cut.type, page_cut.payload->>'created_at' as timestamp, page_cut.payload->'data' as data,
+  page_cut.payload->'changes' as changes`;
 
 /** A stored event's columns, as the feed and the replay read them. */
 export interface EventRow {
@@ -42,8 +69,12 @@ export const toEvent = (r: EventRow): Event =>
     ...(r.changes === null ? {} : { changes: inChangesOrder(r.changes) }),
   }) as Event;
 
-/** The outbox (relayed to JetStream, relay.ts) and the events feed the outbox's trigger fills (migration 0005). */
-export function eventsRepo(sql: Sql) {
+/**
+ * The outbox (relayed to JetStream, relay.ts) and the events feed the outbox's trigger fills
+ * (migration 0005). `pageBytes`: the bytes of events one feed page may carry (pageBudget() of
+ * the service's NATS connection).
+ */
+export function eventsRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
   const envelope = sql.unsafe(EVENT_ENVELOPE);
   const eventColumns = sql.unsafe(EVENT_COLUMNS);
   const keysetTime = sql.unsafe(KEYSET_TIME);
@@ -94,9 +125,12 @@ export function eventsRepo(sql: Sql) {
         /** Only these types (the ones the caller may see); all when absent. */
         visible?: readonly EventType[] | undefined;
       },
+      /** When the caller stops waiting (Unix milliseconds): the statement is cancelled then. */
+      until?: number,
     ) {
-      const rows = await sql<(EventRow & { cursor_at: string })[]>`
-        select ${eventColumns}, to_char(created_at at time zone 'UTC', ${keysetTime}) as cursor_at
+      const page = sql`
+        select id, type, payload, to_char(created_at at time zone 'UTC', ${keysetTime}) as cursor_at,
+          created_at as sort_at, ${sql.unsafe(eventBytes())} as bytes
         from events
         where organization_id = ${org} and created_at > now() - make_interval(days => ${EVENT_RETENTION_DAYS})
           ${q.type === undefined ? sql`` : sql`and type = ${q.type}`}
@@ -107,6 +141,17 @@ export function eventsRepo(sql: Sql) {
           ${keysetAfter(sql, q.after, EVENT_PAGES)}
         order by created_at desc, id desc
         limit ${q.limit + 1}`;
+      const rows = await cancelAt(
+        sql<(EventRow & { cursor_at: string } & Budgeted)[]>`${withinBudget(
+          sql,
+          page,
+          "item.bytes",
+          "item.sort_at desc, item.id desc",
+          pageBytes,
+          `${CUT_EVENT_COLUMNS}, page_cut.cursor_at`,
+        )}`,
+        until,
+      );
       return pageOf(rows, q.limit, toEvent, (r) => [r.cursor_at, r.id]);
     },
 

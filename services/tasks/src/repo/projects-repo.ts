@@ -1,5 +1,18 @@
 import type { Project } from "@tasksvc/contracts";
-import { KEYSET_TIME, keyset, keysetAfter, mapPgError, newId, pageOf, PG, type PgErrorRule, type Sql } from "@tasksvc/db";
+import {
+  type Budgeted,
+  DEFAULT_PAGE_BYTES,
+  KEYSET_TIME,
+  keyset,
+  keysetAfter,
+  mapPgError,
+  newId,
+  pageOf,
+  PG,
+  type PgErrorRule,
+  type Sql,
+  withinBudget,
+} from "@tasksvc/db";
 import { iso, TASK_COLUMNS, type TaskRow } from "./task-json.js";
 
 interface ProjectRow {
@@ -32,7 +45,7 @@ const PROJECT_PAGES = keyset("desc", ["created_at", "timestamp"], ["id", "text"]
 const PROJECT_RULES: readonly PgErrorRule[] = [{ code: PG.uniqueViolation, constraint: "projects_name_key", to: () => new ProjectNameTaken() }];
 
 /** Projects (table `projects`) and, on delete, their links from tasks (`task_projects`, `tasks.project_ids`). */
-export function projectsRepo(sql: Sql) {
+export function projectsRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
   const cols = sql.unsafe(TASK_COLUMNS);
   const keysetTime = sql.unsafe(KEYSET_TIME);
   return {
@@ -58,13 +71,19 @@ export function projectsRepo(sql: Sql) {
       return row && toProject(row);
     },
 
+    /**
+     * A page of projects, cut at `pageBytes` too: a hundred descriptions of 2,000 control
+     * characters (six bytes each in JSON) are more than a message carries. A project's size is
+     * its whole row as JSON, a few bytes more than its item.
+     */
     async list(org: string, limit: number, after: string | undefined) {
-      const rows = await sql<ProjectRow[]>`
-        select *, to_char(created_at at time zone 'UTC', ${keysetTime}) as cursor_at from projects
+      const page = sql`
+        select *, to_char(created_at at time zone 'UTC', ${keysetTime}) as cursor_at, octet_length(row_to_json(projects)::text) as bytes from projects
         where organization_id = ${org}
           ${keysetAfter(sql, after, PROJECT_PAGES)}
         order by created_at desc, id desc
         limit ${limit + 1}`;
+      const rows = await sql<(ProjectRow & Budgeted)[]>`${withinBudget(sql, page, "item.bytes", "item.created_at desc, item.id desc", pageBytes)}`;
       return pageOf(rows, limit, toProject, (r) => [r.cursor_at, r.id]);
     },
 

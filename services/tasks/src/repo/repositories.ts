@@ -1,4 +1,4 @@
-import { idempotencyRecords, type Sql } from "@tasksvc/db";
+import { DEFAULT_PAGE_BYTES, idempotencyRecords, type Sql } from "@tasksvc/db";
 import { dependenciesRepo } from "./dependencies-repo.js";
 import { eventStreamRepo } from "./event-stream-repo.js";
 import { eventsRepo } from "./events-repo.js";
@@ -11,19 +11,20 @@ import { tasksRepo } from "./tasks-repo.js";
  * Every repository of the tasks service (schema `tasks`, attachments aside), bound to one
  * connection: the pool, or one transaction (domain/resources.ts `tx`), so that whatever a write
  * does through any of them commits or rolls back together. By table group, named as the domain
- * says them: `r.tasks.get`, `r.projects.missing`, `r.events.emit`.
+ * says them: `r.tasks.get`, `r.projects.missing`, `r.events.emit`. `pageBytes`: the bytes of items
+ * one page of a list whose items can be large may carry (DESIGN 20, Size).
  */
-export function repositories(sql: Sql) {
+export function repositories(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
   return {
-    tasks: tasksRepo(sql),
+    tasks: tasksRepo(sql, pageBytes),
     /** Task lists and searches: a filter tree, a sort and a keyset page. */
-    search: taskSearch(sql),
+    search: taskSearch(sql, pageBytes),
     dependencies: dependenciesRepo(sql),
-    projects: projectsRepo(sql),
+    projects: projectsRepo(sql, pageBytes),
     recurrence: recurrenceRepo(sql),
-    events: eventsRepo(sql),
+    events: eventsRepo(sql, pageBytes),
     /** The live stream's order: each event's place in the task-event stream. */
-    stream: eventStreamRepo(sql),
+    stream: eventStreamRepo(sql, pageBytes),
     /** The service's Idempotency-Key records (libs/db). */
     idempotency: idempotencyRecords(sql),
 

@@ -1,6 +1,17 @@
 import type { FilterValue, Page, RawJson, Task, TaskCondition, TaskFilter, TaskSort, TaskSortKey } from "@tasksvc/contracts";
 import { taskNumber } from "@tasksvc/contracts";
-import { decodeKeyset, type Fragment, KEYSET_TIME, rawPageOf, type Sql } from "@tasksvc/db";
+import {
+  type Budgeted,
+  cancelAt,
+  DEFAULT_PAGE_BYTES,
+  decodeKeyset,
+  type Fragment,
+  KEYSET_TIME,
+  rawPageOf,
+  READ_SUFFIX,
+  type Sql,
+  withinBudget,
+} from "@tasksvc/db";
 import { TASK_JSON, TASK_JSON_REENCODE } from "./task-json.js";
 
 /**
@@ -102,7 +113,8 @@ function condition(sql: Sql, c: TaskCondition, negated: boolean): Fragment {
     return isNull ? sql`${col} is null` : sql`${col} is not null`;
   }
   if (field === "text") {
-    const match = sql`${sql.unsafe(TEXT_VECTOR)} @@ ${sql.unsafe(TEXT_QUERY)}${String(value)})`;
+    // The row's vector computed once (page(): TEXT_JOIN), not once per condition.
+    const match = sql`task_text.vector @@ ${sql.unsafe(TEXT_QUERY)}${String(value)})`;
     return negated ? sql`not ${match}` : match;
   }
   if (field === "is_blocked") {
@@ -161,6 +173,41 @@ function projectCondition(sql: Sql, op: TaskCondition["op"], value: FilterValue,
   return inAny !== negated ? sql`project_ids && ${ids}::text[]` : sql`not (project_ids && ${ids}::text[])`;
 }
 
+/**
+ * A task's text vector, computed once per row that reaches the text conditions. Each condition
+ * written on TEXT_VECTOR itself made Postgres tokenize the whole text again: a filter of 50
+ * negated conditions over tasks with 99,000-character notes cost seconds of CPU per task
+ * (measured: 150 ms per condition for 20 such tasks; 152 ms for all 50 conditions computed once).
+ * OFFSET 0 keeps the planner from inlining the subquery back into each condition.
+ */
+const TEXT_JOIN = `cross join lateral (select ${TEXT_VECTOR} as vector offset 0) task_text`;
+
+/**
+ * A lower bound of a task's size as JSON, read without unpacking its text (octet_length of a
+ * stored value reads its header): the free text's bytes, which JSON writes at least once.
+ */
+const LEAST_BYTES = `(octet_length(title) + coalesce(octet_length(description), 0) + coalesce(octet_length(notes), 0))`;
+
+/** Whether the tree has a full-text condition anywhere. */
+export function namesText(f: TaskFilter): boolean {
+  if ("and" in f) return f.and.some(namesText);
+  if ("or" in f) return f.or.some(namesText);
+  if ("not" in f) return namesText(f.not);
+  return f.field === "text";
+}
+
+/**
+ * A full-text condition every match must meet (the tree itself, or one of its top-level `and`),
+ * written on the indexed expression: implied by the filter, it only lets the planner use the
+ * text index, which it cannot for conditions on the computed vector.
+ */
+function indexedText(f: TaskFilter): string | undefined {
+  if ("field" in f) return f.field === "text" && f.op === "matches" ? String(f.value) : undefined;
+  if (!("and" in f)) return undefined;
+  for (const c of f.and) if ("field" in c && c.field === "text" && c.op === "matches") return String(c.value);
+  return undefined;
+}
+
 /** Whether the tree says anything about `archived` (else only current tasks match, as the list's default). */
 export function namesArchived(f: TaskFilter): boolean {
   if ("and" in f) return f.and.some(namesArchived);
@@ -179,12 +226,21 @@ export function namesArchived(f: TaskFilter): boolean {
  * never behind a reader's cursor (decision 0025). Read by a statement of its own, before the
  * listing's: read within it, after its snapshot, a write that committed in between would be
  * neither open nor visible. As text, to keep its microseconds.
+ *
+ * Only transactions that may write count: every task write runs in a transaction of the pool's
+ * transaction connections (libs/db), while reads run on its autocommit connections, whose
+ * application_name ends in READ_SUFFIX. A long read (one tenant's expensive search) would
+ * otherwise hold back every tenant's sync listing for as long as it runs; one of those that did
+ * write (backend_xid set) still counts.
  */
 const SYNC_HORIZON = `select least(min(xact_start), now())::text as horizon from pg_stat_activity
   where datname = current_database() and backend_type = 'client backend'
-    and left(application_name, length('tasksvc-' || current_schema() || '-')) = 'tasksvc-' || current_schema() || '-'`;
+    and left(application_name, length('tasksvc-' || current_schema() || '-')) = 'tasksvc-' || current_schema() || '-'
+    and (backend_xid is not null or right(application_name, length('${READ_SUFFIX}')) <> '${READ_SUFFIX}')`;
 
 export interface TaskQuery {
+  /** When the caller stops waiting (Unix milliseconds): the statement is cancelled then. */
+  until?: number | undefined;
   filter: TaskFilter | undefined;
   /** Occurrences of one series (the list's series_task_id; not a search field). */
   series?: number | undefined;
@@ -193,7 +249,8 @@ export interface TaskQuery {
   after?: string | undefined;
 }
 
-export function taskSearch(sql: Sql) {
+/** `pageBytes`: the bytes of tasks one page may carry (pageBudget() of the service's NATS connection). */
+export function taskSearch(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
   const taskJson = sql.unsafe(TASK_JSON);
   const reencode = sql.unsafe(TASK_JSON_REENCODE);
   return {
@@ -208,6 +265,10 @@ export function taskSearch(sql: Sql) {
         after = sql`and (${expr}, tasks.number) ${sql.unsafe(s.desc ? "<" : ">")} (${String(v)}${sql.unsafe(s.readBack)}, ${String(n)}::bigint)`;
       }
       const filter = q.filter === undefined ? sql`true` : compileFilter(sql, q.filter);
+      const text = q.filter !== undefined && namesText(q.filter);
+      const indexed = q.filter === undefined ? undefined : indexedText(q.filter);
+      const textJoin = text ? sql.unsafe(TEXT_JOIN) : sql``;
+      const textIndex = indexed === undefined ? sql`` : sql`and ${sql.unsafe(TEXT_VECTOR)} @@ ${sql.unsafe(TEXT_QUERY)}${indexed})`;
       const archived = q.filter !== undefined && namesArchived(q.filter) ? sql`` : sql`and archived = false`;
       let horizon = sql``;
       if (q.sort === "updated_at") {
@@ -217,15 +278,35 @@ export function taskSearch(sql: Sql) {
         horizon = sql`and updated_at < ${h.horizon}::timestamptz`;
       }
       // The number is selected as text under another name: in ORDER BY, `number` would be that
-      // output column, sorted as text, not the table's bigint.
-      const rows = await sql<{ json: string; reencode: boolean; cursor_at: string; cursor_number: string }[]>`
-        select ${taskJson} as json, ${reencode} as reencode, ${sql.unsafe(s.text)} as cursor_at, number::text as cursor_number
-        from tasks
-        where organization_id = ${org} ${archived} and ${filter}
+      // output column, sorted as text, not the table's bigint. The sort's values are selected too,
+      // for the byte budget's running sum in the same order.
+      const raw = sql`
+        select tasks.*, ${sql.unsafe(s.text)} as cursor_at, number::text as cursor_number, ${expr} as sort_value,
+          tasks.number as sort_number, ${sql.unsafe(LEAST_BYTES)} as least_bytes
+        from tasks ${textJoin}
+        where organization_id = ${org} ${archived} ${textIndex} and ${filter}
           ${q.series === undefined ? sql`` : sql`and series_head = ${q.series}`}
           ${horizon} ${after}
         order by ${expr} ${dir}, tasks.number ${dir}
         limit ${q.limit + 1}`;
+      const order = `item.sort_value ${s.desc ? "desc" : "asc"}, item.sort_number ${s.desc ? "desc" : "asc"}`;
+      // Two cuts: first by a lower bound of each task's size read without unpacking its text, so
+      // the JSON is built only for the tasks that may fit (not for every row the limit reads, which
+      // for tasks of 600 kB each meant 60 MB built to send one); then by the JSON's own size.
+      const mayFit = withinBudget(sql, raw, "item.least_bytes", order, pageBytes);
+      const built = sql`
+        select ${taskJson} as json, ${reencode} as reencode, cursor_at, cursor_number, sort_value, sort_number
+        from (${mayFit}) may_fit`;
+      const rows = await cancelAt(
+        sql<({ json: string; reencode: boolean; cursor_at: string; cursor_number: string } & Budgeted)[]>`${withinBudget(
+          sql,
+          built,
+          "octet_length(item.json)",
+          order,
+          pageBytes,
+        )}`,
+        q.until,
+      );
       for (const r of rows) if (r.reencode) r.json = JSON.stringify(JSON.parse(r.json));
       return rawPageOf<Task, (typeof rows)[number]>(rows, q.limit, (r) => [r.cursor_at, r.cursor_number]);
     },

@@ -1,6 +1,19 @@
 import type { TaskStatus, TaskSummary, TaskVersion } from "@tasksvc/contracts";
 import { taskId } from "@tasksvc/contracts";
-import { jsonb, KeyRecordedMeanwhile, keyset, keysetAfter, mapPgError, PG, pageOf, type PgErrorRule, type Sql } from "@tasksvc/db";
+import {
+  type Budgeted,
+  DEFAULT_PAGE_BYTES,
+  jsonb,
+  KeyRecordedMeanwhile,
+  keyset,
+  keysetAfter,
+  mapPgError,
+  PG,
+  pageOf,
+  type PgErrorRule,
+  type Sql,
+  withinBudget,
+} from "@tasksvc/db";
 import { EVENT_ENVELOPE } from "./events-repo.js";
 import {
   type Content,
@@ -50,8 +63,10 @@ const VERSION_PAGES = keyset("desc", ["seq", "integer"]);
 /**
  * Tasks and their versions (tables `tasks`, `task_versions`, `task_projects`, the number counters
  * `org_counters`); a create's outbox rows and idempotency records are written by its statement.
+ * `pageBytes`: the bytes of versions one history page may carry (pageBudget() of the service's
+ * NATS connection).
  */
-export function tasksRepo(sql: Sql) {
+export function tasksRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
   const cols = sql.unsafe(TASK_COLUMNS);
   return {
     /**
@@ -220,14 +235,23 @@ export function tasksRepo(sql: Sql) {
     },
 
     async history(org: string, number: number, limit: number, after: string | undefined) {
-      const rows = await sql<(ContentColumns & { id: string; seq: number; version: number; created_at: Date })[]>`
+      // A version's size for the page's byte budget: its whole row as JSON, the version's fields
+      // escaped as the answer escapes them, and a few bytes more (the row's keys).
+      const page = sql`
         select id, seq, coalesce(version, seq) as version, title, description, status, priority, start_date, due_date::text as due_date, notes,
-          story_points::text as story_points, recurrence, project_ids, created_at
+          story_points::text as story_points, recurrence, project_ids, created_at, octet_length(row_to_json(task_versions)::text) as bytes
         from task_versions
         where organization_id = ${org} and task_number = ${number}
           ${keysetAfter(sql, after, VERSION_PAGES)}
         order by seq desc
         limit ${limit + 1}`;
+      const rows = await sql<(ContentColumns & Budgeted & { id: string; seq: number; version: number; created_at: Date })[]>`${withinBudget(
+        sql,
+        page,
+        "item.bytes",
+        "item.seq desc",
+        pageBytes,
+      )}`;
       return pageOf(
         rows,
         limit,

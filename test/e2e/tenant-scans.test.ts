@@ -1,0 +1,138 @@
+import { randomBytes } from "node:crypto";
+import { type Api, type ApiResponse, api, eventually, factories, type StartedStack, startStack, type Tenant } from "@tasksvc/testing";
+import postgres from "postgres";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+// One organization's worst searches must not stop task operations for every other one: each
+// organization holds at most a quarter of the tasks service's connections for scans (past that,
+// 429 with Retry-After; libs/db/test/scans.test.ts holds the share itself), every statement has
+// a time limit (a search that reaches it answers 400 query_too_expensive, never a 503 that invites
+// the same work again), nothing keeps running in the database after its caller was answered, and
+// a long read of one organization holds back no other's sync listing.
+//
+// Its own stack, with a statement limit of 100 ms: the worst search (50 negated full-text
+// conditions over 40 tasks with 99,000-character notes) then always reaches it, while ordinary
+// work (and the same search narrowed to one task) never does.
+let stack: StartedStack;
+let gw: Api;
+let f: ReturnType<typeof factories>;
+let db: postgres.Sql;
+
+/** Text of `n` characters in words that do not repeat much, so full-text work is real. */
+function words(n: number): string {
+  const out: string[] = [];
+  let len = 0;
+  while (len < n) {
+    const w = randomBytes(4).toString("hex");
+    out.push(w);
+    len += w.length + 1;
+  }
+  return out.join(" ").slice(0, n);
+}
+
+/** Fifty negated full-text conditions: the most the filter grammar allows, each over every note. */
+const worstFilter = () => ({ and: Array.from({ length: 50 }, (_, i) => ({ not: { field: "text", op: "matches", value: `"${words(40)}" -w${i}` } })) });
+
+/** The tasks service's statements still running for a search or a list (the page statement). */
+async function runningScans(): Promise<number> {
+  const [row] = await db<{ n: number }[]>`
+    select count(*)::int as n from pg_stat_activity
+    where datname = current_database() and state = 'active' and application_name like 'tasksvc-tasks-%' and query like '%as reencode%'`;
+  return row?.n ?? 0;
+}
+
+let hostile: Tenant;
+let other: Tenant;
+beforeAll(async () => {
+  stack = await startStack({ env: { DATABASE_STATEMENT_TIMEOUT: "100ms" }, replicas: { gateway: 1, tasks: 1 } });
+  gw = api(stack.gatewayUrls[0] as string);
+  f = factories(stack);
+  db = postgres(stack.databaseUrl, { max: 2, onnotice: () => {} });
+  [hostile, other] = await Promise.all([f.tenant("team"), f.tenant("team")]);
+  // Forty tasks, then 99,000-character notes written into their rows directly: through the API,
+  // indexing that much text takes longer than this stack's statement limit.
+  for (let i = 0; i < 40; i += 10) {
+    const made = await Promise.all(Array.from({ length: 10 }, (_, k) => gw.post("/v1/tasks", { title: `heavy-${i + k}` }, { token: hostile.apiKey })));
+    for (const r of made) expect(r.status, r.text).toBe(201);
+  }
+  for (let n = 1; n <= 40; n++) await db`update tasks.tasks set notes = ${words(99_000)} where organization_id = ${hostile.organizationId} and number = ${n}`;
+  expect((await gw.post("/v1/tasks", { title: "neighbour" }, { token: other.apiKey })).status).toBe(201);
+}, 120_000);
+
+afterAll(async () => {
+  await db?.end({ timeout: 1 });
+  await f?.close();
+  await stack?.stop();
+});
+
+describe("one organization's worst searches beside another's ordinary work", () => {
+  it("when eight of them run at once, then each answers 400 query_too_expensive (or 429), the other organization's list, create and read answer, and no statement outlives its answer", async () => {
+    const searches = Array.from({ length: 8 }, () => gw.post("/v1/tasks/search", { filter: worstFilter(), limit: 100 }, { token: hostile.apiKey }));
+    let searching = true;
+    const settled = Promise.all(searches).finally(() => {
+      searching = false;
+    });
+    // The neighbour keeps working for as long as the searches run.
+    const neighbour: ApiResponse[] = [];
+    while (searching) {
+      const [list, created] = await Promise.all([
+        gw.get("/v1/tasks?limit=5", { token: other.apiKey }),
+        gw.post("/v1/tasks", { title: `ordinary ${neighbour.length}` }, { token: other.apiKey }),
+      ]);
+      neighbour.push(list, created);
+      if (created.status === 201) neighbour.push(await gw.get(`/v1/tasks/${created.body.id as string}`, { token: other.apiKey }));
+    }
+    const answers = await settled;
+    for (const r of neighbour) expect([200, 201], `the neighbour got ${r.status}: ${r.text}`).toContain(r.status);
+    expect(neighbour.length).toBeGreaterThan(0);
+    for (const r of answers) {
+      expect([400, 429], `a worst search answered ${r.status}: ${r.text}`).toContain(r.status);
+      if (r.status === 400) {
+        expect(r.body.code).toBe("query_too_expensive");
+        expect(r.body.detail).toContain("narrow the filter");
+      } else {
+        expect(r.body.code).toBe("rate_limited");
+        expect(Number(r.headers.get("retry-after"))).toBeGreaterThan(0);
+      }
+    }
+    expect(answers.filter((r) => r.status === 400).length, answers.map((r) => r.status).join()).toBeGreaterThanOrEqual(1);
+    await eventually(async () => expect(await runningScans()).toBe(0), { timeoutMs: 5_000 });
+  }, 90_000);
+
+  it("when the same search is narrowed to a few words, then it answers 200 within the same limit", async () => {
+    const r = await gw.post(
+      "/v1/tasks/search",
+      { filter: { and: [{ field: "title", op: "contains", value: "heavy-7" }, ...worstFilter().and.slice(0, 3)] } },
+      { token: hostile.apiKey },
+    );
+    expect(r.status, r.text.slice(0, 300)).toBe(200);
+    expect((r.body.data as unknown[]).length).toBeGreaterThan(0);
+  });
+});
+
+describe("the sync order beside another organization's long read", () => {
+  it("when a read of the tasks service runs for seconds, then another organization's sync listing still reaches the task it just wrote", async () => {
+    // A long statement on a connection named like the service's read connections, as another
+    // organization's long search would be; it writes nothing.
+    const reader = postgres(stack.databaseUrl, { max: 1, onnotice: () => {}, connection: { application_name: "tasksvc-tasks-longread-read" } });
+    try {
+      const since = new Date(Date.now() - 1000).toISOString();
+      const long = reader`select pg_sleep(4)`.execute();
+      long.catch(() => undefined);
+      await eventually(async () => {
+        const [row] = await db<
+          { n: number }[]
+        >`select count(*)::int as n from pg_stat_activity where application_name = 'tasksvc-tasks-longread-read' and state = 'active'`;
+        expect(row?.n).toBe(1);
+      });
+      const created = await gw.post("/v1/tasks", { title: "written during the read" }, { token: other.apiKey });
+      expect(created.status, created.text).toBe(201);
+      const page = await gw.get(`/v1/tasks?sort=updated_at&updated_gte=${encodeURIComponent(since)}&limit=100`, { token: other.apiKey });
+      expect(page.status, page.text).toBe(200);
+      expect((page.body.data as { id: string }[]).map((t) => t.id)).toContain(created.body.id);
+      await long;
+    } finally {
+      await reader.end({ timeout: 1 });
+    }
+  }, 60_000);
+});
