@@ -58,7 +58,8 @@ describe("authentication", () => {
 
   it("when an access token expires, then it is refused with invalid_token", async () => {
     const t = await f.tenant();
-    const token = await f.token(t.organizationId, t.userId, ["workspaces:read"], 1);
+    // Expiry is in whole seconds from the second it was issued in: 2 leaves it at least one.
+    const token = await f.token(t.organizationId, t.userId, ["workspaces:read"], 2);
     expect((await gw.get("/v1/organizations", { token })).status).toBe(200);
     // The gateway checks expiry on its own clock: polled until the second has passed.
     const r = await eventually(
