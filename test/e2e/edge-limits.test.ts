@@ -1,8 +1,5 @@
 import { connect, type Socket } from "node:net";
-import { parseConfig } from "@tasksvc/config";
-import { createLogger } from "@tasksvc/logger";
-import { startService } from "@tasksvc/runtime";
-import { e2eContext, loadService, type Tenant } from "@tasksvc/testing";
+import { e2eContext, startExtraGateway, type Tenant } from "@tasksvc/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // The edge of DESIGN.md section 20 on a real stack: credentials are checked from the headers
@@ -117,20 +114,9 @@ describe("a gateway with BODY_TIMEOUT=1s and ANON_RATE_LIMIT=5/1m", () => {
   let t: Tenant;
   beforeAll(async () => {
     // One more gateway replica on the run's stack, with the settings under test.
-    const def = await loadService("gateway");
-    const env = {
-      DATABASE_URL: stack.databaseUrl,
-      NATS_URL: stack.natsUrl,
-      NATS_NAMESPACE: stack.namespace,
-      PORT: "0",
-      OPS_PORT: "0",
-      RPC_CHECK_REPLIES: "true",
-      BODY_TIMEOUT: "1s",
-      ANON_RATE_LIMIT: "5/1m",
-    };
-    const running = await startService(def, parseConfig(def.config, env), createLogger({ service: "gateway", level: "silent" }));
-    stop = () => running.stop();
-    gateway = new URL("url" in running && typeof running.url === "string" ? running.url : "");
+    const extra = await startExtraGateway(stack, { BODY_TIMEOUT: "1s", ANON_RATE_LIMIT: "5/1m" });
+    stop = extra.stop;
+    gateway = extra.url;
     t = await f.tenant();
   });
   afterAll(() => stop());

@@ -1,8 +1,5 @@
 import { request as httpRequest } from "node:http";
-import { parseConfig } from "@tasksvc/config";
-import { createLogger } from "@tasksvc/logger";
-import { startService } from "@tasksvc/runtime";
-import { e2eContext, loadService, type Tenant } from "@tasksvc/testing";
+import { e2eContext, startExtraGateway, type Tenant } from "@tasksvc/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // The links the gateway hands out (upload and download), a problem's `type` and the document's
@@ -107,19 +104,9 @@ describe("the base of links and problem types", () => {
     let stop: () => Promise<void> = async () => {};
     beforeAll(async () => {
       // One more gateway replica on the run's stack; the setting's trailing slash is dropped.
-      const def = await loadService("gateway");
-      const env = {
-        DATABASE_URL: stack.databaseUrl,
-        NATS_URL: stack.natsUrl,
-        NATS_NAMESPACE: stack.namespace,
-        PORT: "0",
-        OPS_PORT: "0",
-        RPC_CHECK_REPLIES: "true",
-        PUBLIC_BASE_URL: `${PUBLIC}/`,
-      };
-      const running = await startService(def, parseConfig(def.config, env), createLogger({ service: "gateway", level: "silent" }));
-      stop = () => running.stop();
-      gateway = new URL("url" in running && typeof running.url === "string" ? running.url : "");
+      const extra = await startExtraGateway(stack, { PUBLIC_BASE_URL: `${PUBLIC}/` });
+      stop = extra.stop;
+      gateway = extra.url;
     });
     afterAll(() => stop());
 

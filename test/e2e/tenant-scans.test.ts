@@ -1,5 +1,4 @@
-import { randomBytes } from "node:crypto";
-import { type Api, type ApiResponse, api, eventually, factories, type StartedStack, startStack, type Tenant } from "@tasksvc/testing";
+import { type Api, type ApiResponse, api, eventually, factories, randomWords, type StartedStack, startStack, type Tenant } from "@tasksvc/testing";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -18,20 +17,8 @@ let gw: Api;
 let f: ReturnType<typeof factories>;
 let db: postgres.Sql;
 
-/** Text of `n` characters in words that do not repeat much, so full-text work is real. */
-function words(n: number): string {
-  const out: string[] = [];
-  let len = 0;
-  while (len < n) {
-    const w = randomBytes(4).toString("hex");
-    out.push(w);
-    len += w.length + 1;
-  }
-  return out.join(" ").slice(0, n);
-}
-
 /** Fifty negated full-text conditions: the most the filter grammar allows, each over every note. */
-const worstFilter = () => ({ and: Array.from({ length: 50 }, (_, i) => ({ not: { field: "text", op: "matches", value: `"${words(40)}" -w${i}` } })) });
+const worstFilter = () => ({ and: Array.from({ length: 50 }, (_, i) => ({ not: { field: "text", op: "matches", value: `"${randomWords(40)}" -w${i}` } })) });
 
 /** The tasks service's statements still running for a search or a list (the page statement). */
 async function runningScans(): Promise<number> {
@@ -55,7 +42,8 @@ beforeAll(async () => {
     const made = await Promise.all(Array.from({ length: 10 }, (_, k) => gw.post("/v1/tasks", { title: `heavy-${i + k}` }, { token: hostile.apiKey })));
     for (const r of made) expect(r.status, r.text).toBe(201);
   }
-  for (let n = 1; n <= 40; n++) await db`update tasks.tasks set notes = ${words(99_000)} where organization_id = ${hostile.organizationId} and number = ${n}`;
+  for (let n = 1; n <= 40; n++)
+    await db`update tasks.tasks set notes = ${randomWords(99_000)} where organization_id = ${hostile.organizationId} and number = ${n}`;
   expect((await gw.post("/v1/tasks", { title: "neighbour" }, { token: other.apiKey })).status).toBe(201);
 }, 120_000);
 

@@ -1,5 +1,4 @@
-import { randomBytes } from "node:crypto";
-import { eventually, openSse, type SseMessage } from "@tasksvc/testing";
+import { eventually, openSse, randomWords, type SseMessage } from "@tasksvc/testing";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectClean } from "./expect-clean.js";
@@ -35,20 +34,8 @@ const DURATION_MS = 10_000;
 const SEARCHERS = 3;
 const MIB = 1024 * 1024;
 
-/** Text of `n` characters in words that do not repeat much, so full-text work is real. */
-function words(n: number): string {
-  const out: string[] = [];
-  let len = 0;
-  while (len < n) {
-    const w = randomBytes(4).toString("hex");
-    out.push(w);
-    len += w.length + 1;
-  }
-  return out.join(" ").slice(0, n);
-}
-
 /** Fifty negated full-text conditions: the most the filter grammar allows, each a scan of every note. */
-const worstFilter = () => ({ and: Array.from({ length: 50 }, (_, i) => ({ not: { field: "text", op: "matches", value: `"${words(40)}" -w${i}` } })) });
+const worstFilter = () => ({ and: Array.from({ length: 50 }, (_, i) => ({ not: { field: "text", op: "matches", value: `"${randomWords(40)}" -w${i}` } })) });
 
 /**
  * Control characters free text keeps (docs/errors.md, Input rules) that JSON writes as `\u00XX`,
@@ -249,7 +236,7 @@ describe("a noisy neighbour", () => {
       { what: "the hostile's first event to be published" },
     );
     if (early === undefined) throw new Error("no early event");
-    for (let i = 0; i < 20; i += 4) await Promise.all([0, 1, 2, 3].map((k) => post(hostile, { title: `heavy ${i + k}`, notes: words(99_000) })));
+    for (let i = 0; i < 20; i += 4) await Promise.all([0, 1, 2, 3].map((k) => post(hostile, { title: `heavy ${i + k}`, notes: randomWords(99_000) })));
     const targets = [await post(hostile, { title: "rewritten 0" }), await post(hostile, { title: "rewritten 1" })];
     const backlog = await eventually(
       async () => {

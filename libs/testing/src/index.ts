@@ -13,3 +13,4 @@ export * from "./s3.js";
 export * from "./sse.js";
 export * from "./workers.js";
 export * from "./api-task.js";
+export * from "./extra-gateway.js";

@@ -87,14 +87,14 @@ const number = (v: string | number) => taskNumber(String(v)) ?? -1;
  * false and neq/nin true, and `not` is the exact negation. Negation is pushed down (De Morgan, each
  * op to its opposite), so no condition ends up inside a NOT that an index could not serve.
  */
-export function compileFilter(sql: Sql, f: TaskFilter, negated = false): Fragment {
+export function compileFilter(sql: Sql, f: TaskFilter, negated = false, vector = TEXT_VECTOR): Fragment {
   if ("and" in f || "or" in f) {
     const conj = "and" in f ? !negated : negated;
-    const parts = ("and" in f ? f.and : f.or).map((c) => compileFilter(sql, c, negated));
+    const parts = ("and" in f ? f.and : f.or).map((c) => compileFilter(sql, c, negated, vector));
     return joinParts(sql, parts, conj);
   }
-  if ("not" in f) return compileFilter(sql, f.not, !negated);
-  return condition(sql, f, negated);
+  if ("not" in f) return compileFilter(sql, f.not, !negated, vector);
+  return condition(sql, f, negated, vector);
 }
 
 function joinParts(sql: Sql, parts: Fragment[], conj: boolean): Fragment {
@@ -103,7 +103,7 @@ function joinParts(sql: Sql, parts: Fragment[], conj: boolean): Fragment {
   return sql`${out})`;
 }
 
-function condition(sql: Sql, c: TaskCondition, negated: boolean): Fragment {
+function condition(sql: Sql, c: TaskCondition, negated: boolean, vector: string): Fragment {
   const { field, value } = c;
   let op = c.op;
   if (op === "is_null") {
@@ -113,8 +113,8 @@ function condition(sql: Sql, c: TaskCondition, negated: boolean): Fragment {
     return isNull ? sql`${col} is null` : sql`${col} is not null`;
   }
   if (field === "text") {
-    // The row's vector computed once (page(): TEXT_JOIN), not once per condition.
-    const match = sql`task_text.vector @@ ${sql.unsafe(TEXT_QUERY)}${String(value)})`;
+    // With several text conditions, the row's vector computed once (page(): TEXT_JOIN).
+    const match = sql`${sql.unsafe(vector)} @@ ${sql.unsafe(TEXT_QUERY)}${String(value)})`;
     return negated ? sql`not ${match}` : match;
   }
   if (field === "is_blocked") {
@@ -174,8 +174,9 @@ function projectCondition(sql: Sql, op: TaskCondition["op"], value: FilterValue,
 }
 
 /**
- * A task's text vector, computed once per row that reaches the text conditions. Each condition
- * written on TEXT_VECTOR itself made Postgres tokenize the whole text again: a filter of 50
+ * A task's text vector, computed once per row that reaches the text conditions, for a filter
+ * with more than one. Each condition written on TEXT_VECTOR itself made Postgres tokenize the
+ * whole text again: a filter of 50
  * negated conditions over tasks with 99,000-character notes cost seconds of CPU per task
  * (measured: 150 ms per condition for 20 such tasks; 152 ms for all 50 conditions computed once).
  * OFFSET 0 keeps the planner from inlining the subquery back into each condition.
@@ -188,12 +189,12 @@ const TEXT_JOIN = `cross join lateral (select ${TEXT_VECTOR} as vector offset 0)
  */
 const LEAST_BYTES = `(octet_length(title) + coalesce(octet_length(description), 0) + coalesce(octet_length(notes), 0))`;
 
-/** Whether the tree has a full-text condition anywhere. */
-export function namesText(f: TaskFilter): boolean {
-  if ("and" in f) return f.and.some(namesText);
-  if ("or" in f) return f.or.some(namesText);
-  if ("not" in f) return namesText(f.not);
-  return f.field === "text";
+/** How many full-text conditions the tree has. */
+export function textConditions(f: TaskFilter): number {
+  if ("and" in f) return f.and.reduce((n, c) => n + textConditions(c), 0);
+  if ("or" in f) return f.or.reduce((n, c) => n + textConditions(c), 0);
+  if ("not" in f) return textConditions(f.not);
+  return f.field === "text" ? 1 : 0;
 }
 
 /**
@@ -264,10 +265,13 @@ export function taskSearch(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
         const [v, n] = decodeKeyset(q.after, 2);
         after = sql`and (${expr}, tasks.number) ${sql.unsafe(s.desc ? "<" : ">")} (${String(v)}${sql.unsafe(s.readBack)}, ${String(n)}::bigint)`;
       }
-      const filter = q.filter === undefined ? sql`true` : compileFilter(sql, q.filter);
-      const text = q.filter !== undefined && namesText(q.filter);
-      const indexed = q.filter === undefined ? undefined : indexedText(q.filter);
-      const textJoin = text ? sql.unsafe(TEXT_JOIN) : sql``;
+      // One text condition is written on the indexed expression itself, evaluated at most once a
+      // row; several read the row's vector computed once (TEXT_JOIN), one of them repeated on the
+      // expression where the filter implies it, for the index.
+      const several = q.filter !== undefined && textConditions(q.filter) > 1;
+      const filter = q.filter === undefined ? sql`true` : compileFilter(sql, q.filter, false, several ? "task_text.vector" : TEXT_VECTOR);
+      const indexed = several && q.filter !== undefined ? indexedText(q.filter) : undefined;
+      const textJoin = several ? sql.unsafe(TEXT_JOIN) : sql``;
       const textIndex = indexed === undefined ? sql`` : sql`and ${sql.unsafe(TEXT_VECTOR)} @@ ${sql.unsafe(TEXT_QUERY)}${indexed})`;
       const archived = q.filter !== undefined && namesArchived(q.filter) ? sql`` : sql`and archived = false`;
       let horizon = sql``;

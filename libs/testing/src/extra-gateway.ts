@@ -1,0 +1,37 @@
+import { randomBytes } from "node:crypto";
+import { parseConfig } from "@tasksvc/config";
+import { createLogger } from "@tasksvc/logger";
+import { startService } from "@tasksvc/runtime";
+import type { StackInfo } from "./stack.js";
+import { loadService } from "./stack.js";
+
+/**
+ * One more gateway replica on a running stack, with settings of its own over the stack's (a
+ * setting under test: BODY_TIMEOUT, PUBLIC_BASE_URL …): its URL, and stop().
+ */
+export async function startExtraGateway(stack: StackInfo, settings: Record<string, string>): Promise<{ url: URL; stop(): Promise<void> }> {
+  const def = await loadService("gateway");
+  const env = {
+    DATABASE_URL: stack.databaseUrl,
+    NATS_URL: stack.natsUrl,
+    NATS_NAMESPACE: stack.namespace,
+    PORT: "0",
+    OPS_PORT: "0",
+    RPC_CHECK_REPLIES: "true",
+    ...settings,
+  };
+  const running = await startService(def, parseConfig(def.config, env), createLogger({ service: "gateway", level: "silent" }));
+  return { url: new URL("url" in running && typeof running.url === "string" ? running.url : ""), stop: () => running.stop() };
+}
+
+/** Text of about `n` characters in words that seldom repeat, so that full-text work on it is real. */
+export function randomWords(n: number): string {
+  const out: string[] = [];
+  let len = 0;
+  while (len < n) {
+    const w = randomBytes(4).toString("hex");
+    out.push(w);
+    len += w.length + 1;
+  }
+  return out.join(" ").slice(0, n);
+}
