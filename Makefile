@@ -38,7 +38,9 @@ services: ## make sure local Postgres and NATS (JetStream) are running
 # Chromium (Debian's) is the headless browser test/e2e/docs-page.test.ts opens /docs in.
 # PgBouncer (Debian's) fronts the stack in test/fault/pgbouncer.test.ts; promtool (in Debian's
 # prometheus package; only the tool is used, no server is started) checks and unit-tests the alert rules.
-tools: ## install the system tools the tests use (kubectl, chromium, pgbouncer, promtool) when missing
+# pg_auto_failover (Debian's postgresql-<major>-auto-failover, for the local server's major version;
+# it brings pg_autoctl, in /usr/bin) runs the Postgres failover pair of test/fault/failover.test.ts.
+tools: ## install the system tools the tests use (kubectl, chromium, pgbouncer, promtool, pg_autoctl) when missing
 	@command -v pgbouncer >/dev/null 2>&1 || [ -n "$$PGBOUNCER" ] || { \
 	  echo "installing pgbouncer (Debian package pgbouncer)" >&2; \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pgbouncer >/dev/null; \
@@ -47,6 +49,11 @@ tools: ## install the system tools the tests use (kubectl, chromium, pgbouncer, 
 	  echo "installing promtool (Debian package prometheus)" >&2; \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
 	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; fi; }
+	@command -v pg_autoctl >/dev/null 2>&1 || [ -n "$$PG_AUTOCTL" ] || { \
+	  pkg="postgresql-$$(pg_config --version 2>/dev/null | sed -E 's/^[^0-9]*([0-9]+).*/\1/' | grep -E '^[0-9]+$$' || echo 15)-auto-failover"; \
+	  echo "installing pg_autoctl (Debian package $$pkg)" >&2; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$$pkg" >/dev/null; \
+	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$$pkg" >/dev/null; fi; }
 	@command -v kubectl >/dev/null 2>&1 || { \
 	  echo "installing kubectl (Debian package kubernetes-client)" >&2; \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq kubernetes-client >/dev/null; \

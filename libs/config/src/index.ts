@@ -150,6 +150,13 @@ export const settings = {
    * deadline, so that no statement outlives the request that started it.
    */
   DATABASE_STATEMENT_TIMEOUT: duration("3s").refine((ms) => ms >= 100 && ms <= 600_000, "expected a duration between 100ms and 10m"),
+  /**
+   * A replica is not ready while one of its transactions has held its connection slot, or waited
+   * for one, this long: several statement time limits, so only a slot that never comes back trips it.
+   */
+  DATABASE_TRANSACTION_STUCK_AFTER: duration("30s").refine((ms) => ms >= 1000 && ms <= 3_600_000, "expected a duration between 1s and 1h"),
+  /** A replica whose outbox relay fails or hangs is not ready once rows have waited this long with nothing published. */
+  OUTBOX_STALL_AFTER: duration("30s").refine((ms) => ms >= 1000 && ms <= 3_600_000, "expected a duration between 1s and 1h"),
   NATS_URL: z.string().default("nats://127.0.0.1:4222"),
   NATS_NAMESPACE: z
     .string()
@@ -202,5 +209,7 @@ export const serviceSettings = {
   DATABASE_POOL_MODE: settings.DATABASE_POOL_MODE,
   DATABASE_MIGRATION_URL: settings.DATABASE_MIGRATION_URL,
   DATABASE_STATEMENT_TIMEOUT: settings.DATABASE_STATEMENT_TIMEOUT,
+  DATABASE_TRANSACTION_STUCK_AFTER: settings.DATABASE_TRANSACTION_STUCK_AFTER,
+  OUTBOX_STALL_AFTER: settings.OUTBOX_STALL_AFTER,
   ...natsServiceSettings,
 } as const;

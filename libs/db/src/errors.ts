@@ -42,6 +42,8 @@ export function mapPgError(e: unknown, rules: readonly PgErrorRule[]): never {
 
 /** Driver and socket codes of a connection that failed or went away (postgres.js, node:net). */
 const CONNECTION_CODES = new Set([
+  // Ours: no transaction slot came free within its deadline (transactions.ts).
+  "SLOT_WAIT_TIMEOUT",
   "CONNECTION_CLOSED",
   "CONNECTION_DESTROYED",
   "CONNECTION_ENDED",
@@ -62,6 +64,33 @@ export function isConnectionError(e: unknown): boolean {
   return CONNECTION_CODES.has(code) || code.startsWith("08") || code === "57P01" || code === "57P02" || code === "57P03" || code === "53300";
 }
 
+/** SQLSTATE read_only_sql_transaction: a write on a session that refuses writes. */
+export const READ_ONLY_SQL_TRANSACTION = "25006";
+/** SQLSTATE feature_not_supported: what a standby answers to BEGIN READ WRITE. */
+export const FEATURE_NOT_SUPPORTED = "0A000";
+
+/**
+ * The database answered as a standby, or its sessions refuse writes: after a failover or a
+ * switchover the URL reaches a node that is no longer the primary. Thrown by `tx()` when its
+ * BEGIN READ WRITE is refused; the slot's connection is dropped, so the next transaction
+ * connects through the URL again (which by then may reach the new primary).
+ */
+export class DatabaseReadOnly extends Error {
+  readonly code = "DATABASE_READ_ONLY";
+  constructor(cause: unknown) {
+    super("the database refuses writes (a standby, or sessions read-only): the URL does not reach a primary", { cause });
+  }
+}
+
+/**
+ * A write refused because the session is read-only (25006) or a transaction refused as on a
+ * standby (DatabaseReadOnly): the database is there, but not as a primary, for now.
+ */
+export function isReadOnlyError(e: unknown): boolean {
+  const code = typeof e === "object" && e !== null ? (e as { code?: unknown }).code : undefined;
+  return code === READ_ONLY_SQL_TRANSACTION || code === "DATABASE_READ_ONLY";
+}
+
 /**
  * The database errors that are not the service's bug, as the AppError a caller should see;
  * undefined for everything else (a real 500).
@@ -70,12 +99,14 @@ export function isConnectionError(e: unknown): boolean {
  *   too long): a value the caller sent reached the database unrefused. That is a gap in a
  *   contract (logged, to be closed there), but the caller deserves the truth, a 400.
  * - The database unreachable or restarting (class 08, 57P01-57P03, 53300 too many connections,
- *   a dropped socket): 503 with Retry-After. The outcome of a write caught by this is unknown
+ *   a dropped socket, no transaction slot within its deadline) or no longer the primary (25006,
+ *   a standby's refusal of BEGIN READ WRITE): 503 with Retry-After. The outcome of a write caught by this is unknown
  *   to us too; a retry with the same Idempotency-Key is answered from the write's own record if
  *   it committed, so retrying is always safe.
  */
 export function databaseErrorAsAppError(e: unknown): AppError | undefined {
-  if (isConnectionError(e)) {
+  // A node that is no longer the primary (a failover, a switchover): unavailable for a moment too.
+  if (isConnectionError(e) || isReadOnlyError(e)) {
     return new AppError("service_unavailable", "The database is unavailable for a moment; retry shortly (with the same Idempotency-Key for a write).", {
       cause: e,
       retryAfter: 1,

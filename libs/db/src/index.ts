@@ -1,4 +1,5 @@
 export * from "./pool.js";
+export * from "./pool-health.js";
 export { TransactionConnectionLost, type TxOptions } from "./transactions.js";
 export * from "./migrate.js";
 export * from "./errors.js";

@@ -146,11 +146,40 @@ function permanentFailure(err: unknown): DeadLetterReason | undefined {
 export interface OutboxRelay {
   /** A local transaction committed outbox rows: publish now rather than at the next poll. */
   notify(): void;
+  /** Whether this relay is stalled for `afterMs` (see `outboxDrains`). */
+  stalled(afterMs: number): Promise<boolean>;
   /** Finishes the batch in progress (published rows are deleted) and stops; the rest stays for the next relay. */
   stop(): Promise<void>;
 }
 
 const encoder = new TextEncoder();
+
+/**
+ * The relays this process runs, by the pool they work (`db.sql`): the runtime reads the relays of
+ * a replica's own database for its readiness without each service wiring them in.
+ */
+const relaysByPool = new WeakMap<object, Set<{ table: string; relay: OutboxRelay }>>();
+
+/** One relay of a replica, and whether it is stalled. */
+export interface OutboxDrain {
+  /** The outbox table, as the relay names it. */
+  outbox: string;
+  stalled: boolean;
+}
+
+/**
+ * The outbox relays this process runs on `db`, each stalled or not for `afterMs`: its own attempts
+ * fail or hang, it has published nothing for `afterMs`, and rows wait in its outbox, the oldest
+ * older than `afterMs`. A replica whose attempts find the lock held by another replica's relay is
+ * never stalled: it is not the one that can publish, and failing it too would take every replica
+ * out for one relay's trouble. Every replica whose own attempts fail (NATS or the stream gone:
+ * each takes the lock in turn and fails) is.
+ */
+export async function outboxDrains(db: Pick<Database, "sql">, afterMs: number): Promise<OutboxDrain[]> {
+  const relays = [...(relaysByPool.get(db.sql) ?? [])];
+  const stalled = await Promise.all(relays.map((r) => r.relay.stalled(afterMs)));
+  return relays.map((r, i) => ({ outbox: r.table, stalled: stalled[i] ?? false }));
+}
 
 /** A row that will never be published, and why. */
 interface SetAside<R> {
@@ -194,6 +223,11 @@ export function startOutboxRelay<R extends OutboxRow>(opts: OutboxRelayOptions<R
       select (select count(*)::int from (select 1 from ${opts.db.sql(opts.table)} limit 100000) c) as n,
              coalesce(extract(epoch from now() - (select created_at from ${opts.db.sql(opts.table)} order by seq limit 1)), 0)::float8 as age`,
   );
+  // When this relay last drained (published, or found nothing to publish) and last failed, and
+  // since when its attempt in progress runs: what `stalled` judges it by.
+  let lastDrained = performance.now();
+  let lastFailed: number | undefined;
+  let attemptSince: number | undefined;
   const unregister = [
     sampled.outboxBacklog(async () => [{ labels: label, value: (await readBacklog())[0]?.n ?? 0 }]),
     sampled.outboxOldestAge(async () => [{ labels: label, value: (await readBacklog())[0]?.age ?? 0 }]),
@@ -299,13 +333,17 @@ export function startOutboxRelay<R extends OutboxRow>(opts: OutboxRelayOptions<R
     while (!stopped) {
       pending = false;
       let n = 0;
+      attemptSince = performance.now();
       try {
         const drained = await drainOnce();
         n = drained.n;
+        if (n >= 0) lastDrained = performance.now();
         reportAside(drained.aside);
       } catch (err) {
+        lastFailed = performance.now();
         opts.log.warn({ err, table: opts.table }, "outbox relay failed; retrying");
       }
+      attemptSince = undefined;
       if (n >= batch || (n >= 0 && pending)) continue;
       if (n < 0 && pending) {
         // Another replica's relay holds the lock; it will see these rows, but look again soon.
@@ -323,16 +361,30 @@ export function startOutboxRelay<R extends OutboxRow>(opts: OutboxRelayOptions<R
     }
   })();
 
-  return {
+  const relay: OutboxRelay = {
     notify(): void {
       pending = true;
       wake?.();
+    },
+    async stalled(afterMs: number): Promise<boolean> {
+      const now = performance.now();
+      if (now - lastDrained <= afterMs) return false;
+      const failing = (lastFailed !== undefined && now - lastFailed < afterMs) || (attemptSince !== undefined && now - attemptSince > afterMs);
+      if (!failing) return false;
+      const backlog = (await readBacklog())[0];
+      return backlog !== undefined && backlog.n > 0 && backlog.age * 1000 > afterMs;
     },
     async stop(): Promise<void> {
       stopped = true;
       wake?.();
       await loop;
       for (const u of unregister) u();
+      registered.delete(entry);
     },
   };
+  const registered = relaysByPool.get(opts.db.sql) ?? new Set();
+  relaysByPool.set(opts.db.sql, registered);
+  const entry = { table: opts.table, relay };
+  registered.add(entry);
+  return relay;
 }

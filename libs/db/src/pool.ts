@@ -138,14 +138,45 @@ function connectionOptions(opts: DbOptions, instance: string) {
   return { ...POOL_OPTIONS, onnotice: () => {}, connection: { search_path: opts.schema, ...limit, ...tracked } };
 }
 
+/** The length of the protocol's CancelRequest; a StartupMessage is always longer. */
+const CANCEL_REQUEST_BYTES = 16;
+
+type SocketFactory = (o: { host: string[]; port: number[]; path?: string | false }) => net.Socket;
+
 /**
- * A socket factory (postgres.js's `socket` option) that lets a driver instance open one
- * connection in its life. Asked again, when the driver reconnects after losing it, it fails: a
- * statement the driver still held for the lost transaction is then rejected instead of being
- * sent on a new connection outside that transaction. Nothing session-side is needed for this,
- * so it holds behind a pooler in transaction mode too. The first host of the URL is used.
+ * Opens one connection's socket (postgres.js's `socket` option, for both kinds of connection).
+ * The first host of the URL is used.
+ *
+ * A server that closes a connection it accepted says why first (an ErrorResponse: starting up,
+ * shutting down, too many connections). A socket closed before a single byte came back is an
+ * address with no database behind it (a proxy or virtual IP during a failover): it fails here as
+ * a reset. Closed cleanly instead, it sent postgres.js 3.4.9 into reconnecting for the statement
+ * it was opened for, again and again with no deadline (the connect timeout restarts with each
+ * attempt), so that statement, and every one queued behind it, waited as long as the outage.
  */
-function oneConnection(onrefused: () => void): (o: { host: string[]; port: number[]; path?: string | false }) => net.Socket {
+function openSocket(o: Parameters<SocketFactory>[0]): net.Socket {
+  const socket = new net.Socket();
+  const host = o.host[0] ?? "localhost";
+  const port = o.port[0] ?? 5432;
+  socket.once("end", () => {
+    // A cancel request (16 bytes) is the one message the server answers by closing in silence.
+    if (socket.bytesRead === 0 && socket.bytesWritten !== CANCEL_REQUEST_BYTES)
+      socket.destroy(Object.assign(new Error(`the database endpoint ${host}:${port} closed the connection before answering`), { code: "ECONNRESET" }));
+  });
+  if (o.path) socket.connect(o.path);
+  else socket.connect(port, host);
+  // The driver reads these for TLS's server name and its error messages.
+  return Object.assign(socket, { host, port });
+}
+
+/**
+ * A socket factory that lets a driver instance open one connection in its life. Asked again,
+ * when the driver reconnects after losing it, it fails: a statement the driver still held for
+ * the lost transaction is then rejected instead of being sent on a new connection outside that
+ * transaction. Nothing session-side is needed for this, so it holds behind a pooler in
+ * transaction mode too.
+ */
+function oneConnection(onrefused: () => void): SocketFactory {
   let used = false;
   return (o) => {
     if (used) {
@@ -155,14 +186,19 @@ function oneConnection(onrefused: () => void): (o: { host: string[]; port: numbe
       throw Object.assign(new Error("the transaction's connection closed (a transaction connection never reconnects)"), { code: "CONNECTION_CLOSED" });
     }
     used = true;
-    const socket = new net.Socket();
-    const host = o.host[0] ?? "localhost";
-    const port = o.port[0] ?? 5432;
-    if (o.path) socket.connect(o.path);
-    else socket.connect(port, host);
-    // The driver reads these for TLS's server name and its error messages.
-    return Object.assign(socket, { host, port });
+    return openSocket(o);
   };
+}
+
+/**
+ * The longest a transaction waits for a free slot: the statement time limit, or the connect
+ * timeout without one. The limit is kept below the RPC timeout (docs/operations.md), so a caller
+ * still waiting past it has been or is about to be told 503 by the gateway: a transaction started
+ * later would write for nobody. And a slot held that long is on a slow or lost database, where
+ * queuing more only lengthens the outage's tail.
+ */
+export function slotWaitMs(opts: Pick<DbOptions, "statementTimeoutMs">): number {
+  return opts.statementTimeoutMs ?? POOL_OPTIONS.connect_timeout * 1000;
 }
 
 /** A postgres.js pool bound to one schema. Timestamps come back as Date; numerics as strings. */
@@ -175,11 +211,28 @@ export function createDb(opts: DbOptions): Database {
   const max = Math.max(2, opts.max ?? 10);
   const txMax = Math.min(max - 1, Math.max(1, opts.txMax ?? Math.floor(max / 3)));
   const autocommit = connectionOptions(opts, instance);
-  const sql = postgres(url, {
-    ...autocommit,
-    connection: { ...autocommit.connection, application_name: `${autocommit.connection.application_name}${READ_SUFFIX}` },
-    max: max - txMax,
-  });
+  // A connection is refused as it opens (a connection error: 503, and the next statement opens
+  // another through the URL) when it reaches a node that cannot take the service's writes:
+  // after a failover or a switchover the URL may lead to a standby, or to a server whose
+  // sessions are read-only. The driver checks one condition per pool: a slot's own sessions are
+  // read-only on purpose, so its test is `primary`; the autocommit pool's is `read-write` (on
+  // Postgres 15 a standby reports default_transaction_read_only off: its writes fail with 25006,
+  // a 503, and the transactions, refused there, fail as 503 too). Behind a pooler in transaction
+  // mode a connection's session proves nothing about the next statement's, so no test there.
+  const sessionMode = opts.poolMode !== "transaction";
+  // `socket` is a documented option that postgres.js's types leave out.
+  const sql = postgres(
+    url,
+    Object.assign(
+      {
+        ...autocommit,
+        connection: { ...autocommit.connection, application_name: `${autocommit.connection.application_name}${READ_SUFFIX}` },
+        max: max - txMax,
+      },
+      sessionMode ? { target_session_attrs: "read-write" as const } : {},
+      { socket: openSocket },
+    ),
+  );
   const refuse = () => {
     throw new Error("transactions never run on the autocommit pool (postgres.js can leak them to other callers): use db.tx()");
   };
@@ -207,11 +260,12 @@ export function createDb(opts: DbOptions): Database {
         max_pipeline: 100,
         max_lifetime: null,
         onclose,
+        ...(sessionMode ? { target_session_attrs: "primary" as const } : {}),
       };
       // `socket` is a documented option that postgres.js's types leave out.
       return postgres(url, Object.assign(slotOptions, { socket: oneConnection(onclose) }));
     },
-    { "db.namespace": opts.schema },
+    { spanAttributes: { "db.namespace": opts.schema }, waitMs: slotWaitMs(opts) },
   );
 
   const unregister = [

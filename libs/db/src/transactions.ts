@@ -1,6 +1,14 @@
 import type postgres from "postgres";
-import { currentTraceparent, dbTransactionDuration, dbTransactionWait, inChildSpan, SpanKind, secondsSince } from "@tasksvc/telemetry";
-import { isConnectionError, isPgError, PG } from "./errors.js";
+import {
+  currentTraceparent,
+  dbTransactionDuration,
+  dbTransactionSlotTimeouts,
+  dbTransactionWait,
+  inChildSpan,
+  SpanKind,
+  secondsSince,
+} from "@tasksvc/telemetry";
+import { DatabaseReadOnly, FEATURE_NOT_SUPPORTED, isConnectionError, isPgError, PG, READ_ONLY_SQL_TRANSACTION } from "./errors.js";
 
 type Sql = postgres.Sql;
 type TxSql = postgres.TransactionSql;
@@ -15,8 +23,6 @@ export interface TxOptions {
 }
 
 const RETRYABLE = new Set<string>([PG.serializationFailure, PG.deadlockDetected]);
-/** read_only_sql_transaction: a write outside BEGIN READ WRITE on a slot's read-only connection. */
-const READ_ONLY_TRANSACTION = "25006";
 
 /** An error that leaves the transaction's outcome to the server: its connection is gone. */
 export class TransactionConnectionLost extends Error {
@@ -26,10 +32,27 @@ export class TransactionConnectionLost extends Error {
   }
 }
 
+/** No transaction slot came free within the deadline: the database is slow or unreachable (a 503). */
+export class TransactionSlotTimeout extends Error {
+  readonly code = "SLOT_WAIT_TIMEOUT";
+  constructor(waitMs: number) {
+    super(`no transaction connection came free within ${waitMs} ms (the database is slow or unreachable)`);
+  }
+}
+
 interface Slot {
   sql: Sql;
   /** How many times its connection closed; a change during a transaction voids it. */
   closes: number;
+  /** Set while a transaction holds the slot: fails it at once when the connection is lost. */
+  lost?: () => void;
+}
+
+export interface TransactionPoolOptions {
+  /** Attributes of every transaction's span. */
+  spanAttributes?: Record<string, string>;
+  /** The longest a transaction waits for a free slot before failing with TransactionSlotTimeout. */
+  waitMs: number;
 }
 
 /**
@@ -53,32 +76,61 @@ interface Slot {
  *   a statement the driver still held when the connection was lost is sent, after it reconnects,
  *   on a connection outside the transaction, and ending the instance cannot stop it once it is the
  *   reconnect's first query; the server then refuses it as a write outside a transaction.
+ * - Every wait has an end. A slot is waited for `waitMs` at most. A transaction whose connection
+ *   is lost fails at once, whatever the driver does with the statements it still holds: a
+ *   connection lost while it was starting left them queued in the instance for ever (postgres.js
+ *   3.4.9 neither sends nor rejects them, and its end() resolves without them), which kept the
+ *   slot, and every transaction queued behind it, waiting for ever.
  */
-export function transactionPool(size: number, connect: (onclose: () => void) => Sql, spanAttributes: Record<string, string> = {}) {
+export function transactionPool(size: number, connect: (onclose: () => void) => Sql, opts: TransactionPoolOptions) {
+  const spanAttributes = opts.spanAttributes ?? {};
   const make = (): Slot => {
     const slot: Slot = { sql: undefined as unknown as Sql, closes: 0 };
     slot.sql = connect(() => {
       slot.closes++;
-      if (active.has(slot)) void slot.sql.end({ timeout: 0 }).catch(() => undefined);
+      if (active.has(slot)) {
+        void slot.sql.end({ timeout: 0 }).catch(() => undefined);
+        slot.lost?.();
+      }
     });
     return slot;
   };
   const slots = Array.from({ length: size }, make);
   const idle = [...slots];
   const active = new Set<Slot>();
-  const waiting: Array<{ resolve: (slot: Slot) => void; reject: (e: Error) => void }> = [];
+  interface Waiter {
+    resolve: (slot: Slot) => void;
+    reject: (e: Error) => void;
+    timer: NodeJS.Timeout;
+  }
+  const waiting: Waiter[] = [];
   let ended = false;
   const closedError = () => new Error("the database pool is closed");
 
   const acquire = (): Promise<Slot> => {
     if (ended) return Promise.reject(closedError());
     const slot = idle.pop();
-    return slot ? Promise.resolve(slot) : new Promise((resolve, reject) => waiting.push({ resolve, reject }));
+    if (slot) return Promise.resolve(slot);
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = {
+        resolve,
+        reject,
+        timer: setTimeout(() => {
+          const at = waiting.indexOf(waiter);
+          if (at >= 0) waiting.splice(at, 1);
+          dbTransactionSlotTimeouts.inc();
+          reject(new TransactionSlotTimeout(opts.waitMs));
+        }, opts.waitMs),
+      };
+      waiting.push(waiter);
+    });
   };
   const release = (slot: Slot): void => {
     const next = waiting.shift();
-    if (next) next.resolve(slot);
-    else idle.push(slot);
+    if (next) {
+      clearTimeout(next.timer);
+      next.resolve(slot);
+    } else idle.push(slot);
   };
   /** A fresh instance in place of one whose state we no longer trust. */
   const replace = (slot: Slot): Slot => {
@@ -97,48 +149,78 @@ export function transactionPool(size: number, connect: (onclose: () => void) => 
     const started = performance.now();
     dbTransactionWait.observe((started - asked) / 1000);
     const closes = slot.closes;
+    // Settles only when the connection is lost during the transaction (the slot's onclose); every
+    // await below races it, so nothing here waits on a statement the driver will never settle.
+    let abandon = () => {};
+    let committing = false;
+    const lost = new Promise<never>((_, reject) => {
+      // Lost once COMMIT is sent, the outcome is the server's to know (the answer never came).
+      abandon = () =>
+        reject(
+          committing
+            ? Object.assign(new Error("the transaction's connection closed during COMMIT: it may or may not have committed"), { code: "CONNECTION_CLOSED" })
+            : new TransactionConnectionLost(),
+        );
+    });
+    lost.catch(() => undefined);
+    const guarded = <R>(p: Promise<R>): Promise<R> => Promise.race([p, lost]);
+    slot.lost = abandon;
     active.add(slot);
     let trusted = true;
     let outcome = "rollback";
+    let refused: unknown;
     try {
       // BEGIN goes out now and the function's first statement right behind it on the same
       // connection (one round trip saved); both are sent before any socket event can intervene.
       // READ WRITE: the slot's connections are read-only outside it (pool.ts), so a statement the
       // driver re-sends on a new connection after a loss cannot commit a part of the transaction.
       const begun = slot.sql`begin read write`.execute();
-      begun.catch(() => undefined); // awaited below; a failure surfaces there or in fn
+      // Awaited below; a failure surfaces there or in fn. Noted first, so that the catch below
+      // knows a BEGIN a standby refused from the statements that then ran outside it.
+      begun.catch((e: unknown) => {
+        refused = e;
+      });
       // With tracing on, the transaction's span as a transaction-local setting, pipelined behind
       // BEGIN: the default of every `traceparent` column (outbox rows, deliveries), so the rows
       // a transaction writes carry its trace to whoever handles them later (decision 0017).
       const traceparent = currentTraceparent();
       const traced = traceparent ? slot.sql`select set_config('tasksvc.traceparent', ${traceparent}, true)`.execute() : undefined;
       traced?.catch(() => undefined);
-      const result = await fn(slot.sql as unknown as TxSql);
-      await begun;
-      await traced;
+      const result = await guarded(fn(slot.sql as unknown as TxSql));
+      await guarded(begun);
+      if (traced) await guarded(traced);
       if (slot.closes !== closes) throw new TransactionConnectionLost();
-      const done = await slot.sql`commit`;
+      committing = true;
+      const done = await guarded(slot.sql`commit`.execute());
       // COMMIT of a transaction aborted by an error the function swallowed is a ROLLBACK.
       if (done.command !== "COMMIT") throw new Error(`the transaction was rolled back (${done.command}): a statement in it failed`);
       outcome = "commit";
       return result;
     } catch (e) {
+      // BEGIN READ WRITE refused: by a standby (0A000, "cannot set transaction read-write mode
+      // during recovery") or a read-only server (25006). The slot's connection is on a node that
+      // is not the primary: dropped, so the next transaction connects through the URL again.
+      if (isPgError(refused) && (refused.code === FEATURE_NOT_SUPPORTED || refused.code === READ_ONLY_SQL_TRANSACTION)) {
+        trusted = false;
+        throw new DatabaseReadOnly(refused);
+      }
       // 25006 on a slot is a statement that reached the server outside our BEGIN READ WRITE: the
       // driver re-sent it on a new connection after losing the old one, without always telling
       // us (a connection lost while it was still starting calls no onclose). The same as a close.
-      const resentOutside = isPgError(e) && e.code === READ_ONLY_TRANSACTION;
+      const resentOutside = isPgError(e) && e.code === READ_ONLY_SQL_TRANSACTION;
       if (slot.closes !== closes || resentOutside) trusted = false;
       else {
         try {
-          await slot.sql`rollback`;
+          await guarded(slot.sql`rollback`.execute());
         } catch {
           trusted = false;
         }
       }
-      const lost = slot.closes !== closes || resentOutside;
-      throw lost && !(e instanceof TransactionConnectionLost) && !isConnectionError(e) ? new TransactionConnectionLost() : e;
+      const lostConnection = slot.closes !== closes || resentOutside;
+      throw lostConnection && !(e instanceof TransactionConnectionLost) && !isConnectionError(e) ? new TransactionConnectionLost() : e;
     } finally {
       dbTransactionDuration.observe({ outcome }, secondsSince(started));
+      slot.lost = undefined;
       active.delete(slot);
       if (!trusted && !ended) slot = replace(slot);
       release(slot);
@@ -166,7 +248,10 @@ export function transactionPool(size: number, connect: (onclose: () => void) => 
     stats: () => ({ inUse: active.size, waiting: waiting.length, size }),
     async end(opts: { timeout?: number } = {}): Promise<void> {
       ended = true;
-      for (const w of waiting.splice(0)) w.reject(closedError());
+      for (const w of waiting.splice(0)) {
+        clearTimeout(w.timer);
+        w.reject(closedError());
+      }
       await Promise.all(slots.map((s) => s.sql.end(opts)));
     },
   };

@@ -1,7 +1,30 @@
 import { StartupError } from "@tasksvc/config";
 import { SERVICES, type ServiceEntry } from "@tasksvc/contracts";
-import { checkDb, createDb, databaseErrorAsAppError, ensureDatabase, migrate, type Database } from "@tasksvc/db";
-import { Health, natsDisconnects, natsReconnects, sampled, startOpsServer, within, type OpsServer } from "@tasksvc/telemetry";
+import {
+  checkDb,
+  createDb,
+  databaseErrorAsAppError,
+  databaseRole,
+  ensureDatabase,
+  migrate,
+  nodeRole,
+  outboxDrains,
+  watchTransactions,
+  type Database,
+  type WatchedDatabase,
+} from "@tasksvc/db";
+import {
+  Health,
+  natsDisconnects,
+  natsReconnects,
+  sampled,
+  settleWithin,
+  sharedFor,
+  startOpsServer,
+  within,
+  type CheckResult,
+  type OpsServer,
+} from "@tasksvc/telemetry";
 import type { Logger } from "@tasksvc/logger";
 import { client, connectNats, ensureStream, serve } from "@tasksvc/nats";
 import type { BaseConfig, DbConfig, DbServiceContext, DbServiceDefinition, Running, ServiceContext, ServiceDefinition } from "./definition.js";
@@ -26,7 +49,9 @@ interface Step {
  * gateway's included) opens once the migrations are applied (a failure before that
  * leaves nothing open), before NATS and the service's own start: from then on /healthz answers
  * and /readyz says "starting". Ready means started, Postgres and NATS answering, and every check the
- * service added (its consumers attached). At stop, readiness fails first, then SHUTDOWN_DELAY
+ * service added (its consumers attached); for a service with a schema also a writable primary
+ * behind DATABASE_URL, no transaction stuck in or waiting for a slot, and no outbox relay stalled
+ * (startDbChecks). At stop, readiness fails first, then SHUTDOWN_DELAY
  * passes (load balancers and Kubernetes endpoints stop routing here), then everything drains;
  * the ops port closes last.
  */
@@ -35,6 +60,7 @@ export async function startService<C extends BaseConfig, R>(def: ServiceDefiniti
   // 5 s for queries in flight at an orderly stop; 1 s when start failed and nothing is in flight.
   let endTimeout = 5;
   let db: Database | undefined;
+  let watched: WatchedDatabase | undefined;
 
   if (isDbService(def)) {
     // Only a definition made by defineService has a schema, and its settings are a DbConfig.
@@ -50,7 +76,9 @@ export async function startService<C extends BaseConfig, R>(def: ServiceDefiniti
     await ensureDatabase(migrationUrl);
     await migrate({ url: migrationUrl, schema: def.schema, dir: def.migrations, log, ...(def.indexes ? { indexes: def.indexes } : {}) });
     const pool = createDb({ url, schema: def.schema, poolMode: dbCfg.DATABASE_POOL_MODE, statementTimeoutMs: dbCfg.DATABASE_STATEMENT_TIMEOUT, ...def.db });
-    db = pool;
+    // The service gets the pool with its transactions timed, for the readiness of its slots.
+    watched = watchTransactions(pool);
+    db = watched.db;
     steps.push({ what: "database pool", run: () => pool.end({ timeout: endTimeout }) });
   }
 
@@ -103,8 +131,6 @@ export async function startService<C extends BaseConfig, R>(def: ServiceDefiniti
     const removeNatsSample = sampled.natsConnected(() => [{ value: natsUp && !nc.isClosed() ? 1 : 0 }]);
     steps.push({ what: "NATS metrics", run: () => removeNatsSample() });
     health.check("nats", () => (nc.isClosed() ? "unreachable" : within(1000, nc.flush())));
-    const pool = db;
-    if (pool) health.check("postgres", () => within(1000, pool.sql`select 1`));
     for (const stream of def.streams?.(cfg.NATS_NAMESPACE) ?? []) await ensureStream(nc, { num_replicas: cfg.NATS_STREAM_REPLICAS, ...stream });
 
     const namespace = cfg.NATS_NAMESPACE;
@@ -154,6 +180,8 @@ export async function startService<C extends BaseConfig, R>(def: ServiceDefiniti
       isDbService(def) && db
         ? await def.start({ ...ctx, db } as DbServiceContext<C & DbConfig>)
         : await (def as { start(c: ServiceContext<C>): Promise<R> }).start(ctx);
+    // After start, which started the outbox relays the checks look for.
+    if (db && watched) steps.push({ what: "database checks", run: await startDbChecks(health, db, watched, cfg as BaseConfig as DbConfig) });
     // Every subscription serve() made has reached the server (a PING answered after them) before
     // the replica calls itself ready: a request sent the moment it is ready finds it subscribed.
     await nc.flush();
@@ -185,6 +213,59 @@ export async function startService<C extends BaseConfig, R>(def: ServiceDefiniti
     await closeOps();
     throw e;
   }
+}
+
+/**
+ * The readiness checks of a service with a schema, and the gauges that show them; answers what
+ * removes the gauges' sources at stop. Each is cheap (one round trip at most, shared by the
+ * checks and the scrape) and bounded to a second, like the others:
+ *
+ * - `postgres`: the database answers, as a writable primary (`standby`, `read_only` otherwise:
+ *   a standby answers `select 1`, and every write sent to it fails), and no transaction has held
+ *   its slot, or waited for one, for DATABASE_TRANSACTION_STUCK_AFTER (`stuck`: such a slot does
+ *   not come back by itself). One check, so that the set of checks a replica reports stays as it was.
+ * - `outbox` (where a relay runs): the relay is not stalled (`stalled`; libs/db outboxDrains).
+ */
+async function startDbChecks(health: Health, db: Database, watched: WatchedDatabase, cfg: DbConfig): Promise<() => void> {
+  // Asked on the pool; when the pool cannot connect, the node itself is asked why (the pool's
+  // connections may refuse a standby as they open): a standby or read-only node is named as such,
+  // anything else stays the pool's failure.
+  const role = sharedFor(500, () =>
+    databaseRole(db.sql).catch(async (e: unknown) => {
+      const r = await nodeRole(cfg.DATABASE_URL).catch(() => "primary" as const);
+      if (r === "primary") throw e;
+      return r;
+    }),
+  );
+  const roleCheck = (ms: number) => settleWithin<CheckResult>(ms, () => role().then((r) => (r === "primary" ? "ok" : r)), "unreachable");
+  const stuck = () => {
+    const a = watched.ages();
+    return Math.max(a.inUse, a.waiting) * 1000 >= cfg.DATABASE_TRANSACTION_STUCK_AFTER;
+  };
+  health.check("postgres", async () => {
+    const r = await roleCheck(1000);
+    return r === "ok" && stuck() ? "stuck" : r;
+  });
+  const drains = sharedFor(500, () => outboxDrains(db, cfg.OUTBOX_STALL_AFTER));
+  // Only where a relay runs. Just started, none is stalled and nothing is queried; should the
+  // question fail all the same, a relay exists (with none there is nothing to fail).
+  const relays = await drains().catch(() => undefined);
+  if (relays === undefined || relays.length > 0) health.check("outbox", async () => ((await drains()).some((d) => d.stalled) ? "stalled" : "ok"));
+  const removers = [
+    // Within the scrape's own second, so that a database that does not answer reads 0, not absent.
+    sampled.dbPrimary(async () => [{ value: (await roleCheck(800)) === "ok" ? 1 : 0 }]),
+    sampled.dbTransactionOldest(() => {
+      const a = watched.ages();
+      return [
+        { labels: { state: "in_use" }, value: a.inUse },
+        { labels: { state: "waiting" }, value: a.waiting },
+      ];
+    }),
+    sampled.outboxStalled(async () => (await drains()).map((d) => ({ labels: { outbox: d.outbox }, value: d.stalled ? 1 : 0 }))),
+  ];
+  return () => {
+    for (const r of removers) r();
+  };
 }
 
 function isDbService<C extends BaseConfig, R>(def: ServiceDefinition<C, R>): def is ServiceDefinition<C, R> & DbServiceDefinition<C & DbConfig, R> {

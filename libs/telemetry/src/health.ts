@@ -1,7 +1,11 @@
 import { settleWithin } from "./bounded.js";
 
-/** One readiness check's answer: "ok", or why not. */
-export type CheckResult = "ok" | "unreachable" | "not_attached" | "stopping" | "starting";
+/**
+ * One readiness check's answer: "ok", or why not. Besides the general ones, the database's:
+ * `standby` and `read_only` (it answers, but refuses writes), `stuck` (a transaction slot that
+ * does not come back), `stalled` (an outbox relay that publishes nothing).
+ */
+export type CheckResult = "ok" | "unreachable" | "not_attached" | "stopping" | "starting" | "standby" | "read_only" | "stuck" | "stalled";
 
 export type Check = () => Promise<CheckResult> | CheckResult;
 

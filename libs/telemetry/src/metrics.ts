@@ -98,50 +98,6 @@ export const rpcServerInFlight = new Gauge({
   registers,
 });
 
-export const rpcDeadlineExpired = new Counter({
-  name: "tasksvc_rpc_deadline_expired_total",
-  help: "NATS requests not started because their caller's deadline had passed when they were received, by service and operation.",
-  labelNames: ["service", "operation"] as const,
-  registers,
-});
-
-export const rpcReplyTooLarge = new Counter({
-  name: "tasksvc_rpc_reply_too_large_total",
-  help: "NATS replies larger than the connection's max_payload, answered with a 500 instead (a page without a byte budget, or an answer that grew past the limit), by service and operation.",
-  labelNames: ["service", "operation"] as const,
-  registers,
-});
-
-export const httpEdgeRefused = new Counter({
-  name: "tasksvc_http_edge_refused_total",
-  help: "Requests the gateway refused at its HTTP edge before any route ran, by reason: body_timeout (408), pipelined (429 past the per-connection bound), anonymous_rate (429 on a route without credential), malformed (400), too_large (413, 431).",
-  labelNames: ["reason"] as const,
-  registers,
-});
-
-// --- Scans: fair shares and time limits -----------------------------------------------------
-
-export const dbScanRefused = new Counter({
-  name: "tasksvc_db_scan_refused_total",
-  help: "Scanning reads (lists, searches, feeds) refused with 429 because their organization already held its share of the service's connections, by service.",
-  labelNames: ["service"] as const,
-  registers,
-});
-
-export const dbScanTooExpensive = new Counter({
-  name: "tasksvc_db_scan_too_expensive_total",
-  help: "Scanning reads stopped at the statement time limit or their caller's deadline (answered 400 query_too_expensive), by service and operation.",
-  labelNames: ["service", "operation"] as const,
-  registers,
-});
-
-export const dbScansInFlight = new Gauge({
-  name: "tasksvc_db_scans_in_flight",
-  help: "Scanning reads holding a connection now, by service.",
-  labelNames: ["service"] as const,
-  registers,
-});
-
 // --- Outbox ---------------------------------------------------------------------------------
 
 export const outboxPublished = new Counter({
@@ -293,6 +249,12 @@ export const dbTransactionWait = new Histogram({
   registers,
 });
 
+export const dbTransactionSlotTimeouts = new Counter({
+  name: "tasksvc_db_transaction_slot_timeouts_total",
+  help: "Transactions that failed (503) because no connection slot came free within the wait limit (the database slow or unreachable, or slots stuck).",
+  registers,
+});
+
 // --- NATS connection ------------------------------------------------------------------------
 
 export const natsReconnects = new Counter({
@@ -373,6 +335,21 @@ export const sampled = {
     ["state"],
   ),
   dbTransactionSlots: sampledGauge("tasksvc_db_transaction_slots", "Transaction connection slots: in use, waiting for one, and the maximum.", ["state"]),
+  dbPrimary: sampledGauge(
+    "tasksvc_db_primary",
+    "1 while the service's database answers as a writable primary; 0 while it answers as a standby or read-only, or not within a second.",
+    [],
+  ),
+  dbTransactionOldest: sampledGauge(
+    "tasksvc_db_transaction_oldest_seconds",
+    "Age of the oldest transaction holding a connection slot (in_use) and of the oldest waiting for one (waiting); 0 when none.",
+    ["state"],
+  ),
+  outboxStalled: sampledGauge(
+    "tasksvc_outbox_stalled",
+    "1 while this replica's outbox relay fails or hangs, has published nothing for OUTBOX_STALL_AFTER and the oldest waiting row is older than that; by outbox table.",
+    ["outbox"],
+  ),
   natsConnected: sampledGauge("tasksvc_nats_connected", "1 while the NATS connection is up, 0 while it reconnects.", []),
 } as const;
 
