@@ -1,6 +1,6 @@
 import { api, eventually, startReceiver, type Receiver } from "@tasksvc/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { prepareLoadTenants, readTaskEvents, startMixedLoad, verify, type Attempt, type LoadTenant } from "./load.js";
+import { prepareLoadTenants, prober, readTaskEvents, startMixedLoad, verify, type Attempt, type LoadTenant } from "./load.js";
 import { KEEPER_SETTINGS, MONITOR_SETTINGS, startPrivateFailover, type PrivateFailover } from "./private-failover.js";
 import { SERVICES, startProcessStack, type ProcessStack, type ServiceName } from "./processes.js";
 import { serverPort } from "./private-services.js";
@@ -141,29 +141,8 @@ async function firstFreshWrite(gatewayUrls: string[], tenant: LoadTenant, since:
  * service's transaction slots).
  */
 async function probe(gatewayUrls: string[], tenant: LoadTenant): Promise<{ total: number; failures: string[] }> {
-  const failures: string[] = [];
-  let total = 0;
-  const send = async (method: string, path: string, body?: unknown): Promise<Record<string, unknown> | undefined> => {
-    const url = gatewayUrls[total % gatewayUrls.length] as string;
-    total++;
-    try {
-      const res = await fetch(`${url}${path}`, {
-        method,
-        headers: { authorization: `Bearer ${tenant.apiKey}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-        signal: AbortSignal.timeout(10_000),
-      });
-      const text = await res.text();
-      if (res.status >= 300) {
-        failures.push(`${method} ${path} via ${url}: ${res.status} ${text.slice(0, 200)}`);
-        return undefined;
-      }
-      return text ? (JSON.parse(text) as Record<string, unknown>) : {};
-    } catch (e) {
-      failures.push(`${method} ${path} via ${url}: ${String(e)}`);
-      return undefined;
-    }
-  };
+  const p = prober(gatewayUrls, tenant, 10_000);
+  const { send, failures } = p;
   const ids: string[] = [];
   for (let i = 0; i < 10; i++) {
     const t = await send("POST", "/v1/tasks", { title: `after failover ${i}` });
@@ -175,7 +154,7 @@ async function probe(gatewayUrls: string[], tenant: LoadTenant): Promise<{ total
   for (let i = 0; i < 4; i++) await send("POST", "/v1/webhook-endpoints", { url: `${rx?.url(`/probe-${i}`)}` });
   for (let i = 0; i < 2; i++) await send("GET", "/v1/daily-plan?date=2026-12-02");
   for (let i = 0; i < 2; i++) await send("GET", "/v1/tasks");
-  return { total, failures };
+  return { total: p.total, failures };
 }
 
 describe("the loss of the Postgres primary, failed over by pg_auto_failover", () => {

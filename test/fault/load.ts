@@ -1152,3 +1152,40 @@ export function formatReport(r: VerifyReport, result?: LoadResult): string {
     ...(r.problems.length ? ["PROBLEMS:", ...r.problems.map((p) => `  ${p}`)] : ["no problems"]),
   ].join("\n");
 }
+
+/**
+ * One request at a time of a probe after a fault, sent once with no retry, on the gateways in
+ * turn: `send` answers the parsed 2xx body, or undefined with the failure noted in `failures`.
+ */
+export function prober(gatewayUrls: readonly string[], tenant: LoadTenant, timeoutMs: number) {
+  const failures: string[] = [];
+  let total = 0;
+  const send = async (method: string, path: string, body?: unknown): Promise<Record<string, unknown> | undefined> => {
+    const url = gatewayUrls[total % gatewayUrls.length] as string;
+    total++;
+    try {
+      const res = await fetch(`${url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${tenant.apiKey}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+      const text = await res.text();
+      if (res.status >= 300) {
+        failures.push(`${method} ${path} via ${url}: ${res.status} ${text.slice(0, 200)}`);
+        return undefined;
+      }
+      return text ? (JSON.parse(text) as Record<string, unknown>) : {};
+    } catch (e) {
+      failures.push(`${method} ${path} via ${url}: ${String(e)}`);
+      return undefined;
+    }
+  };
+  return {
+    send,
+    failures,
+    get total() {
+      return total;
+    },
+  };
+}

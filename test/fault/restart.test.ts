@@ -6,6 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   failureWindow,
   prepareLoadTenants,
+  prober,
   startMixedLoad,
   verify,
   WRITE_KINDS,
@@ -120,30 +121,8 @@ function firstSuccessOf(result: LoadResult, since: number, kind: WriteKind): num
  * load.
  */
 async function probe(tenant: LoadTenant): Promise<{ ok: number; total: number; failures: string[] }> {
-  const failures: string[] = [];
-  let total = 0;
-  let n = 0;
-  const send = async (method: string, path: string, body?: unknown): Promise<Record<string, unknown> | undefined> => {
-    const url = stack.gatewayUrls[n++ % stack.gatewayUrls.length] as string;
-    total++;
-    try {
-      const res = await fetch(`${url}${path}`, {
-        method,
-        headers: { authorization: `Bearer ${tenant.apiKey}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-        signal: AbortSignal.timeout(5000),
-      });
-      const text = await res.text();
-      if (res.status >= 300) {
-        failures.push(`${method} ${path} via ${url}: ${res.status} ${text.slice(0, 200)}`);
-        return undefined;
-      }
-      return text ? (JSON.parse(text) as Record<string, unknown>) : {};
-    } catch (e) {
-      failures.push(`${method} ${path} via ${url}: ${String(e)}`);
-      return undefined;
-    }
-  };
+  const p = prober(stack.gatewayUrls, tenant, 5000);
+  const { send, failures } = p;
   const ids: string[] = [];
   for (let i = 0; i < 20; i++) {
     const t = await send("POST", "/v1/tasks", { title: `probe ${i}` });
@@ -153,7 +132,7 @@ async function probe(tenant: LoadTenant): Promise<{ ok: number; total: number; f
   for (let i = 0; i < 6; i++) await send("POST", "/v1/api-keys", { name: `probe ${i}`, scopes: ["tasks:read"], expires_in_days: 1 });
   for (let i = 0; i < 6; i++) await send("POST", "/v1/daily-plan/entries", { date: "2026-12-01", task_id: ids[i] ?? "T-1", section: "TODO" });
   for (let i = 0; i < 4; i++) await send("GET", "/v1/daily-plan?date=2026-12-01");
-  return { ok: total - failures.length, total, failures };
+  return { ok: p.total - failures.length, total: p.total, failures };
 }
 
 /**
