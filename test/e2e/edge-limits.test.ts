@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // The edge of DESIGN.md section 20 on a real stack: credentials are checked from the headers
 // before a body is read (401 with Connection: close, the body never read), a body that does not
 // arrive within BODY_TIMEOUT is 408 and changes nothing, more than one Authorization field is a
-// 400, and ANON_RATE_LIMIT counts only the routes that need no credential. Raw sockets, since no
+// 400, and ANON_RATE_LIMIT counts the routes that need no credential and the refused credentials. Raw sockets, since no
 // HTTP client sends half a body on purpose.
 const { stack, gw, f } = e2eContext();
 const shared = new URL(stack.gatewayUrls[0] as string);
@@ -149,5 +149,9 @@ describe("a gateway with BODY_TIMEOUT=1s and ANON_RATE_LIMIT=5/1m", () => {
     expect(await refused.json()).toMatchObject({ code: "rate_limited", status: 429 });
     const own = await fetch(`${gateway.origin}/v1/tasks`, { headers: { authorization: `Bearer ${t.apiKey}` } });
     expect(own.status).toBe(200);
+    // A refused credential is anonymous too: guessing keys from this address meets the same limit.
+    const guessed = await fetch(`${gateway.origin}/v1/tasks`, { headers: { authorization: "Bearer svc_live_guessed0000000000000000000000000000" } });
+    expect(guessed.status).toBe(429);
+    expect(await guessed.json()).toMatchObject({ code: "rate_limited" });
   });
 });

@@ -79,7 +79,16 @@ export async function startProcessStack(opts: ProcessStackOptions = {}) {
   const replicas: Replica[] = [];
   const unexpectedExits: UnexpectedExit[] = [];
   // OPS_PORT 0: replicas of one service share this host, so each takes a free ops port.
-  const common = { DATABASE_URL: databaseUrl, NATS_URL: natsUrl, NATS_NAMESPACE: namespace, LOG_LEVEL: "warn", OPS_PORT: "0", ...(opts.env ?? {}) };
+  // ANON_RATE_LIMIT off: every load and fuzz request comes from 127.0.0.1, refused credentials included.
+  const common = {
+    DATABASE_URL: databaseUrl,
+    NATS_URL: natsUrl,
+    NATS_NAMESPACE: namespace,
+    LOG_LEVEL: "warn",
+    OPS_PORT: "0",
+    ANON_RATE_LIMIT: "off",
+    ...(opts.env ?? {}),
+  };
 
   function spawnReplica(r: Omit<Replica, "child" | "output" | "expectedExit">): Replica {
     const child = spawn(process.execPath, [`services/${r.service}/dist/main.js`], {

@@ -211,15 +211,16 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
   });
   edge.install(app);
   const anonRate = opts.anonRate;
-  if (anonRate) {
+  // One count per address for the anonymous routes and for requests whose credential is refused.
+  const anonLimiter = anonRate ? linkLimiter(anonRate, { maxClients: ANON_LIMIT_CLIENTS }) : undefined;
+  if (anonRate && anonLimiter) {
     // The routes that need no credential (documentation, health, unknown paths, CORS preflights)
     // cost their caller nothing, so they are counted per client address instead, before any work.
     // The link routes have their own limit (LINK_RATE_LIMIT, transfers.ts), and the operations are
     // charged per credential after authentication.
-    const limiter = linkLimiter(anonRate, { maxClients: ANON_LIMIT_CLIENTS });
     app.addHook("onRequest", async (req) => {
       if (req.routeOptions.config?.operation || req.routeOptions.url?.includes("/:capability")) return;
-      const wait = limiter.take(req.ip);
+      const wait = anonLimiter.take(req.ip);
       if (wait > 0) {
         httpEdgeRefused.labels({ reason: "anonymous_rate" }).inc();
         throw new AppError(
@@ -277,7 +278,7 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
     return sendProblem(reply, err);
   });
 
-  installPipeline(app, opts);
+  installPipeline(app, { ...opts, ...(anonLimiter ? { refusedCredential: (ip: string) => anonLimiter.take(ip) } : {}) });
   const served = opts.resources ?? resources;
   for (const r of served) app.register(r.plugin, { clients: opts.clients, eventStreams: opts.eventStreams });
   registerTransfers(app, { store: opts.blobs ?? null, clients: opts.clients, linkRate: opts.linkRate });

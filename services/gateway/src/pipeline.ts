@@ -1,4 +1,4 @@
-import { idempotencyOutcomes } from "@tasksvc/telemetry";
+import { httpEdgeRefused, idempotencyOutcomes } from "@tasksvc/telemetry";
 import { systemContext, type Identity, type RpcContext } from "@tasksvc/contracts";
 import { databaseErrorAsAppError } from "@tasksvc/db";
 import { AppError, isAppError, toProblem } from "@tasksvc/errors";
@@ -22,6 +22,12 @@ export interface PipelineOptions {
    * only has to outlive this replica's own wait for the service.
    */
   idempotencyLeaseMs: number;
+  /**
+   * Counts a request whose credential was refused against its client address (ANON_RATE_LIMIT:
+   * such a request is anonymous as much as one to the docs); answers the seconds to wait when
+   * the address is past its limit, else 0. Absent: no limit.
+   */
+  refusedCredential?: (ip: string) => number;
 }
 
 /** An Idempotency-Key this request holds: its outcome is stored (or the key given back) on the way out. */
@@ -90,6 +96,14 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
       req.pipeline = { identity: await opts.auth.authenticate(req.headers.authorization, base) };
     } catch (e) {
       reply.header("connection", "close");
+      // Guessing keys from one address is anonymous traffic: past its limit, 429 instead of 401.
+      const wait = isAppError(e) && e.status === 401 ? (opts.refusedCredential?.(req.ip) ?? 0) : 0;
+      if (wait > 0) {
+        httpEdgeRefused.labels({ reason: "anonymous_rate" }).inc();
+        throw new AppError("rate_limited", "Too many requests with a refused credential from this address; retry after the Retry-After delay.", {
+          retryAfter: wait,
+        });
+      }
       throw e;
     }
   }
