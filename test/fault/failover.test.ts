@@ -2,7 +2,7 @@ import { api, eventually, startReceiver, type Receiver } from "@tasksvc/testing"
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { prepareLoadTenants, prober, readTaskEvents, startMixedLoad, verify, type Attempt, type LoadTenant } from "./load.js";
 import { KEEPER_SETTINGS, MONITOR_SETTINGS, startPrivateFailover, type PrivateFailover } from "./private-failover.js";
-import { SERVICES, startProcessStack, type ProcessStack, type ServiceName } from "./processes.js";
+import { readyz, SERVICES, seconds, startProcessStack, type ProcessStack, type ServiceName } from "./processes.js";
 import { serverPort } from "./private-services.js";
 
 /**
@@ -66,18 +66,7 @@ afterAll(async () => {
   }
 }, 120_000);
 
-const s = (ms: number) => (Number.isFinite(ms) ? `${(ms / 1000).toFixed(2)} s` : "never");
-
-/** /readyz of one replica: its status, or "timeout"/"error" when it did not answer within 2 s. */
-async function readyz(url: string): Promise<number | "timeout" | "error"> {
-  try {
-    const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(2000) });
-    await res.text();
-    return res.status;
-  } catch (e) {
-    return (e as { name?: string }).name === "TimeoutError" ? "timeout" : "error";
-  }
-}
+const s = seconds;
 
 /**
  * Every replica's /readyz every 250 ms until stopped (each poll its own request, so one that hangs

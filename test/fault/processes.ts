@@ -35,6 +35,20 @@ interface Replica {
   expectedExit: boolean;
 }
 
+/** /readyz of one process: its status, or "timeout"/"error" when it did not answer within 2 s. */
+export async function readyz(url: string): Promise<number | "timeout" | "error"> {
+  try {
+    const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(2000) });
+    await res.text();
+    return res.status;
+  } catch (e) {
+    return (e as { name?: string }).name === "TimeoutError" ? "timeout" : "error";
+  }
+}
+
+/** Milliseconds as seconds for a printed figure ("never" for one that did not happen). */
+export const seconds = (ms: number) => (Number.isFinite(ms) ? `${(ms / 1000).toFixed(2)} s` : "never");
+
 export interface ProcessStackOptions {
   /** A Postgres base URL (any database name; the stack uses its own). Default: the shared local one. */
   pgBase?: string;

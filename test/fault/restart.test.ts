@@ -17,7 +17,7 @@ import {
 } from "./load.js";
 import { startPrivateNats, startPrivatePostgres, type PrivateNats, type PrivatePostgres } from "./private-services.js";
 import { eventually } from "@tasksvc/testing";
-import { startProcessStack, type ProcessStack } from "./processes.js";
+import { readyz, seconds, startProcessStack, type ProcessStack } from "./processes.js";
 
 /**
  * Issue 9: a Postgres crash and a NATS crash under mixed load, on a Postgres and a nats-server of
@@ -85,18 +85,7 @@ afterEach(async () => {
 /** How long each server stays down (at least). */
 const OUTAGE_MS = 3000;
 
-const s = (ms: number) => (Number.isFinite(ms) ? `${(ms / 1000).toFixed(2)} s` : "never");
-
-/** /readyz of one gateway: its status, or "timeout" when it did not answer within 2 s. */
-async function readyz(url: string): Promise<number | "timeout" | "error"> {
-  try {
-    const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(2000) });
-    await res.text();
-    return res.status;
-  } catch (e) {
-    return (e as { name?: string }).name === "TimeoutError" ? "timeout" : "error";
-  }
-}
+const s = seconds;
 
 async function streamState(natsUrl: string, namespace: string): Promise<{ messages: number; lastSeq: number }> {
   const nc = await connect({ servers: natsUrl, name: "fault-restart", timeout: 3000 });

@@ -40,6 +40,18 @@ export interface StoredOutcome {
 }
 
 /** All SQL of the gateway (schema `gateway`). */
+/** Whose calls a charge counts and against which limits (the credential's burst window, the organization's period). */
+export interface ChargeLimits {
+  credentialId: string;
+  burst: number;
+  windowSeconds: number;
+  orgId: string;
+  /** The organization's creation time: billing periods count from it. */
+  anchor: string;
+  quota: number;
+  periodSeconds: number;
+}
+
 export function gatewayRepo(sql: Sql) {
   /**
    * A one-row FROM item that makes this statement's transaction commit asynchronously. For the
@@ -51,16 +63,7 @@ export function gatewayRepo(sql: Sql) {
 
   return {
     /** Reserves up to `want` calls against the burst window and the billing period (0007). */
-    async reserve(a: {
-      credentialId: string;
-      burst: number;
-      windowSeconds: number;
-      orgId: string;
-      anchor: string;
-      quota: number;
-      periodSeconds: number;
-      want: number;
-    }): Promise<ReserveRow> {
+    async reserve(a: ChargeLimits & { want: number }): Promise<ReserveRow> {
       const [row] = await sql<Omit<ReserveRow, "credentialId" | "organizationId">[]>`
         select r.*, r.window_start::text as window_key, r.period_start::text as period_key from charge_reserve(${a.credentialId}, ${a.burst}, ${a.windowSeconds}, ${a.orgId}, ${a.anchor}::text::timestamptz, ${a.quota}, ${a.periodSeconds}, ${a.want}) r`;
       if (!row) throw new Error("charge_reserve() returned no row");
@@ -72,16 +75,7 @@ export function gatewayRepo(sql: Sql) {
      * billing period, all or none (a batch's items beyond the call the pipeline counted): a
      * refusal counts nothing and says which limit refused.
      */
-    async chargeExact(a: {
-      credentialId: string;
-      burst: number;
-      windowSeconds: number;
-      orgId: string;
-      anchor: string;
-      quota: number;
-      periodSeconds: number;
-      n: number;
-    }): Promise<ExactChargeRow> {
+    async chargeExact(a: ChargeLimits & { n: number }): Promise<ExactChargeRow> {
       const [row] = await sql<ExactChargeRow[]>`
         select r.* from charge_exact(${a.credentialId}, ${a.burst}, ${a.windowSeconds}, ${a.orgId}, ${a.anchor}::text::timestamptz, ${a.quota}, ${a.periodSeconds}, ${a.n}) r`;
       if (!row) throw new Error("charge_exact() returned no row");
