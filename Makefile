@@ -21,7 +21,7 @@ build: install ## compile every package (tsc -b)
 
 # After build: Biome infers the types of other packages (noFloatingPromises) from their dist/*.d.ts.
 # Both checks run and either fails the target, so one run shows everything to fix.
-lint: build ## Biome (formatting, STYLE Habit 16 rules) and the import boundaries (STYLE "What may import what")
+lint: build ## Biome (format; no any, no non-null !, import type, no floating promises) and the import rules (scripts/check-boundaries.mjs)
 	status=0; \
 	  npx biome ci . || status=1; \
 	  node scripts/check-boundaries.mjs --self-test && node scripts/check-boundaries.mjs || status=1; \

@@ -46,7 +46,7 @@ http
       seen.add(headers["webhook-id"]);
       const task = event.data ?? {};
       console.log(
-        `verified ${event.type} ${headers["webhook-id"]}${again ? " (again: already handled)" : ""} ${task.id ?? ""} ${task.title ? JSON.stringify(task.title) : ""}`,
+        `verified ${event.test === true ? "(test) " : ""}${event.type} ${headers["webhook-id"]}${again ? " (again: already handled)" : ""} ${task.id ?? ""} ${task.title ? JSON.stringify(task.title) : ""}`,
       );
       res.writeHead(204).end();
     });

@@ -338,7 +338,7 @@ function main(argv) {
   const violations = check(root);
   for (const v of violations) console.log(`${v.file}:${v.line}: ${v.rule}: ${v.detail}`);
   if (violations.length) {
-    console.error(`check-boundaries: ${violations.length} violation(s) of STYLE.md "What may import what"`);
+    console.error(`check-boundaries: ${violations.length} violation(s) of the import rules (each rule and why: the top of scripts/check-boundaries.mjs)`);
     return 1;
   }
   console.log("check-boundaries: no violations");

@@ -88,7 +88,8 @@ describe("package boundaries", () => {
           }
           if (name.startsWith("libs/")) {
             expect(SERVICES.includes(dep), `${name} imports a service`).toBe(false);
-            if (dep.startsWith("@tasksvc/")) expect(LIB_DEPS[name] ?? [], `${name} may not import ${dep} (STYLE.md "What may import what")`).toContain(dep);
+            if (dep.startsWith("@tasksvc/"))
+              expect(LIB_DEPS[name] ?? [], `${name} may not import ${dep} (the import rules: scripts/check-boundaries.mjs)`).toContain(dep);
           }
           const only = ALLOWED_ONLY_IN[dep];
           if (only) expect(only, `${relative(root, file)} may not import ${dep}`).toContain(name);

@@ -33,8 +33,8 @@ describe("the OpenAPI document's quality", () => {
     const config = await createConfig({
       extends: ["recommended-strict"],
       rules: {
-        // The project has no licence yet (deploy/Dockerfile's labels say the same).
-        "info-license": "off",
+        "info-license": "error",
+        "info-license-strict": "error",
         // The committed document names a gateway on localhost on purpose: it belongs to no one
         // deployment, and a running gateway serves the document with its own base URL instead.
         "no-server-example.com": "off",

@@ -26,7 +26,8 @@ describe("README", () => {
   });
 
   it("when a newcomer runs `make run` on a fresh clone, then the README has said how long that takes", () => {
-    expect(section("Two commands")).toMatch(/On a fresh clone `make run` takes about [^.]*minute/);
+    // A range, not one figure: the first install and build take twice as long on a busy machine.
+    expect(section("Two commands")).toMatch(/On a fresh clone `make run` takes [\d\s/½]+ to \d+ minutes/);
   });
 
   it("when it speaks to users, then it cites no issue or decision numbers and no spec sections", () => {

@@ -53,7 +53,7 @@ describe("@tasksvc/client as a package", () => {
       const tarball = join(packDir, packed[0]?.filename ?? "");
       expect(existsSync(tarball), tarball).toBe(true);
       const packedFiles = packed[0]?.files.map((x) => x.path) ?? [];
-      expect(packedFiles).toEqual(expect.arrayContaining(["package.json", "README.md", "dist/index.js", "dist/index.d.ts", "dist/schema.d.ts"]));
+      expect(packedFiles).toEqual(expect.arrayContaining(["package.json", "README.md", "LICENSE", "dist/index.js", "dist/index.d.ts", "dist/schema.d.ts"]));
       expect(packedFiles.filter((p) => p.endsWith(".tsbuildinfo"))).toEqual([]);
 
       await sh("npm", ["init", "-y"], project);

@@ -19,7 +19,7 @@ interface Parameter {
 interface MediaType {
   schema: Json;
   example?: unknown;
-  examples?: Record<string, { value?: unknown }>;
+  examples?: Record<string, { value?: unknown; summary?: string; description?: string }>;
 }
 interface OperationDoc {
   operationId: string;
@@ -147,7 +147,19 @@ describe("the example request bodies of the served OpenAPI document", () => {
     // Without one, reference UIs merge every field's example into one body: fields that exclude
     // each other and ids of objects that do not exist included.
     expect(withBody.length).toBeGreaterThanOrEqual(14);
-    expect(withBody.filter((o) => o.media?.example === undefined).map((o) => `${o.method} ${o.path}`)).toEqual([]);
+    const own = (m: MediaType | undefined) => m?.example !== undefined || Object.values(m?.examples ?? {})[0]?.value !== undefined;
+    expect(withBody.filter((o) => !own(o.media)).map((o) => `${o.method} ${o.path}`)).toEqual([]);
+  });
+
+  it("when an example cannot be sent as is (it names an uploaded file), then it says so beside it, and it is the only one", () => {
+    // Reference UIs show a named example's summary and description with it.
+    const noted = withBody.flatMap((o) =>
+      Object.values(o.media?.examples ?? {}).map((e) => ({ id: o.operationId, summary: e.summary, description: e.description })),
+    );
+    expect(noted).toEqual([{ id: "registerAttachment", summary: expect.stringMatching(/upload/i), description: expect.stringMatching(/not sendable as is/i) }]);
+    expect(withBody.filter((o) => typeof o.body === "object" && o.body !== null && "file_key" in o.body).map((o) => o.operationId)).toEqual([
+      "registerAttachment",
+    ]);
   });
 
   for (const c of withBody) {

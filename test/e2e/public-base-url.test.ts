@@ -3,9 +3,10 @@ import { e2eContext, startExtraGateway, type Tenant } from "@tasksvc/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // The links the gateway hands out (upload and download), a problem's `type` and the document's
-// `servers` are built on PUBLIC_BASE_URL, else on http://localhost:<port>: never on the Host (or
-// X-Forwarded-Host, or Forwarded) a client sends, which would let anyone have links to a host of
-// their choosing handed out under the API's name.
+// `servers` are built on PUBLIC_BASE_URL; without it, links and types on http://localhost:<port>
+// and `servers` on `/` (the origin the document was fetched from, resolved by the client): never on
+// the Host (or X-Forwarded-Host, or Forwarded) a client sends, which would let anyone have links to
+// a host of their choosing handed out under the API's name.
 const { stack, f } = e2eContext();
 const stackGateway = new URL(stack.gatewayUrls[0] as string);
 const DEFAULT_BASE = `http://localhost:${stackGateway.port}`;
@@ -84,7 +85,7 @@ async function linksAndProblems(gateway: URL, t: Tenant, reach: (link: string) =
 }
 
 describe("the base of links and problem types", () => {
-  it("when PUBLIC_BASE_URL is unset and a request names another host, then links, problem types and servers are on localhost at the gateway's port", async () => {
+  it("when PUBLIC_BASE_URL is unset and a request names another host, then links and problem types are on localhost at the gateway's port, and servers is relative", async () => {
     const t = await f.tenant();
     const got = await linksAndProblems(stackGateway, t, (link) => link);
     expect(got.uploadUrl.startsWith(`${DEFAULT_BASE}/v1/uploads/`), got.uploadUrl).toBe(true);
@@ -95,7 +96,7 @@ describe("the base of links and problem types", () => {
       `400 ${DEFAULT_BASE}/docs/errors#validation_failed`,
       `400 ${DEFAULT_BASE}/docs/errors#validation_failed`,
     ]);
-    expect(got.servers).toEqual([{ url: DEFAULT_BASE, description: "This gateway" }]);
+    expect(got.servers).toEqual([{ url: "/", description: "This gateway" }]);
   });
 
   describe("with PUBLIC_BASE_URL set", () => {

@@ -83,3 +83,22 @@ describe("any request refused with 429", () => {
     }
   });
 });
+
+describe("a path that names no route", () => {
+  it("when a path's id is empty (GET /v1/tasks/, PATCH /v1/projects/), with a valid key, then 404 route_not_found like any unknown path, and it costs no call", async () => {
+    const t = await f.tenant();
+    const before = await callsUsed(t);
+    for (const [method, path] of [
+      ["GET", "/v1/tasks/"],
+      ["PATCH", "/v1/projects/"],
+      ["GET", "/v1/tasks//history"],
+    ] as const) {
+      const r = await gw.request(method, path, { token: t.apiKey, ...(method === "PATCH" ? { body: { name: "x" } } : {}) });
+      expect(r.status, `${method} ${path}: ${r.text}`).toBe(404);
+      expect(r.body.code).toBe("route_not_found");
+      expect(r.headers.get("x-ratelimit-remaining")).toBeNull();
+    }
+    // Only the usage read itself was counted.
+    expect(await callsUsed(t)).toBe(before + 1);
+  });
+});

@@ -103,6 +103,8 @@ async function pagedSearch(t: Tenant, body: Body, limit: number): Promise<number
 }
 const cond = (field: string, op: string, value: unknown) => ({ field, op, value });
 const S = (status: string) => cond("status", "eq", status);
+/** Every current task: a search names its filter. */
+const current = cond("archived", "eq", false);
 /** A time `hours` east of UTC, written with that offset: the same instant, spelled otherwise. */
 function withOffset(iso: string, hours: number): string {
   const shifted = new Date(Date.parse(iso) + hours * 3_600_000).toISOString().slice(0, 23);
@@ -160,7 +162,7 @@ describe("GET /v1/tasks filters", () => {
     expect(lt).toContain(2);
   });
 
-  it("when bounded by due day, as a date or a date-time taken as its UTC day, then tasks without a due date never match", async () => {
+  it("when bounded by a due time, a date (00:00 UTC) or a date-time compared exactly, then tasks without a due date never match", async () => {
     const { t } = await tenantWith(
       [{ due_date: "2026-03-01" }, { due_date: "2026-03-02" }, { due_date: "2026-03-03" }, {}].map((b, i) => ({ title: `d${i}`, ...b })),
     );
@@ -169,12 +171,12 @@ describe("GET /v1/tasks filters", () => {
       [{ due_lt: "2026-03-02" }, [1]],
       [{ due_gte: "2026-03-02", due_lt: "2026-03-03" }, [2]],
       [{ due_gte: "2026-03-02T00:00:00Z" }, [2, 3]],
-      // 2026-03-01T23:30-02:00 is 2026-03-02 01:30 UTC: the day 2026-03-02, so a task due that day is in.
-      [{ due_gte: "2026-03-01T23:30:00-02:00" }, [2, 3]],
-      // 2026-03-03T20:00Z is the day 2026-03-03: lt excludes the task due that day.
-      [{ due_lt: "2026-03-03T20:00:00Z" }, [1, 2]],
-      // 2026-03-02T00:00+05:00 is 2026-03-01 19:00 UTC: the day 2026-03-01, before every due day here.
-      [{ due_lt: "2026-03-02T00:00:00+05:00" }, []],
+      // 2026-03-01T23:30-02:00 is 2026-03-02 01:30 UTC: after the task due at 00:00 UTC that day.
+      [{ due_gte: "2026-03-01T23:30:00-02:00" }, [3]],
+      // 2026-03-03T20:00Z is after the task due at 00:00 UTC that day.
+      [{ due_lt: "2026-03-03T20:00:00Z" }, [1, 2, 3]],
+      // 2026-03-02T00:00+05:00 is 2026-03-01 19:00 UTC: after the task due at 00:00 UTC on the 1st.
+      [{ due_lt: "2026-03-02T00:00:00+05:00" }, [1]],
       [{ due_gte: "1000-01-01" }, [1, 2, 3]],
       [{ due_lt: "9999-12-31" }, [1, 2, 3]],
       [{ due_gte: "2026-03-04" }, []],
@@ -468,8 +470,8 @@ describe("POST /v1/tasks/search", () => {
     });
   }
 
-  it("when there is no filter, then every current task, in GET's default order", async () => {
-    const found = await searched(t, {});
+  it("when the filter names every current task, then every current task, in GET's default order", async () => {
+    const found = await searched(t, { filter: current });
     expect(ascending(found)).toEqual([1, 2, 3, 4, 5]);
     expect(found).toEqual(await listed(t, {}));
   });
@@ -512,12 +514,12 @@ describe("POST /v1/tasks/search", () => {
     expect(await searched(t, { filter, sort: "-story_points" })).toEqual([4, 2, 5, 1]);
     expect(await pagedSearch(t, { filter, sort: "-story_points" }, 1)).toEqual([4, 2, 5, 1]);
     expect(await pagedSearch(t, { filter, sort: "priority" }, 3)).toEqual([1, 5, 2, 4]);
-    expect(await pagedSearch(t, {}, 2)).toEqual(await listed(t, {}));
+    expect(await pagedSearch(t, { filter: current }, 2)).toEqual(await listed(t, {}));
   });
 
   it("when sorted by due_date and a page ends on a task without one, then the next page follows", async () => {
-    expect(await pagedSearch(t, { sort: "due_date" }, 2)).toEqual([1, 2, 4, 3, 5]);
-    expect(await pagedSearch(t, { sort: "-due_date" }, 2)).toEqual([4, 2, 1, 5, 3]);
+    expect(await pagedSearch(t, { filter: current, sort: "due_date" }, 2)).toEqual([1, 2, 4, 3, 5]);
+    expect(await pagedSearch(t, { filter: current, sort: "-due_date" }, 2)).toEqual([4, 2, 1, 5, 3]);
   });
 
   it("when a key has only tasks:read, then it can search; a key without a tasks scope gets 403", async () => {
@@ -577,7 +579,7 @@ describe("another organization's tasks", () => {
     ];
     for (const [query, want] of gets) expect(await titles(gw.get(`/v1/tasks?${qs(query)}`, { token: mine.apiKey })), qs(query)).toEqual(want);
     const searches: Array<[Body, string[]]> = [
-      [{}, both],
+      [{ filter: current }, both],
       [{ filter: { or: [S("TODO"), S("BLOCKED")] } }, ["alpha mine"]],
       [{ filter: { not: S("IN_PROGRESS") } }, ["alpha mine"]],
       [{ filter: { not: cond("title", "contains", "mine") } }, []],

@@ -9,6 +9,8 @@ const { gw, f } = e2eContext();
 
 const cond = (field: string, op: string, value: unknown) => ({ field, op, value });
 const todo = cond("status", "eq", "TODO");
+/** Every current task: a search names its filter. */
+const current = cond("archived", "eq", false);
 const pointers = (r: ApiResponse) => ((r.body?.errors ?? []) as { pointer: string }[]).map((e) => e.pointer);
 function expectRefused(r: ApiResponse, pointer: string, what: string) {
   expect(r.status, `${what}: ${r.text}`).toBe(400);
@@ -115,13 +117,14 @@ describe("POST /v1/tasks/search with a bad body", () => {
     ["a bad op first in an or", { filter: { or: [cond("priority", "bogus", "HIGH"), todo] } }, "/filter/or/0/op"],
     ["a bad field under not", { filter: { not: cond("colour", "eq", "red") } }, "/filter/not/field"],
     ["a bad value deep down", { filter: { and: [{ or: [todo, { not: cond("due_date", "gte", "2026-3-1") }] }] } }, "/filter/and/0/or/1/not/value"],
-    ["an unknown body key q", { q: "one" }, "/q"],
-    ["an unknown body key filters", { filters: todo }, "/filters"],
-    ["an unknown sort", { sort: "title" }, "/sort"],
-    ["a sort with two keys", { sort: "priority,-due_date" }, "/sort"],
-    ["a limit of 0", { limit: 0 }, "/limit"],
-    ["a limit of 101", { limit: 101 }, "/limit"],
-    ["an after that is no cursor", { after: "abc" }, "/after"],
+    ["no filter", { sort: "created_at" }, "/filter"],
+    ["an unknown body key q", { filter: current, q: "one" }, "/q"],
+    ["an unknown body key filters", { filter: current, filters: todo }, "/filters"],
+    ["an unknown sort", { filter: current, sort: "title" }, "/sort"],
+    ["a sort with two keys", { filter: current, sort: "priority,-due_date" }, "/sort"],
+    ["a limit of 0", { filter: current, limit: 0 }, "/limit"],
+    ["a limit of 101", { filter: current, limit: 101 }, "/limit"],
+    ["an after that is no cursor", { filter: current, after: "abc" }, "/after"],
   ];
   for (const [what, body, pointer] of cases) {
     it(`when the body has ${what}, then 400 validation_failed at ${pointer}`, async () => {
@@ -228,7 +231,7 @@ describe("cursors of filtered lists and searches", () => {
 
   const otherBodies: Array<[string, Record<string, unknown>]> = [
     ["another filter", { ...body, filter: { or: [todo, cond("title", "contains", "t")] }, limit: 1 }],
-    ["no filter", { sort: "created_at", limit: 1 }],
+    ["a filter that matches every current task", { filter: current, sort: "created_at", limit: 1 }],
     ["another sort", { ...body, sort: "-created_at", limit: 1 }],
     ["the default sort", { filter: body.filter, limit: 1 }],
     ["another limit", { ...body, limit: 2 }],
@@ -243,16 +246,16 @@ describe("cursors of filtered lists and searches", () => {
 
   it("when a list cursor is used in a search, or a search cursor in a list, then 400 at /after", async () => {
     const fromList = await listCursor("sort=created_at");
-    expectRefused(await search({ sort: "created_at", limit: 1, after: fromList }), "/after", "a list cursor in a search");
-    const fromSearch = await searchCursor({ sort: "created_at" });
+    expectRefused(await search({ filter: current, sort: "created_at", limit: 1, after: fromList }), "/after", "a list cursor in a search");
+    const fromSearch = await searchCursor({ filter: current, sort: "created_at" });
     expectRefused(await list(`sort=created_at&limit=1&after=${encodeURIComponent(fromSearch)}`), "/after", "a search cursor in a list");
   });
 
   it("when another organization presents a search cursor, then 400 at /after", async () => {
     const other = await f.tenant("team");
     for (const title of ["theirs one", "theirs two"]) expect((await gw.post("/v1/tasks", { title }, { token: other.apiKey })).status).toBe(201);
-    const cursor = await searchCursor({ sort: "created_at" });
-    const r = await gw.post("/v1/tasks/search", { sort: "created_at", limit: 1, after: cursor }, { token: other.apiKey });
+    const cursor = await searchCursor({ filter: current, sort: "created_at" });
+    const r = await gw.post("/v1/tasks/search", { filter: current, sort: "created_at", limit: 1, after: cursor }, { token: other.apiKey });
     expectRefused(r, "/after", "another organization's cursor");
   });
 });

@@ -118,6 +118,36 @@ describe("webhook endpoints", () => {
     expect(await rowsOf(t.organizationId)).toHaveLength(0);
   });
 
+  // The stack keeps the egress guard's defaults (private targets refused): what every delivery
+  // would be refused is refused when the URL is set, instead of being retried for days.
+  it("when the URL is a loopback, private or metadata address, or a name resolving only to one, then 400 at /url on create and on update", async () => {
+    const t = await f.tenant();
+    const refused: Array<[string, RegExp]> = [
+      ["https://127.0.0.1/hook", /points at a loopback address \(127\.0\.0\.1\)/],
+      ["https://[::1]/hook", /points at a loopback address/],
+      ["https://10.0.0.1/hook", /points at a private address \(10\.0\.0\.1\)/],
+      ["https://169.254.169.254/latest/meta-data/", /points at a cloud metadata address/],
+      ["https://[::ffff:192.168.1.1]/", /points at a private address/],
+      ["https://localhost:8443/hook", /points at localhost, which resolves only to loopback addresses/],
+    ];
+    for (const [url, message] of refused) {
+      const r = await create(t.apiKey, { url });
+      expect(r.status, `${url} → ${r.text}`).toBe(400);
+      expect(r.body.code).toBe("validation_failed");
+      expect(r.body.errors, r.text).toEqual([{ pointer: "/url", message: expect.stringMatching(message) }]);
+      expect(r.body.errors[0].message).toMatch(/public addresses only/);
+    }
+    expect(await rowsOf(t.organizationId)).toHaveLength(0);
+    // A name that does not resolve (yet) is accepted: each delivery checks it again.
+    const e = await create(t.apiKey, { url: "https://hooks.not-yet.invalid/tasks" });
+    expect(e.status, e.text).toBe(201);
+    const path = `/v1/webhook-endpoints/${e.body.id}`;
+    const moved = await gw.patch(path, { url: "https://localhost/hook" }, { token: t.apiKey });
+    expect(moved.status, moved.text).toBe(400);
+    expect(moved.body.errors).toEqual([{ pointer: "/url", message: expect.stringMatching(/points at localhost, which resolves only to loopback addresses/) }]);
+    expect((await gw.get(path, { token: t.apiKey })).body.url).toBe("https://hooks.not-yet.invalid/tasks");
+  });
+
   it("when patched, then url, event_types and enabled change, and enabling resets the failure count", async () => {
     const t = await f.tenant();
     const e = (await create(t.apiKey, { url: "https://hooks.example.com/old" })).body;

@@ -52,6 +52,8 @@ export interface Operation {
   successes: Record<string, unknown>;
   /** Documented success statuses answered as a Server-Sent Events stream instead of JSON. */
   streams: string[];
+  /** A success's documented media types other than JSON (an HTML page, a file), by status. */
+  otherMedia: Record<string, string[]>;
 }
 
 interface OpenApiOperation {
@@ -85,6 +87,11 @@ export function operationsOf(doc: unknown): Operation[] {
         streams: Object.entries(op.responses ?? {})
           .filter(([status, r]) => status.startsWith("2") && r.content?.["text/event-stream"] !== undefined)
           .map(([status]) => status),
+        otherMedia: Object.fromEntries(
+          Object.entries(op.responses ?? {})
+            .filter(([status]) => status.startsWith("2"))
+            .map(([status, r]) => [status, Object.keys(r.content ?? {}).filter((t) => t !== "application/json")]),
+        ),
         ...(body ? { body } : {}),
       });
     }
@@ -300,9 +307,9 @@ export function validValue(s: JsonSchema, name: string, fx: Fixtures): fc.Arbitr
     case "timezone":
       return fc.constantFrom("UTC", "Europe/Paris", "America/New_York", "Asia/Kathmandu");
     case "date":
-    case "due_date":
     case "end_date":
       return fc.constantFrom(...fx.days);
+    case "due_date":
     case "start_date":
       return fc.oneof(
         fc.constantFrom(...fx.days),

@@ -100,6 +100,7 @@ function contractChecker(doc: { components: unknown }, ops: Operation[]) {
     ]),
   );
   const streamed = new Map(ops.map((op) => [op.id, op.streams]));
+  const otherMedia = new Map(ops.map((op) => [op.id, op.otherMedia]));
   const seenIds = new Set<string>();
 
   return function check(s: Sent): Broken {
@@ -129,6 +130,10 @@ function contractChecker(doc: { components: unknown }, ops: Operation[]) {
       const schemas = successes.get(s.req.op);
       // A documented event stream: its head is all there is to judge (the body never ends).
       if (streamed.get(s.req.op)?.includes(String(status)) && /^text\/event-stream(;|$)/.test(ct)) return out;
+      // A page or a file the document describes as such (the docs page, a download): its type is all there is to judge.
+      // (By base type: the document may name a charset. A mutated request line that still reached it is judged the same.)
+      const base = (t: string) => t.split(";")[0]?.trim().toLowerCase() ?? "";
+      if (otherMedia.get(s.req.op)?.[String(status)]?.some((t) => base(t) === base(ct))) return out;
       if (!/^application\/json(;|$)/.test(ct) || body === undefined)
         out.push({ kind: "success not JSON", detail: `status ${status}, content-type ${ct || "(none)"}` });
       else if (asDocumented && !schemas?.has(status)) out.push({ kind: "undocumented success status", detail: `status ${status}` });

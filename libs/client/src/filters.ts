@@ -29,8 +29,10 @@ export type FilterField = keyof typeof TASK_FILTER_OPS;
 export type FilterOp = SchemaCondition["op"];
 type OpsOf<F extends FilterField> = (typeof TASK_FILTER_OPS)[F][number];
 
-/** A calendar day, `YYYY-MM-DD`. */
+/** A calendar day, `YYYY-MM-DD`; as a time, 00:00 UTC that day. */
 export type DateOnly = `${number}-${number}-${number}`;
+/** An RFC 3339 date-time with an offset, e.g. `2026-11-22T09:00:00Z` or `2026-11-22T10:00:00+01:00`. */
+export type DateTime = `${number}-${number}-${number}T${string}`;
 
 /** What a condition on each field compares with: one value (`in` and `nin` take a list of them). */
 export interface FilterValues {
@@ -42,7 +44,8 @@ export interface FilterValues {
   parent_task_id: string;
   archived: boolean;
   is_blocked: boolean;
-  due_date: DateOnly;
+  /** A date-time with an offset, or a day meaning 00:00 UTC: compared with the due date exactly. */
+  due_date: DateTime | DateOnly;
   /** An RFC 3339 date-time with an offset, e.g. `2026-11-22T09:00:00Z`. */
   created_at: string;
   /** An RFC 3339 date-time with an offset, e.g. `2026-11-22T09:00:00Z`. */

@@ -8,6 +8,7 @@ export type { components, operations, paths };
 export type { EventStreamOptions, EventType } from "./event-stream.js";
 export {
   type DateOnly,
+  type DateTime,
   type FieldsWith,
   type FilterField,
   type FilterOp,
@@ -240,7 +241,7 @@ export function createClient(opts: ClientOptions) {
    * Every task a search finds, page after page, following `next_cursor` with the same filter, sort
    * and limit (a cursor is bound to them): `for await (const task of api.searchAll({ filter })) …`.
    */
-  async function* searchAll(body: SearchAllBody = {}): AsyncGenerator<Schemas["Task"]> {
+  async function* searchAll(body: SearchAllBody): AsyncGenerator<Schemas["Task"]> {
     let after: string | undefined;
     for (;;) {
       const page = unwrap(await client.POST("/v1/tasks/search", { body: { ...body, ...(after === undefined ? {} : { after }) } }));
@@ -272,6 +273,33 @@ export function createClient(opts: ClientOptions) {
   }
 
   /**
+   * Attaches a file to a task in one call: starts an upload (which checks the plan's file-size and
+   * storage allowances), PUTs the bytes to the link it answers (with no credential: the link is
+   * the authorization, and may be a storage service's own URL), then registers the file. Each
+   * step is retried as any request is: the two POSTs carry an Idempotency-Key, and the PUT may be
+   * repeated (one that finds the bytes already received, its first answer lost, goes on). A step
+   * that fails throws a TasksvcError; an upload never registered is swept when its link expires.
+   */
+  async function uploadAttachment(taskId: string, file: AttachmentFile, init: { signal?: AbortSignal } = {}): Promise<Schemas["Attachment"]> {
+    const bytes = file.data instanceof Blob ? file.data : new Blob([file.data]);
+    const meta = { file_name: file.file_name, content_type: file.content_type, size: bytes.size };
+    const path = { task_id: taskId };
+    const signal = init.signal;
+    const ticket = unwrap(await client.POST("/v1/tasks/{task_id}/attachments/uploads", { params: { path }, body: meta, ...(signal ? { signal } : {}) }));
+    const put = new Request(ticket.upload_url, { method: "PUT", body: bytes, headers: { "content-type": meta.content_type }, ...(signal ? { signal } : {}) });
+    repeatable.add(put);
+    const sent = await retryingFetch(put);
+    if (sent.ok) await sent.body?.cancel();
+    else {
+      const problem = (await sent.json().catch(() => ({}))) as Partial<Problem>;
+      if (problem.code !== "upload_already_received") throw new TasksvcError(sent.status, problem, sent.headers.get("x-request-id"));
+    }
+    return unwrap(
+      await client.POST("/v1/tasks/{task_id}/attachments", { params: { path }, body: { ...meta, file_key: ticket.file_key }, ...(signal ? { signal } : {}) }),
+    );
+  }
+
+  /**
    * The live events of `GET /v1/events/stream`, reconnecting (with Last-Event-ID) whenever the
    * stream ends: `for await (const e of api.streamEvents({ types: ["task.updated"] })) …`. It has
    * its own fetch, not the retrying one: the answer is a stream, and the reconnects are its own.
@@ -283,7 +311,7 @@ export function createClient(opts: ClientOptions) {
     return openEventStream({ ...ctx, retryAfterMs, sleep, problemError }, options);
   }
 
-  return Object.assign(client, { pages, searchAll, batchTasks, streamEvents, unwrap });
+  return Object.assign(client, { pages, searchAll, batchTasks, uploadAttachment, streamEvents, unwrap });
 }
 
 /** The data of a successful answer, or a TasksvcError carrying the problem. */
@@ -304,12 +332,20 @@ export type PageQueryOf<P extends PaginatedPath> = Omit<GetOp<P> extends { param
 export type PathParamsOf<P extends PaginatedPath> =
   GetOp<P> extends { parameters: { path: infer T } } ? (T extends undefined ? Record<string, never> : NonNullable<T>) : Record<string, never>;
 
-/** The body of a search without its cursor; sort and limit may be left out (`-updated_at`, 25). */
-export type SearchAllBody = Partial<Omit<Schemas["SearchTasksRequest"], "after">>;
+/** The body of a search without its cursor: a filter (required); sort and limit may be left out (`-updated_at`, 25). */
+export type SearchAllBody = Omit<Schemas["SearchTasksRequest"], "after">;
 
 /** The most operations one POST /v1/tasks/batch takes. */
 export const BATCH_LIMIT = 100;
 export type BatchOperation = Schemas["BatchTasksRequest"]["operations"][number];
 export type BatchResult = Schemas["BatchTasksResponse"]["results"][number];
+
+/** A file for `uploadAttachment`: its name and media type as the attachment will have them, and its bytes. */
+export interface AttachmentFile {
+  file_name: string;
+  content_type: string;
+  /** The bytes (text is sent as UTF-8). */
+  data: Blob | ArrayBuffer | Uint8Array | string;
+}
 
 export type TasksvcClient = ReturnType<typeof createClient>;

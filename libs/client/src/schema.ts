@@ -712,6 +712,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhook-endpoints/{endpoint_id}/deliveries/{delivery_id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Retry a PENDING delivery now instead of when its retry schedule had it (repeating the call, or calling while an attempt is in flight, makes no second attempt)
+         * @description Requires scope `webhooks:write` and plan entitlement `outbound_webhooks`. Costs 1 API call.
+         */
+        post: operations["retryWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhook-endpoints/{endpoint_id}/replay-failed": {
         parameters: {
             query?: never;
@@ -784,6 +804,166 @@ export interface paths {
          * @description Requires scope `tasks:read` and plan entitlement `public_api`. Costs 1 API call.
          */
         get: operations["getEvent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/healthz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Liveness: the process answers
+         * @description No credential. Answers 200 as long as the process runs, whatever its dependencies.
+         */
+        get: operations["getLiveness"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/readyz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Readiness: the replica can serve requests
+         * @description No credential. 200 while every dependency answers and the replica is not stopping; 503 naming what is not ready otherwise. Checked at most once a second, whoever asks.
+         */
+        get: operations["getReadiness"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/docs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * This reference (HTML)
+         * @description No credential. The interactive reference of this document; Try it out sends real requests to this gateway.
+         */
+        get: operations["getReferencePage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/docs/errors": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The error codes (HTML)
+         * @description No credential. Every error code with its status and what to do; a problem's `type` points to its row.
+         */
+        get: operations["getErrorsPage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/docs/assets/{file}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A file of the reference page
+         * @description No credential. The scripts, style sheet and icon the reference page loads, all served by this gateway.
+         */
+        get: operations["getReferenceAsset"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/openapi.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * This OpenAPI 3.1 document
+         * @description No credential. Compressed with brotli or gzip when Accept-Encoding allows; revalidate with If-None-Match.
+         */
+        get: operations["getOpenApiDocument"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/uploads/{capability}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Send an upload's bytes to its upload link
+         * @description No credential: the link (an upload ticket's `upload_url`, with the built-in store) is the authorization. Send exactly the `size` bytes declared when the upload started, before the ticket's `expires_at`; one PUT per ticket (a failed PUT can be sent again). Then register the file as an attachment.
+         */
+        put: operations["putUploadBytes"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/downloads/{capability}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The attachment's bytes, from its download link
+         * @description No credential: the link (a download link's `download_url`, with the built-in store) is the authorization, until its `expires_at`. Answers the file as an attachment to save, in its stored media type.
+         */
+        get: operations["getDownloadBytes"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1061,7 +1241,7 @@ export interface components {
              */
             start_date: string | null;
             /**
-             * @description When it is due (UTC); null when unset.
+             * @description When it is due (UTC): the instant given, to the millisecond (one given as a date is 00:00 UTC that day); null when unset.
              * @example 2026-11-30T17:00:00.000Z
              */
             due_date: string | null;
@@ -1148,7 +1328,7 @@ export interface components {
              */
             start_date: string | null;
             /**
-             * @description When it is due (UTC); null when unset.
+             * @description When it is due (UTC): the instant given, to the millisecond (one given as a date is 00:00 UTC that day); null when unset.
              * @example 2026-11-30T17:00:00.000Z
              */
             due_date: string | null;
@@ -1814,7 +1994,7 @@ export interface components {
                  */
                 start_date: string | null;
                 /**
-                 * @description When it is due (UTC); null when unset.
+                 * @description When it is due (UTC): the instant given, to the millisecond (one given as a date is 00:00 UTC that day); null when unset.
                  * @example 2026-11-30T17:00:00.000Z
                  */
                 due_date: string | null;
@@ -1897,6 +2077,12 @@ export interface components {
                     to: unknown;
                 };
             };
+            /**
+             * @description Only on a sample sent to a webhook endpoint by its test-event or verify operation, never on a real event (which omits it, here and in deliveries): `true`. A sample task event's task is `T-0`, an id no task has.
+             * @example true
+             * @constant
+             */
+            test?: true;
         };
         /** @description A webhook endpoint was disabled or enabled. Needs the scope webhooks:read to be seen in the feed and the stream. */
         EndpointEvent: {
@@ -1938,6 +2124,12 @@ export interface components {
              *     }
              */
             data: components["schemas"]["WebhookEndpoint"];
+            /**
+             * @description Only on a sample sent to a webhook endpoint by its test-event or verify operation, never on a real event (which omits it, here and in deliveries): `true`. A sample task event's task is `T-0`, an id no task has.
+             * @example true
+             * @constant
+             */
+            test?: true;
         };
         WebhookDeliveryAttempt: {
             /**
@@ -2094,7 +2286,7 @@ export interface components {
              * @example validation_failed
              * @enum {string}
              */
-            code: "validation_failed" | "malformed_request" | "query_too_expensive" | "missing_credentials" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "feature_not_enabled" | "link_invalid" | "resource_not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "idempotency_in_progress" | "delivery_already_pending" | "dependency_cycle" | "upload_already_received" | "limit_reached" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "quota_exhausted" | "headers_too_large" | "internal_error" | "service_unavailable";
+            code: "validation_failed" | "malformed_request" | "query_too_expensive" | "missing_credentials" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "feature_not_enabled" | "link_invalid" | "resource_not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "idempotency_in_progress" | "delivery_already_pending" | "delivery_not_pending" | "dependency_cycle" | "upload_already_received" | "limit_reached" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "quota_exhausted" | "headers_too_large" | "internal_error" | "service_unavailable";
             /**
              * @description What went wrong with this request, for a person.
              * @example The request body is invalid: /name is required
@@ -2276,7 +2468,7 @@ export interface components {
                      * @example resource_not_found
                      * @enum {string}
                      */
-                    code: "validation_failed" | "malformed_request" | "query_too_expensive" | "missing_credentials" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "feature_not_enabled" | "link_invalid" | "resource_not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "idempotency_in_progress" | "delivery_already_pending" | "dependency_cycle" | "upload_already_received" | "limit_reached" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "quota_exhausted" | "headers_too_large" | "internal_error" | "service_unavailable";
+                    code: "validation_failed" | "malformed_request" | "query_too_expensive" | "missing_credentials" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "feature_not_enabled" | "link_invalid" | "resource_not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "idempotency_in_progress" | "delivery_already_pending" | "delivery_not_pending" | "dependency_cycle" | "upload_already_received" | "limit_reached" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "quota_exhausted" | "headers_too_large" | "internal_error" | "service_unavailable";
                     /**
                      * @description What went wrong with this item, for a person.
                      * @example No task with that id exists in this organization.
@@ -2571,7 +2763,7 @@ export interface components {
              */
             op: "eq" | "neq" | "in" | "nin" | "lt" | "lte" | "gt" | "gte" | "is_null" | "contains" | "matches";
             /**
-             * @description The value, of the field's type; an array for `in` and `nin`; a boolean for `is_null`.
+             * @description The value, of the field's type; an array for `in` and `nin`; a boolean for `is_null`. A time (due_date, created_at, updated_at) is a date-time with an offset, or a date meaning 00:00 UTC that day, compared exactly.
              * @example [
              *       "TODO",
              *       "IN_PROGRESS"
@@ -2628,13 +2820,12 @@ export interface components {
              */
             priority?: "LOW" | "MEDIUM" | "HIGH" | "URGENT";
             /**
-             * @description When work starts (UTC); null when unset.
+             * @description When work starts: a date-time with an offset (2026-11-24T09:00:00Z), or a date (YYYY-MM-DD) meaning 00:00 UTC that day.
              * @example 2026-11-24T09:00:00.000Z
              */
             start_date?: string;
             /**
-             * Format: date
-             * @description When it is due: a day (YYYY-MM-DD) or a date-time. A recurring task created without one is due on its first occurrence day.
+             * @description When it is due: a date-time with an offset (2026-11-24T09:00:00Z), or a date (YYYY-MM-DD) meaning 00:00 UTC that day. A recurring task created without one is due at 00:00 UTC of its first occurrence day.
              * @example 2026-11-30
              */
             due_date?: string;
@@ -2749,7 +2940,7 @@ export interface components {
         };
         SearchTasksRequest: {
             /**
-             * @description Which tasks; none: every current task.
+             * @description Which tasks (required). Every current task: `{"field": "archived", "op": "eq", "value": false}`.
              * @example {
              *       "field": "status",
              *       "op": "in",
@@ -2759,7 +2950,7 @@ export interface components {
              *       ]
              *     }
              */
-            filter?: components["schemas"]["TaskFilter"];
+            filter: components["schemas"]["TaskFilter"];
             /**
              * @description The order: a key, `-` in front for descending. Ties by id; tasks without the value last.
              * @default -updated_at
@@ -2802,15 +2993,15 @@ export interface components {
              */
             priority?: ("LOW" | "MEDIUM" | "HIGH" | "URGENT") | null;
             /**
-             * @description When work starts (UTC); null when unset.
+             * @description When work starts: a date-time with an offset (2026-11-24T09:00:00Z), or a date (YYYY-MM-DD) meaning 00:00 UTC that day; null clears it.
              * @example 2026-11-24T09:00:00.000Z
              */
             start_date?: (string) | null;
             /**
-             * @description When it is due: a day (YYYY-MM-DD) or a date-time; null clears it.
-             * @example 2026-11-30
+             * @description When it is due: a date-time with an offset (2026-11-24T09:00:00Z), or a date (YYYY-MM-DD) meaning 00:00 UTC that day; null clears it.
+             * @example 2026-11-30T17:00:00Z
              */
-            due_date?: string | null;
+            due_date?: (string) | null;
             /**
              * @description Free-form notes (line breaks kept); null when none.
              * @example Ask legal before publishing.
@@ -3170,8 +3361,61 @@ export interface components {
              */
             since: string;
         };
+        Liveness: {
+            /**
+             * @description Always `ok`: the process answers.
+             * @example ok
+             * @constant
+             */
+            status: "ok";
+        };
+        Readiness: {
+            /**
+             * @description Always `ready` on a 200 (a replica that is not ready answers 503).
+             * @example ready
+             * @constant
+             */
+            status: "ready";
+            /**
+             * @description Each dependency checked (the database, the message bus, each service this gateway forwards to) and its state, `ok` on a 200.
+             * @example {
+             *       "postgres": "ok",
+             *       "nats": "ok",
+             *       "service:tasks": "ok"
+             *     }
+             */
+            checks: {
+                [key: string]: string;
+            };
+        };
+        UploadReceipt: {
+            /**
+             * @description The uploaded object's key: register it as an attachment now.
+             * @example att/org_3kTM…/upl_…
+             */
+            file_key: string;
+            /**
+             * @description The bytes received, as declared when the upload started.
+             * @example 12
+             */
+            size: number;
+        };
     };
-    responses: never;
+    responses: {
+        /** @description `method_not_allowed`: Method not allowed */
+        MethodNotAllowed: {
+            headers: {
+                /** @description Unique id of this request; quote it in support requests. */
+                "x-request-id"?: string;
+                /** @description The methods this path serves, e.g. `GET, HEAD, PATCH` */
+                Allow?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+    };
     parameters: never;
     requestBodies: never;
     headers: never;
@@ -3252,6 +3496,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
             429: {
                 headers: {
@@ -3373,6 +3618,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
             429: {
                 headers: {
@@ -3485,6 +3731,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
             429: {
                 headers: {
@@ -3597,6 +3844,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
             429: {
                 headers: {
@@ -3677,8 +3925,10 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix epoch seconds when the burst window resets */
                     "X-RateLimit-Reset"?: number;
-                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key */
+                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key (the rate-limit headers then show the current counters: a replay costs nothing) */
                     "Idempotency-Replayed"?: string;
+                    /** @description The created resource's path, `/v1/api-keys/{id}`, filled in from the answer (and the request where the answer lacks a value) */
+                    Location?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3720,6 +3970,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `idempotency_in_progress`: Idempotent request in progress */
             409: {
                 headers: {
@@ -3885,6 +4136,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
             429: {
                 headers: {
@@ -3989,6 +4241,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
             429: {
                 headers: {
@@ -4080,12 +4333,12 @@ export interface operations {
                  */
                 updated_lt?: string;
                 /**
-                 * @description Only tasks due on or after this day (a date, or a date-time taken as its UTC day).
+                 * @description Only tasks due at or after this time: a date-time with an offset, or a date meaning 00:00 UTC that day.
                  * @example 2026-01-01
                  */
                 due_gte?: string;
                 /**
-                 * @description Only tasks due before this day (a date, or a date-time taken as its UTC day).
+                 * @description Only tasks due before this time: a date-time with an offset, or a date meaning 00:00 UTC that day.
                  * @example 2030-01-01
                  */
                 due_lt?: string;
@@ -4178,6 +4431,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
             429: {
                 headers: {
@@ -4257,10 +4511,10 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix epoch seconds when the burst window resets */
                     "X-RateLimit-Reset"?: number;
-                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key */
+                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key (the rate-limit headers then show the current counters: a replay costs nothing) */
                     "Idempotency-Replayed"?: string;
-                    /** @description The task's version in quotes (`"3"`): send it back in If-Match to change the task only if nobody changed it meanwhile. */
-                    ETag?: string;
+                    /** @description The created resource's path, `/v1/tasks/{id}`, filled in from the answer (and the request where the answer lacks a value) */
+                    Location?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4302,6 +4556,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `idempotency_in_progress`: Idempotent request in progress */
             409: {
                 headers: {
@@ -4486,6 +4741,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `payload_too_large`: Payload too large */
             413: {
                 headers: {
@@ -4580,8 +4836,6 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix epoch seconds when the burst window resets */
                     "X-RateLimit-Reset"?: number;
-                    /** @description The task's version in quotes (`"3"`): send it back in If-Match to change the task only if nobody changed it meanwhile. */
-                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4643,6 +4897,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
             429: {
                 headers: {
@@ -4730,10 +4985,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix epoch seconds when the burst window resets */
                     "X-RateLimit-Reset"?: number;
-                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key */
+                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key (the rate-limit headers then show the current counters: a replay costs nothing) */
                     "Idempotency-Replayed"?: string;
-                    /** @description The task's version in quotes (`"3"`): send it back in If-Match to change the task only if nobody changed it meanwhile. */
-                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4786,6 +5039,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `idempotency_in_progress`: Idempotent request in progress */
             409: {
                 headers: {
@@ -4919,10 +5173,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix epoch seconds when the burst window resets */
                     "X-RateLimit-Reset"?: number;
-                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key */
+                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key (the rate-limit headers then show the current counters: a replay costs nothing) */
                     "Idempotency-Replayed"?: string;
-                    /** @description The task's version in quotes (`"3"`): send it back in If-Match to change the task only if nobody changed it meanwhile. */
-                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4975,6 +5227,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `idempotency_in_progress`: Idempotent request in progress */
             409: {
                 headers: {
@@ -5086,10 +5339,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix epoch seconds when the burst window resets */
                     "X-RateLimit-Reset"?: number;
-                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key */
+                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key (the rate-limit headers then show the current counters: a replay costs nothing) */
                     "Idempotency-Replayed"?: string;
-                    /** @description The task's version in quotes (`"3"`): send it back in If-Match to change the task only if nobody changed it meanwhile. */
-                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5142,6 +5393,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `idempotency_in_progress`: Idempotent request in progress */
             409: {
                 headers: {
@@ -5306,6 +5558,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
             429: {
                 headers: {
@@ -5402,7 +5655,7 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix epoch seconds when the burst window resets */
                     "X-RateLimit-Reset"?: number;
-                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key */
+                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key (the rate-limit headers then show the current counters: a replay costs nothing) */
                     "Idempotency-Replayed"?: string;
                     [name: string]: unknown;
                 };
@@ -5445,6 +5698,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `idempotency_in_progress`: Idempotent request in progress */
             409: {
                 headers: {
@@ -5610,6 +5864,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
             429: {
                 headers: {
@@ -5695,7 +5950,7 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix epoch seconds when the burst window resets */
                     "X-RateLimit-Reset"?: number;
-                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key */
+                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key (the rate-limit headers then show the current counters: a replay costs nothing) */
                     "Idempotency-Replayed"?: string;
                     [name: string]: unknown;
                 };
@@ -5718,8 +5973,10 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix epoch seconds when the burst window resets */
                     "X-RateLimit-Reset"?: number;
-                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key */
+                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key (the rate-limit headers then show the current counters: a replay costs nothing) */
                     "Idempotency-Replayed"?: string;
+                    /** @description The created resource's path, `/v1/tasks/{task_id}/dependencies/{blocker_task_id}`, filled in from the answer (and the request where the answer lacks a value) */
+                    Location?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5772,6 +6029,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `dependency_cycle`: Dependency cycle; `idempotency_in_progress`: Idempotent request in progress */
             409: {
                 headers: {
@@ -5960,6 +6218,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `precondition_failed`: Precondition failed */
             412: {
                 headers: {
@@ -6056,7 +6315,7 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix epoch seconds when the burst window resets */
                     "X-RateLimit-Reset"?: number;
-                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key */
+                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key (the rate-limit headers then show the current counters: a replay costs nothing) */
                     "Idempotency-Replayed"?: string;
                     [name: string]: unknown;
                 };
@@ -6110,6 +6369,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `idempotency_in_progress`: Idempotent request in progress */
             409: {
                 headers: {
@@ -6283,6 +6543,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
             429: {
                 headers: {
@@ -6340,14 +6601,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "file_name": "notes.txt",
-                 *       "file_key": "att/org_3kTM…/upl_…",
-                 *       "content_type": "text/plain",
-                 *       "size": 12
-                 *     }
-                 */
                 "application/json": components["schemas"]["RegisterAttachmentRequest"];
             };
         };
@@ -6367,8 +6620,10 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix epoch seconds when the burst window resets */
                     "X-RateLimit-Reset"?: number;
-                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key */
+                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key (the rate-limit headers then show the current counters: a replay costs nothing) */
                     "Idempotency-Replayed"?: string;
+                    /** @description The created resource's path, `/v1/tasks/{task_id}/attachments/{id}`, filled in from the answer (and the request where the answer lacks a value) */
+                    Location?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6421,6 +6676,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `idempotency_in_progress`: Idempotent request in progress */
             409: {
                 headers: {
@@ -6591,6 +6847,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
             429: {
                 headers: {
@@ -6717,6 +6974,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
             429: {
                 headers: {
@@ -6829,6 +7087,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
             429: {
                 headers: {
@@ -6905,8 +7164,10 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix epoch seconds when the burst window resets */
                     "X-RateLimit-Reset"?: number;
-                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key */
+                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key (the rate-limit headers then show the current counters: a replay costs nothing) */
                     "Idempotency-Replayed"?: string;
+                    /** @description The created resource's path, `/v1/projects/{id}`, filled in from the answer (and the request where the answer lacks a value) */
+                    Location?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6948,6 +7209,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `idempotency_in_progress`: Idempotent request in progress */
             409: {
                 headers: {
@@ -7113,6 +7375,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
             429: {
                 headers: {
@@ -7234,6 +7497,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
             429: {
                 headers: {
@@ -7364,6 +7628,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `payload_too_large`: Payload too large */
             413: {
                 headers: {
@@ -7496,6 +7761,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
             429: {
                 headers: {
@@ -7616,6 +7882,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `payload_too_large`: Payload too large */
             413: {
                 headers: {
@@ -7715,8 +7982,10 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix epoch seconds when the burst window resets */
                     "X-RateLimit-Reset"?: number;
-                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key */
+                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key (the rate-limit headers then show the current counters: a replay costs nothing) */
                     "Idempotency-Replayed"?: string;
+                    /** @description The created resource's path, `/v1/daily-plan/entries/{id}`, filled in from the answer (and the request where the answer lacks a value) */
+                    Location?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7769,6 +8038,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `idempotency_in_progress`: Idempotent request in progress */
             409: {
                 headers: {
@@ -7934,6 +8204,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
             429: {
                 headers: {
@@ -8046,6 +8317,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
             429: {
                 headers: {
@@ -8125,8 +8397,10 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix epoch seconds when the burst window resets */
                     "X-RateLimit-Reset"?: number;
-                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key */
+                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key (the rate-limit headers then show the current counters: a replay costs nothing) */
                     "Idempotency-Replayed"?: string;
+                    /** @description The created resource's path, `/v1/webhook-endpoints/{id}`, filled in from the answer (and the request where the answer lacks a value) */
+                    Location?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8168,6 +8442,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `idempotency_in_progress`: Idempotent request in progress */
             409: {
                 headers: {
@@ -8333,6 +8608,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
             429: {
                 headers: {
@@ -8454,6 +8730,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
             429: {
                 headers: {
@@ -8589,6 +8866,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `payload_too_large`: Payload too large */
             413: {
                 headers: {
@@ -8683,7 +8961,7 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix epoch seconds when the burst window resets */
                     "X-RateLimit-Reset"?: number;
-                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key */
+                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key (the rate-limit headers then show the current counters: a replay costs nothing) */
                     "Idempotency-Replayed"?: string;
                     [name: string]: unknown;
                 };
@@ -8737,6 +9015,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `idempotency_in_progress`: Idempotent request in progress */
             409: {
                 headers: {
@@ -8811,7 +9090,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 /**
                  * @example {
@@ -8889,6 +9168,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `payload_too_large`: Payload too large */
             413: {
                 headers: {
@@ -9032,6 +9312,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
             429: {
                 headers: {
@@ -9166,6 +9447,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
             429: {
                 headers: {
@@ -9293,6 +9575,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
             429: {
                 headers: {
@@ -9427,6 +9710,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
             429: {
                 headers: {
@@ -9553,7 +9837,146 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `delivery_already_pending`: Delivery already pending */
+            409: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    retryWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook endpoint's id.
+                 * @example whe_8kQ3mT6pL2vX9nD4bR7sW1
+                 */
+                endpoint_id: string;
+                /**
+                 * @description The delivery's id.
+                 * @example whd_5pL8xQ2mT7vK4nD1bR9sW3
+                 */
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Retry a PENDING delivery now instead of when its retry schedule had it (repeating the call, or calling while an attempt is in flight, makes no second attempt) */
+            202: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `resource_not_found`: Resource not found */
+            404: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `delivery_not_pending`: Delivery not pending */
             409: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -9694,6 +10117,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `payload_too_large`: Payload too large */
             413: {
                 headers: {
@@ -9845,6 +10269,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
             429: {
                 headers: {
@@ -9965,6 +10390,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
             429: {
                 headers: {
@@ -10086,7 +10512,483 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getLiveness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Alive */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Liveness"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `rate_limited`: Rate limited */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getReadiness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ready */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Readiness"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `rate_limited`: Rate limited */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getReferencePage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The reference page */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `rate_limited`: Rate limited */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getErrorsPage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The errors page, each code's row anchored by the code */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `rate_limited`: Rate limited */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getReferenceAsset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The file's name.
+                 * @example swagger-ui.css
+                 */
+                file: "swagger-ui.css" | "swagger-ui-bundle.js" | "favicon-32x32.png" | "init.js";
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description `public, max-age=3600` */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/css; charset=utf-8": string;
+                    "text/javascript; charset=utf-8": string;
+                    "image/png": string;
+                };
+            };
+            /** @description `route_not_found`: Route not found */
+            404: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `rate_limited`: Rate limited */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getOpenApiDocument: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The ETag of the copy you hold: while it is current, 304 with no body. */
+                "If-None-Match"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The document */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description The document's version in this coding; send it back in If-None-Match */
+                    ETag?: string;
+                    /** @description `public, max-age=300` */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description Not modified: If-None-Match names the current document */
+            304: {
+                headers: {
+                    /** @description The document's version in this coding */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `rate_limited`: Rate limited */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    putUploadBytes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The link's capability, as the link was handed out: the link is its own authorization, no credential is sent with it.
+                 * @example k1.eyJmIjoiYXR0L29yZ18zazFNIn0.c2lnbmF0dXJl
+                 */
+                capability: string;
+            };
+            cookie?: never;
+        };
+        /** @description The file's bytes, in any media type (the one declared when the upload started is what is stored and served). */
+        requestBody: {
+            content: {
+                "*/*": string;
+            };
+        };
+        responses: {
+            /** @description The bytes are stored */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UploadReceipt"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `link_invalid`: Link invalid or expired */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `upload_already_received`: Upload already received */
+            409: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: Payload too large */
+            413: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limited`: Rate limited */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getDownloadBytes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The link's capability, as the link was handed out: the link is its own authorization, no credential is sent with it.
+                 * @example k1.eyJmIjoiYXR0L29yZ18zazFNIn0.c2lnbmF0dXJl
+                 */
+                capability: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file's bytes */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description `attachment` with the attachment's file name (`filename` and `filename*`) */
+                    "Content-Disposition"?: string;
+                    /** @description `sandbox; default-src 'none'`: a file opened in a browser runs no script */
+                    "Content-Security-Policy"?: string;
+                    /** @description `private, no-store` */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": string;
+                };
+            };
+            /** @description `link_invalid`: Link invalid or expired */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `resource_not_found`: Resource not found */
+            404: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `rate_limited`: Rate limited */
             429: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */

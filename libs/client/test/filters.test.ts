@@ -10,6 +10,7 @@ describe("where", () => {
     expect(where.eq("is_blocked", true)).toEqual({ field: "is_blocked", op: "eq", value: true });
     expect(where.neq("archived", false)).toEqual({ field: "archived", op: "neq", value: false });
     expect(where.lt("due_date", "2026-11-30")).toEqual({ field: "due_date", op: "lt", value: "2026-11-30" });
+    expect(where.gte("due_date", "2026-11-30T17:00:00Z")).toEqual({ field: "due_date", op: "gte", value: "2026-11-30T17:00:00Z" });
     expect(where.lte("story_points", 3)).toEqual({ field: "story_points", op: "lte", value: 3 });
     expect(where.gt("created_at", "2026-01-01T00:00:00Z")).toEqual({ field: "created_at", op: "gt", value: "2026-01-01T00:00:00Z" });
     expect(where.gte("updated_at", "2026-01-01T00:00:00.123+02:00")).toEqual({ field: "updated_at", op: "gte", value: "2026-01-01T00:00:00.123+02:00" });
@@ -96,9 +97,9 @@ export function filtersTheApiRefuses(): void {
   where.eq("status", "DONE");
   // @ts-expect-error not a priority
   where.in("priority", ["HIGH", "CRITICAL"]);
-  // @ts-expect-error a due date is a day, YYYY-MM-DD
+  // @ts-expect-error a due date is a date-time or a day, YYYY-MM-DD
   where.lt("due_date", "tomorrow");
-  // @ts-expect-error a due date is a day, not a Date
+  // @ts-expect-error a due date is written as a string, not a Date
   where.lt("due_date", new Date());
   // @ts-expect-error created_at takes no eq (a bound: lt, lte, gt, gte)
   where.eq("created_at", "2026-01-01T00:00:00Z");

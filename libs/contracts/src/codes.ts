@@ -20,6 +20,8 @@ export const ERROR_CATALOG = {
   request_timeout: { status: 408, title: "Request timeout" },
   idempotency_in_progress: { status: 409, title: "Idempotent request in progress" },
   delivery_already_pending: { status: 409, title: "Delivery already pending" },
+  // A retry of a webhook delivery that is no longer waiting for an attempt (a replay is the way).
+  delivery_not_pending: { status: 409, title: "Delivery not pending" },
   dependency_cycle: { status: 409, title: "Dependency cycle" },
   // A second PUT to an upload link that already received its bytes (issue 12).
   upload_already_received: { status: 409, title: "Upload already received" },

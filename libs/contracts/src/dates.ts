@@ -30,9 +30,16 @@ export const DateOnly = z
   })
   .meta({ format: "date" });
 
-/** An ISO-8601 date-time with an offset (Z or ±hh:mm), or a bare date taken as 00:00 UTC; its instant within DATE_RANGE. */
+/**
+ * The one rule of every instant the API takes (a task's start_date and due_date, the bounds of
+ * lists and searches): an ISO-8601 date-time with an offset (Z or ±hh:mm), or a bare date taken as
+ * 00:00 UTC that day; its instant within DATE_RANGE. The day's branch says `format: date` in the
+ * document, so that a validator of it accepts both forms.
+ */
 export const DateTimeInput = z
-  .union([z.iso.datetime({ offset: true }), z.string().refine(isCalendarDay)], { message: "must be a date-time (2026-11-22T09:00:00Z) or a date YYYY-MM-DD" })
+  .union([z.iso.datetime({ offset: true }), z.string().refine(isCalendarDay).meta({ format: "date" })], {
+    message: "must be a date-time with an offset (2026-11-22T09:00:00Z) or a date YYYY-MM-DD (00:00 UTC)",
+  })
   .superRefine((s, ctx) => {
     const t = Date.parse(s.length === 10 ? `${s}T00:00:00.000Z` : s);
     if (!(t >= FIRST_INSTANT && t <= LAST_INSTANT)) ctx.addIssue({ code: "custom", message: OUT_OF_RANGE });

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { EXAMPLE_INSTANT, Timestamp } from "./common.js";
-import { EndpointEventType, EventType, isTaskEventType, TaskEvent, TaskFeedEvent } from "./tasks.js";
+import { EndpointEventType, EventType, isTaskEventType, TaskEvent, TaskFeedEvent, TEST_EVENT } from "./tasks.js";
 import { WebhookEndpoint } from "./webhooks.js";
 
 // The events every organization's feed, live stream and webhooks carry: task events, and the
@@ -54,6 +54,7 @@ export const EndpointFeedEvent = z
       description: "The endpoint after the change, as reads show it: `disabled_reason` says why an automatic disable happened (null for one by hand).",
       examples: [ENDPOINT_EXAMPLE],
     }),
+    test: TEST_EVENT,
   })
   .meta({ description: "A webhook endpoint was disabled or enabled. Needs the scope webhooks:read to be seen in the feed and the stream." });
 export type EndpointFeedEvent = z.infer<typeof EndpointFeedEvent>;

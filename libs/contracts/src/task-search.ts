@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { OpaqueId, PageQuery, Text } from "./common.js";
-import { DateOnly, DateTimeInput } from "./dates.js";
+import { DateTimeInput } from "./dates.js";
 import { TaskPriority, TaskRef, TaskStatus } from "./tasks.js";
 
 /**
@@ -60,12 +60,12 @@ export const ListTasksQuery = PageQuery.extend({
     examples: ["2026-01-01T00:00:00Z"],
   }),
   updated_lt: Instant.optional().meta({ description: "Only tasks changed before this time (ISO 8601).", examples: ["2030-01-01T00:00:00Z"] }),
-  due_gte: DateTimeInput.optional().meta({
-    description: "Only tasks due on or after this day (a date, or a date-time taken as its UTC day).",
+  due_gte: Instant.optional().meta({
+    description: "Only tasks due at or after this time: a date-time with an offset, or a date meaning 00:00 UTC that day.",
     examples: ["2026-01-01"],
   }),
-  due_lt: DateTimeInput.optional().meta({
-    description: "Only tasks due before this day (a date, or a date-time taken as its UTC day).",
+  due_lt: Instant.optional().meta({
+    description: "Only tasks due before this time: a date-time with an offset, or a date meaning 00:00 UTC that day.",
     examples: ["2030-01-01"],
   }),
   is_blocked: BoolParam.optional().meta({ description: "`true`: only tasks with an open blocker; `false`: only tasks without one.", examples: [false] }),
@@ -108,7 +108,7 @@ const VALUES: Record<FilterField, z.ZodType> = {
   parent_task_id: TaskRef,
   archived: z.boolean(),
   is_blocked: z.boolean(),
-  due_date: DateOnly,
+  due_date: Instant,
   created_at: Instant,
   updated_at: Instant,
   story_points: z.number().min(0).max(1000),
@@ -201,7 +201,12 @@ const FILTER_DOC = {
 
 /** The filter tree: checked by checkFilter; its JSON Schema is written out for the document. */
 export const TaskFilterSchema = z
-  .custom<TaskFilter>(() => true)
+  // A body without one is refused (the check below would take undefined for a condition and
+  // name its parts): a search that names nothing answered every task.
+  .custom<TaskFilter>((v) => v !== undefined, {
+    abort: true,
+    message: 'is required: to find every current task, {"field": "archived", "op": "eq", "value": false}',
+  })
   .superRefine((v, ctx) => {
     const issues: Issue[] = [];
     const counted = { n: 0 };
@@ -252,15 +257,19 @@ export const TaskFilterSchema = z
             description: "How it compares; each field takes only some of them, and an op the field does not take is refused.",
             examples: ["in"],
           },
-          value: { description: "The value, of the field's type; an array for `in` and `nin`; a boolean for `is_null`.", examples: [["TODO", "IN_PROGRESS"]] },
+          value: {
+            description:
+              "The value, of the field's type; an array for `in` and `nin`; a boolean for `is_null`. A time (due_date, created_at, updated_at) is a date-time with an offset, or a date meaning 00:00 UTC that day, compared exactly.",
+            examples: [["TODO", "IN_PROGRESS"]],
+          },
         },
       },
     ],
   });
 
 export const SearchTasksBody = z.strictObject({
-  filter: TaskFilterSchema.optional().meta({
-    description: "Which tasks; none: every current task.",
+  filter: TaskFilterSchema.meta({
+    description: 'Which tasks (required). Every current task: `{"field": "archived", "op": "eq", "value": false}`.',
     examples: [{ field: "status", op: "in", value: ["TODO", "IN_PROGRESS"] }],
   }),
   sort: TaskSort.default("-updated_at"),

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { CreatedAt, EXAMPLE_INSTANT, OpaqueId, PageQuery, Text, Timestamp, TrimmedLabel, UpdatedAt } from "./common.js";
-import { DateOnly, DateTimeInput } from "./dates.js";
+import { DateTimeInput } from "./dates.js";
 import { Recurrence, RecurrenceInput } from "./recurrence.js";
 
 // ---------------------------------------------------------------------------------------------
@@ -27,6 +27,13 @@ const TITLE = { description: "A short single-line title.", examples: ["Write the
 const DESCRIPTION = { description: "Free text (line breaks kept); null when none.", examples: ["Everything for the November launch."] };
 const PRIORITY = { description: "How urgent the task is.", examples: ["HIGH"] };
 const START_DATE = { description: "When work starts (UTC); null when unset.", examples: ["2026-11-24T09:00:00.000Z"] };
+/** The one rule of the instants a client sends (DateTimeInput), said on each of them. */
+const INSTANT_RULE = "a date-time with an offset (2026-11-24T09:00:00Z), or a date (YYYY-MM-DD) meaning 00:00 UTC that day";
+const START_DATE_INPUT = { description: `When work starts: ${INSTANT_RULE}.`, examples: ["2026-11-24T09:00:00.000Z"] };
+const DUE_DATE = {
+  description: "When it is due (UTC): the instant given, to the millisecond (one given as a date is 00:00 UTC that day); null when unset.",
+  examples: ["2026-11-30T17:00:00.000Z"],
+};
 const NOTES = { description: "Free-form notes (line breaks kept); null when none.", examples: ["Ask legal before publishing."] };
 const STORY_POINTS = { description: "An estimate in story points; null when unset.", examples: [3] };
 const PROJECT_ID = "prj_5vN5Zu6nSVCjmB2jJBpwRY";
@@ -50,7 +57,7 @@ export const Task = z.object({
   status: TaskStatus.meta({ description: "Where the task stands.", examples: ["IN_PROGRESS"] }),
   priority: TaskPriority.nullable().meta(PRIORITY),
   start_date: Timestamp.nullable().meta(START_DATE),
-  due_date: Timestamp.nullable().meta({ description: "When it is due (UTC); null when unset.", examples: ["2026-11-30T17:00:00.000Z"] }),
+  due_date: Timestamp.nullable().meta(DUE_DATE),
   notes: z.string().nullable().meta(NOTES),
   story_points: z.number().nullable().meta(STORY_POINTS),
   project_ids: z.array(z.string()).meta(PROJECT_IDS),
@@ -130,9 +137,9 @@ export const CreateTaskBody = z
     description: Description.optional().meta(DESCRIPTION),
     status: TaskStatus.optional().meta(STATUS),
     priority: TaskPriority.optional().meta(PRIORITY),
-    start_date: DateTimeInput.optional().meta(START_DATE),
-    due_date: DateOnly.optional().meta({
-      description: "When it is due: a day (YYYY-MM-DD) or a date-time. A recurring task created without one is due on its first occurrence day.",
+    start_date: DateTimeInput.optional().meta(START_DATE_INPUT),
+    due_date: DateTimeInput.optional().meta({
+      description: `When it is due: ${INSTANT_RULE}. A recurring task created without one is due at 00:00 UTC of its first occurrence day.`,
       examples: ["2026-11-30"],
     }),
     notes: Notes.optional().meta(NOTES),
@@ -157,10 +164,12 @@ export const UpdateTaskBody = z.strictObject({
   description: Description.nullable().optional().meta(DESCRIPTION),
   status: TaskStatus.optional().meta(STATUS),
   priority: TaskPriority.nullable().optional().meta(PRIORITY),
-  start_date: DateTimeInput.nullable().optional().meta(START_DATE),
-  due_date: DateOnly.nullable()
+  start_date: DateTimeInput.nullable()
     .optional()
-    .meta({ description: "When it is due: a day (YYYY-MM-DD) or a date-time; null clears it.", examples: ["2026-11-30"] }),
+    .meta({ ...START_DATE_INPUT, description: `When work starts: ${INSTANT_RULE}; null clears it.` }),
+  due_date: DateTimeInput.nullable()
+    .optional()
+    .meta({ description: `When it is due: ${INSTANT_RULE}; null clears it.`, examples: ["2026-11-30T17:00:00Z"] }),
   notes: Notes.nullable().optional().meta(NOTES),
   story_points: StoryPoints.nullable().optional().meta(STORY_POINTS),
   project_ids: ProjectIds.optional().meta(PROJECT_IDS),
@@ -272,6 +281,19 @@ const EVENT_TASK: Task = {
 };
 
 /**
+ * Present (and true) only on the samples a webhook endpoint's test event and verify send; real
+ * events omit it, so their bodies stay what they were. Shared by both kinds of event.
+ */
+export const TEST_EVENT = z
+  .literal(true)
+  .optional()
+  .meta({
+    description:
+      "Only on a sample sent to a webhook endpoint by its test-event or verify operation, never on a real event (which omits it, here and in deliveries): `true`. A sample task event's task is `T-0`, an id no task has.",
+    examples: [true],
+  });
+
+/**
  * A task event as the events feed (GET /v1/events) shows it: exactly the body a webhook delivers
  * for it (`type`, `timestamp`, `data`) and the event's id, which is the delivery's `webhook-id`
  * header. A consumer that missed deliveries reads the same objects here, for 30 days. The feed's
@@ -291,6 +313,7 @@ export const TaskFeedEvent = z.object({
       "On task.updated and task.archived: each field of the task that changed, with its value before (`from`) and after (`to`); empty when nothing the task shows changed. Absent on task.created and on events from before it was added. When both values would make the event larger than 256 KiB, each free-text field (title, description, notes) that changed is given as `{ from_length, to_length, truncated: true }` instead: the lengths in characters (null for a null value); the new value is in `data`.",
     examples: [{ status: { from: "TODO", to: "IN_PROGRESS" }, version: { from: 2, to: 3 } }],
   }),
+  test: TEST_EVENT,
 });
 export type TaskFeedEvent = z.infer<typeof TaskFeedEvent>;
 

@@ -80,8 +80,17 @@ export type DeliveryJob = z.infer<typeof DeliveryJob>;
 export const webhookJobsStream = (namespace: string) => `${namespace}_webhook_jobs`;
 export const webhookJobsSubject = (namespace: string) => `${namespace}.webhooks.jobs`;
 
+/**
+ * One attempt a worker is about to make. `window_ms`: how long from now the worker may take to
+ * begin the call and end it (it begins none later, and the call's own timeout ends it). For that
+ * long no other worker may start this attempt; absent (a worker from before windows), the
+ * attempt's lease stands for it.
+ */
+export const StartAttempt = AttemptRef.extend({ window_ms: z.number().int().min(1).max(3_600_000).optional() });
+export type StartAttempt = z.infer<typeof StartAttempt>;
+
 /** startAttempts: the attempts a worker is about to make. */
-export const StartAttempts = z.object({ jobs: z.array(AttemptRef).min(1).max(1000) });
+export const StartAttempts = z.object({ jobs: z.array(StartAttempt).min(1).max(1000) });
 export type StartAttempts = z.infer<typeof StartAttempts>;
 
 /**
@@ -90,7 +99,16 @@ export type StartAttempts = z.infer<typeof StartAttempts>;
  * measures the end-to-end lag without reading the body. Optional: a webhooks replica from
  * before it answers without, and the worker then leaves the lag unmeasured.
  */
-export const StartedAttempt = AttemptRef.extend({ request: SignedRequest.nullable(), occurred_at: Timestamp.optional() });
+export const StartedAttempt = AttemptRef.extend({
+  request: SignedRequest.nullable(),
+  occurred_at: Timestamp.optional(),
+  /**
+   * With `request: null`: another worker started this attempt and its window runs until then.
+   * The attempt may be started again once it has passed (if it is still current: that worker may
+   * have died mid-call). Absent: nothing to send, now or later.
+   */
+  busy_until: Timestamp.optional(),
+});
 export type StartedAttempt = z.infer<typeof StartedAttempt>;
 export const StartedAttempts = z.object({ attempts: z.array(StartedAttempt) });
 export type StartedAttempts = z.infer<typeof StartedAttempts>;
@@ -115,7 +133,10 @@ export const RecordedAttempts = z.object({ recorded: z.number().int() });
 export const webhookAttemptsRpc = {
   service: "webhooks",
   ops: {
-    /** Signs each attempt still due (DELIVERING, this attempt, endpoint enabled); the others are `request: null`. */
+    /**
+     * Signs each attempt still due (DELIVERING, this attempt, endpoint enabled, no other worker's
+     * window open on it) and opens its window; the others are `request: null`.
+     */
     startAttempts: { input: StartAttempts, output: StartedAttempts },
     /** Records how attempts ended: state, counts, schedule, auto-disable. */
     recordAttempts: { input: RecordAttempts, output: RecordedAttempts },
@@ -124,11 +145,25 @@ export const webhookAttemptsRpc = {
   },
 } as const satisfies RpcCatalog;
 
-/** The delivery service's one request/reply operation: a synchronous signed call (test event, verify). */
+/**
+ * checkDestination: would the egress guard refuse calls to this URL (its rules, a blocked literal
+ * address, a name resolving only to blocked ones)? Asked when an endpoint's URL is set. `refused`
+ * is null when calls may go out (a name that does not resolve yet included).
+ */
+export const CheckDestination = z.object({ url: z.string() });
+export const DestinationChecked = z.object({ refused: z.object({ reason: z.string(), message: z.string() }).nullable() });
+export type DestinationChecked = z.infer<typeof DestinationChecked>;
+
+/**
+ * The delivery service's request/reply operations: a synchronous signed call (test event,
+ * verify), and the guard's verdict on a destination (it alone reads WEBHOOK_ALLOW_PRIVATE_TARGETS
+ * and resolves names from where the calls are made).
+ */
 export const deliveryRpc = {
   service: "delivery",
   ops: {
     call: { input: SignedRequest, output: CallResult, timeoutMs: 65_000 },
+    checkDestination: { input: CheckDestination, output: DestinationChecked },
   },
 } as const satisfies RpcCatalog;
 
@@ -161,6 +196,8 @@ export const webhookMessages = {
   deferAttempts: webhookAttemptsRpc.ops.deferAttempts,
   /** Webhooks service → delivery service: one call made now (test event, verify). */
   call: deliveryRpc.ops.call,
+  /** Webhooks service → delivery service: would the guard refuse this endpoint URL? */
+  checkDestination: deliveryRpc.ops.checkDestination,
   /** What the receiver gets, and what is signed (stored with each delivery). */
   envelope: { schema: WebhookEnvelope },
 } as const;

@@ -294,6 +294,7 @@ export const webhooksRpc = {
     listDeliveries: { input: DeliveriesQuery.extend({ endpoint_id: OpaqueId }), output: page(WebhookDelivery) },
     listAttempts: { input: DeliveryParams.extend(PageQuery.shape), output: page(DeliveryAttempt) },
     replayDelivery: { input: DeliveryParams, output: WebhookDelivery },
+    retryDelivery: { input: DeliveryParams, output: WebhookDelivery },
     replayFailed: { input: z.object({ endpoint_id: OpaqueId, since: z.iso.datetime({ offset: true }) }), output: ReplayFailedResult },
     endpointStats: { input: EndpointStatsQuery.extend({ endpoint_id: OpaqueId }), output: WebhookEndpointStats },
   },

@@ -19,6 +19,23 @@ export async function databaseRole(sql: Sql): Promise<DatabaseRole> {
 }
 
 /**
+ * Which database this is, beyond the URL that reaches it: the cluster's system identifier (made
+ * once by initdb, the same on every physical copy, so a promoted standby is the same database)
+ * and the database's name in that cluster.
+ */
+export interface DatabaseIdentity {
+  systemIdentifier: string;
+  database: string;
+}
+
+export async function databaseIdentity(sql: Sql): Promise<DatabaseIdentity> {
+  const [row] = await sql<Array<{ system_identifier: string; database: string }>>`
+    select system_identifier::text as system_identifier, current_database() as database from pg_control_system()`;
+  if (row === undefined) throw new Error("the database answered no row to its identity query");
+  return { systemIdentifier: row.system_identifier, database: row.database };
+}
+
+/**
  * What the node `url` leads to answers as, asked on a connection of its own that sets no session
  * condition: why the pool, whose connections may refuse a node that is not a primary as they
  * open, cannot connect. Opened and closed each time: asked only while the pool fails.

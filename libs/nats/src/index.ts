@@ -5,3 +5,4 @@ export * from "./json.js";
 export * from "./streams.js";
 export * from "./consumer.js";
 export * from "./sleeper.js";
+export * from "./marks.js";

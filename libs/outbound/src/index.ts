@@ -5,3 +5,4 @@ export * from "./signing.js";
 export * from "./schedule.js";
 export * from "./egress.js";
 export * from "./settings.js";
+export * from "./destination.js";

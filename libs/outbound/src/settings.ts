@@ -26,8 +26,9 @@ export const webhookSettings = {
   /** One attempt's time limit, connection included. */
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(15_000),
   /**
-   * How long an attempt in flight may go unreported before it is counted and dispatched again
-   * (a worker killed mid-call, a lost job). Must exceed WEBHOOK_TIMEOUT_MS.
+   * How long an attempt in flight may go unreported before it is counted and dispatched again:
+   * the backstop for a job the stream lost (a worker killed mid-call is noticed sooner, through
+   * its jobs and its call window). Must exceed WEBHOOK_TIMEOUT_MS.
    */
   WEBHOOK_LEASE: settings.duration("2m"),
   /** Attempts in flight to one endpoint at most, across all workers (the dispatcher's bound). */

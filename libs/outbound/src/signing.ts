@@ -61,10 +61,15 @@ export interface WebhookEvent {
   data: unknown;
   /** What the change did to the object (task.updated, task.archived): sent beside `data`. */
   changes?: unknown;
+  /**
+   * A probe (test event, verify), never a real event: sent as `"test": true`. Real events omit
+   * the field rather than send `false`, so their bodies stay byte for byte what they were.
+   */
+  test?: true;
 }
 
 /**
- * The envelope body `{ "type", "timestamp", "data", "changes"? }` as the exact string to send. Serialize once
+ * The envelope body `{ "type", "timestamp", "data", "changes"?, "test"? }` as the exact string to send. Serialize once
  * and pass the same string to both signing and the request: re-stringifying could reorder or
  * re-escape and the signature would no longer match the bytes on the wire.
  */
@@ -74,6 +79,7 @@ export function webhookBody(event: WebhookEvent): string {
     timestamp: event.timestamp.toISOString(),
     data: event.data,
     ...(event.changes === undefined ? {} : { changes: event.changes }),
+    ...(event.test === true ? { test: true } : {}),
   });
 }
 
@@ -86,11 +92,19 @@ export interface WebhookHeadersInput {
   secrets: readonly string[];
 }
 
+/**
+ * The User-Agent of every outbound webhook call, so a receiver (or its firewall) can tell ours
+ * from other traffic. Its version is the wire format's, not a release's: it changes only when
+ * the envelope or the headers change in a way a receiver must know about.
+ */
+export const WEBHOOK_USER_AGENT = "tasksvc-webhooks/1.0";
+
 export interface WebhookHeaders {
   "webhook-id": string;
   "webhook-timestamp": string;
   "webhook-signature": string;
   "content-type": "application/json";
+  "user-agent": typeof WEBHOOK_USER_AGENT;
 }
 
 export function webhookHeaders(input: WebhookHeadersInput): WebhookHeaders {
@@ -99,6 +113,7 @@ export function webhookHeaders(input: WebhookHeadersInput): WebhookHeaders {
     "webhook-timestamp": String(input.timestamp),
     "webhook-signature": signatureHeader(input.secrets, input.id, input.timestamp, input.body),
     "content-type": "application/json",
+    "user-agent": WEBHOOK_USER_AGENT,
   };
 }
 

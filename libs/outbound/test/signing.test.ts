@@ -53,6 +53,13 @@ describe("webhookBody", () => {
     expect(body).toBe(`{"type":"task.updated","timestamp":"2025-01-02T03:04:05.678Z","data":${JSON.stringify(event.data)}}`);
     expect(webhookBody(event)).toBe(body);
   });
+
+  it('when the event is a probe, then the envelope ends with "test":true; otherwise the field is absent', () => {
+    expect(webhookBody({ ...event, test: true })).toBe(
+      `{"type":"task.updated","timestamp":"2025-01-02T03:04:05.678Z","data":${JSON.stringify(event.data)},"test":true}`,
+    );
+    expect(webhookBody(event)).not.toContain('"test"');
+  });
 });
 
 describe("signatureHeader and webhookHeaders", () => {
@@ -63,6 +70,14 @@ describe("signatureHeader and webhookHeaders", () => {
     expect(headers["webhook-signature"]).toMatch(/^v1,[A-Za-z0-9+/]{43}=$/);
     expect(headers["content-type"]).toBe("application/json");
     expect(new Webhook(secret).verify(body, { ...headers })).toEqual(JSON.parse(body));
+  });
+
+  it("when headers are built, then they carry the stable User-Agent tasksvc-webhooks/1.0, outside what is signed", () => {
+    const secret = newSigningSecret();
+    const body = webhookBody(event);
+    const headers = webhookHeaders({ id: "evt_ua", timestamp: now(), body, secrets: [secret] });
+    expect(headers["user-agent"]).toBe("tasksvc-webhooks/1.0");
+    expect(verifies(secret, body, { ...headers, "user-agent": "something else" })).toBe(true);
   });
 
   it("when signed during a rotation, then one signature per secret is sent, current first, and each secret alone verifies", () => {

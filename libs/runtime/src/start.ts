@@ -28,6 +28,7 @@ import {
 import type { Logger } from "@tasksvc/logger";
 import { client, connectNats, ensureStream, serve } from "@tasksvc/nats";
 import type { BaseConfig, DbConfig, DbServiceContext, DbServiceDefinition, Running, ServiceContext, ServiceDefinition } from "./definition.js";
+import { guardNamespace } from "./namespace-guard.js";
 
 interface Step {
   what: string;
@@ -36,7 +37,7 @@ interface Step {
 
 /**
  * Starts one replica of a service: database (created if missing), migrations, pool, NATS, the
- * streams it declares, then its `start`. Several replicas may start at once (migrations wait
+ * namespace's mark for its database (guardNamespace), the streams it declares, then its `start`. Several replicas may start at once (migrations wait
  * for each other under a lock; a stream lost to a creation race is updated instead).
  *
  * Stop order, and why: everything `start` registered (serve, every, onStop) is undone last-
@@ -131,6 +132,8 @@ export async function startService<C extends BaseConfig, R>(def: ServiceDefiniti
     const removeNatsSample = sampled.natsConnected(() => [{ value: natsUp && !nc.isClosed() ? 1 : 0 }]);
     steps.push({ what: "NATS metrics", run: () => removeNatsSample() });
     health.check("nats", () => (nc.isClosed() ? "unreachable" : within(1000, nc.flush())));
+    // Before any stream is touched: a start on another stack's namespace changes nothing of it.
+    if (db) await guardNamespace(nc, db.sql, { namespace: cfg.NATS_NAMESPACE, service: def.name, replicas: cfg.NATS_STREAM_REPLICAS });
     for (const stream of def.streams?.(cfg.NATS_NAMESPACE) ?? []) await ensureStream(nc, { num_replicas: cfg.NATS_STREAM_REPLICAS, ...stream });
 
     const namespace = cfg.NATS_NAMESPACE;

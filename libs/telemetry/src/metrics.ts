@@ -157,7 +157,7 @@ export const webhookAttempts = new Counter({
 
 export const webhookAttemptsDeferred = new Counter({
   name: "tasksvc_webhook_attempts_deferred_total",
-  help: "Attempts to rate-limited endpoints a delivery worker reached after their send window and gave back unsent (not attempts: they wait for a new send time), by stage (arrival: the job came late; call: waiting for a call slot made it late). A steady rate means busy workers or clocks out of step.",
+  help: "Attempts a delivery worker gave back unsent (not attempts: they are dispatched again), by stage (arrival: a rate-limited endpoint's job came after its send window; call: waiting for a call slot made it late for its send window; start: the webhooks service answered the start too late to make the whole call within its window). A steady rate means busy workers, a slow webhooks service, or clocks out of step.",
   labelNames: ["stage"] as const,
   registers,
 });

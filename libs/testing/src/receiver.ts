@@ -11,8 +11,10 @@ export interface Received {
   /** The raw `webhook-signature` header. */
   signature: string;
   body: string;
-  /** The parsed envelope `{type, timestamp, data}`. */
-  event: { type: string; timestamp: string; data: Record<string, unknown> };
+  /** The parsed envelope `{type, timestamp, data, changes?, test?}`. */
+  event: { type: string; timestamp: string; data: Record<string, unknown>; test?: unknown };
+  /** The `user-agent` header ("" when none was sent). */
+  userAgent: string;
   /** Which of the path's known secrets verified the request on their own (indexes into `expect(path, secrets)`). */
   verifiedBy: number[];
   at: number;
@@ -90,6 +92,7 @@ export async function startReceiver(): Promise<Receiver> {
         body,
         event,
         verifiedBy,
+        userAgent: header("user-agent"),
         at: Date.now(),
       };
       const list = got.get(path) ?? [];

@@ -1,10 +1,10 @@
 import { natsServiceSettings, settings } from "@tasksvc/config";
 import { deliveryRpc, webhookAttemptsRpc } from "@tasksvc/contracts";
-import { webhookSettings } from "@tasksvc/outbound";
+import { destinationRefusal, webhookSettings } from "@tasksvc/outbound";
 import { defineStatelessService } from "@tasksvc/runtime";
 import { z } from "zod";
 import { sendSigned } from "./call.js";
-import { startWorker } from "./worker.js";
+import { JOB_ACK_WAIT_MS, startWorker } from "./worker.js";
 
 export const DeliveryConfig = z.object({
   ...natsServiceSettings,
@@ -37,11 +37,17 @@ export const service = defineStatelessService({
       send,
       concurrency: cfg.WEBHOOK_CONCURRENCY,
       health,
-      // The call, a start and a report (each bounded by the RPC timeout), and a margin.
-      ackWaitMs: cfg.WEBHOOK_TIMEOUT_MS + 2 * cfg.RPC_TIMEOUT_MS + 5000,
+      // A dead worker's jobs go to another within this; a live one keeps its own by reporting progress.
+      ackWaitMs: JOB_ACK_WAIT_MS,
+      callTimeoutMs: cfg.WEBHOOK_TIMEOUT_MS,
     });
     onStop(() => worker.stop());
-    // The synchronous calls of test-event and verify (the webhooks service signs, this one sends).
-    serve(deliveryRpc, { call: (request) => send(request) });
+    // The synchronous calls of test-event and verify (the webhooks service signs, this one sends),
+    // and the guard's verdict on an endpoint's URL when it is set (names resolved from here, where
+    // the calls are made).
+    serve(deliveryRpc, {
+      call: (request) => send(request),
+      checkDestination: async ({ url }) => ({ refused: await destinationRefusal(url, egress) }),
+    });
   },
 });

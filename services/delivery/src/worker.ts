@@ -7,6 +7,7 @@ import {
   type ReportedAttempt,
   type RpcContext,
   type SignedRequest,
+  type StartAttempt,
   type StartedAttempt,
   type webhookAttemptsRpc,
 } from "@tasksvc/contracts";
@@ -33,8 +34,15 @@ export interface WorkerOptions {
   send(request: SignedRequest): Promise<CallResult>;
   /** WEBHOOK_CONCURRENCY: calls in flight in this process. */
   concurrency: number;
-  /** How long a job may take here before JetStream hands it to another worker. */
+  /**
+   * How long a job may go without news from this worker before JetStream hands it to another
+   * (JOB_ACK_WAIT_MS in service): the handler reports progress every third of it while it holds
+   * the job, so it only has to cover a pause in those reports, and a dead worker's jobs come back
+   * within it.
+   */
   ackWaitMs: number;
+  /** WEBHOOK_TIMEOUT_MS: the longest one call may take (`send` ends it then). */
+  callTimeoutMs: number;
   /** The replica's health: the consumer reports whether it is attached. */
   health?: { check(name: string, fn: Check): () => void };
   now?: () => Date;
@@ -42,6 +50,22 @@ export interface WorkerOptions {
 
 /** Durable names may not contain dots: the namespace joins with `_`. Replicas share it. */
 export const deliveryDurable = (namespace: string) => `${namespace}_delivery`;
+
+/**
+ * A dead worker's jobs come back to another worker within this long (its in-progress reports
+ * stop). Short, because a live worker keeps its jobs by those reports, every third of it.
+ */
+export const JOB_ACK_WAIT_MS = 10_000;
+
+/**
+ * How long a start's answer may take before its call is given up (the attempt handed back
+ * unsent): a start opens the attempt's call window for the call timeout plus this, so a call
+ * begun later could outlast its window. TIMER_SLACK_MS of it covers timers that fire late.
+ */
+export const START_MARGIN_MS = 5000;
+const TIMER_SLACK_MS = 1000;
+/** The least wait before a job with a busy attempt comes back (its window about to pass). */
+const BUSY_NAK_MIN_MS = 100;
 
 /** The context of the worker's internal calls: no organization, no caller. */
 const systemCtx = (): RpcContext => systemContext(`delivery-${Date.now().toString(36)}`);
@@ -54,9 +78,16 @@ interface SendWindow {
 
 /**
  * The delivery worker (decision 0015): takes jobs from the job stream, asks the webhooks service
- * for each one's signed request (none when the delivery was deleted, its endpoint disabled, or
- * the attempt already dispatched again), makes the call, reports the outcome, then acks.
- * Starts and reports are batched: one request for many jobs.
+ * for each attempt's signed request (none when the delivery was deleted, its endpoint disabled,
+ * or the attempt already dispatched again), makes the call, reports the outcome, then acks.
+ * Starts and reports are batched: one request for many attempts.
+ *
+ * Starting an attempt opens its call window (the call timeout plus START_MARGIN_MS, a limited
+ * attempt's wait for its send time on top): no other worker may start it meanwhile, and this one
+ * begins its call within the window's margin or not at all. So a job that JetStream hands to a
+ * second worker (the first went silent) never makes a second call at once: the second is told
+ * the attempt is busy and asks again (nak) once the window has passed, when the first worker's
+ * call has surely ended; if that worker died, the attempt is then made again, not lost.
  *
  * A job is acked only once its outcome is recorded. If the report fails, the job comes back
  * (nak with backoff) and is started again, which answers nothing to send once the lease has run
@@ -69,7 +100,7 @@ interface SendWindow {
  */
 export function startWorker(o: WorkerOptions): Promise<Consumption> {
   const now = o.now ?? (() => new Date());
-  const starts = batcher<AttemptRef, StartedAttempt>(async (jobs) => (await o.webhooks.call("startAttempts", { jobs }, systemCtx())).attempts, {
+  const starts = batcher<StartAttempt, StartedAttempt>(async (jobs) => (await o.webhooks.call("startAttempts", { jobs }, systemCtx())).attempts, {
     maxSize: 200,
     maxWaitMs: 2,
   });
@@ -96,7 +127,7 @@ export function startWorker(o: WorkerOptions): Promise<Consumption> {
    * put more than the endpoint's rate limit into one second. The webhooks service makes it PENDING
    * again with a new send time to come; nothing is counted against the delivery.
    */
-  async function defer(ref: AttemptRef, stage: "arrival" | "call"): Promise<void> {
+  async function defer(ref: AttemptRef, stage: "arrival" | "call" | "start"): Promise<void> {
     webhookAttemptsDeferred.inc({ stage });
     await defers.add(ref);
   }
@@ -112,22 +143,54 @@ export function startWorker(o: WorkerOptions): Promise<Consumption> {
   }
 
   /**
-   * One attempt: its send time if it has one (waited for without a call slot, so a limited
-   * endpoint's waits never take slots from the others), a slot, the call, then its report
-   * (batched with others'). Reached past its window, it is deferred instead of made.
+   * One attempt: started (its window opened and its request signed), then the call, then its
+   * report (batched with others'). An attempt with a send time is started on arrival, then waits
+   * for its time without a call slot (so a limited endpoint's waits never take slots from the
+   * others), and is deferred instead of made if it gets its slot past its send window. Any other
+   * is started once it holds a slot, so that its window runs from then. Answers when to ask again
+   * if another worker's window was open on it (epoch ms), else nothing.
    */
-  async function attempt(ref: AttemptRef, request: SignedRequest, occurredAt: string | undefined, window: SendWindow | undefined): Promise<void> {
-    if (window) await waitUntil(window.at);
-    const release = await slots.acquire();
-    const at = now();
-    if (window && at.getTime() >= window.at + window.windowMs) {
-      release();
-      await defer(ref, "call");
-      return;
+  async function attempt(ref: AttemptRef, window: SendWindow | undefined): Promise<number | undefined> {
+    const busyUntil = (s: StartedAttempt) => (s.busy_until === undefined ? undefined : Date.parse(s.busy_until));
+    let started: StartedAttempt;
+    let release: () => void;
+    if (window) {
+      const latest = window.at + window.windowMs;
+      started = await starts.add({ ...ref, window_ms: Math.max(0, latest - now().getTime()) + o.callTimeoutMs + START_MARGIN_MS });
+      if (!started.request) return busyUntil(started);
+      await waitUntil(window.at);
+      release = await slots.acquire();
+      if (now().getTime() >= latest) {
+        release();
+        await defer(ref, "call");
+        return undefined;
+      }
+    } else {
+      release = await slots.acquire();
+      const asked = performance.now();
+      try {
+        started = await starts.add({ ...ref, window_ms: o.callTimeoutMs + START_MARGIN_MS });
+      } catch (err) {
+        release();
+        throw err;
+      }
+      if (!started.request) {
+        release();
+        return busyUntil(started);
+      }
+      // An answer this late leaves too little of the window for a whole call: given back unsent.
+      if (performance.now() - asked > START_MARGIN_MS - TIMER_SLACK_MS) {
+        release();
+        await defer(ref, "start");
+        return undefined;
+      }
     }
+    const request: SignedRequest = started.request;
+    const occurredAt = started.occurred_at;
+    const at = now();
     let result: CallResult;
     const attemptedAt = at.toISOString();
-    const started = performance.now();
+    const callStarted = performance.now();
     try {
       // The call continues the trace of the change it announces (stored with the delivery).
       result =
@@ -147,13 +210,14 @@ export function startWorker(o: WorkerOptions): Promise<Consumption> {
             )
           : await o.send(request);
     } finally {
-      webhookAttemptDuration.observe((performance.now() - started) / 1000);
+      webhookAttemptDuration.observe((performance.now() - callStarted) / 1000);
       release();
     }
     webhookAttempts.inc({ outcome: result.outcome });
     // End to end, from the change (the event's own time, as the webhooks service gave it).
     if (result.outcome === "delivered" && occurredAt !== undefined) webhookDeliveryLag.observe(Math.max(0, Date.now() - Date.parse(occurredAt)) / 1000);
     await records.add({ ...ref, attempted_at: attemptedAt, result });
+    return undefined;
   }
 
   return consume(o.nc, {
@@ -173,8 +237,8 @@ export function startWorker(o: WorkerOptions): Promise<Consumption> {
     async handle(job, meta) {
       // Its lease ran out: the dispatcher has counted these attempts and dispatched them again.
       if (new Date(job.lease_until) <= now()) return "ack";
-      // A job waiting for call slots is still being worked on: keep JetStream from handing it to
-      // another worker (which would call again) while its lease lasts.
+      // While this worker lives, the job stays here however long it waits for slots or calls:
+      // JetStream hands it to another worker only once these reports stop (a dead worker).
       const keepAlive = setInterval(() => meta.working(), Math.max(1000, Math.floor(o.ackWaitMs / 3)));
       try {
         const arrived = now().getTime();
@@ -188,18 +252,15 @@ export function startWorker(o: WorkerOptions): Promise<Consumption> {
         };
         const late = job.deliveries.filter(isLate);
         const due = job.deliveries.filter((a) => !isLate(a));
-        const started = await Promise.all(due.map((a) => starts.add(refOf(a))));
-        const settled = await Promise.allSettled([
-          ...late.map((a) => defer(refOf(a), "arrival")),
-          ...due.map((a, i) => {
-            const s = started[i];
-            return s?.request ? attempt(refOf(a), s.request, s.occurred_at, windowOf(a)) : undefined;
-          }),
-        ]);
+        const settled = await Promise.allSettled([...late.map((a) => defer(refOf(a), "arrival")), ...due.map((a) => attempt(refOf(a), windowOf(a)))]);
         // Answered only once every attempt of the job is done: a nak while some were still waiting
         // or calling would bring the job back to a worker that starts them a second time.
         const failed = settled.find((r) => r.status === "rejected");
         if (failed) throw failed.reason;
+        // Attempts another worker had started (this job reached it too): back once their windows
+        // have passed, to be made again if that worker never reported them.
+        const busy = settled.reduce((m, r) => (r.status === "fulfilled" && typeof r.value === "number" ? Math.max(m, r.value) : m), 0);
+        if (busy > 0) return { nak: Math.max(BUSY_NAK_MIN_MS, busy - now().getTime()) };
       } finally {
         clearInterval(keepAlive);
       }

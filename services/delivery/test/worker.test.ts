@@ -7,13 +7,15 @@ import {
   type DeliveryJob,
   type ReportedAttempt,
   type SignedRequest,
+  type StartAttempt,
+  type StartedAttempt,
 } from "@tasksvc/contracts";
 import { createLogger } from "@tasksvc/logger";
 import { client, connectNats, deleteStreams, encodeJson, ensureStream, jetstream, serve, type NatsConnection, type Served } from "@tasksvc/nats";
 import { eventually } from "@tasksvc/testing";
 import { webhookAttemptsDeferred, webhookDeliveryLag } from "@tasksvc/telemetry";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { startWorker, type WorkerOptions } from "../src/worker.js";
+import { START_MARGIN_MS, startWorker, type WorkerOptions } from "../src/worker.js";
 
 // The worker against a job stream of this file's own namespace (the stack's delivery service
 // consumes only its own), with the webhooks service's two operations answered here over NATS.
@@ -25,9 +27,11 @@ let nc: NatsConnection;
 let served: Served;
 /** What the webhooks side answers to startAttempts, and where recordAttempts' reports go. */
 let started: { request: SignedRequest; occurred_at: string };
+/** When set, answers a start in place of `started` (another worker's window, say). */
+let startAnswer: ((ref: StartAttempt) => Partial<StartedAttempt> | undefined) | undefined;
 let reported: (results: ReportedAttempt[]) => void = () => {};
 /** Every attempt startAttempts was asked for, and every one deferAttempts gave back. */
-const startedRefs: AttemptRef[] = [];
+const startedRefs: StartAttempt[] = [];
 const deferredRefs: AttemptRef[] = [];
 
 beforeAll(async () => {
@@ -41,7 +45,9 @@ beforeAll(async () => {
       startAttempts: async (i) => {
         startedRefs.push(...i.jobs);
         // Each request names its delivery in webhook-id, so a test knows which call is which.
-        return { attempts: i.jobs.map((j) => ({ ...j, ...started, request: { ...started.request, headers: { "webhook-id": j.delivery_id } } })) };
+        return {
+          attempts: i.jobs.map((j) => ({ ...j, ...started, request: { ...started.request, headers: { "webhook-id": j.delivery_id } }, ...startAnswer?.(j) })),
+        };
       },
       recordAttempts: async (i) => {
         reported(i.results);
@@ -89,6 +95,7 @@ describe("delivery worker", () => {
       },
       concurrency: 4,
       ackWaitMs: 30_000,
+      callTimeoutMs: 15_000,
     });
     try {
       const recorded = new Promise<ReportedAttempt[]>((resolve) => {
@@ -111,6 +118,47 @@ describe("delivery worker", () => {
     // From a minute ago: the event's time.
     expect(after.sum - before.sum).toBeGreaterThanOrEqual(60);
     expect(after.sum - before.sum).toBeLessThan(120);
+  });
+});
+
+describe("delivery worker, another worker's window", () => {
+  it("when start answers that another worker has the attempt in flight, then no call is made until its window has passed; the job comes back then and the attempt is made", async () => {
+    started = { request: { url: "https://hooks.example.com/x", headers: {}, body: "{}" }, occurred_at: new Date().toISOString() };
+    const sent: Array<{ id: string; at: number }> = [];
+    const reports: ReportedAttempt[] = [];
+    reported = (results) => void reports.push(...results);
+    const d = `whd_${randomUUID().slice(0, 12)}`;
+    const busyUntil = Date.now() + 1500;
+    // The first start finds another worker's window open; a start after it has passed opens one.
+    startAnswer = (ref) => (ref.delivery_id === d && Date.now() < busyUntil ? { request: null, busy_until: new Date(busyUntil).toISOString() } : undefined);
+    const worker = await startWorker({
+      nc,
+      namespace,
+      log,
+      webhooks: client(nc, webhookAttemptsRpc, { namespace, timeoutMs: 5000 }),
+      send: async (request) => {
+        sent.push({ id: request.headers["webhook-id"] ?? "", at: Date.now() });
+        return { outcome: "delivered", status: 204, error_class: null, duration_ms: 1, retry_after_ms: null };
+      },
+      concurrency: 4,
+      ackWaitMs: 30_000,
+      callTimeoutMs: 15_000,
+    });
+    try {
+      const lease = new Date(Date.now() + 60_000).toISOString();
+      await jetstream(nc).publish(
+        webhookMessages.deliveryJob.subject(namespace),
+        encodeJson({ endpoint_id: "whe_busy", lease_until: lease, deliveries: [{ delivery_id: d, attempt: 1 }] }),
+      );
+      await eventually(() => reports.some((r) => r.delivery_id === d), { what: "the attempt made once the window passed", timeoutMs: 10_000 });
+    } finally {
+      startAnswer = undefined;
+      await worker.stop();
+    }
+    expect(sent.filter((x) => x.id === d)).toHaveLength(1);
+    expect(sent.find((x) => x.id === d)?.at).toBeGreaterThanOrEqual(busyUntil);
+    // Each start asked for the call timeout and the start margin: the window it would hold.
+    expect(startedRefs.filter((r) => r.delivery_id === d).map((r) => r.window_ms)).toEqual([15_000 + START_MARGIN_MS, 15_000 + START_MARGIN_MS]);
   });
 });
 
@@ -137,6 +185,7 @@ describe("delivery worker, send times", () => {
       webhooks: client(nc, webhookAttemptsRpc, { namespace, timeoutMs: 5000 }),
       concurrency: 4,
       ackWaitMs: 30_000,
+      callTimeoutMs: 15_000,
       now: clock,
       ...o,
     });

@@ -4,7 +4,7 @@ import type { Logger } from "@tasksvc/logger";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyBodyParser, type FastifyInstance } from "fastify";
 import type { Clients } from "./clients.js";
 import { registerDocs } from "./docs.js";
-import { bodyTimeoutOptions, edgeHandling, EVERY_ANSWER_HEADERS, loggedUrl, MAX_PARAM_LENGTH } from "./edge.js";
+import { bodyTimeoutOptions, edgeHandling, emptyPathParameter, EVERY_ANSWER_HEADERS, loggedUrl, MAX_PARAM_LENGTH } from "./edge.js";
 import type { Resource } from "./operations.js";
 import { type LinkRate, linkLimiter } from "./policies/link-limit.js";
 import { installPipeline, type PipelineOptions } from "./pipeline.js";
@@ -117,6 +117,7 @@ export const CORS_EXPOSED_HEADERS: readonly string[] = [
   "Retry-After",
   "Idempotency-Replayed",
   "ETag",
+  "Location",
   "traceparent",
   "Allow",
   "WWW-Authenticate",
@@ -219,7 +220,9 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
     // The link routes have their own limit (LINK_RATE_LIMIT, transfers.ts), and the operations are
     // charged per credential after authentication.
     app.addHook("onRequest", async (req) => {
-      if (req.routeOptions.config?.operation || req.routeOptions.url?.includes("/:capability")) return;
+      const routed = req.routeOptions.config?.operation || req.routeOptions.url?.includes("/:capability");
+      // A path with an empty parameter names no route: counted like any unknown path.
+      if (routed && emptyPathParameter(req) === undefined) return;
       const wait = anonLimiter.take(req.ip);
       if (wait > 0) {
         httpEdgeRefused.labels({ reason: "anonymous_rate" }).inc();
@@ -231,6 +234,13 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
       }
     });
   }
+  // `GET /v1/tasks/` matches `/v1/tasks/:task_id` with an empty id: no resource has one, so the
+  // path is answered as the unknown route it is (404, before authentication and charging), not as
+  // a charged 400 about a parameter the caller never meant to send.
+  app.addHook("onRequest", async (req) => {
+    const empty = emptyPathParameter(req);
+    if (empty !== undefined) throw new AppError("route_not_found", `No route ${req.method} ${req.url.split("?")[0] ?? ""}.`);
+  });
   if (opts.corsOrigins !== undefined) {
     // Its onRequest hook runs after the two above (request id, edge checks) and answers a
     // preflight there: no route's pipeline runs for it, so it is never authenticated or charged.
@@ -282,9 +292,12 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
   const served = opts.resources ?? resources;
   for (const r of served) app.register(r.plugin, { clients: opts.clients, eventStreams: opts.eventStreams });
   registerTransfers(app, { store: opts.blobs ?? null, clients: opts.clients, linkRate: opts.linkRate });
+  // The document's server: PUBLIC_BASE_URL, else `/` (the origin the document was fetched from),
+  // not the base links use (docs.ts says why).
   registerDocs(
     app,
     served.flatMap((r) => r.operations),
+    opts.publicBaseUrl ?? "/",
   );
   return app;
 }

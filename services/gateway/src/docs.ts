@@ -8,15 +8,12 @@ import { AppError } from "@tasksvc/errors";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { errorsPage } from "./errors-page.js";
 import { buildOpenApi } from "./openapi.js";
+import { DOCS_ASSETS } from "./openapi-routes.js";
 import type { Operation } from "./operations.js";
 import { sendProblem } from "./problems.js";
 
-/** The reference UI's files, served from the installed swagger-ui-dist package (no CDN). */
-const UI_FILES: Record<string, string> = {
-  "swagger-ui.css": "text/css; charset=utf-8",
-  "swagger-ui-bundle.js": "text/javascript; charset=utf-8",
-  "favicon-32x32.png": "image/png",
-};
+/** The reference UI's files, served from the installed swagger-ui-dist package (no CDN); init.js is ours. */
+const UI_FILES = Object.entries(DOCS_ASSETS).filter(([name]) => name !== "init.js");
 
 /** How the UI starts: the document of this gateway, try-it against this gateway, no validator call-out. */
 const INIT_JS = `window.ui = SwaggerUIBundle({
@@ -119,14 +116,13 @@ export function holdsCurrent(ifNoneMatch: string | undefined, etags: readonly st
   return false;
 }
 
-/** Stands for the server's URL in the document built at start, filled in with the gateway's base URL. */
-const SERVER_URL_SLOT = "\u0000server-url\u0000";
-
 /**
  * Public, unauthenticated documentation:
- * - `/v1/openapi.json`, the OpenAPI 3.1 document built from the route table, its `servers` this
- *   gateway's base URL (PUBLIC_BASE_URL, else http://localhost:<port>; never the request's Host),
- *   so that the reference's Servers box and "Try it out" name a URL a client can call;
+ * - `/v1/openapi.json`, the OpenAPI 3.1 document built from the route table, its `servers`
+ *   `serverUrl`: PUBLIC_BASE_URL, else `/`, which a client resolves against the URL it fetched
+ *   the document from (never the request's Host, which the gateway does not trust): "Try it out"
+ *   then calls the origin the page was opened on, whatever name or address that was (127.0.0.1,
+ *   a tunnel, a port mapping), with no cross-origin request;
  * - `/docs`, Swagger UI over that document, every file served by this gateway from the installed
  *   `swagger-ui-dist` package (no CDN, no call to the validator service), with "Try it out"
  *   sending real requests to this gateway (Authorize takes an API key or access token);
@@ -134,22 +130,19 @@ const SERVER_URL_SLOT = "\u0000server-url\u0000";
  *   points (`/docs/errors#<code>`).
  * All are built once.
  */
-export function registerDocs(app: FastifyInstance, operations: readonly Operation[]): void {
-  const [before, after] = splitAt(
-    JSON.stringify(buildOpenApi(operations, { url: SERVER_URL_SLOT, description: "This gateway" })),
-    JSON.stringify(SERVER_URL_SLOT),
-  );
+export function registerDocs(app: FastifyInstance, operations: readonly Operation[], serverUrl: string): void {
+  const document = JSON.stringify(buildOpenApi(operations, { url: serverUrl, description: "This gateway" }));
   const uiDir = dirname(createRequire(import.meta.url).resolve("swagger-ui-dist/package.json"));
-  const assets = new Map(Object.entries(UI_FILES).map(([name, type]) => [name, { type, body: readFileSync(join(uiDir, name)) }]));
-  assets.set("init.js", { type: "text/javascript; charset=utf-8", body: Buffer.from(INIT_JS) });
+  const assets = new Map(UI_FILES.map(([name, type]) => [name, { type, body: readFileSync(join(uiDir, name)) }]));
+  assets.set("init.js", { type: DOCS_ASSETS["init.js"] ?? "text/javascript; charset=utf-8", body: Buffer.from(INIT_JS) });
   const errorsHtml = errorsPage();
 
-  // Completed and encoded on the first request (with PORT 0 the base URL is known only once the
-  // gateway listens), then every request is answered with the same bytes: a pipelined flood of
-  // requests for this half-megabyte document costs no serializing and no compressing.
+  // Encoded on the first request, so that start-up does not wait a second for brotli; then every
+  // request is answered with the same bytes: a pipelined flood of requests for this half-megabyte
+  // document costs no serializing and no compressing.
   let encoded: Promise<Record<Coding, Encoded>> | undefined;
   app.get("/v1/openapi.json", async (req: FastifyRequest, reply) => {
-    encoded ??= encodeDocument(before + JSON.stringify(app.publicBaseUrl) + after);
+    encoded ??= encodeDocument(document);
     const variants = await encoded;
     const coding = chooseCoding(req.headers["accept-encoding"]);
     const chosen = variants[coding];
@@ -167,11 +160,4 @@ export function registerDocs(app: FastifyInstance, operations: readonly Operatio
     return reply.type(asset.type).header("cache-control", "public, max-age=3600").send(asset.body);
   });
   app.get("/docs/errors", async (_req, reply) => reply.type("text/html; charset=utf-8").send(errorsHtml));
-}
-
-/** The text before and after the one occurrence of `slot` (there must be exactly one). */
-function splitAt(text: string, slot: string): [string, string] {
-  const at = text.indexOf(slot);
-  if (at < 0 || text.indexOf(slot, at + 1) >= 0) throw new Error("the OpenAPI document must name its server exactly once");
-  return [text.slice(0, at), text.slice(at + slot.length)];
 }

@@ -330,6 +330,18 @@ function isPercentEncodedUtf8(s: string): boolean {
   }
 }
 
+/**
+ * The path parameter a request's route matched as empty text, if any (`GET /v1/tasks/` matches
+ * `/v1/tasks/:task_id` with an empty task_id). No resource has an empty id, so such a path names
+ * no route. A catch-all's `*` (the CORS preflight's) may be empty: it names no resource.
+ */
+export function emptyPathParameter(req: Pick<FastifyRequest, "params">): string | undefined {
+  const params = req.params;
+  if (typeof params !== "object" || params === null) return undefined;
+  for (const [name, value] of Object.entries(params)) if (value === "" && name !== "*") return name;
+  return undefined;
+}
+
 /** An upload or download link's path, read leniently (decoded, any case, repeated slashes). */
 const LINK_PATH = /^(.*?\/(?:uploads|downloads))\/./s;
 

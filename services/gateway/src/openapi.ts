@@ -2,7 +2,8 @@ import { ERROR_CATALOG, ERROR_CODES, type ErrorCode, FieldError, IDEMPOTENCY_KEY
 import { z } from "zod";
 import { addConditionalResponses, conditionalParameters } from "./openapi-conditional.js";
 import type { Operation } from "./operations.js";
-import { REQUEST_EXAMPLES } from "./request-examples.js";
+import { REQUEST_EXAMPLES, REQUEST_EXAMPLE_NOTES } from "./request-examples.js";
+import { ROUTE_SCHEMAS, ROUTE_TAGS, routePaths } from "./openapi-routes.js";
 import { RESOURCES, TAGS } from "./openapi-resources.js";
 
 type Json = Record<string, unknown>;
@@ -159,6 +160,17 @@ function parametersOf(def: Operation): Json[] {
   return out;
 }
 
+/**
+ * The one 405 of the document, referred to by every operation: OpenAPI has no place for the
+ * answer to a method a path does not serve, so each operation names it (it is what any other
+ * method sent to the same path answers), and validators and generated clients read it as usual.
+ */
+const METHOD_NOT_ALLOWED_REF = { $ref: "#/components/responses/MethodNotAllowed" };
+const methodNotAllowed = (): Json =>
+  problemResponse(["method_not_allowed"], {
+    Allow: header("The methods this path serves, e.g. `GET, HEAD, PATCH`"),
+  });
+
 /** Where the API is served, as the document's `servers` names it. */
 export interface ServerEntry {
   url: string;
@@ -168,7 +180,7 @@ export interface ServerEntry {
 /**
  * The server of the document that is not served by a gateway (docs/openapi.json, the typed
  * client's source): a gateway run locally on its default port. A gateway serves the document
- * with its own base URL instead (docs.ts).
+ * with PUBLIC_BASE_URL instead, else `/`: the origin the document was fetched from (docs.ts).
  */
 export const LOCAL_SERVER: ServerEntry = {
   url: "http://localhost:8080",
@@ -204,8 +216,9 @@ function escapeDescriptions(node: unknown): void {
 }
 
 /**
- * OpenAPI 3.1 document of the public API, generated from the route table and its zod schemas;
- * `server` is where it is served (a gateway passes its own base URL).
+ * OpenAPI 3.1 document of the public API, generated from the route table and its zod schemas,
+ * with the routes beside the operations (health, documentation, links: openapi-routes.ts);
+ * `server` is where it is served (a gateway passes PUBLIC_BASE_URL, else `/`).
  */
 export function buildOpenApi(operations: readonly Operation[], server: ServerEntry = LOCAL_SERVER): Json {
   // Responses (output types) and request bodies (input types) are two registries: zod converts
@@ -227,11 +240,19 @@ export function buildOpenApi(operations: readonly Operation[], server: ServerEnt
     const response = ref(outputs, def.response, `${pascal(def.operationId)}Response`);
     const path = def.url.replace(/:([a-z_]+)/g, "{$1}");
     const successHeaders: Json = { "x-request-id": REQUEST_ID, ...RATE_HEADERS };
-    if (def.idempotent) successHeaders["Idempotency-Replayed"] = header("`true` when this is a stored response replayed for a repeated Idempotency-Key");
+    if (def.idempotent)
+      successHeaders["Idempotency-Replayed"] = header(
+        "`true` when this is a stored response replayed for a repeated Idempotency-Key (the rate-limit headers then show the current counters: a replay costs nothing)",
+      );
+    // Only on the creation's own status: a 200 of the same operation created nothing.
+    const created: Json =
+      def.location === undefined
+        ? {}
+        : { Location: header(`The created resource's path, \`${def.location}\`, filled in from the answer (and the request where the answer lacks a value)`) };
     const responses: Record<string, Json> = {
       [String(def.status)]: {
         description: def.summary,
-        headers: successHeaders,
+        headers: { ...successHeaders, ...created },
         content: { "application/json": { schema: response } },
       },
       "400": problemResponse(codesWithStatus(400)),
@@ -259,6 +280,7 @@ export function buildOpenApi(operations: readonly Operation[], server: ServerEnt
       extra.set(422, [...(extra.get(422) ?? []), "idempotency_key_reused"]);
     }
     addConditionalResponses(def, successHeaders, responses, problemResponse);
+    responses["405"] = METHOD_NOT_ALLOWED_REF;
     if (def.params && extra.has(404)) extra.delete(404);
     for (const [st, codes] of extra) responses[String(st)] = problemResponse(codes);
     const op: Json = {
@@ -278,8 +300,13 @@ export function buildOpenApi(operations: readonly Operation[], server: ServerEnt
       // (REQUEST_EXAMPLES); without it they would merge every field's example, conflicting
       // fields and made-up ids included.
       const example = REQUEST_EXAMPLES[def.operationId];
+      const note = REQUEST_EXAMPLE_NOTES[def.operationId];
       const schema = ref(inputs, def.body, `${pascal(def.operationId)}Request`);
-      op["requestBody"] = { required: true, content: { "application/json": { schema, ...(example === undefined ? {} : { example }) } } };
+      // An example that cannot be sent as is says so beside it: a named example carries a summary
+      // and a description, which reference UIs show with it.
+      const shown = example === undefined ? {} : note === undefined ? { example } : { examples: { [note.name]: { ...note.text, value: example } } };
+      // A body the operation's schema lets a request leave out (`.optional()`) is not required.
+      op["requestBody"] = { required: !def.body.safeParse(undefined).success, content: { "application/json": { schema, ...shown } } };
     }
     (paths[path] ??= {})[def.method.toLowerCase()] = op;
   }
@@ -290,13 +317,15 @@ export function buildOpenApi(operations: readonly Operation[], server: ServerEnt
       version: "1.0.0",
       description:
         "Multi-tenant task management: organizations, API keys, tasks, projects, daily boards, webhooks. Errors are RFC 9457 problems; see /docs/errors.",
+      license: { name: "MIT", identifier: "MIT" },
     },
     servers: [server],
     security: [{ bearer: [] }],
-    tags: Object.values(TAGS).filter((t) => operations.some((o) => TAGS[o.resource]?.name === t.name)),
-    paths,
+    tags: [...Object.values(TAGS).filter((t) => operations.some((o) => TAGS[o.resource]?.name === t.name)), ROUTE_TAGS.health, ROUTE_TAGS.documentation],
+    paths: { ...paths, ...routePaths({ problem: problemResponse, header, requestId: REQUEST_ID, methodNotAllowed: METHOD_NOT_ALLOWED_REF }) },
     components: {
-      schemas: { ...componentsOf(outputs, "output"), ...componentsOf(inputs, "input") },
+      schemas: { ...componentsOf(outputs, "output"), ...componentsOf(inputs, "input"), ...ROUTE_SCHEMAS },
+      responses: { MethodNotAllowed: methodNotAllowed() },
       securitySchemes: {
         bearer: {
           type: "http",

@@ -68,6 +68,12 @@ export interface Operation {
   errors: ErrorCode[];
   /** Other success statuses the operation may answer with (`withStatus`), and what they mean. */
   otherStatuses: Record<number, string>;
+  /**
+   * Where a 201's created resource is, sent as its Location header: a path whose `{name}`s are
+   * filled from the answer's fields, else the path parameters, else the request body's fields
+   * (`/v1/tasks/{id}`). Only on an operation whose status is 201.
+   */
+  location?: string;
 }
 
 /** No query parameters: an unknown one is a 400, like an unknown body field. */
@@ -243,6 +249,7 @@ function operationOf(spec: OperationSpec, defaults: ResourceDefaults): Operation
     throw new Error(`${spec.method} ${spec.url}: a stream operation has no body schema and no Idempotency-Key`);
   // Only an Idempotency-Key outcome is held back and forwarded again; elsewhere the flag would do nothing.
   if (spec.secretInResponse && !spec.idempotent) throw new Error(`${spec.method} ${spec.url}: secretInResponse is for an idempotent operation`);
+  if (spec.location !== undefined && spec.status !== 201) throw new Error(`${spec.method} ${spec.url}: a location is for an operation that answers 201`);
   return {
     kind: "json",
     contentTypes: spec.kind === "stream" ? ["application/octet-stream"] : ["application/json"],
@@ -267,6 +274,20 @@ function operationOf(spec: OperationSpec, defaults: ResourceDefaults): Operation
 }
 
 const JSON_TYPE = "application/json; charset=utf-8";
+
+/**
+ * A created resource's path from its operation's `location` template: each `{name}` is the
+ * answer's field, else the path parameter, else the request body's field, percent-encoded.
+ */
+export function locationOf(template: string, sources: { answer: unknown; params: unknown; body: unknown }): string {
+  return template.replace(/\{([a-z_]+)\}/g, (_, name: string) => {
+    for (const source of [sources.answer, sources.params, sources.body]) {
+      const value = isRecord(source) ? source[name] : undefined;
+      if (typeof value === "string" || typeof value === "number") return encodeURIComponent(String(value));
+    }
+    throw new Error(`location ${template}: no value for {${name}}`);
+  });
+}
 
 /**
  * Answers with a service's reply bytes, never parsed here (decision 0020); the pipeline's onSend
@@ -333,7 +354,13 @@ export function resource(defaults: ResourceDefaults, define: (r: ResourceBuilder
               await opts.eventStreams.serve(req, reply, result.request);
               return reply;
             }
+            // A creation says where its resource is; the answer is read for it only then (decision 0020).
+            const created = (answer: () => unknown) => {
+              if (operation.location !== undefined && reply.statusCode === 201)
+                reply.header("location", locationOf(operation.location, { answer: answer(), params: req.prepared?.params, body: req.body }));
+            };
             if (result instanceof RawJson) {
+              created(() => result.parse());
               const etag = operation.etag ? etagOfAnswer(result.bytes) : undefined;
               if (etag !== undefined) {
                 reply.header("etag", etag);
@@ -342,8 +369,12 @@ export function resource(defaults: ResourceDefaults, define: (r: ResourceBuilder
               }
               return sendRaw(reply, result);
             }
-            if (!(result instanceof WithStatus)) return result;
+            if (!(result instanceof WithStatus)) {
+              created(() => result);
+              return result;
+            }
             reply.code(result.status);
+            created(() => result.body);
             return result.body;
           },
         });

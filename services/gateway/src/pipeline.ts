@@ -126,8 +126,11 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
       const claim = await claimIdempotency(opts.repo, state.identity.credential_id, key, fingerprint, opts.idempotencyLeaseMs);
       if (claim.kind === "replay") {
         idempotencyOutcomes.inc({ outcome: "replayed" });
-        // Answering from a hook ends the request here: no later hook and no handler runs.
-        return reply.code(claim.status).headers(claim.headers).header("idempotency-replayed", "true").send(claim.body);
+        // Uncharged, yet it carries the rate-limit headers the operation's answers carry: the
+        // counters as they stand. Answering from a hook ends the request here: no later hook and
+        // no handler runs.
+        const counters = rateLimitHeaders(await opts.charger.current(state.identity));
+        return reply.code(claim.status).headers(claim.headers).headers(counters).header("idempotency-replayed", "true").send(claim.body);
       }
       if (claim.kind === "forward") {
         // The service holds this outcome (with its secret sealed) and answers it again for the
@@ -150,7 +153,8 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
       if (!state) return;
       const { identity } = state;
       const charge = state.forwarded ? null : await opts.charger.charge(identity, op.exactCharge);
-      if (charge) reply.headers(rateLimitHeaders(charge));
+      // A forwarded replay is not charged, and says where the limits stand all the same.
+      reply.headers(rateLimitHeaders(charge ?? (await opts.charger.current(identity))));
       authorize(op, identity);
       // Conditional headers are checked before the operation runs: a malformed one is a 400, not a read.
       const ifMatch = op.preconditions === "if-match" ? parseEntityTags(req.headers["if-match"], "If-Match") : undefined;
@@ -254,9 +258,12 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
     const failure = state.failure;
     try {
       if (failure === undefined) {
-        // The ETag too: a replay is the same answer, headers that describe its body included.
-        const etag = reply.getHeader("etag");
-        const headers = { "content-type": JSON_TYPE, ...(typeof etag === "string" ? { etag } : {}) };
+        // The ETag and Location too: a replay is the same answer, headers that describe its body included.
+        const headers: Record<string, string> = { "content-type": JSON_TYPE };
+        for (const name of ["etag", "location"]) {
+          const value = reply.getHeader(name);
+          if (typeof value === "string") headers[name] = value;
+        }
         await opts.repo.storeIdempotentOutcome(held.credentialId, held.key, reply.statusCode, body, headers, held.replayFromService);
       } else if (isAppError(failure) && failure.status < 500 && failure.status !== 429) {
         // Outcomes the client caused are stored and replayed (400s included).

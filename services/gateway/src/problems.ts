@@ -1,7 +1,7 @@
 import { gatewayRefusals, idempotencyOutcomes } from "@tasksvc/telemetry";
 import { databaseErrorAsAppError } from "@tasksvc/db";
 import { AppError, isAppError, toProblem } from "@tasksvc/errors";
-import { EVERY_ANSWER_HEADERS, loggedUrl } from "./edge.js";
+import { emptyPathParameter, EVERY_ANSWER_HEADERS, loggedUrl } from "./edge.js";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from "fastify";
 
 /** Fastify's own failures (parsing, size, routing) as catalog errors. */
@@ -101,7 +101,8 @@ export function allowedMethods(app: FastifyInstance, path: string): string[] {
   const allowed: string[] = [];
   for (const method of app.supportedMethods) {
     const found = app.findRoute({ method: method as HTTPMethods, url: path });
-    if (!found) continue;
+    // A match with an empty parameter (`/v1/tasks/` on `/v1/tasks/:task_id`) is no route.
+    if (!found || emptyPathParameter(found) !== undefined) continue;
     allowed.push(method);
     if (!("*" in found.params)) known = true;
   }

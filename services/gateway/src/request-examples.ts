@@ -6,7 +6,7 @@ import { EXAMPLE_INSTANT } from "@tasksvc/contracts";
  * not to its body's schema: each succeeds as is in a new organization once tasks T-1 and T-2 exist
  * (test/e2e/docs-examples.test.ts sends every one), so an example names no object a new
  * organization cannot have: no project, endpoint or parent. A registered attachment is the one
- * exception: its file_key only ever comes from an upload.
+ * exception: its file_key only ever comes from an upload (REQUEST_EXAMPLE_NOTES says so beside it).
  */
 export const REQUEST_EXAMPLES: Record<string, Record<string, unknown>> = {
   createApiKey: { name: "CI deploys", scopes: ["tasks:read", "tasks:write"], expires_in_days: 30 },
@@ -51,4 +51,19 @@ export const REQUEST_EXAMPLES: Record<string, Record<string, unknown>> = {
   updateWebhookEndpoint: { event_types: ["task.created", "task.updated", "task.archived"], enabled: true },
   sendWebhookTestEvent: { event_type: "task.created" },
   replayFailedWebhookDeliveries: { since: EXAMPLE_INSTANT },
+};
+
+/**
+ * What a reader must know beside an example that cannot succeed as is, by operationId: the
+ * document shows it as a named example (`name`) with this summary and description.
+ */
+export const REQUEST_EXAMPLE_NOTES: Record<string, { name: string; text: { summary: string; description: string } }> = {
+  registerAttachment: {
+    name: "afterUpload",
+    text: {
+      summary: "After an upload: put its file_key here",
+      description:
+        "Not sendable as is: `file_key` must come from a finished upload. Start one (POST /v1/tasks/{task_id}/attachments/uploads), PUT the bytes to its `upload_url`, then send its `file_key` here with the same file name, type and size.",
+    },
+  },
 };

@@ -83,6 +83,7 @@ describe("CORS_ORIGINS a list of origins", () => {
         "retry-after",
         "idempotency-replayed",
         "etag",
+        "location",
         "traceparent",
       ]),
     );

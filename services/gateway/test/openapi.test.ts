@@ -6,6 +6,7 @@ import { api, factories } from "@tasksvc/testing";
 import Ajv2020 from "ajv/dist/2020.js";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { bareGateway } from "./bare.js";
+import { routeTable } from "./route-table.js";
 import { buildOpenApi } from "../src/openapi.js";
 import { operations } from "../src/routes/index.js";
 
@@ -48,22 +49,16 @@ describe("the OpenAPI document", () => {
     expect(JSON.parse(readFileSync(committedPath, "utf8"))).toEqual(JSON.parse(JSON.stringify(doc)));
   });
 
-  it("when the gateway's router is read, then every route it serves under /v1 is documented with its scope, and every documented operation is served", async () => {
-    // The routes a real gateway serves, read from fastify's router as it registers them: a route
-    // added without an operation, or an operation the document lacks, fails here.
-    const app = bareGateway();
-    const served: Array<{ method: string; path: string; scope: string | undefined; entitlement: string | undefined }> = [];
+  it("when the gateway's router is read, then every route it serves is documented (operations with their scope, health, documentation and links too), and every documented one is served", async () => {
+    // The routes a real gateway serves, read from fastify's router once it is ready: a route
+    // added without an operation or an entry in the document, or an operation the document lacks,
+    // fails here. With the built-in store (a store that is never called), so that the link routes
+    // are served too.
+    const app = bareGateway({ blobs: {} as never });
+    const policy = new Map<string, { scope: string; entitlement: string }>();
     app.addHook("onRoute", (r) => {
-      if (!r.url.startsWith("/v1/") || r.url === "/v1/openapi.json") return;
-      for (const method of [r.method].flat()) {
-        if (method === "HEAD") continue;
-        served.push({
-          method: method.toLowerCase(),
-          path: r.url.replace(/:([a-z_]+)/g, "{$1}"),
-          scope: r.config?.operation?.scope,
-          entitlement: r.config?.operation?.entitlement,
-        });
-      }
+      const op = r.config?.operation;
+      if (op) for (const method of [r.method].flat()) policy.set(`${method} ${r.url}`, { scope: op.scope, entitlement: op.entitlement });
     });
     await app.ready();
     try {
@@ -75,15 +70,28 @@ describe("the OpenAPI document", () => {
           entitlement: (op as unknown as Record<string, string>)["x-entitlement"],
         })),
       );
+      // HEAD is GET's, added by fastify wherever GET is; the catch-all OPTIONS (CORS preflights)
+      // is off here, as it is without CORS_ORIGINS.
+      const served = routeTable(app)
+        .filter((r) => r.method !== "HEAD")
+        .map((r) => ({
+          method: r.method.toLowerCase(),
+          path: r.url.replace(/:([a-z_]+)/g, "{$1}"),
+          scope: policy.get(`${r.method} ${r.url}`)?.scope,
+          entitlement: policy.get(`${r.method} ${r.url}`)?.entitlement,
+        }));
       const key = (o: { method: string; path: string }) => `${o.method} ${o.path}`;
       expect(served.length).toBeGreaterThanOrEqual(20);
+      expect(served.map(key)).toEqual(
+        expect.arrayContaining(["get /healthz", "get /v1/openapi.json", "put /v1/uploads/{capability}", "get /v1/downloads/{capability}"]),
+      );
       expect([...served].sort((a, b) => key(a).localeCompare(key(b)))).toEqual([...documented].sort((a, b) => key(a).localeCompare(key(b))));
     } finally {
       await app.close();
     }
   });
 
-  it("when served by a gateway with PUBLIC_BASE_URL, then its servers is that URL whatever the Host; without it, http://localhost:PORT", async () => {
+  it("when served by a gateway with PUBLIC_BASE_URL, then its servers is that URL whatever the Host; without it, `/` (the origin the document came from)", async () => {
     const gateway = (publicBaseUrl?: string) => bareGateway(publicBaseUrl ? { publicBaseUrl, port: 8080 } : { port: 8080 });
     const withBase = gateway("https://api.example.com");
     const withoutBase = gateway();
@@ -92,9 +100,10 @@ describe("the OpenAPI document", () => {
       expect(served.statusCode, served.body).toBe(200);
       expect(served.json().servers).toEqual([{ url: "https://api.example.com", description: "This gateway" }]);
       // The Host header names whatever the client wants: it never becomes the document's server.
+      // Without PUBLIC_BASE_URL the server is relative: "Try it out" calls the page's own origin.
       for (const host of ["attacker.example", "127.0.0.1:9999", undefined]) {
         const local = await withoutBase.inject({ method: "GET", url: "/v1/openapi.json", headers: host === undefined ? {} : { host } });
-        expect(local.json().servers, String(host)).toEqual([{ url: "http://localhost:8080", description: "This gateway" }]);
+        expect(local.json().servers, String(host)).toEqual([{ url: "/", description: "This gateway" }]);
       }
     } finally {
       await withBase.close();
@@ -109,16 +118,15 @@ describe("the OpenAPI document", () => {
     expect([...problem.properties.code.enum].sort()).toEqual([...ERROR_CODES].sort());
   });
 
-  it("when served over HTTP, then /v1/openapi.json is the document naming this gateway as its server, and /docs and /docs/errors are pages", async () => {
+  it("when served over HTTP, then /v1/openapi.json is the document naming the origin it came from as its server, and /docs and /docs/errors are pages", async () => {
     const r = await gw.get("/v1/openapi.json");
     expect(r.status, r.text).toBe(200);
     const { servers, ...rest } = r.body;
     const { servers: _committed, ...expected } = JSON.parse(JSON.stringify(doc));
     expect(rest).toEqual(expected);
     // What the reference's Servers box shows and "Try it out" calls: with PUBLIC_BASE_URL unset,
-    // localhost on the port this gateway listens on (the kernel's choice in tests), whatever
-    // address the request was sent to.
-    expect(servers).toEqual([{ url: `http://localhost:${new URL(stack.gatewayUrls[0] as string).port}`, description: "This gateway" }]);
+    // the origin the page was opened on, whatever address the request was sent to.
+    expect(servers).toEqual([{ url: "/", description: "This gateway" }]);
     const page = await gw.get("/docs");
     expect(page.status).toBe(200);
     expect(page.headers.get("content-type")).toMatch(/^text\/html/);
@@ -247,6 +255,32 @@ describe("real responses match the document", () => {
     expect(unknown.status).toBe(404);
     expectMatches("/v1/daily-plan/entries", "post", unknown, "application/problem+json");
     expectMatches("/v1/daily-plan/entries/{entry_id}", "delete", await gw.delete(`/v1/daily-plan/entries/${entry.body.id}`, opts));
+  });
+
+  it("when the routes beside the operations answer (health, the links, a wrong method), then their bodies fit the document", async () => {
+    expectMatches("/healthz", "get", await gw.get("/healthz"));
+    expectMatches("/readyz", "get", await gw.get("/readyz"));
+    const t = await f.tenant();
+    const opts = { token: t.apiKey };
+    const task = await gw.post("/v1/tasks", { title: "with a file" }, opts);
+    const ticket = await gw.post(`/v1/tasks/${task.body.id}/attachments/uploads`, { file_name: "a.txt", content_type: "text/plain", size: 3 }, opts);
+    const upload = new URL(ticket.body.upload_url).pathname;
+    const put = () => gw.request("PUT", upload, { rawBody: "abc", headers: { "content-type": "text/plain" } });
+    expectMatches("/v1/uploads/{capability}", "put", await put());
+    const twice = await put();
+    expect(twice.status, twice.text).toBe(409);
+    expectMatches("/v1/uploads/{capability}", "put", twice, "application/problem+json");
+    const forged = await gw.request("PUT", `${upload}x`, { rawBody: "abc", headers: { "content-type": "text/plain" } });
+    expect(forged.status, forged.text).toBe(403);
+    expectMatches("/v1/uploads/{capability}", "put", forged, "application/problem+json");
+    // The shared 405, for any path: a link's path, sent the wrong method.
+    const wrong = await gw.get(upload);
+    expect(wrong.status, wrong.text).toBe(405);
+    const shared = (doc.components as unknown as { responses: Record<string, { content: Record<string, { schema: unknown }> }> }).responses;
+    const validate = ajv.compile(
+      JSON.parse(JSON.stringify(shared["MethodNotAllowed"]?.content["application/problem+json"]?.schema).replaceAll('"#/components/', '"doc#/components/')),
+    );
+    expect(validate(wrong.body), ajv.errorsText(validate.errors)).toBe(true);
   });
 
   it("when a body breaks its schema, then the check fails (the validator is not vacuous)", () => {

@@ -1,6 +1,9 @@
 import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
+import { ensureDatabase } from "@tasksvc/db";
+import { dropDatabase, dropNamespace } from "@tasksvc/testing";
 import { describe, expect, inject, it } from "vitest";
 
 const stack = inject("stack");
@@ -18,6 +21,27 @@ function run(svc: string, env: Record<string, string>, timeoutMs = 15_000): Prom
     child.on("exit", (code) => {
       clearTimeout(timer);
       resolve({ code, stderr, stdout });
+    });
+  });
+}
+
+/** Starts a built service and stops it (SIGTERM) once it says it is ready; answers its exit code. */
+function runUntilReady(svc: string, env: Record<string, string>, timeoutMs = 30_000): Promise<{ code: number | null; ready: boolean; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [entry(svc)], { env: { PATH: process.env["PATH"] ?? "", LOG_LEVEL: "info", ...env } });
+    let ready = false;
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => {
+      if (!ready && d.toString().includes(`${svc} service ready`)) {
+        ready = true;
+        child.kill("SIGTERM");
+      }
+    });
+    child.stderr.on("data", (d) => (stderr += d));
+    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      resolve({ code, ready, stderr });
     });
   });
 }
@@ -60,6 +84,31 @@ describe("start-up failures are one clear line naming the setting", () => {
       blocker.close();
     }
   });
+
+  it("when a namespace's keys service runs on one database, then one started in that namespace on another database exits 1 with one line naming both and the fix; on the same database it starts", async () => {
+    const namespace = `${stack.namespace}_own${randomBytes(3).toString("hex")}`;
+    const other = new URL(stack.databaseUrl);
+    other.pathname = `${other.pathname}_other`;
+    await ensureDatabase(other.toString());
+    try {
+      const first = await runUntilReady("keys", { ...base(), NATS_NAMESPACE: namespace });
+      expect(first, first.stderr).toEqual(expect.objectContaining({ ready: true, code: 0 }));
+      const r = await run("keys", { ...base(), NATS_NAMESPACE: namespace, DATABASE_URL: other.toString() });
+      expect(r.code).toBe(1);
+      const name = (u: string) => decodeURIComponent(new URL(u).pathname.slice(1));
+      expect(r.stderr).toContain(`NATS_NAMESPACE=${namespace} belongs to another database`);
+      expect(r.stderr).toContain(`database "${name(stack.databaseUrl)}"`);
+      expect(r.stderr).toContain(`database "${name(other.toString())}"`);
+      expect(r.stderr).toContain(`nats stream purge ${namespace}_owner --subject ${namespace}.owner.keys --force`);
+      expect(oneLine(r.stderr), r.stderr).toBe(true);
+      // The namespace's own database again (a restart, a replica): it starts as before.
+      const again = await runUntilReady("keys", { ...base(), NATS_NAMESPACE: namespace });
+      expect(again, again.stderr).toEqual(expect.objectContaining({ ready: true, code: 0 }));
+    } finally {
+      await dropNamespace(stack.natsUrl, namespace);
+      await dropDatabase(other.toString());
+    }
+  }, 60_000);
 
   it("when a setting has a bad value, then the process names it and exits 1", async () => {
     const r = await run("gateway", { ...base(), LOG_LEVEL: "loud", RPC_TIMEOUT_MS: "soon" });

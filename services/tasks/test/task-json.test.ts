@@ -66,7 +66,7 @@ describe("a task as a list renders it (Postgres) and as toTask() renders it", ()
         recurrence: { frequency: "WEEKLY", interval: 2, by_weekday: [1, 3], timezone: "Europe/Berlin" },
       },
       { title: "points", story_points: 13, priority: "LOW", status: "COMPLETED", due_date: "2024-02-29" },
-      { title: "one project", project_id: project.id, start_date: "1999-12-31T23:59:59.999Z" },
+      { title: "one project", project_id: project.id, start_date: "1999-12-31T23:59:59.999Z", due_date: "2030-01-01T23:59:59.999-05:00" },
       // Story points JavaScript writes in exponent form, at the edge of it, and plain.
       { title: "tiny", story_points: 1e-7 },
       { title: "tinier", story_points: 2.5e-10 },
@@ -79,7 +79,7 @@ describe("a task as a list renders it (Postgres) and as toTask() renders it", ()
     const created: Task[] = [];
     for (const b of bodies) created.push(await svc.createTask(c, b));
     // Microseconds that milliseconds must cut the same way on both sides (truncation, not rounding).
-    await db.sql`update tasks set start_date = '2026-05-05 10:00:00.123999+00' where organization_id = ${c.organizationId} and number = ${Number(created[0]?.id.slice(2))}`;
+    await db.sql`update tasks set start_date = '2026-05-05 10:00:00.123999+00', due_date = '2026-05-06 10:00:00.123999+00' where organization_id = ${c.organizationId} and number = ${Number(created[0]?.id.slice(2))}`;
     await svc.setArchived(c, created[2]?.id ?? "", true);
     // An occurrence's link to its series (the scheduler writes it; set here on a task of the list).
     await db.sql`update tasks set series_head = ${Number(parent.id.slice(2))}, series_slot = '2024-02-29'

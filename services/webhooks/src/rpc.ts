@@ -19,6 +19,7 @@ export function webhooksHandlers(svc: EndpointsService, log: DeliveryLogService,
     listDeliveries: (i, ctx) => log.listDeliveries(callerOf(ctx), i.endpoint_id, i),
     listAttempts: (i, ctx) => log.listAttempts(callerOf(ctx), i.endpoint_id, i.delivery_id, i),
     replayDelivery: (i, ctx) => log.replayDelivery(callerOf(ctx), i.endpoint_id, i.delivery_id),
+    retryDelivery: (i, ctx) => log.retryDelivery(callerOf(ctx), i.endpoint_id, i.delivery_id),
     replayFailed: (i, ctx) => log.replayFailed(callerOf(ctx), i.endpoint_id, i.since),
     endpointStats: (i, ctx) => stats.endpointStats(callerOf(ctx), i.endpoint_id, i.since),
   };

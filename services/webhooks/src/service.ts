@@ -99,6 +99,7 @@ export const service = defineService({
       signer: sign,
       allowHttp: cfg.WEBHOOK_ALLOW_HTTP,
       call: (request, ctx) => delivery.call("call", request, ctx),
+      checkDestination: (url, ctx) => delivery.call("checkDestination", { url }, ctx),
       onEvents: () => relay.notify(),
     });
     every(60 * 60_000, "idempotency sweep", () => repo.idempotency.sweep());
@@ -157,7 +158,7 @@ export const service = defineService({
     });
     onStop(() => fanout.stop());
     serve(webhookAttemptsRpc, attemptsHandlers(attempts));
-    // A replay's new rows are due at once: wake the dispatcher rather than wait for its poll.
+    // A replay's new rows and a retry's are due at once: wake the dispatcher rather than wait for its poll.
     const deliveryLog = deliveryLogService({ repo: logRepo(db.sql), wake: () => dispatcher.wake() });
     serve(webhooksRpc, webhooksHandlers(svc, deliveryLog, stats));
   },

@@ -8,6 +8,7 @@ import { attemptsService } from "../src/domain/attempts.js";
 import type { DeliveryResources } from "../src/domain/delivery-resources.js";
 import { dispatchService } from "../src/domain/dispatch.js";
 import { signer } from "../src/domain/signer.js";
+import { webhookAttempts } from "@tasksvc/telemetry";
 import { MIGRATIONS_DIR } from "../src/service.js";
 
 // The delivery state machine against a schema of its own (no dispatcher or worker runs here), so
@@ -59,6 +60,7 @@ const pass = async (perEndpoint: number) => {
   return jobs.flatMap((j) => j.deliveries.map((d) => ({ ...d, endpoint_id: j.endpoint_id })));
 };
 
+const noOutcomes = async () => (await webhookAttempts.get()).values.find((v) => v.labels["outcome"] === "no_outcome")?.value ?? 0;
 const row = async (id: string) =>
   (
     await sql<{ state: string; attempt_count: number; last_status: number | null }[]>`select state, attempt_count, last_status from deliveries where id = ${id}`
@@ -163,6 +165,43 @@ describe("delivery attempts", () => {
     const refused = await svc.start([{ delivery_id: b ?? "", attempt: 1 }]);
     expect(refused.attempts[0]?.request).toBeNull();
     expect((await row(b ?? ""))?.state).toBe("DISABLED");
+  });
+
+  it("when an attempt is started, then a second start while its call window is open signs nothing and says until when; the lease covers the window; once it has passed (that worker died), the attempt is started again", async () => {
+    const e = await endpoint();
+    const [id] = await pending(e, 1);
+    await pass(5);
+    const ref = { delivery_id: id ?? "", attempt: 1 };
+    const [first] = (await svc.start([{ ...ref, window_ms: 20_000 }])).attempts;
+    expect(first?.request).not.toBeNull();
+    const [w] = await sql<{ window_s: number; lease_covers: boolean }[]>`
+      select round(extract(epoch from call_until - now()))::int as window_s, lease_until >= call_until as lease_covers from deliveries where id = ${id ?? ""}`;
+    expect(w).toEqual({ window_s: 20, lease_covers: true });
+    // Another worker got the job (the first went silent) and so did this one twice in one batch.
+    const again = (await svc.start([{ ...ref, window_ms: 20_000 }])).attempts[0];
+    expect(again).toEqual({ ...ref, request: null, busy_until: expect.any(String) });
+    expect(Date.parse(again?.busy_until ?? "") - Date.now()).toBeGreaterThan(15_000);
+    const twice = (
+      await svc.start([
+        { ...ref, window_ms: 20_000 },
+        { ...ref, window_ms: 20_000 },
+      ])
+    ).attempts;
+    expect(twice.map((a) => a.request)).toEqual([null, null]);
+    // The window has passed with no report: the first worker's call is over, whatever became of it
+    // (counted as a call with no outcome).
+    await sql`update deliveries set call_until = now() - interval '1 millisecond' where id = ${id ?? ""}`;
+    const before = await noOutcomes();
+    const [made, repeat] = (
+      await svc.start([
+        { ...ref, window_ms: 20_000 },
+        { ...ref, window_ms: 20_000 },
+      ])
+    ).attempts;
+    expect(made?.request?.headers["webhook-id"]).toBe(first?.request?.headers["webhook-id"]);
+    expect(repeat).toEqual(expect.objectContaining({ request: null, busy_until: expect.any(String) }));
+    expect((await noOutcomes()) - before).toBe(1);
+    expect(await row(id ?? "")).toEqual({ state: "DELIVERING", attempt_count: 0, last_status: null });
   });
 
   it("when an attempt starts, then its body is the stored envelope as it was always serialized, and the event's time comes beside it", async () => {

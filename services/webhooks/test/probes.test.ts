@@ -1,4 +1,4 @@
-import { Task, TaskEventType } from "@tasksvc/contracts";
+import { Task, TASK_ID_PATTERN, TaskEventType, taskNumber } from "@tasksvc/contracts";
 import { newSigningSecret } from "@tasksvc/outbound";
 import { DEV_SECRET_KEY, secretBox } from "@tasksvc/secrets";
 import { Webhook } from "standardwebhooks";
@@ -19,6 +19,12 @@ describe("test event sample", () => {
       expect(sample.archived).toBe(type === "task.archived");
     });
   }
+
+  it("when the sample is built, then its id is a well-formed task id that no task can have (T-0: numbers start at 1)", () => {
+    const { id } = sampleTask("task.created", new Date());
+    expect(id).toMatch(TASK_ID_PATTERN);
+    expect(taskNumber(id)).toBeNull();
+  });
 });
 
 describe("signing across a rotation", () => {

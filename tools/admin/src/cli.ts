@@ -56,7 +56,7 @@ function num(v: string | undefined, flag: string): number | undefined {
 
 const ORG_ID: Flag = { value: "ID", description: "organization id (org_…), as bootstrap printed it", required: true };
 const USER_ID: Flag = { value: "ID", description: "user id (usr_…), as bootstrap, add-user or list-members printed it", required: true };
-const PLAN: Flag = { value: PLANS.join("|"), description: "plan (DESIGN.md section 3: limits and entitlements)", required: true };
+const PLAN: Flag = { value: PLANS.join("|"), description: "plan (what each allows: docs/plans.md)", required: true };
 const ROLE: Flag = { value: ROLES.join("|"), description: "role in the organization", required: true };
 
 /** An operation of the admin part of the catalog: the flags are its input, the context has no caller. */
@@ -68,10 +68,9 @@ function adminOp<K extends OpName<Keys>>(op: K, toInput: (v: Values) => Record<s
 }
 
 /**
- * The public operations (list and revoke) act for a caller of one organization: the CLI calls
- * them as an administrator of --org, with the trust of NATS itself, as the gateway would for an
- * authenticated request. They answer an empty page for an unknown id, so the organization is
- * looked up first: a typo is resource_not_found, not "no keys".
+ * The public operations (list and revoke) act for a caller of one organization: the CLI calls them as an administrator
+ * of --org, with the trust of NATS itself, as the gateway would for an authenticated request. They answer an empty page
+ * for an unknown id, so the organization is looked up first: a typo is resource_not_found, not "no keys".
  */
 function actingFor(org: string): RpcContext {
   return { ...systemContext(`admin_${randomUUID()}`), organization_id: org, user_id: "admin-cli", credential_id: "admin-cli", scopes: [...SCOPES] };
@@ -128,7 +127,7 @@ export const COMMANDS: Record<string, Command> = {
     ...adminOp("setPlan", (v) => ({ org: v["org"], plan: v["plan"] })),
   },
   "set-limits": {
-    description: "Override an organization's plan limits (each flag given replaces that limit; the others stay).",
+    description: "Override an organization's plan limits (each flag given replaces that limit; the others stay; each plan's defaults: docs/plans.md).",
     prints: "{ organization_id, plan, limits: { burst, burst_window_seconds, quota, max_file_size, storage, webhook_endpoints } }",
     flags: {
       org: ORG_ID,
@@ -242,6 +241,7 @@ export function usage(): string {
     `       ${BIN} <command> --help    (or: ${BIN} help <command>)`,
     "",
     "Talks to the keys service over NATS. With --json, stdout is one JSON object (for jq); errors go to stderr.",
+    "What each plan allows: docs/plans.md; the HTTP API these keys call: docs/api.md (both in the repository).",
     "",
     "Commands:",
     ...table(Object.entries(COMMANDS).map(([n, c]) => [n, c.description.split(/(?<=\.) /)[0] ?? c.description])),

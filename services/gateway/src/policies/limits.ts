@@ -3,9 +3,13 @@ import { AppError } from "@tasksvc/errors";
 import type { Logger } from "@tasksvc/logger";
 import type { GatewayRepo, ReserveRow } from "../repo/gateway-repo.js";
 
-export interface Charge {
+/** Where a credential's limits stand: what the rate-limit headers say. */
+export interface Counters {
   burst: { limit: number; windowSeconds: number; remaining: number; resetAt: Date };
   quota: { limit: number; used: number; periodStart: Date; periodEnd: Date };
+}
+
+export interface Charge extends Counters {
   /** The counter rows the call was counted in (keys as Postgres text), to give it back with refund(). */
   counted: { credentialId: string; windowKey: string; orgId: string; periodKey: string };
 }
@@ -202,6 +206,32 @@ export function createCharger(opts: ChargerOptions) {
     },
 
     /**
+     * The counters as they stand, counting nothing: for an answer that costs nothing (an
+     * Idempotency-Key replay) and still says where the limits stand, as the operation's other
+     * answers do. Calls this replica has reserved and not spent are the caller's still.
+     */
+    async current(id: Identity): Promise<Counters> {
+      const r = reservations.get(keyOf(id));
+      const held = r !== undefined && usable(r, Date.now()) ? r.tokens : 0;
+      const l = id.limits;
+      // Counting none more: the database's counters, unchanged, for the current window and period.
+      const row = await opts.repo.chargeExact({
+        credentialId: id.credential_id,
+        burst: l.burst,
+        windowSeconds: l.burst_window_seconds,
+        orgId: id.organization_id,
+        anchor: id.organization_created_at,
+        quota: l.quota,
+        periodSeconds: QUOTA_PERIOD_SECONDS,
+        n: 0,
+      });
+      return {
+        burst: { limit: l.burst, windowSeconds: l.burst_window_seconds, remaining: Math.max(0, l.burst - row.burst_count + held), resetAt: row.window_end },
+        quota: { limit: l.quota, used: Math.max(0, Number(row.quota_count) - held), periodStart: row.period_start, periodEnd: row.period_end },
+      };
+    },
+
+    /**
      * Counts `n` more calls against the burst window and the billing period, all or none (a
      * batch: one call per item against each, DESIGN.md section 9; the pipeline counted the
      * first). A refusal counts none of them: 429 rate_limited when the burst window cannot take
@@ -268,7 +298,7 @@ export function createCharger(opts: ChargerOptions) {
 export type Charger = ReturnType<typeof createCharger>;
 
 /** RFC 9651 structured fields as in DESIGN.md section 3, plus the X-RateLimit-* trio. */
-export function rateLimitHeaders(c: Charge): Record<string, string> {
+export function rateLimitHeaders(c: Counters): Record<string, string> {
   const periodSeconds = Math.round((c.quota.periodEnd.getTime() - c.quota.periodStart.getTime()) / 1000);
   return {
     "ratelimit-policy": `"burst";q=${c.burst.limit};w=${c.burst.windowSeconds}, "api-calls";q=${c.quota.limit};w=${periodSeconds}`,

@@ -10,6 +10,7 @@ export const apiKeys = resource({ name: "api-keys", scope: "api-keys:manage" }, 
       summary: "Mint an API key (the secret is shown once)",
       body: CreateApiKeyBody,
       status: 201,
+      location: "/v1/api-keys/{id}",
       response: CreatedApiKey,
       idempotent: true,
       // The key itself: not kept in the gateway's record; a replay asks the keys service again.

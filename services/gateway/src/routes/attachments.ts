@@ -48,6 +48,7 @@ export const attachments = resource({ name: "attachments", scopes: "tasks" }, (r
       params: TaskParams,
       body: RegisterAttachmentBody,
       status: 201,
+      location: "/v1/tasks/{task_id}/attachments/{id}",
       response: Attachment,
       idempotent: true,
       errors: ["resource_not_found"],

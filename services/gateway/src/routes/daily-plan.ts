@@ -33,6 +33,7 @@ export const dailyPlan = resource({ name: "daily-plan", scopes: "tasks" }, (r) =
       summary: "Place one of your tasks (and its subtasks) on a section of a day; moves it from the other section",
       body: PlanEntryBody,
       status: 201,
+      location: "/v1/daily-plan/entries/{id}",
       response: BoardEntry,
       idempotent: true,
       errors: ["resource_not_found"],

@@ -10,6 +10,7 @@ export const projects = resource({ name: "projects", scopes: "projects" }, (r) =
       summary: "Create a project (name unique in the organization)",
       body: CreateProjectBody,
       status: 201,
+      location: "/v1/projects/{id}",
       response: Project,
       idempotent: true,
     },

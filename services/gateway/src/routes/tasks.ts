@@ -10,6 +10,7 @@ export const tasks = resource({ name: "tasks", scopes: "tasks" }, (r) => {
       summary: "Create a task (numbered T-<n> per organization; owned by the credential's user)",
       body: CreateTaskBody,
       status: 201,
+      location: "/v1/tasks/{id}",
       response: Task,
       idempotent: true,
       etag: true,

@@ -32,6 +32,7 @@ export const webhookEndpoints = resource({ name: "webhook-endpoints", scopes: "w
       summary: "Create a webhook endpoint, one per URL and up to the plan's number of endpoints (the signing secret is shown once)",
       body: CreateWebhookEndpointBody,
       status: 201,
+      location: "/v1/webhook-endpoints/{id}",
       response: CreatedWebhookEndpoint,
       idempotent: true,
       // The signing secret: kept sealed by the service, never in the gateway's record.
@@ -176,6 +177,20 @@ export const webhookEndpoints = resource({ name: "webhook-endpoints", scopes: "w
       errors: ["delivery_already_pending"],
     },
     ({ clients, params, ctx }) => clients.webhooks.relay("replayDelivery", params, ctx),
+  );
+  r.op(
+    {
+      method: "POST",
+      url: "/v1/webhook-endpoints/:endpoint_id/deliveries/:delivery_id/retry",
+      operationId: "retryWebhookDelivery",
+      summary:
+        "Retry a PENDING delivery now instead of when its retry schedule had it (repeating the call, or calling while an attempt is in flight, makes no second attempt)",
+      params: DeliveryParams,
+      status: 202,
+      response: WebhookDelivery,
+      errors: ["delivery_not_pending"],
+    },
+    ({ clients, params, ctx }) => clients.webhooks.relay("retryDelivery", params, ctx),
   );
   r.op(
     {

@@ -1,6 +1,6 @@
 import { newId } from "@tasksvc/db";
 import type { Repositories } from "../repo/repositories.js";
-import { type Content, contentOf, type TaskRow } from "../repo/task-json.js";
+import { type Content, contentOf, type TaskRow, toIsoOrNull } from "../repo/task-json.js";
 import { ReferenceVanished } from "../repo/tasks-repo.js";
 import { type Day, firstSlot, localDay, slotAtDone } from "./recurrence.js";
 
@@ -23,8 +23,17 @@ export interface Occurrence {
   after: Day | null;
 }
 
-/** An occurrence's content: the head's, status TODO, due on its slot, with no recurrence of its own. */
-const contentFor = (head: TaskRow, slot: Day): Content => ({ ...contentOf(head), status: "TODO", start_date: null, due_date: slot, recurrence: null });
+/**
+ * An occurrence's content: the head's, status TODO, due at 00:00 UTC of its slot (what a day means
+ * as a due date), with no recurrence of its own.
+ */
+const contentFor = (head: TaskRow, slot: Day): Content => ({
+  ...contentOf(head),
+  status: "TODO",
+  start_date: null,
+  due_date: toIsoOrNull(slot),
+  recurrence: null,
+});
 
 /**
  * Makes occurrences of one organization's series with `r`, bound to a transaction the caller

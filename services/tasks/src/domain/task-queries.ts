@@ -1,9 +1,6 @@
 import type { ListTasksQuery, TaskCondition, TaskFilter } from "@tasksvc/contracts";
 import { taskId } from "@tasksvc/contracts";
 
-/** A date or a date-time as the UTC day it falls on: what a due bound compares with. */
-const utcDay = (s: string) => (s.length === 10 ? s : new Date(s).toISOString().slice(0, 10));
-
 /**
  * The list's query parameters as a filter tree (every parameter one condition, all of them
  * together): GET /v1/tasks and POST /v1/tasks/search then share one compiler and one meaning.
@@ -19,8 +16,8 @@ export function listFilter(q: ListTasksQuery, parent: number | undefined): TaskF
   if (q.created_lt !== undefined) all.push({ field: "created_at", op: "lt", value: q.created_lt });
   if (q.updated_gte !== undefined) all.push({ field: "updated_at", op: "gte", value: q.updated_gte });
   if (q.updated_lt !== undefined) all.push({ field: "updated_at", op: "lt", value: q.updated_lt });
-  if (q.due_gte !== undefined) all.push({ field: "due_date", op: "gte", value: utcDay(q.due_gte) });
-  if (q.due_lt !== undefined) all.push({ field: "due_date", op: "lt", value: utcDay(q.due_lt) });
+  if (q.due_gte !== undefined) all.push({ field: "due_date", op: "gte", value: q.due_gte });
+  if (q.due_lt !== undefined) all.push({ field: "due_date", op: "lt", value: q.due_lt });
   if (q.is_blocked !== undefined) all.push({ field: "is_blocked", op: "eq", value: q.is_blocked });
   if (q.q !== undefined) all.push({ field: "text", op: "matches", value: q.q });
   return { and: all };

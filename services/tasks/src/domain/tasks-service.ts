@@ -19,7 +19,7 @@ import { AppError, fieldError } from "@tasksvc/errors";
 import { recurrenceOccurrences } from "@tasksvc/telemetry";
 import { ProjectNameTaken } from "../repo/projects-repo.js";
 import type { Repositories } from "../repo/repositories.js";
-import { type Content, contentOf, inTaskOrder, toTask } from "../repo/task-json.js";
+import { type Content, contentOf, inTaskOrder, toIsoOrNull, toTask } from "../repo/task-json.js";
 import { createBatcher } from "./creates.js";
 import { occurAfterDone } from "./occurrences.js";
 import { changesOf } from "./changes.js";
@@ -67,11 +67,6 @@ function pathNumber(ref: string): number {
 
 const sameContent = (a: Content, b: Content) => JSON.stringify(a) === JSON.stringify(b);
 
-export function toIsoOrNull(v: string | null): string | null {
-  if (v === null) return null;
-  return new Date(v.length === 10 ? `${v}T00:00:00.000Z` : v).toISOString();
-}
-
 export function tasksService(deps: TasksServiceOptions) {
   const { repos, tx, written, scans } = deps.resources;
   const now = deps.now ?? (() => new Date());
@@ -98,7 +93,8 @@ export function tasksService(deps: TasksServiceOptions) {
     }
     const recurrence = b.recurrence ? normalizeRecurrence(b.recurrence) : null;
     // A recurring task heads its series as its first occurrence: without a due date of its own it
-    // is due on its slot, as every later occurrence is on its own (the day in the series' zone).
+    // is due on its slot, as every later occurrence is on its own (the day in the series' zone, at
+    // 00:00 UTC as a day given for a due date means).
     const firstDay = recurrence === null ? null : firstSlot(recurrence, localDay(now(), recurrence.timezone));
     return {
       title: b.title,
@@ -106,7 +102,7 @@ export function tasksService(deps: TasksServiceOptions) {
       status: b.status ?? "TODO",
       priority: b.priority ?? null,
       start_date: toIsoOrNull(b.start_date ?? null),
-      due_date: b.due_date ?? firstDay,
+      due_date: toIsoOrNull(b.due_date ?? firstDay),
       notes: b.notes ?? null,
       story_points: b.story_points ?? null,
       recurrence,
@@ -251,7 +247,7 @@ export function tasksService(deps: TasksServiceOptions) {
           status: p.status ?? before.status,
           priority: p.priority === undefined ? before.priority : p.priority,
           start_date: p.start_date === undefined ? before.start_date : toIsoOrNull(p.start_date),
-          due_date: p.due_date === undefined ? before.due_date : p.due_date,
+          due_date: p.due_date === undefined ? before.due_date : toIsoOrNull(p.due_date),
           notes: p.notes === undefined ? before.notes : p.notes,
           story_points: p.story_points === undefined ? before.story_points : p.story_points,
           recurrence: p.recurrence === undefined ? before.recurrence : p.recurrence === null ? null : normalizeRecurrence(p.recurrence),

@@ -30,7 +30,8 @@ export function recurrenceRepo(sql: Sql) {
      * The series a tick looks at: the unarchived tasks with a recurrence whose wake-up time has
      * come by `now` (migration 0008). Each with its series' last slot, the occurrences made after
      * the head, and the latest occurrence (the head when none was made yet): its number, status,
-     * last change, due day and archiving. `seen` is the head row's xmin, for wakeAt.
+     * last change, due day (the UTC day of its due date: occurrences are due at 00:00 UTC of their
+     * day) and archiving. `seen` is the head row's xmin, for wakeAt.
      */
     async heads(now: Date): Promise<HeadRow[]> {
       return sql<HeadRow[]>`
@@ -38,7 +39,7 @@ export function recurrenceRepo(sql: Sql) {
           s.last_slot, s.made, coalesce(o.status, t.status) as latest_status, coalesce(o.updated_at, t.updated_at) as latest_updated_at,
           o.archived_at as latest_archived_at,
           coalesce(o.number, t.number)::text as latest_number, coalesce(o.archived, false) as latest_archived,
-          (case when o.number is null then t.due_date else o.due_date end)::text as latest_due
+          to_char((case when o.number is null then t.due_date else o.due_date end) at time zone 'UTC', 'YYYY-MM-DD') as latest_due
         from tasks t
         cross join lateral (
           select max(slot)::text as last_slot, count(*)::int as made from recurrence_slots rs

@@ -11,10 +11,10 @@ import { ISO_SQL } from "./sql-time.js";
  * a task that came out of jsonb. test/task-json.test.ts holds them equal.
  */
 
-/** The columns every task read selects; bigint and numeric come back as text, dates as text. */
+/** The columns every task read selects; bigint and numeric come back as text, days as text, instants as Dates. */
 export const TASK_COLUMNS = `number::text as number, owner_user_id, parent_number::text as parent_number, archived,
   current_version_id, version_count, coalesce(version, version_count) as version, title, description, status, priority, start_date,
-  due_date::text as due_date, notes, story_points::text as story_points, recurrence, project_ids,
+  due_date, notes, story_points::text as story_points, recurrence, project_ids,
   series_head::text as series_head, series_slot::text as series_slot, created_at, updated_at, to_char(updated_at at time zone 'UTC', ${KEYSET_TIME}) as cursor_at`;
 
 /** The columns a task row and a version row share, as the API shows them. */
@@ -24,7 +24,7 @@ export interface ContentColumns {
   status: TaskStatus;
   priority: Task["priority"];
   start_date: Date | null;
-  due_date: string | null;
+  due_date: Date | null;
   notes: string | null;
   story_points: string | null;
   project_ids: string[];
@@ -48,7 +48,7 @@ export interface TaskRow extends ContentColumns {
   cursor_at: string;
 }
 
-/** A version's content: what PATCH compares and what history shows. */
+/** A version's content: what PATCH compares and what history shows; start_date and due_date as the API shows them (ISO, milliseconds, Z). */
 export interface Content {
   title: string;
   description: string | null;
@@ -70,7 +70,16 @@ export interface SeriesLink {
 }
 
 export const iso = (d: Date) => d.toISOString();
-const dayToIso = (d: string | null) => (d === null ? null : `${d}T00:00:00.000Z`);
+
+/**
+ * An instant a client sent (a date-time with an offset, or a day meaning 00:00 UTC) as Content
+ * holds it and the API shows it: UTC, to the millisecond. Kept to the millisecond so that a value
+ * read back and sent again is the same value (no new version).
+ */
+export function toIsoOrNull(v: string | null): string | null {
+  if (v === null) return null;
+  return new Date(v.length === 10 ? `${v}T00:00:00.000Z` : v).toISOString();
+}
 
 /** The content fields as the API shows them, on a task and on each of its versions. */
 export function shownContent(r: ContentColumns) {
@@ -80,7 +89,7 @@ export function shownContent(r: ContentColumns) {
     status: r.status,
     priority: r.priority,
     start_date: r.start_date ? iso(r.start_date) : null,
-    due_date: dayToIso(r.due_date),
+    due_date: r.due_date ? iso(r.due_date) : null,
     notes: r.notes,
     story_points: r.story_points === null ? null : Number(r.story_points),
     project_ids: r.project_ids,
@@ -152,7 +161,7 @@ export function contentOf(r: TaskRow): Content {
     status: r.status,
     priority: r.priority,
     start_date: r.start_date ? iso(r.start_date) : null,
-    due_date: r.due_date,
+    due_date: r.due_date ? iso(r.due_date) : null,
     notes: r.notes,
     story_points: r.story_points === null ? null : Number(r.story_points),
     recurrence: r.recurrence,
@@ -184,7 +193,7 @@ export function taskTemplate(owner: string, c: Content, series: SeriesLink | nul
     status: c.status,
     priority: c.priority,
     start_date: c.start_date === null ? null : new Date(c.start_date),
-    due_date: c.due_date,
+    due_date: c.due_date === null ? null : new Date(c.due_date),
     notes: c.notes,
     story_points: c.story_points === null ? null : String(c.story_points),
     recurrence: c.recurrence,
@@ -210,7 +219,7 @@ export const TEMPLATE_COMPLETION = `jsonb_build_object('id', 'T-' || t.number, '
  * (json_build_object would write `"id" : "T-6"`), the subquery's columns in toTask()'s order.
  */
 export const TASK_JSON = `(select row_to_json(j)::text from (select 'T-' || number as id, coalesce(version, version_count) as version, title, description, status, priority,
-  to_char(start_date at time zone 'UTC', ${ISO_SQL}) as start_date, due_date::text || 'T00:00:00.000Z' as due_date, notes,
+  to_char(start_date at time zone 'UTC', ${ISO_SQL}) as start_date, to_char(due_date at time zone 'UTC', ${ISO_SQL}) as due_date, notes,
   story_points, project_ids, recurrence, 'T-' || parent_number as parent_task_id, archived, 'T-' || series_head as series_task_id,
   series_slot::text as occurrence_date, to_char(created_at at time zone 'UTC', ${ISO_SQL}) as created_at,
   to_char(updated_at at time zone 'UTC', ${ISO_SQL}) as updated_at) j)`;

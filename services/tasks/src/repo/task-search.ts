@@ -45,7 +45,15 @@ const SORT_KEYS: Record<TaskSortKey, { asc: string; desc: string; text: (e: stri
     text: (e) => `to_char(${e} at time zone 'UTC', ${KEYSET_TIME})`,
     readBack: "::text::timestamp at time zone 'UTC'",
   },
-  due_date: { asc: "coalesce(due_date, 'infinity'::date)", desc: "coalesce(due_date, '-infinity'::date)", text: (e) => `${e}::text`, readBack: "::text::date" },
+  // The sentinels have no to_char (null): they are written as Postgres writes them, `infinity`,
+  // which the read-back takes as it takes a time (and a day of a cursor from before due dates
+  // were instants, as 00:00 UTC).
+  due_date: {
+    asc: "coalesce(due_date, 'infinity'::timestamptz)",
+    desc: "coalesce(due_date, '-infinity'::timestamptz)",
+    text: (e) => `coalesce(to_char(${e} at time zone 'UTC', ${KEYSET_TIME}), ${e}::text)`,
+    readBack: "::text::timestamp at time zone 'UTC'",
+  },
   priority: { asc: rank(5), desc: rank(0), text: (e) => `${e}::text`, readBack: "::text::integer" },
   story_points: {
     asc: "coalesce(story_points, 'Infinity'::numeric)",
@@ -68,7 +76,7 @@ const COLUMNS: Record<Exclude<TaskCondition["field"], "project_id" | "text" | "i
   priority: { col: "priority", cast: "::text", nullable: true },
   parent_task_id: { col: "parent_number", cast: "::bigint", nullable: true },
   archived: { col: "archived", cast: "::boolean", nullable: false },
-  due_date: { col: "due_date", cast: "::text::date", nullable: true },
+  due_date: { col: "due_date", cast: "::timestamptz", nullable: true },
   created_at: { col: "created_at", cast: "::timestamptz", nullable: false },
   updated_at: { col: "updated_at", cast: "::timestamptz", nullable: false },
   story_points: { col: "story_points", cast: "::numeric", nullable: true },
@@ -122,7 +130,7 @@ function condition(sql: Sql, c: TaskCondition, negated: boolean, vector: string)
     const blocked = ((op === "eq") === (value === true)) !== negated;
     return blocked ? sql.unsafe(IS_BLOCKED) : sql`not ${sql.unsafe(IS_BLOCKED)}`;
   }
-  if (field === "created_at" || field === "updated_at") return timeCondition(sql, field, op, String(value), negated);
+  if (field === "created_at" || field === "updated_at" || (field === "due_date" && op in COMPARE)) return timeCondition(sql, field, op, String(value), negated);
   if (field === "project_id") return projectCondition(sql, op, value, negated);
   if (op === "contains") {
     const like = sql`title ilike ${likePattern(String(value))}`;
@@ -131,7 +139,8 @@ function condition(sql: Sql, c: TaskCondition, negated: boolean, vector: string)
   if (negated) op = OPPOSITE[op as keyof typeof OPPOSITE];
   const { col: name, cast, nullable } = COLUMNS[field];
   const col = sql.unsafe(name);
-  const one = (v: FilterValue) => (field === "parent_task_id" ? number(v as string) : v) as string | number | boolean;
+  const one = (v: FilterValue) =>
+    (field === "parent_task_id" ? number(v as string) : field === "due_date" ? instantText(String(v)) : v) as string | number | boolean;
   const list = () => (value as Array<string | number>).map((v) => String(one(v)));
   switch (op) {
     case "eq":
@@ -150,20 +159,27 @@ function condition(sql: Sql, c: TaskCondition, negated: boolean, vector: string)
   }
 }
 
+/** A time a client sent, a bare date meaning 00:00 UTC, as Postgres reads it whatever its session's zone. */
+const instantText = (v: string) => (v.length === 10 ? `${v}T00:00:00Z` : v);
+
 /**
- * A time as the API shows it, to the millisecond: the column holds microseconds, so `lte` the
- * time a task shows must still match that task. Each bound becomes a half-open bound on the
- * column (an index range): shown < T is col < ceil(T); shown <= T is col < floor(T) + 1 ms.
+ * A time as the API shows it, to the millisecond: created_at and updated_at hold microseconds, so
+ * `lte` the time a task shows must still match that task (a due date holds whole milliseconds,
+ * which the same bounds compare exactly). Each bound becomes a half-open bound on the column (an
+ * index range): shown < T is col < ceil(T); shown <= T is col < floor(T) + 1 ms. A due date is
+ * compared with the instant itself, never cut to its day: a task due 00:00:00 is before 00:00:01.
  */
-function timeCondition(sql: Sql, field: "created_at" | "updated_at", op: TaskCondition["op"], value: string, negated: boolean): Fragment {
-  const floor = Date.parse(value.length === 10 ? `${value}T00:00:00Z` : value);
+function timeCondition(sql: Sql, field: "created_at" | "updated_at" | "due_date", op: TaskCondition["op"], value: string, negated: boolean): Fragment {
+  const floor = Date.parse(instantText(value));
   const subMillisecond = /T\d{2}:\d{2}:\d{2}\.\d{3}\d*[1-9]/.test(value);
   const ceil = subMillisecond ? floor + 1 : floor;
   const effective = negated ? OPPOSITE[op as keyof typeof OPPOSITE] : op;
   const below = effective === "lt" || effective === "lte";
   const bound = new Date(effective === "lt" || effective === "gte" ? ceil : floor + 1).toISOString();
   const col = sql.unsafe(field);
-  return below ? sql`${col} < ${bound}::timestamptz` : sql`${col} >= ${bound}::timestamptz`;
+  const cmp = below ? sql`${col} < ${bound}::timestamptz` : sql`${col} >= ${bound}::timestamptz`;
+  // Negated, the opposite comparison; a task without a due date matches it (two-valued logic).
+  return negated && field === "due_date" ? sql`(${cmp} or due_date is null)` : cmp;
 }
 
 /** A task belongs to several projects: eq is "in this one", in "in any", neq and nin "in none". */

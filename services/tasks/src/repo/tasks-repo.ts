@@ -164,7 +164,7 @@ export function tasksRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
           select c.last_number - ${items.length} + i.ord as number, i.*
           from c, jsonb_to_recordset(${jsonb(sql, input)}) as i(ord int, owner_user_id text, version_id text, event_id text,
             credential_id text, key text, traceparent text, template jsonb, parent_number bigint, title text, description text, status text,
-            priority text, start_date timestamptz, due_date date, notes text, story_points numeric, recurrence jsonb, project_ids jsonb,
+            priority text, start_date timestamptz, due_date timestamptz, notes text, story_points numeric, recurrence jsonb, project_ids jsonb,
             series_head bigint, series_slot date)
         ), t as (
           insert into tasks (organization_id, number, owner_user_id, parent_number, current_version_id, version_count,
@@ -204,7 +204,7 @@ export function tasksRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
           update tasks set parent_number = ${c.parent_number}, current_version_id = ${versionId}, version_count = version_count + 1,
             version = coalesce(version, version_count) + 1,
             title = ${c.title}, description = ${c.description}, status = ${c.status}, priority = ${c.priority},
-            start_date = ${c.start_date}::timestamptz, due_date = ${c.due_date}::date, notes = ${c.notes}, story_points = ${c.story_points},
+            start_date = ${c.start_date}::timestamptz, due_date = ${c.due_date}::timestamptz, notes = ${c.notes}, story_points = ${c.story_points},
             recurrence = ${c.recurrence === null ? null : jsonb(sql, c.recurrence)}, project_ids = ${c.project_ids}::text[],
             updated_at = greatest(now(), updated_at + interval '1 microsecond')
           where organization_id = ${org} and number = ${number}
@@ -238,7 +238,7 @@ export function tasksRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
       // A version's size for the page's byte budget: its whole row as JSON, the version's fields
       // escaped as the answer escapes them, and a few bytes more (the row's keys).
       const page = sql`
-        select id, seq, coalesce(version, seq) as version, title, description, status, priority, start_date, due_date::text as due_date, notes,
+        select id, seq, coalesce(version, seq) as version, title, description, status, priority, start_date, due_date, notes,
           story_points::text as story_points, recurrence, project_ids, created_at, octet_length(row_to_json(task_versions)::text) as bytes
         from task_versions
         where organization_id = ${org} and task_number = ${number}

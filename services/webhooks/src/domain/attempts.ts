@@ -1,10 +1,16 @@
-import type { AttemptRef, ReportedAttempt, StartedAttempts } from "@tasksvc/contracts";
-import { webhookDeliveriesFinished, webhookEndpointsDisabled } from "@tasksvc/telemetry";
+import type { AttemptRef, ReportedAttempt, StartAttempt, StartedAttempts } from "@tasksvc/contracts";
+import { webhookAttempts, webhookDeliveriesFinished, webhookEndpointsDisabled } from "@tasksvc/telemetry";
 import { attemptRow, attemptsRepo, type DeliveryUpdate } from "../repo/attempts-repo.js";
 import { endpointsRepo } from "../repo/endpoints-repo.js";
 import type { DeliveryResources } from "./delivery-resources.js";
 import { afterFailure, streakAfter, succeeded } from "./delivery-rules.js";
 import type { Signer } from "./signer.js";
+
+/**
+ * A start that found the attempt's row taken by a racing start or expiry (its window not yet
+ * known) says to ask again after this long.
+ */
+const BUSY_RECHECK_MS = 1000;
 
 export interface AttemptsOptions {
   signer: Signer;
@@ -24,23 +30,42 @@ export function attemptsService(res: DeliveryResources, o: AttemptsOptions) {
   return {
     /**
      * The signed request of each job still due: its delivery exists (not deleted with its
-     * endpoint), is DELIVERING in this very attempt (not expired and dispatched again) and its
-     * endpoint is enabled. Others get `request: null` and the worker sends nothing; an attempt
-     * whose endpoint was disabled meanwhile becomes DISABLED.
+     * endpoint), is DELIVERING in this very attempt (not expired and dispatched again), no other
+     * worker's call window is open on it, and its endpoint is enabled. Starting opens the
+     * attempt's window (repo `start`): until it passes, a second start of the attempt answers
+     * `busy_until` instead, so a job that reaches two workers makes one call at a time. Others get
+     * `request: null` and the worker sends nothing; an attempt whose endpoint was disabled
+     * meanwhile becomes DISABLED.
      */
-    async start(jobs: readonly AttemptRef[]): Promise<StartedAttempts> {
-      const subjects = new Map((await repo.subjects(jobs.map((j) => j.delivery_id))).map((s) => [s.id, s]));
+    async start(jobs: readonly StartAttempt[]): Promise<StartedAttempts> {
+      // A ref named twice in one batch (a job that reached this worker twice) is started once.
+      const key = (j: AttemptRef) => `${j.delivery_id}:${j.attempt}`;
+      const unique = [...new Map(jobs.map((j) => [key(j), j])).values()];
+      const subjects = new Map((await repo.start(unique)).map((s) => [s.id, s]));
+      // Each window opened over one that passed unreported is a call that ended with no outcome
+      // (its worker died or was cut off): counted as the lease expiry counts one.
+      const reopened = [...subjects.values()].filter((s) => s.reopened).length;
+      if (reopened > 0) webhookAttempts.inc({ outcome: "no_outcome" }, reopened);
+      const given = new Set<string>();
       const attempts: StartedAttempts["attempts"] = [];
       for (const job of jobs) {
+        const ref = { delivery_id: job.delivery_id, attempt: job.attempt };
         const s = subjects.get(job.delivery_id);
         const current = s !== undefined && s.state === "DELIVERING" && s.attemptCount + 1 === job.attempt;
         if (s === undefined || !current) {
-          attempts.push({ ...job, request: null });
+          attempts.push({ ...ref, request: null });
           continue;
         }
+        if (!s.opened || given.has(key(job))) {
+          // Another start holds the window (or took the row first): ask again once it has passed.
+          const until = Math.max(s.callUntil?.getTime() ?? 0, res.now().getTime() + BUSY_RECHECK_MS);
+          attempts.push({ ...ref, request: null, busy_until: new Date(until).toISOString() });
+          continue;
+        }
+        given.add(key(job));
         if (!s.enabled) {
           await repo.disableAttempt(s.id, job.attempt);
-          attempts.push({ ...job, request: null });
+          attempts.push({ ...ref, request: null });
           continue;
         }
         // The event's own time, as the fan-out stored it (the same on every attempt and replay).
@@ -52,7 +77,7 @@ export function attemptsService(res: DeliveryResources, o: AttemptsOptions) {
           ...("changes" in s.payload && s.payload.changes !== undefined ? { changes: s.payload.changes } : {}),
         });
         attempts.push({
-          ...job,
+          ...ref,
           request: s.traceparent ? { ...request, traceparent: s.traceparent } : request,
           occurred_at: timestamp.toISOString(),
         });

@@ -53,6 +53,26 @@ export function deliveryLogService(deps: DeliveryLogDeps) {
       return row;
     },
 
+    /**
+     * "Retry now": a PENDING delivery's next attempt becomes due at once (the schedule, or a
+     * receiver's Retry-After, had it minutes or hours away), and the dispatcher is woken. It only
+     * moves a time: calling it again, or while an attempt is in flight (DELIVERING, answered as it
+     * is), makes no second attempt. A finished delivery is 409 delivery_not_pending: a replay
+     * sends it again. An endpoint that is disabled keeps it waiting until it is enabled.
+     */
+    async retryDelivery(c: Caller, endpointId: string, deliveryId: string): Promise<WebhookDelivery> {
+      await requireEndpoint(c, endpointId);
+      let found = await repo.retryNow(c.organizationId, endpointId, deliveryId);
+      // Not PENDING at the update but PENDING at the read: an attempt in flight failed meanwhile.
+      if (found && !found.pending && found.delivery.state === "PENDING") found = await repo.retryNow(c.organizationId, endpointId, deliveryId);
+      if (!found) throw deliveryNotFound();
+      if (found.pending) deps.wake();
+      else if (found.delivery.state !== "DELIVERING" && found.delivery.state !== "PENDING") {
+        throw new AppError("delivery_not_pending", `This delivery is ${found.delivery.state}: no attempt of it is waiting. Replay it to send the event again.`);
+      }
+      return found.delivery;
+    },
+
     /** Spec 4.1: never re-enables the endpoint; a replay to a disabled one waits until it is enabled again. */
     async replayFailed(c: Caller, endpointId: string, since: string): Promise<{ replayed_count: number }> {
       await requireEndpoint(c, endpointId);

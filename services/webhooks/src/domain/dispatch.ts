@@ -52,9 +52,11 @@ export type RatePacing = { [K in keyof typeof RATE_PACING]: number };
 /**
  * Turns due deliveries into jobs on the job stream (decision 0015). Postgres holds the truth: a
  * claim (PENDING → DELIVERING with a lease) commits first, then its jobs are published, one per
- * endpoint; a job that cannot be published gives its claims back. A job the stream loses, or a
- * worker killed mid-call, leaves a lease that runs out: a later pass counts that attempt and
- * dispatches the delivery again. Every replica dispatches; an advisory lock serializes their
+ * endpoint; a job that cannot be published gives its claims back. A job the stream loses leaves
+ * a lease that runs out: a later pass counts that attempt and dispatches the delivery again. (A
+ * worker killed mid-call is noticed sooner: its jobs go to another worker, which makes the
+ * attempt again once its call window has passed; the lease, stretched over that window by the
+ * start, is only the backstop.) Every replica dispatches; an advisory lock serializes their
  * passes, so the per-endpoint bound holds across replicas.
  */
 export function dispatchService(res: DeliveryResources, o: DispatchOptions) {

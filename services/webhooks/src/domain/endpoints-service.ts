@@ -2,6 +2,7 @@ import {
   WEBHOOK_URL_MAX,
   type CallResult,
   type Caller,
+  type DestinationChecked,
   type CreatedWebhookEndpoint,
   type CreateWebhookEndpointBody,
   type ProbeResult,
@@ -38,6 +39,8 @@ export interface EndpointsDeps {
    * HTTP calls, so the egress guard is applied in one place for deliveries and probes alike.
    */
   call: (request: SignedRequest, ctx: RpcContext) => Promise<CallResult>;
+  /** The delivery service's guard, asked ahead: would it refuse every call to this URL? */
+  checkDestination: (url: string, ctx: RpcContext) => Promise<DestinationChecked>;
   /** A change wrote operational events to the outbox: relay them now rather than at the next poll. */
   onEvents?: () => void;
 }
@@ -62,14 +65,22 @@ interface RotateRecord {
 export const VERIFY_EVENT_TYPE = "webhook.verify";
 
 /**
+ * The sample task's id: a well-formed task id (a receiver's parser accepts it) that no task can
+ * have, since task numbers start at 1. A receiver that looks it up finds nothing, rather than
+ * the organization's real T-1.
+ */
+export const SAMPLE_TASK_ID = "T-0";
+
+/**
  * The test event's data (spec 4.1, 6): a representative task in the Task shape, so a receiver can
- * exercise the code path a real event takes. Obviously a sample (its title says so); archived
- * only for task.archived, as a real event of that type would be.
+ * exercise the code path a real event takes. Unmistakably a sample: the envelope says `"test":
+ * true`, the id names no task, and the title says so; archived only for task.archived, as a real
+ * event of that type would be.
  */
 export function sampleTask(type: TaskEventType, at: Date): Task {
   const now = at.toISOString();
   return {
-    id: "T-1",
+    id: SAMPLE_TASK_ID,
     version: 1,
     title: "Sample task (webhook test event)",
     description: "A sample task sent by the test-event operation; it does not exist.",
@@ -136,6 +147,18 @@ export function endpointsService(deps: EndpointsDeps) {
     return href;
   }
 
+  /**
+   * Refuses at once what the egress guard would refuse at every call (a blocked address, or
+   * a name resolving only to blocked ones), rather than accept a URL whose deliveries would be
+   * retried for days. The delivery service answers (it holds the guard's setting and resolves
+   * names from where calls go out); when it cannot be asked, the URL is accepted and each call is
+   * checked as always.
+   */
+  async function reachable(url: string, c: Caller): Promise<void> {
+    const checked = await deps.checkDestination(url, c.ctx).catch(() => ({ refused: null }));
+    if (checked.refused) throw fieldError("/url", checked.refused.message);
+  }
+
   /** The one-URL rule's refusal, at the field the request changed. */
   function urlTaken(pointer: "/url" | "/enabled", e: unknown): never {
     if (!(e instanceof DuplicateEndpointUrl)) throw e;
@@ -156,7 +179,8 @@ export function endpointsService(deps: EndpointsDeps) {
     const target = await repo.signingTarget(c.organizationId, id);
     if (!target) throw notFound();
     const at = new Date();
-    const request = deps.signer.sign(target.url, target.secrets, newId("evt"), { type: event.type, timestamp: at, data: event.data(at) });
+    // `test: true`: a probe is never a real event, and its envelope says so.
+    const request = deps.signer.sign(target.url, target.secrets, newId("evt"), { type: event.type, timestamp: at, data: event.data(at), test: true });
     return { result: await deps.call(request, c.ctx), verified: target.verified };
   }
 
@@ -169,13 +193,15 @@ export function endpointsService(deps: EndpointsDeps) {
     async create(c: Caller, b: CreateWebhookEndpointBody, limits: { webhook_endpoints: number }): Promise<CreatedWebhookEndpoint> {
       const url = destination(b.url);
       const cap = limits.webhook_endpoints;
-      const record = await idempotentWrite<EndpointsRepo, undefined, CreateRecord>({
+      const record = await idempotentWrite<EndpointsRepo, void, CreateRecord>({
         records: repo.idempotency,
         tx: deps.tx,
         credentialId: c.credentialId,
         key: c.idempotencyKey,
         operation: "createEndpoint",
-        async work(r) {
+        // After the replay check: a replay answers what the first call did, resolving nothing.
+        prepare: () => reachable(url, c),
+        async work(r: EndpointsRepo) {
           // Minted inside the work: a deadlock retry mints again, and only the committed one counts.
           const secretSealed = box.seal(newSigningSecret());
           const made = await r
@@ -205,6 +231,7 @@ export function endpointsService(deps: EndpointsDeps) {
      */
     async update(c: Caller, id: string, patch: UpdateWebhookEndpointBody): Promise<WebhookEndpoint> {
       const url = patch.url === undefined ? undefined : destination(patch.url);
+      if (url !== undefined) await reachable(url, c);
       const e = await deps
         .tx(async (r) => {
           const wasEnabled = await r.lockEnabled(c.organizationId, id);

@@ -1,4 +1,4 @@
-import type { AttemptOutcome, AttemptRef, CallResult, DeliveryState, EventType, WebhookEnvelope } from "@tasksvc/contracts";
+import type { AttemptOutcome, AttemptRef, CallResult, DeliveryState, EventType, StartAttempt, WebhookEnvelope } from "@tasksvc/contracts";
 import type { Sql } from "@tasksvc/db";
 
 /** An attempt claimed for the job stream. */
@@ -49,6 +49,12 @@ export interface AttemptSubject {
   previousSecretExpiresAt: Date | null;
   /** The trace of the change, as the fan-out stored it (null when untraced). */
   traceparent: string | null;
+  /** The end of the call window open on this attempt when it was asked for (null: none yet). */
+  callUntil: Date | null;
+  /** Whether this start opened the attempt's call window: only then may it be sent. */
+  opened: boolean;
+  /** Opened over a window that had passed unreported: the worker that held it never said how its call ended. */
+  reopened: boolean;
 }
 
 export interface DeliveryForRecord {
@@ -194,6 +200,7 @@ export function attemptsRepo(sql: Sql) {
           state = 'DELIVERING',
           lease_until = coalesce(picked.send_at, now()) + ${leaseMs} * interval '1 millisecond',
           next_attempt_at = null,
+          call_until = null,
           updated_at = clock_timestamp()
         from picked where d.id = picked.id
         returning d.id, d.endpoint_id, d.attempt_count + 1 as attempt, d.lease_until,
@@ -223,8 +230,19 @@ export function attemptsRepo(sql: Sql) {
       return rows.count;
     },
 
-    /** The deliveries (with their endpoint and sealed secrets) of these ids; a deleted one is absent. */
-    async subjects(ids: readonly string[]): Promise<AttemptSubject[]> {
+    /**
+     * Opens the call window of each attempt that is current (DELIVERING in that very attempt) and
+     * has none open (never started, or the last start's window has passed: that worker's call has
+     * ended, or it died), for `window_ms` from now, and stretches the lease to cover it, so the
+     * dispatcher never counts an attempt while its call may still be going on. A ref without
+     * `window_ms` (a worker from before windows) takes the lease as its window. Answers the
+     * deliveries (with their endpoint and sealed secrets) of these refs, each saying whether this
+     * start opened its window (and whether over one that had passed unreported: the row as read
+     * is the one before this statement's update); a deleted one is absent. One statement: a row locked by a racing
+     * start or expiry is waited for, then judged as it stands (so two starts never both open).
+     * Each ref at most once per call (the caller merges repeats).
+     */
+    async start(refs: readonly StartAttempt[]): Promise<AttemptSubject[]> {
       const rows = await sql<
         {
           id: string;
@@ -240,12 +258,30 @@ export function attemptsRepo(sql: Sql) {
           previous_secret_sealed: string | null;
           previous_secret_expires_at: Date | null;
           traceparent: string | null;
+          call_until: Date | null;
+          opened: boolean;
+          reopened: boolean;
         }[]
       >`
+        with j as (
+          select * from unnest(${refs.map((r) => r.delivery_id)}::text[], ${refs.map((r) => r.attempt)}::int[],
+            ${refs.map((r) => r.window_ms ?? null)}::bigint[]) as j (id, attempt, window_ms)
+        ), opened as (
+          update deliveries d set
+            call_until = coalesce(now() + j.window_ms * interval '1 millisecond', d.lease_until),
+            lease_until = greatest(d.lease_until, now() + j.window_ms * interval '1 millisecond')
+          from j
+          where d.id = j.id and d.state = 'DELIVERING' and d.attempt_count + 1 = j.attempt
+            and (d.call_until is null or d.call_until <= now())
+          returning d.id, d.call_until
+        )
         select d.id, d.endpoint_id, d.state, d.attempt_count, d.event_id, d.event_type, d.payload, d.traceparent,
-               e.url, e.enabled, e.secret_sealed, e.previous_secret_sealed, e.previous_secret_expires_at
+               e.url, e.enabled, e.secret_sealed, e.previous_secret_sealed, e.previous_secret_expires_at,
+               coalesce(o.call_until, d.call_until) as call_until, o.id is not null as opened,
+               o.id is not null and d.call_until is not null as reopened
         from deliveries d join endpoints e on e.id = d.endpoint_id
-        where d.id = any(${ids}::text[])`;
+        left join opened o on o.id = d.id
+        where d.id = any(${refs.map((r) => r.delivery_id)}::text[])`;
       return rows.map((r) => ({
         id: r.id,
         endpointId: r.endpoint_id,
@@ -260,6 +296,9 @@ export function attemptsRepo(sql: Sql) {
         previousSecretSealed: r.previous_secret_sealed,
         previousSecretExpiresAt: r.previous_secret_expires_at,
         traceparent: r.traceparent,
+        callUntil: r.call_until,
+        opened: r.opened,
+        reopened: r.reopened,
       }));
     },
 

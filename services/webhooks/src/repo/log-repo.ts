@@ -56,7 +56,11 @@ const REPLAY_RULES: readonly PgErrorRule[] = [
   {
     code: PG.uniqueViolation,
     constraint: "deliveries_live_key",
-    to: () => new AppError("delivery_already_pending", "This event already has a PENDING or DELIVERING delivery to this endpoint; wait for it to finish."),
+    to: () =>
+      new AppError(
+        "delivery_already_pending",
+        "This event already has a PENDING or DELIVERING delivery to this endpoint: wait for it to finish, or retry that delivery to make its next attempt now.",
+      ),
   },
 ];
 
@@ -122,6 +126,24 @@ export function logRepo(sql: Sql) {
         where d.organization_id = ${org} and d.endpoint_id = ${endpointId} and d.id = ${deliveryId}
         returning ${cols}, '' as cursor_at`.catch((e: unknown) => mapPgError(e, REPLAY_RULES));
       return row && toDelivery(row);
+    },
+
+    /**
+     * Brings a PENDING delivery's next attempt forward to now (never later than it was). Undefined
+     * when the delivery is not the endpoint's (or the organization's); otherwise the row as it is
+     * after, and whether it was PENDING. The state check is the update's own, under the row's
+     * lock: a dispatcher that claimed it first leaves it DELIVERING, and this changes nothing.
+     */
+    async retryNow(org: string, endpointId: string, deliveryId: string): Promise<{ delivery: WebhookDelivery; pending: boolean } | undefined> {
+      const [bumped] = await sql<DeliveryRow[]>`
+        update deliveries set next_attempt_at = least(next_attempt_at, now()), updated_at = clock_timestamp()
+        where organization_id = ${org} and endpoint_id = ${endpointId} and id = ${deliveryId} and state = 'PENDING'
+        returning ${cols}, '' as cursor_at`;
+      if (bumped) return { delivery: toDelivery(bumped), pending: true };
+      const [row] = await sql<DeliveryRow[]>`
+        select ${cols}, '' as cursor_at from deliveries
+        where organization_id = ${org} and endpoint_id = ${endpointId} and id = ${deliveryId}`;
+      return row && { delivery: toDelivery(row), pending: false };
     },
 
     /**
