@@ -1,7 +1,7 @@
 import { QUOTA_PERIOD_SECONDS, type Identity } from "@tasksvc/contracts";
 import { AppError } from "@tasksvc/errors";
 import type { Logger } from "@tasksvc/logger";
-import type { GatewayRepo, ReserveRow } from "../repo/gateway-repo.js";
+import type { ChargeLimits, GatewayRepo, ReserveRow } from "../repo/gateway-repo.js";
 
 /** Where a credential's limits stand: what the rate-limit headers say. */
 export interface Counters {
@@ -52,6 +52,20 @@ export interface ChargerOptions {
  * it locally. Unspent calls go back after `holdMs` and on shutdown. A request that comes alone
  * reserves exactly one call, so quiet traffic is counted exactly as it arrives.
  */
+/** The counters an identity's calls go to, with their limits: one place for every statement that reads or counts them. */
+function countersOf(id: Identity): ChargeLimits {
+  const l = id.limits;
+  return {
+    credentialId: id.credential_id,
+    burst: l.burst,
+    windowSeconds: l.burst_window_seconds,
+    orgId: id.organization_id,
+    anchor: id.organization_created_at,
+    quota: l.quota,
+    periodSeconds: QUOTA_PERIOD_SECONDS,
+  };
+}
+
 export function createCharger(opts: ChargerOptions) {
   const holdMs = opts.holdMs ?? 500;
   const reservations = new Map<string, Reservation>();
@@ -104,17 +118,7 @@ export function createCharger(opts: ChargerOptions) {
 
   async function refill(r: Reservation, id: Identity): Promise<ReserveRow> {
     if (r.tokens > 0) giveBack(r); // expired or out of its window
-    const l = id.limits;
-    const row = await opts.repo.reserve({
-      credentialId: id.credential_id,
-      burst: l.burst,
-      windowSeconds: l.burst_window_seconds,
-      orgId: id.organization_id,
-      anchor: id.organization_created_at,
-      quota: l.quota,
-      periodSeconds: QUOTA_PERIOD_SECONDS,
-      want: r.want,
-    });
+    const row = await opts.repo.reserve({ ...countersOf(id), want: r.want });
     if (row.outcome === "ok") {
       r.row = row;
       r.tokens = row.granted;
@@ -215,16 +219,7 @@ export function createCharger(opts: ChargerOptions) {
       const held = r !== undefined && usable(r, Date.now()) ? r.tokens : 0;
       const l = id.limits;
       // Counting none more: the database's counters, unchanged, for the current window and period.
-      const row = await opts.repo.chargeExact({
-        credentialId: id.credential_id,
-        burst: l.burst,
-        windowSeconds: l.burst_window_seconds,
-        orgId: id.organization_id,
-        anchor: id.organization_created_at,
-        quota: l.quota,
-        periodSeconds: QUOTA_PERIOD_SECONDS,
-        n: 0,
-      });
+      const row = await opts.repo.chargeExact({ ...countersOf(id), n: 0 });
       return {
         burst: { limit: l.burst, windowSeconds: l.burst_window_seconds, remaining: Math.max(0, l.burst - row.burst_count + held), resetAt: row.window_end },
         quota: { limit: l.quota, used: Math.max(0, Number(row.quota_count) - held), periodStart: row.period_start, periodEnd: row.period_end },
@@ -242,16 +237,7 @@ export function createCharger(opts: ChargerOptions) {
       // Calls this replica reserved and has not spent would make the burst look fuller than it is.
       await settle(id);
       const l = id.limits;
-      const row = await opts.repo.chargeExact({
-        credentialId: id.credential_id,
-        burst: l.burst,
-        windowSeconds: l.burst_window_seconds,
-        orgId: id.organization_id,
-        anchor: id.organization_created_at,
-        quota: l.quota,
-        periodSeconds: QUOTA_PERIOD_SECONDS,
-        n,
-      });
+      const row = await opts.repo.chargeExact({ ...countersOf(id), n });
       const total = n + 1;
       if (row.outcome === "ok") return;
       if (row.outcome === "rate_limited") {
