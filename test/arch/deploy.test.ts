@@ -23,7 +23,8 @@ import { Service } from "kubernetes-models/v1/Service";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { matches, named, nameOf, type Obj, OVERLAYS, render, root } from "./kustomize.js";
+import { deployment, matches, named, nameOf, type Obj, OVERLAYS, render, root } from "./kustomize.js";
+import { must } from "@tasksvc/testing";
 
 /**
  * apiVersion/kind → how to validate one object of it. A kind not listed fails the test: add its
@@ -142,7 +143,7 @@ function configOf(objs: Obj[], d: Obj): Record<string, string> {
   const cm = named(objs, "ConfigMap").find((c) => c.metadata.name === refs[0]);
   expect(cm, `${nameOf(d)}: ConfigMap ${refs[0]} is rendered`).toBeDefined();
   const env = Object.fromEntries((container.env ?? []).filter((e: Obj) => typeof e.value === "string").map((e: Obj) => [e.name, e.value]));
-  return { ...(cm as Obj).data, ...env };
+  return { ...must(cm, `ConfigMap ${refs[0]}`).data, ...env };
 }
 const PROCESSES = SERVICES.map((s) => s.name);
 
@@ -261,7 +262,7 @@ describe.each(OVERLAYS)("deploy/k8s/overlays/%s", (overlay) => {
         (h) => h.spec.scaleTargetRef.kind === "Deployment" && h.spec.scaleTargetRef.name === d.metadata.name,
       );
       expect(hpas, `${nameOf(d)}: one HPA targets it`).toHaveLength(1);
-      const hpa = hpas[0] as Obj;
+      const hpa = must(hpas[0], `the HPA of ${nameOf(d)}`);
       expect(hpa.spec.scaleTargetRef.apiVersion).toBe("apps/v1");
       expect(hpa.spec.minReplicas, nameOf(hpa)).toBeLessThanOrEqual(hpa.spec.maxReplicas);
       expect(
@@ -285,7 +286,7 @@ describe.each(OVERLAYS)("deploy/k8s/overlays/%s", (overlay) => {
           expect(sp, `${nameOf(s)} has the port "${ep.port}" ${nameOf(sm)} scrapes`).toBeDefined();
           const backing = named(objs, "Deployment").filter((d) => matches(s.spec.selector, d.spec.template.metadata.labels));
           expect(backing, `${nameOf(s)} selects one Deployment's pods`).toHaveLength(1);
-          const d = backing[0] as Obj;
+          const d = must(backing[0], `the Deployment behind ${nameOf(s)}`);
           const cp = d.spec.template.spec.containers[0].ports.find((p: Obj) => p.name === sp.targetPort || p.containerPort === sp.targetPort);
           expect(cp?.containerPort, `${nameOf(s)} targets ${nameOf(d)}'s ops port`).toBe(Number(configOf(objs, d).OPS_PORT));
           scraped.add(d.metadata.name);
@@ -297,7 +298,7 @@ describe.each(OVERLAYS)("deploy/k8s/overlays/%s", (overlay) => {
 
   it("exposes the gateway's HTTP port through a Service", () => {
     const objs = render(overlay);
-    const gw = named(objs, "Deployment").find((d) => d.metadata.name === "gateway") as Obj;
+    const gw = deployment(objs, "gateway");
     const svc = named(objs, "Service").find((s) => s.metadata.name === "gateway");
     expect(svc).toBeDefined();
     expect(matches(svc?.spec.selector, gw.spec.template.metadata.labels)).toBe(true);
@@ -319,14 +320,14 @@ describe("overlay differences", () => {
     }
     for (const h of named(objs, "HorizontalPodAutoscaler")) {
       expect(h.spec.minReplicas, nameOf(h)).toBeGreaterThanOrEqual(2);
-      const target = named(objs, "Deployment").find((d) => d.metadata.name === h.spec.scaleTargetRef.name) as Obj;
+      const target = deployment(objs, h.spec.scaleTargetRef.name);
       expect(target.spec.replicas, `${nameOf(h)}: the Deployment starts at the HPA minimum`).toBe(h.spec.minReplicas);
     }
   });
 
   it("production: the gateway's links and problem types are built on an https PUBLIC_BASE_URL, not on localhost", () => {
     const objs = render("production");
-    const gateway = named(objs, "Deployment").find((d) => d.metadata.name === "gateway") as Obj;
+    const gateway = deployment(objs, "gateway");
     expect(configOf(objs, gateway).PUBLIC_BASE_URL).toMatch(/^https:\/\/[^/]+$/);
   });
 
@@ -335,7 +336,7 @@ describe("overlay differences", () => {
     const prod = render("production");
     for (const d of named(objs, "Deployment")) {
       expect(d.spec.replicas, nameOf(d)).toBe(1);
-      const p = named(prod, "Deployment").find((x) => x.metadata.name === d.metadata.name) as Obj;
+      const p = deployment(prod, d.metadata.name);
       const mem = (x: Obj) => x.spec.template.spec.containers[0].resources.requests.memory as string;
       const mib = (q: string) => Number(/^(\d+)Mi$/.exec(q)?.[1] ?? Number.NaN) || Number(/^(\d+)Gi$/.exec(q)?.[1]) * 1024;
       expect(mib(mem(d)), `${nameOf(d)} memory request`).toBeLessThan(mib(mem(p)));
@@ -444,7 +445,7 @@ describe("deploy/nats/values.yaml", () => {
     expect(anti?.[0]?.topologyKey).toBe("kubernetes.io/hostname");
   });
   it("matches the replicas the services use in production", () => {
-    const cm = named(render("production"), "ConfigMap")[0] as Obj;
+    const cm = must(named(render("production"), "ConfigMap")[0], "the production ConfigMap");
     expect(Number(cm.data.NATS_STREAM_REPLICAS)).toBeLessThanOrEqual(v.config.cluster.replicas);
   });
 });

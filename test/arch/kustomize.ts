@@ -38,6 +38,12 @@ export function render(overlay: Overlay): Obj[] {
 
 export const named = (objs: Obj[], kind: string) => objs.filter((o) => o.kind === kind);
 export const nameOf = (o: Obj) => `${o.kind}/${o.metadata?.name}`;
+/** The Deployment named `name`; throws when there is none. */
+export function deployment(objs: Obj[], name: string): Obj {
+  const found = named(objs, "Deployment").find((d) => d.metadata.name === name);
+  if (found === undefined) throw new Error(`no Deployment ${name} among ${objs.map(nameOf).join(", ")}`);
+  return found;
+}
 /** Whether a non-empty matchLabels-style selector selects these labels. */
 export const matches = (selector: Record<string, string> | undefined, labels: Record<string, string> | undefined) =>
   selector !== undefined && Object.keys(selector).length > 0 && Object.entries(selector).every(([k, v]) => labels?.[k] === v);

@@ -230,7 +230,7 @@ async function snapshot(sql, jsm, tasks) {
   const loose = await measure(sql, { full: false });
   const packed = await measure(sql, { full: true });
   const stream = (await jsm.streams.info(`${NAMESPACE}_task_events`)).state;
-  const [p] = await sql`select avg(pg_column_size(payload))::int as event, (select avg(pg_column_size(payload))::int from webhooks.deliveries) as delivery
+  const [p] = await sql`select avg(pg_column_size(payload))::int as event, (select avg(pg_column_size(body))::int from webhooks.event_bodies) as delivery
     from tasks.events`;
   return { tasks, loose, packed, stream: { messages: stream.messages, bytes: stream.bytes }, payload: p };
 }
@@ -372,6 +372,6 @@ console.log(
 console.log(`per delivery        ${pair(f.per_delivery)}   delivery + its one attempt`);
 console.log(`per keyed write     ${pair(f.per_keyed_write)}   the gateway's and the service's Idempotency-Key records (kept 24 h)`);
 console.log(`per task, all-in    ${pair(f.per_task_all_in)}   1 row, ${1 + UPDATES} versions, ${1 + UPDATES} events, ${1 + UPDATES} deliveries`);
-console.log(`(payloads as stored: event ${f0(f.event_payload_bytes)} B, delivery ${f0(f.delivery_payload_bytes)} B)`);
+console.log(`(payloads as stored: event ${f0(f.event_payload_bytes)} B, webhook body (one per event) ${f0(f.delivery_payload_bytes)} B)`);
 mkdirSync(new URL("./results", import.meta.url), { recursive: true });
 writeFileSync(new URL("./results/growth.json", import.meta.url), `${JSON.stringify(report, null, 2)}\n`);

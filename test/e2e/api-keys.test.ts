@@ -1,12 +1,12 @@
-import { DEFAULT_KEY_SCOPES, keysRpc, SCOPES } from "@tasksvc/contracts";
+import { DEFAULT_KEY_SCOPES, keysRpc, SCOPES, CreatedApiKey } from "@tasksvc/contracts";
 import { client, connectNats } from "@tasksvc/nats";
-import { api, eventually, factories, must } from "@tasksvc/testing";
+import { api, eventually, factories, must, gatewayUrl, bodyOf } from "@tasksvc/testing";
 import postgres from "postgres";
 import { afterAll, describe, expect, inject, it } from "vitest";
 
 const stack = inject("stack");
-const gw = api(stack.gatewayUrls[0] as string);
-const gw2 = api(stack.gatewayUrls[1] as string);
+const gw = api(gatewayUrl(stack));
+const gw2 = api(gatewayUrl(stack, 1));
 const f = factories(stack);
 const db = postgres(stack.databaseUrl, { max: 1, onnotice: () => {} });
 afterAll(async () => {
@@ -116,7 +116,7 @@ describe("POST /v1/api-keys", () => {
     expect(first.status, first.text).toBe(201);
     await f.admin("setRole", { org: t.organizationId, user: a.userId, role: "member" });
     // Both the token and the key the admin minted act as the (now demoted) user.
-    for (const credential of [token, first.body.key as string]) {
+    for (const credential of [token, bodyOf(first, CreatedApiKey).key]) {
       const r = await gw.post("/v1/api-keys", { name: "after demotion" }, { token: credential });
       expect(r.status, r.text).toBe(403);
       expect(r.body.code).toBe("insufficient_scope");

@@ -1,5 +1,5 @@
 import { createHmac, randomBytes } from "node:crypto";
-import { api, eventually, factories, type StartedStack, startStack, type Tenant } from "@tasksvc/testing";
+import { api, eventually, factories, type StartedStack, startStack, type Tenant, gatewayUrl, problemOf } from "@tasksvc/testing";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -46,7 +46,7 @@ function link(url: string, client: string, init: RequestInit = {}): Promise<Resp
 
 /** A registered attachment with these bytes, and a download link to it. */
 async function attachment(t: Tenant, file: { name: string; type: string; body: string }): Promise<{ download_url: string }> {
-  const gw = api(stack.gatewayUrls[0] as string);
+  const gw = api(gatewayUrl(stack));
   const task = await gw.post("/v1/tasks", { title: "with a file" }, { token: t.apiKey });
   expect(task.status, task.text).toBe(201);
   const size = Buffer.byteLength(file.body);
@@ -79,7 +79,7 @@ function signed(base: string, kid: string, key: Buffer, payload: Record<string, 
 }
 
 async function code(res: Response): Promise<string> {
-  return ((await res.json()) as { code: string }).code;
+  return (await problemOf(res)).code;
 }
 
 describe("link signing keys", () => {

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { api, factories, startStack, type StartedStack } from "@tasksvc/testing";
+import { api, factories, startStack, type StartedStack, gatewayUrl, problemOf } from "@tasksvc/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // Issue 12: ticket and link lifetimes, shrunk by their settings so the test need not wait 15 min.
@@ -28,7 +28,7 @@ async function pastExpiry(expiresAt: string): Promise<void> {
 
 describe("attachment lifetimes", () => {
   it("when an upload ticket expires, then its link answers 403 link_invalid, it cannot be registered, and its reservation is released", async () => {
-    const gw = api(stack.gatewayUrls[0] as string);
+    const gw = api(gatewayUrl(stack));
     const t = await f.tenant();
     await f.admin("setLimits", { org: t.organizationId, storage: 100 });
     const task = await gw.post("/v1/tasks", { title: "expiring" }, { token: t.apiKey });
@@ -41,7 +41,7 @@ describe("attachment lifetimes", () => {
     await pastExpiry(s.body.expires_at);
     const put = await fetch(s.body.upload_url, { method: "PUT", body: randomBytes(100), headers: { "content-type": "text/plain" } });
     expect(put.status).toBe(403);
-    expect(((await put.json()) as { code: string }).code).toBe("link_invalid");
+    expect((await problemOf(put)).code).toBe("link_invalid");
     const reg = await gw.post(
       `/v1/tasks/${task.body.id}/attachments`,
       { file_name: "a", file_key: s.body.file_key, content_type: "text/plain", size: 100 },
@@ -58,7 +58,7 @@ describe("attachment lifetimes", () => {
   });
 
   it("when a download link expires, then it answers 403 link_invalid and a fresh one works", async () => {
-    const gw = api(stack.gatewayUrls[0] as string);
+    const gw = api(gatewayUrl(stack));
     const t = await f.tenant();
     const task = await gw.post("/v1/tasks", { title: "download later" }, { token: t.apiKey });
     const s = await gw.post(`/v1/tasks/${task.body.id}/attachments/uploads`, { file_name: "d.txt", content_type: "text/plain", size: 3 }, { token: t.apiKey });

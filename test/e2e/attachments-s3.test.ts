@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import { api, factories, startS3Server, startStack, type S3Server, type StartedStack } from "@tasksvc/testing";
+import { api, factories, startS3Server, startStack, type S3Server, type StartedStack, gatewayUrl } from "@tasksvc/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // Issue 12 with BLOB_STORE=s3://…: the same two phases against a real S3-API server (s3rver)
@@ -27,7 +27,7 @@ const sha = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
 
 describe("attachments, two phases, S3 store", () => {
   it("when a file is started, PUT to the presigned URL and registered, then its download link is presigned too and answers exactly its bytes", async () => {
-    const gw = api(stack.gatewayUrls[0] as string);
+    const gw = api(gatewayUrl(stack));
     const t = await f.tenant();
     const created = await gw.post("/v1/tasks", { title: "s3 files" }, { token: t.apiKey });
     const id = created.body.id;

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import { createClient, unwrap } from "@tasksvc/client";
-import { e2eContext, type Tenant } from "@tasksvc/testing";
+import { e2eContext, type Tenant, gatewayUrl } from "@tasksvc/testing";
 import { describe, expect, it } from "vitest";
 
 // Issue 12 through HTTP with the default store (BLOB_STORE=nats: the bytes stream through the
@@ -11,7 +11,7 @@ const { stack, gw, gw2, f } = e2eContext();
 const sha = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
 
 async function task(t: Tenant): Promise<string> {
-  const api = createClient({ baseUrl: stack.gatewayUrls[0] as string, token: t.apiKey, retries: 0 });
+  const api = createClient({ baseUrl: gatewayUrl(stack), token: t.apiKey, retries: 0 });
   return unwrap(await api.POST("/v1/tasks", { body: { title: "with files" } })).id;
 }
 

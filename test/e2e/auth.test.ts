@@ -1,9 +1,9 @@
 import { generateKeyPair, SignJWT } from "jose";
-import { api, eventually, factories } from "@tasksvc/testing";
+import { api, eventually, factories, gatewayUrl } from "@tasksvc/testing";
 import { afterAll, describe, expect, inject, it } from "vitest";
 
 const stack = inject("stack");
-const gw = api(stack.gatewayUrls[0] as string);
+const gw = api(gatewayUrl(stack));
 const f = factories(stack);
 afterAll(() => f.close());
 

@@ -1,5 +1,6 @@
-import { e2eContext, type ApiResponse, type Tenant } from "@tasksvc/testing";
+import { e2eContext, type ApiResponse, type Tenant, bodyOf } from "@tasksvc/testing";
 import { beforeAll, describe, expect, it } from "vitest";
+import { Task, type Page } from "@tasksvc/contracts";
 
 // A batch's results travel from the tasks service in runs, each under NATS's max_payload (1 MiB
 // here): a run stops before an item whose answer might not fit, and the gateway sends the rest
@@ -10,6 +11,8 @@ const { gw, f } = e2eContext();
 
 /** Notes of 99,000 U+0001: 594,000 bytes in JSON. */
 const LONG_NOTES = "\u0001".repeat(99_000);
+/** A batch's answer when every item succeeded. */
+type Batch = { results: Array<{ status: number; body: Task }> };
 const say = (r: ApiResponse) => `${r.status} ${r.text.slice(0, 300)}`;
 
 let t: Tenant;
@@ -19,11 +22,11 @@ beforeAll(async () => {
   t = await f.tenant("team");
   const r = await gw.post("/v1/tasks", { title: "big", notes: LONG_NOTES }, { token: t.apiKey });
   expect(r.status, say(r)).toBe(201);
-  big = r.body.id as string;
+  big = bodyOf(r, Task).id;
   // Its answer is 252 kB: just under what used to end a run.
   const m = await gw.post("/v1/tasks", { title: "mid", notes: "\u0001".repeat(42_000) }, { token: t.apiKey });
   expect(m.status, say(m)).toBe(201);
-  mid = m.body.id as string;
+  mid = bodyOf(m, Task).id;
 });
 
 describe("a batch whose answers together pass max_payload", () => {
@@ -34,9 +37,9 @@ describe("a batch whose answers together pass max_payload", () => {
       { method: "create", body: { title: "another big", notes: "\u0001".repeat(30_000) } },
       { method: "update", task_id: big, body: { priority: "HIGH" } },
     ];
-    const r = await gw.post("/v1/tasks/batch", { operations }, { token: t.apiKey, headers: { "Idempotency-Key": `bytes-${t.organizationId}` } });
+    const r = await gw.post<Batch>("/v1/tasks/batch", { operations }, { token: t.apiKey, headers: { "Idempotency-Key": `bytes-${t.organizationId}` } });
     expect(r.status, say(r)).toBe(200);
-    const results = r.body.results as Array<{ status: number; body: { id: string; title: string; version: number; notes: string } }>;
+    const results = r.body.results;
     expect(results.map((x) => x.status)).toEqual([200, 200, 201, 200]);
     expect(results.map((x) => x.body.title)).toEqual(["big, once", "big, twice", "another big", "big, twice"]);
     expect(results.map((x) => x.body.version)).toEqual([2, 3, 1, 4]);
@@ -54,16 +57,16 @@ describe("a batch whose answers together pass max_payload", () => {
       { method: "create", body: { title: "first of two", notes: "\u0001".repeat(33_000) } },
       { method: "create", body: { title: "second of two", notes: "\u0001".repeat(100_000), description: "\u0001".repeat(10_000) } },
     ];
-    const r = await gw.post("/v1/tasks/batch", { operations }, { token: t.apiKey });
+    const r = await gw.post<Batch>("/v1/tasks/batch", { operations }, { token: t.apiKey });
     expect(r.status, say(r)).toBe(200);
-    const results = r.body.results as Array<{ status: number; body: { id: string; title: string } }>;
+    const results = r.body.results;
     expect(results.map((x) => [x.status, x.body.title])).toEqual([
       [200, "mid, updated"],
       [201, "first of two"],
       [201, "second of two"],
     ]);
-    const page = await gw.post("/v1/tasks/search", { filter: { field: "title", op: "contains", value: "of two" } }, { token: t.apiKey });
+    const page = await gw.post<Page<Task>>("/v1/tasks/search", { filter: { field: "title", op: "contains", value: "of two" } }, { token: t.apiKey });
     expect(page.status, say(page)).toBe(200);
-    expect((page.body.data as { title: string }[]).map((x) => x.title).sort()).toEqual(["first of two", "second of two"]);
+    expect(page.body.data.map((x) => x.title).sort()).toEqual(["first of two", "second of two"]);
   }, 60_000);
 });

@@ -1,12 +1,12 @@
 import { createClient, unwrap } from "@tasksvc/client";
 import { connectNats, decodeJson, type NatsConnection } from "@tasksvc/nats";
-import { api, eventually, factories, must } from "@tasksvc/testing";
+import { api, eventually, factories, must, gatewayUrl } from "@tasksvc/testing";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 
 const stack = inject("stack");
-const gw = api(stack.gatewayUrls[0] as string);
-const gw2 = api(stack.gatewayUrls[1] as string);
+const gw = api(gatewayUrl(stack));
+const gw2 = api(gatewayUrl(stack, 1));
 const f = factories(stack);
 const db = postgres(stack.databaseUrl, { max: 2, onnotice: () => {} });
 let nc: NatsConnection;
@@ -33,7 +33,7 @@ afterAll(async () => {
 const DAY = "2026-11-23";
 // Boards are read and tasks made through the typed client (@tasksvc/client); the tests about
 // refusals and the wire use raw HTTP.
-const client = (token: string) => createClient({ baseUrl: stack.gatewayUrls[0] as string, token, retries: 0 });
+const client = (token: string) => createClient({ baseUrl: gatewayUrl(stack), token, retries: 0 });
 const board = async (token: string, date = DAY) => unwrap(await client(token).GET("/v1/daily-plan", { params: { query: { date } } }));
 const plan = (token: string, task_id: string, section = "TODO", date = DAY, headers: Record<string, string> = {}) =>
   gw.post("/v1/daily-plan/entries", { date, task_id, section }, { token, headers });

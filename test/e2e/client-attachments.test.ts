@@ -1,11 +1,11 @@
 import { createClient, TasksvcError, unwrap } from "@tasksvc/client";
-import { e2eContext } from "@tasksvc/testing";
+import { e2eContext, gatewayUrl, rejectionOf } from "@tasksvc/testing";
 import { describe, expect, it } from "vitest";
 
 // The typed client's uploadAttachment against the running stack (the built-in store: the link is
 // the gateway's): one call starts the upload, PUTs the bytes and registers the file.
 const { stack, f } = e2eContext();
-const baseUrl = stack.gatewayUrls[0] as string;
+const baseUrl = gatewayUrl(stack);
 
 /** A fetch that records each request (method, path, whether it carried a credential), and can lose one answer. */
 function watchedFetch(lose?: (r: Request) => boolean) {
@@ -69,15 +69,16 @@ describe("@tasksvc/client uploadAttachment", () => {
     const t = await f.tenant();
     await f.admin("setLimits", { org: t.organizationId, max_file_size: 16 });
     const api = createClient({ baseUrl, token: t.apiKey });
-    const missing = await api.uploadAttachment("T-999", { file_name: "a.txt", content_type: "text/plain", data: "a" }).catch((e: unknown) => e);
+    const missing = await rejectionOf(api.uploadAttachment("T-999", { file_name: "a.txt", content_type: "text/plain", data: "a" }), TasksvcError);
     expect(missing).toBeInstanceOf(TasksvcError);
-    expect((missing as TasksvcError).code).toBe("resource_not_found");
+    expect(missing.code).toBe("resource_not_found");
     const task = unwrap(await api.POST("/v1/tasks", { body: { title: "Small plan" } }));
-    const big = await api
-      .uploadAttachment(task.id, { file_name: "big.bin", content_type: "application/octet-stream", data: new Blob([new Uint8Array(17)]) })
-      .catch((e: unknown) => e);
+    const big = await rejectionOf(
+      api.uploadAttachment(task.id, { file_name: "big.bin", content_type: "application/octet-stream", data: new Blob([new Uint8Array(17)]) }),
+      TasksvcError,
+    );
     expect(big).toBeInstanceOf(TasksvcError);
-    expect((big as TasksvcError).code).toBe("validation_failed");
+    expect(big.code).toBe("validation_failed");
     expect(unwrap(await api.GET("/v1/tasks/{task_id}/attachments", { params: { path: { task_id: task.id } } })).data).toEqual([]);
   });
 });

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { e2eContext } from "@tasksvc/testing";
+import { e2eContext, gatewayUrl } from "@tasksvc/testing";
 import { describe, expect, it } from "vitest";
 
 // The packed client, installed the way a user outside this repository installs it: `npm pack`,
@@ -89,7 +89,7 @@ describe("@tasksvc/client as a package", () => {
       for (const said of ["npm pack -w libs/client", "npm install /path/to/tasksvc-client-", "Retry-After", "maxRetryAfterMs"]) expect(readme).toContain(said);
 
       writeFileSync(join(project, "run.mjs"), script);
-      const out = await sh(process.execPath, ["run.mjs"], project, cleanEnv({ TASKSVC_URL: stack.gatewayUrls[0] as string, TASKSVC_KEY: t.apiKey }));
+      const out = await sh(process.execPath, ["run.mjs"], project, cleanEnv({ TASKSVC_URL: gatewayUrl(stack), TASKSVC_KEY: t.apiKey }));
       const result = JSON.parse(out) as { created: { id: string; title: string; priority: string }; listed: Array<{ id: string; title: string }> };
       expect(result.created).toMatchObject({ title: "From the packed client", priority: "HIGH" });
       expect(result.created.id).toMatch(/^T-\d+$/);

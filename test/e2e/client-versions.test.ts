@@ -1,5 +1,5 @@
 import { createClient, TasksvcError, unwrap } from "@tasksvc/client";
-import { e2eContext } from "@tasksvc/testing";
+import { e2eContext, gatewayUrl, rejectionOf } from "@tasksvc/testing";
 import { describe, expect, it } from "vitest";
 
 // The typed client and conditional writes: If-Match is a typed header of the task writes, a 412
@@ -11,7 +11,7 @@ const { stack, f } = e2eContext();
 describe("the typed client with versions", () => {
   it("when two editors PATCH from the same version, then the second gets precondition_failed with the current ETag, reads again and succeeds", async () => {
     const t = await f.tenant();
-    const api = createClient({ baseUrl: stack.gatewayUrls[0] as string, token: t.apiKey, retries: 0 });
+    const api = createClient({ baseUrl: gatewayUrl(stack), token: t.apiKey, retries: 0 });
     const task = unwrap(await api.POST("/v1/tasks", { body: { title: "Shared" } }));
     const etag = `"${task.version}"`;
     const first = await api.PATCH("/v1/tasks/{task_id}", { params: { path: { task_id: task.id }, header: { "If-Match": etag } }, body: { notes: "first" } });
@@ -22,16 +22,11 @@ describe("the typed client with versions", () => {
       params: { path: { task_id: task.id }, header: { "If-Match": etag } },
       body: { title: "Shared, renamed" },
     });
-    let refused: unknown;
-    try {
-      unwrap(second);
-    } catch (e) {
-      refused = e;
-    }
+    const refused = await rejectionOf(() => unwrap(second), TasksvcError);
     expect(refused).toBeInstanceOf(TasksvcError);
-    expect((refused as TasksvcError).status).toBe(412);
-    expect((refused as TasksvcError).code).toBe("precondition_failed");
-    expect((refused as TasksvcError).etag).toBe('"2"');
+    expect(refused.status).toBe(412);
+    expect(refused.code).toBe("precondition_failed");
+    expect(refused.etag).toBe('"2"');
 
     // Read again, apply the edit to what is there, write with the new ETag.
     const again = await api.GET("/v1/tasks/{task_id}", { params: { path: { task_id: task.id } } });
@@ -51,7 +46,7 @@ describe("the typed client's batches", () => {
     const t = await f.tenant();
     // 250 items count 250 calls against the burst (one per item): more than the plan's 120.
     await f.admin("setLimits", { org: t.organizationId, burst: 1000 });
-    const api = createClient({ baseUrl: stack.gatewayUrls[0] as string, token: t.apiKey, retries: 0 });
+    const api = createClient({ baseUrl: gatewayUrl(stack), token: t.apiKey, retries: 0 });
     const calls: number[] = [];
     api.use({
       onRequest({ request }) {

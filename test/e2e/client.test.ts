@@ -4,13 +4,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createClient, TasksvcError, unwrap } from "@tasksvc/client";
-import { awayFromWindowEdge, e2eContext } from "@tasksvc/testing";
+import { awayFromWindowEdge, e2eContext, gatewayUrl, rejectionOf } from "@tasksvc/testing";
 import { describe, expect, it } from "vitest";
 
 // The typed client (@tasksvc/client) against the running stack: a script creates a task, pages
 // through tasks, survives a retried create without a twin, and waits out a burst limit's 429.
 const { stack, f, db } = e2eContext();
-const baseUrl = stack.gatewayUrls[0] as string;
+const baseUrl = gatewayUrl(stack);
 
 /** A fetch that loses the answer of the first request matching `lose` (it reached the server). */
 function losingFetch(lose: (r: Request) => boolean) {
@@ -163,18 +163,13 @@ describe("@tasksvc/client", () => {
     const api = createClient({ baseUrl, token: t.apiKey });
     const r = await api.GET("/v1/tasks/{task_id}", { params: { path: { task_id: "T-999999" } } });
     expect(r.error?.code).toBe("resource_not_found");
-    let thrown: unknown;
-    try {
-      unwrap(r);
-    } catch (e) {
-      thrown = e;
-    }
+    const thrown = await rejectionOf(() => unwrap(r), TasksvcError);
     expect(thrown).toBeInstanceOf(TasksvcError);
     expect(thrown).toMatchObject({ status: 404, code: "resource_not_found" });
-    expect((thrown as TasksvcError).requestId).toMatch(/^req_/);
+    expect(thrown.requestId).toMatch(/^req_/);
   });
 
-  it("when the types and the list of keyed writes are generated again from docs/openapi.json, then they match the committed libs/client/src/schema.ts and idempotent.ts", () => {
+  it("when the types and the list of keyed writes are generated again from docs/openapi.json, and the filter's ops from the API's table, then they match the committed libs/client/src/schema.ts, idempotent.ts and filter-ops.ts", () => {
     const root = fileURLToPath(new URL("../..", import.meta.url));
     const dir = mkdtempSync(join(tmpdir(), "tasksvc-client-"));
     try {
@@ -195,6 +190,11 @@ describe("@tasksvc/client", () => {
       });
       expect(readFileSync(keyed, "utf8"), "libs/client/src/idempotent.ts is stale: run `npm run generate -w libs/client`").toBe(
         readFileSync(join(root, "libs/client/src/idempotent.ts"), "utf8"),
+      );
+      const ops = join(dir, "filter-ops.ts");
+      execFileSync(process.execPath, [join(root, "scripts/gen-client-filters.mjs"), ops], { stdio: "ignore" });
+      expect(readFileSync(ops, "utf8"), "libs/client/src/filter-ops.ts is stale: run `npm run -s openapi`").toBe(
+        readFileSync(join(root, "libs/client/src/filter-ops.ts"), "utf8"),
       );
     } finally {
       rmSync(dir, { recursive: true, force: true });

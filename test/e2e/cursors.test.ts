@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { e2eContext, type Tenant } from "@tasksvc/testing";
+import { e2eContext, type Tenant, bodyOf, must } from "@tasksvc/testing";
 import { describe, expect, it } from "vitest";
+import { CreatedApiKey, CreatedWebhookEndpoint, type Page, Task } from "@tasksvc/contracts";
 
 // A cursor is bound to the organization that received it and to the path of its list, besides
 // its query: presented anywhere else it is 400 at /after, like a cursor reused with another
@@ -9,10 +10,10 @@ const { gw, f, db } = e2eContext();
 
 /** The first page of a list with one row per page: the cursor to the second. */
 async function cursorOf(t: Tenant, path: string): Promise<string> {
-  const r = await gw.get(`${path}?limit=1`, { token: t.apiKey });
+  const r = await gw.get<Page<unknown>>(`${path}?limit=1`, { token: t.apiKey });
   expect(r.status, r.text).toBe(200);
   expect(r.body.has_more, r.text).toBe(true);
-  return encodeURIComponent(r.body.next_cursor as string);
+  return encodeURIComponent(must(r.body.next_cursor, "the next page's cursor"));
 }
 
 const expectRebound = (r: { status: number; text: string; body: { code?: string; errors?: { pointer: string }[] } }) => {
@@ -24,14 +25,14 @@ const expectRebound = (r: { status: number; text: string; body: { code?: string;
 async function task(t: Tenant, title: string): Promise<string> {
   const r = await gw.post("/v1/tasks", { title }, { token: t.apiKey });
   expect(r.status, r.text).toBe(201);
-  return r.body.id as string;
+  return bodyOf(r, Task).id;
 }
 
 /** A webhook endpoint with two delivery rows, disabled so the dispatcher leaves the rows alone. */
 async function endpointWithDeliveries(t: Tenant): Promise<string> {
   const e = await gw.post("/v1/webhook-endpoints", { url: `https://hooks.example.com/cursors/${randomBytes(4).toString("hex")}` }, { token: t.apiKey });
   expect(e.status, e.text).toBe(201);
-  const id = e.body.id as string;
+  const id = bodyOf(e, CreatedWebhookEndpoint).id;
   expect((await gw.patch(`/v1/webhook-endpoints/${id}`, { enabled: false }, { token: t.apiKey })).status).toBe(200);
   for (let i = 0; i < 2; i++) {
     const payload = { type: "task.created", timestamp: "2026-11-23T10:00:00.000Z", data: { id: "T-1" } };
@@ -55,7 +56,7 @@ describe("a cursor's owner", () => {
     expectRebound(await gw.get(`/v1/tasks?limit=1&after=${cursor}`, { token: b.apiKey }));
     const second = await gw.post("/v1/api-keys", { name: "a worker" }, { token: a.apiKey });
     expect(second.status, second.text).toBe(201);
-    const handedOver = await gw.get(`/v1/tasks?limit=1&after=${cursor}`, { token: second.body.key as string });
+    const handedOver = await gw.get(`/v1/tasks?limit=1&after=${cursor}`, { token: bodyOf(second, CreatedApiKey).key });
     expect(handedOver.status, handedOver.text).toBe(200);
     expect(handedOver.body.data.map((x: { title: string }) => x.title)).toEqual(["one"]);
   });

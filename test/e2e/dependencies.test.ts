@@ -1,11 +1,11 @@
 import { createClient, unwrap } from "@tasksvc/client";
-import { e2eContext, type Tenant } from "@tasksvc/testing";
+import { e2eContext, type Tenant, gatewayUrl } from "@tasksvc/testing";
 import { describe, expect, it } from "vitest";
 
 // Tasks are made and views read through the typed client (@tasksvc/client); links go over raw
 // HTTP, since their status (201 new, 200 already there) is what these tests check.
 const { stack, gw, gw2, f, events, db } = e2eContext();
-const client = (t: Tenant) => createClient({ baseUrl: stack.gatewayUrls[0] as string, token: t.apiKey, retries: 0 });
+const client = (t: Tenant) => createClient({ baseUrl: gatewayUrl(stack), token: t.apiKey, retries: 0 });
 
 async function tasks(t: Tenant, n: number): Promise<string[]> {
   const api = client(t);

@@ -1,6 +1,5 @@
 import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
@@ -11,7 +10,7 @@ import { isAppError } from "@tasksvc/errors";
 import { createLogger } from "@tasksvc/logger";
 import { secretBox } from "@tasksvc/secrets";
 import { startService } from "@tasksvc/runtime";
-import { api, dropDatabase, dropNamespace, factories, loadService } from "@tasksvc/testing";
+import { api, dropDatabase, dropNamespace, factories, loadService, portOf } from "@tasksvc/testing";
 import { exportJWK, exportSPKI, generateKeyPair, importJWK, type JWK, jwtVerify, SignJWT } from "jose";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -139,7 +138,7 @@ describe("the development issuer, with no real issuer configured", () => {
     });
     await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok));
     cleanups.push(() => new Promise<void>((ok) => server.close(() => ok())));
-    const jwksUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/.well-known/jwks.json`;
+    const jwksUrl = `http://127.0.0.1:${portOf(server)}/.well-known/jwks.json`;
     // Same issuer and audience names as the development issuer, so only the signature differs.
     const lines: Line[] = [];
     const realGw = api((await start("gateway", { ...w.env, OAUTH_JWKS_URL: jwksUrl }, lines)).url);

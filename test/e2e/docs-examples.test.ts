@@ -1,4 +1,4 @@
-import { e2eContext, openSse, type ApiResponse, type JsonBody } from "@tasksvc/testing";
+import { e2eContext, openSse, type ApiResponse, type JsonBody, gatewayUrl } from "@tasksvc/testing";
 import { describe, expect, it } from "vitest";
 
 // Every request body the API reference offers (Swagger UI's "Example Value", which "Try it out"
@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 // object for each path parameter whose example cannot name one it has (a project, an endpoint).
 // The reads are tried the same way with the parameters "Try it out" prefills.
 const { gw, f, stack } = e2eContext();
-const base = stack.gatewayUrls[0] as string;
+const base = gatewayUrl(stack);
 
 type Json = Record<string, unknown>;
 interface Parameter {

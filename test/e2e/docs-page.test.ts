@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { factories } from "@tasksvc/testing";
+import { factories, gatewayUrl, problemOf } from "@tasksvc/testing";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 
@@ -10,7 +10,7 @@ const stack = inject("stack");
 // The gateway's base URL (PUBLIC_BASE_URL unset: localhost on its port), where a user opens /docs.
 // Its Servers box names `/`, so that "Try it out" calls the origin the page came from, whatever
 // name it was opened under (`byAddress`: as through a tunnel or a port mapping).
-const port = new URL(stack.gatewayUrls[0] as string).port;
+const port = new URL(gatewayUrl(stack)).port;
 const gateway = `http://localhost:${port}`;
 const byAddress = `http://127.0.0.1:${port}`;
 const f = factories(stack);
@@ -138,7 +138,7 @@ describe("/docs", () => {
 
   it("when a problem's type is followed, then the errors page has that code's row", async () => {
     const r = await fetch(`${gateway}/v1/tasks`);
-    const problem = (await r.json()) as { type: string; code: string };
+    const problem = await problemOf(r);
     expect(problem.type).toBe(`${gateway}/docs/errors#missing_credentials`);
     const page = await browser.newPage();
     try {

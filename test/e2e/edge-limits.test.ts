@@ -1,5 +1,5 @@
 import { connect, type Socket } from "node:net";
-import { e2eContext, startExtraGateway, type Tenant } from "@tasksvc/testing";
+import { e2eContext, startExtraGateway, type Tenant, gatewayUrl } from "@tasksvc/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // The edge of DESIGN.md section 20 on a real stack: credentials are checked from the headers
@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // 400, and ANON_RATE_LIMIT counts the routes that need no credential and the refused credentials. Raw sockets, since no
 // HTTP client sends half a body on purpose.
 const { stack, gw, f } = e2eContext();
-const shared = new URL(stack.gatewayUrls[0] as string);
+const shared = new URL(gatewayUrl(stack));
 
 interface Answer {
   status: number;

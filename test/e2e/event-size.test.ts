@@ -1,5 +1,5 @@
-import type { Task, TaskEvent } from "@tasksvc/contracts";
-import { e2eContext, eventually, type Tenant } from "@tasksvc/testing";
+import { Event, page, Task, type TaskEvent } from "@tasksvc/contracts";
+import { type ApiResponse, bodyOf, e2eContext, eventually, type Tenant } from "@tasksvc/testing";
 import { describe, expect, it } from "vitest";
 
 // DESIGN.md section 20, "Size", for events: an envelope stays under 256 KiB when its data leaves
@@ -33,10 +33,12 @@ async function streamedOf(mark: number, t: Tenant, count: number): Promise<TaskE
 async function deliveredOf(t: Tenant, count: number): Promise<Map<string, { changes?: unknown }>> {
   return eventually(
     async () => {
-      const rows = await db<{ event_id: string; payload: { changes?: unknown } }[]>`
-        select event_id, payload from webhooks.deliveries where organization_id = ${t.organizationId}`;
+      // Each delivery with its event's body, stored once for the event as the text sent.
+      const rows = await db<{ event_id: string; body: string }[]>`
+        select d.event_id, b.body from webhooks.deliveries d join webhooks.event_bodies b on b.event_id = d.event_id
+        where d.organization_id = ${t.organizationId}`;
       expect(rows.length, `deliveries of ${t.organizationId}`).toBeGreaterThanOrEqual(count);
-      return new Map(rows.map((r) => [r.event_id, r.payload]));
+      return new Map(rows.map((r) => [r.event_id, JSON.parse(r.body) as { changes?: unknown }]));
     },
     { what: `${count} deliveries of ${t.organizationId}`, timeoutMs: 30_000, intervalMs: 250 },
   );
@@ -47,10 +49,11 @@ async function feedIds(t: Tenant): Promise<string[]> {
   const ids: string[] = [];
   let after: string | null = null;
   do {
-    const r = await gw.get(`/v1/events?limit=100${after ? `&after=${encodeURIComponent(after)}` : ""}`, auth(t));
+    const r: ApiResponse = await gw.get(`/v1/events?limit=100${after ? `&after=${encodeURIComponent(after)}` : ""}`, auth(t));
     expect(r.status, r.text.slice(0, 500)).toBe(200);
-    ids.push(...(r.body.data as Array<{ id: string }>).map((e) => e.id));
-    after = r.body.next_cursor as string | null;
+    const feed = bodyOf(r, page(Event));
+    ids.push(...feed.data.map((e) => e.id));
+    after = feed.next_cursor;
   } while (after);
   return ids;
 }
@@ -71,9 +74,9 @@ describe("event size", () => {
     expect(big.status, big.text).toBe(201);
     const first = await gw.post("/v1/tasks", { title: "Ordinary" }, auth(b));
     expect(first.status, first.text).toBe(201);
-    const firstId = (first.body as unknown as Task).id;
+    const firstId = bodyOf(first, Task).id;
 
-    const patched = await gw.patch(`/v1/tasks/${(big.body as unknown as Task).id}`, { notes: "\u0001".repeat(100_000) }, auth(a));
+    const patched = await gw.patch(`/v1/tasks/${bodyOf(big, Task).id}`, { notes: "\u0001".repeat(100_000) }, auth(a));
     expect(patched.status, patched.text.slice(0, 500)).toBe(200);
     // Behind it, more events than the relay takes in one batch (256): a relay that cannot get
     // past the large event would publish some of them with each retry of its batch, never all.
@@ -114,7 +117,7 @@ describe("event size", () => {
     await endpoint(t);
     const created = await gw.post("/v1/tasks", { title: "Before", notes: "\u0001".repeat(30_000) }, auth(t));
     expect(created.status, created.text.slice(0, 500)).toBe(201);
-    const task = created.body as unknown as Task;
+    const task = bodyOf(created, Task);
     const mark = await events.mark();
     const patched = await gw.patch(
       `/v1/tasks/${task.id}`,
@@ -133,7 +136,7 @@ describe("event size", () => {
       description: { from_length: null, to_length: 13, truncated: true },
       status: { from: "TODO", to: "IN_PROGRESS" },
       notes: { from_length: 30_000, to_length: 30_001, truncated: true },
-      updated_at: { from: task.updated_at, to: (patched.body as unknown as Task).updated_at },
+      updated_at: { from: task.updated_at, to: bodyOf(patched, Task).updated_at },
     });
 
     const one = await gw.get(`/v1/events/${updated?.id}`, auth(t));
@@ -147,7 +150,7 @@ describe("event size", () => {
     const t = await f.tenant();
     const created = await gw.post("/v1/tasks", { title: "\u20ac".repeat(500), description: "\u0001".repeat(10_000), notes: "\u0001".repeat(100_000) }, auth(t));
     expect(created.status, created.text.slice(0, 500)).toBe(201);
-    const task = created.body as unknown as Task;
+    const task = bodyOf(created, Task);
     const mark = await events.mark();
     const patched = await gw.patch(
       `/v1/tasks/${task.id}`,

@@ -1,11 +1,11 @@
 import { createClient, unwrap } from "@tasksvc/client";
-import { e2eContext, eventually, openSse, type SseStream, type Tenant } from "@tasksvc/testing";
+import { e2eContext, eventually, openSse, type SseStream, type Tenant, gatewayUrl } from "@tasksvc/testing";
 import { describe, expect, it } from "vitest";
 
 // The live event stream: Server-Sent Events of an organization's task events, resumable with
 // Last-Event-ID, through the whole stack (real NATS JetStream and Postgres).
 const { gw, f, db, stack } = e2eContext();
-const base = stack.gatewayUrls[0] as string;
+const base = gatewayUrl(stack);
 const streamUrl = (query = "") => `${base}/v1/events/stream${query}`;
 const client = (t: Tenant) => createClient({ baseUrl: base, token: t.apiKey, retries: 2 });
 
@@ -38,7 +38,8 @@ describe("GET /v1/events/stream", () => {
     // Another organization writes at the same time.
     const writes = (async () => {
       const created: string[] = [];
-      // About 200 writes a second: ten at a time, a batch every 50 ms at most.
+      // About 200 writes a second: ten at a time, a batch every 50 ms at most (the load's pace,
+      // not a wait for anything).
       const paced = () => new Promise((r) => setTimeout(r, 50));
       for (let i = 0; i < 500; i += 10) {
         const [batch] = await Promise.all([
@@ -64,22 +65,32 @@ describe("GET /v1/events/stream", () => {
     expect(received.at(-1)).toBe(cut.id);
 
     // Some events are written while no stream is open: the reconnect replays them, then goes live.
-    await new Promise((r) => setTimeout(r, 500));
+    const seen = ids(first).length;
+    await eventually(async () => (await streamOrder(t.organizationId)).length >= seen + 50, {
+      timeoutMs: 30_000,
+      what: "events to be published while no stream is open",
+    });
     const second = await openSse(streamUrl(), { token: t.apiKey, lastEventId: cut.id });
     expect(second.status).toBe(200);
     await writes;
     await second.nth(600, 120_000);
     // Nothing more comes: every event after the 400th arrived once.
     await eventually(async () => expect(await streamOrder(t.organizationId)).toHaveLength(1000), { timeoutMs: 30_000, what: "every event to be published" });
-    await new Promise((r) => setTimeout(r, 500));
+    // One more event fences the stream, which keeps the published order: whatever it would still
+    // send of the first 1,000, a repeat included, it sends before this one.
+    const fence = unwrap(await client(t).POST("/v1/tasks", { body: { title: "fence" } }));
+    const isFence = (m: { data: string }) => m.data.includes(`"id":"${fence.id}"`);
+    await eventually(() => second.messages.some(isFence), { timeoutMs: 30_000, what: "the fence event on the stream" });
     second.close();
+    // The stream may send an event before its place is recorded (the relay records it after the publish).
+    await eventually(async () => expect(await streamOrder(t.organizationId)).toHaveLength(1001), { timeoutMs: 30_000, what: "the fence to be recorded" });
 
     const all = [...received, ...ids(second)];
     expect(new Set(all).size).toBe(all.length);
     expect(all).toEqual(await streamOrder(t.organizationId));
     // Each task's events in the order they happened.
     const byTask = new Map<string, string[]>();
-    for (const m of [...first.messages.slice(0, 400), ...second.messages]) {
+    for (const m of [...first.messages.slice(0, 400), ...second.messages.filter((x) => !isFence(x))]) {
       const e = JSON.parse(m.data) as { type: string; data: { id: string } };
       byTask.set(e.data.id, [...(byTask.get(e.data.id) ?? []), e.type]);
     }

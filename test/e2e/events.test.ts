@@ -1,13 +1,13 @@
 import { createClient, unwrap } from "@tasksvc/client";
 import type { Tenant } from "@tasksvc/testing";
-import { e2eContext } from "@tasksvc/testing";
+import { e2eContext, gatewayUrl } from "@tasksvc/testing";
 import { describe, expect, it } from "vitest";
 
 // Issue 16: the events feed. Every task event of the last 30 days, newest first, as the stream
 // carries it (the same ids) and as webhooks deliver it (test/e2e/webhook-delivery.test.ts holds
 // the feed equal to delivered bodies).
 const { gw, f, db, stack, events } = e2eContext();
-const client = (t: Tenant) => createClient({ baseUrl: stack.gatewayUrls[0] as string, token: t.apiKey, retries: 0 });
+const client = (t: Tenant) => createClient({ baseUrl: gatewayUrl(stack), token: t.apiKey, retries: 0 });
 
 /** Five creates and two updates: seven events, answered in the order they happened. */
 async function history(t: Tenant) {

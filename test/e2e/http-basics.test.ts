@@ -1,8 +1,8 @@
-import { api, factories } from "@tasksvc/testing";
+import { api, factories, gatewayUrl } from "@tasksvc/testing";
 import { afterAll, describe, expect, inject, it } from "vitest";
 
 const stack = inject("stack");
-const gw = api(stack.gatewayUrls[0] as string);
+const gw = api(gatewayUrl(stack));
 const f = factories(stack);
 afterAll(() => f.close());
 
@@ -37,7 +37,7 @@ describe("problem+json for every error", () => {
     // type: a URL the client can follow, on the gateway's base URL (PUBLIC_BASE_URL unset:
     // localhost on its port, whichever address the request was sent to).
     expect(r.body).toMatchObject({
-      type: `http://localhost:${new URL(stack.gatewayUrls[0] as string).port}/docs/errors#route_not_found`,
+      type: `http://localhost:${new URL(gatewayUrl(stack)).port}/docs/errors#route_not_found`,
       title: "Route not found",
       status: 404,
       code: "route_not_found",

@@ -1,5 +1,5 @@
 import { connect } from "node:net";
-import { factories, type Tenant } from "@tasksvc/testing";
+import { factories, type Tenant, gatewayUrl } from "@tasksvc/testing";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 
 // Issue 9, finding 5: what Node's HTTP server and fastify's router answered on their own (431, 414,
@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 // an x-request-id (decision 0010). Raw sockets, because no HTTP client sends these requests.
 
 const stack = inject("stack");
-const target = new URL(stack.gatewayUrls[0] as string);
+const target = new URL(gatewayUrl(stack));
 const f = factories(stack);
 let t: Tenant;
 beforeAll(async () => {

@@ -1,5 +1,6 @@
-import { e2eContext, type ApiResponse, type Tenant } from "@tasksvc/testing";
+import { e2eContext, type ApiResponse, type Tenant, bodyOf, pointersOf } from "@tasksvc/testing";
 import { describe, expect, it } from "vitest";
+import { ApiKey, page, Project, Task } from "@tasksvc/contracts";
 
 // Issue 9, finding 4: input that Postgres cannot store (NUL, unpaired surrogates, year 0000) was
 // answered 500. The contracts refuse it now (decision 0010): 400 validation_failed naming the
@@ -8,27 +9,26 @@ import { describe, expect, it } from "vitest";
 const { gw, f, db } = e2eContext();
 
 const NUL = "\u0000";
-const pointers = (r: ApiResponse) => ((r.body?.errors ?? []) as { pointer: string }[]).map((e) => e.pointer);
 function expectRefused(r: ApiResponse, pointer: string): void {
   expect(r.status, r.text).toBe(400);
   expect(r.headers.get("content-type"), r.text).toMatch(/^application\/problem\+json/);
   expect(r.headers.get("x-request-id"), r.text).toMatch(/^req_[0-9a-f]{32}$/);
   expect(r.body.code, r.text).toBe("validation_failed");
-  expect(pointers(r), r.text).toContain(pointer);
+  expect(pointersOf(r.body), r.text).toContain(pointer);
 }
 const count = async (table: string, orgId: string) =>
   Number((await db`select count(*)::int as n from ${db("tasks")}.${db(table)} where organization_id = ${orgId}`)[0]?.["n"]);
 const createTask = async (t: Tenant, body: Record<string, unknown>) => {
   const r = await gw.post("/v1/tasks", body, { token: t.apiKey });
   expect(r.status, r.text).toBe(201);
-  return r.body as { id: string; updated_at: string; [k: string]: unknown };
+  return bodyOf(r, Task);
 };
 const createProject = async (t: Tenant, name: string) => {
   const r = await gw.post("/v1/projects", { name }, { token: t.apiKey });
   expect(r.status, r.text).toBe(201);
-  return r.body as { id: string; name: string; updated_at: string };
+  return bodyOf(r, Project);
 };
-const keyCount = async (t: Tenant) => ((await gw.get("/v1/api-keys?limit=100", { token: t.apiKey })).body.data as unknown[]).length;
+const keyCount = async (t: Tenant) => bodyOf(await gw.get("/v1/api-keys?limit=100", { token: t.apiKey }), page(ApiKey)).data.length;
 
 describe("a NUL character (U+0000) in a stored string", () => {
   it("when any text field of a new task holds NUL, then 400 naming that field and no task is stored", async () => {

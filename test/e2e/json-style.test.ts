@@ -112,6 +112,20 @@ describe("one task in the same bytes in every answer", () => {
     const rest = await get(t, `/v1/tasks?limit=100`);
     for (const id of ids) expect(rest).toContain(await get(t, `/v1/tasks/${id}`));
   });
+
+  it("when tasks are written in a batch, then each item's task is the bytes of its GET", async () => {
+    const t = await f.tenant();
+    const parent = (await gw.post("/v1/tasks", { title: "parent" }, { token: t.apiKey })).body;
+    const { recurrence: _r, ...once } = FULL;
+    const operations = [
+      { method: "create", body: { ...once, parent_task_id: parent.id } },
+      { method: "archive", task_id: parent.id },
+    ];
+    const r = await gw.post("/v1/tasks/batch", { operations }, { token: t.apiKey });
+    expect(r.status, r.text).toBe(200);
+    const results: Array<{ body: { id: string } }> = JSON.parse(r.text).results;
+    for (const item of results) expect(r.text, item.body.id).toContain(`"body":${await get(t, `/v1/tasks/${item.body.id}`)}`);
+  });
 });
 
 describe("every answer is compact JSON", () => {

@@ -1,5 +1,5 @@
 import { parseConfig } from "@tasksvc/config";
-import { api, eventually, factories, loadService, startStack, type StartedStack } from "@tasksvc/testing";
+import { api, eventually, factories, loadService, startStack, type StartedStack, problemOf } from "@tasksvc/testing";
 import { createLogger } from "@tasksvc/logger";
 import { startService } from "@tasksvc/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -168,7 +168,7 @@ describe("health", () => {
     const gateway = stack.gatewayUrls[0] ?? "";
     const before = await fetch(`${gateway}/readyz`);
     expect(before.status).toBe(503);
-    const problem = (await before.json()) as { detail: string };
+    const problem = await problemOf(before);
     expect(problem.detail).toContain("service:boards unreachable");
     expect(problem.detail).not.toContain("service:tasks");
 

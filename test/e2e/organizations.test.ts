@@ -1,10 +1,10 @@
-import { api, factories } from "@tasksvc/testing";
+import { api, factories, gatewayUrl } from "@tasksvc/testing";
 import postgres from "postgres";
 import { afterAll, describe, expect, inject, it } from "vitest";
 
 const stack = inject("stack");
-const gw = api(stack.gatewayUrls[0] as string);
-const gw2 = api((stack.gatewayUrls[1] ?? stack.gatewayUrls[0]) as string);
+const gw = api(gatewayUrl(stack));
+const gw2 = api(stack.gatewayUrls[1] ?? gatewayUrl(stack));
 const f = factories(stack);
 const sql = postgres(stack.databaseUrl, { max: 1, onnotice: () => {} });
 afterAll(async () => {

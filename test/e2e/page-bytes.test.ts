@@ -1,5 +1,6 @@
-import { e2eContext, eventually, openSse, type ApiResponse, type Tenant } from "@tasksvc/testing";
+import { e2eContext, eventually, openSse, type ApiResponse, type Tenant, bodyOf } from "@tasksvc/testing";
 import { describe, expect, it } from "vitest";
+import { Project, Task } from "@tasksvc/contracts";
 
 // DESIGN 20, Size: no reply between services may exceed NATS's max_payload (1 MiB here). Pages
 // stop at a byte budget and answer has_more with the cursor after the last item sent, so a page
@@ -21,7 +22,7 @@ async function bigTasks(t: Tenant, n: number): Promise<string[]> {
   for (let i = 0; i < n; i++) {
     const r = await gw.post("/v1/tasks", { title: `big ${i}`, notes: LONG_NOTES }, auth(t));
     expect(r.status, say(r)).toBe(201);
-    ids.push(r.body.id as string);
+    ids.push(bodyOf(r, Task).id);
   }
   return ids;
 }
@@ -117,7 +118,7 @@ describe("projects over the message size", () => {
       );
       for (const r of made) {
         expect(r.status, say(r)).toBe(201);
-        ids.push(r.body.id as string);
+        ids.push(bodyOf(r, Project).id);
       }
     }
     const pages = await allPages((after) => gw.get(`/v1/projects${query(after, "limit=100")}`, auth(t)));

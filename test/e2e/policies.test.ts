@@ -1,11 +1,12 @@
 import { requestFingerprint } from "@tasksvc/gateway";
-import { api, awayFromWindowEdge, eventually, factories } from "@tasksvc/testing";
+import { api, awayFromWindowEdge, eventually, factories, gatewayUrl, bodyOf, must } from "@tasksvc/testing";
 import postgres from "postgres";
 import { afterAll, describe, expect, inject, it } from "vitest";
+import { Member, page } from "@tasksvc/contracts";
 
 const stack = inject("stack");
-const gw = api(stack.gatewayUrls[0] as string);
-const gw2 = api(stack.gatewayUrls[1] as string);
+const gw = api(gatewayUrl(stack));
+const gw2 = api(gatewayUrl(stack, 1));
 const f = factories(stack);
 const db = postgres(stack.databaseUrl, { max: 2, onnotice: () => {} });
 afterAll(async () => {
@@ -262,7 +263,7 @@ describe("cursor pagination", () => {
     const t = await f.tenant();
     await f.user(t.organizationId);
     const p1 = await gw.get("/v1/members?limit=1", { token: t.apiKey });
-    const [payload, mac] = (p1.body.next_cursor as string).split(".");
+    const [payload, mac] = must(bodyOf(p1, page(Member)).next_cursor, "a cursor to the second page").split(".");
     const forgedPayload = Buffer.from(
       JSON.stringify({ r: Buffer.from(JSON.stringify(["1970-01-01T00:00:00.000000", ""])).toString("base64url"), q: "x" }),
     ).toString("base64url");

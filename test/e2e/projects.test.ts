@@ -1,11 +1,11 @@
 import { createClient, TasksvcError, unwrap } from "@tasksvc/client";
-import { e2eContext } from "@tasksvc/testing";
+import { e2eContext, gatewayUrl } from "@tasksvc/testing";
 import { describe, expect, it } from "vitest";
 
 // Behaviour through the typed client (@tasksvc/client), as API users write it; raw HTTP where
 // the test is about the wire (replayed bytes, fields the client's types would refuse).
 const { stack, gw, gw2, f, events, db } = e2eContext();
-const client = (token: string) => createClient({ baseUrl: stack.gatewayUrls[0] as string, token, retries: 0 });
+const client = (token: string) => createClient({ baseUrl: gatewayUrl(stack), token, retries: 0 });
 /** The problem an awaited call answered (the test fails if it succeeded). */
 const problemOf = async (call: Promise<{ data?: unknown; error?: unknown; response: Response }>): Promise<TasksvcError> => {
   try {

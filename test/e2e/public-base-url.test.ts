@@ -1,6 +1,7 @@
 import { request as httpRequest } from "node:http";
-import { e2eContext, startExtraGateway, type Tenant } from "@tasksvc/testing";
+import { e2eContext, startExtraGateway, type Tenant, gatewayUrl, bodyOf } from "@tasksvc/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DownloadLink, UploadTicket } from "@tasksvc/contracts";
 
 // The links the gateway hands out (upload and download), a problem's `type` and the document's
 // `servers` are built on PUBLIC_BASE_URL; without it, links and types on http://localhost:<port>
@@ -8,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // the Host (or X-Forwarded-Host, or Forwarded) a client sends, which would let anyone have links to
 // a host of their choosing handed out under the API's name.
 const { stack, f } = e2eContext();
-const stackGateway = new URL(stack.gatewayUrls[0] as string);
+const stackGateway = new URL(gatewayUrl(stack));
 const DEFAULT_BASE = `http://localhost:${stackGateway.port}`;
 /** Every header a client could use to name another host, sent with every request below. */
 const STEERING = {
@@ -77,8 +78,8 @@ async function linksAndProblems(gateway: URL, t: Tenant, reach: (link: string) =
   const replayed = await send(gateway, "POST", "/v1/tasks", { ...once, headers: { ...once.headers, host: "elsewhere.example" } });
   const doc = await send(gateway, "GET", "/v1/openapi.json");
   return {
-    uploadUrl: started.body.upload_url as string,
-    downloadUrl: link.body.download_url as string,
+    uploadUrl: bodyOf(started, UploadTicket).upload_url,
+    downloadUrl: bodyOf(link, DownloadLink).download_url,
     types: [noRoute, anonymous, invalid, replayed].map((p) => `${p.status} ${p.body.type}`),
     servers: doc.body.servers,
   };

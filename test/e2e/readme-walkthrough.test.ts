@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { createServer, type AddressInfo } from "node:net";
+import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
-import { startStack, type StartedStack } from "@tasksvc/testing";
+import { eventually, startStack, type StartedStack, gatewayUrl, portOf } from "@tasksvc/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { assignments, type Expectation, match, type Pattern, readmeSteps, type Step, stringPattern } from "./readme-steps.js";
 
@@ -37,14 +37,14 @@ let failedAt: Step | undefined;
 async function freePort(): Promise<number> {
   const srv = createServer();
   await new Promise<void>((ok) => srv.listen(0, "127.0.0.1", ok));
-  const { port } = srv.address() as AddressInfo;
+  const port = portOf(srv);
   await new Promise((ok) => srv.close(ok));
   return port;
 }
 
 /** Addresses as this run has them: its own gateway, and a free port for the receiver. */
 function located(text: string): string {
-  const port = new URL(stack.gatewayUrls[0] as string).port;
+  const port = new URL(gatewayUrl(stack)).port;
   return text.replaceAll("localhost:8080", `localhost:${port}`).replaceAll("127.0.0.1:9000", `127.0.0.1:${receiverPort}`);
 }
 /** The command as this run types it: located, with the ids answered so far for the README's placeholders. */
@@ -84,14 +84,11 @@ function run(command: string): Promise<{ code: number | null; stdout: string; st
 }
 
 /** Polls `check` until it returns true; false once the deadline passes. */
-async function until(check: () => boolean | Promise<boolean>, ms = 30_000): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  for (let wait = 100; ; wait = Math.min(wait * 2, 2000)) {
-    if (await check()) return true;
-    if (Date.now() > deadline) return false;
-    await new Promise((r) => setTimeout(r, wait));
-  }
-}
+const until = (check: () => boolean | Promise<boolean>, ms = 30_000): Promise<boolean> =>
+  eventually(check, { timeoutMs: ms, intervalMs: 200 }).then(
+    () => true,
+    () => false,
+  );
 
 const MARK = "\n@@status ";
 interface Answer {

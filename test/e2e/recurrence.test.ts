@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { createClient, unwrap } from "@tasksvc/client";
 import { boardsRpc, rolloverMessages, systemContext } from "@tasksvc/contracts";
 import { client as rpcClient, connectNats, encodeJson, jetstream } from "@tasksvc/nats";
-import { eventually, factories, startStack, type StartedStack, type Tenant } from "@tasksvc/testing";
+import { eventually, factories, startStack, type StartedStack, type Tenant, gatewayUrl } from "@tasksvc/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // Issue 16 end to end: a recurring task created through the API gets its next occurrence from
@@ -40,7 +40,7 @@ async function ticksPass(n: number): Promise<void> {
   await eventually(async () => (await ticks()) >= from + n, { what: `${n} more scheduler ticks` });
 }
 
-const client = (t: Tenant) => createClient({ baseUrl: stack.gatewayUrls[0] as string, token: t.apiKey, retries: 0 });
+const client = (t: Tenant) => createClient({ baseUrl: gatewayUrl(stack), token: t.apiKey, retries: 0 });
 
 describe("recurring tasks through the running service", () => {
   it("when a daily task is created, then its next occurrence appears once, as a TODO task due tomorrow, with its task.created event in the feed", async () => {

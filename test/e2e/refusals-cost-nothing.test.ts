@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { awayFromWindowEdge, e2eContext, openSse, type SseStream, type Tenant } from "@tasksvc/testing";
+import { awayFromWindowEdge, e2eContext, openSse, type SseStream, type Tenant, bodyOf } from "@tasksvc/testing";
 import { describe, expect, it } from "vitest";
+import { page, Task } from "@tasksvc/contracts";
 
 // DESIGN.md sections 9 and 20: a batch costs one call per item against the billing period and one
 // per item against the burst limit, all or none; a request refused with 429 costs nothing,
@@ -10,9 +11,10 @@ const { gw, f, stack } = e2eContext();
 
 const auth = (t: Tenant, headers: Record<string, string> = {}) => ({ token: t.apiKey, headers });
 const creates = (n: number, title = "Item") => Array.from({ length: n }, (_x, i) => ({ method: "create", body: { title: `${title} ${i}` } }));
-const batch = (t: Tenant, n: number, headers: Record<string, string> = {}) => gw.post("/v1/tasks/batch", { operations: creates(n) }, auth(t, headers));
+const batch = (t: Tenant, n: number, headers: Record<string, string> = {}) =>
+  gw.post<{ results: Array<{ status: number }>; code?: string; detail?: string }>("/v1/tasks/batch", { operations: creates(n) }, auth(t, headers));
 const callsUsed = async (t: Tenant) => Number((await gw.get("/v1/usage", auth(t))).body.calls_used);
-const taskCount = async (t: Tenant) => ((await gw.get("/v1/tasks?limit=100", auth(t))).body.data as unknown[]).length;
+const taskCount = async (t: Tenant) => bodyOf(await gw.get("/v1/tasks?limit=100", auth(t)), page(Task)).data.length;
 
 describe("what a batch costs", () => {
   it("when a batch has more items than the burst window has left, then it is refused whole with 429 rate_limited and costs nothing", async () => {
@@ -27,7 +29,7 @@ describe("what a batch costs", () => {
     // Its burst call was given back: a batch of 3 takes the whole window, and then nothing passes.
     const three = await batch(t, 3);
     expect(three.status, three.text).toBe(200);
-    expect((three.body.results as Array<{ status: number }>).map((r) => r.status)).toEqual([201, 201, 201]);
+    expect(three.body.results.map((r) => r.status)).toEqual([201, 201, 201]);
     const next = await gw.get("/v1/tasks/T-1", auth(t));
     expect(next.status, next.text).toBe(429);
     expect(next.body.code).toBe("rate_limited");
@@ -59,7 +61,7 @@ describe("what a batch costs", () => {
 
     const fits = await batch(t, 10);
     expect(fits.status, fits.text).toBe(200);
-    expect((fits.body.results as Array<{ status: number }>).every((r) => r.status === 201)).toBe(true);
+    expect(fits.body.results.every((r) => r.status === 201)).toBe(true);
     const next = await gw.get("/v1/usage", auth(t));
     expect(next.status, next.text).toBe(429);
     expect(next.body.code).toBe("quota_exhausted");

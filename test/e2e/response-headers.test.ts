@@ -1,12 +1,13 @@
-import { e2eContext } from "@tasksvc/testing";
+import { e2eContext, gatewayUrl, bodyOf } from "@tasksvc/testing";
 import { describe, expect, it } from "vitest";
+import { Task } from "@tasksvc/contracts";
 
 // Every answer carries `X-Content-Type-Options: nosniff` (a browser never runs or renders a body
 // as a type other than the one sent), and every answer that is not the documentation's fixed
 // files carries `Cache-Control: no-store`: a shared cache (a proxy, a CDN) or a browser keeps no
 // organization's data and no answer about a credential.
 const { stack, gw, f } = e2eContext();
-const base = stack.gatewayUrls[0] as string;
+const base = gatewayUrl(stack);
 
 interface Seen {
   what: string;
@@ -28,7 +29,7 @@ describe("headers on every answer", () => {
     const auth = { token: t.apiKey };
     const created = await gw.post("/v1/tasks", { title: "cache me not" }, auth);
     expect(created.status, created.text).toBe(201);
-    const id = created.body.id as string;
+    const id = bodyOf(created, Task).id;
     const once = { ...auth, headers: { "idempotency-key": `headers-${id}` } };
     const answers: Seen[] = [
       seen("create", created),

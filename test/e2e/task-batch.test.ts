@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
-import type { Task } from "@tasksvc/contracts";
-import { awayFromWindowEdge, e2eContext, eventually, type Tenant } from "@tasksvc/testing";
+import { CreatedApiKey, Event, page, Task, TaskVersion } from "@tasksvc/contracts";
+import { awayFromWindowEdge, e2eContext, eventually, type Tenant, bodyOf, pointersOf, type ApiResponse } from "@tasksvc/testing";
 import { describe, expect, it } from "vitest";
 
 // POST /v1/tasks/batch: each item answers, applies, emits and records history exactly as its
@@ -18,7 +18,8 @@ interface Result {
   etag?: string;
   body: Record<string, unknown>;
 }
-const batch = (t: Tenant, operations: Op[], headers: Record<string, string> = {}) => gw.post("/v1/tasks/batch", { operations }, auth(t, headers));
+const batch = (t: Tenant, operations: Op[], headers: Record<string, string> = {}) =>
+  gw.post<{ results: Result[]; code?: string; detail?: string }>("/v1/tasks/batch", { operations }, auth(t, headers));
 
 async function newTasks(t: Tenant, n: number): Promise<void> {
   for (let i = 1; i <= n; i++) expect((await gw.post("/v1/tasks", { title: `Task ${i}` }, auth(t))).status).toBe(201);
@@ -29,15 +30,16 @@ async function eventCount(t: Tenant, type: string): Promise<number> {
   let n = 0;
   let after: string | null = null;
   do {
-    const r = await gw.get(`/v1/events?type=${type}&limit=100${after ? `&after=${encodeURIComponent(after)}` : ""}`, auth(t));
+    const r: ApiResponse = await gw.get(`/v1/events?type=${type}&limit=100${after ? `&after=${encodeURIComponent(after)}` : ""}`, auth(t));
     expect(r.status, r.text).toBe(200);
-    n += (r.body.data as unknown[]).length;
-    after = r.body.next_cursor as string | null;
+    const feed = bodyOf(r, page(Event));
+    n += feed.data.length;
+    after = feed.next_cursor;
   } while (after);
   return n;
 }
 const historyOf = async (t: Tenant, id: string) =>
-  ((await gw.get(`/v1/tasks/${id}/history?limit=100`, auth(t))).body.data as Array<{ version: number }>).map((v) => v.version);
+  bodyOf(await gw.get(`/v1/tasks/${id}/history?limit=100`, auth(t)), page(TaskVersion)).data.map((v) => v.version);
 const callsUsed = async (t: Tenant) => Number((await gw.get("/v1/usage", auth(t))).body.calls_used);
 
 /**
@@ -65,7 +67,7 @@ describe("POST /v1/tasks/batch", () => {
     expect(ops).toHaveLength(100);
     const r = await batch(t, ops);
     expect(r.status, r.text).toBe(200);
-    const results = r.body.results as Result[];
+    const results = r.body.results;
     expect(results).toHaveLength(100);
 
     // The three failures, at their indexes, with the problem the single operation answers.
@@ -74,7 +76,7 @@ describe("POST /v1/tasks/batch", () => {
     const single400 = await gw.post("/v1/tasks", ops[10]?.["body"], auth(t));
     expect(single400.status).toBe(400);
     expect(results[10]).toEqual({ status: 400, body: single400.body });
-    expect(((results[10]?.body["errors"] ?? []) as Array<{ pointer: string }>).map((e) => e.pointer).sort()).toEqual(["/priority", "/title"]);
+    expect(pointersOf(results[10]?.body).sort()).toEqual(["/priority", "/title"]);
     const single404 = await gw.patch("/v1/tasks/T-999", { priority: "HIGH" }, auth(t));
     expect(results[52]).toEqual({ status: 404, body: single404.body });
     expect(results[51]?.status).toBe(412);
@@ -89,7 +91,7 @@ describe("POST /v1/tasks/batch", () => {
     expect(results.slice(53, 99).every((x) => x.status === 200 && x.body["priority"] === "HIGH" && x.body["version"] === 2)).toBe(true);
     expect(results[99]).toMatchObject({ status: 200, body: { id: "T-1", archived: true } });
     expect(await gw.get("/v1/tasks/T-53", auth(t))).toMatchObject({ status: 404 });
-    const t4 = (await gw.get("/v1/tasks/T-4", auth(t))).body as unknown as Task;
+    const t4 = bodyOf(await gw.get("/v1/tasks/T-4", auth(t)), Task);
     expect(t4).toMatchObject({ version: 2, status: "IN_PROGRESS" });
 
     // History as the single operations make it; one event per applied item.
@@ -170,7 +172,7 @@ describe("POST /v1/tasks/batch", () => {
       Array.from({ length: 12 }, (_x, i) => ({ method: "update", task_id: "T-1", body: { title: `Long notes ${i}` }, if_match: `"${i + 1}"` })),
     );
     expect(r.status, r.text.slice(0, 500)).toBe(200);
-    const results = r.body.results as Result[];
+    const results = r.body.results;
     expect(results.map((x) => [x.status, x.body["version"], x.body["title"]])).toEqual(Array.from({ length: 12 }, (_x, i) => [200, i + 2, `Long notes ${i}`]));
     expect(results.every((x) => x.body["notes"] === notes)).toBe(true);
   });
@@ -214,7 +216,7 @@ describe("POST /v1/tasks/batch", () => {
     const t = await f.tenant();
     const reader = await gw.post("/v1/api-keys", { name: "reader", scopes: ["tasks:read"] }, auth(t));
     expect(reader.status, reader.text).toBe(201);
-    const r = await gw.post("/v1/tasks/batch", { operations: [{ method: "create", body: { title: "No" } }] }, { token: reader.body.key as string });
+    const r = await gw.post("/v1/tasks/batch", { operations: [{ method: "create", body: { title: "No" } }] }, { token: bodyOf(reader, CreatedApiKey).key });
     expect(r.status, r.text).toBe(403);
     expect(r.body.code).toBe("insufficient_scope");
     expect(await gw.get("/v1/tasks/T-1", auth(t))).toMatchObject({ status: 404 });
@@ -237,10 +239,7 @@ describe("POST /v1/tasks/batch", () => {
       const r = await gw.post("/v1/tasks/batch", body, auth(t));
       expect(r.status, `${JSON.stringify(body).slice(0, 80)} ${r.text}`).toBe(400);
       expect(r.body.code).toBe("validation_failed");
-      expect(
-        (r.body.errors as Array<{ pointer: string }>).map((e) => e.pointer),
-        r.text,
-      ).toContain(pointer);
+      expect(pointersOf(r.body), r.text).toContain(pointer);
     }
     expect(await gw.get("/v1/tasks/T-1", auth(t))).toMatchObject({ status: 404 });
   });

@@ -1,5 +1,5 @@
-import type { Task, TaskEvent } from "@tasksvc/contracts";
-import { e2eContext, eventually, type Tenant } from "@tasksvc/testing";
+import { type Page, Project, Task, type TaskEvent } from "@tasksvc/contracts";
+import { e2eContext, eventually, type Tenant, bodyOf } from "@tasksvc/testing";
 import { describe, expect, it } from "vitest";
 
 // `changes` on task.updated and task.archived: each field of the task that changed, from and to,
@@ -15,7 +15,7 @@ interface FeedEvent {
   data: Task;
   changes?: Record<string, { from: unknown; to: unknown }>;
 }
-const feed = async (t: Tenant, id: string): Promise<FeedEvent[]> => (await gw.get(`/v1/events?task_id=${id}&limit=100`, auth(t))).body.data as FeedEvent[];
+const feed = async (t: Tenant, id: string): Promise<FeedEvent[]> => (await gw.get<Page<FeedEvent>>(`/v1/events?task_id=${id}&limit=100`, auth(t))).body.data;
 
 describe("changes on task events", () => {
   it("when a task's fields of every kind change, then its events say each change from and to, and the feed, the stream and the webhook body carry the same object", async () => {
@@ -23,13 +23,13 @@ describe("changes on task events", () => {
     // An endpoint, so that every event is also a delivery whose body we can read.
     const hook = await gw.post("/v1/webhook-endpoints", { url: `https://hooks.example.com/changes/${t.organizationId}` }, auth(t));
     expect(hook.status, hook.text).toBe(201);
-    const p1 = (await gw.post("/v1/projects", { name: "One" }, auth(t))).body.id as string;
-    const p2 = (await gw.post("/v1/projects", { name: "Two" }, auth(t))).body.id as string;
-    const created = (await gw.post("/v1/tasks", { title: "Before", priority: "LOW", story_points: 2, project_ids: [p1] }, auth(t))).body as unknown as Task;
-    const blocker = (await gw.post("/v1/tasks", { title: "Blocker" }, auth(t))).body as unknown as Task;
+    const p1 = bodyOf(await gw.post("/v1/projects", { name: "One" }, auth(t)), Project).id;
+    const p2 = bodyOf(await gw.post("/v1/projects", { name: "Two" }, auth(t)), Project).id;
+    const created = bodyOf(await gw.post("/v1/tasks", { title: "Before", priority: "LOW", story_points: 2, project_ids: [p1] }, auth(t)), Task);
+    const blocker = bodyOf(await gw.post("/v1/tasks", { title: "Blocker" }, auth(t)), Task);
     const mark = await events.mark();
 
-    const patched = (
+    const patched = bodyOf(
       await gw.patch(
         `/v1/tasks/${created.id}`,
         {
@@ -42,10 +42,11 @@ describe("changes on task events", () => {
           project_ids: [p1, p2],
         },
         auth(t),
-      )
-    ).body as unknown as Task;
+      ),
+      Task,
+    );
     expect((await gw.post(`/v1/tasks/${created.id}/dependencies`, { blocker_task_id: blocker.id }, auth(t))).status).toBe(201);
-    const archived = (await gw.post(`/v1/tasks/${created.id}/archive`, undefined, auth(t))).body as unknown as Task;
+    const archived = bodyOf(await gw.post(`/v1/tasks/${created.id}/archive`, undefined, auth(t)), Task);
     expect((await gw.delete(`/v1/projects/${p2}`, auth(t))).status).toBe(200);
 
     const fed = (await feed(t, created.id)).reverse();
@@ -78,11 +79,14 @@ describe("changes on task events", () => {
     );
     expect((streamed ?? []).map((e) => ({ id: e.id, changes: e.changes }))).toEqual(fed.slice(1).map((e) => ({ id: e.id, changes: e.changes })));
 
-    // The webhook bodies: each delivery's payload is the body sent, beside `data`.
+    // The webhook bodies: each delivery's event's stored body is the body sent, beside `data`.
     const bodies = await eventually(
       async () => {
-        const rows = await db<{ event_id: string; payload: { changes?: unknown; data: { id: string } } }[]>`
-          select event_id, payload from webhooks.deliveries where organization_id = ${t.organizationId}`;
+        const rows = (
+          await db<{ event_id: string; body: string }[]>`
+            select d.event_id, b.body from webhooks.deliveries d join webhooks.event_bodies b on b.event_id = d.event_id
+            where d.organization_id = ${t.organizationId}`
+        ).map((r) => ({ event_id: r.event_id, payload: JSON.parse(r.body) as { changes?: unknown; data: { id: string } } }));
         const mine = rows.filter((r) => r.payload.data.id === created.id);
         return mine.length === 5 ? mine : false;
       },

@@ -1,5 +1,5 @@
-import type { Task } from "@tasksvc/contracts";
-import { e2eContext } from "@tasksvc/testing";
+import { Task, page } from "@tasksvc/contracts";
+import { e2eContext, bodyOf, must } from "@tasksvc/testing";
 import { TASK_INDEXES } from "@tasksvc/tasks";
 import postgres from "postgres";
 import { afterAll, describe, expect, it } from "vitest";
@@ -26,7 +26,7 @@ describe("the sync horizon of sort=updated_at", () => {
     for (const title of ["held back", "changed meanwhile"]) expect((await gw.post("/v1/tasks", { title }, { token: t.apiKey })).status).toBe(201);
     const before = await gw.get("/v1/tasks?sort=updated_at", { token: t.apiKey });
     expect(ids(before)).toEqual(["T-1", "T-2"]);
-    const since = (before.body.data as Task[])[1]?.updated_at as string;
+    const since = must(bodyOf(before, page(Task)).data[1], "the second task").updated_at;
 
     let release: () => void = () => {};
     const released = new Promise<void>((resolve) => {
@@ -54,7 +54,7 @@ describe("the sync horizon of sort=updated_at", () => {
     await held;
     const after = await gw.get(`/v1/tasks?sort=updated_at&updated_gte=${encodeURIComponent(since)}`, { token: t.apiKey });
     expect(ids(after)).toEqual(["T-1", "T-2"]);
-    expect((after.body.data as Task[]).map((x) => x.title)).toEqual(["held back, renamed", "changed meanwhile, renamed"]);
+    expect(bodyOf(after, page(Task)).data.map((x) => x.title)).toEqual(["held back, renamed", "changed meanwhile, renamed"]);
   });
 });
 

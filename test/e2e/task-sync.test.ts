@@ -1,5 +1,5 @@
-import type { Task } from "@tasksvc/contracts";
-import { e2eContext, eventually, type Tenant } from "@tasksvc/testing";
+import { Task } from "@tasksvc/contracts";
+import { e2eContext, eventually, type Tenant, bodyOf } from "@tasksvc/testing";
 import { describe, expect, it } from "vitest";
 
 // The sync recipe under concurrent writes: a reader that pages `sort=updated_at&updated_gte=<the
@@ -111,7 +111,7 @@ describe("the sync recipe", () => {
         for (let i = w; i < INITIAL; i += 6) {
           const r = await gw.post("/v1/tasks", { title: `task ${i}`, status: pick(STATUSES) }, { token: t.apiKey });
           expect(r.status, r.text).toBe(201);
-          ids.push(r.body.id as string);
+          ids.push(bodyOf(r, Task).id);
         }
       }),
     );
@@ -124,7 +124,7 @@ describe("the sync recipe", () => {
         if (Math.random() < 0.15) {
           const r = await gw.post("/v1/tasks", { title: `new ${w}.${i}`, priority: pick(PRIORITIES) ?? "LOW" }, { token: t.apiKey });
           expect(r.status, r.text).toBe(201);
-          ids.push(r.body.id as string);
+          ids.push(bodyOf(r, Task).id);
         } else {
           const body: Record<string, unknown> = { title: `w${w} ${i}` };
           if (Math.random() < 0.5) body["status"] = pick(STATUSES);

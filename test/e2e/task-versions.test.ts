@@ -1,5 +1,5 @@
-import type { Task } from "@tasksvc/contracts";
-import { e2eContext, type Tenant } from "@tasksvc/testing";
+import { Event, page, Task, TaskVersion } from "@tasksvc/contracts";
+import { e2eContext, type Tenant, bodyOf, pointersOf } from "@tasksvc/testing";
 import { describe, expect, it } from "vitest";
 
 // A task's version and ETag, and the conditional requests on it: If-Match on every write of the
@@ -12,12 +12,12 @@ const auth = (t: Tenant, headers: Record<string, string> = {}) => ({ token: t.ap
 async function newTask(t: Tenant, title = "Versioned"): Promise<Task> {
   const r = await gw.post("/v1/tasks", { title }, auth(t));
   expect(r.status, r.text).toBe(201);
-  return r.body as unknown as Task;
+  return bodyOf(r, Task);
 }
 const eventsOf = async (t: Tenant, id: string, type: string) =>
-  ((await gw.get(`/v1/events?task_id=${id}&type=${type}&limit=100`, auth(t))).body.data as unknown[]).length;
+  bodyOf(await gw.get(`/v1/events?task_id=${id}&type=${type}&limit=100`, auth(t)), page(Event)).data.length;
 const historyOf = async (t: Tenant, id: string) =>
-  ((await gw.get(`/v1/tasks/${id}/history?limit=100`, auth(t))).body.data as Array<{ version: number }>).map((v) => v.version);
+  bodyOf(await gw.get(`/v1/tasks/${id}/history?limit=100`, auth(t)), page(TaskVersion)).data.map((v) => v.version);
 const expect412 = (r: { status: number; text: string; headers: Headers; body: { code?: unknown } }, etag: string) => {
   expect(r.status, r.text).toBe(412);
   expect(r.body.code).toBe("precondition_failed");
@@ -47,7 +47,7 @@ describe("a task's version and ETag", () => {
     }
     // History holds the content versions, each with the task's version it was.
     expect(await historyOf(t, task.id)).toEqual([5, 2, 1]);
-    const listed = (await gw.get("/v1/tasks", auth(t))).body.data as Task[];
+    const listed = bodyOf(await gw.get("/v1/tasks", auth(t)), page(Task)).data;
     expect(listed[0]?.version).toBe(5);
   });
 });
@@ -67,7 +67,7 @@ describe("If-None-Match on GET /v1/tasks/{id}", () => {
     expect(other.body.version).toBe(1);
     const bad = await gw.get(`/v1/tasks/${task.id}`, auth(t, { "if-none-match": "1" }));
     expect(bad.status, bad.text).toBe(400);
-    expect((bad.body.errors as Array<{ pointer: string }>).map((e) => e.pointer)).toEqual(["/If-None-Match"]);
+    expect(pointersOf(bad.body)).toEqual(["/If-None-Match"]);
   });
 });
 
@@ -99,7 +99,7 @@ describe("If-Match", () => {
       if (what === "unarchive") expect((await gw.post(`/v1/tasks/${task.id}/archive`, undefined, auth(t))).status).toBe(200);
       if (what === "remove a dependency")
         expect((await gw.post(`/v1/tasks/${task.id}/dependencies`, { blocker_task_id: blocker.id }, auth(t))).status).toBe(201);
-      const current = (await gw.get(`/v1/tasks/${task.id}`, auth(t))).body as unknown as Task;
+      const current = bodyOf(await gw.get(`/v1/tasks/${task.id}`, auth(t)), Task);
       const etag = `"${current.version}"`;
       const deps = async () => (await gw.get(`/v1/tasks/${task.id}/dependencies`, auth(t))).text;
       const before = { task: JSON.stringify(current), deps: await deps(), events: await eventsOf(t, task.id, "task.updated") };
@@ -113,7 +113,7 @@ describe("If-Match", () => {
 
       const bad = await write(t, task.id, blocker.id, { "if-match": "no quotes" });
       expect(bad.status, bad.text).toBe(400);
-      expect((bad.body["errors"] as Array<{ pointer: string }>).map((e) => e.pointer)).toEqual(["/If-Match"]);
+      expect(pointersOf(bad.body)).toEqual(["/If-Match"]);
 
       const ok = await write(t, task.id, blocker.id, { "if-match": `"0", ${etag}` });
       expect([200, 201], ok.text).toContain(ok.status);

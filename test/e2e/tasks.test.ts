@@ -1,5 +1,5 @@
 import { createClient, unwrap, type Schemas } from "@tasksvc/client";
-import { e2eContext, type Tenant } from "@tasksvc/testing";
+import { e2eContext, type Tenant, gatewayUrl } from "@tasksvc/testing";
 import { describe, expect, it } from "vitest";
 
 const { stack, gw, gw2, f, events, db } = e2eContext();
@@ -7,7 +7,7 @@ const { stack, gw, gw2, f, events, db } = e2eContext();
 const create = (t: Tenant, body: Record<string, unknown>, headers: Record<string, string> = {}) => gw.post("/v1/tasks", body, { token: t.apiKey, headers });
 /** A task made through the typed client (@tasksvc/client), as users make them; `create` is the raw request. */
 async function created(t: Tenant, body: Schemas["CreateTaskRequest"]) {
-  const api = createClient({ baseUrl: stack.gatewayUrls[0] as string, token: t.apiKey, retries: 0 });
+  const api = createClient({ baseUrl: gatewayUrl(stack), token: t.apiKey, retries: 0 });
   return unwrap(await api.POST("/v1/tasks", { body }));
 }
 const rowCount = async (table: string, orgId: string) =>

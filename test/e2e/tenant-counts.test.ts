@@ -1,6 +1,7 @@
 import { isAppError } from "@tasksvc/errors";
-import { e2eContext, eventually, openSse, type SseStream, type Tenant } from "@tasksvc/testing";
+import { e2eContext, eventually, openSse, type SseStream, type Tenant, bodyOf, must } from "@tasksvc/testing";
 import { describe, expect, it } from "vitest";
+import { CreatedApiKey, Member, page } from "@tasksvc/contracts";
 
 // DESIGN.md section 20, Counts: an organization holds at most 100 live API keys (whichever path
 // mints them) and 25 open event streams across every credential and gateway replica.
@@ -24,7 +25,7 @@ async function fillTo(t: Tenant, n: number): Promise<string[]> {
   for (let i = 1; i < n; i++) {
     const r = await mint(t, `key ${i}`);
     expect(r.status, r.text).toBe(201);
-    ids.push(r.body.id as string);
+    ids.push(bodyOf(r, CreatedApiKey).id);
   }
   return ids;
 }
@@ -66,7 +67,7 @@ describe("at most 100 live API keys per organization", () => {
     expect((await mint(t, "full again")).status).toBe(409);
 
     // An expired key no longer counts.
-    await db`update keys.api_keys set expires_at = now() - interval '1 second' where id = ${ids[1] as string}`;
+    await db`update keys.api_keys set expires_at = now() - interval '1 second' where id = ${must(ids[1], "the second key")}`;
     const afterExpiry = await mint(t, "after an expiry");
     expect(afterExpiry.status, afterExpiry.text).toBe(201);
     expect(await liveKeys(t.organizationId)).toBe(100);
@@ -105,10 +106,12 @@ describe("at most 100 live API keys per organization", () => {
     expect(await adminCode(() => f.admin("addUser", { org: t.organizationId, email, role: "member" }))).toBe("limit_reached");
     // The user was not added either: add-user is one step.
     const members = await gw.get("/v1/members?limit=100", auth(t));
-    expect((members.body.data as Array<{ email: string }>).some((m) => m.email === email)).toBe(false);
+    expect(bodyOf(members, page(Member)).data.some((m) => m.email === email)).toBe(false);
     expect(await adminCode(() => f.admin("legacyKey", { org: t.organizationId, user: t.userId }))).toBe("limit_reached");
     const [org] = await db<{ name: string }[]>`select name from keys.organizations where id = ${t.organizationId}`;
-    expect(await adminCode(() => f.admin("bootstrap", { org: org?.name as string, plan: "pro", email: t.email, if_exists: "reuse" }))).toBe("limit_reached");
+    expect(await adminCode(() => f.admin("bootstrap", { org: must(org, "the organization").name, plan: "pro", email: t.email, if_exists: "reuse" }))).toBe(
+      "limit_reached",
+    );
     expect(await liveKeys(t.organizationId)).toBe(100);
   });
 });
@@ -121,16 +124,16 @@ describe("at most 25 open event streams per organization", () => {
     for (let i = 0; i < 5; i++) {
       const r = await mint(t, `reader ${i}`, ["tasks:read"]);
       expect(r.status, r.text).toBe(201);
-      keys.push(r.body.key as string);
+      keys.push(bodyOf(r, CreatedApiKey).key);
     }
     const open: SseStream[] = [];
     try {
       for (let k = 0; k < 5; k++) {
-        const streams = await Promise.all(Array.from({ length: 5 }, (_x, i) => openSse(streamUrl(k + i), { token: keys[k] as string })));
+        const streams = await Promise.all(Array.from({ length: 5 }, (_x, i) => openSse(streamUrl(k + i), { token: must(keys[k], `key ${k}`) })));
         expect(streams.map((s) => s.status)).toEqual([200, 200, 200, 200, 200]);
         open.push(...streams);
       }
-      const fresh = keys[5] as string;
+      const fresh = must(keys[5], "the sixth key");
       const refused = await openSse(streamUrl(), { token: fresh });
       expect(refused.status).toBe(429);
       expect(refused.problem).toMatchObject({ code: "rate_limited" });

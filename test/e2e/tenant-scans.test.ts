@@ -1,6 +1,19 @@
-import { type Api, type ApiResponse, api, eventually, factories, randomWords, type StartedStack, startStack, type Tenant } from "@tasksvc/testing";
+import {
+  type Api,
+  type ApiResponse,
+  api,
+  eventually,
+  factories,
+  randomWords,
+  type StartedStack,
+  startStack,
+  type Tenant,
+  gatewayUrl,
+  bodyOf,
+} from "@tasksvc/testing";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { page, Task, type Page } from "@tasksvc/contracts";
 
 // One organization's worst searches must not stop task operations for every other one: each
 // organization holds at most a quarter of the tasks service's connections for scans (past that,
@@ -32,7 +45,7 @@ let hostile: Tenant;
 let other: Tenant;
 beforeAll(async () => {
   stack = await startStack({ env: { DATABASE_STATEMENT_TIMEOUT: "100ms" }, replicas: { gateway: 1, tasks: 1 } });
-  gw = api(stack.gatewayUrls[0] as string);
+  gw = api(gatewayUrl(stack));
   f = factories(stack);
   db = postgres(stack.databaseUrl, { max: 2, onnotice: () => {} });
   [hostile, other] = await Promise.all([f.tenant("team"), f.tenant("team")]);
@@ -68,7 +81,7 @@ describe("one organization's worst searches beside another's ordinary work", () 
         gw.post("/v1/tasks", { title: `ordinary ${neighbour.length}` }, { token: other.apiKey }),
       ]);
       neighbour.push(list, created);
-      if (created.status === 201) neighbour.push(await gw.get(`/v1/tasks/${created.body.id as string}`, { token: other.apiKey }));
+      if (created.status === 201) neighbour.push(await gw.get(`/v1/tasks/${bodyOf(created, Task).id}`, { token: other.apiKey }));
     }
     const answers = await settled;
     for (const r of neighbour) expect([200, 201], `the neighbour got ${r.status}: ${r.text}`).toContain(r.status);
@@ -94,7 +107,7 @@ describe("one organization's worst searches beside another's ordinary work", () 
       { token: hostile.apiKey },
     );
     expect(r.status, r.text.slice(0, 300)).toBe(200);
-    expect((r.body.data as unknown[]).length).toBeGreaterThan(0);
+    expect(bodyOf(r, page(Task)).data.length).toBeGreaterThan(0);
   });
 });
 
@@ -115,9 +128,9 @@ describe("the sync order beside another organization's long read", () => {
       });
       const created = await gw.post("/v1/tasks", { title: "written during the read" }, { token: other.apiKey });
       expect(created.status, created.text).toBe(201);
-      const page = await gw.get(`/v1/tasks?sort=updated_at&updated_gte=${encodeURIComponent(since)}&limit=100`, { token: other.apiKey });
+      const page = await gw.get<Page<Task>>(`/v1/tasks?sort=updated_at&updated_gte=${encodeURIComponent(since)}&limit=100`, { token: other.apiKey });
       expect(page.status, page.text).toBe(200);
-      expect((page.body.data as { id: string }[]).map((t) => t.id)).toContain(created.body.id);
+      expect(page.body.data.map((t) => t.id)).toContain(created.body.id);
       await long;
     } finally {
       await reader.end({ timeout: 1 });

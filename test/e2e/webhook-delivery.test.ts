@@ -1,7 +1,18 @@
 import { randomUUID } from "node:crypto";
 import { Task } from "@tasksvc/contracts";
 import { createClient, unwrap } from "@tasksvc/client";
-import { api, deliveryWorkers, eventually, factories, startReceiver, startStack, type Receiver, type StartedStack, type Tenant } from "@tasksvc/testing";
+import {
+  api,
+  deliveryWorkers,
+  eventually,
+  factories,
+  startReceiver,
+  startStack,
+  type Receiver,
+  type StartedStack,
+  type Tenant,
+  gatewayUrl,
+} from "@tasksvc/testing";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -46,7 +57,7 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-const gw = () => api(stack.gatewayUrls[0] as string);
+const gw = () => api(gatewayUrl(stack));
 
 interface Hook {
   id: string;
@@ -55,7 +66,7 @@ interface Hook {
 }
 
 // Fixtures and the delivery log go through the typed client (@tasksvc/client).
-const client = (t: Tenant) => createClient({ baseUrl: stack.gatewayUrls[0] as string, token: t.apiKey, retries: 0 });
+const client = (t: Tenant) => createClient({ baseUrl: gatewayUrl(stack), token: t.apiKey, retries: 0 });
 
 /** An endpoint of `t` at a fresh path of the receiver, which verifies with its secret. */
 async function hook(t: Tenant, body: { event_types?: Array<"task.created" | "task.updated" | "task.archived"> } = {}): Promise<Hook> {
@@ -103,9 +114,6 @@ async function endpoint(t: Tenant, h: Hook) {
   return r.body;
 }
 
-/** A sleep on purpose: it shows that nothing more is sent, which no condition can be polled for. */
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 describe("webhook delivery", () => {
   it("when a task is created, then the receiver gets it signed per Standard Webhooks, webhook-id the event id, and the log shows SUCCEEDED", async () => {
     const t = await f.tenant();
@@ -140,6 +148,8 @@ describe("webhook delivery", () => {
       const { id, ...body } = item ?? { id: "" };
       expect(id).toBe(delivered.id);
       expect(body).toStrictEqual(JSON.parse(delivered.body));
+      // And byte for byte: the feed's text (JSON.parse keeps key order) is the body with the id first.
+      expect(`{"id":${JSON.stringify(id)},${delivered.body.slice(1)}`).toBe(JSON.stringify(item));
       expect(unwrap(await client(t).GET("/v1/events/{event_id}", { params: { path: { event_id: delivered.id } } }))).toStrictEqual(item);
     }
   });
@@ -161,14 +171,19 @@ describe("webhook delivery", () => {
   it("when every attempt fails, then the delivery is FAILED after the schedule's four attempts, and a 3xx counts as a failure (never followed)", async () => {
     const t = await f.tenant();
     const h = await hook(t);
+    const other = await f.tenant();
+    const witness = await hook(other);
     const target = `/${randomUUID()}`;
     rx.answer(h.path, () => ({ status: 302, headers: { location: rx.url(target) } }));
     await createTask(t);
     await rx.waitFor(h.path, 4);
     const rows = await deliveriesWhen(t, h, (d) => d[0]?.state === "FAILED");
     expect(rows[0]).toEqual(expect.objectContaining({ state: "FAILED", attempt_count: 4, last_status: 302, next_attempt_at: null }));
-    // Over twice the 300 ms retry delay: a fifth attempt would have come.
-    await sleep(700);
+    // A witness, not a pause: a delivery that starts now and fails twice gets its third attempt
+    // two retry delays later, when a fifth attempt here (one delay after the fourth) would have come.
+    rx.answer(witness.path, (n) => (n <= 2 ? { status: 500 } : { status: 204 }));
+    await createTask(other);
+    await rx.waitFor(witness.path, 3);
     expect(rx.received(h.path)).toHaveLength(4);
     expect(rx.received(target)).toHaveLength(0);
     const attempts = await gw().get(`/v1/webhook-endpoints/${h.id}/deliveries/${rows[0]?.id}/attempts`, { token: t.apiKey });
@@ -236,14 +251,19 @@ describe("webhook delivery", () => {
   it("when the endpoint is deleted while a retry is pending, then nothing more is sent", async () => {
     const t = await f.tenant();
     const h = await hook(t);
+    const other = await f.tenant();
+    const witness = await hook(other);
     rx.answer(h.path, () => ({ status: 503, headers: { "retry-after": "2" } }));
     await createTask(t);
     await rx.waitFor(h.path, 1);
     await deliveriesWhen(t, h, (d) => d[0]?.state === "PENDING" && d[0]?.attempt_count === 1);
     const del = await gw().delete(`/v1/webhook-endpoints/${h.id}`, { token: t.apiKey });
     expect(del.status, del.text).toBe(200);
-    // Past the pending retry's time (Retry-After: 2 s), on the dispatcher's real clock.
-    await sleep(3000);
+    // A witness, not a pause: a delivery that starts now and is told the same Retry-After gets its
+    // retry after the time the deleted endpoint's retry was due, on the dispatcher's real clock.
+    rx.answer(witness.path, (n) => (n === 1 ? { status: 503, headers: { "retry-after": "2" } } : { status: 204 }));
+    await createTask(other);
+    await rx.waitFor(witness.path, 2);
     expect(rx.received(h.path)).toHaveLength(1);
     expect(await db`select 1 from webhooks.deliveries where endpoint_id = ${h.id}`).toHaveLength(0);
   });

@@ -1,6 +1,6 @@
 import { createClient, unwrap } from "@tasksvc/client";
 import { taskNumber, TASK_ID_PATTERN } from "@tasksvc/contracts";
-import { api, eventually, factories, startReceiver, startStack, type Receiver, type StartedStack, type Tenant } from "@tasksvc/testing";
+import { api, eventually, factories, startReceiver, startStack, type Receiver, type StartedStack, type Tenant, gatewayUrl, must } from "@tasksvc/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // Webhooks as a developer meets them, through HTTP, to a real receiver on 127.0.0.1 that verifies
@@ -31,7 +31,7 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-const gateway = () => stack.gatewayUrls[0] as string;
+const gateway = () => gatewayUrl(stack);
 const gw = () => api(gateway());
 const client = (t: Tenant) => createClient({ baseUrl: gateway(), token: t.apiKey, retries: 0 });
 
@@ -56,12 +56,13 @@ interface Delivery {
 async function deliveryWhen(t: Tenant, h: Hook, what: string, check: (d: Delivery) => void): Promise<Delivery> {
   return eventually(
     async () => {
-      const r = await gw().get(`/v1/webhook-endpoints/${h.id}/deliveries`, { token: t.apiKey });
-      const [d, more] = r.body.data as Delivery[];
+      const r = await gw().get<{ data: Delivery[] }>(`/v1/webhook-endpoints/${h.id}/deliveries`, { token: t.apiKey });
+      const [d, more] = r.body.data;
       expect(more).toBeUndefined();
       expect(d).toBeDefined();
-      check(d as Delivery);
-      return d as Delivery;
+      const delivery = must(d, "the endpoint's delivery");
+      check(delivery);
+      return delivery;
     },
     { timeoutMs: 20_000, what },
   );

@@ -1,5 +1,5 @@
 import { createClient, unwrap } from "@tasksvc/client";
-import { api, eventually, factories, openSse, startReceiver, startStack, type Receiver, type StartedStack, type Tenant } from "@tasksvc/testing";
+import { api, eventually, factories, openSse, startReceiver, startStack, type Receiver, type StartedStack, type Tenant, gatewayUrl } from "@tasksvc/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // Endpoint health and its operational events, through HTTP, to a real receiver on 127.0.0.1 that
@@ -36,7 +36,7 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-const gateway = () => stack.gatewayUrls[0] as string;
+const gateway = () => gatewayUrl(stack);
 const gw = () => api(gateway());
 const client = (token: string) => createClient({ baseUrl: gateway(), token, retries: 0 });
 

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { createClient, unwrap } from "@tasksvc/client";
-import { e2eContext, type Tenant } from "@tasksvc/testing";
+import { e2eContext, type Tenant, gatewayUrl } from "@tasksvc/testing";
 import { describe, expect, it } from "vitest";
 
 // The webhook-endpoint operations beyond CRUD (spec 3.3, 3.4, 4.1; DESIGN.md 4): rotation, the
@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest";
 // endpoints) never races the assertions.
 const { stack, gw, gw2, f, db } = e2eContext();
 // Fixtures go through the typed client (@tasksvc/client); the operations under test use raw HTTP.
-const client = (t: Tenant) => createClient({ baseUrl: stack.gatewayUrls[0] as string, token: t.apiKey, retries: 0 });
+const client = (t: Tenant) => createClient({ baseUrl: gatewayUrl(stack), token: t.apiKey, retries: 0 });
 
 // A URL of its own by default: an organization has one endpoint per URL.
 const create = async (t: Tenant, url = `https://hooks.example.com/ops/${randomBytes(6).toString("hex")}`) =>

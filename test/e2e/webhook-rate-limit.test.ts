@@ -1,6 +1,17 @@
 import { randomUUID } from "node:crypto";
 import { createClient, unwrap } from "@tasksvc/client";
-import { api, deliveryWorkers, eventually, factories, startReceiver, startStack, type Receiver, type StartedStack, type Tenant } from "@tasksvc/testing";
+import {
+  api,
+  deliveryWorkers,
+  eventually,
+  factories,
+  startReceiver,
+  startStack,
+  type Receiver,
+  type StartedStack,
+  type Tenant,
+  gatewayUrl,
+} from "@tasksvc/testing";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -40,8 +51,8 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-const gw = () => api(stack.gatewayUrls[0] as string);
-const client = (t: Tenant) => createClient({ baseUrl: stack.gatewayUrls[0] as string, token: t.apiKey, retries: 0 });
+const gw = () => api(gatewayUrl(stack));
+const client = (t: Tenant) => createClient({ baseUrl: gatewayUrl(stack), token: t.apiKey, retries: 0 });
 
 interface Hook {
   id: string;

@@ -1,6 +1,6 @@
 import { createClient, unwrap } from "@tasksvc/client";
 import { SCOPES } from "@tasksvc/contracts";
-import { api, eventually, factories, startReceiver, startStack, type Receiver, type StartedStack, type Tenant } from "@tasksvc/testing";
+import { api, eventually, factories, startReceiver, startStack, type Receiver, type StartedStack, type Tenant, gatewayUrl } from "@tasksvc/testing";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -37,8 +37,8 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-const gw = () => api(stack.gatewayUrls[0] as string);
-const client = (t: Tenant) => createClient({ baseUrl: stack.gatewayUrls[0] as string, token: t.apiKey, retries: 0 });
+const gw = () => api(gatewayUrl(stack));
+const client = (t: Tenant) => createClient({ baseUrl: gatewayUrl(stack), token: t.apiKey, retries: 0 });
 
 /** An endpoint of `t` at a fresh path of the receiver. */
 async function hook(t: Tenant): Promise<{ id: string; path: string }> {

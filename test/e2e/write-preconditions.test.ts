@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { e2eContext, type Tenant } from "@tasksvc/testing";
+import { e2eContext, type Tenant, bodyOf, must } from "@tasksvc/testing";
 import { describe, expect, it } from "vitest";
+import { Task } from "@tasksvc/contracts";
 
 // DESIGN.md sections 8 and 20: on every write that honours If-Match (PATCH, archive, unarchive,
 // POST and DELETE dependencies of the path task), If-None-Match is evaluated too. When it names
@@ -14,14 +15,15 @@ const auth = (t: Tenant, headers: Record<string, string> = {}) => ({ token: t.ap
 async function newTask(t: Tenant, title: string): Promise<string> {
   const r = await gw.post("/v1/tasks", { title }, auth(t));
   expect(r.status, r.text).toBe(201);
-  return r.body.id as string;
+  return bodyOf(r, Task).id;
 }
 
 /** The task as stored: its version and whether it is archived. */
 async function stored(t: Tenant, id: string): Promise<{ version: number; archived: boolean; title: string }> {
   const r = await gw.get(`/v1/tasks/${id}`, auth(t));
   expect(r.status, r.text).toBe(200);
-  return { version: r.body.version as number, archived: r.body.archived === true, title: r.body.title as string };
+  const task = bodyOf(r, Task);
+  return { version: task.version, archived: task.archived === true, title: task.title };
 }
 
 const links = async (orgId: string) => Number((await db`select count(*)::int as n from tasks.dependencies where organization_id = ${orgId}`)[0]?.["n"]);
@@ -71,7 +73,7 @@ describe("If-None-Match on writes", () => {
 
     const archived = await gw.post(`/v1/tasks/${other}/archive`, undefined, auth(t));
     expect(archived.status, archived.text).toBe(200);
-    const etag = archived.headers.get("etag") as string;
+    const etag = must(archived.headers.get("etag"), "the archived task's ETag");
     const unarchive = await gw.post(`/v1/tasks/${other}/unarchive`, undefined, auth(t, { "if-none-match": etag }));
     expect(unarchive.status, unarchive.text).toBe(412);
     expect(unarchive.headers.get("etag")).toBe(etag);

@@ -43,6 +43,7 @@ function follower(tenant: LoadTenant, urls: string[], at: number) {
         onMessage: (m) => received.push(m.id),
       }).catch(() => undefined);
       if (s?.status !== 200) {
+        // A client's pause before it tries again, not a wait for anything.
         await new Promise((r) => setTimeout(r, 200));
         continue;
       }
@@ -79,6 +80,7 @@ function writer(tenants: LoadTenant[], url: string, perSecond: number) {
           if (r.status === 201) written++;
         }),
       );
+      // The writer's pace, not a wait for anything.
       await new Promise((r) => setTimeout(r, Math.max(0, (1000 * tenants.length) / perSecond - (Date.now() - started))));
     }
   })();
@@ -115,7 +117,9 @@ describe("a gateway that dies under open live event streams", () => {
         await stack.kill("gateway", 0, "SIGKILL");
       }
       await eventually(() => followers.every((f) => f.connections.length === 2), { timeoutMs: 30_000, what: "every client to reconnect" });
-      await new Promise((r) => setTimeout(r, 1_000));
+      // Writes go on after the resume, so that live events follow the replayed ones on every stream.
+      const resumedAt = w.written;
+      await eventually(() => w.written >= resumedAt + 60, { timeoutMs: 30_000, what: "60 more writes after the resume" });
       await w.stop();
       stack.restart("gateway", 0);
       await stack.waitReady();

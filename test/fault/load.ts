@@ -40,7 +40,7 @@ import { randomBytes } from "node:crypto";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { TaskEvent, taskEventsStream } from "@tasksvc/contracts";
-import { factories, type StackInfo } from "@tasksvc/testing";
+import { eventually, factories, type StackInfo } from "@tasksvc/testing";
 import postgres from "postgres";
 
 // ---------------------------------------------------------------------------------------------
@@ -678,20 +678,26 @@ export async function verify(
   let outboxLeft = 0;
   try {
     // The relay publishes asynchronously: wait for the outbox to drain before reading the stream.
-    const settleBy = Date.now() + (opts.settleTimeoutMs ?? 30_000);
-    for (;;) {
-      try {
-        outboxLeft = Number((await sql`select count(*)::int as n from tasks.outbox where organization_id = any(${orgs})`)[0]?.["n"] ?? 0);
-      } catch (e) {
-        // A database that is still starting (a restart test) or full of clients: try again.
-        const code = String((e as { code?: unknown }).code ?? "");
-        if (!["53300", "57P03", "ECONNREFUSED", "ECONNRESET", "CONNECTION_CLOSED", "CONNECT_TIMEOUT"].includes(code) || Date.now() > settleBy) throw e;
-        await sleep(200);
-        continue;
-      }
-      if (outboxLeft === 0 || Date.now() > settleBy) break;
-      await sleep(100);
-    }
+    // A database that is still starting (a restart test) or full of clients is asked again, and
+    // thrown only when it still is at the deadline; any other failure is thrown at once. Rows
+    // left at the deadline are reported below.
+    const last: { failure?: { error: unknown } } = {};
+    await eventually(
+      async () => {
+        try {
+          outboxLeft = Number((await sql`select count(*)::int as n from tasks.outbox where organization_id = any(${orgs})`)[0]?.["n"] ?? 0);
+          delete last.failure;
+        } catch (e) {
+          last.failure = { error: e };
+          const code = String((e as { code?: unknown }).code ?? "");
+          if (["53300", "57P03", "ECONNREFUSED", "ECONNRESET", "CONNECTION_CLOSED", "CONNECT_TIMEOUT"].includes(code)) throw e;
+          return true;
+        }
+        return outboxLeft === 0;
+      },
+      { timeoutMs: opts.settleTimeoutMs ?? 30_000, intervalMs: 100, what: "the outbox to drain" },
+    ).catch(() => undefined);
+    if (last.failure) throw last.failure.error;
 
     const tasks = await sql<{ organization_id: string; number: string; title: string }[]>`
       select organization_id, number::text as number, title from tasks.tasks where organization_id = any(${orgs})`;

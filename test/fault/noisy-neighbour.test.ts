@@ -1,4 +1,4 @@
-import { eventually, openSse, randomWords, type SseMessage } from "@tasksvc/testing";
+import { eventually, openSse, randomWords, type SseMessage, gatewayUrl } from "@tasksvc/testing";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectClean } from "./expect-clean.js";
@@ -104,6 +104,7 @@ async function resumeUntil(url: string, tenant: LoadTenant, after: string, until
     });
     if (s.status === 429) {
       out.refused++;
+      // A client honours Retry-After: the pause the answer asked for, not a wait for anything.
       await sleep(1000 * Math.max(1, Number(s.headers["retry-after"] ?? 1)));
       continue;
     }
@@ -212,7 +213,7 @@ function startHostile(url: string, tenant: LoadTenant, early: string, targets: s
 
 describe("a noisy neighbour", () => {
   it("when one organization runs the worst searches, PATCHes 100,000 worst-escaping characters of notes and resumes its stream behind megabytes while another runs the mixed load, then the other's run is clean and every event of both arrives (its p99 alone and beside printed)", async () => {
-    const url = stack.gatewayUrls[0] as string;
+    const url = gatewayUrl(stack);
     const [neighbour] = await prepareLoadTenants(stack, 1);
     const [hostile] = await prepareLoadTenants(stack, 1);
     if (!neighbour || !hostile) throw new Error("no tenants");

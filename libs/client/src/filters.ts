@@ -1,29 +1,14 @@
+import { TASK_FILTER_OPS } from "./filter-ops.js";
 import type { components } from "./schema.js";
 
 // The generated TaskFilter types a condition as {field, op, value: unknown}: which ops a field
 // takes, and what value, are rules the OpenAPI document states in words only. This module states
-// them as types, so a condition the API would refuse does not compile.
+// them as types (the ops from the generated TASK_FILTER_OPS), so a condition the API would refuse
+// does not compile.
 
 type SchemaCondition = Extract<components["schemas"]["TaskFilter"], { field: unknown }>;
 
-/**
- * The ops each field of a search condition takes, as POST /v1/tasks/search checks them. The
- * `satisfies` keeps it to the fields and ops of the generated schema, and names every field.
- */
-export const TASK_FILTER_OPS = {
-  status: ["eq", "neq", "in", "nin"],
-  priority: ["eq", "neq", "in", "nin", "is_null"],
-  project_id: ["eq", "neq", "in", "nin", "is_null"],
-  parent_task_id: ["eq", "neq", "in", "nin", "is_null"],
-  archived: ["eq", "neq"],
-  is_blocked: ["eq", "neq"],
-  due_date: ["eq", "neq", "lt", "lte", "gt", "gte", "is_null"],
-  created_at: ["lt", "lte", "gt", "gte"],
-  updated_at: ["lt", "lte", "gt", "gte"],
-  story_points: ["eq", "neq", "lt", "lte", "gt", "gte", "in", "nin", "is_null"],
-  title: ["eq", "neq", "contains"],
-  text: ["matches"],
-} as const satisfies Record<SchemaCondition["field"], readonly SchemaCondition["op"][]>;
+export { TASK_FILTER_OPS };
 
 export type FilterField = keyof typeof TASK_FILTER_OPS;
 export type FilterOp = SchemaCondition["op"];
@@ -34,7 +19,11 @@ export type DateOnly = `${number}-${number}-${number}`;
 /** An RFC 3339 date-time with an offset, e.g. `2026-11-22T09:00:00Z` or `2026-11-22T10:00:00+01:00`. */
 export type DateTime = `${number}-${number}-${number}T${string}`;
 
-/** What a condition on each field compares with: one value (`in` and `nin` take a list of them). */
+/**
+ * What a condition on each field compares with: one value (`in` and `nin` take a list of them).
+ * Written for TypeScript (a due date as a template of its two forms); a test holds each to the
+ * value the API's own table checks, so none lets through a type the API refuses.
+ */
 export interface FilterValues {
   status: components["schemas"]["Task"]["status"];
   priority: NonNullable<components["schemas"]["Task"]["priority"]>;

@@ -1263,6 +1263,11 @@ export interface components {
              */
             project_ids: string[];
             /**
+             * @description How the task repeats (the rule with its RRULE form); null when it does not.
+             * @example null
+             */
+            recurrence: components["schemas"]["Recurrence"] | null;
+            /**
              * @description The parent task when this is a subtask; null for a top-level task.
              * @example T-7
              */
@@ -1272,11 +1277,6 @@ export interface components {
              * @example false
              */
             archived: boolean;
-            /**
-             * @description How the task repeats (the rule with its RRULE form); null when it does not.
-             * @example null
-             */
-            recurrence: components["schemas"]["Recurrence"] | null;
             /**
              * @description The recurring task this occurrence was made from (the series' head); null for every other task, the head included.
              * @example T-12
@@ -1301,6 +1301,16 @@ export interface components {
             updated_at: string;
         };
         TaskVersion: {
+            /**
+             * @description The version's id.
+             * @example ver_6yH3nK8pQ2mT5vL9xD4rW7
+             */
+            id: string;
+            /**
+             * @description The task's version this content was (archiving and unarchiving take numbers of their own).
+             * @example 3
+             */
+            version: number;
             /**
              * @description A short single-line title.
              * @example Write the announcement
@@ -1354,16 +1364,6 @@ export interface components {
              * @example null
              */
             recurrence: components["schemas"]["Recurrence"] | null;
-            /**
-             * @description The version's id.
-             * @example ver_6yH3nK8pQ2mT5vL9xD4rW7
-             */
-            id: string;
-            /**
-             * @description The task's version this content was (archiving and unarchiving take numbers of their own).
-             * @example 3
-             */
-            version: number;
             /**
              * Format: date-time
              * @description When it was created (UTC, ISO 8601).
@@ -1947,9 +1947,9 @@ export interface components {
              *       "notes": null,
              *       "story_points": 3,
              *       "project_ids": [],
+             *       "recurrence": null,
              *       "parent_task_id": null,
              *       "archived": false,
-             *       "recurrence": null,
              *       "series_task_id": null,
              *       "occurrence_date": null,
              *       "created_at": "2026-11-23T09:30:00.000Z",
@@ -2016,6 +2016,11 @@ export interface components {
                  */
                 project_ids: string[];
                 /**
+                 * @description How the task repeats (the rule with its RRULE form); null when it does not.
+                 * @example null
+                 */
+                recurrence: components["schemas"]["Recurrence"] | null;
+                /**
                  * @description The parent task when this is a subtask; null for a top-level task.
                  * @example T-7
                  */
@@ -2025,11 +2030,6 @@ export interface components {
                  * @example false
                  */
                 archived: boolean;
-                /**
-                 * @description How the task repeats (the rule with its RRULE form); null when it does not.
-                 * @example null
-                 */
-                recurrence: components["schemas"]["Recurrence"] | null;
                 /**
                  * @description The recurring task this occurrence was made from (the series' head); null for every other task, the head included.
                  * @example T-12
@@ -2757,13 +2757,13 @@ export interface components {
              */
             field: "status" | "priority" | "project_id" | "parent_task_id" | "archived" | "is_blocked" | "due_date" | "created_at" | "updated_at" | "story_points" | "title" | "text";
             /**
-             * @description How it compares; each field takes only some of them, and an op the field does not take is refused.
+             * @description How it compares; each field takes only some of them (`status`: eq, neq, in, nin; `priority`: eq, neq, in, nin, is_null; `project_id`: eq, neq, in, nin, is_null; `parent_task_id`: eq, neq, in, nin, is_null; `archived`: eq, neq; `is_blocked`: eq, neq; `due_date`: eq, neq, lt, lte, gt, gte, is_null; `created_at`: lt, lte, gt, gte; `updated_at`: lt, lte, gt, gte; `story_points`: eq, neq, lt, lte, gt, gte, in, nin, is_null; `title`: eq, neq, contains; `text`: matches), and an op the field does not take is refused.
              * @example in
              * @enum {string}
              */
             op: "eq" | "neq" | "in" | "nin" | "lt" | "lte" | "gt" | "gte" | "is_null" | "contains" | "matches";
             /**
-             * @description The value, of the field's type; an array for `in` and `nin`; a boolean for `is_null`. A time (due_date, created_at, updated_at) is a date-time with an offset, or a date meaning 00:00 UTC that day, compared exactly.
+             * @description The value, of the field's type (`status`: a status; `priority`: a priority; `project_id`: a project id, `prj_…`; `parent_task_id`: a task id, T-\<n\>; `archived`: a boolean; `is_blocked`: a boolean; `due_date`: a time; `created_at`: a time; `updated_at`: a time; `story_points`: a number, 0-1000; `title`: text, 1-500 characters; `text`: words in web-search syntax); an array for `in` and `nin`; a boolean for `is_null`. A time (due_date, created_at, updated_at) is a date-time with an offset, or a date meaning 00:00 UTC that day, compared exactly.
              * @example [
              *       "TODO",
              *       "IN_PROGRESS"

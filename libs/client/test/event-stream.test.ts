@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { eventually, must, portOf, rejectionOf } from "@tasksvc/testing";
 import { afterEach, describe, expect, it } from "vitest";
 import { createClient, type Schemas, TasksvcError } from "../src/index.js";
 
@@ -29,7 +29,7 @@ async function scripted(handlers: Handler[]) {
     res.on("close", () => {
       s.closed = true;
     });
-    (handlers[Math.min(seen.length, handlers.length) - 1] as Handler)(req, res);
+    must(handlers[Math.min(seen.length, handlers.length) - 1], "a handler")(req, res);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   servers.push(
@@ -39,17 +39,12 @@ async function scripted(handlers: Handler[]) {
         server.close(() => resolve());
       }),
   );
-  const { port } = server.address() as AddressInfo;
-  return { baseUrl: `http://127.0.0.1:${port}`, seen };
+  return { baseUrl: `http://127.0.0.1:${portOf(server)}`, seen };
 }
 
 /** Polls until `check` holds (generous deadline: the machine may be busy). */
-async function until(check: () => boolean, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error("timed out waiting");
-    await new Promise((r) => setTimeout(r, 10));
-  }
+async function until(check: () => boolean): Promise<void> {
+  await eventually(check, { intervalMs: 10 });
 }
 
 const event = (n: number, type: Schemas["Event"]["type"] = "task.updated"): Schemas["Event"] =>
@@ -167,9 +162,9 @@ describe("api.streamEvents", () => {
   it("throws a TasksvcError with the problem's code on a 429 that asks for a longer wait than maxRetryAfterMs", async () => {
     const server = await scripted([problem(429, "quota_exhausted", { "retry-after": "86400" })]);
     const api = createClient({ baseUrl: server.baseUrl, token: "svc_test" });
-    const err = await take(api.streamEvents(), 1).catch((e: unknown) => e);
+    const err = await rejectionOf(take(api.streamEvents(), 1), TasksvcError);
     expect(err).toBeInstanceOf(TasksvcError);
-    expect((err as TasksvcError).code).toBe("quota_exhausted");
+    expect(err.code).toBe("quota_exhausted");
     expect(server.seen).toHaveLength(1);
   });
 
@@ -180,11 +175,11 @@ describe("api.streamEvents", () => {
   ])("throws a TasksvcError on a %i, with its code, and does not reconnect", async (status, code) => {
     const server = await scripted([problem(status, code)]);
     const api = createClient({ baseUrl: server.baseUrl, token: "svc_test" });
-    const err = await take(api.streamEvents({ reconnectDelayMs: 10 }), 1).catch((e: unknown) => e);
+    const err = await rejectionOf(take(api.streamEvents({ reconnectDelayMs: 10 }), 1), TasksvcError);
     expect(err).toBeInstanceOf(TasksvcError);
-    expect((err as TasksvcError).status).toBe(status);
-    expect((err as TasksvcError).code).toBe(code);
-    expect((err as TasksvcError).requestId).toBe("req_1");
+    expect(err.status).toBe(status);
+    expect(err.code).toBe(code);
+    expect(err.requestId).toBe("req_1");
     expect(server.seen).toHaveLength(1);
   });
 
@@ -192,11 +187,14 @@ describe("api.streamEvents", () => {
     const server = await scripted([stream([message(event(1))], true), problem(400, "validation_failed")]);
     const api = createClient({ baseUrl: server.baseUrl, token: "svc_test" });
     const got: string[] = [];
-    const err = await (async () => {
-      for await (const e of api.streamEvents({ reconnectDelayMs: 10 })) got.push(e.id);
-    })().catch((e: unknown) => e);
+    const err = await rejectionOf(
+      (async () => {
+        for await (const e of api.streamEvents({ reconnectDelayMs: 10 })) got.push(e.id);
+      })(),
+      TasksvcError,
+    );
     expect(got).toEqual(["evt_1"]);
-    expect((err as TasksvcError).code).toBe("validation_failed");
+    expect(err.code).toBe("validation_failed");
   });
 
   it("a break out of the loop cancels the connection: the server sees it close, and no reconnect follows", async () => {
@@ -204,6 +202,8 @@ describe("api.streamEvents", () => {
     const api = createClient({ baseUrl: server.baseUrl, token: "svc_test" });
     await take(api.streamEvents({ reconnectDelayMs: 10 }), 1);
     await until(() => server.seen[0]?.closed === true);
+    // A window, not a wait for anything: ten reconnect delays, in which a reconnect would have
+    // come; what must not happen gives no condition to poll for.
     await new Promise((r) => setTimeout(r, 100));
     expect(server.seen).toHaveLength(1);
   });

@@ -1,7 +1,7 @@
 import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { createClient } from "../src/index.js";
+import { portOf, must } from "@tasksvc/testing";
 
 // The client's retries against a real HTTP server that answers from a script: it stands in for a
 // gateway at the edge of its burst limit or billing-period allowance.
@@ -44,7 +44,7 @@ async function scripted(answers: Answer[]) {
         body: Buffer.concat(chunks).toString(),
         at: performance.now(),
       });
-      const a = answers[Math.min(seen.length, answers.length) - 1] as Answer;
+      const a = must(answers[Math.min(seen.length, answers.length) - 1], "an answer");
       const headers = typeof a.headers === "function" ? a.headers() : (a.headers ?? {});
       res.writeHead(a.status, { "content-type": a.status >= 400 ? "application/problem+json" : "application/json", ...headers });
       sent.push(performance.now());
@@ -59,7 +59,7 @@ async function scripted(answers: Answer[]) {
         server.close(() => resolve());
       }),
   );
-  const { port } = server.address() as AddressInfo;
+  const port = portOf(server);
   return { baseUrl: `http://127.0.0.1:${port}`, seen, sent };
 }
 
@@ -82,7 +82,7 @@ describe("a 429 with Retry-After", () => {
     expect(first.key).toMatch(/^[0-9a-f-]{36}$/);
     expect(second.key).toBe(first.key);
     expect(second.body).toBe(first.body);
-    expect(second.at - (server.sent[0] as number)).toBeGreaterThanOrEqual(1000);
+    expect(second.at - must(server.sent[0], "the first answer's time")).toBeGreaterThanOrEqual(1000);
   });
 
   it("when a 429's Retry-After is an HTTP-date, then the client waits until that date before the next try", async () => {
@@ -93,7 +93,7 @@ describe("a 429 with Retry-After", () => {
     const r = await api.GET("/v1/tasks/{task_id}", { params: { path: { task_id: "T-1" } } });
     expect(r.response.status).toBe(200);
     expect(server.seen.map((s) => s.method)).toEqual(["GET", "GET"]);
-    expect((server.seen[1] as Seen).at - (server.sent[0] as number)).toBeGreaterThanOrEqual(2000);
+    expect(must(server.seen[1], "the second request").at - must(server.sent[0], "the first answer's time")).toBeGreaterThanOrEqual(2000);
   });
 
   it("when a 429 asks for longer than maxRetryAfterMs, or says no Retry-After, then it comes back at once", async () => {
@@ -176,7 +176,7 @@ describe("a 5xx with Retry-After", () => {
     const r = await api.GET("/v1/tasks/{task_id}", { params: { path: { task_id: "T-1" } } });
     expect(r.response.status).toBe(200);
     expect(server.seen).toHaveLength(2);
-    expect((server.seen[1] as Seen).at - (server.sent[0] as number)).toBeGreaterThanOrEqual(1000);
+    expect(must(server.seen[1], "the second request").at - must(server.sent[0], "the first answer's time")).toBeGreaterThanOrEqual(1000);
   });
 });
 
@@ -189,7 +189,7 @@ describe("which failures are tried again", () => {
     const r = await api.POST("/v1/webhook-endpoints/{endpoint_id}/test-event", { params: { path: { endpoint_id: "whe_1" } }, body: {} });
     expect(r.response.status).toBe(503);
     expect(server.seen).toHaveLength(1);
-    expect((server.seen[0] as Seen).key).toBeUndefined();
+    expect(must(server.seen[0], "the first request").key).toBeUndefined();
   });
 
   it("when such a write meets a network error, then the error comes back without a second try", async () => {

@@ -1,8 +1,8 @@
 import { z } from "zod";
 import { OpaqueId } from "./common.js";
 import { listOf } from "./task-search.js";
-import { Event, isEndpointEvent, type OrgEvent } from "./events.js";
-import { EventType, inChangesOrder, isTaskEventType } from "./tasks.js";
+import { Event } from "./events.js";
+import { EventType, inTaskOrder, isTaskEventType } from "./tasks.js";
 import { WebhookEndpoint } from "./webhooks.js";
 
 /** At most this many open streams per credential, across every gateway replica. */
@@ -72,62 +72,18 @@ export const ReplayEventsOutput = z.object({
 });
 export type ReplayEventsOutput = z.infer<typeof ReplayEventsOutput>;
 
-/**
- * A task's fields in the order every answer shows them (the tasks service builds tasks in this
- * order, and checks it at start): an event's data, stored as jsonb, is put back in it.
- */
-export const TASK_FIELD_ORDER: readonly string[] = [
-  "id",
-  "version",
-  "title",
-  "description",
-  "status",
-  "priority",
-  "start_date",
-  "due_date",
-  "notes",
-  "story_points",
-  "project_ids",
-  "recurrence",
-  "parent_task_id",
-  "archived",
-  "series_task_id",
-  "occurrence_date",
-  "created_at",
-  "updated_at",
-];
-
 /** An endpoint's fields in the order every answer shows them. */
 const ENDPOINT_FIELD_ORDER: readonly string[] = Object.keys(WebhookEndpoint.shape);
 
-/** `data` with the fields of `order` first, in that order, then any others (a newer producer's). */
-function inOrder<T>(data: T, order: readonly string[]): T {
-  const from = data as Record<string, unknown>;
-  const out: Record<string, unknown> = {};
-  for (const k of order) if (k in from) out[k] = from[k];
-  for (const k of Object.keys(from)) if (!(k in out)) out[k] = from[k];
-  return out as T;
-}
-
 /** An event's data (stored as jsonb, which sorts keys) in the API's field order for its type. */
 export function inDataOrder<T>(type: string, data: T): T {
-  return inOrder(data, isTaskEventType(type) ? TASK_FIELD_ORDER : ENDPOINT_FIELD_ORDER);
-}
-
-/**
- * An event as the feed and the stream show it, from its envelope as JetStream carries it
- * (jsonb's key order): the task's (or endpoint's) fields and the changes put back in the API's
- * order, so that a stream message and the feed's item for the same event are the same bytes.
- */
-export function feedEventOf(e: OrgEvent): Event {
-  if (isEndpointEvent(e)) return { id: e.id, type: e.type, timestamp: e.created_at, data: inOrder(e.data, ENDPOINT_FIELD_ORDER) };
-  return {
-    id: e.id,
-    type: e.type,
-    timestamp: e.created_at,
-    data: inOrder(e.data, TASK_FIELD_ORDER),
-    ...(e.changes === undefined ? {} : { changes: inChangesOrder(e.changes) }),
-  };
+  if (typeof data !== "object" || data === null) return data;
+  if (isTaskEventType(type)) return inTaskOrder(data);
+  const from = data as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const k of ENDPOINT_FIELD_ORDER) if (k in from) out[k] = from[k];
+  for (const k of Object.keys(from)) if (!(k in out)) out[k] = from[k];
+  return out as T;
 }
 
 /** One Server-Sent Events message: the event's id (its webhook-id), its type, its feed item. */

@@ -47,13 +47,26 @@ export type RpcReply = z.infer<typeof RpcReply>;
 const textDecoder = new TextDecoder();
 
 /**
+ * What a success reply says about its data, carried in the reply's headers and never inside the
+ * data, so that a caller passing the data on reads it without parsing: `etag`, the ETag of an
+ * answer that is one resource (a task), which the gateway sends as its ETag header.
+ */
+export interface ReplyHeaders {
+  etag?: string;
+}
+
+/**
  * An operation's output as JSON bytes encoded once (by Postgres, or as a service's reply arrived)
  * and passed on without being parsed or stringified again (decision 0020). `T` is the value the
- * bytes encode, for the types only: a handler may answer `RawJson<its output>`.
+ * bytes encode, for the types only: a handler may answer `RawJson<its output>`. `headers`: what
+ * the reply said about the bytes (a relayed reply's).
  */
 export class RawJson<T = unknown> {
   declare readonly encodes?: T;
-  constructor(readonly bytes: Uint8Array) {}
+  constructor(
+    readonly bytes: Uint8Array,
+    readonly headers: ReplyHeaders = {},
+  ) {}
   /** The value the bytes encode (tests, and a caller that must look inside). */
   parse(): T {
     return JSON.parse(textDecoder.decode(this.bytes)) as T;

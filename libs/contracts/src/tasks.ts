@@ -43,6 +43,11 @@ const PARENT_TASK_ID = { description: "The parent task when this is a subtask; n
 // ---------------------------------------------------------------------------------------------
 // Resources
 
+/**
+ * A task's fields, in the order every answer, list item, event and change shows them: the one
+ * table of them. The tasks service renders each field from it, in SQL and in TypeScript (its
+ * repo/task-fields.ts, complete against this shape at compile time), and takes the order from it.
+ */
 export const Task = z.object({
   id: z.string().meta({ description: "The task's id: T-<n>, numbered per organization from 1.", examples: ["T-42"] }),
   version: z
@@ -61,9 +66,9 @@ export const Task = z.object({
   notes: z.string().nullable().meta(NOTES),
   story_points: z.number().nullable().meta(STORY_POINTS),
   project_ids: z.array(z.string()).meta(PROJECT_IDS),
+  recurrence: Recurrence.nullable().meta({ description: "How the task repeats (the rule with its RRULE form); null when it does not.", examples: [null] }),
   parent_task_id: z.string().nullable().meta(PARENT_TASK_ID),
   archived: z.boolean().meta({ description: "Whether the task is archived (hidden from lists unless asked for).", examples: [false] }),
-  recurrence: Recurrence.nullable().meta({ description: "How the task repeats (the rule with its RRULE form); null when it does not.", examples: [null] }),
   /** Additive (issue 16): the series an occurrence was made for, and its day in it; null on every other task (the head included). */
   series_task_id: z
     .string()
@@ -87,8 +92,24 @@ export type Task = z.infer<typeof Task>;
 /** A task's ETag: its version in quotes (a strong tag). */
 export const taskEtag = (version: number) => `"${version}"`;
 
-/** Spec 2.2, plus the version's project links and recurrence (additive). */
-export const TaskVersion = Task.pick({
+/** A task's fields in their order (Task's shape): what a task rebuilt from jsonb is put back in. */
+export const TASK_FIELDS = Object.keys(Task.shape) as readonly (keyof Task)[];
+
+/**
+ * A task whose field order was lost, put back in TASK_FIELDS' order: jsonb (an event's data, an
+ * Idempotency-Key record) sorts keys by length. A field it lacks stays absent (an event from
+ * before the field), one the table does not know comes last (a newer producer's).
+ */
+export function inTaskOrder<T extends object>(t: T): T {
+  const from = t as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const k of TASK_FIELDS) if (k in from) out[k] = from[k];
+  for (const k of Object.keys(from)) if (!(k in out)) out[k] = from[k];
+  return out as T;
+}
+
+/** The fields a version holds: a task's content, what PATCH compares and history shows. */
+const VERSION_CONTENT = Task.pick({
   title: true,
   description: true,
   status: true,
@@ -99,18 +120,24 @@ export const TaskVersion = Task.pick({
   story_points: true,
   project_ids: true,
   recurrence: true,
-}).extend({
-  // What the version says, in the version's own words (the keys keep the task's order).
-  status: TaskStatus.meta({ description: "Where the task stood in this version.", examples: ["IN_PROGRESS"] }),
-  recurrence: Recurrence.nullable().meta({ description: "How the task repeated in this version; null when it did not.", examples: [null] }),
+}).shape;
+
+/** Spec 2.2, plus the version's project links and recurrence (additive); fields in a history item's order. */
+export const TaskVersion = z.object({
   id: z.string().meta({ description: "The version's id.", examples: ["ver_6yH3nK8pQ2mT5vL9xD4rW7"] }),
   version: z
     .number()
     .int()
     .meta({ description: "The task's version this content was (archiving and unarchiving take numbers of their own).", examples: [3] }),
+  ...VERSION_CONTENT,
+  // What the version says, in the version's own words (each key keeps its place).
+  status: TaskStatus.meta({ description: "Where the task stood in this version.", examples: ["IN_PROGRESS"] }),
+  recurrence: Recurrence.nullable().meta({ description: "How the task repeated in this version; null when it did not.", examples: [null] }),
   created_at: CreatedAt,
 });
 export type TaskVersion = z.infer<typeof TaskVersion>;
+/** The content fields of a version, in their order (a task's order). */
+export type TaskContentField = keyof typeof VERSION_CONTENT;
 
 // ---------------------------------------------------------------------------------------------
 // Request bodies and queries (spec 4.1)
@@ -237,7 +264,7 @@ export type TaskChanges = z.infer<typeof TaskChanges>;
  */
 export function inChangesOrder(changes: TaskChanges): TaskChanges {
   const out: TaskChanges = {};
-  const order = [...Object.keys(Task.shape), ...Object.keys(changes)];
+  const order = [...TASK_FIELDS, ...Object.keys(changes)];
   for (const k of order) {
     const c = changes[k];
     if (c === undefined || k in out) continue;
@@ -271,9 +298,9 @@ const EVENT_TASK: Task = {
   notes: null,
   story_points: 3,
   project_ids: [],
+  recurrence: null,
   parent_task_id: null,
   archived: false,
-  recurrence: null,
   series_task_id: null,
   occurrence_date: null,
   created_at: EXAMPLE_INSTANT,

@@ -1,7 +1,8 @@
 import { z } from "zod";
 import { Timestamp } from "./common.js";
 import type { RpcCatalog } from "./rpc.js";
-import { EndpointEvent, EndpointFeedEvent, OrgEvent } from "./events.js";
+import { OrgEventAsSent } from "./event-body.js";
+import { EndpointEvent, EndpointFeedEvent } from "./events.js";
 import { TaskFeedEvent, taskEventsStream } from "./tasks.js";
 import { type DeliveryAttempt, ProbeOutcome } from "./webhooks.js";
 
@@ -13,9 +14,9 @@ import { type DeliveryAttempt, ProbeOutcome } from "./webhooks.js";
 
 /**
  * The body of a delivery, signed byte for byte: `{type, timestamp, data}` (Standard Webhooks),
- * the task event's own time and the task after the change. Exactly an events-feed item without
- * its id, which travels as the `webhook-id` header. The fan-out stores it with each delivery; the
- * webhooks service serializes it once, at start, and signs that string.
+ * the event's own time and the task after the change. Exactly an events-feed item without its
+ * id, which travels as the `webhook-id` header. The fan-out builds its text once per event
+ * (webhookBody) and stores it; every attempt and replay signs and sends that text.
  */
 export const WebhookEnvelope = z.union([TaskFeedEvent.omit({ id: true }), EndpointFeedEvent.omit({ id: true })]);
 export type WebhookEnvelope = z.infer<typeof WebhookEnvelope>;
@@ -176,7 +177,7 @@ export const webhookMessages = {
    * The organizations' events as the fan-out consumes them, from the tasks service's event stream
    * (it declares the stream): task events and, taken in from `endpointEvent`, the endpoints' own.
    */
-  taskEvent: { schema: OrgEvent, stream: taskEventsStream },
+  taskEvent: { schema: OrgEventAsSent, stream: taskEventsStream },
   /**
    * An endpoint disabled or enabled: the webhooks service's outbox relays it here (its own
    * stream), and the tasks service takes it into the events outbox, so that it reaches the feed,
@@ -198,6 +199,6 @@ export const webhookMessages = {
   call: deliveryRpc.ops.call,
   /** Webhooks service → delivery service: would the guard refuse this endpoint URL? */
   checkDestination: deliveryRpc.ops.checkDestination,
-  /** What the receiver gets, and what is signed (stored with each delivery). */
+  /** What the receiver gets, and what is signed (stored once per event). */
   envelope: { schema: WebhookEnvelope },
 } as const;

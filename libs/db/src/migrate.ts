@@ -1,7 +1,10 @@
 import pg from "pg";
 import { runner } from "node-pg-migrate";
 import type { Logger } from "@tasksvc/logger";
+import { type Backfill, backfill } from "./backfill.js";
 import { DatabaseUnreachableError, quoteIdent, withDefaultUser } from "./pool.js";
+
+export type { Backfill } from "./backfill.js";
 
 export interface MigrateOptions {
   url: string;
@@ -11,6 +14,8 @@ export interface MigrateOptions {
   log: Logger;
   /** Indexes built after the migrations with CREATE INDEX CONCURRENTLY (writers never wait for them). */
   indexes?: readonly ConcurrentIndex[];
+  /** Columns filled for the rows from before them and then made not null, after the migrations. */
+  backfills?: readonly Backfill[];
 }
 
 /** An index a large table gets without a lock that stops writes: `create index concurrently <name> <definition>`. */
@@ -50,6 +55,7 @@ export async function migrate(opts: MigrateOptions): Promise<void> {
       log: (msg: string) => opts.log.debug({ schema: opts.schema }, msg),
     });
     if (applied.length > 0) opts.log.info({ schema: opts.schema, applied: applied.map((m) => m.name) }, "migrated");
+    for (const b of opts.backfills ?? []) await backfill(client, opts.schema, b, opts.log);
     // Released first: another replica waiting for it sits in a statement, and CREATE INDEX
     // CONCURRENTLY waits for every statement older than its own, so holding it would deadlock.
     await client.query("select pg_advisory_unlock(hashtextextended($1, 0))", [`tasksvc:migrate:${opts.schema}`]);

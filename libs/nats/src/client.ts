@@ -1,9 +1,20 @@
-import { headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
-import { RawJson, RpcReply, rpcSubject, type RpcOp, type OpInput, type OpName, type OpOutput, type RpcCatalog, type RpcContext } from "@tasksvc/contracts";
+import { type Msg, headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
+import {
+  RawJson,
+  type ReplyHeaders,
+  RpcReply,
+  rpcSubject,
+  type RpcOp,
+  type OpInput,
+  type OpName,
+  type OpOutput,
+  type RpcCatalog,
+  type RpcContext,
+} from "@tasksvc/contracts";
 import { AppError } from "@tasksvc/errors";
 import { injectContext, inSpan, rpcClientDuration, SpanKind, seriesCache, tracingEnabled } from "@tasksvc/telemetry";
 import { isDeepStrictEqual } from "node:util";
-import { REQUEST_ID_HEADER, decodeJson, encodeJson, okReplyData } from "./json.js";
+import { REPLY_HEADER_KEYS, REPLY_HEADER_NAMES, REQUEST_ID_HEADER, decodeJson, encodeJson, okReplyData } from "./json.js";
 import { PING_OP } from "./serve.js";
 
 export interface ClientOptions {
@@ -38,7 +49,7 @@ export function client<C extends RpcCatalog>(nc: NatsConnection, catalog: C, opt
   const service = catalog.service;
   const series = seriesCache(rpcClientDuration);
   /** One call, timed and labelled by its outcome; `read` turns the reply into the result. */
-  const timed = async <T>(op: OpName<C>, input: unknown, ctx: RpcContext, read: (op: string, def: RpcOp, data: Uint8Array) => T): Promise<T> => {
+  const timed = async <T>(op: OpName<C>, input: unknown, ctx: RpcContext, read: (op: string, def: RpcOp, reply: Msg) => T): Promise<T> => {
     const started = performance.now();
     let code = "ok";
     try {
@@ -52,7 +63,7 @@ export function client<C extends RpcCatalog>(nc: NatsConnection, catalog: C, opt
       series(`${op} ${code}`, { service, operation: op, code }).observe((performance.now() - started) / 1000);
     }
   };
-  const send = async (op: string, def: RpcOp, input: unknown, ctx: RpcContext): Promise<Uint8Array> => {
+  const send = async (op: string, def: RpcOp, input: unknown, ctx: RpcContext): Promise<Msg> => {
     const h = natsHeaders();
     h.set(REQUEST_ID_HEADER, ctx.request_id);
     injectContext(h);
@@ -63,11 +74,10 @@ export function client<C extends RpcCatalog>(nc: NatsConnection, catalog: C, opt
     const deadline = Date.now() + timeout;
     const deadline_at = ctx.deadline_at === undefined ? deadline : Math.min(ctx.deadline_at, deadline);
     try {
-      const raw = await nc.request(rpcSubject(opts.namespace, catalog.service, op), encodeJson({ ctx: { ...ctx, deadline_at }, input }), {
+      return await nc.request(rpcSubject(opts.namespace, catalog.service, op), encodeJson({ ctx: { ...ctx, deadline_at }, input }), {
         timeout,
         headers: h,
       });
-      return raw.data;
     } catch (e) {
       throw new AppError("service_unavailable", `The ${catalog.service} service did not answer in time; retry shortly.`, {
         cause: e,
@@ -78,18 +88,18 @@ export function client<C extends RpcCatalog>(nc: NatsConnection, catalog: C, opt
   /** A service broke its own contract: a bug on our side, never the caller's. */
   const outsideContract = (op: string, cause: unknown) =>
     new AppError("internal_error", `The ${catalog.service} service answered ${op} outside its contract.`, { cause });
-  const parsed = (op: string, def: RpcOp, data: Uint8Array): unknown => {
-    const reply = RpcReply.parse(decodeJson(data));
+  const parsed = (op: string, def: RpcOp, msg: Msg): unknown => {
+    const reply = RpcReply.parse(decodeJson(msg.data));
     if (!reply.ok) throw AppError.fromRpc(reply.error);
     const out = def.output.safeParse(reply.data);
     if (!out.success) throw outsideContract(op, out.error);
     return out.data;
   };
-  const relayed = (op: string, def: RpcOp, data: Uint8Array): RawJson => {
-    const bytes = okReplyData(data);
+  const relayed = (op: string, def: RpcOp, msg: Msg): RawJson => {
+    const bytes = okReplyData(msg.data);
     // Anything but a success is read in full: an error, or a reply in a framing we do not slice.
-    if (!bytes) return new RawJson(Buffer.from(JSON.stringify(parsed(op, def, data))));
-    const raw = new RawJson(bytes);
+    if (!bytes) return new RawJson(Buffer.from(JSON.stringify(parsed(op, def, msg))), replyHeaders(msg));
+    const raw = new RawJson(bytes, replyHeaders(msg));
     if (opts.checkReplies) {
       const value = raw.parse();
       const out = def.output.safeParse(value);
@@ -108,6 +118,17 @@ export function client<C extends RpcCatalog>(nc: NatsConnection, catalog: C, opt
     call: (op, input, ctx) => traced(op, () => timed(op, input, ctx, parsed) as Promise<OpOutput<C, typeof op>>),
     relay: (op, input, ctx) => traced(op, () => timed(op, input, ctx, relayed) as Promise<RawJson<OpOutput<C, typeof op>>>),
   };
+}
+
+/** What a success reply's headers say about its data (HandlerMeta.headers on the serving side). */
+function replyHeaders(msg: Msg): ReplyHeaders {
+  const out: ReplyHeaders = {};
+  if (!msg.headers) return out;
+  for (const k of REPLY_HEADER_KEYS) {
+    const v = msg.headers.get(REPLY_HEADER_NAMES[k]);
+    if (v !== "") out[k] = v;
+  }
+  return out;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { RawJson } from "@tasksvc/contracts";
+import { RawJson, type ReplyHeaders } from "@tasksvc/contracts";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -12,6 +12,10 @@ export function decodeJson(data: Uint8Array): unknown {
 }
 
 export const REQUEST_ID_HEADER = "X-Request-Id";
+
+/** Each header a handler may set on its success reply (HandlerMeta.headers), by its name on the message. */
+export const REPLY_HEADER_NAMES: { readonly [K in keyof Required<ReplyHeaders>]: string } = { etag: "ETag" };
+export const REPLY_HEADER_KEYS = Object.keys(REPLY_HEADER_NAMES) as readonly (keyof ReplyHeaders)[];
 
 /**
  * A header value that can never break the NATS wire format or the client's validation (which

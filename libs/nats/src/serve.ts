@@ -1,6 +1,7 @@
 import { headers as natsHeaders, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import {
   type RawJson,
+  type ReplyHeaders,
   RpcRequest,
   rpcSubject,
   type OpName,
@@ -24,13 +25,18 @@ import {
   SpanStatusCode,
   tracingEnabled,
 } from "@tasksvc/telemetry";
-import { REQUEST_ID_HEADER, decodeJson, encodeJson, encodeOkReply, headerSafe } from "./json.js";
+import { REPLY_HEADER_KEYS, REPLY_HEADER_NAMES, REQUEST_ID_HEADER, decodeJson, encodeJson, encodeOkReply, headerSafe } from "./json.js";
 
 /** The operation every served catalog also answers, with nothing: the gateway's readiness ping. */
 export const PING_OP = "_ping";
 
 export interface HandlerMeta {
   log: Logger;
+  /**
+   * Headers of the reply when it is a success, set by the handler (an answer's ETag): a caller
+   * that relays the data reads them without parsing it (RawJson.headers).
+   */
+  headers: ReplyHeaders;
 }
 
 export type Handlers<C extends RpcCatalog> = {
@@ -124,6 +130,7 @@ export function serve<C extends RpcCatalog>(nc: NatsConnection, catalog: C, hand
         get log() {
           return (child ??= opts.log.child(bindings()));
         },
+        headers: {},
       };
       let reply: RpcReply;
       try {
@@ -167,6 +174,11 @@ export function serve<C extends RpcCatalog>(nc: NatsConnection, catalog: C, hand
         // The detail may quote caller input: headerSafe() keeps it a valid header value.
         h.set("Nats-Service-Error", headerSafe(reply.error.detail));
         h.set("Nats-Service-Error-Code", String(reply.error.status));
+      } else {
+        for (const k of REPLY_HEADER_KEYS) {
+          const v = meta.headers[k];
+          if (v !== undefined) h.set(REPLY_HEADER_NAMES[k], headerSafe(v));
+        }
       }
       let body: Uint8Array;
       try {
@@ -185,6 +197,7 @@ export function serve<C extends RpcCatalog>(nc: NatsConnection, catalog: C, hand
         rpcReplyTooLarge.labels({ service, operation: op }).inc();
         const detail = `The answer (${body.byteLength} bytes) is larger than one message between our services may carry (${maxPayload} bytes): ask for less at once, such as fewer items.`;
         reply = { ok: false, error: new AppError("internal_error", detail).toRpc() };
+        for (const k of REPLY_HEADER_KEYS) h.delete(REPLY_HEADER_NAMES[k]);
         h.set("Nats-Service-Error", headerSafe(detail));
         h.set("Nats-Service-Error-Code", String(reply.error.status));
         body = encodeJson(reply);

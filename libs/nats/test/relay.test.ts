@@ -5,6 +5,7 @@ import { z } from "zod";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { RawJson } from "@tasksvc/contracts";
 import { client, connectNats, encodeOkReply, okReplyData, serve, type NatsConnection } from "../src/index.js";
+import { rejectionOf } from "@tasksvc/testing";
 
 const stack = inject("stack");
 const namespace = `${stack.namespace}_relay_${randomUUID().slice(0, 8)}`;
@@ -58,19 +59,19 @@ describe("relay(): a reply passed on as the service's bytes", () => {
 
   it("when the reply is an error, then relay() throws the service's AppError, as call() does", async () => {
     const rpc = client(nc, catalog, { namespace, timeoutMs: 2000 });
-    const err = await rpc.relay("missing", { id: "x\ny" }, ctx).catch((e: unknown) => e);
+    const err = await rejectionOf(rpc.relay("missing", { id: "x\ny" }, ctx), AppError);
     expect(err).toBeInstanceOf(AppError);
-    expect((err as AppError).code).toBe("resource_not_found");
-    expect((err as AppError).detail).toBe("No thing x\ny.");
+    expect(err.code).toBe("resource_not_found");
+    expect(err.detail).toBe("No thing x\ny.");
   });
 
   it("when replies are checked, then a field outside the contract, a default the schema would add, or a wrong type is a 500, never passed on", async () => {
     const checked = client(nc, catalog, { namespace, timeoutMs: 2000, checkReplies: true });
     expect((await checked.relay("get", { id: "a" }, ctx)).parse()).toEqual({ id: "a", title });
     for (const op of ["leaky", "defaulted", "broken"] as const) {
-      const err = await checked.relay(op, { id: "a" }, ctx).catch((e: unknown) => e);
+      const err = await rejectionOf(checked.relay(op, { id: "a" }, ctx), AppError);
       expect(err, op).toBeInstanceOf(AppError);
-      expect((err as AppError).code, op).toBe("internal_error");
+      expect(err.code, op).toBe("internal_error");
     }
     // Unchecked (production), the bytes pass as they are: the check is what keeps them honest.
     const unchecked = client(nc, catalog, { namespace, timeoutMs: 2000 });

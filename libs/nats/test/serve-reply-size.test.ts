@@ -5,6 +5,7 @@ import { registry } from "@tasksvc/telemetry";
 import { z } from "zod";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { client, connectNats, DEFAULT_MAX_PAYLOAD, pageBudget, serve, type NatsConnection } from "../src/index.js";
+import { rejectionOf } from "@tasksvc/testing";
 
 // A reply over the server's max_payload cannot be sent: the caller must hear so at once, not wait
 // for its timeout (a 503 it would retry, the same work again, forever).
@@ -46,13 +47,10 @@ describe("serve() and max_payload", () => {
     // A timeout would be a 503 after this long: the answer must come well before.
     const rpc = client(nc, catalog, { namespace, timeoutMs: 10_000 });
     const before = await tooLargeCount();
-    const err = await rpc.call("big", { bytes: max + 1 }, ctx).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
+    const err = await rejectionOf(rpc.call("big", { bytes: max + 1 }, ctx), AppError);
     expect(err).toBeInstanceOf(AppError);
-    expect((err as AppError).code, String(err)).toBe("internal_error");
-    expect((err as AppError).detail).toContain(`(${max} bytes)`);
+    expect(err.code, String(err)).toBe("internal_error");
+    expect(err.detail).toContain(`(${max} bytes)`);
     expect(await tooLargeCount()).toBe(before + 1);
     // Just under the limit, with the framing and headers, still goes through.
     const fits = max - 1024;

@@ -4,6 +4,7 @@ import { createLogger } from "@tasksvc/logger";
 import { z } from "zod";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { client, connectNats, headerSafe, serve, type NatsConnection } from "../src/index.js";
+import { rejectionOf } from "@tasksvc/testing";
 
 const stack = inject("stack");
 const namespace = `${stack.namespace}_serve_${randomUUID().slice(0, 8)}`;
@@ -45,13 +46,10 @@ describe("serve()", () => {
   it("when an error detail quotes input with CR, LF, NUL or non-ASCII, then the caller gets the error and the service keeps answering", async () => {
     const rpc = client(nc, catalog, { namespace, timeoutMs: 2000 });
     for (const text of ["a\nb", "a\r\nb", "a\u0000b", "é\ud800x", "x".repeat(5000)]) {
-      const err = await rpc.call("explode", { text }, ctx).then(
-        () => undefined,
-        (e: unknown) => e,
-      );
+      const err = await rejectionOf(rpc.call("explode", { text }, ctx), AppError);
       expect(err).toBeInstanceOf(AppError);
-      expect((err as AppError).code).toBe("resource_not_found");
-      expect((err as AppError).detail).toBe(`No thing ${text}.`);
+      expect(err.code).toBe("resource_not_found");
+      expect(err.detail).toBe(`No thing ${text}.`);
     }
     expect(await rpc.call("echo", { text: "still here" }, ctx)).toEqual({ text: "still here" });
     expect(rejections).toEqual([]);

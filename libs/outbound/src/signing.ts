@@ -2,7 +2,8 @@ import { createHmac, randomBytes } from "node:crypto";
 
 /**
  * Standard Webhooks signing (https://www.standardwebhooks.com/, DESIGN §5).
- * Pure functions: the caller supplies the id, the timestamp and the live secrets in plain text.
+ * Pure functions: the caller supplies the id, the timestamp, the live secrets in plain text and
+ * the body as the exact text sent (built once, by the contracts' webhookBody, and stored).
  */
 
 export const SECRET_PREFIX = "whsec_";
@@ -51,36 +52,6 @@ export function signatureHeader(secrets: readonly string[], id: string, timestam
   // the HTTP client (or split the header), after we had signed something the receiver never sees.
   if (id === "" || /[\s\p{Cc}]/u.test(id)) throw new Error("webhook-id must be non-empty, without whitespace or control characters");
   return secrets.map((s) => sign(s, id, timestamp, body)).join(" ");
-}
-
-export interface WebhookEvent {
-  /** Event type, e.g. "task.updated". */
-  type: string;
-  /** When the event happened; serialized as an ISO 8601 UTC string. */
-  timestamp: Date;
-  data: unknown;
-  /** What the change did to the object (task.updated, task.archived): sent beside `data`. */
-  changes?: unknown;
-  /**
-   * A probe (test event, verify), never a real event: sent as `"test": true`. Real events omit
-   * the field rather than send `false`, so their bodies stay byte for byte what they were.
-   */
-  test?: true;
-}
-
-/**
- * The envelope body `{ "type", "timestamp", "data", "changes"?, "test"? }` as the exact string to send. Serialize once
- * and pass the same string to both signing and the request: re-stringifying could reorder or
- * re-escape and the signature would no longer match the bytes on the wire.
- */
-export function webhookBody(event: WebhookEvent): string {
-  return JSON.stringify({
-    type: event.type,
-    timestamp: event.timestamp.toISOString(),
-    data: event.data,
-    ...(event.changes === undefined ? {} : { changes: event.changes }),
-    ...(event.test === true ? { test: true } : {}),
-  });
 }
 
 export interface WebhookHeadersInput {

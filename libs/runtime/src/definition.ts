@@ -1,6 +1,6 @@
 import type { natsServiceSettings, serviceSettings } from "@tasksvc/config";
 import type { RpcCatalog } from "@tasksvc/contracts";
-import type { ConcurrentIndex, Database, DbOptions } from "@tasksvc/db";
+import type { Backfill, ConcurrentIndex, Database, DbOptions } from "@tasksvc/db";
 import type { Logger } from "@tasksvc/logger";
 import type { ClientOptions, ensureStream, Handlers, NatsConnection, RpcClient } from "@tasksvc/nats";
 import type { Health } from "@tasksvc/telemetry";
@@ -81,6 +81,8 @@ export interface DbServiceDefinition<C extends DbConfig = DbConfig, R = void> ex
   readonly migrations: string;
   /** Indexes built after the migrations without blocking writers (CREATE INDEX CONCURRENTLY). */
   readonly indexes?: readonly ConcurrentIndex[];
+  /** Columns filled for the rows from before them, then made not null, before the service serves. */
+  readonly backfills?: readonly Backfill[];
   /** Pool sizes (libs/db createDb): connections in all and, of those, for transactions. */
   readonly db?: Pick<DbOptions, "max" | "txMax">;
   start(ctx: DbServiceContext<C>): Promise<R>;

@@ -75,7 +75,14 @@ export async function startService<C extends BaseConfig, R>(def: ServiceDefiniti
       );
     const migrationUrl = dbCfg.DATABASE_MIGRATION_URL ?? url;
     await ensureDatabase(migrationUrl);
-    await migrate({ url: migrationUrl, schema: def.schema, dir: def.migrations, log, ...(def.indexes ? { indexes: def.indexes } : {}) });
+    await migrate({
+      url: migrationUrl,
+      schema: def.schema,
+      dir: def.migrations,
+      log,
+      ...(def.indexes ? { indexes: def.indexes } : {}),
+      ...(def.backfills ? { backfills: def.backfills } : {}),
+    });
     const pool = createDb({ url, schema: def.schema, poolMode: dbCfg.DATABASE_POOL_MODE, statementTimeoutMs: dbCfg.DATABASE_STATEMENT_TIMEOUT, ...def.db });
     // The service gets the pool with its transactions timed, for the readiness of its slots.
     watched = watchTransactions(pool);

@@ -3,6 +3,7 @@ import { afterAll, inject } from "vitest";
 import { taskEvents } from "./events.js";
 import { factories } from "./factories.js";
 import { api } from "./http.js";
+import { gatewayUrl } from "./stack.js";
 
 /**
  * What an end-to-end test file needs from the run's stack: a client per gateway replica,
@@ -14,8 +15,8 @@ export function e2eContext() {
   const db = postgres(stack.databaseUrl, { max: 2, onnotice: () => {} });
   const ctx = {
     stack,
-    gw: api(stack.gatewayUrls[0] as string),
-    gw2: api(stack.gatewayUrls[1] as string),
+    gw: api(gatewayUrl(stack)),
+    gw2: api(gatewayUrl(stack, 1)),
     f: factories(stack),
     events: taskEvents(stack),
     db,

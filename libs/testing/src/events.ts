@@ -14,6 +14,7 @@ export function taskEvents(stack: StackInfo) {
   let db: postgres.Sql | undefined;
   const stream = taskEventsStream(stack.namespace);
   const jsm = async () => jetstreamManager((nc ??= await connectNats({ url: stack.natsUrl, name: "test-events" })));
+  const database = () => (db ??= postgres(stack.databaseUrl, { max: 1, onnotice: () => {} }));
 
   /**
    * A stored event, parsed with the contract its consumers use. Stricter than they are: zod drops
@@ -55,7 +56,7 @@ export function taskEvents(stack: StackInfo) {
    * count that change's event as one of the next.
    */
   async function mark(): Promise<number> {
-    const outbox = (db ??= postgres(stack.databaseUrl, { max: 1, onnotice: () => {} }));
+    const outbox = database();
     // The outbox is shared with other files' writes: past 5 s the mark is taken anyway, and a late
     // event it then counts fails the test's own assertion.
     await eventually(async () => (await outbox<{ n: number }[]>`select count(*)::int as n from tasks.outbox`)[0]?.n === 0, {
@@ -70,16 +71,20 @@ export function taskEvents(stack: StackInfo) {
     since,
     allSince,
     /**
-     * Events of one organization after `mark`, once `count` of them arrived (or the deadline
-     * passed: the caller's assertion then shows what did), plus a settle period so that a
-     * duplicate would have arrived too.
+     * Events of one organization after `mark`, once `count` of them arrived and none can follow (or
+     * the deadline passed: the caller's assertion then shows what did). None can follow once the
+     * organization's outbox is empty: the caller's writes committed before it asked, and the relay
+     * deletes a row only after the stream stored it, so every event they cause, a duplicate
+     * included, is in the stream by then.
      */
     async await(mark: number, organizationId: string, count: number, timeoutMs = 5000): Promise<TaskEvent[]> {
+      const outbox = database();
       const mine = async () => (await since(mark)).filter((e) => e.organization_id === organizationId);
-      await eventually(async () => (await mine()).length >= count, { timeoutMs }).catch(() => undefined);
-      // A sleep on purpose: it shows that nothing more comes (a duplicate), which no condition can
-      // be polled for; 700 ms is longer than the relay's 500 ms poll.
-      await new Promise((r) => setTimeout(r, 700));
+      // The outbox first: a row published after this read is in the stream the next line reads.
+      const settled = async () =>
+        (await outbox<{ n: number }[]>`select count(*)::int as n from tasks.outbox where organization_id = ${organizationId}`)[0]?.n === 0 &&
+        (await mine()).length >= count;
+      await eventually(settled, { timeoutMs }).catch(() => undefined);
       return mine();
     },
     async close() {

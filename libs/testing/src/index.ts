@@ -14,3 +14,4 @@ export * from "./sse.js";
 export * from "./workers.js";
 export * from "./api-task.js";
 export * from "./extra-gateway.js";
+export * from "./typed.js";

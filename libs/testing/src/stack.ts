@@ -16,6 +16,13 @@ export interface StackInfo {
   namespace: string;
 }
 
+/** The address of gateway replica `replica` (the first by default); throws when the stack has fewer. */
+export function gatewayUrl(stack: Pick<StackInfo, "gatewayUrls">, replica = 0): string {
+  const url = stack.gatewayUrls[replica];
+  if (url === undefined) throw new Error(`the stack has no gateway replica #${replica} (it has ${stack.gatewayUrls.length})`);
+  return url;
+}
+
 export interface StartedStack extends StackInfo {
   /** Each replica's ops port (/metrics, /healthz, /readyz) by service, in replica order. */
   opsUrls: Partial<Record<ServiceName, string[]>>;

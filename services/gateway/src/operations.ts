@@ -1,5 +1,5 @@
 import { RawJson, type Entitlement, type ErrorCode, type Identity, type RpcContext, type Scope } from "@tasksvc/contracts";
-import { etagOfAnswer, noneMatch } from "./policies/preconditions.js";
+import { noneMatch } from "./policies/preconditions.js";
 import type { FastifyPluginAsync, FastifyReply } from "fastify";
 import { Readable } from "node:stream";
 import { AppError, validationError } from "@tasksvc/errors";
@@ -52,7 +52,7 @@ export interface Operation {
   paginated: boolean;
   /** Where a paginated operation's `after` and the rest of its list's parameters are: the query, or the JSON body (a search). */
   cursorIn: "query" | "body";
-  /** The answer is one task: its ETag (the version) is sent with it. */
+  /** The answer is one task: its ETag, which the service puts in its reply's headers, is sent with it. */
   etag: boolean;
   /** The conditional header it honours: If-Match (checked by the service) or If-None-Match (304). */
   preconditions: "if-match" | "if-none-match" | undefined;
@@ -361,7 +361,7 @@ export function resource(defaults: ResourceDefaults, define: (r: ResourceBuilder
             };
             if (result instanceof RawJson) {
               created(() => result.parse());
-              const etag = operation.etag ? etagOfAnswer(result.bytes) : undefined;
+              const etag = operation.etag ? result.headers.etag : undefined;
               if (etag !== undefined) {
                 reply.header("etag", etag);
                 const tags = req.admitted.ifNoneMatch;

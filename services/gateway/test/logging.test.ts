@@ -3,10 +3,11 @@ import { parseConfig } from "@tasksvc/config";
 import { KeysConfig, service as keysService } from "@tasksvc/keys";
 import { createLogger } from "@tasksvc/logger";
 import { startService } from "@tasksvc/runtime";
-import { api, eventually, factories, loadService } from "@tasksvc/testing";
+import { api, eventually, factories, loadService, bodyOf } from "@tasksvc/testing";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { GatewayConfig } from "../src/config.js";
 import { service as gatewayService } from "../src/service.js";
+import { DownloadLink, UploadTicket } from "@tasksvc/contracts";
 
 const stack = inject("stack");
 // A stack of its own (same database, its own namespace) whose logs this test reads.
@@ -137,7 +138,7 @@ describe("logs of upload and download links", () => {
       { token: t.apiKey },
     );
     expect(started.status, started.text).toBe(201);
-    const uploadUrl = new URL(started.body.upload_url as string);
+    const uploadUrl = new URL(bodyOf(started, UploadTicket).upload_url);
     const upload = uploadUrl.pathname.slice("/v1/uploads/".length);
     const put = (what: string, path: string) => send(what, `${base}${path}`, { method: "PUT", body: "abc", headers: { "content-type": "text/plain" } });
     expect((await put("upload", `/v1/uploads/${upload}`)).status).toBe(200);
@@ -150,7 +151,7 @@ describe("logs of upload and download links", () => {
     expect(reg.status, reg.text).toBe(201);
     const link = await gw.get(`/v1/tasks/${task.body.id}/attachments/${reg.body.id}/download`, { token: t.apiKey });
     expect(link.status, link.text).toBe(200);
-    const download = new URL(link.body.download_url as string).pathname.slice("/v1/downloads/".length);
+    const download = new URL(bodyOf(link, DownloadLink).download_url).pathname.slice("/v1/downloads/".length);
     const tampered = `${download.slice(0, -2)}${download.endsWith("AA") ? "BB" : "AA"}`;
     const get = (what: string, path: string, init?: RequestInit) => send(what, `${base}${path}`, init);
     expect((await get("download", `/v1/downloads/${download}`)).status).toBe(200);

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { ERROR_CODES } from "@tasksvc/contracts";
-import { api, factories } from "@tasksvc/testing";
+import { api, factories, gatewayUrl } from "@tasksvc/testing";
 import Ajv2020 from "ajv/dist/2020.js";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { bareGateway } from "./bare.js";
@@ -11,7 +11,7 @@ import { buildOpenApi } from "../src/openapi.js";
 import { operations } from "../src/routes/index.js";
 
 const stack = inject("stack");
-const gw = api(stack.gatewayUrls[0] as string);
+const gw = api(gatewayUrl(stack));
 const f = factories(stack);
 afterAll(() => f.close());
 

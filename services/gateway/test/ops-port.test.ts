@@ -3,7 +3,7 @@ import { fileURLToPath } from "node:url";
 import { parseConfig } from "@tasksvc/config";
 import { createLogger } from "@tasksvc/logger";
 import { startService } from "@tasksvc/runtime";
-import { api, factories } from "@tasksvc/testing";
+import { api, factories, problemOf } from "@tasksvc/testing";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { GatewayConfig } from "../src/config.js";
 import { service as gatewayService } from "../src/service.js";
@@ -44,7 +44,7 @@ describe("where the gateway's metrics are", () => {
     const pub = await fetch(`${publicUrl}/metrics`);
     expect(pub.status).toBe(404);
     expect(pub.headers.get("content-type")).toContain("application/problem+json");
-    expect(((await pub.json()) as { code: string }).code).toBe("route_not_found");
+    expect((await problemOf(pub)).code).toBe("route_not_found");
 
     const ops = await fetch(`${opsUrl}/metrics`);
     expect(ops.status).toBe(200);

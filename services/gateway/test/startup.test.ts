@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import { ensureDatabase } from "@tasksvc/db";
-import { dropDatabase, dropNamespace } from "@tasksvc/testing";
+import { dropDatabase, dropNamespace, portOf } from "@tasksvc/testing";
 import { describe, expect, inject, it } from "vitest";
 
 const stack = inject("stack");
@@ -74,7 +74,7 @@ describe("start-up failures are one clear line naming the setting", () => {
   it("when the port is taken, then the gateway names PORT", async () => {
     const blocker = createServer();
     await new Promise<void>((res) => blocker.listen(0, "0.0.0.0", () => res()));
-    const port = (blocker.address() as { port: number }).port;
+    const port = portOf(blocker);
     try {
       const r = await run("gateway", { ...base(), PORT: String(port) });
       expect(r.code).toBe(1);

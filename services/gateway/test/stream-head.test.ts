@@ -1,10 +1,9 @@
 import { connect, type Socket } from "node:net";
-import type { AddressInfo } from "node:net";
-import { keysRpc, systemContext, tasksRpc, type RpcContext } from "@tasksvc/contracts";
+import { keysRpc, systemContext, tasksRpc, type RpcContext, type Page } from "@tasksvc/contracts";
 import { createDb } from "@tasksvc/db";
 import { createLogger } from "@tasksvc/logger";
 import { client, connectNats, type NatsConnection } from "@tasksvc/nats";
-import { api, eventually, factories } from "@tasksvc/testing";
+import { api, eventually, factories, gatewayUrl, portOf } from "@tasksvc/testing";
 import Fastify, { type FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createAuthenticator } from "../src/auth.js";
@@ -20,7 +19,7 @@ import { createFanIn } from "../src/streams/fan-in.js";
 
 const stack = inject("stack");
 const f = factories(stack);
-const gw = api(stack.gatewayUrls[0] as string);
+const gw = api(gatewayUrl(stack));
 const log = createLogger({ service: "stream-head-test", level: "silent" });
 const db = createDb({ url: stack.databaseUrl, schema: "gateway", max: 2 });
 
@@ -76,7 +75,7 @@ beforeAll(async () => {
     return reply;
   });
   await app.listen({ port: 0, host: "127.0.0.1" });
-  base = { port: (app.server.address() as AddressInfo).port };
+  base = { port: portOf(app.server) };
 });
 
 afterAll(async () => {
@@ -110,8 +109,8 @@ describe("a live event stream's head", () => {
     expect(created.status, created.text).toBe(201);
     const lastEventId = await eventually(
       async () => {
-        const page = await gw.get("/v1/events?limit=1", { token: t.apiKey });
-        return (page.body.data as Array<{ id: string }>)[0]?.id ?? false;
+        const page = await gw.get<Page<{ id: string }>>("/v1/events?limit=1", { token: t.apiKey });
+        return page.body.data[0]?.id ?? false;
       },
       { what: "the task's event in the feed" },
     );

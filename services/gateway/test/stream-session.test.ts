@@ -1,7 +1,6 @@
 import { createServer, type ServerResponse } from "node:http";
 import { connect, type Socket } from "node:net";
-import type { AddressInfo } from "node:net";
-import { eventually } from "@tasksvc/testing";
+import { eventually, portOf } from "@tasksvc/testing";
 import { afterEach, describe, expect, it } from "vitest";
 import type { LiveEvent } from "../src/streams/fan-in.js";
 import { type EndReason, Session } from "../src/streams/session.js";
@@ -25,7 +24,7 @@ async function pair(): Promise<{ res: ServerResponse; socket: Socket; received: 
     resolveRes(res);
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const socket = connect((server.address() as AddressInfo).port, "127.0.0.1");
+  const socket = connect(portOf(server), "127.0.0.1");
   let text = "";
   socket.on("data", (c: Buffer) => {
     text += c.toString("utf8");

@@ -1,10 +1,10 @@
 import { randomBytes } from "node:crypto";
 import { isAppError } from "@tasksvc/errors";
-import { api, factories } from "@tasksvc/testing";
+import { api, factories, gatewayUrl } from "@tasksvc/testing";
 import { afterAll, describe, expect, inject, it } from "vitest";
 
 const stack = inject("stack");
-const gw = api(stack.gatewayUrls[0] as string);
+const gw = api(gatewayUrl(stack));
 const f = factories(stack);
 afterAll(() => f.close());
 

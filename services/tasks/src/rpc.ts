@@ -1,23 +1,29 @@
-import { callerOf, type tasksRpc } from "@tasksvc/contracts";
-import type { Handlers } from "@tasksvc/nats";
+import { callerOf, type Task, taskEtag, type tasksRpc } from "@tasksvc/contracts";
+import type { HandlerMeta, Handlers } from "@tasksvc/nats";
 import type { AttachmentsService } from "./domain/attachments.js";
 import { taskBatches } from "./domain/batches.js";
 import { eventReplay } from "./domain/event-replay.js";
 import type { Repositories } from "./repo/repositories.js";
 import type { TasksService } from "./domain/tasks-service.js";
 
+/** An answer that is one task, its ETag in the reply's headers: the gateway sends both without parsing the task. */
+function tagged(meta: HandlerMeta, task: Task): Task {
+  meta.headers.etag = taskEtag(task.version);
+  return task;
+}
+
 /** Entry layer: maps each RPC operation of the catalog onto the domain. */
 export function tasksHandlers(svc: TasksService, att: AttachmentsService, repos: Repositories, replyBytes: number): Handlers<typeof tasksRpc> {
   const batches = taskBatches(svc, replyBytes);
   const replay = eventReplay(repos);
   return {
-    createTask: (i, ctx) => svc.createTask(callerOf(ctx), i),
+    createTask: async (i, ctx, meta) => tagged(meta, await svc.createTask(callerOf(ctx), i)),
     listTasks: (i, ctx) => svc.listTasks(callerOf(ctx), i),
     searchTasks: (i, ctx) => svc.searchTasks(callerOf(ctx), i),
-    getTask: (i, ctx) => svc.getTask(callerOf(ctx), i.task_id),
-    updateTask: (i, ctx) => svc.updateTask(callerOf(ctx), i.task_id, i.patch),
-    archiveTask: (i, ctx) => svc.setArchived(callerOf(ctx), i.task_id, true),
-    unarchiveTask: (i, ctx) => svc.setArchived(callerOf(ctx), i.task_id, false),
+    getTask: async (i, ctx, meta) => tagged(meta, await svc.getTask(callerOf(ctx), i.task_id)),
+    updateTask: async (i, ctx, meta) => tagged(meta, await svc.updateTask(callerOf(ctx), i.task_id, i.patch)),
+    archiveTask: async (i, ctx, meta) => tagged(meta, await svc.setArchived(callerOf(ctx), i.task_id, true)),
+    unarchiveTask: async (i, ctx, meta) => tagged(meta, await svc.setArchived(callerOf(ctx), i.task_id, false)),
     batchTasks: (i, ctx) => batches.run(callerOf(ctx), i),
     taskHistory: (i, ctx) => svc.history(callerOf(ctx), i.task_id, i.limit, i.after),
     listEvents: (i, ctx) => svc.listEvents(callerOf(ctx), i),

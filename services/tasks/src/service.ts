@@ -1,3 +1,4 @@
+import { TASK_BACKFILLS } from "./repo/backfills.js";
 import { TASK_INDEXES } from "./repo/indexes.js";
 import { fileURLToPath } from "node:url";
 import { blobStoreSetting, natsBlobStore, s3BlobStore, type BlobStore } from "@tasksvc/blobs";
@@ -42,6 +43,7 @@ export const service = defineService({
   schema: "tasks",
   migrations: MIGRATIONS_DIR,
   indexes: TASK_INDEXES,
+  backfills: TASK_BACKFILLS,
   config: TasksConfig,
   db: { max: 10 },
   streams: (namespace) => [

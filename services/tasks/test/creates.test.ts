@@ -1,6 +1,6 @@
 import { tasksRpc, type RpcContext } from "@tasksvc/contracts";
 import { client, connectNats, type NatsConnection } from "@tasksvc/nats";
-import { api, factories, must, taskEvents } from "@tasksvc/testing";
+import { api, factories, must, taskEvents, gatewayUrl } from "@tasksvc/testing";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 
@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 // would otherwise stop the race (409 idempotency_in_progress).
 const stack = inject("stack");
 const f = factories(stack);
-const gw = api(stack.gatewayUrls[0] as string);
+const gw = api(gatewayUrl(stack));
 const db = postgres(stack.databaseUrl, { max: 2, onnotice: () => {} });
 const events = taskEvents(stack);
 let nc: NatsConnection;
@@ -47,7 +47,7 @@ describe("grouped task creation", () => {
     expect(new Set(results.map((r) => JSON.stringify(r))).size).toBe(1);
     expect(results[0]?.id).toBe("T-1");
     expect(await count(t.organizationId)).toBe(1);
-    // Exactly one event reaches the stream (it waits for one, then long enough for a second).
+    // Exactly one event reaches the stream (it waits for one and for the outbox to empty, when a second would be there too).
     const got = await events.await(mark, t.organizationId, 1);
     expect(got.map((e) => `${e.type} ${e.data.id}`)).toEqual(["task.created T-1"]);
   });

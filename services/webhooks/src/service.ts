@@ -103,11 +103,13 @@ export const service = defineService({
       onEvents: () => relay.notify(),
     });
     every(60 * 60_000, "idempotency sweep", () => repo.idempotency.sweep());
-    // The delivery log keeps 30 days, as the events feed does; attempts go with their delivery.
+    // The delivery log keeps 30 days, as the events feed does; attempts go with their delivery,
+    // and an event's body with the last delivery of it.
     const deliveries = deliveriesRepo(db.sql);
     const stats = deliveryStatsService({ db });
     every(60 * 60_000, "delivery log sweep", async () => {
       await deliveries.sweep();
+      await deliveries.sweepBodies();
       await stats.sweep();
     });
     // The statistics' deltas into their rollup: reads add what is left, so this only bounds the

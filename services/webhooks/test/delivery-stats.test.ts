@@ -63,7 +63,8 @@ async function fanOut(n: number): Promise<FanOutEvent[]> {
     eventType: "task.created" as const,
     organizationId: ORG,
     occurredAt: at,
-    payload: { type: "task.created" as const, timestamp: at, data: task },
+    body: JSON.stringify({ type: "task.created", timestamp: at, data: task }),
+    aboutEndpoint: null,
     traceparent: null,
   }));
   await deliveriesRepo(sql).fanOut(events, () => newId("whd"));

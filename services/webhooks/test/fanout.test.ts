@@ -1,4 +1,4 @@
-import type { Task, TaskEvent, TaskEventType } from "@tasksvc/contracts";
+import { type Task, type TaskEvent, type TaskEventType, webhookBody } from "@tasksvc/contracts";
 import { createDb, migrate, newId } from "@tasksvc/db";
 import { createLogger } from "@tasksvc/logger";
 import { apiTask } from "@tasksvc/testing";
@@ -47,9 +47,11 @@ const event = (organizationId: string, type: TaskEventType = "task.created", cre
   created_at: createdAt,
   data: task,
 });
+// Each row with its event's body, stored once for the event (the row's own payload stays empty).
 const rowsOf = (eventId: string) =>
-  sql<{ id: string; endpoint_id: string; state: string; attempt_count: number; payload: unknown }[]>`
-    select id, endpoint_id, state, attempt_count, payload from deliveries where event_id = ${eventId} order by endpoint_id`;
+  sql<{ id: string; endpoint_id: string; state: string; attempt_count: number; payload: unknown; body: string | null }[]>`
+    select d.id, d.endpoint_id, d.state, d.attempt_count, d.payload, b.body
+    from deliveries d left join event_bodies b on b.event_id = d.event_id where d.event_id = ${eventId} order by d.endpoint_id`;
 
 describe("fan-out of a task event into deliveries", () => {
   it("when an event is fanned out, then one PENDING row per enabled subscribed endpoint of its organization, with the envelope", async () => {
@@ -67,7 +69,9 @@ describe("fan-out of a task event into deliveries", () => {
     expect(rows.map((r) => r.endpoint_id).sort()).toEqual([all.id, created.id].sort());
     for (const r of rows) {
       expect(r).toMatchObject({ id: expect.stringMatching(/^whd_/), state: "PENDING", attempt_count: 0 });
-      expect(r.payload).toEqual({ type: "task.created", timestamp: e.created_at, data: task });
+      expect(JSON.parse(r.body ?? "null")).toEqual({ type: "task.created", timestamp: e.created_at, data: task });
+      expect(r.body).toBe(webhookBody(e));
+      expect(r.payload).toBeNull();
     }
     expect(rows.map((r) => r.endpoint_id)).not.toContain(updatedOnly.id);
     expect(rows.map((r) => r.endpoint_id)).not.toContain(elsewhere.id);

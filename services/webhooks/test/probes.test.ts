@@ -1,4 +1,4 @@
-import { Task, TASK_ID_PATTERN, TaskEventType, taskNumber } from "@tasksvc/contracts";
+import { Task, TASK_ID_PATTERN, TaskEventType, taskNumber, webhookBody } from "@tasksvc/contracts";
 import { newSigningSecret } from "@tasksvc/outbound";
 import { DEV_SECRET_KEY, secretBox } from "@tasksvc/secrets";
 import { Webhook } from "standardwebhooks";
@@ -31,11 +31,12 @@ describe("signing across a rotation", () => {
   const oldSecret = newSigningSecret();
   const newSecret = newSigningSecret();
   const s = signer(box);
-  const event = { type: "task.created", timestamp: new Date(), data: { id: "T-1" } };
+  const body = webhookBody({ id: "evt_1", type: "task.created", created_at: new Date().toISOString(), data: { id: "T-1" } });
 
   it("when the previous secret is still in its window, then two v1 signatures, each verifiable with its own secret", () => {
     const rotated = { secretSealed: box.seal(newSecret), previousSecretSealed: box.seal(oldSecret), previousSecretExpiresAt: new Date(Date.now() + 3600_000) };
-    const request = s.sign("https://hooks.example.com/", rotated, "evt_1", event);
+    const request = s.sign("https://hooks.example.com/", rotated, "evt_1", body);
+    expect(request.body).toBe(body);
     const signatures = (request.headers["webhook-signature"] ?? "").split(" ");
     expect(signatures, JSON.stringify(request.headers)).toHaveLength(2);
     for (const s of signatures) expect(s.startsWith("v1,")).toBe(true);
@@ -47,7 +48,7 @@ describe("signing across a rotation", () => {
 
   it("when the previous secret's window has passed, then only the new secret signs", () => {
     const expired = { secretSealed: box.seal(newSecret), previousSecretSealed: box.seal(oldSecret), previousSecretExpiresAt: new Date(Date.now() - 1000) };
-    const request = s.sign("https://hooks.example.com/", expired, "evt_2", event);
+    const request = s.sign("https://hooks.example.com/", expired, "evt_2", body);
     expect((request.headers["webhook-signature"] ?? "").split(" ")).toHaveLength(1);
     expect(new Webhook(newSecret).verify(request.body, request.headers)).toEqual(JSON.parse(request.body));
     expect(() => new Webhook(oldSecret).verify(request.body, request.headers)).toThrow();

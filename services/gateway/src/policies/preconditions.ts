@@ -1,4 +1,4 @@
-import { IF_MATCH_VALUE, taskEtag } from "@tasksvc/contracts";
+import { IF_MATCH_VALUE } from "@tasksvc/contracts";
 import { fieldError } from "@tasksvc/errors";
 
 /**
@@ -22,14 +22,4 @@ export function parseEntityTags(header: string | string[] | undefined, name: "If
 /** If-None-Match compares weakly: W/"3" and "3" name the same version. */
 export function noneMatch(tags: readonly string[], etag: string): boolean {
   return !(tags.includes("*") || tags.some((t) => (t.startsWith("W/") ? t.slice(2) : t) === etag));
-}
-
-// A task's answer starts with its id and version (task-json's field order): read without parsing.
-const TASK_HEAD = /^\{"id":"T-\d+","version":(\d+)[,}]/;
-const decoder = new TextDecoder();
-
-/** The ETag of an answer that is one task, from its version; undefined for anything else. */
-export function etagOfAnswer(bytes: Uint8Array): string | undefined {
-  const m = TASK_HEAD.exec(decoder.decode(bytes.subarray(0, 64)));
-  return m ? taskEtag(Number(m[1])) : undefined;
 }

@@ -1,4 +1,4 @@
-import { feedEventOf, type OrgEvent, taskEventsStream } from "@tasksvc/contracts";
+import { eventBody, type OrgEvent, taskEventsStream } from "@tasksvc/contracts";
 import type { Logger } from "@tasksvc/logger";
 import { DeliverPolicy, jetstream, jetstreamManager, type NatsConnection } from "@tasksvc/nats";
 
@@ -101,7 +101,7 @@ export function createFanIn(opts: FanInOptions) {
       org: envelope.organization_id,
       type: envelope.type,
       id: envelope.id,
-      json: JSON.stringify(feedEventOf(envelope)),
+      json: JSON.stringify(eventBody(envelope)),
       at: Date.now(),
     };
     recent.push(e);

@@ -1,4 +1,4 @@
-import { type Task, type TaskChanges, TRUNCATABLE_FIELDS } from "@tasksvc/contracts";
+import { TASK_FIELDS, type Task, type TaskChanges, TRUNCATABLE_FIELDS } from "@tasksvc/contracts";
 
 /** The most an event envelope may take, encoded, when its `data` leaves room (DESIGN.md section 20). */
 export const EVENT_ENVELOPE_BYTES = 256 * 1024;
@@ -15,10 +15,11 @@ const jsonBytes = (v: unknown): number => Buffer.byteLength(JSON.stringify(v) ??
 const lengthOf = (v: unknown): number | null => (typeof v === "string" ? v.length : null);
 
 /**
- * What a change did to a task, for its event's `changes`: each field whose value differs between
- * the task before and after, as the API shows both (so `from` is what a consumer last received in
- * `data`). Fields compare by their JSON, so arrays and objects (project_ids, recurrence) compare
- * by value. Every field counts, version and updated_at included: they are part of what changed.
+ * What a change did to a task, for its event's `changes`: each field of the table (TASK_FIELDS, in
+ * its order) whose value differs between the task before and after, as the API shows both (so
+ * `from` is what a consumer last received in `data`). Fields compare by their JSON, so arrays and
+ * objects (project_ids, recurrence) compare by value. Every field counts, version and updated_at
+ * included: they are part of what changed.
  *
  * `after` is the event's `data`. When the envelope with every value would pass
  * EVENT_ENVELOPE_BYTES, each free-text field's entry gives lengths instead of values (all of them,
@@ -27,15 +28,13 @@ const lengthOf = (v: unknown): number | null => (typeof v === "string" ? v.lengt
  * far under NATS's max_payload (notes, the largest, take at most 600 KB escaped).
  */
 export function changesOf(before: Task, after: Task): TaskChanges {
-  const from: Record<string, unknown> = before;
-  const to: Record<string, unknown> = after;
   const out: TaskChanges = {};
-  for (const key of Object.keys(to)) {
-    if (JSON.stringify(from[key]) !== JSON.stringify(to[key])) out[key] = { from: from[key] ?? null, to: to[key] };
+  for (const key of TASK_FIELDS) {
+    if (JSON.stringify(before[key]) !== JSON.stringify(after[key])) out[key] = { from: before[key] ?? null, to: after[key] };
   }
   if (ENVELOPE_FIELDS_BYTES + jsonBytes(after) + jsonBytes(out) <= EVENT_ENVELOPE_BYTES) return out;
   for (const key of TRUNCATABLE_FIELDS) {
-    if (out[key] !== undefined) out[key] = { from_length: lengthOf(from[key]), to_length: lengthOf(to[key]), truncated: true };
+    if (out[key] !== undefined) out[key] = { from_length: lengthOf(before[key]), to_length: lengthOf(after[key]), truncated: true };
   }
   return out;
 }

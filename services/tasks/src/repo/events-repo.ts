@@ -1,5 +1,5 @@
-import type { EndpointEvent, Event, EventType, Task, TaskChanges, TaskEventType } from "@tasksvc/contracts";
-import { EVENT_RETENTION_DAYS, inChangesOrder, inDataOrder } from "@tasksvc/contracts";
+import type { EndpointEvent, Event, EventEnvelope, EventType, Task, TaskChanges, TaskEventType } from "@tasksvc/contracts";
+import { EVENT_RETENTION_DAYS, eventBody } from "@tasksvc/contracts";
 import {
   type Budgeted,
   cancelAt,
@@ -28,8 +28,8 @@ export const EVENT_ENVELOPE = `(jsonb_build_object('id', event_id, 'type', type,
   'created_at', to_char(now() at time zone 'UTC', ${ISO_SQL}), 'data', data)
   || case when changes is null then '{}'::jsonb else jsonb_build_object('changes', changes) end)`;
 
-/** A stored event's columns for the feed: the webhook body (`type`, `timestamp`, `data`) and its id. */
-const EVENT_COLUMNS = `id, type, payload->>'created_at' as timestamp, payload->'data' as data, payload->'changes' as changes`;
+/** A stored event's columns for the feed: its id and its envelope, from which eventBody() builds the item. */
+const EVENT_COLUMNS = "id, payload";
 /** Newest first: `order by created_at desc, id desc`. */
 const EVENT_PAGES = keyset("desc", ["created_at", "timestamp"], ["id", "text"]);
 
@@ -40,34 +40,17 @@ const EVENT_PAGES = keyset("desc", ["created_at", "timestamp"], ["id", "text"]);
  */
 export const eventBytes = (e = "") => `coalesce(${e}bytes, octet_length(${e}payload::text))`;
 
-/**
- * The feed's and the replay's columns of an event, over a page cut at its budget (`page_cut`,
- * libs/db withinBudget): unpacked from the envelope only for the events sent.
- */
-export const CUT_EVENT_COLUMNS = `page_cut.id, page_cut.type, page_cut.payload->>'created_at' as timestamp, page_cut.payload->'data' as data,
-  page_cut.payload->'changes' as changes`;
+/** The feed's and the replay's columns of an event, over a page cut at its budget (`page_cut`, libs/db withinBudget). */
+export const CUT_EVENT_COLUMNS = "page_cut.id, page_cut.payload";
 
 /** A stored event's columns, as the feed and the replay read them. */
 export interface EventRow {
   id: string;
-  type: EventType;
-  timestamp: string;
-  data: Event["data"];
-  changes: TaskChanges | null;
+  payload: EventEnvelope;
 }
 
-/**
- * A feed item. Its data comes from jsonb, so its fields are put back in the API's order for its
- * type (a task's, an endpoint's); so are the changes.
- */
-export const toEvent = (r: EventRow): Event =>
-  ({
-    id: r.id,
-    type: r.type,
-    timestamp: r.timestamp,
-    data: inDataOrder(r.type, r.data),
-    ...(r.changes === null ? {} : { changes: inChangesOrder(r.changes) }),
-  }) as Event;
+/** A feed item: the stream's message and the webhook body come from the same builder. */
+export const toEvent = (r: EventRow): Event => eventBody(r.payload);
 
 /**
  * The outbox (relayed to JetStream, relay.ts) and the events feed the outbox's trigger fills

@@ -1,5 +1,6 @@
 import type { ConcurrentIndex } from "@tasksvc/db";
-import { sortOf, TEXT_VECTOR } from "./task-search.js";
+import { TEXT_VECTOR } from "./task-filter-sql.js";
+import { sortOf } from "./task-search.js";
 
 /** An index for one sort of the task list: within (organization, archived), its key, then the number. */
 const bySort = (name: string, sort: Parameters<typeof sortOf>[0]): ConcurrentIndex => {

@@ -108,7 +108,7 @@ export function projectsRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
           where organization_id = ${org} and number in (select task_number from task_projects where organization_id = ${org} and project_id = ${id})
           for no key update
         )
-        update tasks set project_ids = array_remove(project_ids, ${id}), version = coalesce(version, version_count) + 1
+        update tasks set project_ids = array_remove(project_ids, ${id}), version = version + 1
         from b where organization_id = ${org} and number = b.n
         returning ${cols}, b.old_project_ids`;
       const rows = await sql`delete from projects where organization_id = ${org} and id = ${id} returning 1`;

@@ -1,29 +1,7 @@
-import type { FilterValue, Page, RawJson, Task, TaskCondition, TaskFilter, TaskSort, TaskSortKey } from "@tasksvc/contracts";
-import { taskNumber } from "@tasksvc/contracts";
-import {
-  type Budgeted,
-  cancelAt,
-  DEFAULT_PAGE_BYTES,
-  decodeKeyset,
-  type Fragment,
-  KEYSET_TIME,
-  rawPageOf,
-  READ_SUFFIX,
-  type Sql,
-  withinBudget,
-} from "@tasksvc/db";
+import type { Page, RawJson, Task, TaskFilter, TaskSort, TaskSortKey } from "@tasksvc/contracts";
+import { type Budgeted, cancelAt, DEFAULT_PAGE_BYTES, decodeKeyset, KEYSET_TIME, rawPageOf, READ_SUFFIX, type Sql, withinBudget } from "@tasksvc/db";
+import { compileFilter, indexedText, namesArchived, TEXT_QUERY, TEXT_VECTOR, textConditions } from "./task-filter-sql.js";
 import { TASK_JSON, TASK_JSON_REENCODE } from "./task-json.js";
-
-/**
- * The text a task is searched by, in the language-neutral configuration with unaccent (migration
- * 0012, in the service's schema: the search path names it). The GIN index is on this very
- * expression (indexes.ts), so it must not change alone.
- */
-export const TEXT_VECTOR = `to_tsvector('task_search'::regconfig, title || ' ' || coalesce(description, '') || ' ' || coalesce(notes, ''))`;
-const TEXT_QUERY = `websearch_to_tsquery('task_search'::regconfig, `;
-/** Has an open blocker: a dependency on a task that is not COMPLETED (the dependency view's is_blocked). */
-const IS_BLOCKED = `exists (select 1 from dependencies d join tasks b on b.organization_id = d.organization_id and b.number = d.blocker_number
-  where d.organization_id = tasks.organization_id and d.blocked_number = tasks.number and b.status <> 'COMPLETED')`;
 
 const rank = (missing: number) => `(case priority when 'LOW' then 1 when 'MEDIUM' then 2 when 'HIGH' then 3 when 'URGENT' then 4 else ${missing} end)`;
 
@@ -70,125 +48,6 @@ export function sortOf(sort: TaskSort) {
   return { desc, expr, text: key.text(expr), readBack: key.readBack };
 }
 
-/** Columns of the conditions; `nullable` decides what a negated comparison must also match. */
-const COLUMNS: Record<Exclude<TaskCondition["field"], "project_id" | "text" | "is_blocked">, { col: string; cast: string; nullable: boolean }> = {
-  status: { col: "status", cast: "::text", nullable: false },
-  priority: { col: "priority", cast: "::text", nullable: true },
-  parent_task_id: { col: "parent_number", cast: "::bigint", nullable: true },
-  archived: { col: "archived", cast: "::boolean", nullable: false },
-  due_date: { col: "due_date", cast: "::timestamptz", nullable: true },
-  created_at: { col: "created_at", cast: "::timestamptz", nullable: false },
-  updated_at: { col: "updated_at", cast: "::timestamptz", nullable: false },
-  story_points: { col: "story_points", cast: "::numeric", nullable: true },
-  title: { col: "title", cast: "::text", nullable: false },
-};
-
-/** The opposite of each op, so that `not` is pushed down to the conditions and stays indexable. */
-const OPPOSITE = { eq: "neq", neq: "eq", in: "nin", nin: "in", lt: "gte", gte: "lt", gt: "lte", lte: "gt" } as const;
-const COMPARE = { lt: "<", lte: "<=", gt: ">", gte: ">=" } as const;
-
-const likePattern = (s: string) => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-const number = (v: string | number) => taskNumber(String(v)) ?? -1;
-
-/**
- * A filter tree as SQL with two-valued logic: on a task without the value, eq/in/lt/contains are
- * false and neq/nin true, and `not` is the exact negation. Negation is pushed down (De Morgan, each
- * op to its opposite), so no condition ends up inside a NOT that an index could not serve.
- */
-export function compileFilter(sql: Sql, f: TaskFilter, negated = false, vector = TEXT_VECTOR): Fragment {
-  if ("and" in f || "or" in f) {
-    const conj = "and" in f ? !negated : negated;
-    const parts = ("and" in f ? f.and : f.or).map((c) => compileFilter(sql, c, negated, vector));
-    return joinParts(sql, parts, conj);
-  }
-  if ("not" in f) return compileFilter(sql, f.not, !negated, vector);
-  return condition(sql, f, negated, vector);
-}
-
-function joinParts(sql: Sql, parts: Fragment[], conj: boolean): Fragment {
-  let out = sql`(${parts[0] as Fragment}`;
-  for (const p of parts.slice(1)) out = conj ? sql`${out} and ${p}` : sql`${out} or ${p}`;
-  return sql`${out})`;
-}
-
-function condition(sql: Sql, c: TaskCondition, negated: boolean, vector: string): Fragment {
-  const { field, value } = c;
-  let op = c.op;
-  if (op === "is_null") {
-    const isNull = (value === true) !== negated;
-    if (field === "project_id") return isNull ? sql`project_ids = '{}'::text[]` : sql`project_ids <> '{}'::text[]`;
-    const col = sql.unsafe(COLUMNS[field as keyof typeof COLUMNS].col);
-    return isNull ? sql`${col} is null` : sql`${col} is not null`;
-  }
-  if (field === "text") {
-    // With several text conditions, the row's vector computed once (page(): TEXT_JOIN).
-    const match = sql`${sql.unsafe(vector)} @@ ${sql.unsafe(TEXT_QUERY)}${String(value)})`;
-    return negated ? sql`not ${match}` : match;
-  }
-  if (field === "is_blocked") {
-    // eq true, neq false, or their negations: "has an open blocker".
-    const blocked = ((op === "eq") === (value === true)) !== negated;
-    return blocked ? sql.unsafe(IS_BLOCKED) : sql`not ${sql.unsafe(IS_BLOCKED)}`;
-  }
-  if (field === "created_at" || field === "updated_at" || (field === "due_date" && op in COMPARE)) return timeCondition(sql, field, op, String(value), negated);
-  if (field === "project_id") return projectCondition(sql, op, value, negated);
-  if (op === "contains") {
-    const like = sql`title ilike ${likePattern(String(value))}`;
-    return negated ? sql`title not ilike ${likePattern(String(value))}` : like;
-  }
-  if (negated) op = OPPOSITE[op as keyof typeof OPPOSITE];
-  const { col: name, cast, nullable } = COLUMNS[field];
-  const col = sql.unsafe(name);
-  const one = (v: FilterValue) =>
-    (field === "parent_task_id" ? number(v as string) : field === "due_date" ? instantText(String(v)) : v) as string | number | boolean;
-  const list = () => (value as Array<string | number>).map((v) => String(one(v)));
-  switch (op) {
-    case "eq":
-      return sql`${col} = ${one(value)}${sql.unsafe(cast)}`;
-    case "neq":
-      return nullable ? sql`${col} is distinct from ${one(value)}${sql.unsafe(cast)}` : sql`${col} <> ${one(value)}${sql.unsafe(cast)}`;
-    case "in":
-      return sql`${col} = any(${list()}${sql.unsafe(`${cast}[]`)})`;
-    case "nin":
-      return nullable ? sql`(${col} is null or ${col} <> all(${list()}${sql.unsafe(`${cast}[]`)}))` : sql`${col} <> all(${list()}${sql.unsafe(`${cast}[]`)})`;
-    default: {
-      // lt, lte, gt, gte; negated (the opposite op) a task without the value matches too.
-      const cmp = sql`${col} ${sql.unsafe(COMPARE[op as keyof typeof COMPARE])} ${one(value)}${sql.unsafe(cast)}`;
-      return negated && nullable ? sql`(${cmp} or ${col} is null)` : cmp;
-    }
-  }
-}
-
-/** A time a client sent, a bare date meaning 00:00 UTC, as Postgres reads it whatever its session's zone. */
-const instantText = (v: string) => (v.length === 10 ? `${v}T00:00:00Z` : v);
-
-/**
- * A time as the API shows it, to the millisecond: created_at and updated_at hold microseconds, so
- * `lte` the time a task shows must still match that task (a due date holds whole milliseconds,
- * which the same bounds compare exactly). Each bound becomes a half-open bound on the column (an
- * index range): shown < T is col < ceil(T); shown <= T is col < floor(T) + 1 ms. A due date is
- * compared with the instant itself, never cut to its day: a task due 00:00:00 is before 00:00:01.
- */
-function timeCondition(sql: Sql, field: "created_at" | "updated_at" | "due_date", op: TaskCondition["op"], value: string, negated: boolean): Fragment {
-  const floor = Date.parse(instantText(value));
-  const subMillisecond = /T\d{2}:\d{2}:\d{2}\.\d{3}\d*[1-9]/.test(value);
-  const ceil = subMillisecond ? floor + 1 : floor;
-  const effective = negated ? OPPOSITE[op as keyof typeof OPPOSITE] : op;
-  const below = effective === "lt" || effective === "lte";
-  const bound = new Date(effective === "lt" || effective === "gte" ? ceil : floor + 1).toISOString();
-  const col = sql.unsafe(field);
-  const cmp = below ? sql`${col} < ${bound}::timestamptz` : sql`${col} >= ${bound}::timestamptz`;
-  // Negated, the opposite comparison; a task without a due date matches it (two-valued logic).
-  return negated && field === "due_date" ? sql`(${cmp} or due_date is null)` : cmp;
-}
-
-/** A task belongs to several projects: eq is "in this one", in "in any", neq and nin "in none". */
-function projectCondition(sql: Sql, op: TaskCondition["op"], value: FilterValue, negated: boolean): Fragment {
-  const ids = Array.isArray(value) ? value.map(String) : [String(value)];
-  const inAny = op === "eq" || op === "in";
-  return inAny !== negated ? sql`project_ids && ${ids}::text[]` : sql`not (project_ids && ${ids}::text[])`;
-}
-
 /**
  * A task's text vector, computed once per row that reaches the text conditions, for a filter
  * with more than one. Each condition written on TEXT_VECTOR itself made Postgres tokenize the
@@ -204,34 +63,6 @@ const TEXT_JOIN = `cross join lateral (select ${TEXT_VECTOR} as vector offset 0)
  * stored value reads its header): the free text's bytes, which JSON writes at least once.
  */
 const LEAST_BYTES = `(octet_length(title) + coalesce(octet_length(description), 0) + coalesce(octet_length(notes), 0))`;
-
-/** How many full-text conditions the tree has. */
-export function textConditions(f: TaskFilter): number {
-  if ("and" in f) return f.and.reduce((n, c) => n + textConditions(c), 0);
-  if ("or" in f) return f.or.reduce((n, c) => n + textConditions(c), 0);
-  if ("not" in f) return textConditions(f.not);
-  return f.field === "text" ? 1 : 0;
-}
-
-/**
- * A full-text condition every match must meet (the tree itself, or one of its top-level `and`),
- * written on the indexed expression: implied by the filter, it only lets the planner use the
- * text index, which it cannot for conditions on the computed vector.
- */
-function indexedText(f: TaskFilter): string | undefined {
-  if ("field" in f) return f.field === "text" && f.op === "matches" ? String(f.value) : undefined;
-  if (!("and" in f)) return undefined;
-  for (const c of f.and) if ("field" in c && c.field === "text" && c.op === "matches") return String(c.value);
-  return undefined;
-}
-
-/** Whether the tree says anything about `archived` (else only current tasks match, as the list's default). */
-export function namesArchived(f: TaskFilter): boolean {
-  if ("and" in f) return f.and.some(namesArchived);
-  if ("or" in f) return f.or.some(namesArchived);
-  if ("not" in f) return namesArchived(f.not);
-  return f.field === "archived";
-}
 
 /**
  * The sync horizon: the start of the oldest transaction of this service still open, this

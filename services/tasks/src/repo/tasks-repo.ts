@@ -167,18 +167,18 @@ export function tasksRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
             priority text, start_date timestamptz, due_date timestamptz, notes text, story_points numeric, recurrence jsonb, project_ids jsonb,
             series_head bigint, series_slot date)
         ), t as (
-          insert into tasks (organization_id, number, owner_user_id, parent_number, current_version_id, version_count,
+          insert into tasks (organization_id, number, owner_user_id, parent_number, current_version_id, version_count, version,
             title, description, status, priority, start_date, due_date, notes, story_points, recurrence, project_ids,
             series_head, series_slot, created_at, updated_at)
-          select ${org}, number, owner_user_id, parent_number, version_id, 1, title, description, status, priority, start_date,
+          select ${org}, number, owner_user_id, parent_number, version_id, 1, 1, title, description, status, priority, start_date,
             due_date, notes, story_points, recurrence, array(select jsonb_array_elements_text(project_ids)), series_head, series_slot,
             now(), now()
           from x
           returning *
         ), v as (
-          insert into task_versions (id, organization_id, task_number, seq, title, description, status, priority, start_date,
+          insert into task_versions (id, organization_id, task_number, seq, version, title, description, status, priority, start_date,
             due_date, notes, story_points, recurrence, project_ids, created_at)
-          select current_version_id, organization_id, number, 1, title, description, status, priority, start_date, due_date,
+          select current_version_id, organization_id, number, 1, version, title, description, status, priority, start_date, due_date,
             notes, story_points, recurrence, project_ids, created_at from t
         ), p as (
           insert into task_projects (organization_id, task_number, project_id)
@@ -202,7 +202,7 @@ export function tasksRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
       const [row] = await sql<TaskRow[]>`
         with t as (
           update tasks set parent_number = ${c.parent_number}, current_version_id = ${versionId}, version_count = version_count + 1,
-            version = coalesce(version, version_count) + 1,
+            version = version + 1,
             title = ${c.title}, description = ${c.description}, status = ${c.status}, priority = ${c.priority},
             start_date = ${c.start_date}::timestamptz, due_date = ${c.due_date}::timestamptz, notes = ${c.notes}, story_points = ${c.story_points},
             recurrence = ${c.recurrence === null ? null : jsonb(sql, c.recurrence)}, project_ids = ${c.project_ids}::text[],
@@ -228,7 +228,7 @@ export function tasksRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
 
     async setArchived(org: string, number: number, archived: boolean): Promise<TaskRow | undefined> {
       const [row] = await sql<TaskRow[]>`
-        update tasks set archived = ${archived}, archived_at = ${archived ? sql`now()` : null}, version = coalesce(version, version_count) + 1
+        update tasks set archived = ${archived}, archived_at = ${archived ? sql`now()` : null}, version = version + 1
         where organization_id = ${org} and number = ${number} and archived <> ${archived}
         returning ${cols}`;
       return row;
@@ -238,7 +238,7 @@ export function tasksRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
       // A version's size for the page's byte budget: its whole row as JSON, the version's fields
       // escaped as the answer escapes them, and a few bytes more (the row's keys).
       const page = sql`
-        select id, seq, coalesce(version, seq) as version, title, description, status, priority, start_date, due_date, notes,
+        select id, seq, version, title, description, status, priority, start_date, due_date, notes,
           story_points::text as story_points, recurrence, project_ids, created_at, octet_length(row_to_json(task_versions)::text) as bytes
         from task_versions
         where organization_id = ${org} and task_number = ${number}

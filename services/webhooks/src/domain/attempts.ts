@@ -63,23 +63,19 @@ export function attemptsService(res: DeliveryResources, o: AttemptsOptions) {
           continue;
         }
         given.add(key(job));
-        if (!s.enabled) {
+        // A body swept while a replay of its event was being made leaves nothing to send: that
+        // delivery stops as one to a disabled endpoint does, without counting as a failed call.
+        if (!s.enabled || s.body === null) {
           await repo.disableAttempt(s.id, job.attempt);
           attempts.push({ ...ref, request: null });
           continue;
         }
-        // The event's own time, as the fan-out stored it (the same on every attempt and replay).
-        const timestamp = new Date(s.payload.timestamp);
-        const request = o.signer.sign(s.url, s, s.eventId, {
-          type: s.eventType,
-          timestamp,
-          data: s.payload.data,
-          ...("changes" in s.payload && s.payload.changes !== undefined ? { changes: s.payload.changes } : {}),
-        });
+        // The event's body exactly as stored, signed as it is: the same bytes on every attempt and replay.
+        const request = o.signer.sign(s.url, s, s.eventId, s.body);
         attempts.push({
           ...ref,
           request: s.traceparent ? { ...request, traceparent: s.traceparent } : request,
-          occurred_at: timestamp.toISOString(),
+          occurred_at: s.occurredAt.toISOString(),
         });
       }
       return { attempts };

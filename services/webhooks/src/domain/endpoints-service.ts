@@ -17,6 +17,7 @@ import {
   type UpdateWebhookEndpointBody,
   type VerifyResult,
   type WebhookEndpoint,
+  webhookBody,
 } from "@tasksvc/contracts";
 import { idempotentWrite, newId } from "@tasksvc/db";
 import { AppError, fieldError } from "@tasksvc/errors";
@@ -179,8 +180,10 @@ export function endpointsService(deps: EndpointsDeps) {
     const target = await repo.signingTarget(c.organizationId, id);
     if (!target) throw notFound();
     const at = new Date();
-    // `test: true`: a probe is never a real event, and its envelope says so.
-    const request = deps.signer.sign(target.url, target.secrets, newId("evt"), { type: event.type, timestamp: at, data: event.data(at), test: true });
+    const eventId = newId("evt");
+    // Built as a real event's body is, then `test: true`: a probe is never a real event, and its body says so.
+    const body = webhookBody({ id: eventId, type: event.type, created_at: at.toISOString(), data: event.data(at) }, { test: true });
+    const request = deps.signer.sign(target.url, target.secrets, eventId, body);
     return { result: await deps.call(request, c.ctx), verified: target.verified };
   }
 

@@ -1,4 +1,4 @@
-import { inChangesOrder, isEndpointEvent, type OrgEvent } from "@tasksvc/contracts";
+import { isEndpointEvent, type OrgEvent, webhookBody } from "@tasksvc/contracts";
 import { newId } from "@tasksvc/db";
 import { currentTraceparent } from "@tasksvc/telemetry";
 import type { DeliveriesRepo, FanOutEvent } from "../repo/deliveries-repo.js";
@@ -58,15 +58,10 @@ export function fanOutService(deps: { repo: DeliveriesRepo }) {
             // The event's own time, set by the tasks service in the writing transaction; not the
             // time it reached us, which a backlog or a redelivery may push past a newer endpoint.
             occurredAt: event.created_at,
-            // Standard Webhooks body (DESIGN.md 5); the id travels as the `webhook-id` header.
-            payload: isEndpointEvent(event)
-              ? { type: event.type, timestamp: event.created_at, data: event.data }
-              : {
-                  type: event.type,
-                  timestamp: event.created_at,
-                  data: event.data,
-                  ...(event.changes === undefined ? {} : { changes: inChangesOrder(event.changes) }),
-                },
+            // Standard Webhooks body (DESIGN.md 5), the feed's item without its id (the `webhook-id`
+            // header): its text, stored once for the event and signed as stored on every attempt.
+            body: webhookBody(event),
+            aboutEndpoint: isEndpointEvent(event) ? event.data.id : null,
             // Taken here, in the consumer's span for this event (decision 0018), not in the batch's.
             traceparent: currentTraceparent(),
           },

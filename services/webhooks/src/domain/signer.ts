@@ -1,5 +1,5 @@
 import type { SignedRequest } from "@tasksvc/contracts";
-import { unixSeconds, webhookBody, webhookHeaders, type WebhookEvent } from "@tasksvc/outbound";
+import { unixSeconds, webhookHeaders } from "@tasksvc/outbound";
 import type { SecretBox } from "@tasksvc/secrets";
 import type { SealedSecrets } from "../repo/endpoints-repo.js";
 
@@ -30,19 +30,17 @@ export function signer(box: SecretBox, now: () => Date = () => new Date()) {
     return live;
   }
 
-  /** Signs `body` exactly as it will be sent; `id` is the event id (webhook-id: the same on every attempt and replay). */
-  function signBody(url: string, secrets: SealedSecrets, id: string, body: string): SignedRequest {
+  /**
+   * Signs `body` exactly as it will be sent (an event's stored text, or a probe's, both built by
+   * webhookBody); `id` is the event id (webhook-id: the same on every attempt and replay).
+   */
+  function sign(url: string, secrets: SealedSecrets, id: string, body: string): SignedRequest {
     const at = now();
     const headers = webhookHeaders({ id, timestamp: unixSeconds(at), body, secrets: liveSecrets(secrets, at) });
     return { url, headers: { ...headers }, body };
   }
 
-  return {
-    liveSecrets,
-    signBody,
-    /** Serializes the envelope (DESIGN.md 5), then signs it. */
-    sign: (url: string, secrets: SealedSecrets, id: string, event: WebhookEvent): SignedRequest => signBody(url, secrets, id, webhookBody(event)),
-  };
+  return { liveSecrets, sign };
 }
 export type Signer = ReturnType<typeof signer>;
 

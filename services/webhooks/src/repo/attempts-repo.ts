@@ -1,5 +1,6 @@
-import type { AttemptOutcome, AttemptRef, CallResult, DeliveryState, EventType, StartAttempt, WebhookEnvelope } from "@tasksvc/contracts";
+import type { AttemptOutcome, AttemptRef, CallResult, DeliveryState, EventType, StartAttempt } from "@tasksvc/contracts";
 import type { Sql } from "@tasksvc/db";
+import { BODY_COLUMNS, type BodyColumns, deliveryBody } from "./deliveries-repo.js";
 
 /** An attempt claimed for the job stream. */
 export interface Claimed {
@@ -39,9 +40,10 @@ export interface AttemptSubject {
   state: DeliveryState;
   attemptCount: number;
   eventId: string;
-  eventType: EventType;
-  /** The body to sign, as the fan-out stored it. */
-  payload: WebhookEnvelope;
+  /** The text to sign and send, as stored for the event (null: gone with its event, nothing to send). */
+  body: string | null;
+  /** The event's own time, as the body states it. */
+  occurredAt: Date;
   url: string;
   enabled: boolean;
   secretSealed: string;
@@ -101,6 +103,25 @@ export interface StreakUpdate {
   lastFailureAt: Date | null;
   /** Set when this update disables the endpoint. */
   disabledReason: string | null;
+}
+
+/** A start's row: the delivery, its endpoint, its body and its call window. */
+interface SubjectRow extends BodyColumns {
+  id: string;
+  endpoint_id: string;
+  state: DeliveryState;
+  attempt_count: number;
+  event_id: string;
+  event_type: EventType;
+  url: string;
+  enabled: boolean;
+  secret_sealed: string;
+  previous_secret_sealed: string | null;
+  previous_secret_expires_at: Date | null;
+  traceparent: string | null;
+  call_until: Date | null;
+  opened: boolean;
+  reopened: boolean;
 }
 
 /**
@@ -236,33 +257,13 @@ export function attemptsRepo(sql: Sql) {
      * ended, or it died), for `window_ms` from now, and stretches the lease to cover it, so the
      * dispatcher never counts an attempt while its call may still be going on. A ref without
      * `window_ms` (a worker from before windows) takes the lease as its window. Answers the
-     * deliveries (with their endpoint and sealed secrets) of these refs, each saying whether this
-     * start opened its window (and whether over one that had passed unreported: the row as read
-     * is the one before this statement's update); a deleted one is absent. One statement: a row locked by a racing
-     * start or expiry is waited for, then judged as it stands (so two starts never both open).
-     * Each ref at most once per call (the caller merges repeats).
+     * deliveries (with their endpoint, sealed secrets and body) of these refs, each saying whether this start opened its
+     * window (and whether over one that had passed unreported: the row as read is the one before this statement's update);
+     * a deleted one is absent. One statement: a row locked by a racing start or expiry is waited for, then judged as it
+     * stands (so two starts never both open). Each ref at most once per call (the caller merges repeats).
      */
     async start(refs: readonly StartAttempt[]): Promise<AttemptSubject[]> {
-      const rows = await sql<
-        {
-          id: string;
-          endpoint_id: string;
-          state: DeliveryState;
-          attempt_count: number;
-          event_id: string;
-          event_type: EventType;
-          payload: AttemptSubject["payload"];
-          url: string;
-          enabled: boolean;
-          secret_sealed: string;
-          previous_secret_sealed: string | null;
-          previous_secret_expires_at: Date | null;
-          traceparent: string | null;
-          call_until: Date | null;
-          opened: boolean;
-          reopened: boolean;
-        }[]
-      >`
+      const rows = await sql<SubjectRow[]>`
         with j as (
           select * from unnest(${refs.map((r) => r.delivery_id)}::text[], ${refs.map((r) => r.attempt)}::int[],
             ${refs.map((r) => r.window_ms ?? null)}::bigint[]) as j (id, attempt, window_ms)
@@ -275,11 +276,11 @@ export function attemptsRepo(sql: Sql) {
             and (d.call_until is null or d.call_until <= now())
           returning d.id, d.call_until
         )
-        select d.id, d.endpoint_id, d.state, d.attempt_count, d.event_id, d.event_type, d.payload, d.traceparent,
+        select d.id, d.endpoint_id, d.state, d.attempt_count, d.event_id, d.event_type, ${sql.unsafe(BODY_COLUMNS)}, d.traceparent,
                e.url, e.enabled, e.secret_sealed, e.previous_secret_sealed, e.previous_secret_expires_at,
                coalesce(o.call_until, d.call_until) as call_until, o.id is not null as opened,
                o.id is not null and d.call_until is not null as reopened
-        from deliveries d join endpoints e on e.id = d.endpoint_id
+        from deliveries d join endpoints e on e.id = d.endpoint_id left join event_bodies b on b.event_id = d.event_id
         left join opened o on o.id = d.id
         where d.id = any(${refs.map((r) => r.delivery_id)}::text[])`;
       return rows.map((r) => ({
@@ -288,8 +289,8 @@ export function attemptsRepo(sql: Sql) {
         state: r.state,
         attemptCount: r.attempt_count,
         eventId: r.event_id,
-        eventType: r.event_type,
-        payload: r.payload,
+        body: deliveryBody(r),
+        occurredAt: r.occurred_at,
         url: r.url,
         enabled: r.enabled,
         secretSealed: r.secret_sealed,

@@ -10,8 +10,9 @@ export interface EventSubject {
 /**
  * The service's outbox (migration 0010): endpoints' operational events, written in the caller's
  * transaction and relayed to the endpoint-event stream (service.ts). Each row's payload is the
- * envelope every event has: id, type, organization, time (the database's clock, as for task
- * events) and the endpoint after the change.
+ * envelope every event has: id, type, organization, time and the endpoint after the change. The
+ * time is the writing transaction's `now()`, the row's own created_at, as for task events: one
+ * clock for every event the feed orders.
  */
 export function outboxRepo(sql: Sql) {
   return {
@@ -22,7 +23,7 @@ export function outboxRepo(sql: Sql) {
         insert into outbox (event_id, type, organization_id, payload)
         select r.id, ${type}, r.organization_id,
           jsonb_build_object('id', r.id, 'type', ${type}::text, 'organization_id', r.organization_id,
-            'created_at', to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'data', r.data)
+            'created_at', to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'data', r.data)
         from jsonb_to_recordset(${jsonb(sql, rows)}) as r (id text, organization_id text, data jsonb)`;
     },
   };

@@ -1,0 +1,190 @@
+import { z } from "zod";
+import { OpaqueId, Text } from "./common.js";
+import { DateTimeInput } from "./dates.js";
+import { TaskPriority, TaskRef, TaskStatus } from "./tasks.js";
+
+/**
+ * The grammar of a task filter, stated once: the fields a condition may name, the ops each takes
+ * and the value each compares with. The checker below, the document's text, the tasks service's
+ * SQL (a row per field, held to this table by its type) and the typed client's table of ops
+ * (generated from this one) all read FILTER_FIELDS.
+ */
+
+export const FILTER_OPS = ["eq", "neq", "in", "nin", "lt", "lte", "gt", "gte", "is_null", "contains", "matches"] as const;
+export type FilterOp = (typeof FILTER_OPS)[number];
+export const FILTER_LIMITS = { conditions: 50, depth: 5, listItems: 100 } as const;
+
+/** Full text in web-search syntax: at least one word, so that it can match anything at all. */
+export const SearchText = Text.min(1)
+  .max(200)
+  .refine((s) => /[\p{L}\p{N}]/u.test(s), { message: "must contain at least one word (a letter or a digit)" });
+
+/** A date-time with an offset, or a bare date taken as 00:00 UTC, within the days the API accepts. */
+const Instant = DateTimeInput;
+
+/** A field's row: the ops it takes, one value as a condition states it, and that value in words. */
+type FieldRow = { ops: readonly FilterOp[]; value: z.ZodType; says: string };
+
+export const FILTER_FIELDS = {
+  status: { ops: ["eq", "neq", "in", "nin"], value: TaskStatus, says: "a status" },
+  priority: { ops: ["eq", "neq", "in", "nin", "is_null"], value: TaskPriority, says: "a priority" },
+  project_id: { ops: ["eq", "neq", "in", "nin", "is_null"], value: OpaqueId, says: "a project id, `prj_…`" },
+  parent_task_id: { ops: ["eq", "neq", "in", "nin", "is_null"], value: TaskRef, says: "a task id, T-<n>" },
+  archived: { ops: ["eq", "neq"], value: z.boolean(), says: "a boolean" },
+  is_blocked: { ops: ["eq", "neq"], value: z.boolean(), says: "a boolean" },
+  due_date: { ops: ["eq", "neq", "lt", "lte", "gt", "gte", "is_null"], value: Instant, says: "a time" },
+  created_at: { ops: ["lt", "lte", "gt", "gte"], value: Instant, says: "a time" },
+  updated_at: { ops: ["lt", "lte", "gt", "gte"], value: Instant, says: "a time" },
+  story_points: { ops: ["eq", "neq", "lt", "lte", "gt", "gte", "in", "nin", "is_null"], value: z.number().min(0).max(1000), says: "a number, 0-1000" },
+  title: { ops: ["eq", "neq", "contains"], value: Text.min(1).max(500), says: "text, 1-500 characters" },
+  text: { ops: ["matches"], value: SearchText, says: "words in web-search syntax" },
+} as const satisfies Record<string, FieldRow>;
+export type FilterField = keyof typeof FILTER_FIELDS;
+/** The ops field `F` takes. */
+export type OpsOf<F extends FilterField> = (typeof FILTER_FIELDS)[F]["ops"][number];
+
+const FIELDS = Object.keys(FILTER_FIELDS) as FilterField[];
+
+export type FilterValue = string | number | boolean | Array<string | number>;
+/** A condition whose op is one its field takes (the value is checked at run time, by the field's row). */
+export type TaskCondition = { [F in FilterField]: { field: F; op: OpsOf<F>; value: FilterValue } }[FilterField];
+export type TaskFilter = { and: TaskFilter[] } | { or: TaskFilter[] } | { not: TaskFilter } | TaskCondition;
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+type Issue = { path: PropertyKey[]; message: string };
+
+/**
+ * Checks a filter tree by hand rather than with a zod union: a union that fails reports its own
+ * path, and a client needs the pointer of the part that is wrong (`/filter/and/2/value`).
+ */
+function checkFilter(node: unknown, path: PropertyKey[], depth: number, issues: Issue[], counted: { n: number }): void {
+  if (depth > FILTER_LIMITS.depth) {
+    issues.push({ path, message: `is nested too deep: a filter may be at most ${FILTER_LIMITS.depth} levels deep` });
+    return;
+  }
+  if (!isRecord(node)) {
+    issues.push({ path, message: "must be an object: {and: [...]}, {or: [...]}, {not: {...}} or a condition {field, op, value}" });
+    return;
+  }
+  const keys = Object.keys(node);
+  const group = keys.find((k) => k === "and" || k === "or" || k === "not");
+  if (group !== undefined) {
+    for (const k of keys) if (k !== group) issues.push({ path: [...path, k], message: `is not allowed beside "${group}"` });
+    const inner = node[group];
+    if (group === "not") {
+      checkFilter(inner, [...path, group], depth + 1, issues, counted);
+      return;
+    }
+    if (!Array.isArray(inner) || inner.length < 1 || inner.length > FILTER_LIMITS.conditions) {
+      issues.push({ path: [...path, group], message: `must be an array of 1 to ${FILTER_LIMITS.conditions} filters` });
+      return;
+    }
+    for (const [i, child] of inner.entries()) checkFilter(child, [...path, group, i], depth + 1, issues, counted);
+    return;
+  }
+  counted.n++;
+  for (const k of keys)
+    if (k !== "field" && k !== "op" && k !== "value") issues.push({ path: [...path, k], message: "is not a key of a condition (field, op, value)" });
+  const field = node["field"];
+  if (typeof field !== "string" || !Object.hasOwn(FILTER_FIELDS, field)) {
+    issues.push({ path: [...path, "field"], message: `must be one of ${FIELDS.join(", ")}` });
+    return;
+  }
+  const row: FieldRow = FILTER_FIELDS[field as FilterField];
+  const op = node["op"];
+  if (typeof op !== "string" || !(row.ops as readonly string[]).includes(op)) {
+    issues.push({ path: [...path, "op"], message: `must be one of ${row.ops.join(", ")} for ${field}` });
+    return;
+  }
+  const valueSchema = op === "is_null" ? z.boolean() : op === "in" || op === "nin" ? z.array(row.value).min(1).max(FILTER_LIMITS.listItems) : row.value;
+  if (!("value" in node)) {
+    issues.push({ path: [...path, "value"], message: "is required" });
+    return;
+  }
+  const parsed = valueSchema.safeParse(node["value"]);
+  if (!parsed.success) for (const i of parsed.error.issues) issues.push({ path: [...path, "value", ...i.path], message: i.message });
+}
+
+// The condition's text, read off the table: which ops each field takes, and what its value is.
+const OPS_IN_WORDS = FIELDS.map((f) => `\`${f}\`: ${FILTER_FIELDS[f].ops.join(", ")}`).join("; ");
+const VALUES_IN_WORDS = FIELDS.map((f) => `\`${f}\`: ${FILTER_FIELDS[f].says}`).join("; ");
+const TIMES = FIELDS.filter((f) => FILTER_FIELDS[f].value === Instant).join(", ");
+
+const AND_DOC = { description: "Every filter must match.", examples: [[{ field: "status", op: "eq", value: "TODO" }]] };
+const OR_DOC = { description: "At least one filter must match.", examples: [[{ field: "priority", op: "eq", value: "URGENT" }]] };
+const NOT_DOC = { description: "The filter must not match.", examples: [{ field: "is_blocked", op: "eq", value: true }] };
+const FILTER_DOC = {
+  description: `A filter: \`{"and": [filters]}\`, \`{"or": [filters]}\`, \`{"not": filter}\` or a condition \`{"field", "op", "value"}\`. At most ${FILTER_LIMITS.conditions} conditions and ${FILTER_LIMITS.depth} levels.`,
+  examples: [
+    {
+      and: [
+        { field: "status", op: "in", value: ["TODO", "IN_PROGRESS"] },
+        { field: "text", op: "matches", value: "invoice export" },
+      ],
+    },
+  ],
+};
+const group = (name: "and" | "or", doc: typeof AND_DOC) => ({
+  type: "object",
+  title: name,
+  required: [name],
+  additionalProperties: false,
+  properties: {
+    [name]: { ...doc, type: "array", minItems: 1, maxItems: FILTER_LIMITS.conditions, items: { $ref: "#/components/schemas/TaskFilter" } },
+  },
+});
+
+/** The filter tree: checked by checkFilter; its JSON Schema is written out for the document. */
+export const TaskFilterSchema = z
+  // A body without one is refused (the check below would take undefined for a condition and
+  // name its parts): a search that names nothing answered every task.
+  .custom<TaskFilter>((v) => v !== undefined, {
+    abort: true,
+    message: 'is required: to find every current task, {"field": "archived", "op": "eq", "value": false}',
+  })
+  .superRefine((v, ctx) => {
+    const issues: Issue[] = [];
+    const counted = { n: 0 };
+    checkFilter(v, [], 1, issues, counted);
+    if (counted.n > FILTER_LIMITS.conditions)
+      issues.unshift({ path: [], message: `has ${counted.n} conditions; at most ${FILTER_LIMITS.conditions} are allowed` });
+    for (const i of issues) ctx.addIssue({ code: "custom", path: i.path, message: i.message });
+  })
+  .meta({
+    ...FILTER_DOC,
+    oneOf: [
+      group("and", AND_DOC),
+      group("or", OR_DOC),
+      {
+        type: "object",
+        title: "not",
+        required: ["not"],
+        additionalProperties: false,
+        properties: { not: { ...NOT_DOC, $ref: "#/components/schemas/TaskFilter" } },
+      },
+      {
+        type: "object",
+        title: "condition",
+        required: ["field", "op", "value"],
+        additionalProperties: false,
+        properties: {
+          field: {
+            type: "string",
+            enum: FIELDS,
+            description: "What the condition looks at; `text` is the full text of title, description and notes.",
+            examples: ["status"],
+          },
+          op: {
+            type: "string",
+            enum: [...FILTER_OPS],
+            description: `How it compares; each field takes only some of them (${OPS_IN_WORDS}), and an op the field does not take is refused.`,
+            examples: ["in"],
+          },
+          value: {
+            description: `The value, of the field's type (${VALUES_IN_WORDS}); an array for \`in\` and \`nin\`; a boolean for \`is_null\`. A time (${TIMES}) is a date-time with an offset, or a date meaning 00:00 UTC that day, compared exactly.`,
+            examples: [["TODO", "IN_PROGRESS"]],
+          },
+        },
+      },
+    ],
+  });

@@ -1,0 +1,94 @@
+import type { Recurrence, Task, TaskContentField, TaskStatus } from "@tasksvc/contracts";
+import { taskId } from "@tasksvc/contracts";
+import { ISO_SQL } from "./sql-time.js";
+
+/**
+ * How each field of a task is rendered from its row: by Postgres into JSON text (lists, the create
+ * statement's answers and events) and by TypeScript into a value (every other read and write). The
+ * contract's Task shape says which fields there are and their order; this table, complete against
+ * it at compile time, says how each is made, both ways side by side. task-json.ts builds every
+ * rendering from it; test/task-json.test.ts holds the two equal byte for byte.
+ */
+
+/** The columns a task row and a version row share, as read (instants as Dates, numeric as text). */
+export interface ContentColumns {
+  title: string;
+  description: string | null;
+  status: TaskStatus;
+  priority: Task["priority"];
+  start_date: Date | null;
+  due_date: Date | null;
+  notes: string | null;
+  story_points: string | null;
+  project_ids: string[];
+  recurrence: Recurrence | null;
+}
+
+export interface TaskRow extends ContentColumns {
+  number: string;
+  owner_user_id: string;
+  parent_number: string | null;
+  archived: boolean;
+  current_version_id: string;
+  version_count: number;
+  /** What the ETag names: content versions, archives and unarchives counted (migration 0013). */
+  version: number;
+  /** The series an occurrence was made from, and its slot (migration 0007); null on other tasks. */
+  series_head: string | null;
+  series_slot: string | null;
+  created_at: Date;
+  updated_at: Date;
+  cursor_at: string;
+}
+
+export interface FieldRendering<K extends keyof Task, R> {
+  /** The field's JSON value as an SQL expression over a tasks row; `t` qualifies its columns (`t.`, or ""). */
+  sql: (t: string) => string;
+  /** The same value from the row as TypeScript reads it. */
+  of: (r: R) => Task[K];
+  /** When Postgres writes the value otherwise than JSON.stringify does: such rows are re-encoded by the service. */
+  reencodeWhen?: (t: string) => string;
+}
+
+export const iso = (d: Date) => d.toISOString();
+/** An instant as Date#toISOString() writes it, in both renderings (milliseconds cut, not rounded). */
+const instantSql = (column: string) => (t: string) => `to_char(${t}${column} at time zone 'UTC', ${ISO_SQL})`;
+/** A task number as an id; null stays null (`'T-' || null` is null). */
+const idSql = (column: string) => (t: string) => `'T-' || ${t}${column}`;
+
+/** The content fields, which a version row holds too (history renders them from it). */
+export const CONTENT_RENDERINGS: { [K in TaskContentField]: FieldRendering<K, ContentColumns> } = {
+  title: { sql: (t) => `${t}title`, of: (r) => r.title },
+  description: { sql: (t) => `${t}description`, of: (r) => r.description },
+  status: { sql: (t) => `${t}status`, of: (r) => r.status },
+  priority: { sql: (t) => `${t}priority`, of: (r) => r.priority },
+  start_date: { sql: instantSql("start_date"), of: (r) => (r.start_date ? iso(r.start_date) : null) },
+  due_date: { sql: instantSql("due_date"), of: (r) => (r.due_date ? iso(r.due_date) : null) },
+  notes: { sql: (t) => `${t}notes`, of: (r) => r.notes },
+  story_points: {
+    sql: (t) => `${t}story_points`,
+    of: (r) => (r.story_points === null ? null : Number(r.story_points)),
+    // numeric writes 0.0000001 where JavaScript writes 1e-7 (under 1e-6).
+    reencodeWhen: (t) => `(${t}story_points > 0 and ${t}story_points < 0.000001)`,
+  },
+  project_ids: { sql: (t) => `${t}project_ids`, of: (r) => r.project_ids },
+  recurrence: {
+    sql: (t) => `${t}recurrence`,
+    of: (r) => r.recurrence,
+    // jsonb is written with a space after `:` and `,`.
+    reencodeWhen: (t) => `${t}recurrence is not null`,
+  },
+};
+
+/** Every field of a task. */
+export const TASK_RENDERINGS: { [K in keyof Task]: FieldRendering<K, TaskRow> } = {
+  id: { sql: idSql("number"), of: (r) => taskId(r.number) },
+  version: { sql: (t) => `${t}version`, of: (r) => r.version },
+  ...CONTENT_RENDERINGS,
+  parent_task_id: { sql: idSql("parent_number"), of: (r) => (r.parent_number === null ? null : taskId(r.parent_number)) },
+  archived: { sql: (t) => `${t}archived`, of: (r) => r.archived },
+  series_task_id: { sql: idSql("series_head"), of: (r) => (r.series_head === null ? null : taskId(r.series_head)) },
+  occurrence_date: { sql: (t) => `${t}series_slot::text`, of: (r) => r.series_slot },
+  created_at: { sql: instantSql("created_at"), of: (r) => iso(r.created_at) },
+  updated_at: { sql: instantSql("updated_at"), of: (r) => iso(r.updated_at) },
+};

@@ -1,0 +1,198 @@
+import type { FilterField, FilterOp, FilterValue, OpsOf, TaskCondition, TaskFilter } from "@tasksvc/contracts";
+import { taskNumber } from "@tasksvc/contracts";
+import type { Fragment, Sql } from "@tasksvc/db";
+
+/**
+ * The text a task is searched by, in the language-neutral configuration with unaccent (migration
+ * 0012, in the service's schema: the search path names it). The GIN index is on this very
+ * expression (indexes.ts), so it must not change alone.
+ */
+export const TEXT_VECTOR = `to_tsvector('task_search'::regconfig, title || ' ' || coalesce(description, '') || ' ' || coalesce(notes, ''))`;
+export const TEXT_QUERY = `websearch_to_tsquery('task_search'::regconfig, `;
+/** Has an open blocker: a dependency on a task that is not COMPLETED (the dependency view's is_blocked). */
+const IS_BLOCKED = `exists (select 1 from dependencies d join tasks b on b.organization_id = d.organization_id and b.number = d.blocker_number
+  where d.organization_id = tasks.organization_id and d.blocked_number = tasks.number and b.status <> 'COMPLETED')`;
+
+type Scalar = string | number | boolean;
+/** A column compared with the value cast to its type; `nullable` decides what a negated comparison must also match. */
+type Column = { kind: "column"; col: string; cast: string; nullable: boolean; param?: (v: Scalar) => Scalar; like?: true };
+/** A time column: compared to the millisecond the API shows (timeCondition), or as a column. */
+type Time = { kind: "time"; col: string; nullable: boolean };
+type Projects = { kind: "projects" };
+type Blocked = { kind: "blocked" };
+type FullText = { kind: "text" };
+
+type ColumnOp = "eq" | "neq" | "in" | "nin" | "lt" | "lte" | "gt" | "gte" | "is_null";
+/** The SQL shapes that can compile every op in O (`contains` only on a column with `like`). */
+type SqlFor<O extends FilterOp> =
+  | ([O] extends [ColumnOp] ? Column | Time : never)
+  | ([O] extends [ColumnOp | "contains"] ? Column & { like: true } : never)
+  | ([O] extends ["eq" | "neq" | "in" | "nin" | "is_null"] ? Projects : never)
+  | ([O] extends ["eq" | "neq"] ? Blocked : never)
+  | ([O] extends ["matches"] ? FullText : never);
+
+/**
+ * The SQL side of the filter's table (FILTER_FIELDS in the contracts): a row per field, of a shape
+ * that compiles every op the field takes. A field without a row, or whose row cannot compile one
+ * of its ops, does not type-check.
+ */
+export type FilterSql = { [F in FilterField]: SqlFor<OpsOf<F>> };
+
+/** A time a client sent, a bare date meaning 00:00 UTC, as Postgres reads it whatever its session's zone. */
+const instantText = (v: Scalar) => (String(v).length === 10 ? `${v}T00:00:00Z` : String(v));
+
+const FILTER_SQL: FilterSql = {
+  status: { kind: "column", col: "status", cast: "::text", nullable: false },
+  priority: { kind: "column", col: "priority", cast: "::text", nullable: true },
+  project_id: { kind: "projects" },
+  parent_task_id: { kind: "column", col: "parent_number", cast: "::bigint", nullable: true, param: (v) => taskNumber(String(v)) ?? -1 },
+  archived: { kind: "column", col: "archived", cast: "::boolean", nullable: false },
+  is_blocked: { kind: "blocked" },
+  due_date: { kind: "time", col: "due_date", nullable: true },
+  created_at: { kind: "time", col: "created_at", nullable: false },
+  updated_at: { kind: "time", col: "updated_at", nullable: false },
+  story_points: { kind: "column", col: "story_points", cast: "::numeric", nullable: true },
+  title: { kind: "column", col: "title", cast: "::text", nullable: false, like: true },
+  text: { kind: "text" },
+};
+
+/** The opposite of each op, so that `not` is pushed down to the conditions and stays indexable. */
+const OPPOSITE = { eq: "neq", neq: "eq", in: "nin", nin: "in", lt: "gte", gte: "lt", gt: "lte", lte: "gt" } as const;
+const COMPARE = { lt: "<", lte: "<=", gt: ">", gte: ">=" } as const;
+const isCompare = (op: FilterOp): op is keyof typeof COMPARE => op in COMPARE;
+
+const likePattern = (s: string) => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+/**
+ * A filter tree as SQL with two-valued logic: on a task without the value, eq/in/lt/contains are
+ * false and neq/nin true, and `not` is the exact negation. Negation is pushed down (De Morgan, each
+ * op to its opposite), so no condition ends up inside a NOT that an index could not serve.
+ */
+export function compileFilter(sql: Sql, f: TaskFilter, negated = false, vector = TEXT_VECTOR): Fragment {
+  if ("and" in f || "or" in f) {
+    const conj = "and" in f ? !negated : negated;
+    const parts = ("and" in f ? f.and : f.or).map((c) => compileFilter(sql, c, negated, vector));
+    return joinParts(sql, parts, conj);
+  }
+  if ("not" in f) return compileFilter(sql, f.not, !negated, vector);
+  return condition(sql, f, negated, vector);
+}
+
+function joinParts(sql: Sql, parts: Fragment[], conj: boolean): Fragment {
+  let out = sql`(${parts[0] as Fragment}`;
+  for (const p of parts.slice(1)) out = conj ? sql`${out} and ${p}` : sql`${out} or ${p}`;
+  return sql`${out})`;
+}
+
+function condition(sql: Sql, c: TaskCondition, negated: boolean, vector: string): Fragment {
+  const at = FILTER_SQL[c.field];
+  switch (at.kind) {
+    case "text": {
+      // With several text conditions, the row's vector computed once (page(): TEXT_JOIN).
+      const match = sql`${sql.unsafe(vector)} @@ ${sql.unsafe(TEXT_QUERY)}${String(c.value)})`;
+      return negated ? sql`not ${match}` : match;
+    }
+    case "blocked": {
+      // eq true, neq false, or their negations: "has an open blocker".
+      const blocked = ((c.op === "eq") === (c.value === true)) !== negated;
+      return blocked ? sql.unsafe(IS_BLOCKED) : sql`not ${sql.unsafe(IS_BLOCKED)}`;
+    }
+    case "projects":
+      return projectCondition(sql, c.op, c.value, negated);
+    case "time":
+      if (isCompare(c.op)) return timeCondition(sql, at, c.op, String(c.value), negated);
+      return columnCondition(sql, { kind: "column", col: at.col, cast: "::timestamptz", nullable: at.nullable, param: instantText }, c.op, c.value, negated);
+    case "column":
+      return columnCondition(sql, at, c.op, c.value, negated);
+  }
+}
+
+function columnCondition(sql: Sql, at: Column, given: FilterOp, value: FilterValue, negated: boolean): Fragment {
+  const col = sql.unsafe(at.col);
+  if (given === "is_null") return (value === true) !== negated ? sql`${col} is null` : sql`${col} is not null`;
+  if (given === "contains") {
+    const pattern = likePattern(String(value));
+    if (!negated) return sql`${col} ilike ${pattern}`;
+    return at.nullable ? sql`(${col} is null or ${col} not ilike ${pattern})` : sql`${col} not ilike ${pattern}`;
+  }
+  const op = negated ? OPPOSITE[given as keyof typeof OPPOSITE] : given;
+  const cast = sql.unsafe(at.cast);
+  const casts = sql.unsafe(`${at.cast}[]`);
+  const one = (v: Scalar) => (at.param ? at.param(v) : v);
+  const list = () => (value as Array<string | number>).map((v) => String(one(v)));
+  switch (op) {
+    case "eq":
+      return sql`${col} = ${one(value as Scalar)}${cast}`;
+    case "neq":
+      return at.nullable ? sql`${col} is distinct from ${one(value as Scalar)}${cast}` : sql`${col} <> ${one(value as Scalar)}${cast}`;
+    case "in":
+      return sql`${col} = any(${list()}${casts})`;
+    case "nin":
+      return at.nullable ? sql`(${col} is null or ${col} <> all(${list()}${casts}))` : sql`${col} <> all(${list()}${casts})`;
+    default: {
+      // lt, lte, gt, gte; negated (the opposite op) a task without the value matches too.
+      const cmp = sql`${col} ${sql.unsafe(COMPARE[op as keyof typeof COMPARE])} ${one(value as Scalar)}${cast}`;
+      return negated && at.nullable ? sql`(${cmp} or ${col} is null)` : cmp;
+    }
+  }
+}
+
+/**
+ * A time as the API shows it, to the millisecond: created_at and updated_at hold microseconds, so
+ * `lte` the time a task shows must still match that task (a due date holds whole milliseconds,
+ * which the same bounds compare exactly). Each bound becomes a half-open bound on the column (an
+ * index range): shown < T is col < ceil(T); shown <= T is col < floor(T) + 1 ms. A due date is
+ * compared with the instant itself, never cut to its day: a task due 00:00:00 is before 00:00:01.
+ */
+function timeCondition(sql: Sql, at: Time, op: keyof typeof COMPARE, value: string, negated: boolean): Fragment {
+  const floor = Date.parse(instantText(value));
+  const subMillisecond = /T\d{2}:\d{2}:\d{2}\.\d{3}\d*[1-9]/.test(value);
+  const ceil = subMillisecond ? floor + 1 : floor;
+  const effective = negated ? OPPOSITE[op] : op;
+  const below = effective === "lt" || effective === "lte";
+  const bound = new Date(effective === "lt" || effective === "gte" ? ceil : floor + 1).toISOString();
+  const col = sql.unsafe(at.col);
+  const cmp = below ? sql`${col} < ${bound}::timestamptz` : sql`${col} >= ${bound}::timestamptz`;
+  // Negated, the opposite comparison; a task without the value matches it (two-valued logic).
+  return negated && at.nullable ? sql`(${cmp} or ${col} is null)` : cmp;
+}
+
+/** A task belongs to several projects: eq is "in this one", in "in any", neq and nin "in none". */
+function projectCondition(sql: Sql, op: FilterOp, value: FilterValue, negated: boolean): Fragment {
+  if (op === "is_null") return (value === true) !== negated ? sql`project_ids = '{}'::text[]` : sql`project_ids <> '{}'::text[]`;
+  const ids = Array.isArray(value) ? value.map(String) : [String(value)];
+  const inAny = op === "eq" || op === "in";
+  return inAny !== negated ? sql`project_ids && ${ids}::text[]` : sql`not (project_ids && ${ids}::text[])`;
+}
+
+/** How many full-text conditions the tree has. */
+export function textConditions(f: TaskFilter): number {
+  if ("and" in f) return f.and.reduce((n, c) => n + textConditions(c), 0);
+  if ("or" in f) return f.or.reduce((n, c) => n + textConditions(c), 0);
+  if ("not" in f) return textConditions(f.not);
+  return FILTER_SQL[f.field].kind === "text" ? 1 : 0;
+}
+
+/**
+ * A full-text condition every match must meet (the tree itself, or one of its top-level `and`),
+ * written on the indexed expression: implied by the filter, it only lets the planner use the
+ * text index, which it cannot for conditions on the computed vector.
+ */
+export function indexedText(f: TaskFilter): string | undefined {
+  const text = (c: TaskFilter) => ("field" in c && FILTER_SQL[c.field].kind === "text" && c.op === "matches" ? String(c.value) : undefined);
+  if ("field" in f) return text(f);
+  if (!("and" in f)) return undefined;
+  for (const c of f.and) {
+    const t = text(c);
+    if (t !== undefined) return t;
+  }
+  return undefined;
+}
+
+/** Whether the tree says anything about `archived` (else only current tasks match, as the list's default). */
+export function namesArchived(f: TaskFilter): boolean {
+  if ("and" in f) return f.and.some(namesArchived);
+  if ("or" in f) return f.or.some(namesArchived);
+  if ("not" in f) return namesArchived(f.not);
+  return f.field === "archived";
+}
