@@ -172,7 +172,8 @@ describe("test event and verify", () => {
       expect(r.body, `${url} → ${r.text}`).toEqual({ outcome: "blocked", duration_ms: expect.any(Number) });
       expect(await deliveryRows(e.id), url).toEqual([]);
     }
-  });
+    // Twelve probes in a row, each through three processes: a busy machine's share, not a bound.
+  }, 90_000);
 
   // "No body" is a POST without Content-Type (content-length 0). An empty body labelled
   // application/json stays the gateway-wide 400 (problems.ts), like on every other operation.

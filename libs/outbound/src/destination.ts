@@ -1,15 +1,14 @@
-// The egress guard asked ahead of time: would it refuse calls to this URL? Used when an endpoint's
-// URL is set, so that a destination no call could reach is refused then, as a field error, instead
-// of failing every attempt for days. Calls are still checked when they dial (addresses change).
+// Asked when an endpoint's URL is set, so a destination no call could reach is a field error then
+// rather than every attempt failing for days. Calls are still checked when they dial.
 import net from "node:net";
 import { type BlockedClass, checkLiteralHost, checkUrl, EgressRefused, type EgressOptions, guardedLookup } from "./egress.js";
 
-/** How long a destination check waits for DNS; past it the name counts as not resolving. */
+/** Past it the name counts as not resolving. */
 export const DESTINATION_DNS_TIMEOUT_MS = 2000;
 
-/** Why the guard would refuse a destination, in words an API client reads after the field's name (`/url points at …`). */
+/** In words an API client reads after the field's name (`/url points at …`). */
 export interface DestinationRefusal {
-  /** The guard's reason: a blocked address class (`loopback`, `private`, …), or a URL rule. */
+  /** A blocked address class (`loopback`, `private`, …), or a URL rule. */
   reason: string;
   message: string;
 }
@@ -29,12 +28,7 @@ const PUBLIC_ONLY = "webhooks are delivered to public addresses only";
 const wordsOf = (reason: string): string => (reason in CLASS_WORDS ? CLASS_WORDS[reason as BlockedClass] : "blocked");
 const refusal = (e: EgressRefused, message: string): DestinationRefusal => ({ reason: e.reason, message });
 
-/**
- * What the guard would refuse about `url` before any call: the URL rules, a host that is a
- * blocked address, or a name whose every address is blocked (the guard dials only allowed ones).
- * A name that does not resolve, or not within `timeoutMs`, is not refused: it may be set up
- * later, and each call checks it again.
- */
+/** A name that does not resolve (in time) is not refused: it may be set up later, and each call checks it again. */
 export async function destinationRefusal(url: string, opts: EgressOptions, timeoutMs = DESTINATION_DNS_TIMEOUT_MS): Promise<DestinationRefusal | null> {
   let parsed: URL;
   try {
@@ -53,6 +47,10 @@ export async function destinationRefusal(url: string, opts: EgressOptions, timeo
   }
   // A literal address that passed: Node dials it without a lookup.
   if (host.startsWith("[") || net.isIP(host) !== 0) return null;
+  // Names under localhost are loopback by definition (RFC 6761): no lookup, whose answer a busy
+  // process could see only after its time limit, stands between them and the refusal.
+  if (!opts.allowPrivate && /(^|\.)localhost\.?$/i.test(host))
+    return { reason: "loopback", message: `points at ${host}, which resolves only to loopback addresses: ${PUBLIC_ONLY}` };
   const refused = await new Promise<EgressRefused | null>((resolve) => {
     const timer = setTimeout(() => resolve(null), timeoutMs);
     guardedLookup(opts)(host, { all: true }, (err) => {

@@ -31,6 +31,14 @@ describe("destinationRefusal", () => {
     });
   });
 
+  it("when a name is under localhost, then it is refused without waiting for a lookup (a process too busy to see the answer in time still refuses)", async () => {
+    for (const host of ["localhost", "api.localhost", "LOCALHOST."]) {
+      // No time at all for a lookup: only a rule that needs none can refuse.
+      expect(await destinationRefusal(`https://${host}/hook`, guarded, 0), host).toMatchObject({ reason: "loopback" });
+    }
+    expect(await destinationRefusal("https://localhost.example/hook", guarded, 0)).toBeNull();
+  });
+
   it("when the name does not resolve, then it is not refused (it may be set up later; every call checks again)", async () => {
     expect(await destinationRefusal("https://hooks.not-yet.invalid/", guarded)).toBeNull();
   });
