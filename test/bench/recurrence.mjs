@@ -7,7 +7,7 @@
 // of a full scan); a third reads none (the cost of a tick with every series asleep, migration 0008).
 import { createDb, migrate } from "@tasksvc/db";
 import { createLogger } from "@tasksvc/logger";
-import { MIGRATIONS_DIR, recurrenceScheduler, taskCache, tasksResources, tasksService } from "@tasksvc/tasks";
+import { MIGRATIONS_DIR, recurrenceSystem, tasksResources, tasksSystem } from "@tasksvc/tasks";
 
 const SCHEMA = "bench_recurrence";
 
@@ -21,8 +21,8 @@ async function recurrenceScenario({ databaseUrl, series, orgs, log }) {
   await migrate({ url: databaseUrl, schema: SCHEMA, dir: MIGRATIONS_DIR, log: silent });
   const db = createDb({ url: databaseUrl, schema: SCHEMA, max: 10 });
   try {
-    const resources = tasksResources(db, () => undefined);
-    const svc = tasksService({ resources, cache: taskCache(), checkHits: () => false, changed: async () => undefined });
+    const resources = tasksResources(db, { log: silent });
+    const svc = tasksSystem(resources);
     const callerOf = (org) => ({
       organizationId: org,
       userId: "usr_bench",
@@ -41,7 +41,7 @@ async function recurrenceScenario({ databaseUrl, series, orgs, log }) {
         ),
       );
     }
-    const scheduler = recurrenceScheduler({ resources, boards: { rollOver: async () => true }, log: silent });
+    const scheduler = recurrenceSystem(resources, { boards: { request: async () => undefined } });
     const now = new Date("2026-11-02T12:00:00Z");
     let started = performance.now();
     const made = await scheduler.tick(now);

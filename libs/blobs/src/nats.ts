@@ -4,13 +4,11 @@ import { Objm, type ObjectInfo, type ObjectStore } from "@nats-io/obj";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { BlobSizeMismatch, exactly, type BlobInfo, type BlobStore, type PutOptions } from "./store.js";
 
-/** The bucket of a namespace: object store names allow letters, digits, `-` and `_`. */
 export const attachmentsBucket = (namespace: string) => `${namespace}_attachments`;
 
 const CONTENT_TYPE = "content-type";
 
 export interface NatsBlobStoreOptions {
-  /** JetStream replicas of the bucket's stream when it is created (1..5; default 1). */
   replicas?: number;
 }
 
@@ -19,10 +17,8 @@ function infoOf(o: ObjectInfo): BlobInfo {
 }
 
 /**
- * Creates the bucket, or opens it when it exists. On a JetStream cluster, replicas that start
- * together race to create it: the server answers a second identical create by forwarding it as a
- * stream info to the new stream's leader, which may not be elected yet, and the request times
- * out. The bucket is there by then (or soon): try again a few times.
+ * On a cluster, replicas that start together race to create the bucket, and the loser's request
+ * may time out while the new stream elects its leader: try again a few times.
  */
 async function createBucket(nc: NatsConnection, bucket: string, replicas: number): Promise<ObjectStore> {
   for (let attempt = 1; ; attempt++) {
@@ -35,13 +31,8 @@ async function createBucket(nc: NatsConnection, bucket: string, replicas: number
 }
 
 /**
- * The default store (BLOB_STORE=nats): a JetStream object store bucket per NATS_NAMESPACE. An
- * object is written in 128 KiB chunks, each publish awaited before the next read, so a large
- * upload holds one chunk in memory, not the file; a failed write purges the chunks it wrote.
- * Uploads and downloads go through the gateway (no presigned URLs).
- *
- * `replicas`: copies JetStream keeps of the bucket's stream (NATS_STREAM_REPLICAS; default 1). It
- * applies when the bucket is created: an existing bucket keeps the replicas it was made with.
+ * Written in 128 KiB chunks, each publish awaited before the next read, so a large upload holds one
+ * chunk in memory. `replicas` applies when the bucket is created only.
  */
 export async function natsBlobStore(nc: NatsConnection, namespace: string, opts: NatsBlobStoreOptions = {}): Promise<BlobStore> {
   const os = await createBucket(nc, attachmentsBucket(namespace), opts.replicas ?? 1);
@@ -55,7 +46,7 @@ export async function natsBlobStore(nc: NatsConnection, namespace: string, opts:
     kind: "nats",
     async put(key: string, body: Readable, o: PutOptions): Promise<void> {
       const counted = body.pipe(exactly(o.size));
-      // A failure of the source must fail the count too (pipe does not forward errors).
+      // pipe does not forward errors.
       body.once("error", (err) => counted.destroy(err));
       try {
         await os.put({ name: key, metadata: { [CONTENT_TYPE]: o.contentType } }, Readable.toWeb(counted) as unknown as ReadableStream<Uint8Array>);
@@ -77,7 +68,7 @@ export async function natsBlobStore(nc: NatsConnection, namespace: string, opts:
       const r = await os.get(key);
       if (!r || r.info.deleted) return null;
       const body = Readable.fromWeb(r.data as unknown as WebReadableStream<Uint8Array>);
-      // A stream cut short (a chunk missing) ends with an error rather than a silent short file.
+      // A chunk missing ends with an error rather than a silent short file.
       r.error.then(
         (err) => {
           if (err) body.destroy(err);

@@ -19,16 +19,11 @@ import { exactly, type BlobInfo, type BlobStore, type PutOptions } from "./store
 export type S3Setting = Extract<BlobStoreSetting, { kind: "s3" }>;
 
 export interface S3BlobStoreOptions {
-  /** Static keys (tests, a local S3-compatible server); otherwise the SDK's default chain (AWS_* variables, profiles, instance roles). */
+  /** Otherwise the SDK's default chain (AWS_* variables, profiles, instance roles). */
   credentials?: { accessKeyId: string; secretAccessKey: string };
 }
 
-/**
- * `Content-Disposition: attachment` for a user's file name (RFC 6266): `filename` is an ASCII
- * fallback for old clients (non-ASCII, quotes, backslashes and controls replaced by `_`, so the
- * quoted string needs no escaping), `filename*` the exact name in UTF-8 (RFC 5987), which clients
- * that understand it prefer.
- */
+/** RFC 6266: `filename` an ASCII fallback needing no escaping, `filename*` the exact name in UTF-8. */
 export function attachmentDisposition(fileName: string): string {
   const fallback = fileName.replace(/[^\x20-\x7e]|["\\%]/g, "_");
   // encodeURIComponent leaves ' ( ) * ! unescaped; RFC 5987's attr-char does not allow ' ( ) *.
@@ -36,26 +31,19 @@ export function attachmentDisposition(fileName: string): string {
   return `attachment; filename="${fallback}"; filename*=UTF-8''${encoded}`;
 }
 
-/** HeadObject answers a bare 404 (no body, so no error code): NotFound, or any 404 from a compatible server. */
+/** HeadObject answers a bare 404 with no error code. */
 function isNotFound(e: unknown): boolean {
   return e instanceof NotFound || (e instanceof S3ServiceException && e.$metadata.httpStatusCode === 404);
 }
 
-/**
- * The store for BLOB_STORE=s3://… (AWS S3 or an S3-compatible server). Puts stream the body with
- * its declared length (a single PutObject, up to S3's 5 GiB limit), so nothing is buffered;
- * clients may also upload and download directly with presigned URLs.
- */
+/** Puts stream the body with its declared length in a single PutObject, so nothing is buffered. */
 export function s3BlobStore(setting: S3Setting, opts: S3BlobStoreOptions = {}): BlobStore {
   const client = new S3Client({
     region: setting.region,
     endpoint: setting.endpoint,
     forcePathStyle: setting.forcePathStyle,
     credentials: opts.credentials,
-    // The default (WHEN_SUPPORTED) sends a streamed body as aws-chunked with a trailing CRC32,
-    // which S3-compatible servers do not all decode (they store the chunk framing as the bytes),
-    // and would put a checksum of the empty body into presigned PUT URLs. The byte count is
-    // checked by `exactly` and by S3 against Content-Length; TLS covers the transport.
+    // The default sends streamed bodies as aws-chunked, which not every S3-compatible server decodes; the byte count is checked anyway.
     requestChecksumCalculation: "WHEN_REQUIRED",
     responseChecksumValidation: "WHEN_REQUIRED",
   });
@@ -66,10 +54,9 @@ export function s3BlobStore(setting: S3Setting, opts: S3BlobStoreOptions = {}): 
 
     async put(key: string, body: Readable, o: PutOptions): Promise<void> {
       const counted = body.pipe(exactly(o.size));
-      // A failure of the source must fail the count too (pipe does not forward errors).
+      // pipe does not forward errors.
       body.once("error", (err) => counted.destroy(err));
-      // The SDK pipes the body into the request, and pipe does not forward errors either: without
-      // the abort, a body cut short would leave the request waiting for the missing bytes.
+      // Nor does the SDK's pipe: without the abort, a body cut short would leave the request waiting.
       let failure: Error | undefined;
       const abort = new AbortController();
       counted.once("error", (err) => {
@@ -80,22 +67,18 @@ export function s3BlobStore(setting: S3Setting, opts: S3BlobStoreOptions = {}): 
         await client.send(new PutObjectCommand({ Bucket, Key: key, Body: counted, ContentLength: o.size, ContentType: o.contentType }), {
           abortSignal: abort.signal,
         });
-        // S3 answers once it has the declared length, which may be before the body has ended:
-        // whether one byte more follows is only known at the end, so read on to it.
+        // S3 may answer once it has the declared length: whether one byte more follows is known only at the end.
         if (!counted.readableEnded) {
           counted.unpipe();
           counted.resume();
           await finished(counted);
         }
       } catch (e) {
-        // The body's own failure (a BlobSizeMismatch, the client gone) is the one to answer, not
-        // the SDK's abort error; any other error is the server's, and it stored nothing.
+        // The body's own failure is the one to answer; any other error is the server's, and it stored nothing.
         if (failure === undefined) throw e;
       }
       if (failure !== undefined) {
-        // S3 never stores a request cut off mid-body; this is for servers that keep what arrived,
-        // and for the object S3 did store when the excess came after its answer. It also removes
-        // an older object under the same key, which is what "nothing stored" means for a reused key.
+        // For servers that keep what arrived, and S3's object when the excess came after its answer; also removes an older object under the key.
         await client.send(new DeleteObjectCommand({ Bucket, Key: key })).catch(() => undefined);
         throw failure;
       }
@@ -119,7 +102,6 @@ export function s3BlobStore(setting: S3Setting, opts: S3BlobStoreOptions = {}): 
         if (e instanceof NoSuchKey) return null;
         throw e;
       }
-      // In Node the SDK answers the response stream itself (an IncomingMessage).
       if (!(r.Body instanceof Readable)) throw new Error("expected a Node stream as the body of GetObject");
       return {
         body: r.Body,
@@ -138,20 +120,13 @@ export function s3BlobStore(setting: S3Setting, opts: S3BlobStoreOptions = {}): 
         const page = await client.send(new ListObjectsV2Command({ Bucket, Prefix: prefix, ContinuationToken }));
         for (const o of page.Contents ?? []) {
           if (o.Key === undefined) continue;
-          // Listings carry no content type; a caller that needs it stats the key.
           yield { key: o.Key, info: { size: o.Size ?? 0, contentType: null, createdAt: o.LastModified ?? new Date(0) } };
         }
         ContinuationToken = page.IsTruncated ? page.NextContinuationToken : undefined;
       } while (ContinuationToken !== undefined);
     },
 
-    /**
-     * Content-Length and Content-Type are signed headers of the URL (X-Amz-SignedHeaders), so S3
-     * refuses (403 SignatureDoesNotMatch) a PUT whose length or type differs from the declared
-     * ones, and stores exactly `size` bytes or nothing. The presigner leaves content-type
-     * unsigned by default; `signableHeaders` brings it back. Not enforced: the bytes themselves
-     * (the payload is UNSIGNED-PAYLOAD), and the URL may be used more than once until it expires.
-     */
+    /** Length and type are signed, so S3 refuses a PUT that differs; the bytes are not, and the URL works until it expires. */
     async presignPut(key: string, o: PutOptions & { expiresInSeconds: number }): Promise<string> {
       return getSignedUrl(client, new PutObjectCommand({ Bucket, Key: key, ContentLength: o.size, ContentType: o.contentType }), {
         expiresIn: o.expiresInSeconds,
@@ -159,13 +134,7 @@ export function s3BlobStore(setting: S3Setting, opts: S3BlobStoreOptions = {}): 
       });
     },
 
-    /**
-     * The response headers are query parameters covered by the signature, so a holder cannot
-     * change them. They are what S3 lets a URL set (type, disposition, cache control, encoding,
-     * language, expiry): `attachment` and `private, no-store` as the gateway's downloads send.
-     * `X-Content-Type-Options` and `Content-Security-Policy` are not among them, nor settable on an
-     * object; the bytes come from the bucket's origin, never the API's.
-     */
+    /** Signed response headers a holder cannot change; nosniff and a CSP cannot be set on an object, which is served from the bucket's origin. */
     async presignGet(key: string, o: { expiresInSeconds: number; fileName: string; contentType: string }): Promise<string> {
       return getSignedUrl(
         client,

@@ -20,32 +20,27 @@ export interface EventStreamOptions {
   reconnectDelayMs?: number;
 }
 
-/** What the stream takes from the client it belongs to (the client's own options and helpers). */
 export interface EventStreamContext {
   baseUrl: string;
   token: string;
   fetch: typeof fetch;
   maxDelayMs: number;
   maxRetryAfterMs: number;
-  /** The wait a Retry-After asks for in ms, or null when it says none. */
   retryAfterMs: (value: string | null) => number | null;
-  /** Waits `ms`, rejecting if `signal` aborts. */
   sleep: (ms: number, signal: AbortSignal) => Promise<void>;
-  /** The error of a problem answer (a TasksvcError, as unwrap throws). */
   problemError: (response: Response, problem: Partial<Problem>) => Error;
 }
 
 /**
- * The events of `GET /v1/events/stream` as they happen, one connection after the other: when the
- * server ends the stream or the network cuts it, the next connection resumes with `Last-Event-ID`
- * set to the last event yielded, and the server goes on after it. A 503, a 5xx or a 429 is tried
- * again after its Retry-After (or a backoff); any other error answer throws its problem.
+ * The events of `GET /v1/events/stream`, one connection after the other, each resuming with
+ * `Last-Event-ID` after the last event yielded. A 5xx or 429 is tried again after its Retry-After
+ * (or a backoff); any other error answer throws its problem.
  */
 export async function* streamEvents(ctx: EventStreamContext, options: EventStreamOptions = {}): AsyncGenerator<StreamedEvent> {
   const url = new URL(`${ctx.baseUrl.replace(/\/+$/, "")}/v1/events/stream`);
   if (options.types !== undefined && options.types.length > 0) url.searchParams.set("type", options.types.join(","));
   if (options.after !== undefined) url.searchParams.set("after", options.after);
-  // Called as a plain function: a browser's fetch throws when called as a method of another object.
+  // A browser's fetch throws when called as a method of another object.
   const fetchFn = ctx.fetch;
   const firstDelay = Math.max(0, options.reconnectDelayMs ?? 500);
   const maxDelay = Math.max(ctx.maxDelayMs, firstDelay);
@@ -53,8 +48,7 @@ export async function* streamEvents(ctx: EventStreamContext, options: EventStrea
   let lastId = options.after;
   let reconnect = false;
 
-  // One controller for every connection and wait: the caller's signal aborts it, and so does
-  // leaving the loop (break, return, a throw), which cancels the open body with it.
+  // Leaving the loop (break, return, a throw) aborts it too, which cancels the open body.
   const outer = options.signal;
   if (outer?.aborted) return;
   const controller = new AbortController();
@@ -63,7 +57,6 @@ export async function* streamEvents(ctx: EventStreamContext, options: EventStrea
   outer?.addEventListener("abort", onAbort, { once: true });
   let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
 
-  /** Waits before the next connect; false when the stream was aborted meanwhile. */
   const wait = async (ms: number): Promise<boolean> => {
     try {
       await ctx.sleep(ms, signal);
@@ -72,7 +65,6 @@ export async function* streamEvents(ctx: EventStreamContext, options: EventStrea
       return false;
     }
   };
-  /** The backoff wait of a failed connect; the next one waits twice as long. */
   const backoff = (): number => {
     const ms = delay;
     delay = Math.min(delay * 2, maxDelay);
@@ -87,7 +79,7 @@ export async function* streamEvents(ctx: EventStreamContext, options: EventStrea
       try {
         res = await fetchFn(url, { headers, signal });
       } catch {
-        // A network error: the server may be restarting. Not retried when it was our abort.
+        // The server may be restarting; not retried when it was our abort.
         if (signal.aborted || !(await wait(backoff()))) return;
         continue;
       }
@@ -97,7 +89,6 @@ export async function* streamEvents(ctx: EventStreamContext, options: EventStrea
         try {
           ms = await afterFailedConnect(ctx, res, backoff);
         } catch (e) {
-          // An abort while the problem was read is no failure of the stream.
           if (signal.aborted) return;
           throw e;
         }
@@ -114,7 +105,7 @@ export async function* streamEvents(ctx: EventStreamContext, options: EventStrea
       const body = res.body.getReader();
       reader = body;
       const messages: EventSourceMessage[] = [];
-      // Comments (keep-alives, the note before the server closes) have no callback: ignored.
+      // Comments (keep-alives) have no callback.
       const parser = createParser({ onEvent: (m) => messages.push(m) });
       const decoder = new TextDecoder();
       for (;;) {
@@ -122,7 +113,6 @@ export async function* streamEvents(ctx: EventStreamContext, options: EventStrea
         try {
           chunk = await body.read();
         } catch {
-          // The connection was cut (or aborted by us): reconnect unless aborted.
           if (signal.aborted) return;
           break;
         }
@@ -136,7 +126,7 @@ export async function* streamEvents(ctx: EventStreamContext, options: EventStrea
         }
       }
       reader = undefined;
-      // The server ended the stream (shutting down, or this client fell behind): resume after a pause.
+      // The server ended the stream (shutting down, or this client fell behind).
       if (signal.aborted || !(await wait(backoff()))) return;
     }
   } finally {
@@ -146,25 +136,20 @@ export async function* streamEvents(ctx: EventStreamContext, options: EventStrea
   }
 }
 
-/**
- * The wait before connecting again after an answer other than 200: a 5xx, or a 429 whose
- * Retry-After is at most `maxRetryAfterMs`. Any other answer (a 4xx, or a 429 that asks for a
- * longer wait, as an exhausted allowance does) throws its problem: no reconnect would change it.
- */
+/** Any answer a reconnect would not change (a 4xx, or a 429 asking for longer than `maxRetryAfterMs`) throws its problem. */
 async function afterFailedConnect(ctx: EventStreamContext, res: Response, backoff: () => number): Promise<number> {
   const after = ctx.retryAfterMs(res.headers.get("retry-after"));
   if (res.status >= 500 || (res.status === 429 && (after === null || after <= ctx.maxRetryAfterMs))) {
     await res.body?.cancel().catch(() => undefined);
     const next = backoff();
     if (after === null) return next;
-    // A 429's Retry-After is waited in full (a connect before it is another 429); a 5xx's up to maxDelayMs.
+    // A connect before a 429's Retry-After is another 429, so that wait is not capped.
     return res.status === 429 ? after : Math.min(after, ctx.maxDelayMs);
   }
   const problem = (await res.json().catch(() => null)) as unknown;
   throw ctx.problemError(res, typeof problem === "object" && problem !== null ? (problem as Partial<Problem>) : {});
 }
 
-/** The Event a message carries as JSON; a message that is not one is a broken stream. */
 function parseEvent(m: EventSourceMessage): StreamedEvent {
   try {
     return JSON.parse(m.data) as StreamedEvent;

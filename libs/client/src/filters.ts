@@ -1,10 +1,7 @@
 import { TASK_FILTER_OPS } from "./filter-ops.js";
 import type { components } from "./schema.js";
 
-// The generated TaskFilter types a condition as {field, op, value: unknown}: which ops a field
-// takes, and what value, are rules the OpenAPI document states in words only. This module states
-// them as types (the ops from the generated TASK_FILTER_OPS), so a condition the API would refuse
-// does not compile.
+// The generated TaskFilter takes any value; these types add which ops and values each field takes, so a refused condition does not compile.
 
 type SchemaCondition = Extract<components["schemas"]["TaskFilter"], { field: unknown }>;
 
@@ -19,11 +16,7 @@ export type DateOnly = `${number}-${number}-${number}`;
 /** An RFC 3339 date-time with an offset, e.g. `2026-11-22T09:00:00Z` or `2026-11-22T10:00:00+01:00`. */
 export type DateTime = `${number}-${number}-${number}T${string}`;
 
-/**
- * What a condition on each field compares with: one value (`in` and `nin` take a list of them).
- * Written for TypeScript (a due date as a template of its two forms); a test holds each to the
- * value the API's own table checks, so none lets through a type the API refuses.
- */
+/** What a condition on each field compares with: one value (`in` and `nin` take a list of them). A test holds each to the value the API checks. */
 export interface FilterValues {
   status: components["schemas"]["Task"]["status"];
   priority: NonNullable<components["schemas"]["Task"]["priority"]>;
@@ -50,10 +43,7 @@ export type FieldsWith<O extends FilterOp> = { [F in FilterField]: O extends Ops
 
 type ValueOf<F extends FilterField, O extends FilterOp> = O extends "in" | "nin" ? FilterValues[F][] : O extends "is_null" ? boolean : FilterValues[F];
 
-/**
- * A condition `{field, op, value}` whose op is one its field takes and whose value is of the
- * field's type; with no arguments, the union of every such condition.
- */
+/** A condition whose op is one its field takes and whose value is of the field's type; with no arguments, the union of them all. */
 export type TaskCondition<F extends FilterField = FilterField, O extends FilterOp = FilterOp> = F extends FilterField
   ? O extends OpsOf<F>
     ? { field: F; op: O; value: ValueOf<F, O> }
@@ -63,17 +53,14 @@ export type TaskCondition<F extends FilterField = FilterField, O extends FilterO
 /** A filter of POST /v1/tasks/search, typed field by field: a condition, or and/or/not of filters. */
 export type TaskFilter = TaskCondition | { and: TaskFilter[] } | { or: TaskFilter[] } | { not: TaskFilter };
 
-/** At least one filter: the API refuses an empty and/or. */
 type Filters = [TaskFilter, ...TaskFilter[]];
 
-// The callers' constraints (F takes O) are what make a condition valid; TypeScript cannot carry
-// them through the conditional TaskCondition<F, O> while F is generic, hence the assertion.
+// TypeScript cannot carry the callers' constraint (F takes O) through TaskCondition<F, O> while F is generic.
 const condition = <F extends FilterField, O extends FilterOp>(field: F, op: O, value: ValueOf<F, O>) => ({ field, op, value }) as TaskCondition<F, O>;
 
 /**
- * Builds the filter of a search: `where.and(where.in("status", ["TODO"]), where.matches("invoice"))`.
- * Each function returns the plain JSON the API takes, so filters can be kept, combined and sent as
- * they are. Limits the types cannot state (at most 50 conditions, 5 levels) are checked by the API.
+ * Builds the filter of a search: `where.and(where.in("status", ["TODO"]), where.matches("invoice"))`, as the plain JSON the API takes.
+ * Limits the types cannot state (at most 50 conditions, 5 levels) are checked by the API.
  */
 export const where = {
   /** Every filter matches. */

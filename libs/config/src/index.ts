@@ -7,13 +7,9 @@ export class ConfigError extends Error {
   }
 }
 
-/**
- * Parses the environment once with a schema of exactly the settings one process reads.
- * Throws ConfigError naming every bad setting; `loadConfigOrExit` prints it and exits 1.
- */
+/** Names every bad setting at once; `loadConfigOrExit` prints them and exits 1. */
 export function parseConfig<S extends z.ZodObject>(schema: S, env: Record<string, string | undefined> = process.env, opts: ParseOptions = {}): z.output<S> {
   const picked: Record<string, string | undefined> = {};
-  // The variable each setting was read from, for error messages (`TASKS_DATABASE_URL: …`).
   const source: Record<string, string> = {};
   for (const key of Object.keys(schema.shape)) {
     const scoped = opts.service && PER_SERVICE_SETTINGS.has(key) ? `${opts.service.toUpperCase()}_${key}` : undefined;
@@ -37,15 +33,10 @@ export function parseConfig<S extends z.ZodObject>(schema: S, env: Record<string
 }
 
 export interface ParseOptions {
-  /**
-   * The service whose settings these are: each of PER_SERVICE_SETTINGS is read from
-   * `<SERVICE>_<NAME>` first (TASKS_DATABASE_URL), then from `<NAME>`, so one environment
-   * (a compose file, `make run`, one ConfigMap) can give each service its own database.
-   */
+  /** Each of PER_SERVICE_SETTINGS is read from `<SERVICE>_<NAME>` first, so one environment can give each service its own database. */
   service?: string;
 }
 
-/** The settings a service may take from `<SERVICE>_<NAME>` over `<NAME>`: where its database is and how it is reached. */
 export const PER_SERVICE_SETTINGS: ReadonlySet<string> = new Set([
   "DATABASE_URL",
   "DATABASE_POOL_MODE",
@@ -53,14 +44,9 @@ export const PER_SERVICE_SETTINGS: ReadonlySet<string> = new Set([
   "DATABASE_STATEMENT_TIMEOUT",
 ]);
 
-/** Settings whose value is a secret, by name: a start-up error names them but never prints them. */
 const SECRET_SETTING = /(?:_KEYS?|SECRET|PASSWORD|TOKEN)(?:_|$)/;
 
-/**
- * A refused value as the start-up error quotes it. Start-up errors reach logs that many people
- * read, so a secret setting shows only its length, and a URL's password is masked: the rest of
- * the value is what the operator needs to find the mistake.
- */
+/** Start-up errors reach logs that many people read: a secret shows only its length, a URL's password is masked. */
 function shown(name: string, value: string | undefined): string {
   if (value === undefined) return "null";
   if (SECRET_SETTING.test(name)) return `a value of ${value.length} characters, not shown`;
@@ -70,9 +56,7 @@ function shown(name: string, value: string | undefined): string {
       u.password = "***";
       return JSON.stringify(u.toString());
     }
-  } catch {
-    // Not a URL: quoted as it is.
-  }
+  } catch {}
   return JSON.stringify(value);
 }
 
@@ -94,7 +78,7 @@ export function loadConfigOrExit<S extends z.ZodObject>(
 
 const DURATION_UNITS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 
-/** "250ms", "5s", "5m", "2h", "5d" or a bare number of milliseconds → milliseconds. */
+/** "250ms", "5s", "5m", "2h", "5d" or a bare number of milliseconds. */
 export function parseDuration(text: string): number | null {
   const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$/.exec(text.trim());
   if (!m || m[1] === undefined) return null;
@@ -134,28 +118,17 @@ const urlString = (protocols: string[]) =>
   );
 const url = (protocols: string[], fallback: string) => urlString(protocols).default(fallback);
 
-/** Setting definitions shared by processes (DESIGN.md section 6). Each process picks what it reads. */
+/** Each process picks what it reads; docs/operations.md describes every setting. */
 export const settings = {
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   DATABASE_URL: url(["postgres:", "postgresql:"], "postgres://localhost:5432/tasks"),
-  /**
-   * `session`: DATABASE_URL reaches Postgres itself (or a pooler in session mode). `transaction`:
-   * a pooler in transaction mode (PgBouncer): no prepared statements and no session settings.
-   */
   DATABASE_POOL_MODE: z.enum(["session", "transaction"]).default("session"),
-  /** Where migrations and index builds connect (they hold a session); default DATABASE_URL. */
+  /** Migrations and index builds hold a session, which a transaction-mode pooler cannot give. */
   DATABASE_MIGRATION_URL: urlString(["postgres:", "postgresql:"]).optional(),
-  /**
-   * The time limit of every statement of a service's pool (migrations excepted), below the RPC
-   * deadline, so that no statement outlives the request that started it.
-   */
+  /** Below the RPC deadline, so that no statement outlives the request that started it. */
   DATABASE_STATEMENT_TIMEOUT: duration("3s").refine((ms) => ms >= 100 && ms <= 600_000, "expected a duration between 100ms and 10m"),
-  /**
-   * A replica is not ready while one of its transactions has held its connection slot, or waited
-   * for one, this long: several statement time limits, so only a slot that never comes back trips it.
-   */
+  /** Several statement limits, so only a slot that never comes back trips it. */
   DATABASE_TRANSACTION_STUCK_AFTER: duration("30s").refine((ms) => ms >= 1000 && ms <= 3_600_000, "expected a duration between 1s and 1h"),
-  /** A replica whose outbox relay fails or hangs is not ready once rows have waited this long with nothing published. */
   OUTBOX_STALL_AFTER: duration("30s").refine((ms) => ms >= 1000 && ms <= 3_600_000, "expected a duration between 1s and 1h"),
   NATS_URL: z.string().default("nats://127.0.0.1:4222"),
   NATS_NAMESPACE: z
@@ -163,7 +136,6 @@ export const settings = {
     .regex(/^[A-Za-z0-9_-]{1,32}$/, "letters, digits, _ and - only (it prefixes subjects and stream names)")
     .default("tasksvc"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
-  /** `json` lines (production), or `pretty` for a terminal (`make run` sets it when it has one). */
   LOG_FORMAT: z.enum(["json", "pretty"]).default("json"),
   PUBLIC_BASE_URL: urlString(["http:", "https:"]).optional(),
   OAUTH_ISSUER: z.string().min(1).default("tasksvc-dev"),
@@ -172,26 +144,17 @@ export const settings = {
   OAUTH_PUBLIC_KEY: z.string().includes("BEGIN PUBLIC KEY", { message: "expected a PEM public key" }).optional(),
   RPC_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(5000),
   AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(5000),
-  /**
-   * The gateway checks every relayed service reply against its operation's output schema (and
-   * that the check changed nothing) before it goes out: on in tests, off in production, where
-   * replies pass through as bytes (decision 0020).
-   */
+  /** Off in production, where replies pass through as bytes (decision 0020). */
   RPC_CHECK_REPLIES: bool(false),
-  /** A process's ops HTTP port (/metrics, /healthz, /readyz); unset = the registry's default for the service. */
   OPS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
-  /** On SIGTERM: fail readiness, wait this long (load balancers stop routing), then drain. */
   SHUTDOWN_DELAY: duration("0s"),
-  /** OTLP/HTTP collector (e.g. http://otel-collector:4318); unset = tracing off. */
   OTEL_EXPORTER_OTLP_ENDPOINT: urlString(["http:", "https:"]).optional(),
-  /** Copies of every stream, consumer and bucket the services create (3 on a 3-node JetStream cluster). */
   NATS_STREAM_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
   bool,
   duration,
 } as const;
 export * from "./runtime.js";
 
-/** The settings every service process reads (NATS, logging); a service without a schema spreads only these. */
 export const natsServiceSettings = {
   NATS_URL: settings.NATS_URL,
   NATS_NAMESPACE: settings.NATS_NAMESPACE,
@@ -203,7 +166,6 @@ export const natsServiceSettings = {
   OTEL_EXPORTER_OTLP_ENDPOINT: settings.OTEL_EXPORTER_OTLP_ENDPOINT,
 } as const;
 
-/** The settings of a service that owns a schema (database, NATS, logging); spread into its schema. */
 export const serviceSettings = {
   DATABASE_URL: settings.DATABASE_URL,
   DATABASE_POOL_MODE: settings.DATABASE_POOL_MODE,

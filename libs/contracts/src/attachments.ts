@@ -14,7 +14,7 @@ import {
 } from "./common.js";
 import { TaskIdParam } from "./tasks.js";
 
-// Attachments (spec 2.4, 2.5, 4, 4.1 "two phases", 8; DESIGN.md 3, 4, 6; issue 12; decision 0016).
+// Attachments (spec 2.4, 2.5, 4, 4.1 "two phases", 8; decision 0016).
 
 const ATTACHMENT_ID = { description: "The attachment's id.", examples: ["att_9pL2xQ7mT4vK1nD8bR5sW3"] };
 const FILE_NAME = {
@@ -27,7 +27,6 @@ const SIZE = { description: "The file's size in bytes.", examples: [12] };
 const FILE_KEY = { description: "The uploaded object's key: register it as an attachment after the PUT.", examples: ["att/org_3kTM…/upl_…"] };
 const EXPIRES_AT = { description: "When it stops working (UTC, ISO 8601).", examples: [EXAMPLE_INSTANT] };
 
-/** Spec 2.4. */
 export const Attachment = z.object({
   id: z.string().meta(ATTACHMENT_ID),
   file_name: z.string().meta(FILE_NAME),
@@ -37,7 +36,6 @@ export const Attachment = z.object({
 });
 export type Attachment = z.infer<typeof Attachment>;
 
-/** Spec 2.5: the upload ticket. */
 export const UploadTicket = z.object({
   upload_url: z.string().meta({
     description: "Where to send the bytes: PUT exactly `size` bytes here before `expires_at`.",
@@ -49,19 +47,17 @@ export const UploadTicket = z.object({
 });
 export type UploadTicket = z.infer<typeof UploadTicket>;
 
-/** RFC 9110 media type: `type/subtype` of token characters, optional parameters. */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: the range excludes control characters from quoted parameter values (RFC 9110 qdtext)
 const MEDIA_TYPE = /^[A-Za-z0-9!#$&^_.+-]+\/[A-Za-z0-9!#$&^_.+-]+(\s*;\s*[A-Za-z0-9!#$&^_.+-]+=("[^"\\\u0000-\u001f]*"|[A-Za-z0-9!#$&^_.+-]+))*$/;
 export const ContentType = Label.min(1).max(255).regex(MEDIA_TYPE, { message: "must be a media type such as application/pdf or text/plain; charset=utf-8" });
 /** A download is saved under this name, so nothing in it may reorder how it displays. */
 export const FileName = Label.min(1).max(255).refine(noBidiControls, { message: NO_BIDI_CONTROLS_MESSAGE });
-/** Bytes: at least 1; at most 2^53 - 1 (the plan's max file size refuses far sooner). */
+/** At most 2^53 - 1: the plan's max file size refuses far sooner. */
 export const FileSize = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
 
 export const StartUploadBody = z.strictObject({ file_name: FileName.meta(FILE_NAME), content_type: ContentType.meta(CONTENT_TYPE), size: FileSize.meta(SIZE) });
 export type StartUploadBody = z.infer<typeof StartUploadBody>;
 
-/** Spec 4.1, 8: registration body. */
 export const RegisterAttachmentBody = z.strictObject({
   file_name: FileName.meta(FILE_NAME),
   file_key: Label.min(1).max(1024).meta(FILE_KEY),
@@ -74,31 +70,24 @@ export const AttachmentParams = z.object({ task_id: TaskIdParam, attachment_id: 
 
 export const DeletedAttachment = z.object({ id: ObjectId, deleted: Deleted });
 
-/** DESIGN.md 4: a short-lived link to the bytes. */
 export const DownloadLink = z.object({
   download_url: z.string().meta({ description: "A short-lived link answering the file's bytes.", examples: ["https://api.example.com/v1/downloads/k1.eyJ…"] }),
   expires_at: Timestamp.meta(EXPIRES_AT),
 });
 export type DownloadLink = z.infer<typeof DownloadLink>;
 
-/** The plan's allowances, passed by the gateway (it resolved them with the credential). */
+/** Resolved by the gateway with the credential. */
 const StorageLimits = z.object({ max_file_size: z.number().int().positive(), storage: z.number().int().positive() });
 
-/**
- * Where the client sends the bytes: through the gateway with a capability (the JetStream store),
- * or straight to the store (an S3 presigned URL).
- */
 export const UploadTarget = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("gateway"), capability: z.string() }),
   z.object({ kind: z.literal("direct"), url: z.string() }),
 ]);
 export type UploadTarget = z.infer<typeof UploadTarget>;
 
-/** What a gateway streaming route learns from a capability it was handed. */
 export const ClaimedUpload = z.object({ file_key: z.string(), size: z.number().int(), content_type: z.string() });
 export const OpenedDownload = z.object({ file_key: z.string(), file_name: z.string(), content_type: z.string(), size: z.number().int() });
 
-/** The tasks service's attachment operations (spread into tasksRpc). */
 export const attachmentOps = {
   startUpload: {
     input: StartUploadBody.extend({ task_id: OpaqueId, limits: StorageLimits }),
@@ -111,17 +100,12 @@ export const attachmentOps = {
     output: z.object({ expires_at: Timestamp, target: UploadTarget }),
   },
   deleteAttachment: { input: AttachmentParams, output: DeletedAttachment },
-  /**
-   * Internal (the gateway's upload route): verifies an upload capability (403 `link_invalid`
-   * when tampered or expired) and takes its one PUT (409 `upload_already_received` for another).
-   */
+  /** Internal (the gateway's upload route): a capability takes one PUT. */
   claimUpload: { input: z.object({ capability: z.string().max(4096) }), output: ClaimedUpload },
-  /** Internal: the claimed PUT stored its bytes; the ticket takes no other PUT. */
   completeUpload: { input: z.object({ file_key: z.string() }), output: z.object({ completed: z.boolean() }) },
-  /** Internal: the claimed PUT failed (size, connection); the ticket takes a PUT again. */
+  /** The claimed PUT failed (size, connection), so the ticket takes a PUT again. */
   releaseUpload: { input: z.object({ file_key: z.string() }), output: z.object({ released: z.boolean() }) },
-  /** Internal (the gateway's download route): verifies a download capability. */
   openDownload: { input: z.object({ capability: z.string().max(4096) }), output: OpenedDownload },
-  /** For /v1/usage: bytes of the organization's registered attachments (open reservations not included). */
+  /** Open reservations not included. */
   storageUsage: { input: z.object({}), output: z.object({ used_bytes: z.number().int() }) },
 } as const;

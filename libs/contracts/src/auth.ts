@@ -15,7 +15,6 @@ export const SCOPES = [
 export const Scope = z.enum(SCOPES);
 export type Scope = z.infer<typeof Scope>;
 
-/** Spec 4.1: a new key gets every scope except api-keys:manage unless asked for explicitly. */
 export const DEFAULT_KEY_SCOPES: readonly Scope[] = SCOPES.filter((s) => s !== "api-keys:manage");
 
 export const PLANS = ["free", "pro", "team"] as const;
@@ -37,19 +36,14 @@ export interface PlanDefaults {
   quota: number;
   maxFileSize: number;
   storage: number;
-  /** Webhook endpoints an organization may have at once (0 where the plan has no webhooks). */
+  /** 0 where the plan has no webhooks. */
   webhookEndpoints: number;
 }
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
 
-/**
- * DESIGN.md section 3; per-organization overrides come from `admin set-limits`. Every endpoint
- * gets every event it subscribes to, so the endpoint cap bounds how many outbound calls one
- * write can cause: 16, as Stripe allows, on both paid plans (the team plan's larger burst already
- * multiplies its fan-out; an organization that needs more gets an override).
- */
+/** The endpoint cap bounds how many outbound calls one write can cause: 16, as Stripe allows (an organization that needs more gets an override). */
 export const PLAN_DEFAULTS: Record<Plan, PlanDefaults> = {
   free: { entitlements: ["public_api"], burst: 60, burstWindowSeconds: 60, quota: 10_000, maxFileSize: 10 * MiB, storage: 100 * MiB, webhookEndpoints: 0 },
   pro: {
@@ -72,7 +66,6 @@ export const PLAN_DEFAULTS: Record<Plan, PlanDefaults> = {
   },
 };
 
-/** The billing period of the API-call allowance (DESIGN.md section 3). */
 export const QUOTA_PERIOD_SECONDS = 2_592_000;
 
 export const Limits = z.object({
@@ -81,25 +74,17 @@ export const Limits = z.object({
   quota: z.number().int().positive(),
   max_file_size: z.number().int().positive(),
   storage: z.number().int().positive(),
-  /** Webhook endpoints the organization may have, enabled or not. */
   webhook_endpoints: z.number().int().min(0),
 });
 export type Limits = z.infer<typeof Limits>;
 
-/**
- * Who is calling: what the gateway learns from a credential and passes to every service.
- * `kind` tells an API key from an OAuth access token (different 401 codes, different caching).
- */
+/** `kind` tells an API key from an OAuth access token (different 401 codes, different caching). */
 export const Identity = z.object({
   kind: z.enum(["api_key", "access_token"]),
   credential_id: z.string(),
   organization_id: z.string(),
-  /** Anchors the organization's 30-day billing periods. */
   organization_created_at: z.iso.datetime(),
-  /**
-   * The organization's name (it never changes), so the gateway answers the credential's own
-   * organization without asking the keys service. Absent from a keys replica older than it.
-   */
+  /** It never changes, so the gateway answers the credential's own organization without asking. */
   organization_name: z.string().optional(),
   user_id: z.string(),
   role: Role,
@@ -107,7 +92,7 @@ export const Identity = z.object({
   plan: Plan,
   entitlements: z.array(Entitlement),
   limits: Limits,
-  /** When the credential stops being valid; caches must not outlive it. */
+  /** Caches must not outlive it. */
   expires_at: z.iso.datetime().nullable(),
 });
 export type Identity = z.infer<typeof Identity>;

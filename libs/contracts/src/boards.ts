@@ -4,7 +4,7 @@ import type { RpcCatalog } from "./rpc.js";
 import { DateOnly } from "./dates.js";
 import { TaskRef, TaskStatus } from "./tasks.js";
 
-// The per-user daily board (spec 2.10, 3.2, 4.1; decision 0009).
+// The per-user daily board (decision 0009).
 
 export const DailySection = z.enum(["TODO", "PROGRESS"]);
 export type DailySection = z.infer<typeof DailySection>;
@@ -21,7 +21,6 @@ export const BoardEntry = z.object({
   id: z.string().meta({ description: "The entry's id: use it to remove the entry.", examples: [ENTRY_ID] }),
   section: DailySection.meta(SECTION),
   task_id: z.string().meta(TASK_ID),
-  /** The task's CURRENT title and status, read when the board is read. */
   title: z.string().meta({ description: "The task's title when the entry was read.", examples: ["Write the announcement"] }),
   status: TaskStatus.meta({ description: "The task's status when the entry was read.", examples: ["TODO"] }),
   created_at: CreatedAt,
@@ -55,11 +54,7 @@ export const PlanEntryBody = z.strictObject({ date: DateOnly.meta(DAY), task_id:
 export const EntryParams = z.object({ entry_id: OpaqueId.meta({ description: "The board entry's id.", examples: [ENTRY_ID] }) });
 export const DeletedEntry = z.object({ id: ObjectId, deleted: Deleted });
 
-/**
- * Internal (the tasks service's recurrence scheduler): an unfinished occurrence of a series with
- * rollover_enabled, to be placed on its owner's board for `date`. A message on the rollover
- * stream (rollovers.ts); the organization and user are in it.
- */
+/** Internal: a message on the rollover stream, from the tasks service's recurrence scheduler. */
 export const RollOverInput = z.strictObject({
   organization_id: OpaqueId,
   user_id: OpaqueId,
@@ -68,7 +63,7 @@ export const RollOverInput = z.strictObject({
   section: DailySection,
 });
 export type RollOverInput = z.infer<typeof RollOverInput>;
-/** `placed` is false when the task was rolled onto that day before (by any replica): once per task and day. */
+/** False when the task was rolled onto that day before: once per task and day. */
 export const RollOverResult = z.object({ placed: z.boolean() });
 
 export const boardsRpc = {
@@ -78,8 +73,7 @@ export const boardsRpc = {
     setSectionStatus: { input: SetSectionStatusBody.extend({ date: DateOnly }), output: SectionStatus },
     planEntry: { input: PlanEntryBody, output: BoardEntry },
     deleteEntry: { input: EntryParams, output: DeletedEntry },
-    // Internal. Rollovers now come on the rollover stream; still served so that a tasks replica of
-    // the previous release, which asks by RPC, keeps working during a rolling upgrade.
+    // Still served so that a tasks replica of the previous release, which asks by RPC, keeps working during a rolling upgrade.
     rollOver: { input: RollOverInput, output: RollOverResult },
   },
 } as const satisfies RpcCatalog;

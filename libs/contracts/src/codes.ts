@@ -1,18 +1,14 @@
-/**
- * The closed catalog of error codes. Append only: a code, once published, keeps its meaning.
- * Status and title live beside each code so that one exhaustive table maps code → HTTP.
- */
+/** Append only: a code, once published, keeps its meaning. */
 export const ERROR_CATALOG = {
   validation_failed: { status: 400, title: "Validation failed" },
   malformed_request: { status: 400, title: "Malformed request" },
-  // A list or search that reached the statement time limit: narrow it rather than retry it.
+  // Narrow it rather than retry it.
   query_too_expensive: { status: 400, title: "Query too expensive" },
   missing_credentials: { status: 401, title: "Missing credentials" },
   invalid_api_key: { status: 401, title: "Invalid API key" },
   invalid_token: { status: 401, title: "Invalid access token" },
   insufficient_scope: { status: 403, title: "Insufficient scope" },
   feature_not_enabled: { status: 403, title: "Feature not enabled" },
-  // An upload or download link (issue 12) whose signature does not verify, or that has expired.
   link_invalid: { status: 403, title: "Link invalid or expired" },
   resource_not_found: { status: 404, title: "Resource not found" },
   route_not_found: { status: 404, title: "Route not found" },
@@ -20,14 +16,11 @@ export const ERROR_CATALOG = {
   request_timeout: { status: 408, title: "Request timeout" },
   idempotency_in_progress: { status: 409, title: "Idempotent request in progress" },
   delivery_already_pending: { status: 409, title: "Delivery already pending" },
-  // A retry of a webhook delivery that is no longer waiting for an attempt (a replay is the way).
+  // A replay is the way.
   delivery_not_pending: { status: 409, title: "Delivery not pending" },
   dependency_cycle: { status: 409, title: "Dependency cycle" },
-  // A second PUT to an upload link that already received its bytes (issue 12).
   upload_already_received: { status: 409, title: "Upload already received" },
-  // A count the organization may hold (live API keys) is reached.
   limit_reached: { status: 409, title: "Limit reached" },
-  // If-Match named no current ETag of the task: it changed since the client read it.
   precondition_failed: { status: 412, title: "Precondition failed" },
   payload_too_large: { status: 413, title: "Payload too large" },
   unsupported_media_type: { status: 415, title: "Unsupported media type" },

@@ -2,38 +2,22 @@ import { z } from "zod";
 
 export const Timestamp = z.iso.datetime({ offset: false });
 
-// ---------------------------------------------------------------------------------------------
-// Documentation. Each field of the public API carries what it means and an example as zod
-// metadata (`.meta({ description, examples })`): the OpenAPI document is written from it, and a
-// field renamed, moved or reused keeps its documentation. Fields that mean the same wherever they
-// appear are documented once, below, and reused.
+// Each public field carries its meaning and an example as zod metadata, from which the OpenAPI document is written.
 
-/** The instant the documentation's examples use. */
 export const EXAMPLE_INSTANT = "2026-11-23T09:30:00.000Z";
 
 export const CreatedAt = Timestamp.meta({ description: "When it was created (UTC, ISO 8601).", examples: [EXAMPLE_INSTANT] });
 export const UpdatedAt = Timestamp.meta({ description: "When it last changed (UTC, ISO 8601).", examples: [EXAMPLE_INSTANT] });
-/** The id of an object whose own schema says no more (a deletion's answer). */
 export const ObjectId = z.string().meta({ description: "The object's id: opaque, stable, unique in its kind.", examples: ["prj_5vN5Zu6nSVCjmB2jJBpwRY"] });
 export const Deleted = z.literal(true).meta({ description: "Always true: the object is gone.", examples: [true] });
 
-// ---------------------------------------------------------------------------------------------
-// Text rules (decision 0010). Every string a client sends that is stored, or that reaches
-// Postgres or a NATS header, goes through one of these, so the refusal is a 400 naming the field
-// instead of a driver error at the bottom of a service (a 500).
-//
-// - NUL (U+0000): Postgres text and jsonb cannot hold it (SQLSTATE 22021 / 22P05).
-// - An unpaired UTF-16 surrogate ("\ud800" in JSON) is no Unicode character: UTF-8 encoding turns
-//   it into U+FFFD silently (text columns) and jsonb refuses its escape (22P05).
-// - Single-line values (names, titles, ids) also refuse every control character (Unicode Cc:
-//   U+0000-U+001F, U+007F-U+009F), line breaks and tabs included: they are shown in lists, logs and
-//   headers, where a control character is never meant. Free text keeps them (multi-line content).
+// Text rules (decision 0010): every string a client sends that is stored or reaches Postgres or a NATS header goes through one of these,
+// so a refusal is a 400 naming the field, not a 500; single-line values (lists, logs, headers) also refuse control characters.
 
 // With the u flag a proper surrogate pair is one code point, so only an unpaired half matches.
 const LONE_SURROGATE = /\p{Cs}/u;
 const CONTROL = /\p{Cc}/u;
 
-/** Why `s` is not acceptable text, or undefined when it is. */
 export function textProblem(s: string, singleLine: boolean): string | undefined {
   if (s.includes("\u0000")) return "must not contain the NUL character (U+0000)";
   if (LONE_SURROGATE.test(s)) return "must not contain an unpaired UTF-16 surrogate (U+D800-U+DFFF alone is not a character)";
@@ -46,34 +30,24 @@ const textRule = (singleLine: boolean) => (s: string, ctx: z.RefinementCtx) => {
   if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem });
 };
 
-/**
- * The bidirectional embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069): they change
- * the order in which the rest of a value is displayed, so `invoice\u202Egpj.exe` reads as
- * "invoiceexe.jpg". The marks U+200E and U+200F only set a direction and reorder nothing: allowed.
- */
+/** They reorder how the rest of a value displays: `invoice\u202Egpj.exe` reads as "invoiceexe.jpg". */
 const BIDI_CONTROL = /[\u202A-\u202E\u2066-\u2069]/;
 
-/** Refuses the bidirectional controls where a value names something a user opens (file names). */
+/** Where a value names something a user opens (file names). */
 export const noBidiControls = (s: string) => !BIDI_CONTROL.test(s);
 export const NO_BIDI_CONTROLS_MESSAGE = "must not contain bidirectional control characters (U+202A-U+202E, U+2066-U+2069): they disguise a name";
 
-/** Free text (descriptions, notes): anything but NUL and unpaired surrogates. Chain limits after. */
+/** Chain limits after. */
 export const Text = z.string().superRefine(textRule(false));
-/** A single-line name or title: Text without control characters. Chain trim and limits after. */
+/** Chain trim and limits after. */
 export const Label = z.string().superRefine(textRule(true));
-/**
- * A single-line name or title that the spec trims: leading and trailing whitespace (tabs and
- * line breaks included) goes first, and only what remains must be one line. Chain limits after.
- */
+/** Trimmed first (tabs and line breaks included), so only what remains must be one line. */
 export const TrimmedLabel = z.string().trim().superRefine(textRule(true));
-/** An opaque id as a client sends it (path, query or body): one line of 1-100 characters. */
 export const OpaqueId = Label.min(1).max(100);
 
-/** Spec 8: an Idempotency-Key is 1-255 visible ASCII characters (no space, no control, no NUL). */
 export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7E]{1,255}$/;
 export const IdempotencyKey = z.string().regex(IDEMPOTENCY_KEY_PATTERN, { message: "must be 1-255 visible ASCII characters" });
 
-/** Spec 2.12, the envelope of every cursor list. */
 export function page<T extends z.ZodType>(item: T) {
   return z.object({
     data: z.array(item).meta({ description: "The items of this page, in the list's order.", examples: [[]] }),
@@ -94,8 +68,7 @@ export const PageQuery = z.object({
     .max(100)
     .default(25)
     .meta({ description: "Items per page, 1-100 (default 25).", examples: [25] }),
-  // No example: a cursor is signed by the API, so any example would be refused (and reference UIs
-  // prefill "Try it out" with examples).
+  // No example: a cursor is signed, so any example would be refused (and UIs prefill "Try it out" with them).
   after: Label.min(1)
     .max(2048)
     .optional()
@@ -103,7 +76,6 @@ export const PageQuery = z.object({
 });
 export type PageQuery = z.infer<typeof PageQuery>;
 
-/** A field error: RFC 6901 JSON pointer into the request, and a human message. */
 export const FieldError = z.object({
   pointer: z.string().meta({
     description: "An RFC 6901 JSON pointer to the field: into the body, or /<name> for a query or path parameter.",

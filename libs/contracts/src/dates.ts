@@ -1,10 +1,8 @@
 import { z } from "zod";
 
 /**
- * The days and instants the API accepts (decision 0010): UTC years 1000 to 9999. Year 0000 passes
- * JavaScript's Date but no Postgres date or timestamptz (500 before), years before 1000 invite the
- * two-digit-year traps of Date.UTC and of other clients' parsers, and an instant past 9999-12-31
- * (9999-12-31T23:00-05:00) has no four-digit ISO form, so it could be stored but never shown.
+ * UTC years 1000 to 9999 (decision 0010): year 0000 passes Date but no Postgres type, earlier years
+ * invite two-digit-year traps, and an instant past 9999-12-31 has no four-digit ISO form.
  */
 export const DATE_RANGE = { first: "1000-01-01", last: "9999-12-31" } as const;
 const FIRST_INSTANT = Date.parse(`${DATE_RANGE.first}T00:00:00.000Z`);
@@ -17,24 +15,19 @@ function isCalendarDay(s: string): boolean {
   return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === s;
 }
 
-/**
- * `YYYY-MM-DD`, a real calendar day (2026-02-30 is refused) within DATE_RANGE, interpreted as a UTC
- * day. zod knows it only as a refined string: its JSON Schema format says what it is.
- */
+/** A real calendar day (2026-02-30 is refused), interpreted as a UTC day. */
 export const DateOnly = z
   .string()
   .superRefine((s, ctx) => {
-    // One issue per value: a malformed day is not also reported as out of range.
+    // A malformed day is not also reported as out of range.
     if (!isCalendarDay(s)) ctx.addIssue({ code: "custom", message: "must be a calendar day written YYYY-MM-DD" });
     else if (s < DATE_RANGE.first) ctx.addIssue({ code: "custom", message: OUT_OF_RANGE });
   })
   .meta({ format: "date" });
 
 /**
- * The one rule of every instant the API takes (a task's start_date and due_date, the bounds of
- * lists and searches): an ISO-8601 date-time with an offset (Z or ±hh:mm), or a bare date taken as
- * 00:00 UTC that day; its instant within DATE_RANGE. The day's branch says `format: date` in the
- * document, so that a validator of it accepts both forms.
+ * An ISO-8601 date-time with an offset, or a bare date taken as 00:00 UTC. The day's branch says
+ * `format: date` in the document, so a validator of it accepts both forms.
  */
 export const DateTimeInput = z
   .union([z.iso.datetime({ offset: true }), z.string().refine(isCalendarDay).meta({ format: "date" })], {

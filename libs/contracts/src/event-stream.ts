@@ -5,19 +5,16 @@ import { Event } from "./events.js";
 import { EventType, inTaskOrder, isTaskEventType } from "./tasks.js";
 import { WebhookEndpoint } from "./webhooks.js";
 
-/** At most this many open streams per credential, across every gateway replica. */
+/** Across every gateway replica. */
 export const MAX_STREAMS_PER_CREDENTIAL = 5;
-/** At most this many open streams per organization, whatever its number of credentials (DESIGN.md section 20). */
+/** Whatever its number of credentials. */
 export const MAX_STREAMS_PER_ORGANIZATION = 25;
-/** A comment line this often keeps proxies and load balancers from closing an idle stream. */
+/** Keeps proxies and load balancers from closing an idle stream. */
 export const STREAM_HEARTBEAT_MS = 15_000;
 
 const EVENT_ID = "evt_2nK7xQ4mT9pL3vD6bR8sW5";
 
-/**
- * GET /v1/events/stream. `after` and the Last-Event-ID header say where to resume (the header
- * wins: it is what a reconnecting EventSource sends).
- */
+/** The Last-Event-ID header wins over `after`: it is what a reconnecting EventSource sends. */
 export const StreamEventsQuery = z
   .object({
     type: listOf(EventType.options)
@@ -36,17 +33,11 @@ export const StreamEventsQuery = z
   .strict();
 export type StreamEventsQuery = z.output<typeof StreamEventsQuery>;
 
-/**
- * A place in the live stream's order, which is the task-event stream's (JetStream's sequence):
- * `seq` for an event the relay published since the stream has existed, or `at`/`id` (the feed's
- * order) for an event published before its sequence was recorded, which come first.
- */
+/** Events published before sequences were recorded have none: placed by `at`/`id` (the feed's order), they come first. */
 export const StreamPosition = z.union([z.object({ seq: z.number().int().nonnegative() }).strict(), z.object({ at: z.string(), id: z.string() }).strict()]);
 export type StreamPosition = z.infer<typeof StreamPosition>;
 
-/** The tasks service's side of a resumed stream: the events after a place, a page at a time. */
 export const ReplayEventsInput = z.object({
-  /** Where to start: an event id (the client's Last-Event-ID), or where the previous page ended. */
   from: z.union([z.object({ event_id: OpaqueId }).strict(), z.object({ position: StreamPosition }).strict()]),
   types: z.array(EventType).optional(),
   limit: z.number().int().min(1).max(1000),
@@ -54,28 +45,21 @@ export const ReplayEventsInput = z.object({
 export type ReplayEventsInput = z.infer<typeof ReplayEventsInput>;
 
 export const ReplayEventsOutput = z.object({
-  /** In stream order; `seq` is 0 for an event published before sequences were recorded. */
   items: z.array(z.object({ seq: z.number().int().nonnegative(), event: Event })),
-  /** Where the next page starts. */
   next: StreamPosition,
-  /** More pages may follow at once (this page was full, or the older order is done and the recorded one starts). */
+  /** This page was full, or the older order is done and the recorded one starts. */
   more: z.boolean(),
-  /**
-   * Every event published up to this stream sequence has its sequence recorded: an event the
-   * replay has not sent has a higher one, and comes live.
-   */
+  /** Every event published up to this sequence has its sequence recorded: one the replay has not sent comes live. */
   through: z.number().int().nonnegative(),
-  /** The event named is written but not yet published: ask again shortly. */
+  /** Written but not yet published: ask again shortly. */
   pending: z.boolean(),
-  /** The organization has no event of this id in the last 30 days. */
   unknown: z.boolean(),
 });
 export type ReplayEventsOutput = z.infer<typeof ReplayEventsOutput>;
 
-/** An endpoint's fields in the order every answer shows them. */
 const ENDPOINT_FIELD_ORDER: readonly string[] = Object.keys(WebhookEndpoint.shape);
 
-/** An event's data (stored as jsonb, which sorts keys) in the API's field order for its type. */
+/** jsonb sorts keys by length. */
 export function inDataOrder<T>(type: string, data: T): T {
   if (typeof data !== "object" || data === null) return data;
   if (isTaskEventType(type)) return inTaskOrder(data);
@@ -86,12 +70,10 @@ export function inDataOrder<T>(type: string, data: T): T {
   return out as T;
 }
 
-/** One Server-Sent Events message: the event's id (its webhook-id), its type, its feed item. */
 export function sseMessage(id: string, type: string, json: string): string {
   return `id: ${id}\nevent: ${type}\ndata: ${json}\n\n`;
 }
 
-/** For the documentation. */
 export const STREAM_EXAMPLE = sseMessage(
   EVENT_ID,
   "task.updated",

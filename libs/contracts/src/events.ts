@@ -3,14 +3,9 @@ import { EXAMPLE_INSTANT, Timestamp } from "./common.js";
 import { EndpointEventType, EventType, isTaskEventType, TaskEvent, TaskFeedEvent, TEST_EVENT } from "./tasks.js";
 import { WebhookEndpoint } from "./webhooks.js";
 
-// The events every organization's feed, live stream and webhooks carry: task events, and the
-// webhook endpoints' operational events (DESIGN.md section 11). Both travel as one envelope.
+// Task events and the webhook endpoints' operational events travel as one envelope.
 
-/**
- * An endpoint's operational event as the webhooks service writes it to its outbox and the tasks
- * service takes it into the events outbox: the same envelope as a task event, with the endpoint
- * after the change (as reads show it) for data.
- */
+/** Taken into the tasks service's events outbox; data is the endpoint after the change. */
 export const EndpointEvent = z.object({
   id: z.string().min(1),
   type: EndpointEventType,
@@ -20,7 +15,6 @@ export const EndpointEvent = z.object({
 });
 export type EndpointEvent = z.infer<typeof EndpointEvent>;
 
-/** What the event stream carries, and what its consumers parse: a task event or an endpoint's. */
 export const OrgEvent = z.union([TaskEvent, EndpointEvent]);
 export type OrgEvent = z.infer<typeof OrgEvent>;
 
@@ -41,7 +35,6 @@ const ENDPOINT_EXAMPLE: WebhookEndpoint = {
   updated_at: EXAMPLE_INSTANT,
 };
 
-/** An endpoint's operational event as the feed shows it and webhooks deliver it (with the id as `webhook-id`). */
 export const EndpointFeedEvent = z
   .object({
     id: z.string().meta({ description: "The event's id: the `webhook-id` header of every delivery of it.", examples: ["evt_7mQ2xK9pT4vL8nD3bR6sW1"] }),
@@ -59,15 +52,11 @@ export const EndpointFeedEvent = z
   .meta({ description: "A webhook endpoint was disabled or enabled. Needs the scope webhooks:read to be seen in the feed and the stream." });
 export type EndpointFeedEvent = z.infer<typeof EndpointFeedEvent>;
 
-/**
- * An item of the events feed (GET /v1/events), a message of the live stream, and the body a
- * webhook delivers (without the id, which is the `webhook-id` header): a task event or an
- * endpoint's operational event, told apart by `type`.
- */
+/** The feed's item, the stream's message and the webhook body (without the id): told apart by `type`. */
 export const Event = z.union([TaskFeedEvent, EndpointFeedEvent]);
 export type Event = z.infer<typeof Event>;
 
-/** The feed's and the stream's `type` values a credential may see: the endpoints' need webhooks:read. */
+/** The endpoints' events need webhooks:read. */
 export function visibleEventTypes(scopes: readonly string[]): EventType[] {
   return scopes.includes("webhooks:read") ? [...EventType.options] : EventType.options.filter(isTaskEventType);
 }

@@ -3,19 +3,11 @@ import { Identity, Limits, Plan, Role, Scope } from "./auth.js";
 import { CreatedAt, EXAMPLE_INSTANT, Label, NO_BIDI_CONTROLS_MESSAGE, noBidiControls, OpaqueId, PageQuery, Timestamp, TrimmedLabel, page } from "./common.js";
 import type { RpcCatalog } from "./rpc.js";
 
-/**
- * The most live API keys (neither revoked nor expired) one organization may hold (DESIGN.md
- * section 20); every path that mints a key counts against it, the admin CLI's included.
- */
+/** Every path that mints a key counts against it, the admin CLI's included. */
 export const MAX_LIVE_API_KEYS = 100;
 
-/**
- * A name the keys service stores and shows in lists, logs and the admin CLI (an organization's,
- * an API key's): a single line, not blank, and no bidirectional control, which would make one
- * name display as another.
- */
+/** Shown in lists, logs and the admin CLI, so no bidirectional control that would make one name display as another. */
 const StoredName = Label.refine((s) => s.trim() !== "", { message: "must not be blank" }).refine(noBidiControls, { message: NO_BIDI_CONTROLS_MESSAGE });
-/** An organization's name as the admin CLI gives it: trimmed first, as titles are. */
 export const OrganizationName = TrimmedLabel.min(1, { message: "must not be blank" }).max(200).refine(noBidiControls, { message: NO_BIDI_CONTROLS_MESSAGE });
 
 const PLAN_DOC = { description: "The organization's plan: what it may use and how much.", examples: ["pro"] };
@@ -61,7 +53,6 @@ export const ApiKey = z.object({
 });
 export type ApiKey = z.infer<typeof ApiKey>;
 
-/** Only the creation response carries the plaintext secret (spec 2.7). */
 export const CreatedApiKey = ApiKey.extend({
   key: z.string().meta({
     description: "The API key itself: shown only in this answer, store it now. Send it as `Authorization: Bearer <key>`.",
@@ -101,7 +92,6 @@ export const KeyIdParams = z.object({ key_id: OpaqueId.meta({ description: "The 
 
 export const Email = z.email().max(320);
 
-/** The admin CLI's view of effective limits (DESIGN.md section 2, set-limits). */
 export const EffectiveLimits = z.object({ organization_id: z.string(), plan: Plan, limits: Limits });
 
 export const Jwk = z.record(z.string(), z.unknown());
@@ -109,7 +99,6 @@ export const Jwk = z.record(z.string(), z.unknown());
 export const keysRpc = {
   service: "keys",
   ops: {
-    // Gateway: resolving credentials.
     authenticateKey: { input: z.object({ key_hash: z.string().regex(/^[0-9a-f]{64}$/) }), output: Identity.nullable() },
     // Claims of a verified access token: signed, but still text that reaches Postgres.
     resolveMember: {
@@ -117,29 +106,23 @@ export const keysRpc = {
       output: Identity.nullable(),
     },
     devJwks: { input: z.object({}), output: z.object({ issuer: z.string(), keys: z.array(Jwk) }) },
-    // Public API.
     listOrganizations: { input: PageQuery, output: page(Organization) },
     getOrganization: { input: OrganizationIdParams, output: Organization },
     listMembers: { input: PageQuery, output: page(Member) },
     createApiKey: { input: CreateApiKeyBody, output: CreatedApiKey },
     listApiKeys: { input: PageQuery, output: page(ApiKey) },
     revokeApiKey: { input: KeyIdParams, output: RevokedApiKey },
-    // Admin CLI (DESIGN.md section 2).
     bootstrap: {
       input: z.object({
         org: OrganizationName,
         plan: Plan,
         email: Email,
-        /**
-         * When an organization of this name already has this email as an owner (a CI job run
-         * again): absent creates another one (the original behaviour); "refuse" answers
-         * validation_failed; "reuse" answers that organization and owner with a fresh owner key.
-         */
+        /** For a CI job run again: "reuse" answers the organization and owner already there, with a fresh owner key. */
         if_exists: z.enum(["refuse", "reuse"]).optional(),
       }),
       output: z.object({ organization_id: z.string(), user_id: z.string(), api_key: z.string() }),
     },
-    /** Ends a membership: the user's keys in the organization are revoked; the last owner stays. */
+    /** The user's keys in the organization are revoked; the last owner stays. */
     removeMember: {
       input: z.object({ org: OpaqueId, user: OpaqueId }),
       output: z.object({ organization_id: z.string(), user_id: z.string(), revoked_keys: z.number().int() }),
@@ -178,13 +161,12 @@ export const keysRpc = {
   },
 } as const satisfies RpcCatalog;
 
-/** Broadcast by the keys service whenever cached identities of an organization become stale. */
 export const KeysInvalidation = z.object({ organization_id: z.string() });
 export function keysInvalidationSubject(namespace: string): string {
   return `${namespace}.evt.keys.invalidate`;
 }
 
-/** GET /v1/usage (DESIGN.md section 4): the caller's organization's consumption, this call included. */
+/** This call included. */
 export const Usage = z.object({
   plan: Plan.meta(PLAN_DOC),
   period_start: Timestamp.meta({ description: "Start of the current billing period (UTC).", examples: ["2026-11-01T00:00:00.000Z"] }),
@@ -217,22 +199,19 @@ export const Usage = z.object({
       description: "The per-credential burst limit now: requests allowed per window, left in this one, and when it resets.",
       examples: [{ limit: 100, window_seconds: 1, remaining: 99, reset_at: EXAMPLE_INSTANT }],
     }),
-  /** Bytes of the organization's registered attachments (issue 12). */
   storage_used: z
     .number()
     .int()
     .meta({ description: "Bytes of attachments stored, plus uploads started and not yet expired.", examples: [3145728] }),
-  /** The plan's storage allowance, in bytes (DESIGN.md 3; `set-limits --storage`). */
   storage_allowance: z
     .number()
     .int()
     .meta({ description: "Bytes of attachments the plan allows.", examples: [10737418240] }),
-  /** The plan's largest file, in bytes. */
   max_file_size: z
     .number()
     .int()
     .meta({ description: "The largest single attachment the plan allows, in bytes.", examples: [104857600] }),
-  /** Webhook endpoints the organization may have (`set-limits --webhook-endpoints`); 0 without webhooks. */
+  /** 0 without webhooks. */
   webhook_endpoints_allowance: z
     .number()
     .int()

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { Label } from "./common.js";
 import { DateOnly } from "./dates.js";
 
-// A task's recurrence (spec 2.1 names the fields; the value sets and rules are ours, decision 0008).
+// A task's recurrence (the value sets and rules are ours, decision 0008).
 
 export const RecurrenceFrequency = z.enum(["DAILY", "WEEKLY", "MONTHLY", "YEARLY"]);
 export const RecurrenceBasis = z.enum(["SCHEDULE", "COMPLETION"]);
@@ -16,7 +16,6 @@ function isTimeZone(tz: string): boolean {
   }
 }
 
-/** What each field means, in the rule a client sends and in the one the API shows. */
 const DOC = {
   frequency: { description: "The unit it repeats by.", examples: ["WEEKLY"] },
   interval: { description: "Every how many units (1 = every week for WEEKLY).", examples: [1] },
@@ -39,14 +38,13 @@ const DOC = {
 const RecurrenceFields = {
   frequency: RecurrenceFrequency.meta(DOC.frequency),
   interval: z.number().int().min(1).max(365).meta(DOC.interval),
-  /** ISO weekdays, 1 = Monday … 7 = Sunday; WEEKLY only. */
   by_weekday: z
     .array(z.number().int().min(1).max(7))
     .min(1)
     .max(7)
     .refine((a) => new Set(a).size === a.length, { message: "must not repeat a weekday" })
     .meta(DOC.by_weekday),
-  /** Day of the month, 1-31 (a month without that day uses its last day); MONTHLY and YEARLY only. */
+  /** A month without that day uses its last day. */
   by_month_day: z.number().int().min(1).max(31).meta(DOC.by_month_day),
   basis: RecurrenceBasis.meta(DOC.basis),
   timezone: Label.min(1).max(64).refine(isTimeZone, { message: "must be an IANA time zone such as Europe/Berlin" }).meta(DOC.timezone),
@@ -57,7 +55,7 @@ const RecurrenceFields = {
   active: z.boolean().meta(DOC.active),
 };
 
-/** The rule as fields: frequency required, the rest optional (the tasks service fills the defaults). */
+/** The tasks service fills the defaults. */
 export const RecurrenceRule = z.strictObject({
   frequency: RecurrenceFields.frequency,
   interval: RecurrenceFields.interval.optional(),
@@ -73,7 +71,6 @@ export const RecurrenceRule = z.strictObject({
 });
 export type RecurrenceRule = z.output<typeof RecurrenceRule>;
 
-/** What the fields of a rule say together that each alone cannot: [field, problem]. */
 export function recurrenceRuleProblems(r: RecurrenceRule): Array<[keyof RecurrenceRule, string]> {
   const out: Array<[keyof RecurrenceRule, string]> = [];
   if (r.by_weekday !== undefined && r.frequency !== "WEEKLY") out.push(["by_weekday", "applies only to frequency WEEKLY"]);
@@ -84,12 +81,7 @@ export function recurrenceRuleProblems(r: RecurrenceRule): Array<[keyof Recurren
   return out;
 }
 
-/**
- * What a client sends: the rule as fields (frequency required), or as an RFC 5545 `rrule` with
- * the other settings (basis, timezone, start_date, rollover_enabled, active) beside it. A rule
- * given as fields is checked here; an `rrule` only as text: the tasks service reads it (its parser
- * is the service's) and refuses one it cannot keep with the same 400, naming /recurrence/rrule.
- */
+/** An `rrule` is checked only as text here: its parser is the tasks service's, which refuses one it cannot keep. */
 export const RecurrenceInput = RecurrenceRule.extend({
   frequency: RecurrenceFields.frequency.optional(),
   rrule: Label.min(1).max(500).optional().meta(DOC.rrule),
@@ -102,12 +94,11 @@ export const RecurrenceInput = RecurrenceRule.extend({
     }
     for (const [path, message] of recurrenceRuleProblems({ ...r, frequency: r.frequency })) ctx.addIssue({ code: "custom", path: [path], message });
   },
-  // Only a rule whose every field is well formed is checked as a whole (one problem at a time).
+  // One problem at a time: the whole rule only once every field is well formed.
   { when: (payload) => payload.issues.length === 0 },
 );
 export type RecurrenceInput = z.output<typeof RecurrenceInput>;
 
-/** What the API shows: every field present; `rrule` is the RFC 5545 rule derived from the rest. */
 export const Recurrence = z.object({
   frequency: RecurrenceFrequency.meta(DOC.frequency),
   interval: z.number().int().meta(DOC.interval),

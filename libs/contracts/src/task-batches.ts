@@ -7,6 +7,13 @@ import { Task } from "./tasks.js";
 /** The most operations one batch takes. */
 export const MAX_BATCH_OPERATIONS = 100;
 
+/**
+ * The most request bytes of items one run of a batch carries to the tasks service (at least one
+ * item, however large): well under NATS's 1 MiB, with room for the envelope. The tasks service
+ * cuts its answer to a run by its own reply budget, and the gateway sends the rest from there.
+ */
+export const BATCH_RUN_BYTES = 256 * 1024;
+
 /** An If-Match header value: `*`, or entity tags such as `"3"` separated by commas. */
 export const IF_MATCH_VALUE = /^\s*(?:\*|(?:W\/)?"[\x21\x23-\x7E\x80-\xFF]*"(?:\s*,\s*(?:W\/)?"[\x21\x23-\x7E\x80-\xFF]*")*)\s*$/;
 
@@ -100,9 +107,9 @@ export type TaskBatchOutcome = z.infer<typeof TaskBatchOutcome>;
 
 /**
  * The tasks service's batch operation: a run of a batch's items from `offset` (their index in the
- * batch), If-Match values already parsed to entity tags by the gateway. It answers the results of
- * a prefix of them (at least one): as many as keep its reply well under the NATS message limit;
- * the gateway sends the rest again.
+ * batch; up to BATCH_RUN_BYTES of them), If-Match values already parsed to entity tags by the
+ * gateway. It answers the results of a prefix of them (at least one): as many as keep its reply
+ * well under the NATS message limit; the gateway sends the rest again.
  */
 export const TaskBatchRpcInput = z.object({
   offset: z

@@ -4,25 +4,21 @@ import { DateTimeInput } from "./dates.js";
 import { TaskPriority, TaskRef, TaskStatus } from "./tasks.js";
 
 /**
- * The grammar of a task filter, stated once: the fields a condition may name, the ops each takes
- * and the value each compares with. The checker below, the document's text, the tasks service's
- * SQL (a row per field, held to this table by its type) and the typed client's table of ops
- * (generated from this one) all read FILTER_FIELDS.
+ * The grammar of a task filter, stated once: the checker, the document's text, the tasks
+ * service's SQL and the typed client's table of ops all read FILTER_FIELDS.
  */
 
 export const FILTER_OPS = ["eq", "neq", "in", "nin", "lt", "lte", "gt", "gte", "is_null", "contains", "matches"] as const;
 export type FilterOp = (typeof FILTER_OPS)[number];
 export const FILTER_LIMITS = { conditions: 50, depth: 5, listItems: 100 } as const;
 
-/** Full text in web-search syntax: at least one word, so that it can match anything at all. */
+/** At least one word, so that it can match anything at all. */
 export const SearchText = Text.min(1)
   .max(200)
   .refine((s) => /[\p{L}\p{N}]/u.test(s), { message: "must contain at least one word (a letter or a digit)" });
 
-/** A date-time with an offset, or a bare date taken as 00:00 UTC, within the days the API accepts. */
 const Instant = DateTimeInput;
 
-/** A field's row: the ops it takes, one value as a condition states it, and that value in words. */
 type FieldRow = { ops: readonly FilterOp[]; value: z.ZodType; says: string };
 
 export const FILTER_FIELDS = {
@@ -40,23 +36,19 @@ export const FILTER_FIELDS = {
   text: { ops: ["matches"], value: SearchText, says: "words in web-search syntax" },
 } as const satisfies Record<string, FieldRow>;
 export type FilterField = keyof typeof FILTER_FIELDS;
-/** The ops field `F` takes. */
 export type OpsOf<F extends FilterField> = (typeof FILTER_FIELDS)[F]["ops"][number];
 
 const FIELDS = Object.keys(FILTER_FIELDS) as FilterField[];
 
 export type FilterValue = string | number | boolean | Array<string | number>;
-/** A condition whose op is one its field takes (the value is checked at run time, by the field's row). */
+/** The value is checked at run time, by the field's row. */
 export type TaskCondition = { [F in FilterField]: { field: F; op: OpsOf<F>; value: FilterValue } }[FilterField];
 export type TaskFilter = { and: TaskFilter[] } | { or: TaskFilter[] } | { not: TaskFilter } | TaskCondition;
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 type Issue = { path: PropertyKey[]; message: string };
 
-/**
- * Checks a filter tree by hand rather than with a zod union: a union that fails reports its own
- * path, and a client needs the pointer of the part that is wrong (`/filter/and/2/value`).
- */
+/** By hand rather than a zod union, whose failure reports its own path: a client needs the pointer of the wrong part. */
 function checkFilter(node: unknown, path: PropertyKey[], depth: number, issues: Issue[], counted: { n: number }): void {
   if (depth > FILTER_LIMITS.depth) {
     issues.push({ path, message: `is nested too deep: a filter may be at most ${FILTER_LIMITS.depth} levels deep` });
@@ -105,7 +97,6 @@ function checkFilter(node: unknown, path: PropertyKey[], depth: number, issues: 
   if (!parsed.success) for (const i of parsed.error.issues) issues.push({ path: [...path, "value", ...i.path], message: i.message });
 }
 
-// The condition's text, read off the table: which ops each field takes, and what its value is.
 const OPS_IN_WORDS = FIELDS.map((f) => `\`${f}\`: ${FILTER_FIELDS[f].ops.join(", ")}`).join("; ");
 const VALUES_IN_WORDS = FIELDS.map((f) => `\`${f}\`: ${FILTER_FIELDS[f].says}`).join("; ");
 const TIMES = FIELDS.filter((f) => FILTER_FIELDS[f].value === Instant).join(", ");
@@ -134,10 +125,8 @@ const group = (name: "and" | "or", doc: typeof AND_DOC) => ({
   },
 });
 
-/** The filter tree: checked by checkFilter; its JSON Schema is written out for the document. */
 export const TaskFilterSchema = z
-  // A body without one is refused (the check below would take undefined for a condition and
-  // name its parts): a search that names nothing answered every task.
+  // A search that names nothing answered every task.
   .custom<TaskFilter>((v) => v !== undefined, {
     abort: true,
     message: 'is required: to find every current task, {"field": "archived", "op": "eq", "value": false}',

@@ -3,12 +3,7 @@ import { PageQuery } from "./common.js";
 import { FILTER_FIELDS, type FilterField, TaskFilterSchema } from "./task-filter.js";
 import { TaskRef } from "./tasks.js";
 
-/**
- * Finding tasks: the list's filters and sort, and the search body with its filter tree; both
- * compile to one tree (task-filter.ts), whose table gives the list's parameters their values too.
- */
-
-/** The sort keys, fields of the filter's table; in this order in the document, the default first. */
+/** In this order in the document, the default first. */
 export const TASK_SORTS = ["updated_at", "created_at", "due_date", "priority", "story_points"] as const satisfies readonly FilterField[];
 export type TaskSortKey = (typeof TASK_SORTS)[number];
 export const TaskSort = z
@@ -16,7 +11,7 @@ export const TaskSort = z
   .meta({ description: "The order: a key, `-` in front for descending. Ties by id; tasks without the value last.", examples: ["-updated_at"] });
 export type TaskSort = z.infer<typeof TaskSort>;
 
-/** A query list: `a,b` or the parameter repeated; parsed again unchanged (an array passes through). */
+/** `a,b` or the parameter repeated. */
 export function listOf<const V extends readonly string[]>(values: V) {
   const list = z.array(z.enum(values)).min(1).max(10);
   return z.union(
@@ -34,8 +29,7 @@ export function listOf<const V extends readonly string[]>(values: V) {
 }
 const BoolParam = z.union([z.boolean(), z.enum(["true", "false"]).transform((v) => v === "true")], { message: "must be true or false" });
 
-// No examples for the filters that name an object: "Try it out" would send them, and an id the
-// caller's organization lacks is a 404 (a filter left empty is not sent).
+// No examples for filters that name an object: "Try it out" would send them, and an id the caller's organization lacks is a 404.
 export const ListTasksQuery = PageQuery.extend({
   status: listOf(FILTER_FIELDS.status.value.options)
     .optional()

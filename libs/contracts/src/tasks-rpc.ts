@@ -10,10 +10,8 @@ import { ListTasksQuery, SearchTasksBody } from "./task-search.js";
 import { Event } from "./events.js";
 import { CreateTaskBody, EventParams, EventType, ListEventsQuery, Task, TaskParams, TaskSummary, TaskVersion, UpdateTaskBody } from "./tasks.js";
 
-/** A write that may answer "created" (201) or "already there" (200). */
 const Upserted = <T extends z.ZodType>(t: T) => z.object({ created: z.boolean(), view: t });
 
-/** The tasks service's operations: tasks, their events, dependencies, projects and attachments. */
 export const tasksRpc = {
   service: "tasks",
   ops: {
@@ -24,13 +22,11 @@ export const tasksRpc = {
     updateTask: { input: z.object({ task_id: OpaqueId, patch: UpdateTaskBody }), output: Task },
     archiveTask: { input: TaskParams, output: Task },
     unarchiveTask: { input: TaskParams, output: Task },
-    /** POST /v1/tasks/batch: each item as its single operation, in order (domain/batches.ts). */
     batchTasks: { input: TaskBatchRpcInput, output: z.object({ results: z.array(TaskBatchOutcome) }), timeoutMs: 30_000 },
     taskHistory: { input: PageQuery.extend({ task_id: OpaqueId }), output: page(TaskVersion) },
-    // `visible`: the types the caller may see (the gateway's choice from its scopes); all when absent.
+    // `visible`: the types the caller may see (from its scopes); all when absent.
     listEvents: { input: ListEventsQuery.extend({ visible: z.array(EventType).optional() }), output: page(Event) },
     getEvent: { input: EventParams.extend({ visible: z.array(EventType).optional() }), output: Event },
-    /** GET /v1/events/stream resuming: the events after a place, in the stream's order. */
     replayEvents: { input: ReplayEventsInput, output: ReplayEventsOutput },
     getDependencies: { input: TaskParams, output: DependencyView },
     addDependency: { input: AddDependencyBody.extend({ task_id: OpaqueId }), output: Upserted(DependencyView) },
@@ -40,9 +36,8 @@ export const tasksRpc = {
     getProject: { input: ProjectParams, output: Project },
     updateProject: { input: z.object({ project_id: OpaqueId, patch: UpdateProjectBody }), output: Project },
     deleteProject: { input: ProjectParams, output: DeletedProject },
-    // Internal (boards service): many tasks in one request; unknown numbers are simply absent.
+    // Internal (boards service): unknown numbers are simply absent.
     lookupTasks: { input: z.object({ numbers: z.array(z.number().int().positive()).max(1000) }), output: z.object({ tasks: z.array(TaskSummary) }) },
-    /** A task and its direct subtasks (null task when it does not exist in the organization). */
     taskWithSubtasks: {
       input: z.object({ number: z.number().int().positive() }),
       output: z.object({ task: TaskSummary.nullable(), subtasks: z.array(TaskSummary) }),

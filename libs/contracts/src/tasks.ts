@@ -3,18 +3,15 @@ import { CreatedAt, EXAMPLE_INSTANT, OpaqueId, PageQuery, Text, Timestamp, Trimm
 import { DateTimeInput } from "./dates.js";
 import { Recurrence, RecurrenceInput } from "./recurrence.js";
 
-// ---------------------------------------------------------------------------------------------
-// Scalars (spec 2.1, 4.1; decisions in docs/decisions/0008-tasks.md; days and instants in dates.ts)
-
 export const TaskStatus = z.enum(["TODO", "IN_PROGRESS", "IN_REVIEW", "COMPLETED", "BLOCKED"]);
 export type TaskStatus = z.infer<typeof TaskStatus>;
 export const TaskPriority = z.enum(["LOW", "MEDIUM", "HIGH", "URGENT"]);
 export type TaskPriority = z.infer<typeof TaskPriority>;
 
-/** Spec 2.1: a task's only public id. `T-12` and `12` name the same task on input. */
+/** `T-12` and `12` name the same task on input. */
 export const TASK_ID_PATTERN = /^(?:T-)?[0-9]{1,12}$/;
 export const TaskRef = z.string().regex(TASK_ID_PATTERN, { message: "must be a task id such as T-12 (or 12)" });
-/** The task number a reference names, or null when it cannot name a task (malformed, or 0). */
+/** Null when it cannot name a task (malformed, or 0). */
 export function taskNumber(ref: string): number | null {
   if (!TASK_ID_PATTERN.test(ref)) return null;
   const n = Number(ref.startsWith("T-") ? ref.slice(2) : ref);
@@ -22,12 +19,10 @@ export function taskNumber(ref: string): number | null {
 }
 export const taskId = (n: number | string) => `T-${n}`;
 
-// What the fields a task shows and a client sends mean (the same field in both).
 const TITLE = { description: "A short single-line title.", examples: ["Write the announcement"] };
 const DESCRIPTION = { description: "Free text (line breaks kept); null when none.", examples: ["Everything for the November launch."] };
 const PRIORITY = { description: "How urgent the task is.", examples: ["HIGH"] };
 const START_DATE = { description: "When work starts (UTC); null when unset.", examples: ["2026-11-24T09:00:00.000Z"] };
-/** The one rule of the instants a client sends (DateTimeInput), said on each of them. */
 const INSTANT_RULE = "a date-time with an offset (2026-11-24T09:00:00Z), or a date (YYYY-MM-DD) meaning 00:00 UTC that day";
 const START_DATE_INPUT = { description: `When work starts: ${INSTANT_RULE}.`, examples: ["2026-11-24T09:00:00.000Z"] };
 const DUE_DATE = {
@@ -40,14 +35,7 @@ const PROJECT_ID = "prj_5vN5Zu6nSVCjmB2jJBpwRY";
 const PROJECT_IDS = { description: "The projects the task belongs to.", examples: [[PROJECT_ID]] };
 const PARENT_TASK_ID = { description: "The parent task when this is a subtask; null for a top-level task.", examples: ["T-7"] };
 
-// ---------------------------------------------------------------------------------------------
-// Resources
-
-/**
- * A task's fields, in the order every answer, list item, event and change shows them: the one
- * table of them. The tasks service renders each field from it, in SQL and in TypeScript (its
- * repo/task-fields.ts, complete against this shape at compile time), and takes the order from it.
- */
+/** A task's fields in the order every answer, event and change shows them: the one table the tasks service renders each field from. */
 export const Task = z.object({
   id: z.string().meta({ description: "The task's id: T-<n>, numbered per organization from 1.", examples: ["T-42"] }),
   version: z
@@ -69,7 +57,7 @@ export const Task = z.object({
   recurrence: Recurrence.nullable().meta({ description: "How the task repeats (the rule with its RRULE form); null when it does not.", examples: [null] }),
   parent_task_id: z.string().nullable().meta(PARENT_TASK_ID),
   archived: z.boolean().meta({ description: "Whether the task is archived (hidden from lists unless asked for).", examples: [false] }),
-  /** Additive (issue 16): the series an occurrence was made for, and its day in it; null on every other task (the head included). */
+  /** Additive: null on every task but an occurrence (the series' head included). */
   series_task_id: z
     .string()
     .nullable()
@@ -92,14 +80,10 @@ export type Task = z.infer<typeof Task>;
 /** A task's ETag: its version in quotes (a strong tag). */
 export const taskEtag = (version: number) => `"${version}"`;
 
-/** A task's fields in their order (Task's shape): what a task rebuilt from jsonb is put back in. */
+/** What a task rebuilt from jsonb is put back in. */
 export const TASK_FIELDS = Object.keys(Task.shape) as readonly (keyof Task)[];
 
-/**
- * A task whose field order was lost, put back in TASK_FIELDS' order: jsonb (an event's data, an
- * Idempotency-Key record) sorts keys by length. A field it lacks stays absent (an event from
- * before the field), one the table does not know comes last (a newer producer's).
- */
+/** jsonb sorts keys by length. A field the task lacks stays absent (an older event); one the table does not know comes last (a newer producer's). */
 export function inTaskOrder<T extends object>(t: T): T {
   const from = t as Record<string, unknown>;
   const out: Record<string, unknown> = {};
@@ -108,7 +92,7 @@ export function inTaskOrder<T extends object>(t: T): T {
   return out as T;
 }
 
-/** The fields a version holds: a task's content, what PATCH compares and history shows. */
+/** A task's content: what PATCH compares and history shows. */
 const VERSION_CONTENT = Task.pick({
   title: true,
   description: true,
@@ -122,7 +106,6 @@ const VERSION_CONTENT = Task.pick({
   recurrence: true,
 }).shape;
 
-/** Spec 2.2, plus the version's project links and recurrence (additive); fields in a history item's order. */
 export const TaskVersion = z.object({
   id: z.string().meta({ description: "The version's id.", examples: ["ver_6yH3nK8pQ2mT5vL9xD4rW7"] }),
   version: z
@@ -130,17 +113,12 @@ export const TaskVersion = z.object({
     .int()
     .meta({ description: "The task's version this content was (archiving and unarchiving take numbers of their own).", examples: [3] }),
   ...VERSION_CONTENT,
-  // What the version says, in the version's own words (each key keeps its place).
   status: TaskStatus.meta({ description: "Where the task stood in this version.", examples: ["IN_PROGRESS"] }),
   recurrence: Recurrence.nullable().meta({ description: "How the task repeated in this version; null when it did not.", examples: [null] }),
   created_at: CreatedAt,
 });
 export type TaskVersion = z.infer<typeof TaskVersion>;
-/** The content fields of a version, in their order (a task's order). */
 export type TaskContentField = keyof typeof VERSION_CONTENT;
-
-// ---------------------------------------------------------------------------------------------
-// Request bodies and queries (spec 4.1)
 
 const Title = TrimmedLabel.min(1, { message: "must not be empty" }).max(500);
 const Description = Text.max(10_000);
@@ -205,63 +183,31 @@ export const UpdateTaskBody = z.strictObject({
 });
 export type UpdateTaskBody = z.infer<typeof UpdateTaskBody>;
 
-/**
- * Path ids stay strings: a malformed task id names no task (404), it is not a bad request. A value
- * that no id can be (NUL, a control character, over 100 characters) is refused as 400 (0010).
- */
+/** A malformed task id names no task (404), so path ids stay strings; a value no id can be is a 400. */
 export const TaskIdParam = OpaqueId.meta({ description: "The task's id (T-<n>).", examples: ["T-1"] });
 export const TaskParams = z.object({ task_id: TaskIdParam });
 
-// ---------------------------------------------------------------------------------------------
-// Events (spec 6; DESIGN.md section 5)
-
 export const TaskEventType = z.enum(["task.created", "task.updated", "task.archived"]);
 export type TaskEventType = z.infer<typeof TaskEventType>;
-/**
- * Operational events of webhook endpoints (DESIGN.md section 11): written by the webhooks
- * service, carried by the same outbox, stream, feed and deliveries as task events.
- */
+/** Written by the webhooks service, carried by the same outbox, stream, feed and deliveries as task events. */
 export const EndpointEventType = z.enum(["webhook_endpoint.disabled", "webhook_endpoint.enabled"]);
 export type EndpointEventType = z.infer<typeof EndpointEventType>;
-/** Every event type: the task events, then the endpoints' operational ones. */
 export const EventType = z.enum([...TaskEventType.options, ...EndpointEventType.options]);
 export type EventType = z.infer<typeof EventType>;
 export const isTaskEventType = (t: string): t is TaskEventType => (TaskEventType.options as readonly string[]).includes(t);
-/**
- * The envelope of every task event: the payload of a tasks.outbox row, the JetStream message on
- * `taskEventSubject(ns, type)`, and what consumers parse (with `consume()` of libs/nats). One
- * schema for all three, so producer and consumers cannot drift apart. `id` is the event id: the
- * stream's Nats-Msg-Id (a re-sent row is dropped as a duplicate) and later the `webhook-id`.
- * `data` is the task in its API shape after the change. Not strict: a consumer ignores fields a
- * newer producer added (changes are additive only).
- */
-/**
- * A free-text field's change (title, description, notes) when the event had no room for both its
- * values (DESIGN.md section 20): their lengths in characters as the API's limits count them (UTF-16
- * code units), null for a null value. The new value is in the event's `data`.
- */
+/** A free-text change when the event had no room for both values: lengths in UTF-16 code units (as the API's limits count), null for null. */
 export const TruncatedChange = z.object({
   from_length: z.int().nonnegative().nullable(),
   to_length: z.int().nonnegative().nullable(),
   truncated: z.literal(true),
 });
 export type TruncatedChange = z.infer<typeof TruncatedChange>;
-/** The free-text fields, whose changes an event may give as lengths only (TruncatedChange). */
 export const TRUNCATABLE_FIELDS = ["title", "description", "notes"] as const;
-/**
- * What a change did to a task: for each field of the task whose value differs, its value before
- * and after (as `data` shows it), or for a free-text field, when the event would not fit, their
- * lengths. On task.updated and task.archived; empty when nothing the task shows changed (a
- * dependency recorded or removed). The truncated shape comes first: `{ from, to }` of unknowns
- * would also accept it, emptied.
- */
+/** Empty when nothing the task shows changed. The truncated shape comes first: `{ from, to }` of unknowns would also accept it, emptied. */
 export const TaskChanges = z.record(z.string(), z.union([TruncatedChange, z.object({ from: z.unknown(), to: z.unknown() })]));
 export type TaskChanges = z.infer<typeof TaskChanges>;
 
-/**
- * Changes as every answer shows them, whatever order jsonb stored them in: fields in the task's
- * order, each as `{ from, to }`. The events feed and the webhook bodies both write them so.
- */
+/** Fields in the task's order, whatever order jsonb stored them in. */
 export function inChangesOrder(changes: TaskChanges): TaskChanges {
   const out: TaskChanges = {};
   const order = [...TASK_FIELDS, ...Object.keys(changes)];
@@ -273,19 +219,19 @@ export function inChangesOrder(changes: TaskChanges): TaskChanges {
   return out;
 }
 
+/** One schema for the outbox row, the stream message and what consumers parse; not strict, so consumers ignore fields a newer producer adds. */
 export const TaskEvent = z.object({
   id: z.string().min(1),
   type: TaskEventType,
   organization_id: z.string().min(1),
   created_at: Timestamp,
-  // An event written before tasks showed their version lacks it (the stream and the feed keep events for days).
+  // Events from before tasks showed their version lack it (the stream and the feed keep events for days).
   data: Task.extend({ version: Task.shape.version.optional() }),
   changes: TaskChanges.optional(),
 });
 export type TaskEvent = z.infer<typeof TaskEvent>;
 
 const EVENT_ID = "evt_2nK7xQ4mT9pL3vD6bR8sW5";
-/** A task as an event carries it, for the documentation. */
 const EVENT_TASK: Task = {
   id: "T-42",
   version: 3,
@@ -307,10 +253,7 @@ const EVENT_TASK: Task = {
   updated_at: EXAMPLE_INSTANT,
 };
 
-/**
- * Present (and true) only on the samples a webhook endpoint's test event and verify send; real
- * events omit it, so their bodies stay what they were. Shared by both kinds of event.
- */
+/** Only on the samples of a test event and verify, so real events' bodies stay what they were. */
 export const TEST_EVENT = z
   .literal(true)
   .optional()
@@ -320,12 +263,7 @@ export const TEST_EVENT = z
     examples: [true],
   });
 
-/**
- * A task event as the events feed (GET /v1/events) shows it: exactly the body a webhook delivers
- * for it (`type`, `timestamp`, `data`) and the event's id, which is the delivery's `webhook-id`
- * header. A consumer that missed deliveries reads the same objects here, for 30 days. The feed's
- * items are these or the endpoints' operational events (`Event`, events.ts).
- */
+/** Exactly the body a webhook delivers for the event, plus its id (the delivery's `webhook-id`). */
 export const TaskFeedEvent = z.object({
   id: z.string().meta({ description: "The event's id: the `webhook-id` header of every delivery of it.", examples: [EVENT_ID] }),
   type: TaskEventType.meta({ description: "What happened: task.created, task.updated or task.archived.", examples: ["task.updated"] }),
@@ -344,14 +282,9 @@ export const TaskFeedEvent = z.object({
 });
 export type TaskFeedEvent = z.infer<typeof TaskFeedEvent>;
 
-/** How long the feed keeps an event (the tasks service sweeps older ones). */
 export const EVENT_RETENTION_DAYS = 30;
 
 const EventTime = z.iso.datetime({ offset: true });
-/**
- * GET /v1/events: newest first; `type` filters by event type, `created_gte` and `created_lt` by
- * the event's time (from, inclusive; to, exclusive).
- */
 export const ListEventsQuery = PageQuery.extend({
   type: EventType.optional().meta({
     description: "Only events of this type. The webhook_endpoint.* types need the scope webhooks:read; without it they are left out.",
@@ -366,15 +299,13 @@ export const EventParams = z.object({
   event_id: OpaqueId.meta({ description: "The event's id: the `webhook-id` header of its deliveries.", examples: [EVENT_ID] }),
 });
 
-/** Broadcast by a tasks replica after a write changed these tasks (drops cached copies). */
+/** Broadcast by a tasks replica after a write, to drop cached copies. */
 export const TasksChanged = z.object({ organization_id: z.string(), numbers: z.array(z.number().int()) });
 export const tasksChangedSubject = (namespace: string) => `${namespace}.evt.tasks-cache.changed`;
 
-/** JetStream stream of task events and its subjects, per namespace. */
 export const taskEventsStream = (namespace: string) => `${namespace}_task_events`;
 export const taskEventSubject = (namespace: string, type: EventType) => `${namespace}.evt.tasks.${type}`;
 
-/** What other services may learn of a task (the boards service plans and shows tasks). */
 export const TaskSummary = z.object({
   task_id: z.string(),
   title: z.string(),

@@ -3,9 +3,9 @@ import { CreatedAt, EXAMPLE_INSTANT, Label, ObjectId, OpaqueId, PageQuery, Times
 import type { RpcCatalog } from "./rpc.js";
 import { EventType } from "./tasks.js";
 
-// Webhook endpoints (spec 2.8, 3.4, 4, 4.1; DESIGN.md sections 4-5; issue 11).
+// Webhook endpoints (spec 2.8, 3.4, 4, 4.1; DESIGN.md sections 4-5).
 
-/** Longest destination URL accepted; longer ones are almost always a mistake (or an attack). */
+/** Longer ones are almost always a mistake, or an attack. */
 export const WEBHOOK_URL_MAX = 2048;
 
 const ENDPOINT_ID = "whe_8kQ3mT6pL2vX9nD4bR7sW1";
@@ -33,11 +33,10 @@ const RATE_LIMIT = {
     "At most this many deliveries start per second, counted over any one-second window and across every delivery worker; deliveries past it wait their turn (they never fail because of it). null: no limit.",
   examples: [50],
 };
-/** Deliveries per second to one endpoint, or null for no limit (DESIGN.md section 11). */
 const RateLimit = z.number().int().min(1).max(10_000).nullable();
 const DURATION = { description: "How long the call took, in milliseconds.", examples: [42] };
 
-/** Spec 2.8: the endpoint as every read shows it; the signing secret is never part of it. */
+/** The signing secret is never part of it. */
 export const WebhookEndpoint = z.object({
   id: z.string().meta({ description: "The endpoint's id.", examples: [ENDPOINT_ID] }),
   url: z.string().meta({ description: "An https URL.", examples: [EXAMPLE_URL] }),
@@ -68,14 +67,13 @@ export const WebhookEndpoint = z.object({
 });
 export type WebhookEndpoint = z.infer<typeof WebhookEndpoint>;
 
-/** The create response: the endpoint plus its signing secret, shown only here (and on a replay). */
+/** Shown only here (and on a replay). */
 export const CreatedWebhookEndpoint = WebhookEndpoint.extend({ secret: z.string().meta(SECRET) });
 export type CreatedWebhookEndpoint = z.infer<typeof CreatedWebhookEndpoint>;
 
-// The scheme and userinfo rules depend on WEBHOOK_ALLOW_HTTP, which only the webhooks service
-// reads, so the schema checks the shape and the service checks the rest (with the same pointer).
+// The scheme and userinfo rules depend on WEBHOOK_ALLOW_HTTP, which only the webhooks service reads, so the schema checks the shape and the service the rest.
 const EndpointUrl = Label.min(1).max(WEBHOOK_URL_MAX);
-/** An empty list subscribes to every task type (spec 6); a type listed twice is refused, not merged. */
+/** A type listed twice is refused, not merged. */
 const EventTypes = z
   .array(EventType)
   .max(EventType.options.length)
@@ -92,7 +90,7 @@ export const CreateWebhookEndpointBody = z.strictObject({
 });
 export type CreateWebhookEndpointBody = z.infer<typeof CreateWebhookEndpointBody>;
 
-/** DESIGN.md section 4: url, event_types, enabled; enabling resets the failure count (spec 3.4). */
+/** Enabling resets the failure count (spec 3.4). */
 export const UpdateWebhookEndpointBody = z.strictObject({
   url: EndpointUrl.optional().meta({
     description: "A new destination, with the create's rules: https, stored as a URL parser writes it, unique in the organization.",
@@ -108,7 +106,6 @@ const EndpointIdParam = OpaqueId.meta({ description: "The webhook endpoint's id.
 export const WebhookEndpointParams = z.object({ endpoint_id: EndpointIdParam });
 export const DeletedWebhookEndpoint = z.object({ id: ObjectId });
 
-/** The rotation response (spec 2.8): the endpoint, its new secret (shown once) and when the old one stops signing. */
 export const RotatedWebhookEndpoint = WebhookEndpoint.extend({
   secret: z.string().meta(SECRET),
   previous_secret_expires_at: Timestamp.meta({
@@ -118,15 +115,12 @@ export const RotatedWebhookEndpoint = WebhookEndpoint.extend({
 });
 export type RotatedWebhookEndpoint = z.infer<typeof RotatedWebhookEndpoint>;
 
-/** How one outbound call ended (spec 4.1, test event): the values the API shows. */
 export const ProbeOutcome = z.enum(["delivered", "blocked", "redirect_blocked", "request_failed", "timeout"]);
 export type ProbeOutcome = z.infer<typeof ProbeOutcome>;
 
-/** Test event body (spec 4.1): optional event type, task.created by default. */
 export const TestEventBody = z.strictObject({ event_type: EventType.optional().meta(EVENT_TYPE) });
 export type TestEventBody = z.infer<typeof TestEventBody>;
 
-/** Spec 4.1: the probe result; `status` only when a response came. */
 export const ProbeResult = z.object({
   outcome: ProbeOutcome.meta(OUTCOME),
   status: z.number().int().optional().meta(STATUS),
@@ -134,14 +128,13 @@ export const ProbeResult = z.object({
 });
 export type ProbeResult = z.infer<typeof ProbeResult>;
 
-/** DESIGN.md 4, verify: the probe result and the endpoint's `verified` flag after it. */
 export const VerifyResult = ProbeResult.extend({ verified: z.boolean().meta(VERIFIED) });
 export type VerifyResult = z.infer<typeof VerifyResult>;
 
 export const DeliveryState = z.enum(["PENDING", "DELIVERING", "SUCCEEDED", "FAILED", "DISABLED"]);
 export type DeliveryState = z.infer<typeof DeliveryState>;
 
-/** Spec 2.9: one row of the delivery log (never a body, never a secret). */
+/** Never a body, never a secret. */
 export const WebhookDelivery = z.object({
   id: z.string().meta({ description: "The delivery's id.", examples: [DELIVERY_ID] }),
   event_id: z.string().meta({ description: "The event's id: the `webhook-id` header of every attempt of it.", examples: ["evt_2nK7xQ4mT9pL3vD6bR8sW5"] }),
@@ -171,10 +164,7 @@ export const DeliveryParams = z.object({
   delivery_id: OpaqueId.meta({ description: "The delivery's id.", examples: [DELIVERY_ID] }),
 });
 
-/**
- * DESIGN.md 4: one attempt of a delivery: when, the status or the error class, how long (never a
- * body). `error_class` is null for an answered attempt; `status` null when no response came.
- */
+/** Never a body. */
 export const DeliveryAttempt = z.object({
   attempt: z
     .number()
@@ -206,7 +196,6 @@ export const ReplayFailedResult = z.object({
     .meta({ description: "How many deliveries were queued again.", examples: [12] }),
 });
 
-/** DESIGN.md 11: the stats window's start; 24 hours ago when absent. */
 export const EndpointStatsQuery = z.strictObject({
   since: z.iso
     .datetime({ offset: true })
@@ -233,10 +222,7 @@ const percentile = (description: string, example: number) =>
     .nullable()
     .meta({ description, examples: [example] });
 
-/**
- * DESIGN.md 11: what became of the deliveries created since `since`. Exact: the same figures the
- * delivery log and the attempts lists give; the latency percentiles come from a histogram.
- */
+/** Exact: the same figures the delivery log and the attempts lists give. */
 export const WebhookEndpointStats = z.object({
   since: Timestamp.meta({
     description: "The start of the window counted: the `since` asked for (to the millisecond), or 24 hours ago, and never more than 30 days ago.",
@@ -273,10 +259,7 @@ export const WebhookEndpointStats = z.object({
 });
 export type WebhookEndpointStats = z.infer<typeof WebhookEndpointStats>;
 
-/**
- * The plan's cap on endpoints, passed by the gateway (it resolved it with the credential, with
- * any `set-limits` override), as upload-start receives the storage allowances.
- */
+/** Resolved by the gateway with the credential (any `set-limits` override included). */
 const EndpointLimits = z.object({ webhook_endpoints: z.number().int().min(0) });
 
 export const webhooksRpc = {
@@ -299,5 +282,3 @@ export const webhooksRpc = {
     endpointStats: { input: EndpointStatsQuery.extend({ endpoint_id: OpaqueId }), output: WebhookEndpointStats },
   },
 } as const satisfies RpcCatalog;
-
-// The messages between the webhooks and delivery services are in webhook-messages.ts.

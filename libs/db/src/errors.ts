@@ -18,7 +18,6 @@ export const PG = {
 } as const;
 export type PgCode = (typeof PG)[keyof typeof PG];
 
-/** One translation a repository knows: this SQLSTATE on this constraint means `to()`. */
 export interface PgErrorRule {
   code: PgCode;
   constraint: string;
@@ -26,11 +25,8 @@ export interface PgErrorRule {
 }
 
 /**
- * Rethrows a Postgres error as what it means to the repository's caller, by SQLSTATE and
- * constraint name (never by message text): repositories own this translation, so domain code
- * sees a typed error of the repository or of this library (KeyRecordedMeanwhile), never a
- * Postgres code. Anything no rule matches is rethrown untouched and becomes a 500 at the edge
- * (unless databaseErrorAsAppError knows it). A repository calls it from its query's catch.
+ * By SQLSTATE and constraint name, never message text: repositories own this translation, so
+ * domain code never sees a Postgres code. Anything no rule matches is rethrown untouched.
  */
 export function mapPgError(e: unknown, rules: readonly PgErrorRule[]): never {
   if (isPgError(e)) {
@@ -40,9 +36,8 @@ export function mapPgError(e: unknown, rules: readonly PgErrorRule[]): never {
   throw e;
 }
 
-/** Driver and socket codes of a connection that failed or went away (postgres.js, node:net). */
 const CONNECTION_CODES = new Set([
-  // Ours: no transaction slot came free within its deadline (transactions.ts).
+  // Ours: no transaction slot came free within its deadline.
   "SLOT_WAIT_TIMEOUT",
   "CONNECTION_CLOSED",
   "CONNECTION_DESTROYED",
@@ -54,27 +49,18 @@ const CONNECTION_CODES = new Set([
   "ETIMEDOUT",
 ]);
 
-/**
- * The database cannot be reached, went away, or is restarting: a driver or socket failure,
- * SQLSTATE class 08, 57P01-57P03 (shutdown, crash, starting up) or 53300 (too many connections).
- */
+/** Class 08, 57P01-57P03 (shutdown, crash, starting up) or 53300 (too many connections). */
 export function isConnectionError(e: unknown): boolean {
   const code = typeof e === "object" && e !== null ? (e as { code?: unknown }).code : undefined;
   if (typeof code !== "string") return false;
   return CONNECTION_CODES.has(code) || code.startsWith("08") || code === "57P01" || code === "57P02" || code === "57P03" || code === "53300";
 }
 
-/** SQLSTATE read_only_sql_transaction: a write on a session that refuses writes. */
 export const READ_ONLY_SQL_TRANSACTION = "25006";
-/** SQLSTATE feature_not_supported: what a standby answers to BEGIN READ WRITE. */
+/** What a standby answers to BEGIN READ WRITE. */
 export const FEATURE_NOT_SUPPORTED = "0A000";
 
-/**
- * The database answered as a standby, or its sessions refuse writes: after a failover or a
- * switchover the URL reaches a node that is no longer the primary. Thrown by `tx()` when its
- * BEGIN READ WRITE is refused; the slot's connection is dropped, so the next transaction
- * connects through the URL again (which by then may reach the new primary).
- */
+/** After a failover the URL may reach a node that is no longer the primary. */
 export class DatabaseReadOnly extends Error {
   readonly code = "DATABASE_READ_ONLY";
   constructor(cause: unknown) {
@@ -82,38 +68,24 @@ export class DatabaseReadOnly extends Error {
   }
 }
 
-/**
- * A write refused because the session is read-only (25006) or a transaction refused as on a
- * standby (DatabaseReadOnly): the database is there, but not as a primary, for now.
- */
 export function isReadOnlyError(e: unknown): boolean {
   const code = typeof e === "object" && e !== null ? (e as { code?: unknown }).code : undefined;
   return code === READ_ONLY_SQL_TRANSACTION || code === "DATABASE_READ_ONLY";
 }
 
 /**
- * The database errors that are not the service's bug, as the AppError a caller should see;
- * undefined for everything else (a real 500).
- *
- * - Data exceptions (SQLSTATE class 22: a NUL byte in text, a date or number out of range, text
- *   too long): a value the caller sent reached the database unrefused. That is a gap in a
- *   contract (logged, to be closed there), but the caller deserves the truth, a 400.
- * - The database unreachable or restarting (class 08, 57P01-57P03, 53300 too many connections,
- *   a dropped socket, no transaction slot within its deadline) or no longer the primary (25006,
- *   a standby's refusal of BEGIN READ WRITE): 503 with Retry-After. The outcome of a write caught by this is unknown
- *   to us too; a retry with the same Idempotency-Key is answered from the write's own record if
- *   it committed, so retrying is always safe.
+ * Database errors that are not the service's bug. A data exception (class 22) is a value a
+ * contract let through: logged to be closed there, but the caller deserves a 400. Unreachable or
+ * no longer the primary is a 503: a retry with the same Idempotency-Key is always safe.
  */
 export function databaseErrorAsAppError(e: unknown): AppError | undefined {
-  // A node that is no longer the primary (a failover, a switchover): unavailable for a moment too.
   if (isConnectionError(e) || isReadOnlyError(e)) {
     return new AppError("service_unavailable", "The database is unavailable for a moment; retry shortly (with the same Idempotency-Key for a write).", {
       cause: e,
       retryAfter: 1,
     });
   }
-  // A statement stopped at the time limit outside a scan's own handling (which answers 400
-  // query_too_expensive): the database is too slow right now, not the request wrong.
+  // Outside a scan's own handling (400 query_too_expensive): the database is too slow now, not the request wrong.
   if (isPgError(e) && e.code === "57014") {
     return new AppError(
       "service_unavailable",

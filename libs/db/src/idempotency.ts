@@ -2,11 +2,7 @@ import { AppError } from "@tasksvc/errors";
 import type { Sql } from "./pool.js";
 import { jsonb } from "./values.js";
 
-/**
- * Another execution recorded the same Idempotency-Key while this one ran: answer with its result
- * (`replayRecordedMeanwhile`). Thrown by `recordOnce()`, and by a repository whose own statement
- * records the key (a unique violation of the idempotency table's key, or nothing inserted).
- */
+/** Another execution recorded the same Idempotency-Key while this one ran: answer with its result. */
 export class KeyRecordedMeanwhile extends Error {
   constructor() {
     super("another execution recorded this Idempotency-Key meanwhile");
@@ -14,33 +10,14 @@ export class KeyRecordedMeanwhile extends Error {
   }
 }
 
-/**
- * Service-level idempotency records (DESIGN.md section 1): a write stores the request's
- * Idempotency-Key with its result in its own transaction, so a retry the gateway could not answer
- * gets the original result, never a twin. Each service keeps the table in its own schema:
- *
- *   create table idempotency (credential_id text, key text, operation text, result jsonb,
- *     created_at timestamptz default now(), primary key (credential_id, key));
- *
- * Records live 24 hours, like the gateway's. A keyed write goes through `idempotentWrite()`
- * below; a write that records its key in its own statement (a group-committed create, a keyed
- * mint) uses `replay()` before and `replayRecordedMeanwhile()` after.
- */
-/**
- * A stored record's result as a replay of `operation` answers it: a key stored for another
- * operation is 422 idempotency_key_reused. For a repository whose own statement reads the record
- * (the keyed mint, which checks and records in one statement); `replay()` uses it too.
- */
+/** A key stored for another operation is 422. Records live 24 hours, like the gateway's. */
 export function storedResult<T>(row: { operation: string; result: unknown }, operation: string): T {
   if (row.operation !== operation) throw new AppError("idempotency_key_reused", "This Idempotency-Key was already used for a different request.");
   return row.result as T;
 }
 
 export function idempotencyRecords(sql: Sql) {
-  /**
-   * The stored result of `operation` under this key, or undefined (also when there is no key).
-   * A key stored for another operation is 422 idempotency_key_reused.
-   */
+  /** Undefined also when there is no key. */
   async function replay<T>(credentialId: string, key: string | undefined, operation: string): Promise<T | undefined> {
     if (key === undefined) return undefined;
     const [row] = await sql<{ operation: string; result: T }[]>`
@@ -52,21 +29,17 @@ export function idempotencyRecords(sql: Sql) {
     replay,
 
     /**
-     * Inside the write's transaction, before its work: waits for any twin execution of this key
-     * (a retry sent after a 503 while the first attempt still runs) to commit, then returns what
-     * it stored. Without the wait the twin's own checks (a unique name, an entry already placed)
-     * refused the retry with a 400 although the write it repeats had succeeded. The advisory lock
-     * is held to the end of the transaction; nothing without a key takes it.
+     * Waits for a twin execution of this key (a retry after a 503) to commit and returns what it stored: otherwise the twin's own checks
+     * would refuse the retry with a 400 although the write it repeats succeeded.
      */
     async replayLocked<T>(credentialId: string, key: string | undefined, operation: string): Promise<T | undefined> {
       if (key === undefined) return undefined;
       await sql`select pg_advisory_xact_lock(hashtextextended(${`idempotency:${credentialId}:${key}`}, 0))`;
-      // A statement of its own: under read committed it sees what the twin committed while we
-      // waited (the waiting statement's snapshot predates that commit).
+      // A statement of its own, so that under read committed it sees what the twin committed while we waited.
       return replay<T>(credentialId, key, operation);
     },
 
-    /** Records a write's result under its key (nothing without a key); throws KeyRecordedMeanwhile. */
+    /** Throws KeyRecordedMeanwhile. */
     async recordOnce(credentialId: string, key: string | undefined, operation: string, result: unknown): Promise<void> {
       if (key === undefined) return;
       const rows = await sql`
@@ -77,13 +50,7 @@ export function idempotencyRecords(sql: Sql) {
       if (rows.length !== 1) throw new KeyRecordedMeanwhile();
     },
 
-    /**
-     * The answer to a keyed write that failed with `error`: when another execution recorded the
-     * key meanwhile (KeyRecordedMeanwhile), the result it stored; any other error is rethrown.
-     * Run after the failed write's transaction ended, so that the other one's commit is visible.
-     * A record that cannot be read back (it aged past 24 h in between) is a 500: the write may
-     * have happened, so running it again is not safe.
-     */
+    /** After the failed transaction ended, so the other's commit is visible; a record aged out in between is a 500, since rerunning is unsafe. */
     async replayRecordedMeanwhile<T>(error: unknown, credentialId: string, key: string | undefined, operation: string): Promise<T> {
       if (!(error instanceof KeyRecordedMeanwhile)) throw error;
       const stored = await replay<T>(credentialId, key, operation);
@@ -91,7 +58,7 @@ export function idempotencyRecords(sql: Sql) {
       throw new AppError("internal_error", "The Idempotency-Key was recorded but its result could not be read back.");
     },
 
-    /** Forgets a key's record once it is past the 24 h window (before a plain insert of the key). */
+    /** Before a plain insert of the key. */
     async dropExpired(credentialId: string, key: string): Promise<void> {
       await sql`delete from idempotency where credential_id = ${credentialId} and key = ${key} and created_at <= now() - interval '24 hours'`;
     },
@@ -103,34 +70,26 @@ export function idempotencyRecords(sql: Sql) {
 }
 export type IdempotencyRecords = ReturnType<typeof idempotencyRecords>;
 
-/** What `idempotentWrite` needs of a repository bound to a transaction: its records. */
 export interface WithIdempotency {
   idempotency: IdempotencyRecords;
 }
 
 interface KeyedWrite<R extends WithIdempotency, T> {
-  /** The records on the autocommit pool: the replays before and after the transaction. */
+  /** On the autocommit pool: the replays before and after the transaction. */
   records: IdempotencyRecords;
-  /** Runs `fn` in one transaction with a repository bound to it (a domain's `deps.tx`). */
   tx<U>(fn: (repo: R) => Promise<U>): Promise<U>;
-  /** Records are scoped to the credential; without a key the write just runs. */
   credentialId: string;
   key: string | undefined;
-  /** A key serves one operation; reusing it for another is 422 idempotency_key_reused. */
   operation: string;
-  /**
-   * After the transaction in which `work` ran committed, before the answer: effects outside the
-   * database (wake a relay, drop cached copies). Not run for a replayed result: the execution
-   * that stored it ran its own.
-   */
+  /** Effects outside the database, after commit; not run for a replayed result (its execution ran its own). */
   afterCommit?(result: T): Promise<void> | void;
 }
 
-/** The write: inside the transaction, its result recorded with it. It may run more than once (a deadlock retries the transaction). */
+/** May run more than once: a deadlock retries the transaction. */
 type Steps<R, P, T> =
   | { prepare?: undefined; work: (repo: R) => Promise<T> }
   | {
-      /** Checks that need no transaction (another service's answer): after the replay, before the transaction, skipped by a replay. */
+      /** Checks that need another service's answer: outside the transaction, skipped by a replay. */
       prepare: () => Promise<P>;
       work: (repo: R, prepared: P) => Promise<T>;
     };
@@ -138,18 +97,8 @@ type Steps<R, P, T> =
 export type IdempotentWrite<R extends WithIdempotency, P, T> = KeyedWrite<R, T> & Steps<R, P, T>;
 
 /**
- * Runs a write once per Idempotency-Key (DESIGN.md section 1); every service's keyed write in a
- * transaction goes through here:
- *
- * 1. `replay()`: a retry of a write that committed gets its stored result (the cheap path).
- * 2. `prepare()`, if any, outside the transaction.
- * 3. In one transaction: `replayLocked()` waits for a twin execution of the key still in flight
- *    and answers what it stored; otherwise `work()` and `recordOnce()` of its result, so the
- *    write and its record commit together (a failed work records nothing).
- * 4. When `recordOnce()` finds the key recorded meanwhile (an execution that took no lock), the
- *    transaction is rolled back and that execution's result is the answer.
- *
- * Without a key, the work runs in its transaction and nothing is recorded or locked.
+ * A stored result is replayed; otherwise, in one transaction, a twin in flight is waited for, or the work and its record commit
+ * together. When an execution that took no lock recorded the key meanwhile, its result is the answer.
  */
 export async function idempotentWrite<R extends WithIdempotency, P, T>(w: IdempotentWrite<R, P, T>): Promise<T> {
   const { records, credentialId, key, operation } = w;
@@ -172,7 +121,6 @@ export async function idempotentWrite<R extends WithIdempotency, P, T>(w: Idempo
   return outcome.result;
 }
 
-/** The work with what `prepare()` found bound to it. */
 async function transactionalWork<R, P, T>(s: Steps<R, P, T>): Promise<(repo: R) => Promise<T>> {
   if (s.prepare === undefined) return s.work;
   const prepared = await s.prepare();

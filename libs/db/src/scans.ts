@@ -3,18 +3,14 @@ import { dbScanRefused, dbScansInFlight, dbScanTooExpensive } from "@tasksvc/tel
 import type postgres from "postgres";
 import { isPgError } from "./errors.js";
 
-/** query_canceled: statement_timeout, or a cancel request (ours, at the caller's deadline). */
+/** statement_timeout, or our cancel request at the caller's deadline. */
 const QUERY_CANCELED = "57014";
 
 export function isStatementCancelled(e: unknown): boolean {
   return isPgError(e) && e.code === QUERY_CANCELED;
 }
 
-/**
- * Runs a statement that stops at `until` (Unix milliseconds): past it, the driver sends a cancel
- * request, so a statement whose caller gave up stops working at once instead of at the server's
- * statement_timeout. Undefined: only the server's limit applies.
- */
+/** Past `until` (Unix ms) the driver sends a cancel request, so a statement whose caller gave up stops at once. */
 export async function cancelAt<T>(query: postgres.PendingQuery<T extends readonly postgres.MaybeRow[] ? T : never>, until: number | undefined): Promise<T> {
   if (until === undefined) return (await query) as unknown as T;
   const left = until - Date.now();
@@ -28,19 +24,16 @@ export async function cancelAt<T>(query: postgres.PendingQuery<T extends readonl
 }
 
 export interface ScanGateOptions {
-  /** The service's name, for the metrics. */
   service: string;
-  /** The service's database connections in all (Database.connections). */
   connections: number;
-  /** The share one organization may hold for scans at once (default a quarter). */
+  /** Default a quarter of the connections. */
   share?: number;
-  /** How long a scan waits for its organization's place before 429 (default 1 s). */
+  /** Before 429 (default 1 s). */
   maxWaitMs?: number;
-  /** Scans of one organization that may wait at once; more are refused at once (default 32). */
+  /** More are refused at once (default 32). */
   maxQueued?: number;
 }
 
-/** What a scan is, for the caller's answer: its operation, and what to narrow when it is too costly. */
 export interface ScanWhat {
   operation: string;
   narrow: string;
@@ -53,15 +46,10 @@ interface Waiter {
 }
 
 /**
- * A fair share of the database for reads that scan (lists, searches, feeds, replays): one
- * organization holds at most `share` of the service's connections for them at once, so that a
- * tenant's heavy searches queue behind each other instead of taking every connection from every
- * other tenant. Past its share a scan waits briefly for one of its organization's own to end,
- * then answers 429 with Retry-After. A scan stopped by the statement time limit or by its
- * caller's deadline answers 400 query_too_expensive: retrying the same work would cost the same.
- *
- * Per process: each replica has its own pool, and the share is of that pool. Memory is bounded
- * by the organizations scanning now (entries are removed when they reach zero) and `maxQueued`.
+ * A fair share of the database for reads that scan: one organization holds at most `share` of the
+ * connections for them, so a tenant's heavy searches queue behind each other rather than take
+ * every connection (decision 0031). A scan stopped by a time limit answers 400
+ * query_too_expensive, since retrying the same work would cost the same.
  */
 export function scanGate(opts: ScanGateOptions) {
   const perOrg = Math.max(1, Math.floor(opts.connections * (opts.share ?? 0.25)));
@@ -108,7 +96,6 @@ export function scanGate(opts: ScanGateOptions) {
     const next = waiters?.shift();
     if (waiters?.length === 0) queued.delete(org);
     if (next) {
-      // The place passes straight to the next scan of the same organization.
       clearTimeout(next.timer);
       next.resolve();
       return;
@@ -119,12 +106,8 @@ export function scanGate(opts: ScanGateOptions) {
   };
 
   return {
-    /** The most scans one organization runs at once. */
     perOrg,
-    /**
-     * Runs `fn` (which sends its statements with `cancelAt(…, until)`) within the organization's
-     * share. `deadline` is when the caller stops waiting (Caller.deadline).
-     */
+    /** `fn` sends its statements with `cancelAt(…, until)`. */
     async run<T>(org: string, deadline: number | undefined, what: ScanWhat, fn: (until: number | undefined) => Promise<T>): Promise<T> {
       await acquire(org, deadline);
       inFlight.inc();

@@ -4,13 +4,13 @@ import type { ZodError } from "zod";
 export interface AppErrorOptions {
   errors?: FieldError[];
   cause?: unknown;
-  /** Seconds, sent as Retry-After (429, 503). */
+  /** Sent as Retry-After (429, 503). */
   retryAfter?: number;
-  /** The resource's current ETag, sent as the ETag header (412). */
+  /** Sent with a 412. */
   etag?: string;
 }
 
-/** The only error services throw on purpose. It knows nothing of HTTP beyond its code's status. */
+/** The only error services throw on purpose; it knows nothing of HTTP beyond its code's status. */
 export class AppError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
@@ -56,13 +56,12 @@ export function isAppError(e: unknown): e is AppError {
   return e instanceof AppError;
 }
 
-/** Turns a path such as ["scopes", 2] into the RFC 6901 pointer "/scopes/2". */
 export function toPointer(path: ReadonlyArray<PropertyKey>, prefix = ""): string {
   const tail = path.map((p) => "/" + String(p).replace(/~/g, "~0").replace(/\//g, "~1")).join("");
   return prefix + tail;
 }
 
-/** Zod issues → field errors. `prefix` places them in the request (e.g. "" for the body, "/query" never: see gateway). */
+/** `prefix` places them in the request ("" for the body). */
 export function zodFieldErrors(err: ZodError, prefix = ""): FieldError[] {
   return err.issues.flatMap((i) =>
     // An unknown field is named by its own pointer, not by its parent's.
@@ -93,15 +92,10 @@ export interface Problem {
   errors?: FieldError[];
 }
 
-/**
- * RFC 9457 problem object. `type` is a relative reference into the error catalog page, so it
- * resolves against whatever host serves the API. Only 5xx carry request_id in the body; every
- * response carries it in the x-request-id header.
- */
+/** `type` is relative, so it resolves against whatever host serves the API; only 5xx carry request_id in the body. */
 export function toProblem(err: AppError, requestId: string, typeBase = ""): Problem {
   const entry = ERROR_CATALOG[err.code];
   const problem: Problem = {
-    // An absolute URL when the caller knows where the errors page is served (the gateway does).
     type: `${typeBase}/docs/errors#${err.code}`,
     title: entry.title,
     status: entry.status,

@@ -3,7 +3,6 @@ import { prettyFactory } from "pino-pretty";
 
 export type { Logger };
 
-/** Paths never written to a log: credentials and secrets wherever they appear. */
 export const REDACT_PATHS = [
   "authorization",
   "headers.authorization",
@@ -19,17 +18,15 @@ export const REDACT_PATHS = [
   "*.access_token",
 ];
 
-/** `json`: one JSON object a line (production). `pretty`: for a person at a terminal (LOG_FORMAT). */
 export type LogFormat = "json" | "pretty";
 
 export interface LoggerConfig {
   service: string;
   level?: string;
-  /** Default `json`. */
   format?: LogFormat;
-  /** Tests pass a destination to keep the runner's output readable. */
+  /** Tests pass one to keep the runner's output readable. */
   destination?: pino.DestinationStream;
-  /** `pretty` only: colours. Default: when FORCE_COLOR is set (not 0), else when stdout is a terminal and NO_COLOR is unset. */
+  /** Default: when FORCE_COLOR is set (not 0), else when stdout is a terminal and NO_COLOR is unset. */
   colorize?: boolean;
 }
 
@@ -37,14 +34,11 @@ export function createLogger(cfg: LoggerConfig): Logger {
   const opts: LoggerOptions = {
     level: cfg.level ?? "info",
     base: { service: cfg.service },
-    // Redaction happens while the line is serialized, so it holds for both formats.
     redact: { paths: REDACT_PATHS, censor: "[redacted]" },
     timestamp: pino.stdTimeFunctions.isoTime,
   };
   if (cfg.format === "pretty") {
-    // pino-pretty in this process, synchronously: each JSON line is prettified and written before
-    // the log call returns, so order is kept and nothing is lost at process.exit (a worker-thread
-    // transport would lose a fatal line written just before exit).
+    // Synchronously in this process, so order is kept and a fatal line written just before exit is not lost.
     const out = cfg.destination ?? pino.destination({ dest: 1, sync: true });
     const prettify = prettyFactory(prettyOptions(cfg.service, cfg.colorize ?? colorsWanted()));
     return pino(opts, {
@@ -56,21 +50,14 @@ export function createLogger(cfg: LoggerConfig): Logger {
   return cfg.destination ? pino(opts, cfg.destination) : pino(opts);
 }
 
-/** The gateway's access line (services/gateway/src/app.ts, onResponse): shown as one line. */
 const ACCESS_FIELDS = ["method", "url", "status", "ms", "organization_id", "request_id"] as const;
 
 type PrettyOptions = Parameters<typeof prettyFactory>[0];
 
-/**
- * `12:00:01.234 INFO gateway: POST /v1/tasks 201 12ms org_… req_…` for an access line;
- * `12:00:01.234 INFO keys: rpc handled {"op":"keys.listOrganizations","ok":true,…}` for the
- * others (their fields as compact JSON on the same line); an error's stack below its line.
- */
 function prettyOptions(service: string, colorize: boolean): PrettyOptions {
   return {
     colorize,
     translateTime: "SYS:HH:MM:ss.l",
-    // The service is printed beside the level; pid and hostname are not logged (pino's `base`).
     ignore: "service,pid,hostname",
     singleLine: true,
     customPrettifiers: {
@@ -85,8 +72,7 @@ function prettyOptions(service: string, colorize: boolean): PrettyOptions {
       const parts = [log["method"], log["url"], paint(String(log["status"])), `${String(log["ms"])}ms`];
       if (typeof log["organization_id"] === "string") parts.push(log["organization_id"]);
       if (typeof log["request_id"] === "string") parts.push(colors.gray(log["request_id"]));
-      // pino-pretty formats the message before the rest of the line, from a copy parsed for this
-      // line alone: the fields shown here are taken off it so they are not repeated as JSON after.
+      // pino-pretty parsed this copy for this line alone: taken off so the fields are not repeated as JSON.
       for (const k of ACCESS_FIELDS) delete log[k];
       return parts.join(" ");
     },

@@ -20,35 +20,23 @@ import { PING_OP } from "./serve.js";
 export interface ClientOptions {
   namespace: string;
   timeoutMs: number;
-  /**
-   * relay() checks each reply against the operation's output schema, and that the check changed
-   * nothing (no field stripped, no default added), before handing the bytes on. On in tests
-   * (RPC_CHECK_REPLIES); off in production, where relayed replies are never parsed.
-   */
+  /** Checks each relayed reply against its schema, and that the check changed nothing: on in tests, off in production. */
   checkReplies?: boolean;
 }
 
 export interface RpcClient<C extends RpcCatalog> {
-  /** The operation's output, parsed and checked against its schema: for a caller that reads it. */
+  /** Parsed and checked against the output schema, for a caller that reads it. */
   call<K extends OpName<C>>(op: K, input: OpInput<C, K>, ctx: RpcContext): Promise<OpOutput<C, K>>;
-  /**
-   * The operation's output as the service encoded it, unparsed: for a caller that only passes it
-   * on (the gateway answering HTTP with it). Failures throw the same AppError as call().
-   */
+  /** The output as the service encoded it, for a caller that only passes it on; failures throw as call() does. */
   relay<K extends OpName<C>>(op: K, input: OpInput<C, K>, ctx: RpcContext): Promise<RawJson<OpOutput<C, K>>>;
 }
 
-/** Seconds a client should wait before retrying a call that found no service or timed out. */
 const RETRY_AFTER_SECONDS = 1;
 
-/**
- * Typed request/reply client of one catalog. Replies are parsed against the output schema;
- * `{ok:false}` becomes the same AppError the service threw; silence becomes a 503.
- */
+/** `{ok:false}` becomes the same AppError the service threw; silence becomes a 503. */
 export function client<C extends RpcCatalog>(nc: NatsConnection, catalog: C, opts: ClientOptions): RpcClient<C> {
   const service = catalog.service;
   const series = seriesCache(rpcClientDuration);
-  /** One call, timed and labelled by its outcome; `read` turns the reply into the result. */
   const timed = async <T>(op: OpName<C>, input: unknown, ctx: RpcContext, read: (op: string, def: RpcOp, reply: Msg) => T): Promise<T> => {
     const started = performance.now();
     let code = "ok";
@@ -68,9 +56,7 @@ export function client<C extends RpcCatalog>(nc: NatsConnection, catalog: C, opt
     h.set(REQUEST_ID_HEADER, ctx.request_id);
     injectContext(h);
     const timeout = Math.max(opts.timeoutMs, def.timeoutMs ?? 0);
-    // The service starts nothing after this and cancels its statements at it: work the caller no
-    // longer waits for only takes a connection from the requests that still have one waiting.
-    // A call made on behalf of another keeps the earlier of the two.
+    // The service starts nothing after this and cancels its statements at it; a call made on behalf of another keeps the earlier of the two.
     const deadline = Date.now() + timeout;
     const deadline_at = ctx.deadline_at === undefined ? deadline : Math.min(ctx.deadline_at, deadline);
     try {
@@ -97,7 +83,7 @@ export function client<C extends RpcCatalog>(nc: NatsConnection, catalog: C, opt
   };
   const relayed = (op: string, def: RpcOp, msg: Msg): RawJson => {
     const bytes = okReplyData(msg.data);
-    // Anything but a success is read in full: an error, or a reply in a framing we do not slice.
+    // Anything but a success is read in full: an error, or a framing we do not slice.
     if (!bytes) return new RawJson(Buffer.from(JSON.stringify(parsed(op, def, msg))), replyHeaders(msg));
     const raw = new RawJson(bytes, replyHeaders(msg));
     if (opts.checkReplies) {
@@ -120,7 +106,6 @@ export function client<C extends RpcCatalog>(nc: NatsConnection, catalog: C, opt
   };
 }
 
-/** What a success reply's headers say about its data (HandlerMeta.headers on the serving side). */
 function replyHeaders(msg: Msg): ReplyHeaders {
   const out: ReplyHeaders = {};
   if (!msg.headers) return out;
@@ -131,10 +116,7 @@ function replyHeaders(msg: Msg): ReplyHeaders {
   return out;
 }
 
-/**
- * Whether some replica of `service` answers within `timeoutMs` (the gateway's readiness): a
- * request on its ping subject, which every served catalog answers with nothing.
- */
+/** Every served catalog answers its ping subject with nothing. */
 export async function ping(nc: NatsConnection, namespace: string, service: string, timeoutMs: number): Promise<boolean> {
   try {
     await nc.request(rpcSubject(namespace, service, PING_OP), undefined, { timeout: timeoutMs });

@@ -17,10 +17,7 @@ export interface ConnectOptions {
   name: string;
 }
 
-/**
- * Connects once; a server that is down at start is a configuration problem, reported with the
- * setting to fix. Once connected the client reconnects forever (services outlive NATS restarts).
- */
+/** A server down at start is a configuration problem; once connected the client reconnects for ever. */
 export async function connectNats(opts: ConnectOptions): Promise<NatsConnection> {
   try {
     return await connect({
@@ -29,8 +26,7 @@ export async function connectNats(opts: ConnectOptions): Promise<NatsConnection>
       maxReconnectAttempts: -1,
       reconnectTimeWait: 500,
       timeout: 5000,
-      // nats.js otherwise builds an Error (with a stack) for every request up front, in case it
-      // times out: ~7% of the gateway's CPU under load. Our timeouts carry their own context.
+      // nats.js otherwise builds an Error with a stack for every request in case it times out: ~7% of the gateway's CPU under load.
       noAsyncTraces: true,
     });
   } catch (e) {
@@ -38,14 +34,12 @@ export async function connectNats(opts: ConnectOptions): Promise<NatsConnection>
   }
 }
 
-/** NATS's own default max_payload: what a connection that has not told us yet is assumed to carry. */
+/** Assumed for a connection that has not told us yet. */
 export const DEFAULT_MAX_PAYLOAD = 1024 * 1024;
 
 /**
- * The bytes of items one page may carry in a reply on this connection (DESIGN 20, Size): the
- * server's max_payload, read at connect, less room for what wraps the items (the reply's framing,
- * the page's fields and cursor, the headers) and for the small gap between a page's measured
- * size and its encoding. An eighth, at most 64 KiB, so a server with a small limit still gets pages.
+ * The server's max_payload less room for what wraps the items (framing, page fields, cursor,
+ * headers): an eighth, at most 64 KiB, so a server with a small limit still gets pages.
  */
 export function pageBudget(nc: Pick<NatsConnection, "info">): number {
   const max = nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD;

@@ -13,16 +13,10 @@ export function decodeJson(data: Uint8Array): unknown {
 
 export const REQUEST_ID_HEADER = "X-Request-Id";
 
-/** Each header a handler may set on its success reply (HandlerMeta.headers), by its name on the message. */
 export const REPLY_HEADER_NAMES: { readonly [K in keyof Required<ReplyHeaders>]: string } = { etag: "ETag" };
 export const REPLY_HEADER_KEYS = Object.keys(REPLY_HEADER_NAMES) as readonly (keyof ReplyHeaders)[];
 
-/**
- * A header value that can never break the NATS wire format or the client's validation (which
- * throws on CR or LF): control characters become spaces, non-ASCII is percent-encoded, and the
- * value is cut to `max` characters. Error details carry caller input (issue 9: an id with a line
- * feed once made `msg.respond` throw and the process exit).
- */
+/** Error details carry caller input, and the client throws on CR or LF: an id with a line feed once made `msg.respond` throw and the process exit. */
 export function headerSafe(value: string, max = 256): string {
   let out = "";
   for (const ch of value) {
@@ -37,10 +31,9 @@ export function headerSafe(value: string, max = 256): string {
   return out.slice(0, max).trim();
 }
 
-/** How serve() frames every success: these bytes, the data's JSON, then `}`. */
 const OK_PREFIX = Buffer.from('{"ok":true,"data":');
 
-/** A success reply's data bytes, without parsing them; undefined for any other reply (an error). */
+/** Without parsing them; undefined for any other reply (an error). */
 export function okReplyData(reply: Uint8Array): Buffer | undefined {
   const buf = Buffer.from(reply.buffer, reply.byteOffset, reply.byteLength);
   if (buf.length <= OK_PREFIX.length || buf[buf.length - 1] !== 0x7d) return undefined;
@@ -50,7 +43,6 @@ export function okReplyData(reply: Uint8Array): Buffer | undefined {
 
 const OK_SUFFIX = Buffer.from("}");
 
-/** Encodes a success reply in the framing okReplyData() reads; RawJson data goes in as its bytes. */
 export function encodeOkReply(data: unknown): Uint8Array {
   if (data instanceof RawJson) return Buffer.concat([OK_PREFIX, data.bytes, OK_SUFFIX]);
   return encoder.encode(`{"ok":true,"data":${JSON.stringify(data ?? null)}}`);

@@ -4,31 +4,20 @@ import { z } from "zod";
 import { decodeJson, encodeJson } from "./json.js";
 import { ensureStream } from "./streams.js";
 
-/** One service's mark on a namespace: the database its schema lives in. */
 export const NamespaceMark = z.object({
   service: z.string(),
-  /** The database's name in its cluster. */
   database: z.string(),
-  /** The cluster's system identifier (pg_control_system()), as text: it exceeds 2^53. */
+  /** As text: it exceeds 2^53. */
   system_identifier: z.string(),
-  /** When the mark was made (ISO 8601). */
   marked_at: z.string(),
 });
 export type NamespaceMark = z.infer<typeof NamespaceMark>;
 
-/**
- * The stream of a namespace's marks, one message per service (the last one kept). A stream of
- * the namespace's own, named like its others, so whatever removes the namespace removes it too.
- */
+/** Named like the namespace's other streams, so whatever removes the namespace removes it too. */
 export const namespaceMarksStream = (namespace: string) => `${namespace}_owner`;
 export const namespaceMarkSubject = (namespace: string, service: string) => `${namespace}.owner.${service}`;
 
-/**
- * Marks `namespace` as `mark.service`'s on `mark`'s database, unless some start marked it first,
- * and answers the mark that stands (the new one when this call made it). Atomic: the mark is
- * published only if its subject has none yet (expected last subject sequence 0), so of two
- * starts at once exactly one makes it and the other reads it.
- */
+/** Published only if its subject has none yet, so of two starts at once exactly one makes the mark. */
 export async function markNamespace(
   nc: NatsConnection,
   namespace: string,
@@ -46,7 +35,7 @@ export async function markNamespace(
     const held = await (await jetstreamManager(nc)).streams.getMessage(stream, { last_by_subj: subject });
     if (held === null) throw e;
     const parsed = NamespaceMark.safeParse(decodeJson(held.data));
-    // A mark this code cannot read is still someone's: it stands, naming nothing.
+    // A mark this code cannot read is still someone's.
     return parsed.success ? parsed.data : { service: mark.service, database: "(unreadable mark)", system_identifier: "?", marked_at: "?" };
   }
 }

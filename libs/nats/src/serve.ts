@@ -27,15 +27,12 @@ import {
 } from "@tasksvc/telemetry";
 import { REPLY_HEADER_KEYS, REPLY_HEADER_NAMES, REQUEST_ID_HEADER, decodeJson, encodeJson, encodeOkReply, headerSafe } from "./json.js";
 
-/** The operation every served catalog also answers, with nothing: the gateway's readiness ping. */
+/** Answered by every served catalog: the gateway's readiness ping. */
 export const PING_OP = "_ping";
 
 export interface HandlerMeta {
   log: Logger;
-  /**
-   * Headers of the reply when it is a success, set by the handler (an answer's ETag): a caller
-   * that relays the data reads them without parsing it (RawJson.headers).
-   */
+  /** Set by the handler (an answer's ETag), so a relaying caller reads them without parsing the data. */
   headers: ReplyHeaders;
 }
 
@@ -46,21 +43,15 @@ export type Handlers<C extends RpcCatalog> = {
 export interface ServeOptions {
   namespace: string;
   log: Logger;
-  /**
-   * Turns an unexpected error into the AppError it really is, when the service knows better
-   * than "internal" (database errors that are not bugs: `databaseErrorAsAppError` of libs/db).
-   */
+  /** The AppError an unexpected error really is, when the service knows better than "internal". */
   classify?: (e: unknown) => AppError | undefined;
 }
 
 export interface Served {
-  /** Stops taking new requests and lets the ones in flight finish. */
   drain(): Promise<void>;
 }
 
 /**
- * Subscribes every operation of a catalog on `<ns>.svc.<service>.<op>` in the queue group named
- * after the service, so replicas share the load. The handler map is complete at compile time.
  * Handlers are awaited here (the nats.js service API only catches synchronous throws), and every
  * failure becomes an `{ok:false}` reply: a bad message never crashes a service.
  */
@@ -71,7 +62,6 @@ export function serve<C extends RpcCatalog>(nc: NatsConnection, catalog: C, hand
   const service = catalog.service;
   const gauge = rpcServerInFlight.labels({ service });
   const series = seriesCache(rpcServerDuration);
-  // Answered by any replica of the queue group at once: "is some replica of this service serving?"
   subs.push(
     nc.subscribe(rpcSubject(opts.namespace, service, PING_OP), {
       queue: service,
@@ -102,8 +92,7 @@ export function serve<C extends RpcCatalog>(nc: NatsConnection, catalog: C, hand
               },
             )
           : handle(msg, started);
-        // handle() answers every failure itself; this rejection handler is the last line, so that
-        // nothing a message carries can become an unhandled rejection (which would end the process).
+        // The last line, so nothing a message carries can become an unhandled rejection (which ends the process).
         const p: Promise<void> = run
           .then(
             () => undefined,
@@ -118,11 +107,9 @@ export function serve<C extends RpcCatalog>(nc: NatsConnection, catalog: C, hand
     });
     subs.push(sub);
 
-    /** Answers one request; resolves to its outcome code ("ok" or the error's code) once sent. */
     const handle = async (msg: Msg, started: number): Promise<string> => {
       const requestId = msg.headers?.get(REQUEST_ID_HEADER) || "unknown";
-      // The per-message child logger (request_id, organization_id on every line) is built on
-      // first use: most messages log nothing, and a pino child per message is measurable CPU.
+      // Built on first use: most messages log nothing, and a pino child per message is measurable CPU.
       let organizationId: string | null = null;
       let child: Logger | undefined;
       const bindings = () => ({ request_id: requestId, op: `${catalog.service}.${op}`, ...(organizationId ? { organization_id: organizationId } : {}) });
@@ -138,8 +125,7 @@ export function serve<C extends RpcCatalog>(nc: NatsConnection, catalog: C, hand
         if (!envelope.success) throw validationError(envelope.error, "", "The RPC envelope");
         const ctx = envelope.data.ctx;
         organizationId = ctx.organization_id;
-        // Nobody waits for the answer any more (the request sat in a backlog): starting it would
-        // only take a connection from requests whose callers still wait.
+        // Nobody waits for the answer any more: starting it would only take a connection from callers who still wait.
         if (ctx.deadline_at !== undefined && Date.now() >= ctx.deadline_at) {
           rpcDeadlineExpired.labels({ service, operation: op }).inc();
           throw new AppError("service_unavailable", `The ${service} service received the request after its caller stopped waiting; retry shortly.`, {
@@ -148,8 +134,7 @@ export function serve<C extends RpcCatalog>(nc: NatsConnection, catalog: C, hand
         }
         const input = def.input.safeParse(envelope.data.input);
         if (!input.success) throw validationError(input.error);
-        // The output contract is checked once, by the caller's client (the trust boundary);
-        // handlers are typed against it at compile time.
+        // The output contract is checked once, by the caller's client (the trust boundary).
         const data: unknown = await handler(input.data as OpParsedInput<C, typeof op>, ctx, meta);
         reply = { ok: true, data };
       } catch (e) {
@@ -170,8 +155,7 @@ export function serve<C extends RpcCatalog>(nc: NatsConnection, catalog: C, hand
       const h = natsHeaders();
       h.set(REQUEST_ID_HEADER, headerSafe(requestId));
       if (!reply.ok) {
-        // Same convention as the nats.js service framework, so generic NATS tooling sees failures.
-        // The detail may quote caller input: headerSafe() keeps it a valid header value.
+        // The nats.js service framework's convention, so generic NATS tooling sees failures.
         h.set("Nats-Service-Error", headerSafe(reply.error.detail));
         h.set("Nats-Service-Error-Code", String(reply.error.status));
       } else {
@@ -182,15 +166,13 @@ export function serve<C extends RpcCatalog>(nc: NatsConnection, catalog: C, hand
       }
       let body: Uint8Array;
       try {
-        // Successes in the one framing a relaying client slices without parsing (okReplyData).
+        // The one framing a relaying client slices without parsing.
         body = reply.ok ? encodeOkReply(reply.data) : encodeJson(reply);
       } catch (e) {
-        // A handler returned something JSON cannot carry (a BigInt, a cycle): a bug, answered as one.
         meta.log.error({ err: e }, "reply could not be encoded");
         body = encodeJson({ ok: false, error: new AppError("internal_error", "An unexpected error occurred.").toRpc() });
       }
-      // Past the server's max_payload msg.respond throws and the caller times out (a 503 it retries,
-      // the same work again, forever): answered instead as the bug it is, in a reply that fits.
+      // Past max_payload msg.respond throws and the caller times out, retrying the same work for ever: answered instead as the bug it is, in a reply that fits.
       const maxPayload = nc.info?.max_payload;
       if (maxPayload !== undefined && body.byteLength + headerBytes(h) > maxPayload) {
         meta.log.error({ bytes: body.byteLength, max_payload: maxPayload }, "reply larger than the NATS max_payload: answered 500 instead");
@@ -216,7 +198,7 @@ export function serve<C extends RpcCatalog>(nc: NatsConnection, catalog: C, hand
   };
 }
 
-/** A header block's bytes as NATS counts them against max_payload: `NATS/1.0\r\n`, `key: value\r\n` each, `\r\n`. */
+/** As NATS counts them against max_payload. */
 function headerBytes(h: MsgHdrs): number {
   let n = 12;
   for (const [k, values] of h) for (const v of values) n += Buffer.byteLength(k) + Buffer.byteLength(v) + 4;

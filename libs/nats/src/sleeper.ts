@@ -1,9 +1,4 @@
-/**
- * A sleep that can be cut short: `sleep(ms)` resolves after `ms`, or at once when `wake()` is
- * called meanwhile (a wake with no sleep in progress does nothing). For loops that poll on a
- * timer and are also told when there is work (the consumer's retry pause, the webhooks
- * dispatcher).
- */
+/** For loops that poll on a timer and are also told when there is work; a wake with no sleep in progress does nothing. */
 export function sleeper() {
   let wake: (() => void) | undefined;
   return {

@@ -14,17 +14,12 @@ export type { JetStreamClient, JetStreamManager };
 
 const STREAM_NOT_FOUND = 10059;
 
-/** Nanoseconds, as JetStream configuration wants durations. */
+/** JetStream configuration wants nanoseconds. */
 export const nanos = (ms: number) => ms * 1_000_000;
 
-/**
- * Creates a stream, or brings an existing one to this configuration (several replicas may start
- * at once: a lost creation race is followed by an update). Uses only NATS 2.9 features.
- */
+/** Replicas may start at once: a lost creation race is followed by an update. NATS 2.9 features only. */
 export async function ensureStream(nc: NatsConnection, cfg: Partial<StreamConfig> & { name: string; subjects: string[] }): Promise<void> {
-  // On a JetStream cluster, replicas that create one stream together can time out: NATS 2.9
-  // answers the second create through the new stream's leader, which may not be elected yet
-  // (seen with three servers and streams at 3 replicas). The stream is there by then, or soon.
+  // On a cluster, creating one stream together can time out while its leader is elected; the stream is there by then, or soon.
   for (let attempt = 1; ; attempt++) {
     try {
       return await ensureStreamOnce(nc, cfg);
@@ -45,14 +40,13 @@ async function ensureStreamOnce(nc: NatsConnection, cfg: Partial<StreamConfig> &
       await jsm.streams.add(cfg);
       return;
     } catch {
-      // Another replica created it first: fall through to the update.
+      // Another replica created it first.
     }
   }
   const { name, ...rest } = cfg;
   await jsm.streams.update(name, rest);
 }
 
-/** Deletes every stream whose name starts with `prefix` (test clean-up of a namespace). */
 export async function deleteStreams(nc: NatsConnection, prefix: string): Promise<void> {
   const jsm = await jetstreamManager(nc);
   for await (const s of jsm.streams.list()) {
@@ -60,19 +54,13 @@ export async function deleteStreams(nc: NatsConnection, prefix: string): Promise
   }
 }
 
-/**
- * Deletes everything a namespace made in JetStream: its streams (`<ns>_…`) and its object-store
- * buckets, whose streams JetStream names `OBJ_<bucket>` (`OBJ_<ns>_…`). Test and benchmark clean-up.
- */
+/** Object-store buckets' streams are named `OBJ_<bucket>`, so they are deleted too. */
 export async function deleteNamespaceStreams(nc: NatsConnection, namespace: string): Promise<void> {
   await deleteStreams(nc, `${namespace}_`);
   await deleteStreams(nc, `OBJ_${namespace}_`);
 }
 
-/**
- * A JetStream client as an outbox relay's publisher (libs/db OutboxPublisher): the row's trace
- * context, when it has one, travels in the message's `traceparent` header.
- */
+/** The row's trace context travels in the message's `traceparent` header. */
 export function outboxPublisher(js: JetStreamClient): {
   publish(subject: string, data: Uint8Array, opts: { msgID: string; traceparent?: string }): Promise<{ seq: number }>;
 } {

@@ -1,10 +1,6 @@
-// Egress guard for every outbound webhook call (DESIGN §5, issue 11 item 4).
-//
-// The rule is checked where the socket is dialled, against the address it connects to: a URL
-// check alone is defeated by a name that resolves to 127.0.0.1, or by DNS rebinding between a
-// check and the connect. So the guarded `lookup` below is the one Node uses to dial, and what it
-// returns is exactly what the socket connects to. Node skips `lookup` for literal-IP hosts, so
-// those are checked before the request (checkLiteralHost).
+// Egress guard for every outbound webhook call. Checked where the socket is dialled, against the
+// address it connects to: a URL check alone is defeated by a name resolving to 127.0.0.1 or by DNS
+// rebinding. Node skips `lookup` for literal-IP hosts, so those are checked before the request.
 import dns from "node:dns";
 import http from "node:http";
 import https from "node:https";
@@ -20,7 +16,6 @@ export type EgressRefusalReason = (typeof URL_REFUSALS)[number] | BlockedClass;
 export const DELIVERY_OUTCOMES = ["delivered", "blocked", "redirect_blocked", "request_failed", "timeout"] as const;
 export type DeliveryOutcome = (typeof DELIVERY_OUTCOMES)[number];
 
-/** Thrown (or passed to the dial callback) when the guard refuses a call; `reason` says why. */
 export class EgressRefused extends Error {
   override readonly name = "EgressRefused";
   readonly code = "EGRESS_BLOCKED";
@@ -37,12 +32,8 @@ export interface BlockedRange {
   readonly source: string;
 }
 
-// First matching row wins, so the narrow rows (metadata inside link-local and unique-local,
-// 0.0.0.0 inside 0.0.0.0/8) come before the ranges that contain them. The list is every
-// IANA special-purpose block whose "Globally Reachable" is False (IPv4: RFC 6890 + updates;
-// IPv6: RFC 6890 + updates), multicast, and the cloud metadata endpoints. A few anycast
-// exceptions inside those blocks (192.0.0.9/10, 2001:1::1/2, AS112) are blocked with their
-// block: no webhook receiver lives there.
+// First matching row wins, so narrow rows come before the ranges that contain them. Every IANA
+// special-purpose block that is not globally reachable, multicast, and cloud metadata endpoints.
 export const BLOCKED_RANGES: readonly BlockedRange[] = [
   { cidr: "169.254.169.254/32", class: "metadata", source: "instance metadata: AWS, GCP, Azure, OpenStack, Oracle" },
   { cidr: "169.254.170.2/32", class: "metadata", source: "AWS ECS task metadata" },
@@ -57,7 +48,6 @@ export const BLOCKED_RANGES: readonly BlockedRange[] = [
   { cidr: "10.0.0.0/8", class: "private", source: "RFC 1918" },
   { cidr: "172.16.0.0/12", class: "private", source: "RFC 1918" },
   { cidr: "192.168.0.0/16", class: "private", source: "RFC 1918" },
-  // Unique-local is IPv6's RFC 1918, and site-local (deprecated) was its predecessor.
   { cidr: "fc00::/7", class: "private", source: "RFC 4193 unique-local" },
   { cidr: "fec0::/10", class: "private", source: "RFC 3879 site-local (deprecated)" },
   { cidr: "169.254.0.0/16", class: "link_local", source: "RFC 3927" },
@@ -96,14 +86,9 @@ function matchRange(address: string, family: "ipv4" | "ipv6"): BlockedClass | nu
   return null;
 }
 
-/**
- * The blocked class of an IPv4 or IPv6 address, or null when it is public. IPv6 forms that carry
- * an IPv4 address (mapped, compatible, NAT64, 6to4, Teredo) are classified by that address.
- * Throws a TypeError for anything that is not an IP address.
- */
+/** IPv6 forms that carry an IPv4 address (mapped, NAT64, 6to4, Teredo…) are classified by that address. */
 export function classifyAddress(ip: string): BlockedClass | null {
-  // Every call to a literal-IP URL and every new connection classifies its address; the ranges
-  // are checked one BlockList at a time (each builds a SocketAddress), so remember the answers.
+  // Every call and new connection classifies its address, and each BlockList check builds a SocketAddress.
   const known = classified.get(ip);
   if (known !== undefined) return known;
   const cls = classifyUncached(ip);
@@ -127,27 +112,24 @@ function classifyIPv6(text: string, g: readonly number[]): BlockedClass | null {
   const [g0 = 0, g1 = 0, g2 = 0, g3 = 0, g4 = 0, g5 = 0, g6 = 0, g7 = 0] = g;
   const last32 = ipv4From(g6, g7);
   const upper80Zero = g0 === 0 && g1 === 0 && g2 === 0 && g3 === 0 && g4 === 0;
-  // ::ffff:0:0/96, IPv4-mapped (RFC 4291 §2.5.5.2): the socket talks IPv4 to the embedded address.
+  // IPv4-mapped: the socket talks IPv4 to the embedded address.
   if (upper80Zero && g5 === 0xffff) return matchRange(last32, "ipv4");
   if (upper80Zero && g5 === 0) {
     if (g6 === 0 && g7 === 1) return "loopback";
-    // IPv4-compatible ::a.b.c.d (RFC 4291 §2.5.5.1) is deprecated and never routed, so even a
-    // public embedded address stays blocked; `::` itself embeds 0.0.0.0, hence unspecified.
+    // IPv4-compatible is deprecated and never routed, so even a public embedded address stays blocked.
     return matchRange(last32, "ipv4") ?? "reserved";
   }
-  // NAT64 well-known prefix 64:ff9b::/96 (RFC 6052): the translator dials the embedded address.
+  // NAT64 (RFC 6052): the translator dials the embedded address.
   if (g0 === 0x64 && g1 === 0xff9b && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0) return matchRange(last32, "ipv4");
-  // Local-use NAT64 64:ff9b:1::/48 (RFC 8215) is not globally reachable whatever it embeds; the
-  // embedded address (the usual /96 layout) only gives a more precise class.
+  // Local-use NAT64 (RFC 8215) is not globally reachable whatever it embeds.
   if (g0 === 0x64 && g1 === 0xff9b && g2 === 1) return matchRange(last32, "ipv4") ?? "reserved";
-  // 6to4 2002::/16 (RFC 3056): the IPv4 address of the site is bits 16-47.
+  // 6to4 (RFC 3056): the site's IPv4 address is bits 16-47.
   if (g0 === 0x2002) return matchRange(ipv4From(g1, g2), "ipv4");
-  // Teredo 2001::/32 (RFC 4380): the client's IPv4 address is bits 96-127, inverted.
+  // Teredo (RFC 4380): the client's IPv4 address is bits 96-127, inverted.
   if (g0 === 0x2001 && g1 === 0) return matchRange(ipv4From(g6 ^ 0xffff, g7 ^ 0xffff), "ipv4");
   const listed = matchRange(text, "ipv6");
   if (listed !== null) return listed;
-  // Only 2000::/3 is allocated for global unicast (IANA IPv6 Address Space registry); the rest
-  // is reserved by the IETF, so nothing outside it is a legitimate target.
+  // Only 2000::/3 is allocated for global unicast; nothing outside it is a legitimate target.
   if ((g0 & 0xe000) !== 0x2000) return "reserved";
   return null;
 }
@@ -156,7 +138,6 @@ function ipv4From(high: number, low: number): string {
   return `${high >> 8}.${high & 0xff}.${low >> 8}.${low & 0xff}`;
 }
 
-/** Eight 16-bit groups of an address that net.isIPv6 has already accepted (no zone). */
 function parseIPv6(text: string): number[] {
   const gap = text.indexOf("::");
   const head = gap >= 0 ? text.slice(0, gap) : text;
@@ -164,7 +145,6 @@ function parseIPv6(text: string): number[] {
   const groups = (part: string): number[] => {
     if (part === "") return [];
     return part.split(":").flatMap((piece) => {
-      // Only the last piece may be dotted IPv4 (::ffff:1.2.3.4); it fills two groups.
       if (piece.includes(".")) {
         const [a = 0, b = 0, c = 0, d = 0] = piece.split(".").map(Number);
         return [(a << 8) | b, (c << 8) | d];
@@ -183,19 +163,17 @@ function parseIPv6(text: string): number[] {
 }
 
 export interface EgressOptions {
-  /** WEBHOOK_ALLOW_HTTP: accept http: URLs as well as https:. */
   readonly allowHttp: boolean;
-  /** WEBHOOK_ALLOW_PRIVATE_TARGETS: accept every blocked class except metadata. */
+  /** Every blocked class except metadata. */
   readonly allowPrivate: boolean;
 }
 
-// allowPrivate is for local use and tests, which never need the cloud credential endpoint; a
-// setting left on in a cloud deployment must not hand instance credentials to a webhook URL.
+// A setting left on in a cloud deployment must not hand instance credentials to a webhook URL.
 function isAllowed(cls: BlockedClass | null, allowPrivate: boolean): boolean {
   return cls === null || (allowPrivate && cls !== "metadata");
 }
 
-/** Parses a target URL: https only (http too with allowHttp), no userinfo. Addresses are not checked here. */
+/** Addresses are not checked here. */
 export function checkUrl(url: string, opts: { readonly allowHttp: boolean }): URL {
   let parsed: URL;
   try {
@@ -206,13 +184,13 @@ export function checkUrl(url: string, opts: { readonly allowHttp: boolean }): UR
   if (parsed.protocol !== "https:" && !(opts.allowHttp && parsed.protocol === "http:")) {
     throw new EgressRefused("scheme", `scheme ${parsed.protocol} is not allowed (https only${opts.allowHttp ? " or http" : ""})`);
   }
-  // Credentials in a URL end up in logs and in the Authorization header; the message omits them.
+  // Credentials in a URL end up in logs and in the Authorization header.
   if (parsed.username !== "" || parsed.password !== "") throw new EgressRefused("userinfo", "the URL must not carry a user name or password");
   if (parsed.hostname === "") throw new EgressRefused("invalid_url", "the URL has no host");
   return parsed;
 }
 
-/** Refuses a URL whose host is a blocked literal IP; Node dials those without calling `lookup`. */
+/** Node dials literal IPs without calling `lookup`. */
 export function checkLiteralHost(url: URL, opts: { readonly allowPrivate: boolean }): void {
   const host = hostOf(url);
   if (net.isIP(host) === 0) return;
@@ -226,9 +204,8 @@ function hostOf(url: URL): string {
 }
 
 /**
- * A `lookup` for net/http/https that resolves every address of a name and hands back only the
- * allowed ones, so the socket (including Happy Eyeballs, which asks for all of them) can only
- * connect to a checked address. When none is allowed it fails with an EgressRefused.
+ * Hands back only the allowed addresses of a name, so the socket (Happy Eyeballs included, which
+ * asks for all of them) can only connect to a checked address.
  */
 export function guardedLookup(opts: { readonly allowPrivate: boolean }): LookupFunction {
   return (hostname, options, callback) => {
@@ -251,8 +228,7 @@ export function guardedLookup(opts: { readonly allowPrivate: boolean }): LookupF
   };
 }
 
-// One keep-alive agent per (protocol, allowPrivate): an agent pools sockets by host and port
-// only, so a socket dialled under allowPrivate must never be reused by a call made without it.
+// An agent pools sockets by host and port only, so a socket dialled under allowPrivate must never serve a call made without it.
 const agents = new Map<string, { agent: http.Agent; lookup: LookupFunction }>();
 
 function agentFor(protocol: "http:" | "https:", allowPrivate: boolean): { agent: http.Agent; lookup: LookupFunction } {
@@ -268,11 +244,9 @@ function agentFor(protocol: "http:" | "https:", allowPrivate: boolean): { agent:
 
 export interface EgressTarget {
   readonly url: URL;
-  /** Options for http.request (url.protocol "http:") or https.request ("https:"). */
   readonly options: http.RequestOptions;
 }
 
-/** Checks a URL (scheme, userinfo, literal IP) and returns request options that dial through the guard. */
 export function egressRequestOptions(url: string, opts: EgressOptions): EgressTarget {
   const parsed = checkUrl(url, opts);
   checkLiteralHost(parsed, opts);
@@ -291,27 +265,22 @@ export function egressRequestOptions(url: string, opts: EgressOptions): EgressTa
   };
 }
 
-/** The most of a response body read (and discarded); past it the connection is dropped. */
+/** Past it the connection is dropped. */
 export const MAX_RESPONSE_BYTES = 64 * 1024;
 
 export interface PostOptions extends EgressOptions {
   readonly body: string | Uint8Array;
   readonly headers?: Readonly<Record<string, string>>;
-  /** Limit for the whole call: lookup, connect, TLS, response head and the bounded body read. */
+  /** The whole call: lookup, connect, TLS, response head and the bounded body read. */
   readonly timeoutMs: number;
 }
 
 export interface PostResult {
-  /**
-   * delivered: a 2xx. redirect_blocked: a 3xx (never followed). request_failed: any other status
-   * (with `status`) or a network/TLS error (with `errorClass`, the error code). blocked: refused
-   * by the guard (`errorClass` is the reason). timeout: the limit passed first.
-   */
+  /** redirect_blocked: a 3xx, never followed. blocked: refused by the guard (`errorClass` is the reason). */
   readonly outcome: DeliveryOutcome;
   readonly status?: number;
   readonly durationMs: number;
   readonly errorClass?: string;
-  /** The Retry-After header as sent, for the caller to honour on 429/503. */
   readonly retryAfter?: string;
 }
 
@@ -330,7 +299,7 @@ function errorClassOf(err: unknown): string {
   return "unknown";
 }
 
-/** POSTs through the egress guard; never rejects, never follows a redirect. */
+/** Never rejects, never follows a redirect. */
 export function postGuarded(url: string, opts: PostOptions): Promise<PostResult> {
   const started = performance.now();
   const elapsed = (): number => Math.round(performance.now() - started);
@@ -356,7 +325,7 @@ export function postGuarded(url: string, opts: PostOptions): Promise<PostResult>
     const answered = (): void => {
       if (status !== undefined) finish({ outcome: outcomeOf(status), status, retryAfter });
     };
-    // A stalled body counts as a timeout even after the status arrived: the limit is for the call.
+    // A stalled body counts as a timeout even after the status arrived.
     const timer = setTimeout(() => {
       finish({ outcome: "timeout", errorClass: "timeout", status, retryAfter });
       req?.destroy();
@@ -385,11 +354,11 @@ export function postGuarded(url: string, opts: PostOptions): Promise<PostResult>
         read += chunk.length;
         if (read >= MAX_RESPONSE_BYTES) {
           answered();
-          // Dropping the socket is cheaper than draining an unbounded body to keep it alive.
+          // Cheaper than draining an unbounded body to keep the socket alive.
           res.destroy();
         }
       });
-      // The receiver has answered; a connection cut mid-body does not change its answer.
+      // A connection cut mid-body does not change the receiver's answer.
       res.on("end", answered);
       res.on("error", answered);
       res.on("close", answered);

@@ -4,13 +4,7 @@ import { initTracing } from "@tasksvc/telemetry";
 import type { BaseConfig, ServiceDefinition } from "./definition.js";
 import { startService } from "./start.js";
 
-/**
- * A service process's whole entry point (`await main(service)` in its main.ts): settings read
- * once (every problem printed, exit 1), a logger named after the service, tracing when
- * OTEL_EXPORTER_OTLP_ENDPOINT is set (spans flushed at stop), then runMain's rules (one line for
- * a startup error, graceful stop on SIGTERM/SIGINT, process guards). The stop may take
- * SHUTDOWN_DELAY plus 10 s before the process is forced out.
- */
+/** The stop may take SHUTDOWN_DELAY plus 10 s before the process is forced out. */
 export async function main<C extends BaseConfig, R>(def: ServiceDefinition<C, R>): Promise<void> {
   const cfg = loadConfigOrExit(def.config, undefined, { service: def.name });
   const log = createLogger({ service: def.name, level: cfg.LOG_LEVEL, format: cfg.LOG_FORMAT });

@@ -36,25 +36,8 @@ interface Step {
 }
 
 /**
- * Starts one replica of a service: database (created if missing), migrations, pool, NATS, the
- * namespace's mark for its database (guardNamespace), the streams it declares, then its `start`. Several replicas may start at once (migrations wait
- * for each other under a lock; a stream lost to a creation race is updated instead).
- *
- * Stop order, and why: everything `start` registered (serve, every, onStop) is undone last-
- * registered first. Services serve last, so they stop taking requests before the work those
- * requests rely on stops; NATS is drained after that (whatever background work still
- * published is flushed), and the pool ends last, since every step before may still query.
- * A `start` that fails gets the same clean-up of what it had set up, then its error rethrown.
- *
- * Health (issue 13): the ops port (OPS_PORT, else the registry's default for the service, the
- * gateway's included) opens once the migrations are applied (a failure before that
- * leaves nothing open), before NATS and the service's own start: from then on /healthz answers
- * and /readyz says "starting". Ready means started, Postgres and NATS answering, and every check the
- * service added (its consumers attached); for a service with a schema also a writable primary
- * behind DATABASE_URL, no transaction stuck in or waiting for a slot, and no outbox relay stalled
- * (startDbChecks). At stop, readiness fails first, then SHUTDOWN_DELAY
- * passes (load balancers and Kubernetes endpoints stop routing here), then everything drains;
- * the ops port closes last.
+ * At stop, everything `start` registered is undone last-registered first: services serve last, so they stop taking requests before
+ * the work those requests rely on stops, and the pool ends last. Readiness fails first, then SHUTDOWN_DELAY passes (decision 0018).
  */
 export async function startService<C extends BaseConfig, R>(def: ServiceDefinition<C, R>, cfg: C, log: Logger): Promise<Running<R>> {
   const steps: Step[] = [];
@@ -64,11 +47,9 @@ export async function startService<C extends BaseConfig, R>(def: ServiceDefiniti
   let watched: WatchedDatabase | undefined;
 
   if (isDbService(def)) {
-    // Only a definition made by defineService has a schema, and its settings are a DbConfig.
     const dbCfg = cfg as BaseConfig as DbConfig;
     const url = dbCfg.DATABASE_URL;
-    // Migrations hold a session (an advisory lock, CREATE INDEX CONCURRENTLY), which a pooler in
-    // transaction mode cannot give: they take DATABASE_MIGRATION_URL, Postgres itself.
+    // Migrations hold a session (an advisory lock, CREATE INDEX CONCURRENTLY), which a pooler in transaction mode cannot give.
     if (dbCfg.DATABASE_POOL_MODE === "transaction" && !dbCfg.DATABASE_MIGRATION_URL)
       throw new StartupError(
         `DATABASE_POOL_MODE=transaction needs DATABASE_MIGRATION_URL (or ${def.name.toUpperCase()}_DATABASE_MIGRATION_URL): a connection to Postgres itself, or through a pooler in session mode, for the migrations`,
@@ -84,13 +65,13 @@ export async function startService<C extends BaseConfig, R>(def: ServiceDefiniti
       ...(def.backfills ? { backfills: def.backfills } : {}),
     });
     const pool = createDb({ url, schema: def.schema, poolMode: dbCfg.DATABASE_POOL_MODE, statementTimeoutMs: dbCfg.DATABASE_STATEMENT_TIMEOUT, ...def.db });
-    // The service gets the pool with its transactions timed, for the readiness of its slots.
+    // Timed transactions, for the readiness of the slots.
     watched = watchTransactions(pool);
     db = watched.db;
     steps.push({ what: "database pool", run: () => pool.end({ timeout: endTimeout }) });
   }
 
-  // After the migrations: a failure before this point leaves nothing open.
+  // After the migrations, so a failure before leaves nothing open.
   const health = new Health();
   const opsPortSetting = cfg.OPS_PORT ?? (SERVICES as readonly ServiceEntry[]).find((s) => s.name === def.name)?.opsPort;
   let ops: OpsServer | undefined;
@@ -171,7 +152,6 @@ export async function startService<C extends BaseConfig, R>(def: ServiceDefiniti
               inFlight = undefined;
             });
         }, ms);
-        // Periodic upkeep never keeps a process alive on its own.
         timer.unref();
         steps.push({
           what,
@@ -192,8 +172,7 @@ export async function startService<C extends BaseConfig, R>(def: ServiceDefiniti
         : await (def as { start(c: ServiceContext<C>): Promise<R> }).start(ctx);
     // After start, which started the outbox relays the checks look for.
     if (db && watched) steps.push({ what: "database checks", run: await startDbChecks(health, db, watched, cfg as BaseConfig as DbConfig) });
-    // Every subscription serve() made has reached the server (a PING answered after them) before
-    // the replica calls itself ready: a request sent the moment it is ready finds it subscribed.
+    // A request sent the moment the replica is ready must find every subscription on the server.
     await nc.flush();
     health.serving();
     log.info({ namespace, ops_port: opsServer?.port }, `${def.name} service ready`);
@@ -214,8 +193,7 @@ export async function startService<C extends BaseConfig, R>(def: ServiceDefiniti
         log.info(`${def.name} service stopped`);
       })());
     const extra = typeof result === "object" && result !== null ? result : {};
-    // Running<R> is `{stop, opsPort}` plus R when R is an object: exactly what is built here,
-    // which the conditional type cannot see through.
+    // Running<R> is exactly what is built here; the conditional type cannot see through it.
     return { ...extra, stop, opsPort: opsServer?.port } as Running<R>;
   } catch (e) {
     endTimeout = 1;
@@ -225,21 +203,9 @@ export async function startService<C extends BaseConfig, R>(def: ServiceDefiniti
   }
 }
 
-/**
- * The readiness checks of a service with a schema, and the gauges that show them; answers what
- * removes the gauges' sources at stop. Each is cheap (one round trip at most, shared by the
- * checks and the scrape) and bounded to a second, like the others:
- *
- * - `postgres`: the database answers, as a writable primary (`standby`, `read_only` otherwise:
- *   a standby answers `select 1`, and every write sent to it fails), and no transaction has held
- *   its slot, or waited for one, for DATABASE_TRANSACTION_STUCK_AFTER (`stuck`: such a slot does
- *   not come back by itself). One check, so that the set of checks a replica reports stays as it was.
- * - `outbox` (where a relay runs): the relay is not stalled (`stalled`; libs/db outboxDrains).
- */
+/** A standby answers `select 1` but fails every write, and a stuck slot never comes back by itself; one check, so the set reported stays as it was. */
 async function startDbChecks(health: Health, db: Database, watched: WatchedDatabase, cfg: DbConfig): Promise<() => void> {
-  // Asked on the pool; when the pool cannot connect, the node itself is asked why (the pool's
-  // connections may refuse a standby as they open): a standby or read-only node is named as such,
-  // anything else stays the pool's failure.
+  // The pool may refuse a standby as it connects, so then the node itself is asked why.
   const role = sharedFor(500, () =>
     databaseRole(db.sql).catch(async (e: unknown) => {
       const r = await nodeRole(cfg.DATABASE_URL).catch(() => "primary" as const);
@@ -257,12 +223,11 @@ async function startDbChecks(health: Health, db: Database, watched: WatchedDatab
     return r === "ok" && stuck() ? "stuck" : r;
   });
   const drains = sharedFor(500, () => outboxDrains(db, cfg.OUTBOX_STALL_AFTER));
-  // Only where a relay runs. Just started, none is stalled and nothing is queried; should the
-  // question fail all the same, a relay exists (with none there is nothing to fail).
+  // Just started, no relay is stalled and nothing is queried; should the question fail all the same, a relay exists.
   const relays = await drains().catch(() => undefined);
   if (relays === undefined || relays.length > 0) health.check("outbox", async () => ((await drains()).some((d) => d.stalled) ? "stalled" : "ok"));
   const removers = [
-    // Within the scrape's own second, so that a database that does not answer reads 0, not absent.
+    // Within the scrape's own second, so a database that does not answer reads 0, not absent.
     sampled.dbPrimary(async () => [{ value: (await roleCheck(800)) === "ok" ? 1 : 0 }]),
     sampled.dbTransactionOldest(() => {
       const a = watched.ages();

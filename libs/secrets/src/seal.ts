@@ -1,38 +1,20 @@
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import { z } from "zod";
 
-/**
- * Secrets at rest: AES-256-GCM under a key given by a setting. Webhook signing secrets are sealed
- * under WEBHOOK_SECRET_KEY (webhooks service); a new API key's secret and the development OAuth
- * issuer's private key under KEYS_SECRET_KEY (keys service). Each box names its setting in its
- * errors.
- *
- * Sealed format: `v1.<iv>.<ciphertext‖tag>`, both parts base64url without padding. The version
- * names the algorithm and layout, so a later key rotation or algorithm can add `v2` and still open
- * every `v1` row; "." and base64url keep it one token that is safe in SQL, logs and URLs.
- */
+/** AES-256-GCM, sealed as `v1.<iv>.<ciphertext‖tag>`: the version lets a later key or algorithm add `v2` and still open `v1` rows. */
 
 const VERSION = "v1";
 const KEY_BYTES = 32;
-// 96-bit IV is GCM's native size; random IVs are safe for far more seals than secrets we store
-// (the 2^32 bound per key is NIST SP 800-38D §8.3).
+// Random 96-bit IVs are safe for far more seals than we store (2^32 per key, NIST SP 800-38D).
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
-/**
- * DEVELOPMENT ONLY. Used when WEBHOOK_SECRET_KEY is unset so `make run` works out of the box; it is
- * public (in this repository), so secrets sealed with it are effectively plain text. The process
- * that falls back to it must log a warning (see `sealingKeySetting`). Base64 of the 32 ASCII bytes
- * "tasksvc-DEV-ONLY-webhook-key-000".
- */
+/** DEVELOPMENT ONLY, so `make run` works out of the box: it is public, so what it seals is effectively plain text, and a process using it warns. */
 export const DEV_SECRET_KEY = "dGFza3N2Yy1ERVYtT05MWS13ZWJob29rLWtleS0wMDA=";
 
 const KEY_FORMAT_HINT = "64 hex characters or base64 of 32 bytes (e.g. `openssl rand -base64 32`)";
 
-/**
- * A sealing key setting's value → 32 key bytes. Two encodings are accepted because both are what
- * `openssl rand` prints; they cannot be confused (64 hex characters would be 48 base64 bytes).
- */
+/** Both encodings are what `openssl rand` prints, and they cannot be confused. */
 export function parseSecretKey(keyMaterial: string, setting: string): Buffer {
   const text = keyMaterial.trim();
   if (/^[0-9a-fA-F]{64}$/.test(text)) return Buffer.from(text, "hex");
@@ -44,9 +26,8 @@ export function parseSecretKey(keyMaterial: string, setting: string): Buffer {
 }
 
 export interface SecretBox {
-  /** Encrypts with a fresh random IV, so sealing the same secret twice gives different strings. */
+  /** A fresh random IV each time, so sealing the same secret twice gives different strings. */
   seal(plaintext: string): string;
-  /** Decrypts; throws when the string is malformed, was sealed under another key, or was altered. */
   open(sealed: string): string;
 }
 
@@ -67,14 +48,13 @@ export function secretBox(keyMaterial: string, setting: string): SecretBox {
       if (iv?.length !== IV_BYTES || body === undefined || body.length < TAG_BYTES) {
         throw new Error(`sealed secret is not in the ${VERSION} format`);
       }
-      // authTagLength pins the tag at 16 bytes: without it GCM accepts a truncated tag, which
-      // makes forgery far cheaper.
+      // Without authTagLength GCM accepts a truncated tag, which makes forgery far cheaper.
       const decipher = createDecipheriv("aes-256-gcm", key, iv, { authTagLength: TAG_BYTES });
       decipher.setAuthTag(body.subarray(body.length - TAG_BYTES));
       try {
         return Buffer.concat([decipher.update(body.subarray(0, body.length - TAG_BYTES)), decipher.final()]).toString("utf8");
       } catch (cause) {
-        // The only failure here is authentication; say which setting to check, never echo data.
+        // The only failure here is authentication; never echo data.
         throw new Error(`sealed secret failed authentication: altered, or sealed under another ${setting}`, { cause });
       }
     },
@@ -88,11 +68,7 @@ function strictBase64url(text: string | undefined): Buffer | undefined {
   return bytes.toString("base64url") === text ? bytes : undefined;
 }
 
-/**
- * A sealing key setting for a process's config schema, named `setting`: validated at start (a bad
- * key stops the process with the message from `parseSecretKey`); unset falls back to `devKey` with
- * `isDevKey: true` so the process can warn.
- */
+/** Unset falls back to `devKey` with `isDevKey: true`, so the process can warn. */
 export function sealingKeySetting(setting: string, devKey: string) {
   return z
     .string()

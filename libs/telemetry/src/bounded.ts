@@ -1,7 +1,4 @@
-/**
- * `fn`'s result, or `fallback` when it throws or has not settled within `ms`: how every probe
- * and scrape-time source is read, so that a sick Postgres or NATS never holds a probe or a scrape.
- */
+/** How every probe and scrape-time source is read, so a sick Postgres or NATS never holds one up. */
 export async function settleWithin<T>(ms: number, fn: () => T | PromiseLike<T>, fallback: T): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
@@ -18,10 +15,7 @@ export async function settleWithin<T>(ms: number, fn: () => T | PromiseLike<T>, 
   }
 }
 
-/**
- * `fn` called at most once per `ms`, its promise shared meanwhile: the several gauges of one
- * scrape that read the same server-side figures (consumer info, an outbox's backlog) ask once.
- */
+/** The several gauges of one scrape that read the same server-side figures ask once. */
 export function sharedFor<T>(ms: number, fn: () => Promise<T>): () => Promise<T> {
   let last: { at: number; value: Promise<T> } | undefined;
   return () => {

@@ -2,26 +2,17 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom
 import { settleWithin } from "./bounded.js";
 
 /**
- * Every metric family of the system, in one place: this file is the list docs/operations.md
- * turns into a dashboard. Names follow Prometheus conventions (`tasksvc_` prefix, base units,
- * `_total` counters, `_seconds` durations); label values are bounded sets (operation names, error
- * codes, outcomes, route patterns), never ids. A process registers what it uses; the families it
- * never touches are still listed with no series, which Prometheus handles as absent.
- *
- * One registry per process. The test stack runs several services in one process: they share it,
- * which is what each would report on its own, summed.
+ * Every metric family of the system, the list docs/operations.md turns into a dashboard. Label
+ * values are bounded sets, never ids. The test stack's services share one registry, reporting
+ * what each would on its own, summed.
  */
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry });
 
-/** Latency buckets for requests and RPCs (seconds): 1 ms to 10 s. */
 const LATENCY = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
-/** Buckets for lags that run from milliseconds to hours (outbox, webhook end-to-end). */
 const LAG = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800, 3600, 7200, 36_000, 86_400];
 
 const registers = [registry];
-
-// --- HTTP (gateway) -------------------------------------------------------------------------
 
 export const httpRequestDuration = new Histogram({
   name: "tasksvc_http_request_duration_seconds",
@@ -51,8 +42,6 @@ export const idempotencyOutcomes = new Counter({
   registers,
 });
 
-// --- Live event streams (GET /v1/events/stream) ----------------------------------------------
-
 export const eventStreamsOpen = new Gauge({
   name: "tasksvc_event_streams_open",
   help: "Live event streams this gateway replica holds open now.",
@@ -72,8 +61,6 @@ export const eventStreamsEnded = new Counter({
   labelNames: ["reason"] as const,
   registers,
 });
-
-// --- RPC over NATS --------------------------------------------------------------------------
 
 export const rpcClientDuration = new Histogram({
   name: "tasksvc_rpc_client_duration_seconds",
@@ -98,8 +85,6 @@ export const rpcServerInFlight = new Gauge({
   registers,
 });
 
-// --- Outbox ---------------------------------------------------------------------------------
-
 export const outboxPublished = new Counter({
   name: "tasksvc_outbox_published_total",
   help: "Outbox rows published to JetStream (and deleted), by outbox table.",
@@ -122,8 +107,6 @@ export const outboxDeadLetters = new Counter({
   registers,
 });
 
-// --- JetStream consumers --------------------------------------------------------------------
-
 export const consumerMessages = new Counter({
   name: "tasksvc_jetstream_messages_total",
   help: "JetStream messages handled by this process, by consumer and outcome (ack, nak, term, error).",
@@ -145,8 +128,6 @@ export const consumerHandleDuration = new Histogram({
   buckets: LATENCY,
   registers,
 });
-
-// --- Webhooks -------------------------------------------------------------------------------
 
 export const webhookAttempts = new Counter({
   name: "tasksvc_webhook_attempts_total",
@@ -190,8 +171,6 @@ export const webhookEndpointsDisabled = new Counter({
   registers,
 });
 
-// --- Recurrence scheduler (tasks, decision 0021) ------------------------------------------
-
 export const recurrenceTickDuration = new Histogram({
   name: "tasksvc_recurrence_tick_seconds",
   help: "One tick of the recurrence scheduler: reading the series due, making occurrences, rollovers, wake-ups.",
@@ -232,8 +211,6 @@ export const recurrenceFailures = new Counter({
   registers,
 });
 
-// --- Postgres -------------------------------------------------------------------------------
-
 export const dbTransactionDuration = new Histogram({
   name: "tasksvc_db_transaction_duration_seconds",
   help: "Transactions, from taking a connection slot to commit or rollback, by outcome.",
@@ -255,8 +232,6 @@ export const dbTransactionSlotTimeouts = new Counter({
   registers,
 });
 
-// --- NATS connection ------------------------------------------------------------------------
-
 export const natsReconnects = new Counter({
   name: "tasksvc_nats_reconnects_total",
   help: "Times the NATS connection was re-established.",
@@ -269,11 +244,7 @@ export const natsDisconnects = new Counter({
   registers,
 });
 
-/**
- * A gauge whose values are read at scrape time from sources that come and go (one per pool,
- * connection, consumer or outbox in this process). A source that fails or takes too long is left
- * out of that scrape: a scrape never hangs on Postgres or NATS.
- */
+/** A source that fails or takes too long is left out of that scrape: a scrape never hangs on Postgres or NATS. */
 export interface Sample {
   labels?: Record<string, string>;
   value: number;
@@ -295,7 +266,6 @@ function sampledGauge(name: string, help: string, labelNames: readonly string[])
       for (const samples of results) for (const s of samples) s.labels ? this.set(s.labels, s.value) : this.set(s.value);
     },
   });
-  /** Adds a source; the returned function removes it (at stop). */
   return (source: SampleSource): (() => void) => {
     sources.add(source);
     return () => sources.delete(source);
@@ -353,11 +323,7 @@ export const sampled = {
   natsConnected: sampledGauge("tasksvc_nats_connected", "1 while the NATS connection is up, 0 while it reconnects.", []),
 } as const;
 
-/**
- * A histogram's series by a key the caller builds from its label values: prom-client hashes a
- * label object on every observe (sorting its keys); on the hot paths (each request, each RPC) a
- * Map lookup of a string is cheaper. Label values stay bounded, so the map does too.
- */
+/** prom-client hashes a label object on every observe; on the hot paths a Map lookup of a string is cheaper. */
 export function seriesCache<L extends string>(h: Histogram<L>): (key: string, labels: Partial<Record<L, string>>) => { observe(v: number): void } {
   const cache = new Map<string, { observe(v: number): void }>();
   return (key, labels) => {
@@ -370,5 +336,4 @@ export function seriesCache<L extends string>(h: Histogram<L>): (key: string, la
   };
 }
 
-/** Seconds since `t0` (a performance.now() value). */
 export const secondsSince = (t0: number) => (performance.now() - t0) / 1000;

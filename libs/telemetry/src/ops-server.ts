@@ -3,15 +3,11 @@ import type { Health } from "./health.js";
 import { registry } from "./metrics.js";
 
 export interface OpsServer {
-  /** The bound port (OPS_PORT, or the one the kernel chose for 0). */
   readonly port: number;
   close(): Promise<void>;
 }
 
-/**
- * A service's small ops HTTP port: GET /metrics (Prometheus text), /healthz (live: the event loop
- * answers), /readyz (200 or 503 with every check). Nothing else, and nothing that reads a body.
- */
+/** Nothing else, and nothing that reads a body. */
 export async function startOpsServer(opts: { port: number; host?: string; health: Health }): Promise<OpsServer> {
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? "/").split("?")[0];

@@ -1,11 +1,7 @@
 import { Counter, Gauge } from "prom-client";
 import { registry } from "./metrics.js";
 
-/**
- * The families of the limits that keep tenants apart (DESIGN 20): refusals at the HTTP edge,
- * requests past their deadline, replies too large for NATS, and each organization's share of
- * the connections for scans. Beside metrics.ts, the list of every other family.
- */
+/** The families of the limits that keep tenants apart (decision 0031). */
 const registers = [registry];
 
 export const httpEdgeRefused = new Counter({

@@ -23,14 +23,8 @@ export { SpanKind, SpanStatusCode, context, trace, ROOT_CONTEXT };
 export type { Context, Span, Attributes, Link };
 
 /**
- * Tracing (decision 0017): W3C trace context travels in NATS headers on every request/reply hop
- * and every JetStream message, and in the outbox and delivery rows between them, so that one
- * trace shows HTTP → gateway → service → Postgres → outbox → consumer → webhook call.
- *
- * Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set: then no span is made, no context manager is
- * installed (no AsyncLocalStorage on the hot path) and nothing is injected, so the cost is one
- * branch per hop. Off means off for the whole process: a caller's `traceparent` is not passed on
- * by a process that records nothing.
+ * Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set: then no span is made and no context manager is
+ * installed (no AsyncLocalStorage on the hot path), so the cost is one branch per hop (decision 0018).
  */
 propagation.setGlobalPropagator(new W3CTraceContextPropagator());
 
@@ -38,12 +32,12 @@ let provider: TracerProvider | undefined;
 
 export interface TracingOptions {
   serviceName: string;
-  /** OTLP/HTTP base URL (e.g. http://collector:4318); spans go to `<endpoint>/v1/traces`. */
+  /** Spans go to `<endpoint>/v1/traces`. */
   endpoint: string | undefined;
   version?: string;
 }
 
-/** Turns tracing on for this process when an endpoint is set (once per process: its main). */
+/** Once per process, from its main. */
 export function initTracing(opts: TracingOptions): { shutdown(): Promise<void> } {
   if (!opts.endpoint || provider) return { shutdown: async () => {} };
   const url = `${opts.endpoint.replace(/\/+$/, "")}/v1/traces`;
@@ -61,12 +55,10 @@ export function initTracing(opts: TracingOptions): { shutdown(): Promise<void> }
   };
 }
 
-/** Whether spans are recorded and exported in this process. */
 export const tracingEnabled = (): boolean => provider !== undefined;
 
 export const tracer = () => trace.getTracer("tasksvc");
 
-/** Anything headers-like: NATS MsgHdrs, a plain record. */
 export interface HeaderCarrier {
   get(key: string): string | undefined | null;
   set(key: string, value: string): void;
@@ -78,17 +70,15 @@ const getter: TextMapGetter<HeaderCarrier> = {
 };
 const setter: TextMapSetter<HeaderCarrier> = { set: (c, k, v) => c.set(k, v) };
 
-/** Writes the active (or given) context into headers: traceparent, tracestate. */
 export function injectContext(carrier: HeaderCarrier, ctx: Context = context.active()): void {
   if (provider) propagation.inject(ctx, carrier, setter);
 }
 
-/** The context carried by headers (a message, an HTTP request), on top of the root. */
 export function extractContext(carrier: HeaderCarrier | undefined): Context {
   return carrier ? propagation.extract(ROOT_CONTEXT, carrier, getter) : ROOT_CONTEXT;
 }
 
-/** The active context as a `traceparent` value to store with a row (null when there is none). */
+/** Null when there is none. */
 export function currentTraceparent(ctx: Context = context.active()): string | null {
   if (!provider) return null;
   const sc = trace.getSpanContext(ctx);
@@ -97,7 +87,7 @@ export function currentTraceparent(ctx: Context = context.active()): string | nu
   return `00-${sc.traceId}-${sc.spanId}-${flags}`;
 }
 
-/** The context a stored `traceparent` names (the root when it is null or malformed). */
+/** The root when it is null or malformed. */
 export function contextFromTraceparent(traceparent: string | null | undefined): Context {
   if (!traceparent) return ROOT_CONTEXT;
   return propagation.extract(ROOT_CONTEXT, { traceparent }, { keys: () => ["traceparent"], get: (c, k) => (c as Record<string, string>)[k] });
@@ -107,25 +97,18 @@ export interface SpanOptions {
   kind?: SpanKind;
   attributes?: Attributes;
   links?: Link[];
-  /** The parent; the active context when absent. */
   parent?: Context;
 }
 
 const NO_SPAN = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
 
-/**
- * Like `inSpan`, but only inside a trace already going (a request, a message): background work
- * (pollers, sweeps) would otherwise start a new trace every few milliseconds.
- */
+/** Only inside a trace already going: background work would otherwise start a new trace every few milliseconds. */
 export function inChildSpan<T>(name: string, opts: Omit<SpanOptions, "parent">, fn: (span: Span) => Promise<T>): Promise<T> {
   if (!provider || !trace.getSpanContext(context.active())) return fn(NO_SPAN);
   return inSpan(name, opts, fn);
 }
 
-/**
- * Runs `fn` in a span (child of `parent` or the active context), ended when `fn` settles; an
- * error marks it failed and is rethrown. With tracing off, `fn` runs as it is.
- */
+/** With tracing off, `fn` runs as it is. */
 export function inSpan<T>(name: string, opts: SpanOptions, fn: (span: Span) => Promise<T>): Promise<T> {
   const parent = opts.parent ?? context.active();
   if (!provider) return fn(NO_SPAN);

@@ -5,11 +5,7 @@ import { factories } from "./factories.js";
 import { api } from "./http.js";
 import { gatewayUrl } from "./stack.js";
 
-/**
- * What an end-to-end test file needs from the run's stack: a client per gateway replica,
- * factories, the task-event reader and a direct database handle for assertions. Closed after
- * the file's tests.
- */
+/** Closed after the file's tests. */
 export function e2eContext() {
   const stack = inject("stack");
   const db = postgres(stack.databaseUrl, { max: 2, onnotice: () => {} });

@@ -5,10 +5,7 @@ import postgres from "postgres";
 import { eventually } from "./eventually.js";
 import type { StackInfo } from "./stack.js";
 
-/**
- * Reads the task-event stream of a test run straight from JetStream (what a consumer would see).
- * `mark()` remembers the stream's end; `since(mark)` returns every event stored after it.
- */
+/** Reads the task-event stream straight from JetStream, as a consumer would see it. */
 export function taskEvents(stack: StackInfo) {
   let nc: NatsConnection | undefined;
   let db: postgres.Sql | undefined;
@@ -17,9 +14,8 @@ export function taskEvents(stack: StackInfo) {
   const database = () => (db ??= postgres(stack.databaseUrl, { max: 1, onnotice: () => {} }));
 
   /**
-   * A stored event, parsed with the contract its consumers use. Stricter than they are: zod drops
-   * keys the schema does not name, and an event that carries more than its contract (an internal
-   * column leaking into `data`) must fail a test, as it did when tests compared the raw JSON.
+   * Stricter than consumers: an event that carries more than its contract (an internal column
+   * leaking into `data`) must fail a test, and zod would drop it silently.
    */
   function parseEvent(data: Uint8Array, seq: number): OrgEvent {
     const raw = decodeJson(data);
@@ -33,7 +29,6 @@ export function taskEvents(stack: StackInfo) {
     return (await (await jsm()).streams.info(stream)).state.last_seq;
   }
 
-  /** Every event stored after the mark, task events and endpoints' operational events alike. */
   async function allSince(mark: number): Promise<OrgEvent[]> {
     const m = await jsm();
     const last = await lastSeq();
@@ -45,20 +40,17 @@ export function taskEvents(stack: StackInfo) {
     return out;
   }
 
-  /** The task events stored after the mark (another test's endpoint events left out). */
   async function since(mark: number): Promise<TaskEvent[]> {
     return (await allSince(mark)).filter((e): e is TaskEvent => !isEndpointEvent(e));
   }
 
   /**
-   * The stream's end once every change committed so far has reached it: the relay publishes
-   * after the commit, so a mark taken while a previous change's row waits in the outbox would
-   * count that change's event as one of the next.
+   * The relay publishes after the commit, so a mark taken while a previous change's row waits in the
+   * outbox would count that change's event as one of the next.
    */
   async function mark(): Promise<number> {
     const outbox = database();
-    // The outbox is shared with other files' writes: past 5 s the mark is taken anyway, and a late
-    // event it then counts fails the test's own assertion.
+    // The outbox is shared with other files' writes: past 5 s the mark is taken anyway, and a late event it then counts fails the test's own assertion.
     await eventually(async () => (await outbox<{ n: number }[]>`select count(*)::int as n from tasks.outbox`)[0]?.n === 0, {
       timeoutMs: 5000,
       intervalMs: 20,
@@ -71,11 +63,8 @@ export function taskEvents(stack: StackInfo) {
     since,
     allSince,
     /**
-     * Events of one organization after `mark`, once `count` of them arrived and none can follow (or
-     * the deadline passed: the caller's assertion then shows what did). None can follow once the
-     * organization's outbox is empty: the caller's writes committed before it asked, and the relay
-     * deletes a row only after the stream stored it, so every event they cause, a duplicate
-     * included, is in the stream by then.
+     * Once the organization's outbox is empty none can follow: the relay deletes a row only after the
+     * stream stored it, so every event the caller's writes cause is in the stream by then.
      */
     async await(mark: number, organizationId: string, count: number, timeoutMs = 5000): Promise<TaskEvent[]> {
       const outbox = database();

@@ -5,10 +5,7 @@ import { startService } from "@tasksvc/runtime";
 import type { StackInfo } from "./stack.js";
 import { loadService } from "./stack.js";
 
-/**
- * One more gateway replica on a running stack, with settings of its own over the stack's (a
- * setting under test: BODY_TIMEOUT, PUBLIC_BASE_URL …): its URL, and stop().
- */
+/** For a setting under test (BODY_TIMEOUT, PUBLIC_BASE_URL …). */
 export async function startExtraGateway(stack: StackInfo, settings: Record<string, string>): Promise<{ url: URL; stop(): Promise<void> }> {
   const def = await loadService("gateway");
   const env = {
@@ -24,7 +21,7 @@ export async function startExtraGateway(stack: StackInfo, settings: Record<strin
   return { url: new URL("url" in running && typeof running.url === "string" ? running.url : ""), stop: () => running.stop() };
 }
 
-/** Text of about `n` characters in words that seldom repeat, so that full-text work on it is real. */
+/** Words that seldom repeat, so that full-text work on it is real. */
 export function randomWords(n: number): string {
   const out: string[] = [];
   let len = 0;

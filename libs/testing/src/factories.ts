@@ -6,15 +6,11 @@ import type { StackInfo } from "./stack.js";
 export interface Tenant {
   organizationId: string;
   userId: string;
-  /** Owner key with every scope (admin bootstrap). */
   apiKey: string;
   email: string;
 }
 
-/**
- * Test factories that go through the same admin operations as the CLI (real NATS, real keys
- * service). Every test makes its own tenants, so tests never see each other's data.
- */
+/** Every test makes its own tenants, so tests never see each other's data. */
 export function factories(stack: StackInfo) {
   let nc: Promise<NatsConnection> | undefined;
   const conn = () => (nc ??= connectNats({ url: stack.natsUrl, name: "test-factories" }));

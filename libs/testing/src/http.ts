@@ -1,9 +1,7 @@
 /**
- * A parsed JSON response body read without a declared shape: tests read `r.body.data[0].id` and
- * the expectation on the value is the check. This is the one `any` of the code base, in test code
- * only and said out loud here rather than laundered through another type; a test that wants the
- * compiler to check a shape passes it, as in `api.get<Task>(path)`. (`unknown` here would need a
- * type at some 360 call sites that assert on the value anyway.)
+ * The one `any` of the code base, in test code only and said out loud: tests read
+ * `r.body.data[0].id` and the expectation on the value is the check. A test wanting a checked
+ * shape passes it, as in `api.get<Task>(path)`.
  */
 // biome-ignore lint/suspicious/noExplicitAny: the loose body type of the test HTTP client, above.
 export type JsonBody = any;
@@ -18,15 +16,11 @@ export interface ApiResponse<T = JsonBody> {
 export interface RequestOptions {
   token?: string;
   body?: unknown;
-  /** Sent as is, with no JSON encoding or content type added. */
   rawBody?: string;
   headers?: Record<string, string>;
 }
 
-/**
- * A tiny HTTP client for tests: JSON in and out, never throws on a status. Failed assertions
- * print `text`, so a test names the response body it got.
- */
+/** Never throws on a status; failed assertions print `text`, so a test names the body it got. */
 export function api(baseUrl: string) {
   async function request<T = JsonBody>(method: string, path: string, opts: RequestOptions = {}): Promise<ApiResponse<T>> {
     const headers: Record<string, string> = { ...(opts.headers ?? {}) };

@@ -3,53 +3,39 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { Webhook } from "standardwebhooks";
 
-/** One request the receiver got, checked with the reference verifier (`standardwebhooks`). */
+/** Checked with the reference verifier (`standardwebhooks`). */
 export interface Received {
   path: string;
   id: string;
   timestamp: string;
-  /** The raw `webhook-signature` header. */
   signature: string;
   body: string;
-  /** The parsed envelope `{type, timestamp, data, changes?, test?}`. */
   event: { type: string; timestamp: string; data: Record<string, unknown>; test?: unknown };
-  /** The `user-agent` header ("" when none was sent). */
+  /** "" when none was sent. */
   userAgent: string;
-  /** Which of the path's known secrets verified the request on their own (indexes into `expect(path, secrets)`). */
+  /** Indexes into `expect(path, secrets)` of the secrets that verified it on their own. */
   verifiedBy: number[];
   at: number;
 }
 
-/** How to answer a request: a status (with headers), or hold it until the caller lets go. */
 export type Answer = { status: number; headers?: Record<string, string> } | { hold: true };
 
 export interface Receiver {
-  /** `http://127.0.0.1:<port><path>`. */
   url(path: string): string;
-  /** The secrets a path's requests are verified with (current first); unknown paths verify with none. */
+  /** Current first; unknown paths verify with none. */
   expect(path: string, secrets: string[]): void;
-  /**
-   * An endpoint at a fresh path: `create` registers the URL (through the API, with the test's own
-   * body) and answers the endpoint; its secret is then expected on that path.
-   */
+  /** Registers the URL through `create` and expects its secret on that path. */
   endpoint<E extends { secret: string }>(create: (url: string) => Promise<E>): Promise<E & { path: string }>;
-  /** How to answer the next requests to `path` (default 200): a function of the request's number there (1-based). */
+  /** Default 200; `n` is the request's number on the path (1-based). */
   answer(path: string, fn: (n: number, r: Received) => Answer): void;
   received(path: string): Received[];
-  /** Resolves once `path` has received `n` requests (rejects after `timeoutMs`). */
   waitFor(path: string, n: number, timeoutMs?: number): Promise<Received[]>;
-  /** Requests held open right now, per path. */
   holding(path: string): number;
-  /** Answers every held request with this status. */
   release(status?: number): void;
   close(): Promise<void>;
 }
 
-/**
- * A real HTTP webhook receiver on 127.0.0.1 (port chosen free) for tests and examples. Every
- * request is verified with `standardwebhooks`, the reference implementation, never with our own
- * signing code; tests assert on `verifiedBy`.
- */
+/** Every request is verified with `standardwebhooks`, the reference implementation, never with our own signing code. */
 export async function startReceiver(): Promise<Receiver> {
   const secrets = new Map<string, string[]>();
   const answers = new Map<string, (n: number, r: Received) => Answer>();
@@ -74,9 +60,7 @@ export async function startReceiver(): Promise<Receiver> {
         try {
           new Webhook(secret).verify(body, headers);
           verifiedBy.push(i);
-        } catch {
-          // Not signed with this one.
-        }
+        } catch {}
       });
       let event: Received["event"] = { type: "", timestamp: "", data: {} };
       try {

@@ -8,18 +8,14 @@ import { createInterface } from "node:readline";
 import { Readable } from "node:stream";
 
 export interface S3Server {
-  /** `http://127.0.0.1:<port>` */
   endpoint: string;
   bucket: string;
-  /** s3rver's built-in account. */
   credentials: { accessKeyId: string; secretAccessKey: string };
-  /** `s3://<bucket>?endpoint=…&region=us-east-1` for BLOB_STORE. */
   blobStoreUrl: string;
   stop(): Promise<void>;
 }
 
-// s3rver's ListObjectsV2 continuation tokens are DES-encrypted, which OpenSSL 3 offers only with
-// the legacy provider, and that can only be switched on when a process starts: so a child process.
+// s3rver's continuation tokens need OpenSSL 3's legacy provider, which can only be switched on when a process starts: so a child process.
 const SERVE = `
   const S3rver = require(process.argv[1]);
   new S3rver({ port: 0, address: "127.0.0.1", silent: true, directory: process.argv[2], configureBuckets: [{ name: process.argv[3] }] })
@@ -27,11 +23,7 @@ const SERVE = `
     .then((a) => console.log(JSON.stringify(a)), (e) => { console.error(e); process.exit(1); });
 `;
 
-/**
- * A real S3-API server (s3rver) on a free port of 127.0.0.1, in a directory of its own, with one
- * bucket. It checks no signatures (a presigned URL's signed length and type are not enforced
- * there, as they are by S3).
- */
+/** It checks no signatures: a presigned URL's signed length and type are not enforced as S3 does. */
 export async function startS3Server(bucket = "test-bucket"): Promise<S3Server> {
   const dir = await mkdtemp(join(tmpdir(), "tasksvc-s3-"));
   const server: ChildProcess = spawn(

@@ -1,6 +1,5 @@
 import { request as httpRequest, type IncomingMessage } from "node:http";
 
-/** One Server-Sent Events message as received. */
 export interface SseMessage {
   id: string;
   event: string;
@@ -12,32 +11,26 @@ export interface SseMessage {
 export interface SseStream {
   status: number;
   headers: IncomingMessage["headers"];
-  /** The body of a refusal (a problem), when status is not 200. */
+  /** When status is not 200. */
   problem: unknown;
   messages: SseMessage[];
   comments: string[];
-  /** The server ended the stream (or the connection broke). */
+  /** The server ended the stream or the connection broke. */
   readonly ended: boolean;
-  /** Resolves with the n-th message (1-based) once it has arrived; rejects if the stream ends first. */
+  /** 1-based; rejects if the stream ends first. */
   nth(n: number, timeoutMs?: number): Promise<SseMessage>;
-  /** Resolves once the stream has ended. */
   closed(timeoutMs?: number): Promise<void>;
-  /** Cuts the connection from this side, as a client that goes away. */
+  /** As a client that goes away. */
   close(): void;
 }
 
 export interface SseOptions {
   token: string;
   lastEventId?: string;
-  /** Called for each message as it arrives. */
   onMessage?: (m: SseMessage) => void;
 }
 
-/**
- * A raw reader of a live event stream for tests and benchmarks: node:http, so that the test holds
- * the socket and can cut it at an exact message. It parses the wire format the API documents
- * (`id:`, `event:`, `data:` lines, comments, a blank line after each message).
- */
+/** node:http, so the test holds the socket and can cut it at an exact message. */
 export function openSse(url: string, opts: SseOptions): Promise<SseStream> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = { authorization: `Bearer ${opts.token}`, accept: "text/event-stream" };

@@ -16,7 +16,6 @@ export interface StackInfo {
   namespace: string;
 }
 
-/** The address of gateway replica `replica` (the first by default); throws when the stack has fewer. */
 export function gatewayUrl(stack: Pick<StackInfo, "gatewayUrls">, replica = 0): string {
   const url = stack.gatewayUrls[replica];
   if (url === undefined) throw new Error(`the stack has no gateway replica #${replica} (it has ${stack.gatewayUrls.length})`);
@@ -24,7 +23,6 @@ export function gatewayUrl(stack: Pick<StackInfo, "gatewayUrls">, replica = 0): 
 }
 
 export interface StartedStack extends StackInfo {
-  /** Each replica's ops port (/metrics, /healthz, /readyz) by service, in replica order. */
   opsUrls: Partial<Record<ServiceName, string[]>>;
   stop(): Promise<void>;
 }
@@ -38,10 +36,7 @@ async function reachable(check: () => Promise<unknown>): Promise<boolean> {
   }
 }
 
-/**
- * Where the run's Postgres and NATS are: DATABASE_URL / NATS_URL (or the local defaults), and
- * only when those are unreachable and a Docker engine exists, throwaway testcontainers.
- */
+/** Testcontainers only when DATABASE_URL / NATS_URL are unreachable and a Docker engine exists. */
 async function locateServices(): Promise<{ pgBase: string; natsUrl: string; cleanup: () => Promise<void> }> {
   const pgBase = withDefaultUser(process.env["DATABASE_URL"] || "postgres://127.0.0.1:5432/postgres");
   const natsUrl = process.env["NATS_URL"] || "nats://127.0.0.1:4222";
@@ -95,17 +90,13 @@ async function locateServices(): Promise<{ pgBase: string; natsUrl: string; clea
 }
 
 export interface StackOptions {
-  /** Replicas per service, over the registry's `testReplicas`, e.g. `{ tasks: 1, gateway: 1 }`. */
+  /** Over the registry's `testReplicas`. */
   replicas?: Partial<Record<ServiceName, number>>;
-  /** Settings over the stack's own (e.g. WEBHOOK_ALLOW_PRIVATE_TARGETS for a receiver on 127.0.0.1). */
   env?: Record<string, string>;
   log?: Logger;
 }
 
-/**
- * A registered service's definition, from the `service` export of its package. Loaded by name,
- * so that this library depends on no service (a new one needs only its line in the registry).
- */
+/** Loaded by name, so that this library depends on no service. */
 export async function loadService(name: ServiceName): Promise<ServiceDefinition<DbConfig, unknown>> {
   const mod: unknown = await import(`@tasksvc/${name}`);
   const def = typeof mod === "object" && mod !== null && "service" in mod ? mod.service : undefined;
@@ -113,11 +104,7 @@ export async function loadService(name: ServiceName): Promise<ServiceDefinition<
   return def;
 }
 
-/**
- * The whole stack for one test run: its own database and NATS namespace, and every registered
- * service's replicas in this process (DESIGN.md allows one process in tests). stop() drops the
- * database and everything the namespace created.
- */
+/** One process for the whole stack; its own database and NATS namespace, dropped by stop(). */
 export async function startStack(opts: StackOptions = {}): Promise<StartedStack> {
   const { pgBase, natsUrl, cleanup } = await locateServices();
   const suffix = `${Date.now().toString(36)}_${randomBytes(4).toString("hex")}`;
@@ -129,15 +116,14 @@ export async function startStack(opts: StackOptions = {}): Promise<StartedStack>
   const env = {
     OPS_PORT: "0",
     RPC_CHECK_REPLIES: "true",
-    // Every test calls from 127.0.0.1, and the route tests send hundreds of refused credentials:
-    // the per-address limit has tests of its own, on gateways that set it.
+    // Every test calls from 127.0.0.1, and the route tests send hundreds of refused credentials: the per-address limit has tests of its own.
     ANON_RATE_LIMIT: "off",
     ...opts.env,
     DATABASE_URL: databaseUrl,
     NATS_URL: natsUrl,
     NATS_NAMESPACE: namespace,
     PORT: "0",
-    // TEST_SERVICE_LOG_LEVEL=warn shows what the services log (silent by default: tests read answers, not logs).
+    // Silent by default: tests read answers, not logs.
     LOG_LEVEL: process.env["TEST_SERVICE_LOG_LEVEL"] ?? "silent",
   };
 
@@ -146,8 +132,7 @@ export async function startStack(opts: StackOptions = {}): Promise<StartedStack>
   const gatewayUrls: string[] = [];
   const opsUrls: Partial<Record<ServiceName, string[]>> = {};
   try {
-    // In registry order, one service at a time; a service's replicas start together on purpose:
-    // migrations must wait for each other, not fail.
+    // A service's replicas start together on purpose: migrations must wait for each other, not fail.
     for (const entry of SERVICES) {
       const def = await loadService(entry.name);
       const count = opts.replicas?.[entry.name] ?? entry.testReplicas;
@@ -182,13 +167,11 @@ export async function startStack(opts: StackOptions = {}): Promise<StartedStack>
   }
 }
 
-/** A gateway replica's address (its `start` returns `{ url }`). */
 function urlOf(replica: object): string {
   if ("url" in replica && typeof replica.url === "string") return replica.url;
   throw new Error("a gateway replica started without a url");
 }
 
-/** Deletes the JetStream streams of a test namespace. */
 export async function dropNamespace(natsUrl: string, namespace: string): Promise<void> {
   const nc = await connectNats({ url: natsUrl, name: "test-cleanup" });
   try {

@@ -1,9 +1,6 @@
 import type { AddressInfo } from "node:net";
 
-/**
- * What `work` threw or was rejected with, known to be a `type`: throws when it succeeded, or
- * failed with anything else (that as the cause), so a test reads the error's fields without a cast.
- */
+/** Throws when `work` succeeded or failed with anything else, so a test reads the error's fields without a cast. */
 export async function rejectionOf<E>(work: Promise<unknown> | (() => unknown), type: abstract new (...args: never[]) => E): Promise<E> {
   let settled: { value: unknown } | { error: unknown };
   try {
@@ -16,14 +13,12 @@ export async function rejectionOf<E>(work: Promise<unknown> | (() => unknown), t
   throw new Error(`expected a failure with ${type.name}, got ${String(settled.error)}`, { cause: settled.error });
 }
 
-/** The TCP port a server listens on; throws when it listens on none (not yet, or on a pipe). */
 export function portOf(server: { address(): string | AddressInfo | null }): number {
   const address = server.address();
   if (address === null || typeof address === "string") throw new Error(`the server listens on no TCP port (${String(address)})`);
   return address.port;
 }
 
-/** The fields of a problem+json answer that tests read (checked by `asProblem`). */
 export interface ProblemFields {
   type: string;
   status: number;
@@ -32,7 +27,6 @@ export interface ProblemFields {
   errors?: Array<{ pointer: string }>;
 }
 
-/** Whether `body` has the problem fields tests read, of their types. */
 function isProblem(body: unknown): body is ProblemFields {
   if (typeof body !== "object" || body === null) return false;
   const fields: Record<string, unknown> = { ...body };
@@ -47,41 +41,32 @@ function isProblem(body: unknown): body is ProblemFields {
   );
 }
 
-/**
- * A body read as a problem, checked: throws, quoting the body, when it is not one, so a test
- * that expected a refusal and got something else says what it got.
- */
+/** Throws, quoting the body, when it is not one, so a test that expected a refusal says what it got. */
 export function asProblem(body: unknown): ProblemFields {
   if (!isProblem(body)) throw new Error(`expected a problem, got ${JSON.stringify(body)}`);
   return body;
 }
 
-/** A fetch answer's body read as a problem (see `asProblem`). */
 export async function problemOf(res: Response): Promise<ProblemFields> {
   const text = await res.text();
   let body: unknown = text;
   try {
     body = JSON.parse(text);
-  } catch {
-    // Not JSON: asProblem quotes the text.
-  }
+  } catch {}
   return asProblem(body);
 }
 
-/** The JSON pointers of a problem's field errors, in its order (none when it has no `errors`). */
 export function pointersOf(body: unknown): string[] {
   return (asProblem(body).errors ?? []).map((e) => e.pointer);
 }
 
-/** The part of a contract's zod schema that checks a value: `safeParse`, typed by the schema. */
 export interface Checker<T> {
   safeParse(value: unknown): { success: true; data: T } | { success: false; error: { message: string } };
 }
 
 /**
- * An answer's body checked against a contract's schema (`Task`, `page(Task)` …) and typed by it:
- * throws, with the status and the body, when it does not fit. The body itself is answered, not
- * what the schema parsed out of it, so a key the schema would drop still reaches the assertions.
+ * Throws, with the status and the body, when it does not fit. The body itself is answered, not
+ * what the schema parsed, so a key the schema would drop still reaches the assertions.
  */
 export function bodyOf<T>(answer: { status: number; body: unknown; text?: string }, schema: Checker<T>): T {
   const body = answer.body;

@@ -1,11 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import type { StackInfo } from "./stack.js";
 
-/**
- * Delivery worker processes of a test's stack, as production runs them (node
- * services/delivery/dist/main.js), so that a test can run several or kill one mid-call. They
- * inherit the test's environment (`inherited`: its PATH and the like), then the settings.
- */
+/** Processes, as production runs them, so a test can run several or kill one mid-call. */
 export function deliveryWorkers(stack: Pick<StackInfo, "natsUrl" | "namespace">, settings: Record<string, string>, inherited: NodeJS.ProcessEnv) {
   const workers = new Set<ChildProcess>();
 
@@ -26,7 +22,6 @@ export function deliveryWorkers(stack: Pick<StackInfo, "natsUrl" | "namespace">,
       child.on("exit", () => workers.delete(child));
       return child;
     },
-    /** SIGKILL, and resolves once it has exited. */
     kill,
     async killAll(): Promise<void> {
       await Promise.all([...workers].map(kill));

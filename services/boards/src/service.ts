@@ -5,7 +5,7 @@ import { defineService } from "@tasksvc/runtime";
 import { z } from "zod";
 import { startRolloversConsumer } from "./consumers/rollovers.js";
 import { boardsService } from "./domain/boards-service.js";
-import { boardsRepo } from "./repo/boards-repo.js";
+import { boardsResources } from "./domain/resources.js";
 import { boardsHandlers } from "./rpc.js";
 
 /** Task numbers asked at once: 400 summaries at their longest (about 1.7 kB each) stay far under max_payload. */
@@ -28,22 +28,19 @@ export const service = defineService({
   config: BoardsConfig,
   async start({ cfg, db, nc, namespace, log, health, serve, client, every, onStop }) {
     const tasks = client(tasksRpc, { timeoutMs: cfg.RPC_TIMEOUT_MS });
-    const repo = boardsRepo(db.sql);
-    const svc = boardsService({
-      repo,
-      tx: (fn) => db.tx((t) => fn(boardsRepo(t))),
-      tasks: {
-        // In chunks whose answer fits one NATS message: a summary's title alone may be 1.5 kB.
-        lookup: async (ctx, numbers) => {
-          const found = [];
-          for (let i = 0; i < numbers.length; i += LOOKUP_CHUNK) {
-            found.push(...(await tasks.call("lookupTasks", { numbers: numbers.slice(i, i + LOOKUP_CHUNK) }, ctx)).tasks);
-          }
-          return found;
-        },
-        withSubtasks: (ctx, number) => tasks.call("taskWithSubtasks", { number }, ctx),
+    const res = boardsResources(db, {
+      // In chunks whose answer fits one NATS message: a summary's title alone may be 1.5 kB.
+      lookup: async (ctx, numbers) => {
+        const found = [];
+        for (let i = 0; i < numbers.length; i += LOOKUP_CHUNK) {
+          found.push(...(await tasks.call("lookupTasks", { numbers: numbers.slice(i, i + LOOKUP_CHUNK) }, ctx)).tasks);
+        }
+        return found;
       },
+      withSubtasks: (ctx, number) => tasks.call("taskWithSubtasks", { number }, ctx),
     });
+    const { repo } = res;
+    const svc = boardsService(res);
     every(60 * 60_000, "idempotency sweep", () => repo.idempotency.sweep());
     every(60 * 60_000, "rollover sweep", () => repo.sweepRollovers());
     serve(boardsRpc, boardsHandlers(svc));

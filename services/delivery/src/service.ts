@@ -4,6 +4,7 @@ import { destinationRefusal, webhookSettings } from "@tasksvc/outbound";
 import { defineStatelessService } from "@tasksvc/runtime";
 import { z } from "zod";
 import { sendSigned } from "./call.js";
+import type { DeliveryResources } from "./resources.js";
 import { JOB_ACK_WAIT_MS, startWorker } from "./worker.js";
 
 export const DeliveryConfig = z.object({
@@ -28,13 +29,15 @@ export const service = defineStatelessService({
     if (cfg.WEBHOOK_ALLOW_PRIVATE_TARGETS)
       log.warn("WEBHOOK_ALLOW_PRIVATE_TARGETS is on: calls may reach internal addresses (never a metadata address); local use and tests only");
     const egress = { allowHttp: cfg.WEBHOOK_ALLOW_HTTP, allowPrivate: cfg.WEBHOOK_ALLOW_PRIVATE_TARGETS, timeoutMs: cfg.WEBHOOK_TIMEOUT_MS };
-    const send = (request: Parameters<typeof sendSigned>[0]) => sendSigned(request, egress);
-    const worker = await startWorker({
+    const res: DeliveryResources = {
+      webhooks: client(webhookAttemptsRpc, { timeoutMs: cfg.RPC_TIMEOUT_MS }),
+      send: (request) => sendSigned(request, egress),
+      log,
+      now: () => new Date(),
+    };
+    const worker = await startWorker(res, {
       nc,
       namespace,
-      log,
-      webhooks: client(webhookAttemptsRpc, { timeoutMs: cfg.RPC_TIMEOUT_MS }),
-      send,
       concurrency: cfg.WEBHOOK_CONCURRENCY,
       health,
       // A dead worker's jobs go to another within this; a live one keeps its own by reporting progress.
@@ -46,7 +49,7 @@ export const service = defineStatelessService({
     // and the guard's verdict on an endpoint's URL when it is set (names resolved from here, where
     // the calls are made).
     serve(deliveryRpc, {
-      call: (request) => send(request),
+      call: (request) => res.send(request),
       checkDestination: async ({ url }) => ({ refused: await destinationRefusal(url, egress) }),
     });
   },

@@ -9,10 +9,8 @@ import {
   type SignedRequest,
   type StartAttempt,
   type StartedAttempt,
-  type webhookAttemptsRpc,
 } from "@tasksvc/contracts";
-import type { Logger } from "@tasksvc/logger";
-import { consume, type Consumption, type NatsConnection, type RpcClient } from "@tasksvc/nats";
+import { consume, type Consumption, type NatsConnection } from "@tasksvc/nats";
 import {
   contextFromTraceparent,
   inSpan,
@@ -25,13 +23,12 @@ import {
   type Check,
 } from "@tasksvc/telemetry";
 import { batcher } from "./batch.js";
+import type { DeliveryResources } from "./resources.js";
 
+/** The worker's settings and the connection it consumes on. */
 export interface WorkerOptions {
   nc: NatsConnection;
   namespace: string;
-  log: Logger;
-  webhooks: RpcClient<typeof webhookAttemptsRpc>;
-  send(request: SignedRequest): Promise<CallResult>;
   /** WEBHOOK_CONCURRENCY: calls in flight in this process. */
   concurrency: number;
   /**
@@ -45,7 +42,6 @@ export interface WorkerOptions {
   callTimeoutMs: number;
   /** The replica's health: the consumer reports whether it is attached. */
   health?: { check(name: string, fn: Check): () => void };
-  now?: () => Date;
 }
 
 /** Durable names may not contain dots: the namespace joins with `_`. Replicas share it. */
@@ -98,15 +94,15 @@ interface SendWindow {
  * (deferAttempts). That window is what keeps every one-second window within the limit across
  * all workers, so hosts' clocks must agree (NTP) to well within it.
  */
-export function startWorker(o: WorkerOptions): Promise<Consumption> {
-  const now = o.now ?? (() => new Date());
-  const starts = batcher<StartAttempt, StartedAttempt>(async (jobs) => (await o.webhooks.call("startAttempts", { jobs }, systemCtx())).attempts, {
+export function startWorker(res: DeliveryResources, o: WorkerOptions): Promise<Consumption> {
+  const { now } = res;
+  const starts = batcher<StartAttempt, StartedAttempt>(async (jobs) => (await res.webhooks.call("startAttempts", { jobs }, systemCtx())).attempts, {
     maxSize: 200,
     maxWaitMs: 2,
   });
   const records = batcher(
     async (results: ReportedAttempt[]) => {
-      await o.webhooks.call("recordAttempts", { results }, systemCtx());
+      await res.webhooks.call("recordAttempts", { results }, systemCtx());
       return results.map(() => true);
     },
     { maxSize: 200, maxWaitMs: 10 },
@@ -114,7 +110,7 @@ export function startWorker(o: WorkerOptions): Promise<Consumption> {
 
   const defers = batcher(
     async (jobs: AttemptRef[]) => {
-      await o.webhooks.call("deferAttempts", { jobs }, systemCtx());
+      await res.webhooks.call("deferAttempts", { jobs }, systemCtx());
       return jobs.map(() => true);
     },
     { maxSize: 200, maxWaitMs: 10 },
@@ -203,12 +199,12 @@ export function startWorker(o: WorkerOptions): Promise<Consumption> {
                 attributes: { "http.request.method": "POST", "tasksvc.delivery_id": ref.delivery_id, "tasksvc.attempt": ref.attempt },
               },
               async (span) => {
-                const r = await o.send(request);
+                const r = await res.send(request);
                 span.setAttributes({ "tasksvc.outcome": r.outcome, ...(r.status === null ? {} : { "http.response.status_code": r.status }) });
                 return r;
               },
             )
-          : await o.send(request);
+          : await res.send(request);
     } finally {
       webhookAttemptDuration.observe((performance.now() - callStarted) / 1000);
       release();
@@ -232,7 +228,7 @@ export function startWorker(o: WorkerOptions): Promise<Consumption> {
     // concurrency is not the limit keeps two or three here.
     concurrency: o.concurrency,
     ackWaitMs: o.ackWaitMs,
-    log: o.log,
+    log: res.log,
     health: o.health,
     async handle(job, meta) {
       // Its lease ran out: the dispatcher has counted these attempts and dispatched them again.

@@ -15,6 +15,7 @@ import { client, connectNats, deleteStreams, encodeJson, ensureStream, jetstream
 import { eventually } from "@tasksvc/testing";
 import { webhookAttemptsDeferred, webhookDeliveryLag } from "@tasksvc/telemetry";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import type { DeliveryResources } from "../src/resources.js";
 import { START_MARGIN_MS, startWorker, type WorkerOptions } from "../src/worker.js";
 
 // The worker against a job stream of this file's own namespace (the stack's delivery service
@@ -84,19 +85,18 @@ describe("delivery worker", () => {
     };
     const sent: SignedRequest[] = [];
     const before = await lagSeconds();
-    const worker = await startWorker({
-      nc,
-      namespace,
-      log,
-      webhooks: client(nc, webhookAttemptsRpc, { namespace, timeoutMs: 5000 }),
-      send: async (request) => {
-        sent.push(request);
-        return { outcome: "delivered", status: 204, error_class: null, duration_ms: 1, retry_after_ms: null };
+    const worker = await startWorker(
+      {
+        log,
+        webhooks: client(nc, webhookAttemptsRpc, { namespace, timeoutMs: 5000 }),
+        send: async (request) => {
+          sent.push(request);
+          return { outcome: "delivered", status: 204, error_class: null, duration_ms: 1, retry_after_ms: null };
+        },
+        now: () => new Date(),
       },
-      concurrency: 4,
-      ackWaitMs: 30_000,
-      callTimeoutMs: 15_000,
-    });
+      { nc, namespace, concurrency: 4, ackWaitMs: 30_000, callTimeoutMs: 15_000 },
+    );
     try {
       const recorded = new Promise<ReportedAttempt[]>((resolve) => {
         reported = resolve;
@@ -131,19 +131,18 @@ describe("delivery worker, another worker's window", () => {
     const busyUntil = Date.now() + 1500;
     // The first start finds another worker's window open; a start after it has passed opens one.
     startAnswer = (ref) => (ref.delivery_id === d && Date.now() < busyUntil ? { request: null, busy_until: new Date(busyUntil).toISOString() } : undefined);
-    const worker = await startWorker({
-      nc,
-      namespace,
-      log,
-      webhooks: client(nc, webhookAttemptsRpc, { namespace, timeoutMs: 5000 }),
-      send: async (request) => {
-        sent.push({ id: request.headers["webhook-id"] ?? "", at: Date.now() });
-        return { outcome: "delivered", status: 204, error_class: null, duration_ms: 1, retry_after_ms: null };
+    const worker = await startWorker(
+      {
+        log,
+        webhooks: client(nc, webhookAttemptsRpc, { namespace, timeoutMs: 5000 }),
+        send: async (request) => {
+          sent.push({ id: request.headers["webhook-id"] ?? "", at: Date.now() });
+          return { outcome: "delivered", status: 204, error_class: null, duration_ms: 1, retry_after_ms: null };
+        },
+        now: () => new Date(),
       },
-      concurrency: 4,
-      ackWaitMs: 30_000,
-      callTimeoutMs: 15_000,
-    });
+      { nc, namespace, concurrency: 4, ackWaitMs: 30_000, callTimeoutMs: 15_000 },
+    );
     try {
       const lease = new Date(Date.now() + 60_000).toISOString();
       await jetstream(nc).publish(
@@ -173,22 +172,16 @@ describe("delivery worker, send times", () => {
   /** Every report, as it arrives. */
   let reports: ReportedAttempt[] = [];
 
-  const worker = (o: Partial<WorkerOptions> & Pick<WorkerOptions, "send">) => {
+  const worker = (o: Pick<DeliveryResources, "send"> & Partial<WorkerOptions>) => {
     offset = 0;
     reports = [];
     reported = (results) => void reports.push(...results);
     started = { request: { url: "https://hooks.example.com/x", headers: {}, body: "{}" }, occurred_at: new Date().toISOString() };
-    return startWorker({
-      nc,
-      namespace,
-      log,
-      webhooks: client(nc, webhookAttemptsRpc, { namespace, timeoutMs: 5000 }),
-      concurrency: 4,
-      ackWaitMs: 30_000,
-      callTimeoutMs: 15_000,
-      now: clock,
-      ...o,
-    });
+    const { send, ...settings } = o;
+    return startWorker(
+      { log, webhooks: client(nc, webhookAttemptsRpc, { namespace, timeoutMs: 5000 }), send, now: clock },
+      { nc, namespace, concurrency: 4, ackWaitMs: 30_000, callTimeoutMs: 15_000, ...settings },
+    );
   };
   const publish = (job: DeliveryJob) => jetstream(nc).publish(webhookMessages.deliveryJob.subject(namespace), encodeJson(job));
   const job = (deliveries: DeliveryJob["deliveries"], window?: number): DeliveryJob => ({

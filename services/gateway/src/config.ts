@@ -1,7 +1,7 @@
 import { blobStoreSetting } from "@tasksvc/blobs";
 import { duration, serviceSettings, settings } from "@tasksvc/config";
 import { z } from "zod";
-import { linkRateLimitSetting, trustProxySetting } from "./policies/link-limit.js";
+import { linkRateLimitSetting, trustProxySetting } from "./http/link-limits.js";
 
 /**
  * CORS_ORIGINS: unset, no CORS headers at all; `*`, any origin; or a comma-separated list of

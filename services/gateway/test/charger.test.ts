@@ -4,7 +4,7 @@ import { isAppError } from "@tasksvc/errors";
 import { createLogger } from "@tasksvc/logger";
 import { awayFromWindowEdge, eventually } from "@tasksvc/testing";
 import { afterAll, beforeEach, describe, expect, inject, it } from "vitest";
-import { createCharger } from "../src/policies/limits.js";
+import { createCharger } from "../src/pipeline/charger.js";
 import { gatewayRepo } from "../src/repo/gateway-repo.js";
 
 // The charger against the real `gateway` schema, with synthetic identities (each test its own

@@ -1,7 +1,8 @@
 import { ConfigError, parseConfig } from "@tasksvc/config";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CORS_EXPOSED_HEADERS, type BuildOptions } from "../src/app.js";
+import type { BuildOptions } from "../src/app.js";
+import { CORS_EXPOSED_HEADERS } from "../src/http/cors.js";
 import { bareGateway } from "./bare.js";
 import { GatewayConfig } from "../src/config.js";
 

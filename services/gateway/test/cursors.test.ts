@@ -1,6 +1,6 @@
 import { createHash, createHmac } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { cursorCodec } from "../src/policies/cursors.js";
+import { cursorCodec } from "../src/pipeline/cursors.js";
 
 // The cursor codec alone: what a cursor is bound to, and which step refuses it. The HTTP answers
 // are in test/e2e/cursors.test.ts.

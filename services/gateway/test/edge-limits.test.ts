@@ -1,8 +1,8 @@
 import { brotliDecompressSync, gunzipSync } from "node:zlib";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { chooseCoding, holdsCurrent, OPENAPI_CACHE_CONTROL } from "../src/docs.js";
-import { MAX_PIPELINED } from "../src/edge.js";
+import { chooseCoding, holdsCurrent, OPENAPI_CACHE_CONTROL } from "../src/openapi/docs-page.js";
+import { MAX_PIPELINED } from "../src/http/edge.js";
 import { bareGateway } from "./bare.js";
 import { parseWire, portOf, rawConnection, until } from "./raw-http.js";
 

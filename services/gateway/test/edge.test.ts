@@ -2,7 +2,7 @@ import { connect } from "node:net";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bareGateway } from "./bare.js";
-import { clientErrorProblem, rawProblemResponse } from "../src/edge.js";
+import { clientErrorProblem, rawProblemResponse } from "../src/http/edge.js";
 import { AppError } from "@tasksvc/errors";
 
 const parserError = (code: string, reason = "Invalid header value char") => Object.assign(new Error(`Parse Error: ${reason}`), { code, reason });

@@ -1,7 +1,7 @@
 import type { BlobStore } from "@tasksvc/blobs";
 import { describe, expect, it } from "vitest";
 import { GatewayConfig } from "../src/config.js";
-import { clientKey, linkLimiter } from "../src/policies/link-limit.js";
+import { clientKey, linkLimiter } from "../src/http/link-limits.js";
 import { bareGateway } from "./bare.js";
 
 // The link routes' limit per client address: its settings, its counting, and which address it

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { buildOpenApi } from "../src/openapi.js";
+import { buildOpenApi } from "../src/openapi/document.js";
 import { operations } from "../src/routes/index.js";
 
 // A field's description and example are zod metadata on the field itself (libs/contracts), which

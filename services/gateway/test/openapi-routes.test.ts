@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { buildOpenApi } from "../src/openapi.js";
+import { buildOpenApi } from "../src/openapi/document.js";
 import { operations } from "../src/routes/index.js";
 import { bareGateway } from "./bare.js";
 

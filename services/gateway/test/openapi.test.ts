@@ -7,7 +7,7 @@ import Ajv2020 from "ajv/dist/2020.js";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { bareGateway } from "./bare.js";
 import { routeTable } from "./route-table.js";
-import { buildOpenApi } from "../src/openapi.js";
+import { buildOpenApi } from "../src/openapi/document.js";
 import { operations } from "../src/routes/index.js";
 
 const stack = inject("stack");

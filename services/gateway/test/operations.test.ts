@@ -1,7 +1,8 @@
 import { PageQuery } from "@tasksvc/contracts";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { NoQuery, resource, type ResourceBuilder } from "../src/operations.js";
+import { NoQuery, type ResourceBuilder } from "../src/pipeline/operation.js";
+import { resource } from "../src/pipeline/resource.js";
 
 const Item = z.object({ id: z.string() });
 const ItemParams = z.object({ item_id: z.string() });

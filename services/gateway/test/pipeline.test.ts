@@ -8,11 +8,11 @@ import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { z } from "zod";
 import { buildGateway } from "../src/app.js";
-import { resource } from "../src/operations.js";
+import { resource } from "../src/pipeline/resource.js";
 import { resources } from "../src/routes/index.js";
 import { createAuthenticator } from "../src/auth.js";
-import { cursorCodec, signNextCursor } from "../src/policies/cursors.js";
-import { createCharger } from "../src/policies/limits.js";
+import { cursorCodec, signNextCursor } from "../src/pipeline/cursors.js";
+import { createCharger } from "../src/pipeline/charger.js";
 import { gatewayRepo } from "../src/repo/gateway-repo.js";
 
 const stack = inject("stack");

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { errorsPage } from "../src/errors-page.js";
-import { buildOpenApi, markdownText } from "../src/openapi.js";
+import { errorsPage } from "../src/openapi/errors-page.js";
+import { buildOpenApi } from "../src/openapi/document.js";
+import { markdownText } from "../src/openapi/markdown.js";
 import { operations } from "../src/routes/index.js";
 
 // The OpenAPI document (/docs, the typed client) and the errors page speak to the API's users:

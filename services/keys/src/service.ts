@@ -7,8 +7,8 @@ import { defineService } from "@tasksvc/runtime";
 import { z } from "zod";
 import { devIssuer } from "./domain/dev-issuer.js";
 import { keysService } from "./domain/keys-service.js";
+import { keysResources } from "./domain/resources.js";
 import { DEV_KEYS_SECRET_KEY } from "./domain/secrets.js";
-import { keysRepo } from "./repo/keys-repo.js";
 import { keysHandlers } from "./rpc.js";
 
 export const KeysConfig = z.object({
@@ -47,27 +47,24 @@ export const service = defineService({
         "OAUTH_JWKS_URL is not set: admin issue-token signs access tokens with the development issuer, whose key is kept in the database; set OAUTH_JWKS_URL (your OAuth issuer's JWKS) or OAUTH_PUBLIC_KEY outside development",
       );
     }
-    const repo = keysRepo(db.sql);
-    const box = secretBox(cfg.KEYS_SECRET_KEY.keyMaterial, "KEYS_SECRET_KEY");
-    const issuer = devIssuer({ repo, box, issuer: cfg.OAUTH_ISSUER, audience: cfg.OAUTH_AUDIENCE, enabled: devIssuerOn, log });
-    // A private key stored plain before it was sealed is sealed now; the key comes from the
-    // environment, so no migration could. Idempotent, and safe with replicas starting together.
-    const sealed = await issuer.sealStoredKeys();
-    if (sealed > 0) log.info({ sealed }, "sealed the development issuer's signing key under KEYS_SECRET_KEY");
-    const svc = keysService({
-      repo,
-      tx: (fn) => db.tx((t) => fn(keysRepo(t))),
-      box,
-      issuer,
+    const res = keysResources(db, {
+      box: secretBox(cfg.KEYS_SECRET_KEY.keyMaterial, "KEYS_SECRET_KEY"),
       async invalidate(organizationId) {
         nc.publish(keysInvalidationSubject(namespace), encodeJson({ organization_id: organizationId }));
         // Flushed before the caller's reply goes out: NATS delivers a connection's messages in
         // order, so every gateway has the invalidation queued before this revoke's reply arrives.
         await nc.flush();
       },
+      log,
     });
+    const issuer = devIssuer(res, { issuer: cfg.OAUTH_ISSUER, audience: cfg.OAUTH_AUDIENCE, enabled: devIssuerOn });
+    // A private key stored plain before it was sealed is sealed now; the key comes from the
+    // environment, so no migration could. Idempotent, and safe with replicas starting together.
+    const sealed = await issuer.sealStoredKeys();
+    if (sealed > 0) log.info({ sealed }, "sealed the development issuer's signing key under KEYS_SECRET_KEY");
+    const svc = keysService(res, { issuer });
     // Idempotency records hold a new key's secret (sealed) for their 24 h: removed hourly once past it.
-    every(60 * 60_000, "idempotency sweep", () => repo.idempotency.sweep());
+    every(60 * 60_000, "idempotency sweep", () => res.repo.idempotency.sweep());
     serve(keysRpc, keysHandlers(svc));
   },
 });

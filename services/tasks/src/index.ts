@@ -4,9 +4,8 @@ export { service, TasksConfig } from "./service.js";
 export { MIGRATIONS_DIR } from "./service.js";
 export { TASK_INDEXES } from "./repo/indexes.js";
 export { tasksResources } from "./domain/resources.js";
-export { recurrenceScheduler } from "./domain/scheduler.js";
-export { taskCache } from "./domain/task-cache.js";
-export { tasksService } from "./domain/tasks-service.js";
+export { recurrenceSystem } from "./domain/recurrence/system.js";
+export { tasksSystem } from "./domain/tasks.js";
 // The repositories, for the bench's matched baselines (test/bench/matched-responder.mjs), which
 // run the service's own statements with none of its pipeline.
 export { tasksRepo } from "./repo/tasks-repo.js";

@@ -1,10 +1,21 @@
 import { callerOf, type Task, taskEtag, type tasksRpc } from "@tasksvc/contracts";
 import type { HandlerMeta, Handlers } from "@tasksvc/nats";
-import type { AttachmentsService } from "./domain/attachments.js";
-import { taskBatches } from "./domain/batches.js";
-import { eventReplay } from "./domain/event-replay.js";
-import type { Repositories } from "./repo/repositories.js";
-import type { TasksService } from "./domain/tasks-service.js";
+import type { AttachmentsSystem } from "./domain/attachments/system.js";
+import type { TaskBatches } from "./domain/batches.js";
+import type { DependenciesSystem } from "./domain/dependencies.js";
+import type { EventsSystem } from "./domain/events/system.js";
+import type { ProjectsSystem } from "./domain/projects.js";
+import type { TasksSystem } from "./domain/tasks.js";
+
+/** The systems the operations are served by, each built on the service's one set of resources. */
+export interface TasksSystems {
+  tasks: TasksSystem;
+  batches: TaskBatches;
+  projects: ProjectsSystem;
+  dependencies: DependenciesSystem;
+  events: EventsSystem;
+  attachments: AttachmentsSystem;
+}
 
 /** An answer that is one task, its ETag in the reply's headers: the gateway sends both without parsing the task. */
 function tagged(meta: HandlerMeta, task: Task): Task {
@@ -12,33 +23,31 @@ function tagged(meta: HandlerMeta, task: Task): Task {
   return task;
 }
 
-/** Entry layer: maps each RPC operation of the catalog onto the domain. */
-export function tasksHandlers(svc: TasksService, att: AttachmentsService, repos: Repositories, replyBytes: number): Handlers<typeof tasksRpc> {
-  const batches = taskBatches(svc, replyBytes);
-  const replay = eventReplay(repos);
+/** Entry layer: maps each RPC operation of the catalog onto the system that serves it. */
+export function tasksHandlers({ tasks, batches, projects, dependencies, events, attachments: att }: TasksSystems): Handlers<typeof tasksRpc> {
   return {
-    createTask: async (i, ctx, meta) => tagged(meta, await svc.createTask(callerOf(ctx), i)),
-    listTasks: (i, ctx) => svc.listTasks(callerOf(ctx), i),
-    searchTasks: (i, ctx) => svc.searchTasks(callerOf(ctx), i),
-    getTask: async (i, ctx, meta) => tagged(meta, await svc.getTask(callerOf(ctx), i.task_id)),
-    updateTask: async (i, ctx, meta) => tagged(meta, await svc.updateTask(callerOf(ctx), i.task_id, i.patch)),
-    archiveTask: async (i, ctx, meta) => tagged(meta, await svc.setArchived(callerOf(ctx), i.task_id, true)),
-    unarchiveTask: async (i, ctx, meta) => tagged(meta, await svc.setArchived(callerOf(ctx), i.task_id, false)),
+    createTask: async (i, ctx, meta) => tagged(meta, await tasks.createTask(callerOf(ctx), i)),
+    listTasks: (i, ctx) => tasks.listTasks(callerOf(ctx), i),
+    searchTasks: (i, ctx) => tasks.searchTasks(callerOf(ctx), i),
+    getTask: async (i, ctx, meta) => tagged(meta, await tasks.getTask(callerOf(ctx), i.task_id)),
+    updateTask: async (i, ctx, meta) => tagged(meta, await tasks.updateTask(callerOf(ctx), i.task_id, i.patch)),
+    archiveTask: async (i, ctx, meta) => tagged(meta, await tasks.setArchived(callerOf(ctx), i.task_id, true)),
+    unarchiveTask: async (i, ctx, meta) => tagged(meta, await tasks.setArchived(callerOf(ctx), i.task_id, false)),
     batchTasks: (i, ctx) => batches.run(callerOf(ctx), i),
-    taskHistory: (i, ctx) => svc.history(callerOf(ctx), i.task_id, i.limit, i.after),
-    listEvents: (i, ctx) => svc.listEvents(callerOf(ctx), i),
-    getEvent: (i, ctx) => svc.getEvent(callerOf(ctx), i.event_id, i.visible),
-    replayEvents: (i, ctx) => replay(callerOf(ctx), i),
-    getDependencies: (i, ctx) => svc.dependencies(callerOf(ctx), i.task_id),
-    addDependency: (i, ctx) => svc.addDependency(callerOf(ctx), i.task_id, i.blocker_task_id),
-    removeDependency: (i, ctx) => svc.removeDependency(callerOf(ctx), i.task_id, i.blocker_task_id),
-    createProject: (i, ctx) => svc.createProject(callerOf(ctx), i),
-    listProjects: (i, ctx) => svc.listProjects(callerOf(ctx), i.limit, i.after),
-    getProject: (i, ctx) => svc.getProject(callerOf(ctx), i.project_id),
-    updateProject: (i, ctx) => svc.updateProject(callerOf(ctx), i.project_id, i.patch),
-    deleteProject: (i, ctx) => svc.deleteProject(callerOf(ctx), i.project_id),
-    lookupTasks: (i, ctx) => svc.lookupTasks(callerOf(ctx), i.numbers),
-    taskWithSubtasks: (i, ctx) => svc.taskWithSubtasks(callerOf(ctx), i.number),
+    taskHistory: (i, ctx) => tasks.history(callerOf(ctx), i.task_id, i.limit, i.after),
+    lookupTasks: (i, ctx) => tasks.lookupTasks(callerOf(ctx), i.numbers),
+    taskWithSubtasks: (i, ctx) => tasks.taskWithSubtasks(callerOf(ctx), i.number),
+    listEvents: (i, ctx) => events.listEvents(callerOf(ctx), i),
+    getEvent: (i, ctx) => events.getEvent(callerOf(ctx), i.event_id, i.visible),
+    replayEvents: (i, ctx) => events.replayEvents(callerOf(ctx), i),
+    getDependencies: (i, ctx) => dependencies.dependencies(callerOf(ctx), i.task_id),
+    addDependency: (i, ctx) => dependencies.addDependency(callerOf(ctx), i.task_id, i.blocker_task_id),
+    removeDependency: (i, ctx) => dependencies.removeDependency(callerOf(ctx), i.task_id, i.blocker_task_id),
+    createProject: (i, ctx) => projects.createProject(callerOf(ctx), i),
+    listProjects: (i, ctx) => projects.listProjects(callerOf(ctx), i.limit, i.after),
+    getProject: (i, ctx) => projects.getProject(callerOf(ctx), i.project_id),
+    updateProject: (i, ctx) => projects.updateProject(callerOf(ctx), i.project_id, i.patch),
+    deleteProject: (i, ctx) => projects.deleteProject(callerOf(ctx), i.project_id),
     startUpload: ({ task_id, limits, ...body }, ctx) => att.startUpload(callerOf(ctx), task_id, body, limits),
     registerAttachment: ({ task_id, ...body }, ctx) => att.registerAttachment(callerOf(ctx), task_id, body),
     listAttachments: (i, ctx) => att.listAttachments(callerOf(ctx), i.task_id, i.limit, i.after),

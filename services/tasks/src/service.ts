@@ -7,14 +7,17 @@ import { rolloverMessages, taskEventsStream, tasksChangedSubject, tasksRpc, Task
 import { consume, decodeJson, encodeJson, jetstream, nanos, pageBudget } from "@tasksvc/nats";
 import { defineService } from "@tasksvc/runtime";
 import { z } from "zod";
-import { attachmentsService } from "./domain/attachments.js";
-import { capabilities, linkSigningKeysSetting } from "./domain/capabilities.js";
+import { capabilities, linkSigningKeysSetting } from "./domain/attachments/capabilities.js";
+import { attachmentsSystem } from "./domain/attachments/system.js";
+import { taskBatches } from "./domain/batches.js";
+import { dependenciesSystem } from "./domain/dependencies.js";
+import { eventsSystem } from "./domain/events/system.js";
+import { projectsSystem } from "./domain/projects.js";
+import { recurrenceSystem } from "./domain/recurrence/system.js";
 import { tasksResources } from "./domain/resources.js";
-import { recurrenceScheduler } from "./domain/scheduler.js";
 import { taskCache } from "./domain/task-cache.js";
-import { tasksService } from "./domain/tasks-service.js";
+import { tasksSystem } from "./domain/tasks.js";
 import { startRelay } from "./relay.js";
-import { attachmentsRepo } from "./repo/attachments-repo.js";
 import { tasksHandlers } from "./rpc.js";
 
 export const TasksConfig = z.object({
@@ -66,10 +69,26 @@ export const service = defineService({
   async start({ db, nc, namespace, log, serve, every, onStop, cfg }) {
     const relay = startRelay({ db, js: jetstream(nc), nc, namespace, log });
     onStop(() => relay.stop());
+    const cache = taskCache();
+    const changedSubject = tasksChangedSubject(namespace);
     // One set of resources for every system: the domain's writes wake the relay once committed.
     // Pages stop at a byte budget that fits the connection's max_payload (DESIGN 20, Size).
-    const resources = tasksResources(db, () => relay.notify(), pageBudget(nc));
-    const { repos } = resources;
+    const res = tasksResources(db, {
+      written: () => relay.notify(),
+      pageBytes: pageBudget(nc),
+      cache,
+      // On one server, hits are served as they are: the broadcast, flushed before the reply,
+      // reaches every replica ahead of any later request (decision 0008). On a cluster it need not
+      // (another route, or lost with a server that dies), so hits are checked against the row's
+      // version first (decision 0017). Read per request: a reconnect may land elsewhere.
+      checkHits: () => nc.info === undefined || nc.info.cluster !== undefined,
+      async changed(organizationId, numbers) {
+        nc.publish(changedSubject, encodeJson({ organization_id: organizationId, numbers }));
+        await nc.flush();
+      },
+      log,
+    });
+    const events = eventsSystem(res);
     // Webhook endpoints' operational events, relayed by the webhooks service from its outbox: taken
     // into this outbox, they reach the feed, the live stream and the fan-out in the event stream's
     // one order. Waits in the background for the stream while the webhooks service has not made it
@@ -82,16 +101,14 @@ export const service = defineService({
       ackWaitMs: 30_000,
       log,
       async handle(event) {
-        if (await repos.events.takeIn(event)) relay.notify();
+        await events.takeIn(event);
         return "ack";
       },
     });
     onStop(() => endpointEvents.stop());
-    const cache = taskCache();
-    const changedSubject = tasksChangedSubject(namespace);
     // Every replica hears every change (no queue group). A callback, not an iterator: it runs in
     // arrival order with the RPC subscriptions, before any request that was published after it
-    // through the same server (on a cluster, see checkHits below).
+    // through the same server (on a cluster, see checkHits above).
     const changes = nc.subscribe(changedSubject, {
       callback: (err, msg) => {
         if (err) return void log.error({ err }, "change subscription error");
@@ -107,38 +124,23 @@ export const service = defineService({
         if (s.type === "disconnect" || s.type === "reconnect" || s.type === "slowConsumer") cache.clear();
       }
     })();
-    const svc = tasksService({
-      resources,
-      cache,
-      // On one server, hits are served as they are: the broadcast, flushed before the reply,
-      // reaches every replica ahead of any later request (decision 0008). On a cluster it need not
-      // (another route, or lost with a server that dies), so hits are checked against the row's
-      // version first (decision 0017). Read per request: a reconnect may land elsewhere.
-      checkHits: () => nc.info === undefined || nc.info.cluster !== undefined,
-      async changed(organizationId, numbers) {
-        nc.publish(changedSubject, encodeJson({ organization_id: organizationId, numbers }));
-        await nc.flush();
-      },
-    });
-    every(60 * 60_000, "idempotency sweep", () => repos.idempotency.sweep());
+    every(60 * 60_000, "idempotency sweep", () => res.repos.idempotency.sweep());
     // The events feed keeps 30 days (EVENT_RETENTION_DAYS); reads never show older ones, swept or not.
-    every(60 * 60_000, "events sweep", () => repos.events.sweep());
+    every(60 * 60_000, "events sweep", () => res.repos.events.sweep());
     // Recurring tasks' occurrences (decision 0021): every replica ticks; the (series, slot) key
     // makes each occurrence once whichever replica gets there first.
     // Rollover asks for unfinished occurrences to be put on their owners' boards by a message on
     // the rollover stream, which the boards service consumes: this service never calls boards.
     const js = jetstream(nc);
     const rollovers = rolloverMessages.request;
-    const scheduler = recurrenceScheduler({
-      resources,
+    const recurrence = recurrenceSystem(res, {
       boards: {
         async request(input) {
           await js.publish(rollovers.subject(namespace), encodeJson(input), { msgID: rollovers.msgId(input) });
         },
       },
-      log,
     });
-    every(cfg.RECURRENCE_TICK, "recurrence", () => scheduler.tick(new Date(Date.now() + cfg.RECURRENCE_CLOCK_AHEAD)));
+    every(cfg.RECURRENCE_TICK, "recurrence", () => recurrence.tick(new Date(Date.now() + cfg.RECURRENCE_CLOCK_AHEAD)));
 
     const store: BlobStore =
       cfg.BLOB_STORE.kind === "nats" ? await natsBlobStore(nc, namespace, { replicas: cfg.NATS_STREAM_REPLICAS }) : s3BlobStore(cfg.BLOB_STORE);
@@ -146,9 +148,7 @@ export const service = defineService({
     if (cfg.LINK_SIGNING_KEYS.isDevKey) {
       log.warn("LINK_SIGNING_KEYS is not set: upload and download links are signed with the public development key; set it outside development");
     }
-    const att = attachmentsService({
-      repo: attachmentsRepo(db.sql),
-      tx: (fn) => db.tx((t) => fn(attachmentsRepo(t))),
+    const attachments = attachmentsSystem(res, {
       store,
       caps: capabilities({
         keys: cfg.LINK_SIGNING_KEYS.keys,
@@ -156,9 +156,19 @@ export const service = defineService({
       }),
       uploadTtlMs: cfg.UPLOAD_TICKET_TTL,
       downloadTtlMs: cfg.DOWNLOAD_LINK_TTL,
-      warn: (err, what) => log.warn({ err }, `${what} failed`),
     });
-    every(60_000, "attachment sweep", () => att.sweep());
-    serve(tasksRpc, tasksHandlers(svc, att, repos, resources.replyBytes));
+    every(60_000, "attachment sweep", () => attachments.sweep());
+    const tasks = tasksSystem(res);
+    serve(
+      tasksRpc,
+      tasksHandlers({
+        tasks,
+        batches: taskBatches(res, { tasks }),
+        projects: projectsSystem(res),
+        dependencies: dependenciesSystem(res),
+        events,
+        attachments,
+      }),
+    );
   },
 });

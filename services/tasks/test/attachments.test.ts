@@ -8,8 +8,9 @@ import { AppError } from "@tasksvc/errors";
 import { createLogger } from "@tasksvc/logger";
 import { connectNats, type NatsConnection } from "@tasksvc/nats";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { attachmentsService } from "../src/domain/attachments.js";
-import { capabilities } from "../src/domain/capabilities.js";
+import { capabilities } from "../src/domain/attachments/capabilities.js";
+import { attachmentsSystem } from "../src/domain/attachments/system.js";
+import { tasksResources } from "../src/domain/resources.js";
 import { attachmentsRepo } from "../src/repo/attachments-repo.js";
 import { MIGRATIONS_DIR } from "../src/service.js";
 
@@ -26,16 +27,7 @@ const caps = capabilities({ keys: [{ kid: "k1", key: randomBytes(32) }], lifetim
 let nc: NatsConnection;
 let store: BlobStore;
 
-const service = (uploadTtlMs = 15 * 60_000) =>
-  attachmentsService({
-    repo: attachmentsRepo(sql),
-    tx: (fn) => db.tx((t) => fn(attachmentsRepo(t))),
-    store,
-    caps,
-    uploadTtlMs,
-    downloadTtlMs: 5 * 60_000,
-    warn: () => undefined,
-  });
+const service = (uploadTtlMs = 15 * 60_000) => attachmentsSystem(tasksResources(db, { log }), { store, caps, uploadTtlMs, downloadTtlMs: 5 * 60_000 });
 let svc: ReturnType<typeof service>;
 
 beforeAll(async () => {

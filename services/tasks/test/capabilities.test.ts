@@ -2,7 +2,7 @@ import { createHmac, randomBytes } from "node:crypto";
 import { parseConfig } from "@tasksvc/config";
 import { AppError } from "@tasksvc/errors";
 import { describe, expect, it } from "vitest";
-import { type Capability, capabilities, CLOCK_SKEW_MS, DEV_LINK_SIGNING_KEYS, parseLinkSigningKeys } from "../src/domain/capabilities.js";
+import { type Capability, capabilities, CLOCK_SKEW_MS, DEV_LINK_SIGNING_KEYS, parseLinkSigningKeys } from "../src/domain/attachments/capabilities.js";
 import { TasksConfig } from "../src/service.js";
 
 // Link signing keys and the checks a link passes, at the unit level: the whole path through HTTP

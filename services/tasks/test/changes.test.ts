@@ -1,6 +1,6 @@
 import { apiTask } from "@tasksvc/testing";
 import { describe, expect, it } from "vitest";
-import { changesOf } from "../src/domain/changes.js";
+import { changesOf } from "../src/domain/events/changes.js";
 
 // The bound on an event's `changes` (DESIGN.md section 20): pure logic over two tasks.
 

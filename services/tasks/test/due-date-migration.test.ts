@@ -73,7 +73,7 @@ describe("migration 0017: due dates become instants", () => {
     expect(byName.get("tasks_due_desc_idx")?.["def"]).toContain("'-infinity'::timestamp with time zone");
 
     // The service reads them as the API shows them.
-    const repos = tasksResources(db, () => undefined).repos;
+    const repos = tasksResources(db).repos;
     const rows = await repos.tasks.byNumber(ORG, [1, 2, 3]);
     expect(rows.map((r) => toTask(r).due_date).sort()).toEqual(["2026-03-01T00:00:00.000Z", "9999-12-31T00:00:00.000Z", null].sort());
 

@@ -2,9 +2,9 @@ import type { Caller, RpcContext } from "@tasksvc/contracts";
 import { createDb, newId } from "@tasksvc/db";
 import { eventually } from "@tasksvc/testing";
 import { afterAll, describe, expect, inject, it } from "vitest";
+import { eventsSystem } from "../src/domain/events/system.js";
 import { tasksResources } from "../src/domain/resources.js";
-import { taskCache } from "../src/domain/task-cache.js";
-import { tasksService } from "../src/domain/tasks-service.js";
+import { tasksSystem } from "../src/domain/tasks.js";
 import { eventsRepo } from "../src/repo/events-repo.js";
 import { ISO_SQL } from "../src/repo/sql-time.js";
 
@@ -17,12 +17,9 @@ const db = createDb({ url: stack.databaseUrl, schema: "tasks", max: 2 });
 afterAll(async () => {
   await db.end({ timeout: 1 });
 });
-const svc = tasksService({
-  resources: tasksResources(db, () => undefined),
-  cache: taskCache(),
-  checkHits: () => false,
-  changed: async () => undefined,
-});
+const resources = tasksResources(db);
+const svc = tasksSystem(resources);
+const events = eventsSystem(resources);
 
 function caller(): Caller {
   const org = newId("org");
@@ -39,7 +36,7 @@ describe("an event's time", () => {
     const [row] = await db.sql<{ archived_at: string }[]>`
       select to_char(archived_at at time zone 'UTC', ${db.sql.unsafe(ISO_SQL)}) as archived_at from tasks
       where organization_id = ${c.organizationId} and number = ${Number(created.id.slice(2))}`;
-    const feed = await svc.listEvents(c, { limit: 10 });
+    const feed = await events.listEvents(c, { limit: 10 });
     expect(feed.data.map((e) => [e.type, e.timestamp])).toEqual([
       ["task.archived", row?.archived_at],
       ["task.updated", updated.updated_at],

@@ -12,8 +12,8 @@ import {
   slotAfterCompletion,
   slotAfterDone,
   slotAtDone,
-} from "../src/domain/recurrence.js";
-import { normalizeRecurrence, recurrenceRule } from "../src/domain/rrule.js";
+} from "../src/domain/recurrence/slots.js";
+import { normalizeRecurrence, recurrenceRule } from "../src/domain/recurrence/rrule.js";
 
 // Issue 16: the days a recurring task's occurrences fall on, for every field of the recurrence
 // object. Pure functions of a rule and a day: no clock, no sleeps.

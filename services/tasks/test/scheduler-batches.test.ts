@@ -1,11 +1,11 @@
 import type { Caller } from "@tasksvc/contracts";
 import { describe, expect, it } from "vitest";
-import { recurrenceScheduler } from "../src/domain/scheduler.js";
+import { recurrenceSystem } from "../src/domain/recurrence/system.js";
 import { repositories } from "../src/repo/repositories.js";
 import { schedulerFixture } from "./scheduler-fixture.js";
 
 // The recurrence scheduler: an organization's due occurrences made together, and what a batch does when part of it cannot be made.
-const { db, log, resources, repos, boardsAsked, scheduler, withRecurrence, caller, at, series } = schedulerFixture("tasks_scheduler_batches_test");
+const { db, resources, repos, boardsAsked, scheduler, withRecurrence, caller, at, series } = schedulerFixture("tasks_scheduler_batches_test");
 
 describe("the recurrence scheduler", () => {
   describe("an organization's occurrences made together (one transaction per 100)", () => {
@@ -38,17 +38,13 @@ describe("the recurrence scheduler", () => {
       // Replica B read the five series due; replica A then made two of them.
       const stale = (await repos.recurrence.heads(now)).filter((h) => h.organization_id === c.organizationId);
       const first = new Set(heads.slice(0, 2).map((h) => h.id.slice(2)));
-      await recurrenceScheduler({
-        resources: withRecurrence({ heads: async () => stale.filter((h) => first.has(h.number)) as Heads }),
-        boards: boardsAsked().port,
-        log,
-      }).tick(now);
+      await recurrenceSystem(withRecurrence({ heads: async () => stale.filter((h) => first.has(h.number)) as Heads }), { boards: boardsAsked().port }).tick(
+        now,
+      );
       expect(await numbers(c)).toEqual([1, 2, 3, 4, 5, 6, 7]);
       // B's check before making them missed A's (it ran just before A committed).
-      const b = recurrenceScheduler({
-        resources: withRecurrence({ heads: async () => stale as Heads, slotsTaken: async () => new Set<string>() }),
+      const b = recurrenceSystem(withRecurrence({ heads: async () => stale as Heads, slotsTaken: async () => new Set<string>() }), {
         boards: boardsAsked().port,
-        log,
       });
       expect(await b.tick(now)).toBe(3);
       expect(await numbers(c)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
@@ -60,8 +56,8 @@ describe("the recurrence scheduler", () => {
       const ok = await series(c, { title: "fine", recurrence: { frequency: "DAILY", start_date: "2026-11-01" } });
       const broken = await series(c, { title: "broken", recurrence: { frequency: "DAILY", start_date: "2026-11-01" } });
       const hidden = broken.id.slice(2);
-      const s = recurrenceScheduler({
-        resources: {
+      const s = recurrenceSystem(
+        {
           ...resources,
           // Its head is not found when the occurrences are made (as if gone meanwhile).
           tx: (fn) =>
@@ -71,9 +67,8 @@ describe("the recurrence scheduler", () => {
               return fn({ ...r, tasks: { ...r.tasks, byNumber } });
             }),
         },
-        boards: boardsAsked().port,
-        log,
-      });
+        { boards: boardsAsked().port },
+      );
       await s.tick(at("2026-11-02T09:00:00Z"));
       expect(await seriesDays(c, ok.id)).toEqual(["2026-11-02"]);
       expect(await seriesDays(c, broken.id)).toEqual([]);

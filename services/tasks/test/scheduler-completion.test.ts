@@ -1,10 +1,10 @@
 import type { Caller } from "@tasksvc/contracts";
 import { describe, expect, it } from "vitest";
-import { recurrenceScheduler } from "../src/domain/scheduler.js";
+import { recurrenceSystem } from "../src/domain/recurrence/system.js";
 import { schedulerFixture } from "./scheduler-fixture.js";
 
 // The recurrence scheduler with the writes that complete or archive a series' latest occurrence, which make the next one themselves.
-const { db, log, repos, svc, svcAt, boardsAsked, scheduler, withRecurrence, caller, at, series } = schedulerFixture("tasks_scheduler_completion_test");
+const { db, repos, svc, svcAt, boardsAsked, scheduler, withRecurrence, caller, at, series } = schedulerFixture("tasks_scheduler_completion_test");
 
 describe("the recurrence scheduler", () => {
   describe("the next occurrence made by the write that completes or archives the latest one", () => {
@@ -146,11 +146,7 @@ describe("the recurrence scheduler", () => {
       const staleAt = async (iso: string, head: string) =>
         (await repos.recurrence.heads(at(iso))).filter((h) => h.organization_id === c.organizationId && `T-${h.number}` === head) as Heads;
       const late = (stale: Heads) =>
-        recurrenceScheduler({
-          resources: withRecurrence({ heads: async () => stale, slotsTaken: async () => new Set<string>() }),
-          boards: boardsAsked().port,
-          log,
-        });
+        recurrenceSystem(withRecurrence({ heads: async () => stale, slotsTaken: async () => new Set<string>() }), { boards: boardsAsked().port });
       // Monday Nov 9 has begun: a replica reads the weekly series (Nov 9 is due); the user then
       // completes the head, which makes Nov 9; the replica, past its check, makes Nov 9 too.
       const weeklyRead = await staleAt("2026-11-09T00:00:05Z", weekly.id);

@@ -3,9 +3,8 @@ import { createDb, migrate, newId } from "@tasksvc/db";
 import { createLogger } from "@tasksvc/logger";
 import { afterAll, beforeAll, inject } from "vitest";
 import { type TasksResources, tasksResources } from "../src/domain/resources.js";
-import { type RolloverPort, recurrenceScheduler } from "../src/domain/scheduler.js";
-import { taskCache } from "../src/domain/task-cache.js";
-import { tasksService } from "../src/domain/tasks-service.js";
+import { type RolloverPort, recurrenceSystem } from "../src/domain/recurrence/system.js";
+import { tasksSystem } from "../src/domain/tasks.js";
 import type { RecurrenceRepo } from "../src/repo/recurrence-repo.js";
 import { MIGRATIONS_DIR } from "../src/service.js";
 
@@ -18,12 +17,11 @@ export function schedulerFixture(schema: string) {
   const stack = inject("stack");
   const log = createLogger({ service: "scheduler-test", level: "silent" });
   const db = createDb({ url: stack.databaseUrl, schema, max: 6 });
-  const resources = tasksResources(db, () => undefined);
+  const resources = tasksResources(db, { log });
   const { repos } = resources;
-  const svc = tasksService({ resources, cache: taskCache(), checkHits: () => false, changed: async () => undefined });
-  /** The tasks service with its clock pinned at `iso`: writes that complete an occurrence happen then. */
-  const svcAt = (iso: string) =>
-    tasksService({ resources, cache: taskCache(), checkHits: () => false, changed: async () => undefined, now: () => new Date(iso) });
+  const svc = tasksSystem(resources);
+  /** The tasks system with its clock pinned at `iso`: writes that complete an occurrence happen then. */
+  const svcAt = (iso: string) => tasksSystem({ ...resources, now: () => new Date(iso) });
   /**
    * What the scheduler requests of the boards service (on the rollover stream), kept for the test to read. The boards service's
    * side (once per task and day, an entry the user removed stays removed) runs in the e2e test.
@@ -37,7 +35,7 @@ export function schedulerFixture(schema: string) {
     };
     return { asked, port, of: (c: Caller) => asked.filter((i) => i.organization_id === c.organizationId) };
   }
-  const scheduler = (boards: RolloverPort = boardsAsked().port) => recurrenceScheduler({ resources, boards, log });
+  const scheduler = (boards: RolloverPort = boardsAsked().port) => recurrenceSystem(resources, { boards });
   /** The resources with some methods of the pool's recurrence repository replaced (a replica's stale read, a race). */
   const withRecurrence = (patch: Partial<RecurrenceRepo>): TasksResources => ({
     ...resources,

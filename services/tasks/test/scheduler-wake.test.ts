@@ -1,27 +1,26 @@
 import type { Caller } from "@tasksvc/contracts";
 import { describe, expect, it } from "vitest";
-import { recurrenceScheduler } from "../src/domain/scheduler.js";
+import { recurrenceSystem } from "../src/domain/recurrence/system.js";
 import { schedulerFixture } from "./scheduler-fixture.js";
 
 // The recurrence scheduler's wake-up times: a tick reads only the series that can have something to do.
-const { log, repos, svc, svcAt, boardsAsked, withRecurrence, caller, occurrences, at, days, series } = schedulerFixture("tasks_scheduler_wake_test");
+const { repos, svc, svcAt, boardsAsked, withRecurrence, caller, occurrences, at, days, series } = schedulerFixture("tasks_scheduler_wake_test");
 
 describe("the recurrence scheduler", () => {
   describe("wake-up times (a tick reads only the series that can have something to do)", () => {
     /** A scheduler whose ticks report which of the caller's series they read. */
     function watched(c: Caller) {
       const read: string[][] = [];
-      const s = recurrenceScheduler({
-        resources: withRecurrence({
+      const s = recurrenceSystem(
+        withRecurrence({
           heads: async (now: Date) => {
             const heads = await repos.recurrence.heads(now);
             read.push(heads.filter((h) => h.organization_id === c.organizationId).map((h) => `T-${h.number}`));
             return heads;
           },
         }),
-        boards: boardsAsked().port,
-        log,
-      });
+        { boards: boardsAsked().port },
+      );
       return { read, tick: async (iso: string) => s.tick(at(iso)) };
     }
 
@@ -81,8 +80,8 @@ describe("the recurrence scheduler", () => {
       const c = caller();
       const head = await series(c, { recurrence: { frequency: "DAILY", basis: "COMPLETION", start_date: "2026-11-01" } });
       const read: string[][] = [];
-      const racing = recurrenceScheduler({
-        resources: withRecurrence({
+      const racing = recurrenceSystem(
+        withRecurrence({
           heads: async (now: Date) => {
             const heads = await repos.recurrence.heads(now);
             // A user's write lands after the read: the head is completed.
@@ -90,9 +89,8 @@ describe("the recurrence scheduler", () => {
             return heads;
           },
         }),
-        boards: boardsAsked().port,
-        log,
-      });
+        { boards: boardsAsked().port },
+      );
       await racing.tick(at("2026-11-02T08:00:00Z"));
       const w = watched(c);
       await w.tick("2026-11-02T08:01:00Z");

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { recurrenceScheduler } from "../src/domain/scheduler.js";
+import { recurrenceSystem } from "../src/domain/recurrence/system.js";
 import { repositories } from "../src/repo/repositories.js";
 import { schedulerFixture } from "./scheduler-fixture.js";
 
 // The recurrence scheduler: a series' occurrences, one per slot, as ticks make them (decision 0021).
-const { db, log, resources, repos, svc, boardsAsked, scheduler, caller, occurrences, at, days, series } = schedulerFixture("tasks_scheduler_test");
+const { db, resources, repos, svc, boardsAsked, scheduler, caller, occurrences, at, days, series } = schedulerFixture("tasks_scheduler_test");
 
 describe("the recurrence scheduler", () => {
   it("when a daily series' next day comes, then one new TODO task like the head is due that day, with its own task.created event; ticking again makes none", async () => {
@@ -57,8 +57,8 @@ describe("the recurrence scheduler", () => {
     const c = caller();
     const head = await series(c, { recurrence: { frequency: "DAILY", start_date: "2026-11-01" } });
     // A scheduler whose transaction dies after the task's insert, before the slot is recorded.
-    const crashing = recurrenceScheduler({
-      resources: {
+    const crashing = recurrenceSystem(
+      {
         ...resources,
         tx: (fn) =>
           db.tx((t) => {
@@ -74,9 +74,8 @@ describe("the recurrence scheduler", () => {
             });
           }),
       },
-      boards: boardsAsked().port,
-      log,
-    });
+      { boards: boardsAsked().port },
+    );
     await crashing.tick(at("2026-11-02T10:00:00Z"));
     expect(await days(c, head.id)).toEqual([]);
     const counter = await db.sql<{ last_number: string }[]>`select last_number::text from org_counters where organization_id = ${c.organizationId}`;

@@ -1,9 +1,9 @@
 import type { Caller, RpcContext } from "@tasksvc/contracts";
 import { createDb, newId } from "@tasksvc/db";
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { taskCache } from "../src/domain/task-cache.js";
+import { projectsSystem } from "../src/domain/projects.js";
 import { tasksResources } from "../src/domain/resources.js";
-import { tasksService } from "../src/domain/tasks-service.js";
+import { tasksSystem } from "../src/domain/tasks.js";
 import type { TasksRepo } from "../src/repo/tasks-repo.js";
 
 // Two replicas of the tasks domain over the stack's `tasks` schema, each with its own read cache,
@@ -40,16 +40,14 @@ function counted(repo: TasksRepo) {
 
 /** One replica; `checkHits` as on a NATS cluster (true) or on one server (false). */
 function replica(checkHits = true) {
-  const resources = tasksResources(db, () => undefined);
-  const { repo, calls } = counted(resources.repos.tasks);
-  const svc = tasksService({
-    resources: { ...resources, repos: { ...resources.repos, tasks: repo } },
-    cache: taskCache(),
+  const resources = tasksResources(db, {
     checkHits: () => checkHits,
     // The broadcast is lost on its way: no other replica hears of the write.
     changed: async () => undefined,
   });
-  return { svc, calls };
+  const { repo, calls } = counted(resources.repos.tasks);
+  const res = { ...resources, repos: { ...resources.repos, tasks: repo } };
+  return { svc: tasksSystem(res), projects: projectsSystem(res), calls };
 }
 
 function caller(): Caller {
@@ -84,14 +82,14 @@ describe("the read cache across replicas whose broadcasts are lost", () => {
     const a = replica();
     const b = replica();
     const c = caller();
-    const p = await a.svc.createProject(c, { name: "doomed" });
+    const p = await a.projects.createProject(c, { name: "doomed" });
     const t = await a.svc.createTask(c, { title: "kept", project_id: p.id });
     expect((await b.svc.getTask(c, t.id)).project_ids).toEqual([p.id]);
 
     await a.svc.setArchived(c, t.id, true);
     expect((await b.svc.getTask(c, t.id)).archived).toBe(true);
 
-    await a.svc.deleteProject(c, p.id);
+    await a.projects.deleteProject(c, p.id);
     expect((await b.svc.getTask(c, t.id)).project_ids).toEqual([]);
   });
 

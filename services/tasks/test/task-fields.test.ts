@@ -1,6 +1,6 @@
 import { inChangesOrder, inDataOrder, Task, TASK_FIELDS, TaskVersion } from "@tasksvc/contracts";
 import { describe, expect, it } from "vitest";
-import { changesOf } from "../src/domain/changes.js";
+import { changesOf } from "../src/domain/events/changes.js";
 import type { TaskRow } from "../src/repo/task-fields.js";
 import { shownContent, TASK_JSON, TEMPLATE_COMPLETION, taskTemplate, toTask } from "../src/repo/task-json.js";
 

@@ -2,9 +2,10 @@ import type { Caller, CreateTaskBody, RpcContext, Task } from "@tasksvc/contract
 import { CreateTaskBody as CreateTaskBodySchema, page as pageOf, Task as TaskSchema } from "@tasksvc/contracts";
 import { createDb, newId } from "@tasksvc/db";
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { taskCache } from "../src/domain/task-cache.js";
+import { eventsSystem } from "../src/domain/events/system.js";
+import { projectsSystem } from "../src/domain/projects.js";
 import { tasksResources } from "../src/domain/resources.js";
-import { tasksService } from "../src/domain/tasks-service.js";
+import { tasksSystem } from "../src/domain/tasks.js";
 import { inTaskOrder, toTask } from "../src/repo/task-json.js";
 
 // Lists send each task as JSON that Postgres builds (TASK_JSON), while every other read and each
@@ -17,17 +18,14 @@ afterAll(async () => {
   await db.end({ timeout: 1 });
 });
 
-const resources = tasksResources(db, () => undefined);
+const resources = tasksResources(db);
 const repo = resources.repos.tasks;
 /** The task list as GET /v1/tasks reads it (archived or current, newest change first). */
 const list = (org: string, q: { limit: number; archived: boolean; after?: string | undefined }) =>
   resources.repos.search.page(org, { filter: { field: "archived", op: "eq", value: q.archived }, sort: "-updated_at", limit: q.limit, after: q.after });
-const svc = tasksService({
-  resources,
-  cache: taskCache(),
-  checkHits: () => false,
-  changed: async () => undefined,
-});
+const svc = tasksSystem(resources);
+const projects = projectsSystem(resources);
+const events = eventsSystem(resources);
 
 const text = (raw: { bytes: Uint8Array }) => Buffer.from(raw.bytes).toString("utf8");
 
@@ -47,8 +45,8 @@ function caller(): Caller {
 describe("a task as a list renders it (Postgres) and as toTask() renders it", () => {
   it("when tasks hold every field, empty or full, then the listed JSON equals toTask() of the same row", async () => {
     const c = caller();
-    const project = await svc.createProject(c, { name: "p" });
-    const other = await svc.createProject(c, { name: "q" });
+    const project = await projects.createProject(c, { name: "p" });
+    const other = await projects.createProject(c, { name: "q" });
     const parent = await svc.createTask(c, { title: "parent" });
     const bodies: CreateTaskBody[] = [
       { title: "bare" },
@@ -119,10 +117,10 @@ describe("a task as a list renders it (Postgres) and as toTask() renders it", ()
     const row = await repo.get(c.organizationId, Number(created.id.slice(2)));
     expect(row && JSON.stringify(toTask(row))).toBe(JSON.stringify(patched));
 
-    const feed = await svc.listEvents(c, { limit: 10, task_id: created.id });
+    const feed = await events.listEvents(c, { limit: 10, task_id: created.id });
     expect(feed.data.map((e) => e.type)).toEqual(["task.updated", "task.created"]);
     expect(feed.data.map((e) => JSON.stringify(e.data))).toEqual([JSON.stringify(patched), JSON.stringify(created)]);
-    const one = await svc.getEvent(c, feed.data[0]?.id ?? "");
+    const one = await events.getEvent(c, feed.data[0]?.id ?? "");
     expect(Object.keys(one).filter((k) => k !== "changes")).toEqual(["id", "type", "timestamp", "data"]);
     expect(JSON.stringify(one.data)).toBe(JSON.stringify(patched));
 

@@ -13,14 +13,12 @@ import { attemptsService } from "./domain/attempts.js";
 import { deliveryLogService } from "./domain/delivery-log.js";
 import { deliveryStatsService } from "./domain/delivery-stats.js";
 import { jobPublisher, startDispatcher } from "./dispatcher.js";
-import type { DeliveryResources } from "./domain/delivery-resources.js";
 import { dispatchService } from "./domain/dispatch.js";
 import { endpointsService } from "./domain/endpoints-service.js";
 import { fanOutService } from "./domain/fanout.js";
-import { signer } from "./domain/signer.js";
+import { webhooksResources } from "./domain/resources.js";
 import { deliveriesRepo } from "./repo/deliveries-repo.js";
 import { endpointsRepo } from "./repo/endpoints-repo.js";
-import { logRepo } from "./repo/log-repo.js";
 import { attemptsHandlers, webhooksHandlers } from "./rpc.js";
 
 export const WebhooksConfig = z
@@ -76,8 +74,6 @@ export const service = defineService({
     if (cfg.WEBHOOK_SECRET_KEY.isDevKey) {
       log.warn("WEBHOOK_SECRET_KEY is not set: signing secrets are sealed with the public development key; set it outside development");
     }
-    const box = secretBox(cfg.WEBHOOK_SECRET_KEY.keyMaterial, "WEBHOOK_SECRET_KEY");
-    const sign = signer(box);
     const delivery = client(deliveryRpc, { timeoutMs: cfg.RPC_TIMEOUT_MS });
     // The outbox of endpoints' operational events, relayed to their stream (Nats-Msg-Id = event id).
     const relay = startOutboxRelay<OutboxRow & { type: EndpointEventType }>({
@@ -91,22 +87,27 @@ export const service = defineService({
       maxPayload: () => nc.info?.max_payload,
     });
     onStop(() => relay.stop());
-    const repo = endpointsRepo(db.sql);
-    const svc = endpointsService({
-      repo,
-      tx: (fn) => db.tx((t) => fn(endpointsRepo(t))),
-      box,
-      signer: sign,
+    // One set of resources for every system. Writes of operational events wake the relay; a
+    // finished attempt frees a slot of its endpoint and may have scheduled an immediate retry, and
+    // a replay's new rows and a retry's are due at once: each wakes the dispatcher rather than
+    // waiting for its poll.
+    const res = webhooksResources(db, {
+      box: secretBox(cfg.WEBHOOK_SECRET_KEY.keyMaterial, "WEBHOOK_SECRET_KEY"),
+      policy: { retryDelays: cfg.WEBHOOK_RETRY_DELAYS, disableAfter: cfg.WEBHOOK_DISABLE_AFTER, disableMinAgeMs: cfg.WEBHOOK_DISABLE_MIN_AGE },
+      log,
+      written: () => relay.notify(),
+      wake: () => dispatcher.wake(),
+    });
+    const svc = endpointsService(res, {
       allowHttp: cfg.WEBHOOK_ALLOW_HTTP,
       call: (request, ctx) => delivery.call("call", request, ctx),
       checkDestination: (url, ctx) => delivery.call("checkDestination", { url }, ctx),
-      onEvents: () => relay.notify(),
     });
-    every(60 * 60_000, "idempotency sweep", () => repo.idempotency.sweep());
+    every(60 * 60_000, "idempotency sweep", () => endpointsRepo(db.sql).idempotency.sweep());
     // The delivery log keeps 30 days, as the events feed does; attempts go with their delivery,
     // and an event's body with the last delivery of it.
     const deliveries = deliveriesRepo(db.sql);
-    const stats = deliveryStatsService({ db });
+    const stats = deliveryStatsService(res);
     every(60 * 60_000, "delivery log sweep", async () => {
       await deliveries.sweep();
       await deliveries.sweepBodies();
@@ -116,21 +117,10 @@ export const service = defineService({
     // deltas a read sums (a few seconds' worth).
     every(STATS_COMPACTION_MS, "delivery stats compaction", () => stats.compact());
 
-    const resources: DeliveryResources = {
-      db,
-      policy: { retryDelays: cfg.WEBHOOK_RETRY_DELAYS, disableAfter: cfg.WEBHOOK_DISABLE_AFTER, disableMinAgeMs: cfg.WEBHOOK_DISABLE_MIN_AGE },
-      log,
-      now: () => new Date(),
-    };
-    const attempts = attemptsService(resources, {
-      signer: sign,
-      // A finished attempt frees a slot of its endpoint, and may have scheduled an immediate retry.
-      onRecorded: () => dispatcher.wake(),
-      onEvents: () => relay.notify(),
-    });
+    const attempts = attemptsService(res);
     // Due deliveries → jobs on the job stream, at most WEBHOOK_ENDPOINT_CONCURRENCY in flight per
     // endpoint; leases that ran out are counted and dispatched again.
-    const dispatch = dispatchService(resources, {
+    const dispatch = dispatchService(res, {
       leaseMs: cfg.WEBHOOK_LEASE,
       endpointConcurrency: cfg.WEBHOOK_ENDPOINT_CONCURRENCY,
       publish: jobPublisher(nc, namespace),
@@ -154,14 +144,13 @@ export const service = defineService({
       nc,
       namespace,
       log,
-      fanout: fanOutService({ repo: deliveries }),
+      fanout: fanOutService(res),
       health,
-      onFannedOut: () => dispatcher.wake(),
+      onFannedOut: () => res.wake(),
     });
     onStop(() => fanout.stop());
     serve(webhookAttemptsRpc, attemptsHandlers(attempts));
-    // A replay's new rows and a retry's are due at once: wake the dispatcher rather than wait for its poll.
-    const deliveryLog = deliveryLogService({ repo: logRepo(db.sql), wake: () => dispatcher.wake() });
+    const deliveryLog = deliveryLogService(res);
     serve(webhooksRpc, webhooksHandlers(svc, deliveryLog, stats));
   },
 });

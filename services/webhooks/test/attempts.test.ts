@@ -5,9 +5,8 @@ import { DEV_SECRET_KEY, secretBox } from "@tasksvc/secrets";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { DeliveryJob } from "@tasksvc/contracts";
 import { attemptsService } from "../src/domain/attempts.js";
-import type { DeliveryResources } from "../src/domain/delivery-resources.js";
 import { dispatchService } from "../src/domain/dispatch.js";
-import { signer } from "../src/domain/signer.js";
+import { webhooksResources } from "../src/domain/resources.js";
 import { webhookAttempts } from "@tasksvc/telemetry";
 import { MIGRATIONS_DIR } from "../src/service.js";
 
@@ -19,13 +18,8 @@ const log = createLogger({ service: "attempts-test", level: "silent" });
 const db = createDb({ url: stack.databaseUrl, schema: SCHEMA, max: 8 });
 const sql = db.sql;
 const box = secretBox(DEV_SECRET_KEY, "WEBHOOK_SECRET_KEY");
-const resources: DeliveryResources = {
-  db,
-  policy: { retryDelays: [0, 60_000, 60_000], disableAfter: 3, disableMinAgeMs: 0 },
-  log,
-  now: () => new Date(),
-};
-const svc = attemptsService(resources, { signer: signer(box) });
+const resources = webhooksResources(db, { box, policy: { retryDelays: [0, 60_000, 60_000], disableAfter: 3, disableMinAgeMs: 0 }, log });
+const svc = attemptsService(resources);
 
 beforeAll(async () => {
   await migrate({ url: stack.databaseUrl, schema: SCHEMA, dir: MIGRATIONS_DIR, log });

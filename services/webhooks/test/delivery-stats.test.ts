@@ -5,10 +5,9 @@ import { newSigningSecret } from "@tasksvc/outbound";
 import { DEV_SECRET_KEY, secretBox } from "@tasksvc/secrets";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { attemptsService } from "../src/domain/attempts.js";
-import type { DeliveryResources } from "../src/domain/delivery-resources.js";
 import { deliveryStatsService } from "../src/domain/delivery-stats.js";
 import { dispatchService } from "../src/domain/dispatch.js";
-import { signer } from "../src/domain/signer.js";
+import { type WebhooksResources, webhooksResources } from "../src/domain/resources.js";
 import { deliveriesRepo, type FanOutEvent } from "../src/repo/deliveries-repo.js";
 import { endpointsRepo } from "../src/repo/endpoints-repo.js";
 import { logRepo } from "../src/repo/log-repo.js";
@@ -30,11 +29,11 @@ const caller = (org: string) =>
   callerOf({ request_id: "stats-test", organization_id: org, user_id: "usr_stats", credential_id: "key_stats", scopes: [], plan: "pro" });
 
 // Three attempts, retries due at once; the streak never disables, except under `strict`.
-const lenient: DeliveryResources = { db, policy: { retryDelays: [0, 0, 0], disableAfter: 1000, disableMinAgeMs: 0 }, log, now: () => new Date() };
-const strict: DeliveryResources = { ...lenient, policy: { ...lenient.policy, disableAfter: 3 } };
-const attempts = attemptsService(lenient, { signer: signer(box) });
-const strictAttempts = attemptsService(strict, { signer: signer(box) });
-const stats = deliveryStatsService({ db });
+const lenient = webhooksResources(db, { box, policy: { retryDelays: [0, 0, 0], disableAfter: 1000, disableMinAgeMs: 0 }, log });
+const strict: WebhooksResources = { ...lenient, policy: { ...lenient.policy, disableAfter: 3 } };
+const attempts = attemptsService(lenient);
+const strictAttempts = attemptsService(strict);
+const stats = deliveryStatsService(lenient);
 
 beforeAll(async () => {
   await migrate({ url: stack.databaseUrl, schema: SCHEMA, dir: MIGRATIONS_DIR, log });

@@ -2,8 +2,9 @@ import type { DeliveryJob } from "@tasksvc/contracts";
 import { createDb, migrate, newId } from "@tasksvc/db";
 import { createLogger } from "@tasksvc/logger";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
-import type { DeliveryResources } from "../src/domain/delivery-resources.js";
+import { DEV_SECRET_KEY, secretBox } from "@tasksvc/secrets";
 import { dispatchService, RATE_PACING, type DispatchOptions } from "../src/domain/dispatch.js";
+import { webhooksResources } from "../src/domain/resources.js";
 import { deliveriesRepo } from "../src/repo/deliveries-repo.js";
 import { MIGRATIONS_DIR } from "../src/service.js";
 
@@ -14,12 +15,11 @@ const SCHEMA = "webhooks_dispatch_test";
 const log = createLogger({ service: "dispatch-test", level: "silent" });
 const db = createDb({ url: stack.databaseUrl, schema: SCHEMA, max: 4 });
 const sql = db.sql;
-const resources: DeliveryResources = {
-  db,
+const resources = webhooksResources(db, {
+  box: secretBox(DEV_SECRET_KEY, "WEBHOOK_SECRET_KEY"),
   policy: { retryDelays: [0, 60_000, 60_000], disableAfter: 3, disableMinAgeMs: 0 },
   log,
-  now: () => new Date(),
-};
+});
 const options = (publish: DispatchOptions["publish"]): DispatchOptions => ({ leaseMs: 60_000, endpointConcurrency: 10, batch: 100, publish });
 
 beforeAll(async () => {

@@ -7,10 +7,9 @@ import { apiTask, eventually } from "@tasksvc/testing";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { attemptsService } from "../src/domain/attempts.js";
-import type { DeliveryResources } from "../src/domain/delivery-resources.js";
 import { dispatchService } from "../src/domain/dispatch.js";
 import { fanOutService } from "../src/domain/fanout.js";
-import { signer } from "../src/domain/signer.js";
+import { webhooksResources } from "../src/domain/resources.js";
 import { deliveriesRepo } from "../src/repo/deliveries-repo.js";
 import { logRepo } from "../src/repo/log-repo.js";
 import { outboxRepo } from "../src/repo/outbox-repo.js";
@@ -25,9 +24,9 @@ const log = createLogger({ service: "bodies-test", level: "silent" });
 const db = createDb({ url: stack.databaseUrl, schema: SCHEMA, max: 4 });
 const sql = db.sql;
 const box = secretBox(DEV_SECRET_KEY, "WEBHOOK_SECRET_KEY");
-const resources: DeliveryResources = { db, policy: { retryDelays: [0, 0, 0], disableAfter: 100, disableMinAgeMs: 0 }, log, now: () => new Date() };
-const attempts = attemptsService(resources, { signer: signer(box) });
-const fanOut = fanOutService({ repo: deliveriesRepo(sql) });
+const resources = webhooksResources(db, { box, policy: { retryDelays: [0, 0, 0], disableAfter: 100, disableMinAgeMs: 0 }, log });
+const attempts = attemptsService(resources);
+const fanOut = fanOutService(resources);
 
 beforeAll(async () => {
   await migrate({ url: stack.databaseUrl, schema: SCHEMA, dir: MIGRATIONS_DIR, log });

@@ -4,7 +4,6 @@ import { createLogger } from "@tasksvc/logger";
 import { apiTask } from "@tasksvc/testing";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { fanOutService } from "../src/domain/fanout.js";
-import { deliveriesRepo } from "../src/repo/deliveries-repo.js";
 import { endpointsRepo } from "../src/repo/endpoints-repo.js";
 import { MIGRATIONS_DIR } from "../src/service.js";
 
@@ -16,7 +15,7 @@ const log = createLogger({ service: "fanout-test", level: "silent" });
 const db = createDb({ url: stack.databaseUrl, schema: SCHEMA, max: 6 });
 const sql = db.sql;
 const endpoints = endpointsRepo(sql);
-const svc = fanOutService({ repo: deliveriesRepo(sql) });
+const svc = fanOutService({ db });
 
 beforeAll(async () => {
   await migrate({ url: stack.databaseUrl, schema: SCHEMA, dir: MIGRATIONS_DIR, log });

@@ -19,11 +19,10 @@ import type { z } from "zod";
 
 type Keys = typeof keysRpc;
 
-/** The name people type (the package's `bin`); `npm run admin --` runs the same file. */
+/** `npm run admin --` runs the same file. */
 export const BIN = "tasksvc-admin";
 
 interface Flag {
-  /** Placeholder of the value in usage lines (ID, E, N, …). */
   value: string;
   description: string;
   required?: boolean;
@@ -34,20 +33,16 @@ type Call = <K extends OpName<Keys>>(op: K, input: OpInput<Keys, K>, ctx?: RpcCo
 
 interface Command {
   description: string;
-  /** What stdout carries, with --json. */
   prints: string;
   flags: Record<string, Flag>;
-  /**
-   * Flag values → what is checked before any NATS connection: the schema of the input (the
-   * contracts' own, so the rules are the service's) and which flag each of its fields came from.
-   */
+  /** Checked before any NATS connection, with the contracts' own schema, so the rules are the service's. */
   check(v: Values): { schema: z.ZodType; input: Record<string, unknown>; fields?: Record<string, string> };
   run(input: Record<string, unknown>, call: Call, v: Values): Promise<unknown>;
 }
 
 class UsageError extends Error {}
 
-/** Whole-number flags are checked here so the message names the flag as typed. */
+/** Checked here so the message names the flag as typed. */
 function num(v: string | undefined, flag: string): number | undefined {
   if (v === undefined) return undefined;
   if (!/^\d+$/.test(v)) throw new UsageError(`--${flag} must be a whole number, got ${JSON.stringify(v)}`);
@@ -59,7 +54,6 @@ const USER_ID: Flag = { value: "ID", description: "user id (usr_…), as bootstr
 const PLAN: Flag = { value: PLANS.join("|"), description: "plan (what each allows: docs/plans.md)", required: true };
 const ROLE: Flag = { value: ROLES.join("|"), description: "role in the organization", required: true };
 
-/** An operation of the admin part of the catalog: the flags are its input, the context has no caller. */
 function adminOp<K extends OpName<Keys>>(op: K, toInput: (v: Values) => Record<string, unknown>): Pick<Command, "check" | "run"> {
   return {
     check: (v) => ({ schema: keysRpc.ops[op].input, input: toInput(v) }),
@@ -68,9 +62,8 @@ function adminOp<K extends OpName<Keys>>(op: K, toInput: (v: Values) => Record<s
 }
 
 /**
- * The public operations (list and revoke) act for a caller of one organization: the CLI calls them as an administrator
- * of --org, with the trust of NATS itself, as the gateway would for an authenticated request. They answer an empty page
- * for an unknown id, so the organization is looked up first: a typo is resource_not_found, not "no keys".
+ * The public operations act for a caller of --org, with the trust of NATS itself. They answer an
+ * empty page for an unknown id, so the organization is looked up first: a typo is not "no keys".
  */
 function actingFor(org: string): RpcContext {
   return { ...systemContext(`admin_${randomUUID()}`), organization_id: org, user_id: "admin-cli", credential_id: "admin-cli", scopes: [...SCOPES] };
@@ -89,7 +82,7 @@ async function allPages<T>(fetch: (after: string | undefined) => Promise<{ data:
 
 const orgOnly = (v: Values) => ({ schema: OrganizationIdParams, input: { organization_id: v["org"] }, fields: { organization_id: "org" } });
 
-/** DESIGN.md section 2: these names, flags and JSON fields are a contract (new ones may be added). */
+/** These names, flags and JSON fields are a contract (new ones may be added). */
 export const COMMANDS: Record<string, Command> = {
   bootstrap: {
     description:
@@ -205,7 +198,6 @@ export const COMMANDS: Record<string, Command> = {
   },
 };
 
-/** The environment main.ts reads (and the defaults of libs/config). */
 export const ENVIRONMENT: [string, string][] = [
   ["NATS_URL", "NATS server(s), comma-separated (default nats://127.0.0.1:4222)"],
   ["NATS_NAMESPACE", "subject prefix of the stack whose keys service answers (default tasksvc)"],
@@ -262,13 +254,12 @@ export interface CliIo {
   err(line: string): void;
 }
 
-/** Where the CLI looks for the keys service, named when nothing answers there. */
 export interface CliTarget {
   natsUrl: string;
   namespace: string;
 }
 
-/** The one line for "no keys service answered" (also used by main.ts when NATS is unreachable). */
+/** Also used by main.ts when NATS is unreachable. */
 export function unreachable(t: CliTarget, why: string): string {
   return `error: ${why} at NATS_URL=${t.natsUrl} NATS_NAMESPACE=${t.namespace}: the keys service must be running in that namespace (set NATS_URL / NATS_NAMESPACE to the stack's)`;
 }
@@ -285,14 +276,10 @@ function parseError(e: unknown): string {
     const m = /'([^']+)'/.exec(err.message);
     return `unexpected argument ${m?.[1] ?? ""}`.trim();
   }
-  // e.g. "Option '--org <value>' argument missing": one sentence is enough.
   return (err.message.split(/\.\s/)[0] ?? err.message).replace(/\.$/, "");
 }
 
-/**
- * Runs one command; returns the process exit code (0 ok, 1 refused by the service or none
- * answered, 2 usage). Flags are checked before `keys` is called, so a usage error never connects.
- */
+/** Exit code 0 ok, 1 refused or none answered, 2 usage; a usage error never connects. */
 export async function runCli(argv: string[], keys: () => Promise<RpcClient<Keys>>, io: CliIo, target?: CliTarget): Promise<number> {
   const [first, ...rest] = argv;
   if (first === undefined || first === "--help" || first === "-h" || first === "help") {
@@ -382,7 +369,6 @@ function show(v: unknown): string {
   return typeof v === "object" ? JSON.stringify(v) : String(v);
 }
 
-/** key: value lines; a list prints one line per item (key=value pairs), or "(none)". */
 function printReadable(result: unknown, io: CliIo): void {
   const r = result as Record<string, unknown>;
   if (Array.isArray(r["data"]) && Object.keys(r).length === 1) {

@@ -5,8 +5,7 @@ import { client, connectNats, NatsUnreachableError, type NatsConnection } from "
 import { z } from "zod";
 import { runCli, unreachable } from "./cli.js";
 
-// The `tasksvc-admin` bin (and `npm run admin --`): stdout carries only the result, so
-// `npx tasksvc-admin … --json | jq` works; everything else goes to stderr.
+// The `tasksvc-admin` bin (and `npm run admin --`): stdout carries only the result, so `npx tasksvc-admin … --json | jq` works; everything else goes to stderr.
 const cfg = loadConfigOrExit(z.object({ NATS_URL: settings.NATS_URL, NATS_NAMESPACE: settings.NATS_NAMESPACE, RPC_TIMEOUT_MS: settings.RPC_TIMEOUT_MS }));
 const target = { natsUrl: cfg.NATS_URL, namespace: cfg.NATS_NAMESPACE };
 

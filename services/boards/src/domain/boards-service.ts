@@ -8,31 +8,20 @@ import {
   type DailySection,
   type DailyStatus,
   type RollOverInput,
-  type RpcContext,
   type SectionStatus,
   type TaskSummary,
 } from "@tasksvc/contracts";
 import { idempotentWrite, newId } from "@tasksvc/db";
 import { AppError, fieldError } from "@tasksvc/errors";
-import { AlreadyPlaced, type BoardsRepo, type EntryRow } from "../repo/boards-repo.js";
-
-/** What the boards service asks the tasks service (over NATS, with the caller's context). */
-export interface TasksPort {
-  lookup(ctx: RpcContext, numbers: number[]): Promise<TaskSummary[]>;
-  withSubtasks(ctx: RpcContext, number: number): Promise<{ task: TaskSummary | null; subtasks: TaskSummary[] }>;
-}
-
-export interface BoardsDeps {
-  repo: BoardsRepo;
-  tx<T>(fn: (repo: BoardsRepo) => Promise<T>): Promise<T>;
-  tasks: TasksPort;
-}
+import { AlreadyPlaced, type EntryRow } from "../repo/boards-repo.js";
+import type { BoardsResources } from "./resources.js";
 
 const numberOf = (t: TaskSummary) => Number(t.task_id.slice(2));
 const plannable = (t: TaskSummary, userId: string) => t.owner_user_id === userId && !t.archived;
 
-export function boardsService(deps: BoardsDeps) {
-  const { repo } = deps;
+/** Each user's daily boards: their sections' status, the tasks planned on them, rollovers. */
+export function boardsService(res: BoardsResources) {
+  const { repo } = res;
 
   const toEntry = (row: EntryRow, t: TaskSummary): BoardEntry => ({
     id: row.id,
@@ -53,7 +42,7 @@ export function boardsService(deps: BoardsDeps) {
     async board(c: Caller, date: string): Promise<Board> {
       const { sections, entries } = await repo.day(c.organizationId, c.userId, date);
       const numbers = [...new Set(entries.map((e) => Number(e.task_number)))];
-      const tasks = numbers.length ? await deps.tasks.lookup(c.ctx, numbers) : [];
+      const tasks = numbers.length ? await res.tasks.lookup(c.ctx, numbers) : [];
       const byNumber = new Map(tasks.map((t) => [numberOf(t), t]));
       const status = new Map(sections.map((s) => [s.section, s.status]));
       return {
@@ -83,14 +72,14 @@ export function boardsService(deps: BoardsDeps) {
       const { organizationId: org, userId: user } = c;
       return idempotentWrite({
         records: repo.idempotency,
-        tx: deps.tx,
+        tx: res.tx,
         credentialId: c.credentialId,
         key: c.idempotencyKey,
         operation: "planEntry",
         // Asked of the tasks service before the transaction, so no connection waits on NATS.
         async prepare() {
           const n = taskNumber(body.task_id);
-          const view = n === null ? { task: null, subtasks: [] } : await deps.tasks.withSubtasks(c.ctx, n);
+          const view = n === null ? { task: null, subtasks: [] } : await res.tasks.withSubtasks(c.ctx, n);
           const task = view.task;
           if (!task) throw new AppError("resource_not_found", "No task with that id exists in this organization.");
           if (task.owner_user_id !== c.userId) throw fieldError("/task_id", "only tasks you own can be planned on your board");
@@ -128,7 +117,7 @@ export function boardsService(deps: BoardsDeps) {
      * is, and an entry the user removes after a rollover is not put back.
      */
     async rollOver(i: RollOverInput): Promise<{ placed: boolean }> {
-      return deps.tx(async (r) => {
+      return res.tx(async (r) => {
         if (!(await r.recordRollover(i.organization_id, i.task_number, i.date))) return { placed: false };
         const placed = await r.placeIfAbsent(newId("ent"), i.organization_id, i.user_id, i.date, i.section, i.task_number);
         if (placed) await r.markFilling(i.organization_id, i.user_id, i.date, i.section);

@@ -1,5 +1,5 @@
 import { ApiKey, CreateApiKeyBody, CreatedApiKey, KeyIdParams, PageQuery, RevokedApiKey, page } from "@tasksvc/contracts";
-import { resource } from "../operations.js";
+import { resource } from "../pipeline/resource.js";
 
 export const apiKeys = resource({ name: "api-keys", scope: "api-keys:manage" }, (r) => {
   r.op(

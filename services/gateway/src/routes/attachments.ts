@@ -11,7 +11,7 @@ import {
   page,
   type UploadTarget,
 } from "@tasksvc/contracts";
-import { resource } from "../operations.js";
+import { resource } from "../pipeline/resource.js";
 
 /** Where a link goes: straight to the store (S3 presigned), or through this gateway with a capability. */
 function linkTo(target: UploadTarget, origin: string, path: "/v1/uploads/" | "/v1/downloads/"): string {

@@ -1,5 +1,5 @@
 import { Board, BoardEntry, DateQuery, DeletedEntry, EntryParams, PlanEntryBody, SectionStatus, SetSectionStatusBody } from "@tasksvc/contracts";
-import { resource } from "../operations.js";
+import { resource } from "../pipeline/resource.js";
 
 export const dailyPlan = resource({ name: "daily-plan", scopes: "tasks" }, (r) => {
   r.op(

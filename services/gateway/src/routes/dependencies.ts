@@ -1,5 +1,6 @@
 import { AddDependencyBody, DependencyParams, DependencyView, TaskParams } from "@tasksvc/contracts";
-import { WithStatus, resource } from "../operations.js";
+import { WithStatus } from "../pipeline/operation.js";
+import { resource } from "../pipeline/resource.js";
 
 export const dependencies = resource({ name: "dependencies", scopes: "tasks" }, (r) => {
   r.op(

@@ -1,6 +1,7 @@
 import { Event, EventParams, EventType, type Identity, ListEventsQuery, page, StreamEventsQuery, visibleEventTypes } from "@tasksvc/contracts";
 import { AppError } from "@tasksvc/errors";
-import { EventStreamAnswer, resource } from "../operations.js";
+import { EventStreamAnswer } from "../pipeline/operation.js";
+import { resource } from "../pipeline/resource.js";
 
 /**
  * The types of events this credential may see, or undefined when it sees every type. An endpoint's

@@ -1,4 +1,4 @@
-import type { Operation, Resource } from "../operations.js";
+import type { Operation, Resource } from "../pipeline/operation.js";
 import { apiKeys } from "./api-keys.js";
 import { attachments } from "./attachments.js";
 import { dailyPlan } from "./daily-plan.js";

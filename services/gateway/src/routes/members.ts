@@ -1,5 +1,5 @@
 import { Member, PageQuery, page } from "@tasksvc/contracts";
-import { resource } from "../operations.js";
+import { resource } from "../pipeline/resource.js";
 
 export const members = resource({ name: "members", scope: "members:read" }, (r) => {
   r.op(

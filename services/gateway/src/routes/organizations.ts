@@ -1,6 +1,6 @@
 import { AppError } from "@tasksvc/errors";
 import { type Identity, Organization, OrganizationIdParams, PageQuery, page } from "@tasksvc/contracts";
-import { resource } from "../operations.js";
+import { resource } from "../pipeline/resource.js";
 
 /**
  * The credential's organization from its identity, with no hop to the keys service: the name and

@@ -1,5 +1,5 @@
 import { CreateProjectBody, DeletedProject, PageQuery, Project, ProjectParams, UpdateProjectBody, page } from "@tasksvc/contracts";
-import { resource } from "../operations.js";
+import { resource } from "../pipeline/resource.js";
 
 export const projects = resource({ name: "projects", scopes: "projects" }, (r) => {
   r.op(

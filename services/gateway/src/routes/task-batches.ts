@@ -1,16 +1,13 @@
-import { TaskBatchBody, TaskBatchResponse, type TaskBatchOutcome, taskEtag } from "@tasksvc/contracts";
+import { BATCH_RUN_BYTES, TaskBatchBody, TaskBatchResponse, type TaskBatchOutcome, taskEtag } from "@tasksvc/contracts";
 import { AppError, toProblem } from "@tasksvc/errors";
-import { resource } from "../operations.js";
-import { parseEntityTags } from "../policies/preconditions.js";
+import { resource } from "../pipeline/resource.js";
+import { parseEntityTags } from "../pipeline/preconditions.js";
 
-/** The most request bytes one run of a batch's items carries (at least one item): well under NATS's 1 MiB. */
-const RUN_BUDGET = 256 * 1024;
-
-/** The items from `offset` that one run carries: up to RUN_BUDGET bytes of them, and at least one. */
+/** The items from `offset` that one run carries: up to BATCH_RUN_BYTES of them, and at least one. */
 function runFrom<T>(operations: readonly T[], offset: number): T[] {
   let bytes = 0;
   let end = offset;
-  while (end < operations.length && (end === offset || bytes < RUN_BUDGET)) {
+  while (end < operations.length && (end === offset || bytes < BATCH_RUN_BYTES)) {
     bytes += Buffer.byteLength(JSON.stringify(operations[end]));
     end++;
   }

@@ -1,5 +1,5 @@
 import { CreateTaskBody, ListTasksQuery, PageQuery, SearchTasksBody, Task, TaskParams, TaskVersion, UpdateTaskBody, page } from "@tasksvc/contracts";
-import { resource } from "../operations.js";
+import { resource } from "../pipeline/resource.js";
 
 export const tasks = resource({ name: "tasks", scopes: "tasks" }, (r) => {
   r.op(

@@ -1,5 +1,5 @@
 import { Usage } from "@tasksvc/contracts";
-import { resource } from "../operations.js";
+import { resource } from "../pipeline/resource.js";
 
 export const usage = resource({ name: "usage", scope: "usage:read" }, (r) => {
   r.op(

@@ -20,7 +20,7 @@ import {
   WebhookEndpointStats,
   page,
 } from "@tasksvc/contracts";
-import { resource } from "../operations.js";
+import { resource } from "../pipeline/resource.js";
 
 // Every webhook operation needs the plan entitlement outbound_webhooks (spec 4, 5.4): Pro and Team.
 export const webhookEndpoints = resource({ name: "webhook-endpoints", scopes: "webhooks", entitlement: "outbound_webhooks" }, (r) => {

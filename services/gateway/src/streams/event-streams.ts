@@ -1,10 +1,8 @@
 import { randomUUID } from "node:crypto";
 import {
-  type Identity,
   MAX_STREAMS_PER_CREDENTIAL,
   MAX_STREAMS_PER_ORGANIZATION,
   type ReplayEventsOutput,
-  type RpcContext,
   STREAM_HEARTBEAT_MS,
   type StreamEventsQuery,
   type StreamPosition,
@@ -16,6 +14,7 @@ import { eventStreamsOpen } from "@tasksvc/telemetry";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Authenticator } from "../auth.js";
 import type { Clients } from "../clients.js";
+import type { StreamRequest } from "../pipeline/operation.js";
 import type { GatewayRepo } from "../repo/gateway-repo.js";
 import type { FanIn } from "./fan-in.js";
 import { type EndReason, Session } from "./session.js";
@@ -33,13 +32,6 @@ export interface EventStreamsOptions {
   switchTimeoutMs?: number;
   /** Replay bytes per second per organization on this replica (REPLAY_BYTES_PER_SECOND). */
   replayBytesPerSecond?: number;
-}
-
-/** What the route hands over, once the pipeline has authenticated, charged and parsed the request. */
-export interface StreamRequest {
-  query: StreamEventsQuery;
-  identity: Identity;
-  ctx: RpcContext;
 }
 
 const LEASE_SECONDS = 15;

@@ -1,8 +1,6 @@
 import { AppError } from "@tasksvc/errors";
-import type { Logger } from "@tasksvc/logger";
-import type { SecretBox } from "@tasksvc/secrets";
 import { SignJWT, exportJWK, generateKeyPair, importJWK, type JWK } from "jose";
-import type { KeysRepo } from "../repo/keys-repo.js";
+import type { KeysResources } from "./resources.js";
 
 const ALG = "ES256";
 const KID = "dev-1";
@@ -18,14 +16,11 @@ export interface DevIssuer {
   sealStoredKeys(): Promise<number>;
 }
 
+/** The issuer's settings; the private key is stored sealed (the resources' box), never plain. */
 export interface DevIssuerOptions {
-  repo: KeysRepo;
-  /** KEYS_SECRET_KEY's box: the private key is stored sealed, never plain. */
-  box: SecretBox;
   issuer: string;
   audience: string;
   enabled: boolean;
-  log: Logger;
 }
 
 /**
@@ -35,8 +30,9 @@ export interface DevIssuerOptions {
  * deployment with a real issuer (OAUTH_JWKS_URL or OAUTH_PUBLIC_KEY) turns it off: it then signs
  * nothing and publishes no key.
  */
-export function devIssuer(opts: DevIssuerOptions): DevIssuer {
-  const { repo, box, issuer, audience, log } = opts;
+export function devIssuer(res: KeysResources, opts: DevIssuerOptions): DevIssuer {
+  const { repo, box, log } = res;
+  const { issuer, audience } = opts;
   let cached: Promise<{ privateJwk: JWK; publicJwk: JWK }> | undefined;
 
   async function newPair(): Promise<{ sealed: string; publicJwk: JWK }> {

@@ -18,9 +18,9 @@ import {
 } from "@tasksvc/contracts";
 import { newId, storedResult } from "@tasksvc/db";
 import { AppError } from "@tasksvc/errors";
-import type { SecretBox } from "@tasksvc/secrets";
 import { toApiKey, toOrganization, type KeysRepo, type NewKey, type OrgRow } from "../repo/keys-repo.js";
 import type { DevIssuer } from "./dev-issuer.js";
+import type { KeysResources } from "./resources.js";
 import { hashKey, keyPrefix, mintKeySecret } from "./secrets.js";
 
 /**
@@ -29,17 +29,6 @@ import { hashKey, keyPrefix, mintKeySecret } from "./secrets.js";
  * as decision 0013 does for webhook signing secrets).
  */
 type RecordedKey = Omit<CreatedApiKey, "key"> & { key_sealed: string };
-
-export interface KeysDeps {
-  repo: KeysRepo;
-  /** Runs `fn` in one transaction with a repo bound to it. */
-  tx<T>(fn: (repo: KeysRepo) => Promise<T>): Promise<T>;
-  /** Seals a new key's secret in its Idempotency-Key record (KEYS_SECRET_KEY, decision 0022). */
-  box: SecretBox;
-  issuer: DevIssuer;
-  /** Tells every gateway replica to drop cached identities of an organization; resolves once sent. */
-  invalidate(organizationId: string): Promise<void>;
-}
 
 export function effectiveLimits(org: OrgRow): Limits {
   const d = PLAN_DEFAULTS[org.plan];
@@ -79,15 +68,16 @@ const limitReached = (orgId: string, live: number, how: string) =>
     `Organization ${orgId} already has ${live} live API keys, the most it may hold is ${MAX_LIVE_API_KEYS}: revoke one (${how}) before creating another.`,
   );
 
-export function keysService(deps: KeysDeps) {
-  const { repo } = deps;
+/** Organizations, members and API keys; `issuer` signs the tokens of `issueToken`. */
+export function keysService(res: KeysResources, { issuer }: { issuer: DevIssuer }) {
+  const { repo } = res;
 
   /** A recorded mint as its replay answers it: the secret opened again. */
   function opened(r: RecordedKey): CreatedApiKey {
     // Records written before decision 0022 hold the secret plain (gone 24 h after the upgrade).
     if ("key" in r && typeof r.key === "string") return r as CreatedApiKey;
     const { key_sealed, ...shown } = r;
-    return { ...shown, key: deps.box.open(key_sealed) };
+    return { ...shown, key: res.box.open(key_sealed) };
   }
 
   async function orgOrThrow(orgId: string): Promise<OrgRow> {
@@ -188,10 +178,10 @@ export function keysService(deps: KeysDeps) {
         created_at: key.createdAt,
         legacy: key.legacy,
       });
-      const once = idemKey === undefined ? null : { credentialId, key: idemKey, result: { ...shown, key_sealed: deps.box.seal(secret) } satisfies RecordedKey };
+      const once = idemKey === undefined ? null : { credentialId, key: idemKey, result: { ...shown, key_sealed: res.box.seal(secret) } satisfies RecordedKey };
       // The count of live keys and the insert are one step per organization: concurrent mints
       // queue on the organization's lock, each counting what the previous one committed.
-      const out = await deps.tx(async (r) => {
+      const out = await res.tx(async (r) => {
         await r.lockOrganizationKeys(t.organizationId);
         return r.mintApiKey(key, once, MAX_LIVE_API_KEYS);
       });
@@ -227,18 +217,18 @@ export function keysService(deps: KeysDeps) {
       // Legacy rows are kept for audit (soft revoke); current keys are deleted outright.
       const done = key.legacy ? await repo.softRevokeKey(key.id) : await repo.deleteKey(key.id);
       if (!done) throw notFound("API key", keyId); // a concurrent revoke won the race
-      await deps.invalidate(t.organizationId);
+      await res.invalidate(t.organizationId);
       return { id: key.id, legacy: key.legacy };
     },
 
     async devJwks() {
-      return { issuer: deps.issuer.issuer, keys: (await deps.issuer.publicJwks()) as Record<string, unknown>[] };
+      return { issuer: issuer.issuer, keys: (await issuer.publicJwks()) as Record<string, unknown>[] };
     },
 
     // ----- admin CLI (DESIGN.md section 2) -----
 
     async bootstrap(a: { org: string; plan: Plan; email: string; if_exists?: "refuse" | "reuse" | undefined }) {
-      return deps.tx(async (r) => {
+      return res.tx(async (r) => {
         if (a.if_exists) {
           // Two CI jobs bootstrapping the same organization at once: the second sees the first's.
           await r.lockBootstrap(a.org, a.email);
@@ -265,24 +255,24 @@ export function keysService(deps: KeysDeps) {
 
     async addUser(a: { org: string; email: string; role: Role }) {
       await orgOrThrow(a.org);
-      const out = await deps.tx(async (r) => {
+      const out = await res.tx(async (r) => {
         const userId = await r.upsertUser(newId("usr"), a.email);
         await r.upsertMembership(a.org, userId, a.role);
         const key = await mintKey(r, { orgId: a.org, userId, name: a.email, scopes: DEFAULT_KEY_SCOPES, kind: "live", expiresAt: null });
         return { user_id: userId, api_key: key.key };
       });
-      await deps.invalidate(a.org);
+      await res.invalidate(a.org);
       return out;
     },
 
     async setRole(a: { org: string; user: string; role: Role }) {
       if (!(await repo.setRole(a.org, a.user, a.role))) throw new AppError("resource_not_found", `User ${a.user} is not a member of organization ${a.org}.`);
-      await deps.invalidate(a.org);
+      await res.invalidate(a.org);
       return { user_id: a.user, role: a.role };
     },
 
     async removeMember(a: { org: string; user: string }) {
-      const out = await deps.tx(async (r) => {
+      const out = await res.tx(async (r) => {
         const owners = await r.lockOwners(a.org);
         if (owners.length === 1 && owners[0] === a.user) {
           throw new AppError("validation_failed", `User ${a.user} is the last owner of organization ${a.org}; make another member an owner first.`, {
@@ -292,34 +282,34 @@ export function keysService(deps: KeysDeps) {
         return r.removeMembership(a.org, a.user);
       });
       if (!out.removed) throw new AppError("resource_not_found", `User ${a.user} is not a member of organization ${a.org}.`);
-      await deps.invalidate(a.org);
+      await res.invalidate(a.org);
       return { organization_id: a.org, user_id: a.user, revoked_keys: out.revokedKeys };
     },
 
     async setPlan(a: { org: string; plan: Plan }) {
       if (!(await repo.setPlan(a.org, a.plan))) throw notFound("organization", a.org);
-      await deps.invalidate(a.org);
+      await res.invalidate(a.org);
       return { organization_id: a.org, plan: a.plan };
     },
 
     async setLimits(a: { org: string; burst?: number; quota?: number; max_file_size?: number; storage?: number; webhook_endpoints?: number }) {
       const org = await repo.setLimits(a.org, a);
       if (!org) throw notFound("organization", a.org);
-      await deps.invalidate(a.org);
+      await res.invalidate(a.org);
       return { organization_id: org.id, plan: org.plan, limits: effectiveLimits(org) };
     },
 
     async legacyKey(a: { org: string; user: string }) {
       const m = await repo.membership(a.org, a.user);
       if (!m) throw new AppError("resource_not_found", `User ${a.user} is not a member of organization ${a.org}.`);
-      const key = await deps.tx((r) => mintKey(r, { orgId: a.org, userId: a.user, name: null, scopes: DEFAULT_KEY_SCOPES, kind: "legacy", expiresAt: null }));
+      const key = await res.tx((r) => mintKey(r, { orgId: a.org, userId: a.user, name: null, scopes: DEFAULT_KEY_SCOPES, kind: "legacy", expiresAt: null }));
       return { id: key.id, api_key: key.key };
     },
 
     async issueToken(a: { org: string; user: string; scopes: Scope[]; ttl: number }) {
       const m = await repo.membership(a.org, a.user);
       if (!m) throw new AppError("resource_not_found", `User ${a.user} is not a member of organization ${a.org}.`);
-      const { token, expiresAt } = await deps.issuer.sign({ sub: a.user, org_id: a.org, scope: a.scopes.join(" "), jti: newId("tok") }, a.ttl);
+      const { token, expiresAt } = await issuer.sign({ sub: a.user, org_id: a.org, scope: a.scopes.join(" "), jti: newId("tok") }, a.ttl);
       return { access_token: token, expires_at: expiresAt.toISOString() };
     },
   };

@@ -1,7 +1,8 @@
 import { type Caller, CreateTaskBody, type Task, type TaskBatchOutcome, type TaskBatchRpcInput, UpdateTaskBody } from "@tasksvc/contracts";
 import { type AppError, isAppError, validationError } from "@tasksvc/errors";
 import type { z } from "zod";
-import type { TasksService } from "./tasks-service.js";
+import type { TasksResources } from "./resources.js";
+import type { TasksSystem } from "./tasks.js";
 
 type Item = TaskBatchRpcInput["operations"][number];
 
@@ -44,6 +45,13 @@ function taskRef(item: Item): string {
   return item.task_id;
 }
 
+/** A create that may run together with its neighbours: one that names no parent. */
+function groupable(item: Item | undefined): boolean {
+  if (item?.method !== "create") return false;
+  const body = item.body as { parent_task_id?: unknown } | null | undefined;
+  return body === null || body === undefined || typeof body !== "object" || body.parent_task_id === undefined || body.parent_task_id === null;
+}
+
 /**
  * POST /v1/tasks/batch. Each item runs through the same service call as its single operation
  * (createTask, updateTask, setArchived), so its checks, events, history and idempotency record
@@ -55,20 +63,13 @@ function taskRef(item: Item): string {
  * Anything else (the database gone, a 5xx) fails the whole batch: its outcome is unknown, the
  * gateway gives the Idempotency-Key back, and a retry with the key replays every item already
  * applied from that item's own record instead of applying it again.
+ *
+ * A run stops before an item whose answer might not fit in one reply (`res.replyBytes`, the
+ * service's NATS page budget, under max_payload), and the gateway sends the rest again from
+ * there (`offset`).
  */
-/** A create that may run together with its neighbours: one that names no parent. */
-function groupable(item: Item | undefined): boolean {
-  if (item?.method !== "create") return false;
-  const body = item.body as { parent_task_id?: unknown } | null | undefined;
-  return body === null || body === undefined || typeof body !== "object" || body.parent_task_id === undefined || body.parent_task_id === null;
-}
-
-/**
- * `replyBytes`: the most one reply may carry (the service's NATS page budget, under max_payload):
- * a run stops before an item whose answer might not fit, and the gateway sends the rest again
- * from there (`offset`).
- */
-export function taskBatches(svc: TasksService, replyBytes: number) {
+export function taskBatches(res: TasksResources, { tasks }: { tasks: TasksSystem }) {
+  const { replyBytes } = res;
   async function runItem(c: Caller, item: Item, index: number): Promise<{ status: number; task: Task }> {
     const caller: Caller = {
       ...c,
@@ -77,15 +78,15 @@ export function taskBatches(svc: TasksService, replyBytes: number) {
     };
     switch (item.method) {
       case "create":
-        return { status: 201, task: await svc.createTask(caller, parseBody(CreateTaskBody, item.body)) };
+        return { status: 201, task: await tasks.createTask(caller, parseBody(CreateTaskBody, item.body)) };
       case "update": {
         const ref = taskRef(item);
-        return { status: 200, task: await svc.updateTask(caller, ref, parseBody(UpdateTaskBody, item.body)) };
+        return { status: 200, task: await tasks.updateTask(caller, ref, parseBody(UpdateTaskBody, item.body)) };
       }
       case "archive":
-        return { status: 200, task: await svc.setArchived(caller, taskRef(item), true) };
+        return { status: 200, task: await tasks.setArchived(caller, taskRef(item), true) };
       case "unarchive":
-        return { status: 200, task: await svc.setArchived(caller, taskRef(item), false) };
+        return { status: 200, task: await tasks.setArchived(caller, taskRef(item), false) };
     }
   }
 

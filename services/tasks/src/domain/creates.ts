@@ -4,7 +4,7 @@ import { fieldError, isAppError } from "@tasksvc/errors";
 import { contextFromTraceparent, currentTraceparent, inSpan, SpanKind, trace } from "@tasksvc/telemetry";
 import type { Repositories } from "../repo/repositories.js";
 import { type Content, type TaskRow, toTask } from "../repo/task-json.js";
-import { ReferenceVanished } from "../repo/tasks-repo.js";
+import { ReferenceVanished } from "../repo/task-create.js";
 import type { TasksResources } from "./resources.js";
 
 /** Checks one create against the database (projects, parent) and returns its first version. */
@@ -36,7 +36,7 @@ const MAX_BATCH = 64;
  * left out; anything else that fails a batch re-runs its creates one by one, so one bad create
  * never fails its neighbours.
  */
-export function createBatcher(resources: TasksResources, prepare: Prepare) {
+export function createBatcher(res: TasksResources, prepare: Prepare) {
   const queues = new Map<string, Pending[]>();
 
   async function run(org: string, queue: Pending[]): Promise<void> {
@@ -62,7 +62,7 @@ export function createBatcher(resources: TasksResources, prepare: Prepare) {
       // Another execution recorded this key while ours ran (KeyRecordedMeanwhile): answer with
       // its result. Any other failure is this create's answer.
       try {
-        p.resolve(await resources.repos.idempotency.replayRecordedMeanwhile<Task>(e, p.caller.credentialId, p.caller.idempotencyKey, "createTask"));
+        p.resolve(await res.repos.idempotency.replayRecordedMeanwhile<Task>(e, p.caller.credentialId, p.caller.idempotencyKey, "createTask"));
       } catch (err) {
         p.reject(err);
       }
@@ -71,7 +71,7 @@ export function createBatcher(resources: TasksResources, prepare: Prepare) {
 
   /** Runs one batch. Settles every create, or throws with none settled. */
   async function execute(org: string, batch: Pending[]): Promise<void> {
-    const r = resources.repos;
+    const r = res.repos;
     const settled: Array<() => void> = [];
     // A create alone first looks for its stored result (a retry the gateway could not answer). A
     // batch does not: the gateway answers retries, and a key recorded meanwhile fails the batch's
@@ -134,7 +134,7 @@ export function createBatcher(resources: TasksResources, prepare: Prepare) {
           throw fieldError(e.what === "project" ? "/project_id" : "/parent_task_id", "no longer exists in this organization");
         throw e;
       }
-      resources.written();
+      res.written();
       for (const [i, a] of accepted.entries()) {
         const row = rows[i];
         // One row per create, in order (the statement's contract): a missing one settles nothing.

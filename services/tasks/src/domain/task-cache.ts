@@ -29,7 +29,7 @@ export interface CachedTask {
  * replica before any request published after it. On a cluster it need not (the broadcast and the
  * request travel different routes; a server that dies may lose the broadcast), so each entry keeps
  * the version of the row it was built from, and there a hit is served only once a primary-key
- * lookup of the row's current version matches it (tasks-service getTask, `checkHits`).
+ * lookup of the row's current version matches it (tasks.ts getTask, `checkHits`).
  *
  * A read that raced a write may have fetched the old row: it is stored only if no invalidation
  * arrived while it ran (the epoch). Losing the connection to NATS could lose broadcasts, so it

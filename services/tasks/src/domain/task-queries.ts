@@ -32,4 +32,3 @@ export const SEARCH_SCAN = {
   operation: "search",
   narrow: "narrow the filter (fewer or more selective full-text conditions, fewer negations, a status, project or date condition) or use a smaller limit",
 } as const;
-export const FEED_SCAN = { operation: "events feed", narrow: "narrow it with type, created_gte/created_lt or a smaller limit" } as const;

@@ -1,5 +1,5 @@
 import type { Attachment } from "@tasksvc/contracts";
-import { idempotencyRecords, KEYSET_TIME, keyset, keysetAfter, pageOf, type Sql } from "@tasksvc/db";
+import { KEYSET_TIME, keyset, keysetAfter, pageOf, type Sql } from "@tasksvc/db";
 
 export type UploadState = "open" | "receiving" | "received" | "registered";
 
@@ -206,8 +206,6 @@ export function attachmentsRepo(sql: Sql) {
         union select file_key from uploads where file_key = any(${keys}::text[])`;
       return new Set(rows.map((r) => r.file_key));
     },
-
-    idempotency: idempotencyRecords(sql),
   };
 }
 export type AttachmentsRepo = ReturnType<typeof attachmentsRepo>;

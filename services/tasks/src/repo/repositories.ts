@@ -1,4 +1,5 @@
 import { DEFAULT_PAGE_BYTES, idempotencyRecords, type Sql } from "@tasksvc/db";
+import { attachmentsRepo } from "./attachments-repo.js";
 import { dependenciesRepo } from "./dependencies-repo.js";
 import { eventStreamRepo } from "./event-stream-repo.js";
 import { eventsRepo } from "./events-repo.js";
@@ -8,7 +9,7 @@ import { taskSearch } from "./task-search.js";
 import { tasksRepo } from "./tasks-repo.js";
 
 /**
- * Every repository of the tasks service (schema `tasks`, attachments aside), bound to one
+ * Every repository of the tasks service (schema `tasks`), bound to one
  * connection: the pool, or one transaction (domain/resources.ts `tx`), so that whatever a write
  * does through any of them commits or rolls back together. By table group, named as the domain
  * says them: `r.tasks.get`, `r.projects.missing`, `r.events.emit`. `pageBytes`: the bytes of items
@@ -22,6 +23,8 @@ export function repositories(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
     dependencies: dependenciesRepo(sql),
     projects: projectsRepo(sql, pageBytes),
     recurrence: recurrenceRepo(sql),
+    /** Attachments, upload tickets and each organization's storage. */
+    attachments: attachmentsRepo(sql),
     events: eventsRepo(sql, pageBytes),
     /** The live stream's order: each event's place in the task-event stream. */
     stream: eventStreamRepo(sql, pageBytes),

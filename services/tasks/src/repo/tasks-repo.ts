@@ -1,31 +1,8 @@
 import type { TaskStatus, TaskSummary, TaskVersion } from "@tasksvc/contracts";
 import { taskId } from "@tasksvc/contracts";
-import {
-  type Budgeted,
-  DEFAULT_PAGE_BYTES,
-  jsonb,
-  KeyRecordedMeanwhile,
-  keyset,
-  keysetAfter,
-  mapPgError,
-  PG,
-  pageOf,
-  type PgErrorRule,
-  type Sql,
-  withinBudget,
-} from "@tasksvc/db";
-import { EVENT_ENVELOPE } from "./events-repo.js";
-import {
-  type Content,
-  type ContentColumns,
-  iso,
-  type SeriesLink,
-  shownContent,
-  TASK_COLUMNS,
-  type TaskRow,
-  taskTemplate,
-  TEMPLATE_COMPLETION,
-} from "./task-json.js";
+import { type Budgeted, DEFAULT_PAGE_BYTES, jsonb, keyset, keysetAfter, pageOf, type Sql, withinBudget } from "@tasksvc/db";
+import { createTasks, type NewTask } from "./task-create.js";
+import { type Content, type ContentColumns, iso, shownContent, TASK_COLUMNS, type TaskRow } from "./task-json.js";
 
 type SummaryRow = { number: string; title: string; status: TaskStatus; archived: boolean; owner_user_id: string; parent_number: string | null };
 
@@ -38,31 +15,13 @@ const toSummary = (r: SummaryRow): TaskSummary => ({
   parent_task_id: r.parent_number === null ? null : taskId(r.parent_number),
 });
 
-/** A project or parent task that a create named was gone when its statement ran. */
-export class ReferenceVanished extends Error {
-  constructor(readonly what: "project" | "parent") {
-    super(`the ${what} named by the create no longer exists`);
-    this.name = "ReferenceVanished";
-  }
-}
-
-/**
- * What create's statement can violate: the idempotency key (a twin recorded it first; the insert
- * waited for its commit) and the two references the domain checked before it. The other foreign
- * keys point at rows the statement inserts itself.
- */
-const CREATE_RULES: readonly PgErrorRule[] = [
-  { code: PG.uniqueViolation, constraint: "idempotency_pkey", to: () => new KeyRecordedMeanwhile() },
-  { code: PG.foreignKeyViolation, constraint: "task_projects_project_id_fkey", to: () => new ReferenceVanished("project") },
-  { code: PG.foreignKeyViolation, constraint: "tasks_organization_id_parent_number_fkey", to: () => new ReferenceVanished("parent") },
-];
-
 /** A task's history: newest version first. */
 const VERSION_PAGES = keyset("desc", ["seq", "integer"]);
 
 /**
  * Tasks and their versions (tables `tasks`, `task_versions`, `task_projects`, the number counters
- * `org_counters`); a create's outbox rows and idempotency records are written by its statement.
+ * `org_counters`); a create's outbox rows and idempotency records are written by its statement
+ * (task-create.ts).
  * `pageBytes`: the bytes of versions one history page may carry (pageBudget() of the service's
  * NATS connection).
  */
@@ -105,97 +64,8 @@ export function tasksRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
       return rows.length === 1;
     },
 
-    /**
-     * Creates several tasks of one organization in ONE statement, so in one implicit transaction
-     * and one round trip: takes k numbers from the organization's counter (its row stays locked
-     * to the commit), inserts the tasks, their first versions, project links, the task.created
-     * outbox rows (EVENT_ENVELOPE) and the idempotency records. The events and records carry
-     * the API shape: `template` (taskTemplate) completed here with the number and the database's
-     * timestamps (TEMPLATE_COMPLETION).
-     * Nothing is written when it throws KeyRecordedMeanwhile (the key was recorded meanwhile) or
-     * ReferenceVanished (a project or parent was deleted since the domain's checks).
-     */
-    async create(
-      org: string,
-      items: Array<{
-        owner: string;
-        content: Content;
-        versionId: string;
-        eventId: string;
-        credentialId: string | null;
-        key: string | null;
-        /** The create's own trace, for its outbox row (creates of several traces share the statement). */
-        traceparent?: string | null;
-        /** Set by the recurrence scheduler only: the occurrence's series and slot. */
-        series?: SeriesLink | null;
-      }>,
-    ): Promise<TaskRow[]> {
-      const input = items.map((it, i) => ({
-        ord: i + 1,
-        owner_user_id: it.owner,
-        version_id: it.versionId,
-        event_id: it.eventId,
-        credential_id: it.credentialId,
-        key: it.key,
-        traceparent: it.traceparent ?? null,
-        template: taskTemplate(it.owner, it.content, it.series ?? null),
-        series_head: it.series?.head ?? null,
-        series_slot: it.series?.slot ?? null,
-        parent_number: it.content.parent_number,
-        title: it.content.title,
-        description: it.content.description,
-        status: it.content.status,
-        priority: it.content.priority,
-        start_date: it.content.start_date,
-        due_date: it.content.due_date,
-        notes: it.content.notes,
-        story_points: it.content.story_points,
-        recurrence: it.content.recurrence,
-        project_ids: it.content.project_ids,
-      }));
-      const templateCompletion = sql.unsafe(TEMPLATE_COMPLETION);
-      const envelope = sql.unsafe(EVENT_ENVELOPE);
-      return sql<TaskRow[]>`
-        with c as (
-          insert into org_counters as c (organization_id, last_number) values (${org}, ${items.length})
-          on conflict (organization_id) do update set last_number = c.last_number + ${items.length}
-          returning last_number
-        ), x as (
-          select c.last_number - ${items.length} + i.ord as number, i.*
-          from c, jsonb_to_recordset(${jsonb(sql, input)}) as i(ord int, owner_user_id text, version_id text, event_id text,
-            credential_id text, key text, traceparent text, template jsonb, parent_number bigint, title text, description text, status text,
-            priority text, start_date timestamptz, due_date timestamptz, notes text, story_points numeric, recurrence jsonb, project_ids jsonb,
-            series_head bigint, series_slot date)
-        ), t as (
-          insert into tasks (organization_id, number, owner_user_id, parent_number, current_version_id, version_count, version,
-            title, description, status, priority, start_date, due_date, notes, story_points, recurrence, project_ids,
-            series_head, series_slot, created_at, updated_at)
-          select ${org}, number, owner_user_id, parent_number, version_id, 1, 1, title, description, status, priority, start_date,
-            due_date, notes, story_points, recurrence, array(select jsonb_array_elements_text(project_ids)), series_head, series_slot,
-            now(), now()
-          from x
-          returning *
-        ), v as (
-          insert into task_versions (id, organization_id, task_number, seq, version, title, description, status, priority, start_date,
-            due_date, notes, story_points, recurrence, project_ids, created_at)
-          select current_version_id, organization_id, number, 1, version, title, description, status, priority, start_date, due_date,
-            notes, story_points, recurrence, project_ids, created_at from t
-        ), p as (
-          insert into task_projects (organization_id, task_number, project_id)
-          select organization_id, number, unnest(project_ids) from t
-        ), api as (
-          select x.event_id, 'task.created'::text as type, ${org}::text as organization_id, x.template || ${templateCompletion} as data, null::jsonb as changes,
-            x.credential_id, x.key, x.traceparent, t.number
-          from t join x on x.number = t.number
-        ), o as (
-          insert into outbox (event_id, type, organization_id, payload, traceparent)
-          select event_id, type, organization_id, ${envelope}, traceparent from api order by number
-        ), r as (
-          insert into idempotency (credential_id, key, operation, result)
-          select credential_id, key, 'createTask', data from api where key is not null
-        )
-        select ${cols} from t order by t.number`.catch((e: unknown) => mapPgError(e, CREATE_RULES));
-    },
+    /** Creates several tasks of one organization in one statement (task-create.ts). */
+    create: (org: string, items: NewTask[]): Promise<TaskRow[]> => createTasks(sql, org, items),
 
     /** Writes a new current version (content changed). */
     async updateContent(org: string, number: number, c: Content, versionId: string, projectsChanged: boolean): Promise<TaskRow> {

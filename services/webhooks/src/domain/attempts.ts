@@ -2,9 +2,8 @@ import type { AttemptRef, ReportedAttempt, StartAttempt, StartedAttempts } from 
 import { webhookAttempts, webhookDeliveriesFinished, webhookEndpointsDisabled } from "@tasksvc/telemetry";
 import { attemptRow, attemptsRepo, type DeliveryUpdate } from "../repo/attempts-repo.js";
 import { endpointsRepo } from "../repo/endpoints-repo.js";
-import type { DeliveryResources } from "./delivery-resources.js";
+import type { WebhooksResources } from "./resources.js";
 import { afterFailure, streakAfter, succeeded } from "./delivery-rules.js";
-import type { Signer } from "./signer.js";
 
 /**
  * A start that found the attempt's row taken by a racing start or expiry (its window not yet
@@ -12,19 +11,11 @@ import type { Signer } from "./signer.js";
  */
 const BUSY_RECHECK_MS = 1000;
 
-export interface AttemptsOptions {
-  signer: Signer;
-  /** Called after outcomes were recorded or attempts deferred (slots freed, retries scheduled). */
-  onRecorded?: () => void;
-  /** Called after a recording disabled endpoints: their events are in the outbox. */
-  onEvents?: () => void;
-}
-
 /**
  * The delivery attempts: what the worker may send (start), and what its calls came to (record):
  * the delivery's state, the retry schedule, the endpoint's failure streak and auto-disable.
  */
-export function attemptsService(res: DeliveryResources, o: AttemptsOptions) {
+export function attemptsService(res: WebhooksResources) {
   const repo = attemptsRepo(res.db.sql);
 
   return {
@@ -71,7 +62,7 @@ export function attemptsService(res: DeliveryResources, o: AttemptsOptions) {
           continue;
         }
         // The event's body exactly as stored, signed as it is: the same bytes on every attempt and replay.
-        const request = o.signer.sign(s.url, s, s.eventId, s.body);
+        const request = res.signer.sign(s.url, s, s.eventId, s.body);
         attempts.push({
           ...ref,
           request: s.traceparent ? { ...request, traceparent: s.traceparent } : request,
@@ -89,7 +80,7 @@ export function attemptsService(res: DeliveryResources, o: AttemptsOptions) {
      */
     async defer(jobs: readonly AttemptRef[]): Promise<{ deferred: number }> {
       const deferred = await repo.unclaim(jobs, 0);
-      o.onRecorded?.();
+      res.wake();
       return { deferred };
     },
 
@@ -155,8 +146,9 @@ export function attemptsService(res: DeliveryResources, o: AttemptsOptions) {
       });
       for (const state of recorded.finished) if (state === "SUCCEEDED" || state === "FAILED" || state === "DISABLED") webhookDeliveriesFinished.inc({ state });
       for (const reason of recorded.disabled) webhookEndpointsDisabled.inc({ reason });
-      if (recorded.disabled.length > 0) o.onEvents?.();
-      o.onRecorded?.();
+      // Disabled endpoints' events are in the outbox; slots were freed, retries scheduled.
+      if (recorded.disabled.length > 0) res.written();
+      res.wake();
       return { recorded: recorded.count };
     },
   };

@@ -1,13 +1,8 @@
 import type { Caller, DeliveriesQuery, DeliveryAttempt, PageQuery, WebhookDelivery } from "@tasksvc/contracts";
 import { newId } from "@tasksvc/db";
 import { AppError } from "@tasksvc/errors";
-import { type LogRepo, REPLAY_FAILED_MAX } from "../repo/log-repo.js";
-
-export interface DeliveryLogDeps {
-  repo: LogRepo;
-  /** Tells the dispatcher that due deliveries exist now (after a replay made rows), instead of its next poll. */
-  wake: () => void;
-}
+import { logRepo, REPLAY_FAILED_MAX } from "../repo/log-repo.js";
+import type { WebhooksResources } from "./resources.js";
 
 interface Page<T> {
   data: T[];
@@ -19,8 +14,8 @@ const endpointNotFound = () => new AppError("resource_not_found", "No webhook en
 const deliveryNotFound = () => new AppError("resource_not_found", "No delivery with that id exists for this webhook endpoint.");
 
 /** An endpoint's delivery log (spec 2.9) and its replays (spec 3.3, 4.1). */
-export function deliveryLogService(deps: DeliveryLogDeps) {
-  const { repo } = deps;
+export function deliveryLogService(res: WebhooksResources) {
+  const repo = logRepo(res.db.sql);
 
   async function requireEndpoint(c: Caller, endpointId: string): Promise<void> {
     if (!(await repo.endpointExists(c.organizationId, endpointId))) throw endpointNotFound();
@@ -49,7 +44,7 @@ export function deliveryLogService(deps: DeliveryLogDeps) {
       await requireEndpoint(c, endpointId);
       const row = await repo.replay(c.organizationId, endpointId, deliveryId, newId("whd"));
       if (!row) throw deliveryNotFound();
-      deps.wake();
+      res.wake();
       return row;
     },
 
@@ -66,7 +61,7 @@ export function deliveryLogService(deps: DeliveryLogDeps) {
       // Not PENDING at the update but PENDING at the read: an attempt in flight failed meanwhile.
       if (found && !found.pending && found.delivery.state === "PENDING") found = await repo.retryNow(c.organizationId, endpointId, deliveryId);
       if (!found) throw deliveryNotFound();
-      if (found.pending) deps.wake();
+      if (found.pending) res.wake();
       else if (found.delivery.state !== "DELIVERING" && found.delivery.state !== "PENDING") {
         throw new AppError("delivery_not_pending", `This delivery is ${found.delivery.state}: no attempt of it is waiting. Replay it to send the event again.`);
       }
@@ -78,7 +73,7 @@ export function deliveryLogService(deps: DeliveryLogDeps) {
       await requireEndpoint(c, endpointId);
       const ids = Array.from({ length: REPLAY_FAILED_MAX }, () => newId("whd"));
       const replayed = await repo.replayFailed(c.organizationId, endpointId, since, ids);
-      if (replayed > 0) deps.wake();
+      if (replayed > 0) res.wake();
       return { replayed_count: replayed };
     },
   };

@@ -1,7 +1,7 @@
 import type { CallResult, ReportedAttempt } from "@tasksvc/contracts";
 import { delayAfterFailure } from "@tasksvc/outbound";
 import type { DeliveryUpdate, EndpointStreak, StreakUpdate } from "../repo/attempts-repo.js";
-import type { DeliveryPolicy } from "./delivery-resources.js";
+import type { DeliveryPolicy } from "./resources.js";
 
 // The rules both delivery systems apply: what a failed attempt leads to, and an endpoint's
 // failure streak. Pure: the systems read the rows and write the answers.

@@ -1,11 +1,7 @@
 import type { Caller, WebhookEndpointStats } from "@tasksvc/contracts";
-import type { Database } from "@tasksvc/db";
 import { AppError } from "@tasksvc/errors";
 import { statsRepo } from "../repo/stats-repo.js";
-
-export interface DeliveryStatsDeps {
-  db: Pick<Database, "sql" | "tx">;
-}
+import type { WebhooksResources } from "./resources.js";
 
 /** Deltas moved per compaction transaction; a backlog takes several, each holding its locks briefly. */
 const COMPACTION_BATCH = 10_000;
@@ -20,8 +16,8 @@ const endpointNotFound = () => new AppError("resource_not_found", "No webhook en
  * rows are counted live (at most WEBHOOK_ENDPOINT_CONCURRENCY of them), while a PENDING backlog
  * may be millions of rows, which is exactly when someone looks.
  */
-export function deliveryStatsService(deps: DeliveryStatsDeps) {
-  const repo = statsRepo(deps.db.sql);
+export function deliveryStatsService(res: Pick<WebhooksResources, "db">) {
+  const repo = statsRepo(res.db.sql);
 
   return {
     async endpointStats(c: Caller, endpointId: string, since: string | undefined): Promise<WebhookEndpointStats> {
@@ -48,7 +44,7 @@ export function deliveryStatsService(deps: DeliveryStatsDeps) {
     async compact(): Promise<number> {
       let moved = 0;
       for (;;) {
-        const n = await deps.db.tx(async (t) => {
+        const n = await res.db.tx(async (t) => {
           const tx = statsRepo(t);
           if (!(await tx.lockCompaction())) return 0;
           return tx.compact(await tx.endpointsWithDeltas(), COMPACTION_BATCH);

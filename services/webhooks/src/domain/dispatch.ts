@@ -1,7 +1,7 @@
 import type { DeliveryJob } from "@tasksvc/contracts";
 import { webhookAttempts } from "@tasksvc/telemetry";
 import { attemptsRepo, type AttemptsRepo, type Claimed, type Expired, type Pacing } from "../repo/attempts-repo.js";
-import type { DeliveryResources } from "./delivery-resources.js";
+import type { WebhooksResources } from "./resources.js";
 import { afterFailure } from "./delivery-rules.js";
 
 export interface DispatchOptions {
@@ -59,7 +59,7 @@ export type RatePacing = { [K in keyof typeof RATE_PACING]: number };
  * start, is only the backstop.) Every replica dispatches; an advisory lock serializes their
  * passes, so the per-endpoint bound holds across replicas.
  */
-export function dispatchService(res: DeliveryResources, o: DispatchOptions) {
+export function dispatchService(res: WebhooksResources, o: DispatchOptions) {
   const batch = o.batch ?? 500;
   const expiryEveryMs = o.expiryEveryMs ?? 1000;
   const rate: RatePacing = { ...RATE_PACING, ...o.pacing };

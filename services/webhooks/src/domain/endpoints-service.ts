@@ -22,19 +22,13 @@ import {
 import { idempotentWrite, newId } from "@tasksvc/db";
 import { AppError, fieldError } from "@tasksvc/errors";
 import { checkUrl, EgressRefused, newSigningSecret } from "@tasksvc/outbound";
-import type { SecretBox } from "@tasksvc/secrets";
-import { DuplicateEndpointUrl, type EndpointsRepo } from "../repo/endpoints-repo.js";
-import type { Signer } from "./signer.js";
+import { DuplicateEndpointUrl, type EndpointsRepo, endpointsRepo } from "../repo/endpoints-repo.js";
+import type { WebhooksResources } from "./resources.js";
 
-export interface EndpointsDeps {
-  repo: EndpointsRepo;
-  tx<T>(fn: (repo: EndpointsRepo) => Promise<T>): Promise<T>;
-  /** Seals signing secrets under WEBHOOK_SECRET_KEY. */
-  box: SecretBox;
+/** What the endpoints system reads beside the resources: a setting and the delivery service's calls. */
+export interface EndpointsOptions {
   /** WEBHOOK_ALLOW_HTTP: accept http: destinations (local use). */
   allowHttp: boolean;
-  /** Signs probes with the endpoint's live secrets (the only holder of WEBHOOK_SECRET_KEY is this service). */
-  signer: Signer;
   /**
    * The delivery service's synchronous call (decision 0015): the only process that makes outbound
    * HTTP calls, so the egress guard is applied in one place for deliveries and probes alike.
@@ -42,8 +36,6 @@ export interface EndpointsDeps {
   call: (request: SignedRequest, ctx: RpcContext) => Promise<CallResult>;
   /** The delivery service's guard, asked ahead: would it refuse every call to this URL? */
   checkDestination: (url: string, ctx: RpcContext) => Promise<DestinationChecked>;
-  /** A change wrote operational events to the outbox: relay them now rather than at the next poll. */
-  onEvents?: () => void;
 }
 
 /**
@@ -127,8 +119,10 @@ function atCap(count: number, cap: number): AppError {
   });
 }
 
-export function endpointsService(deps: EndpointsDeps) {
-  const { repo, box } = deps;
+export function endpointsService(res: WebhooksResources, o: EndpointsOptions) {
+  const { box } = res;
+  const repo = endpointsRepo(res.db.sql);
+  const tx = <T>(fn: (r: EndpointsRepo) => Promise<T>) => res.db.tx((t) => fn(endpointsRepo(t)));
 
   /**
    * The destination rules that depend on settings (scheme, userinfo), and the URL as stored: its
@@ -139,7 +133,7 @@ export function endpointsService(deps: EndpointsDeps) {
   function destination(url: string): string {
     let href: string;
     try {
-      href = checkUrl(url, { allowHttp: deps.allowHttp }).href;
+      href = checkUrl(url, { allowHttp: o.allowHttp }).href;
     } catch (e) {
       if (e instanceof EgressRefused) throw fieldError("/url", e.message);
       throw e;
@@ -156,7 +150,7 @@ export function endpointsService(deps: EndpointsDeps) {
    * checked as always.
    */
   async function reachable(url: string, c: Caller): Promise<void> {
-    const checked = await deps.checkDestination(url, c.ctx).catch(() => ({ refused: null }));
+    const checked = await o.checkDestination(url, c.ctx).catch(() => ({ refused: null }));
     if (checked.refused) throw fieldError("/url", checked.refused.message);
   }
 
@@ -183,8 +177,8 @@ export function endpointsService(deps: EndpointsDeps) {
     const eventId = newId("evt");
     // Built as a real event's body is, then `test: true`: a probe is never a real event, and its body says so.
     const body = webhookBody({ id: eventId, type: event.type, created_at: at.toISOString(), data: event.data(at) }, { test: true });
-    const request = deps.signer.sign(target.url, target.secrets, eventId, body);
-    return { result: await deps.call(request, c.ctx), verified: target.verified };
+    const request = res.signer.sign(target.url, target.secrets, eventId, body);
+    return { result: await o.call(request, c.ctx), verified: target.verified };
   }
 
   return {
@@ -198,7 +192,7 @@ export function endpointsService(deps: EndpointsDeps) {
       const cap = limits.webhook_endpoints;
       const record = await idempotentWrite<EndpointsRepo, void, CreateRecord>({
         records: repo.idempotency,
-        tx: deps.tx,
+        tx,
         credentialId: c.credentialId,
         key: c.idempotencyKey,
         operation: "createEndpoint",
@@ -235,22 +229,20 @@ export function endpointsService(deps: EndpointsDeps) {
     async update(c: Caller, id: string, patch: UpdateWebhookEndpointBody): Promise<WebhookEndpoint> {
       const url = patch.url === undefined ? undefined : destination(patch.url);
       if (url !== undefined) await reachable(url, c);
-      const e = await deps
-        .tx(async (r) => {
-          const wasEnabled = await r.lockEnabled(c.organizationId, id);
-          if (wasEnabled === undefined) return undefined;
-          const updated = await r.update(c.organizationId, id, { ...patch, url });
-          const changed = updated !== undefined && updated.enabled !== wasEnabled;
-          if (changed) {
-            await r.events.emit(updated.enabled ? "webhook_endpoint.enabled" : "webhook_endpoint.disabled", [
-              { organizationId: c.organizationId, endpoint: updated },
-            ]);
-          }
-          return updated && { updated, changed };
-        })
-        .catch((err: unknown) => urlTaken(url === undefined ? "/enabled" : "/url", err));
+      const e = await tx(async (r) => {
+        const wasEnabled = await r.lockEnabled(c.organizationId, id);
+        if (wasEnabled === undefined) return undefined;
+        const updated = await r.update(c.organizationId, id, { ...patch, url });
+        const changed = updated !== undefined && updated.enabled !== wasEnabled;
+        if (changed) {
+          await r.events.emit(updated.enabled ? "webhook_endpoint.enabled" : "webhook_endpoint.disabled", [
+            { organizationId: c.organizationId, endpoint: updated },
+          ]);
+        }
+        return updated && { updated, changed };
+      }).catch((err: unknown) => urlTaken(url === undefined ? "/enabled" : "/url", err));
       if (!e) throw notFound();
-      if (e.changed) deps.onEvents?.();
+      if (e.changed) res.written();
       return e.updated;
     },
 
@@ -263,7 +255,7 @@ export function endpointsService(deps: EndpointsDeps) {
     async rotateSecret(c: Caller, id: string): Promise<RotatedWebhookEndpoint> {
       const record = await idempotentWrite<EndpointsRepo, undefined, RotateRecord>({
         records: repo.idempotency,
-        tx: deps.tx,
+        tx,
         credentialId: c.credentialId,
         key: c.idempotencyKey,
         operation: `rotateSecret:${id}`,
@@ -302,7 +294,7 @@ export function endpointsService(deps: EndpointsDeps) {
     async remove(c: Caller, id: string): Promise<{ id: string }> {
       // In a transaction, so that a deadlock with the delivery machinery (the cascade locks every
       // delivery of the endpoint) is retried rather than answered as an error.
-      if (!(await deps.tx((r) => r.remove(c.organizationId, id)))) throw notFound();
+      if (!(await tx((r) => r.remove(c.organizationId, id)))) throw notFound();
       return { id };
     },
   };

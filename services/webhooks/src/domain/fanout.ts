@@ -1,7 +1,8 @@
 import { isEndpointEvent, type OrgEvent, webhookBody } from "@tasksvc/contracts";
 import { newId } from "@tasksvc/db";
 import { currentTraceparent } from "@tasksvc/telemetry";
-import type { DeliveriesRepo, FanOutEvent } from "../repo/deliveries-repo.js";
+import { deliveriesRepo, type FanOutEvent } from "../repo/deliveries-repo.js";
+import type { WebhooksResources } from "./resources.js";
 
 /** Events fanned out by one statement at most. */
 const MAX_BATCH = 64;
@@ -23,7 +24,8 @@ interface Waiting {
  * machine under a write load). Each call still answers for its own event; if the statement
  * fails, every event in it fails and its consumer delivers it again, alone or in another batch.
  */
-export function fanOutService(deps: { repo: DeliveriesRepo }) {
+export function fanOutService(res: Pick<WebhooksResources, "db">) {
+  const repo = deliveriesRepo(res.db.sql);
   let waiting: Waiting[] = [];
   let scheduled = false;
   const flush = async (): Promise<void> => {
@@ -32,7 +34,7 @@ export function fanOutService(deps: { repo: DeliveriesRepo }) {
     waiting = waiting.slice(batch.length);
     if (waiting.length > 0) schedule();
     try {
-      const made = await deps.repo.fanOut(
+      const made = await repo.fanOut(
         batch.map((w) => w.event),
         () => newId("whd"),
       );

@@ -1,0 +1,189 @@
+import { systemContext, type Identity, type RpcContext } from "@tasksvc/contracts";
+import { AppError, isAppError } from "@tasksvc/errors";
+import { httpEdgeRefused } from "@tasksvc/telemetry";
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from "fastify";
+import type { Authenticator } from "../auth.js";
+import type { GatewayRepo } from "../repo/gateway-repo.js";
+import type { Charger } from "./charger.js";
+import { type CursorCodec, cursorUnwrap, signCursor } from "./cursors.js";
+import { idempotencyHooks } from "./idempotency.js";
+import { rateLimitHeaders } from "./limits.js";
+import type { Admitted, Operation, Prepared, ServedOperation } from "./operation.js";
+import { parseEntityTags } from "./preconditions.js";
+
+/** An Idempotency-Key this request holds: its outcome is stored (or the key given back) on the way out. */
+interface Held {
+  credentialId: string;
+  key: string;
+  /** Store the success as "replay from the service", never its body (a secret shown once). */
+  replayFromService: boolean;
+}
+
+/** Per-request pipeline state, kept off the request's public shape. */
+interface State {
+  identity: Identity;
+  key?: string;
+  held?: Held;
+  /** An Idempotency-Key replay forwarded to the service (its outcome held a secret): never charged. */
+  forwarded?: boolean;
+  /** The error the request failed with, seen by onError before it is rendered. */
+  failure?: unknown;
+}
+
+// Set on the request by these hooks and read by the later ones (idempotency.ts, cursors.ts, serve.ts).
+declare module "fastify" {
+  interface FastifyContextConfig {
+    /** Set on every public operation's route; the pipeline's hooks act only where it is. */
+    operation?: ServedOperation;
+  }
+  interface FastifyRequest {
+    pipeline?: State;
+    /** The caller, once authenticated, charged and authorized (hooks.ts). */
+    admitted?: Admitted;
+    /** The operation with its input parsed (hooks.ts). */
+    prepared?: Prepared;
+  }
+}
+
+export interface PipelineOptions {
+  auth: Authenticator;
+  repo: GatewayRepo;
+  charger: Charger;
+  cursors: CursorCodec;
+  /** How long an Idempotency-Key stays claimed by an execution that never reports back (idempotency.ts). */
+  idempotencyLeaseMs: number;
+  /**
+   * Counts a request whose credential was refused against its client address (ANON_RATE_LIMIT:
+   * such a request is anonymous as much as one to the docs); answers the seconds to wait when
+   * the address is past its limit, else 0. Absent: no limit.
+   */
+  refusedCredential?: (ip: string) => number;
+}
+
+function authorize(op: Operation, identity: Identity): void {
+  if (!identity.scopes.includes(op.scope)) {
+    throw new AppError("insufficient_scope", `This operation requires the scope ${op.scope}, which the credential lacks.`);
+  }
+  if (!identity.entitlements.includes(op.entitlement)) {
+    throw new AppError("feature_not_enabled", `The ${identity.plan} plan does not include ${op.entitlement}; upgrade the plan to use this operation.`);
+  }
+}
+
+/**
+ * The request pipeline of every public operation, as fastify hooks driven by each route's
+ * `config.operation`: when a route with an operation is added, `onRoute` gives it the hooks its
+ * operation needs (the Idempotency-Key steps only where the operation is idempotent, cursor
+ * signing only where it is paginated), each a closure over that operation. Routes without one
+ * (/healthz, /docs) get none, and no hook looks the route's config up per request.
+ *
+ * The order is the contract: authenticate (from the headers, before the body is read) → Idempotency-Key (a replay is answered here, before
+ * charging: replays are never charged, spec 8) → charge → scope and entitlement → input (query,
+ * cursor, path, body) → the operation → sign the next cursor → store the outcome under the key.
+ * An anonymous caller therefore learns nothing about an operation's input rules.
+ *
+ * Nothing here reads the body except the input step, and only when the operation declares a
+ * `body` schema: a route whose body is a stream registers its own content-type parser in its own
+ * plugin and runs through the same hooks.
+ */
+export function installPipeline(app: FastifyInstance, opts: PipelineOptions): void {
+  // The same for every operation: one function, not one per route.
+  // An onRequest hook: the credential is checked from the headers before any body is read, so an
+  // anonymous client costs no body buffer. Its refusal closes the connection (the unread body is
+  // then dropped by the edge's lingering close, never read into memory).
+  async function authenticate(req: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const base = systemContext(String(req.id));
+    try {
+      req.pipeline = { identity: await opts.auth.authenticate(req.headers.authorization, base) };
+    } catch (e) {
+      reply.header("connection", "close");
+      // Guessing keys from one address is anonymous traffic: past its limit, 429 instead of 401.
+      const wait = isAppError(e) && e.status === 401 ? (opts.refusedCredential?.(req.ip) ?? 0) : 0;
+      if (wait > 0) {
+        httpEdgeRefused.labels({ reason: "anonymous_rate" }).inc();
+        throw new AppError("rate_limited", "Too many requests with a refused credential from this address; retry after the Retry-After delay.", {
+          retryAfter: wait,
+        });
+      }
+      throw e;
+    }
+  }
+
+  const admit = (op: ServedOperation) =>
+    async function admit(req: FastifyRequest, reply: FastifyReply): Promise<void> {
+      const state = req.pipeline;
+      if (!state) return;
+      const { identity } = state;
+      const charge = state.forwarded ? null : await opts.charger.charge(identity, op.exactCharge);
+      // A forwarded replay is not charged, and says where the limits stand all the same.
+      reply.headers(rateLimitHeaders(charge ?? (await opts.charger.current(identity))));
+      authorize(op, identity);
+      // Conditional headers are checked before the operation runs: a malformed one is a 400, not a read.
+      const ifMatch = op.preconditions === "if-match" ? parseEntityTags(req.headers["if-match"], "If-Match") : undefined;
+      const ifNoneMatch = op.preconditions === undefined ? undefined : parseEntityTags(req.headers["if-none-match"], "If-None-Match");
+      const ctx: RpcContext = {
+        request_id: String(req.id),
+        organization_id: identity.organization_id,
+        user_id: identity.user_id,
+        credential_id: identity.credential_id,
+        scopes: identity.scopes,
+        plan: identity.plan,
+        ...(state.key === undefined ? {} : { idempotency_key: state.key }),
+        ...(ifMatch === undefined ? {} : { if_match: ifMatch }),
+        // On a write, If-None-Match is the service's to check under the row lock, as If-Match is.
+        ...(op.preconditions === "if-match" && ifNoneMatch !== undefined ? { if_none_match: ifNoneMatch } : {}),
+      };
+      req.admitted = {
+        ctx,
+        identity,
+        charge,
+        origin: req.server.publicBaseUrl,
+        charger: opts.charger,
+        ifNoneMatch: op.preconditions === "if-none-match" ? ifNoneMatch : undefined,
+      };
+    };
+
+  // The steps that never wait are callback hooks: no promise per request for them.
+  const input = (op: ServedOperation) => {
+    const unwrapFor = cursorUnwrap(opts.cursors, op);
+    return function input(req: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
+      if (!req.admitted) {
+        done();
+        return;
+      }
+      try {
+        req.prepared = op.prepare({ params: req.params, query: req.query, body: req.body }, unwrapFor(req.admitted.identity.organization_id));
+      } catch (e) {
+        done(e instanceof Error ? e : new Error(String(e)));
+        return;
+      }
+      reply.code(op.status);
+      done();
+    };
+  };
+
+  // A request refused with 429 after it was counted (a batch the limits cannot cover, a stream
+  // past its limit, a service's fairness refusal) costs nothing: its call is given back.
+  async function refundRefusal(req: FastifyRequest, _reply: FastifyReply, error: unknown): Promise<void> {
+    const charge = req.admitted?.charge;
+    if (charge && isAppError(error) && error.status === 429) opts.charger.refund(charge);
+  }
+
+  const keys = idempotencyHooks({ repo: opts.repo, charger: opts.charger, leaseMs: opts.idempotencyLeaseMs });
+  app.addHook("onRoute", (route) => {
+    const op = route.config?.operation;
+    if (!op) return;
+    route.onRequest = [...hooks(route.onRequest), authenticate];
+    route.preHandler = [...hooks(route.preHandler), ...(op.idempotent ? [keys.claim(op.secretInResponse)] : []), admit(op), input(op)];
+    route.onError = [...hooks(route.onError), refundRefusal];
+    if (op.paginated) route.onSend = [...hooks(route.onSend), signCursor(opts.cursors, op)];
+    if (op.idempotent) {
+      route.onError = [...hooks(route.onError), keys.noteFailure];
+      route.onSend = [...hooks(route.onSend), keys.storeOutcome];
+    }
+  });
+}
+
+/** A route option's hooks as a list (fastify takes one function or an array). */
+function hooks<H>(h: H | H[] | undefined): H[] {
+  return h === undefined ? [] : Array.isArray(h) ? h : [h];
+}

@@ -1,0 +1,74 @@
+import { type Caller, type EndpointEvent, type Event, type Page, type ReplayEventsInput, type ReplayEventsOutput, taskId } from "@tasksvc/contracts";
+import { filterTask, notFound } from "../refs.js";
+import type { TasksResources } from "../resources.js";
+
+/** What the feed's read tells its caller to narrow when it reaches the time limit. */
+const FEED_SCAN = { operation: "events feed", narrow: "narrow it with type, created_gte/created_lt or a smaller limit" } as const;
+
+const nothing = () => ({ items: [], more: false, through: 0 });
+
+/** A feed query: the filters of GET /v1/events and the types the caller may see (all when absent). */
+export interface FeedQuery {
+  limit: number;
+  after?: string | undefined;
+  type?: Event["type"] | undefined;
+  task_id?: string | undefined;
+  created_gte?: string | undefined;
+  created_lt?: string | undefined;
+  visible?: readonly Event["type"][] | undefined;
+}
+
+/**
+ * The events system: the feed (an organization's events of the last 30 days, newest first), a
+ * resumed live stream's past, and the events other services hand in. The events themselves are
+ * written by the writes that cause them, in their transactions (`r.events.emit`).
+ */
+export function eventsSystem(res: TasksResources) {
+  const { repos, scans } = res;
+  return {
+    async listEvents(c: Caller, q: FeedQuery): Promise<Page<Event>> {
+      // An id that names no task is a 404, as for the task list's filters. A task whose events
+      // are all past the 30 days answers an empty page.
+      const n = await filterTask(repos, c.organizationId, q.task_id, "task");
+      // Matched as events carry it (`T-<n>`), whatever spelling the query used.
+      return scans.run(c.organizationId, c.deadline, FEED_SCAN, (until) =>
+        repos.events.list(c.organizationId, { ...q, task_id: n === undefined ? undefined : taskId(n) }, until),
+      );
+    },
+
+    /** An event of a type the caller may not see is as absent as one that does not exist. */
+    async getEvent(c: Caller, id: string, visible?: readonly Event["type"][]): Promise<Event> {
+      const e = await repos.events.get(c.organizationId, id);
+      if (!e || (visible !== undefined && !visible.includes(e.type))) throw notFound("event");
+      return e;
+    },
+
+    /**
+     * A resumed live stream's past (GET /v1/events/stream with Last-Event-ID): the organization's
+     * events after the one its client last received, a page at a time, in the stream's order. The
+     * gateway pages until `more` is false, then switches to the live events it relays, from `through`.
+     */
+    async replayEvents(c: Caller, i: ReplayEventsInput): Promise<ReplayEventsOutput> {
+      const org = c.organizationId;
+      let from = "position" in i.from ? i.from.position : undefined;
+      if (from === undefined) {
+        const resume = await repos.stream.resumeAfter(org, "event_id" in i.from ? i.from.event_id : "");
+        if (resume.kind === "unknown") return { ...nothing(), next: { seq: 0 }, pending: false, unknown: true };
+        if (resume.kind === "pending") return { ...nothing(), next: { seq: 0 }, pending: true, unknown: false };
+        from = resume.position;
+      }
+      const page = await repos.stream.page(org, from, i.types, i.limit);
+      return { ...page, pending: false, unknown: false };
+    },
+
+    /**
+     * A webhook endpoint's operational event, relayed by the webhooks service: taken into this
+     * outbox once (a redelivery adds nothing), so it reaches the feed, the live stream and the
+     * fan-out in the event stream's one order.
+     */
+    async takeIn(e: EndpointEvent): Promise<void> {
+      if (await repos.events.takeIn(e)) res.written();
+    },
+  };
+}
+export type EventsSystem = ReturnType<typeof eventsSystem>;

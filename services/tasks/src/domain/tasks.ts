@@ -1,0 +1,199 @@
+import {
+  type Caller,
+  type CreateTaskBody,
+  type ListTasksQuery,
+  type Page,
+  type RawJson,
+  type SearchTasksBody,
+  type Task,
+  type TaskVersion,
+  taskNumber,
+  type UpdateTaskBody,
+} from "@tasksvc/contracts";
+import { newId } from "@tasksvc/db";
+import { fieldError } from "@tasksvc/errors";
+import type { Repositories } from "../repo/repositories.js";
+import { type Content, contentOf, inTaskOrder, toIsoOrNull, toTask } from "../repo/task-json.js";
+import { createBatcher } from "./creates.js";
+import { changesOf } from "./events/changes.js";
+import { checkIfMatch } from "./preconditions.js";
+import { occurAfterDone } from "./recurrence/occurrences.js";
+import { normalizeRecurrence, withRecurrenceRule } from "./recurrence/rrule.js";
+import { firstSlot, localDay } from "./recurrence/slots.js";
+import { existingTask, filterTask, noTask, notFound, pathNumber } from "./refs.js";
+import type { TasksResources } from "./resources.js";
+import { LIST_SCAN, listFilter, SEARCH_SCAN } from "./task-queries.js";
+import { keyedWrites } from "./writes.js";
+
+const sameContent = (a: Content, b: Content) => JSON.stringify(a) === JSON.stringify(b);
+
+async function checkProjects(r: Repositories, org: string, ids: string[], pointer: (i: number) => string): Promise<void> {
+  const [missing] = await r.projects.missing(org, ids);
+  if (missing !== undefined) throw fieldError(pointer(ids.indexOf(missing)), `project ${missing} does not exist in this organization`);
+}
+
+/** A parent a create or a patch names: its number, once it is known to be a task of the organization. */
+async function parentOf(r: Repositories, org: string, ref: string): Promise<number> {
+  const parent = taskNumber(ref);
+  if (parent === null || !(await r.tasks.exists(org, parent))) throw fieldError("/parent_task_id", "no such task in this organization");
+  return parent;
+}
+
+/**
+ * The tasks system: a task's create, reads, patch, archive and history, the lists and searches,
+ * and the lookups other services make. Its writes make the events they cause in their own
+ * transaction, and the next occurrence of a series when one is done.
+ */
+export function tasksSystem(res: TasksResources) {
+  const { repos, scans, cache } = res;
+  const write = keyedWrites(res);
+
+  const creates = createBatcher(res, async (r, c, b) => {
+    const org = c.organizationId;
+    const projectIds = b.project_ids ?? (b.project_id === undefined ? [] : [b.project_id]);
+    await checkProjects(r, org, projectIds, (i) => (b.project_id === undefined ? `/project_ids/${i}` : "/project_id"));
+    const parent = b.parent_task_id === undefined ? null : await parentOf(r, org, b.parent_task_id);
+    const recurrence = b.recurrence ? normalizeRecurrence(b.recurrence) : null;
+    // A recurring task heads its series as its first occurrence: without a due date of its own it
+    // is due on its slot, as every later occurrence is on its own (the day in the series' zone, at
+    // 00:00 UTC as a day given for a due date means).
+    const firstDay = recurrence === null ? null : firstSlot(recurrence, localDay(res.now(), recurrence.timezone));
+    return {
+      title: b.title,
+      description: b.description ?? null,
+      status: b.status ?? "TODO",
+      priority: b.priority ?? null,
+      start_date: toIsoOrNull(b.start_date ?? null),
+      due_date: toIsoOrNull(b.due_date ?? firstDay),
+      notes: b.notes ?? null,
+      story_points: b.story_points ?? null,
+      recurrence,
+      project_ids: projectIds,
+      parent_number: parent,
+    };
+  });
+
+  return {
+    /**
+     * Creates a task; concurrent creates of one organization share a transaction (creates.ts). A
+     * replay answers the task its Idempotency-Key record kept as jsonb (keys sorted by length):
+     * put back in toTask()'s order, so that it is byte for byte the answer it repeats. So are the
+     * answers of updateTask and setArchived.
+     */
+    createTask: async (c: Caller, b: CreateTaskBody): Promise<Task> => inTaskOrder(await creates.submit(c, withRecurrenceRule(b))),
+
+    async getTask(c: Caller, ref: string): Promise<Task> {
+      const org = c.organizationId;
+      const n = pathNumber(ref);
+      const hit = cache.get(org, n);
+      if (hit) {
+        // On a cluster a copy is served only if its row is still that version (decision 0017):
+        // one primary-key lookup of one value, however the write's broadcast fared.
+        if (!res.checkHits() || (await repos.tasks.rowVersion(org, n)) === hit.version) return hit.task;
+        cache.drop(org, n);
+      }
+      const epoch = cache.epoch();
+      const row = await repos.tasks.getForCache(org, n);
+      if (!row) throw noTask();
+      const task = toTask(row);
+      cache.put(org, n, task, row.row_version, epoch);
+      return task;
+    },
+
+    async listTasks(c: Caller, q: ListTasksQuery): Promise<RawJson<Page<Task>>> {
+      const org = c.organizationId;
+      const parent = await filterTask(repos, org, q.parent_task_id, "parent task");
+      const series = await filterTask(repos, org, q.series_task_id, "series task");
+      if (q.project_id !== undefined && !(await repos.projects.get(org, q.project_id))) throw notFound("project");
+      return scans.run(org, c.deadline, LIST_SCAN, (until) =>
+        repos.search.page(org, { filter: listFilter(q, parent), series, sort: q.sort, limit: q.limit, after: q.after, until }),
+      );
+    },
+
+    /** A filter tree: ids that name nothing match nothing (a condition, not a reference to check). */
+    async searchTasks(c: Caller, body: SearchTasksBody): Promise<RawJson<Page<Task>>> {
+      return scans.run(c.organizationId, c.deadline, SEARCH_SCAN, (until) =>
+        repos.search.page(c.organizationId, { filter: body.filter, sort: body.sort, limit: body.limit, after: body.after, until }),
+      );
+    },
+
+    async updateTask(c: Caller, ref: string, patch: UpdateTaskBody): Promise<Task> {
+      const p = withRecurrenceRule(patch);
+      const answer = await write(c, "updateTask", async (r, w) => {
+        const org = c.organizationId;
+        // Like dependencies, the parent relation stays acyclic only if no two parent changes of
+        // one organization check the tree at once: A→B, B→C and C→A each pass alone. Taken
+        // before the row lock, always in this order, so it adds no deadlock.
+        if (p.parent_task_id !== undefined && p.parent_task_id !== null) await r.tasks.lockHierarchy(org);
+        const row = await existingTask(r, org, ref, true);
+        checkIfMatch(c, row);
+        const number = Number(row.number);
+        const before = contentOf(row);
+        const after: Content = {
+          title: p.title ?? before.title,
+          description: p.description === undefined ? before.description : p.description,
+          status: p.status ?? before.status,
+          priority: p.priority === undefined ? before.priority : p.priority,
+          start_date: p.start_date === undefined ? before.start_date : toIsoOrNull(p.start_date),
+          due_date: p.due_date === undefined ? before.due_date : toIsoOrNull(p.due_date),
+          notes: p.notes === undefined ? before.notes : p.notes,
+          story_points: p.story_points === undefined ? before.story_points : p.story_points,
+          recurrence: p.recurrence === undefined ? before.recurrence : p.recurrence === null ? null : normalizeRecurrence(p.recurrence),
+          project_ids: p.project_ids ?? before.project_ids,
+          parent_number: before.parent_number,
+        };
+        if (p.parent_task_id === null) after.parent_number = null;
+        else if (p.parent_task_id !== undefined) {
+          const parent = await parentOf(r, org, p.parent_task_id);
+          if (await r.tasks.isSelfOrDescendant(org, number, parent)) throw fieldError("/parent_task_id", "would make the task its own ancestor");
+          after.parent_number = parent;
+        }
+        if (p.project_ids !== undefined) await checkProjects(r, org, p.project_ids, (i) => `/project_ids/${i}`);
+        if (sameContent(before, after)) return toTask(row);
+        const projectsChanged = JSON.stringify(before.project_ids) !== JSON.stringify(after.project_ids);
+        const updated = await r.tasks.updateContent(org, number, after, newId("ver"), projectsChanged);
+        const task = toTask(updated);
+        w.touched.push(number);
+        await r.events.emit(org, "task.updated", task, changesOf(toTask(row), task));
+        // Completing a series' latest occurrence shows its next one at once (decision 0021).
+        if (before.status !== "COMPLETED" && after.status === "COMPLETED" && (await occurAfterDone(r, org, updated, res.now()))) w.occurred++;
+        return task;
+      });
+      return inTaskOrder(answer);
+    },
+
+    async setArchived(c: Caller, ref: string, archived: boolean): Promise<Task> {
+      const answer = await write(c, archived ? "archiveTask" : "unarchiveTask", async (r, w) => {
+        const org = c.organizationId;
+        const row = await existingTask(r, org, ref, true);
+        checkIfMatch(c, row);
+        const changed = await r.tasks.setArchived(org, Number(row.number), archived);
+        if (!changed) return toTask(row);
+        w.touched.push(Number(row.number));
+        const task = toTask(changed);
+        await r.events.emit(org, archived ? "task.archived" : "task.updated", task, changesOf(toTask(row), task));
+        // Archiving (dismissing) a series' latest occurrence counts as done: its next one shows at
+        // once, as for a completion (decision 0021). Archiving the head ends the series instead.
+        if (archived && (await occurAfterDone(r, org, changed, res.now()))) w.occurred++;
+        return task;
+      });
+      return inTaskOrder(answer);
+    },
+
+    async history(c: Caller, ref: string, limit: number, after: string | undefined): Promise<Page<TaskVersion>> {
+      const n = pathNumber(ref);
+      if (!(await repos.tasks.exists(c.organizationId, n))) throw noTask();
+      return repos.tasks.history(c.organizationId, n, limit, after);
+    },
+
+    /** For other services: summaries of many tasks in one round trip. */
+    lookupTasks: async (c: Caller, numbers: number[]) => ({ tasks: await repos.tasks.summaries(c.organizationId, [...new Set(numbers)]) }),
+
+    async taskWithSubtasks(c: Caller, number: number) {
+      const [task] = await repos.tasks.summaries(c.organizationId, [number]);
+      if (!task) return { task: null, subtasks: [] };
+      return { task, subtasks: await repos.tasks.subtaskSummaries(c.organizationId, number) };
+    },
+  };
+}
+export type TasksSystem = ReturnType<typeof tasksSystem>;
