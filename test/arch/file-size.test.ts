@@ -27,4 +27,14 @@ describe("source files", () => {
       .map((f) => `${f.file}: ${f.lines} lines`);
     expect(long).toEqual([]);
   });
+
+  it("when a source file of the tasks or the gateway service grows, then it stays at 300 lines or fewer (the two services every new feature passes through)", () => {
+    const files = ["services/tasks/src", "services/gateway/src"].flatMap((d) => sources(join(root, d)));
+    expect(files.length).toBeGreaterThan(40);
+    const long = files
+      .map((f) => ({ file: relative(root, f), lines: readFileSync(f, "utf8").split("\n").length - 1 }))
+      .filter((f) => f.lines > 300)
+      .map((f) => `${f.file}: ${f.lines} lines`);
+    expect(long).toEqual([]);
+  });
 });
