@@ -2,7 +2,6 @@ import { type boardsRpc, callerOf } from "@tasksvc/contracts";
 import type { Handlers } from "@tasksvc/nats";
 import type { BoardsService } from "./domain/boards-service.js";
 
-/** Entry layer: maps each RPC operation of the catalog onto the domain. */
 export function boardsHandlers(svc: BoardsService): Handlers<typeof boardsRpc> {
   return {
     getBoard: (i, ctx) => svc.board(callerOf(ctx), i.date),

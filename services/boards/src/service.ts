@@ -16,11 +16,7 @@ export type BoardsConfig = z.output<typeof BoardsConfig>;
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL("../migrations", import.meta.url));
 
-/**
- * The boards service: daily plans of tasks, which it reads from the tasks service by RPC, and
- * rollovers of recurring tasks, which it takes from the tasks service's rollover stream. It
- * depends on the tasks service; the tasks service never calls it.
- */
+/** Depends on the tasks service (RPC and its rollover stream); the tasks service never calls it. */
 export const service = defineService({
   name: "boards",
   schema: "boards",
@@ -29,7 +25,6 @@ export const service = defineService({
   async start({ cfg, db, nc, namespace, log, health, serve, client, every, onStop }) {
     const tasks = client(tasksRpc, { timeoutMs: cfg.RPC_TIMEOUT_MS });
     const res = boardsResources(db, {
-      // In chunks whose answer fits one NATS message: a summary's title alone may be 1.5 kB.
       lookup: async (ctx, numbers) => {
         const found = [];
         for (let i = 0; i < numbers.length; i += LOOKUP_CHUNK) {

@@ -1,9 +1,4 @@
-/**
- * Gathers single calls into one batch call: items that arrive while a batch is being sent, or
- * within `maxWaitMs` of the first, go together (at most `maxSize`). Each caller gets its own
- * result, or the batch's error. Many attempts finishing at once then cost one request and one
- * transaction in the webhooks service, not one each.
- */
+/** Many attempts finishing at once then cost one request and one transaction in the webhooks service (decision 0015). */
 export function batcher<I, O>(send: (items: I[]) => Promise<O[]>, opts: { maxSize: number; maxWaitMs: number }) {
   type Waiting = { item: I; resolve(o: O): void; reject(e: unknown): void };
   const queue: Waiting[] = [];

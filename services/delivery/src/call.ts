@@ -2,14 +2,10 @@ import type { CallResult, SignedRequest } from "@tasksvc/contracts";
 import { postGuarded, retryAfterMs, type EgressOptions } from "@tasksvc/outbound";
 
 export interface CallOptions extends EgressOptions {
-  /** WEBHOOK_TIMEOUT_MS: the whole call, lookup to response. */
   timeoutMs: number;
 }
 
-/**
- * One signed request sent through the egress guard (DESIGN.md 5): checked at dial time against
- * the address actually connected to, no redirect followed, bounded in time. Never rejects.
- */
+/** Checked at dial time against the address actually connected to, no redirect followed. Never rejects. */
 export async function sendSigned(request: SignedRequest, o: CallOptions, now: () => Date = () => new Date()): Promise<CallResult> {
   const r = await postGuarded(request.url, { ...o, headers: request.headers, body: request.body });
   return {

@@ -18,9 +18,8 @@ export const DeliveryConfig = z.object({
 export type DeliveryConfig = z.output<typeof DeliveryConfig>;
 
 /**
- * The delivery service (issue 11): the only process that makes outbound HTTP calls. No schema:
- * the webhooks service holds the truth of every delivery and every secret; this one sends the
- * signed requests it is given, through the egress guard, and reports what happened.
+ * The only process that makes outbound HTTP calls. No schema: the webhooks service holds the
+ * truth of every delivery and every secret.
  */
 export const service = defineStatelessService({
   name: "delivery",
@@ -40,14 +39,11 @@ export const service = defineStatelessService({
       namespace,
       concurrency: cfg.WEBHOOK_CONCURRENCY,
       health,
-      // A dead worker's jobs go to another within this; a live one keeps its own by reporting progress.
       ackWaitMs: JOB_ACK_WAIT_MS,
       callTimeoutMs: cfg.WEBHOOK_TIMEOUT_MS,
     });
     onStop(() => worker.stop());
-    // The synchronous calls of test-event and verify (the webhooks service signs, this one sends),
-    // and the guard's verdict on an endpoint's URL when it is set (names resolved from here, where
-    // the calls are made).
+    // Names resolve from here, where the calls are made, for the guard's verdict on an endpoint's URL.
     serve(deliveryRpc, {
       call: (request) => res.send(request),
       checkDestination: async ({ url }) => ({ refused: await destinationRefusal(url, egress) }),

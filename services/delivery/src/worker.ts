@@ -25,74 +25,37 @@ import {
 import { batcher } from "./batch.js";
 import type { DeliveryResources } from "./resources.js";
 
-/** The worker's settings and the connection it consumes on. */
 export interface WorkerOptions {
   nc: NatsConnection;
   namespace: string;
-  /** WEBHOOK_CONCURRENCY: calls in flight in this process. */
   concurrency: number;
-  /**
-   * How long a job may go without news from this worker before JetStream hands it to another
-   * (JOB_ACK_WAIT_MS in service): the handler reports progress every third of it while it holds
-   * the job, so it only has to cover a pause in those reports, and a dead worker's jobs come back
-   * within it.
-   */
   ackWaitMs: number;
-  /** WEBHOOK_TIMEOUT_MS: the longest one call may take (`send` ends it then). */
   callTimeoutMs: number;
-  /** The replica's health: the consumer reports whether it is attached. */
   health?: { check(name: string, fn: Check): () => void };
 }
 
-/** Durable names may not contain dots: the namespace joins with `_`. Replicas share it. */
+/** Durable names may not contain dots: the namespace joins with `_`. */
 export const deliveryDurable = (namespace: string) => `${namespace}_delivery`;
 
-/**
- * A dead worker's jobs come back to another worker within this long (its in-progress reports
- * stop). Short, because a live worker keeps its jobs by those reports, every third of it.
- */
+/** A dead worker's jobs come back within this; short, because a live worker keeps its own by reporting progress every third of it. */
 export const JOB_ACK_WAIT_MS = 10_000;
 
-/**
- * How long a start's answer may take before its call is given up (the attempt handed back
- * unsent): a start opens the attempt's call window for the call timeout plus this, so a call
- * begun later could outlast its window. TIMER_SLACK_MS of it covers timers that fire late.
- */
+/** A start opens the call window for the call timeout plus this, so a start answered later is given up; TIMER_SLACK_MS covers late timers. */
 export const START_MARGIN_MS = 5000;
 const TIMER_SLACK_MS = 1000;
-/** The least wait before a job with a busy attempt comes back (its window about to pass). */
 const BUSY_NAK_MIN_MS = 100;
 
-/** The context of the worker's internal calls: no organization, no caller. */
 const systemCtx = (): RpcContext => systemContext(`delivery-${Date.now().toString(36)}`);
 
-/** A rate-limited endpoint's attempt: started at `at` or later, but before `at + windowMs` (epoch ms), or not at all. */
 interface SendWindow {
   at: number;
   windowMs: number;
 }
 
 /**
- * The delivery worker (decision 0015): takes jobs from the job stream, asks the webhooks service
- * for each attempt's signed request (none when the delivery was deleted, its endpoint disabled,
- * or the attempt already dispatched again), makes the call, reports the outcome, then acks.
- * Starts and reports are batched: one request for many attempts.
- *
- * Starting an attempt opens its call window (the call timeout plus START_MARGIN_MS, a limited
- * attempt's wait for its send time on top): no other worker may start it meanwhile, and this one
- * begins its call within the window's margin or not at all. So a job that JetStream hands to a
- * second worker (the first went silent) never makes a second call at once: the second is told
- * the attempt is busy and asks again (nak) once the window has passed, when the first worker's
- * call has surely ended; if that worker died, the attempt is then made again, not lost.
- *
- * A job is acked only once its outcome is recorded. If the report fails, the job comes back
- * (nak with backoff) and is started again, which answers nothing to send once the lease has run
- * out and the dispatcher counted the attempt: at least once, never lost.
- *
- * A rate-limited endpoint's attempts carry send times (DESIGN.md 11): each starts at its time or
- * within the job's window after it, by this worker's clock, or is handed back unsent
- * (deferAttempts). That window is what keeps every one-second window within the limit across
- * all workers, so hosts' clocks must agree (NTP) to well within it.
+ * A start opens the attempt's call window, so a second worker given the job never calls at once
+ * (decision 0033); acked only once the outcome is recorded. Send windows hold an endpoint's rate
+ * across workers only while hosts' clocks agree (NTP, decision 0028).
  */
 export function startWorker(res: DeliveryResources, o: WorkerOptions): Promise<Consumption> {
   const { now } = res;
@@ -118,34 +81,20 @@ export function startWorker(res: DeliveryResources, o: WorkerOptions): Promise<C
 
   const slots = semaphore(o.concurrency);
 
-  /**
-   * Gives an attempt back unsent: it was reached past its send window, and starting it now could
-   * put more than the endpoint's rate limit into one second. The webhooks service makes it PENDING
-   * again with a new send time to come; nothing is counted against the delivery.
-   */
+  /** Starting it now could put more than the endpoint's rate limit into one second (decision 0028). */
   async function defer(ref: AttemptRef, stage: "arrival" | "call" | "start"): Promise<void> {
     webhookAttemptsDeferred.inc({ stage });
     await defers.add(ref);
   }
 
-  /**
-   * Until this worker's clock reads `at`, holding nothing but a timer (the job's keep-alive runs
-   * meanwhile). In steps of a second at most, so that a clock stepped forward is followed.
-   */
+  /** In steps of a second at most, so that a clock stepped forward is followed. */
   async function waitUntil(at: number): Promise<void> {
     for (let left = at - now().getTime(); left > 0; left = at - now().getTime()) {
       await new Promise((resolve) => setTimeout(resolve, Math.min(left, 1000)));
     }
   }
 
-  /**
-   * One attempt: started (its window opened and its request signed), then the call, then its
-   * report (batched with others'). An attempt with a send time is started on arrival, then waits
-   * for its time without a call slot (so a limited endpoint's waits never take slots from the
-   * others), and is deferred instead of made if it gets its slot past its send window. Any other
-   * is started once it holds a slot, so that its window runs from then. Answers when to ask again
-   * if another worker's window was open on it (epoch ms), else nothing.
-   */
+  /** A send time is awaited without a call slot, so a limited endpoint takes no slots from the others; any other attempt starts once it holds one. */
   async function attempt(ref: AttemptRef, window: SendWindow | undefined): Promise<number | undefined> {
     const busyUntil = (s: StartedAttempt) => (s.busy_until === undefined ? undefined : Date.parse(s.busy_until));
     let started: StartedAttempt;
@@ -220,12 +169,7 @@ export function startWorker(res: DeliveryResources, o: WorkerOptions): Promise<C
     stream: webhookMessages.deliveryJob.stream(o.namespace),
     durable: deliveryDurable(o.namespace),
     schema: webhookMessages.deliveryJob.schema,
-    // Jobs in flight; the calls they make share WEBHOOK_CONCURRENCY slots. An endpoint never has
-    // more than WEBHOOK_ENDPOINT_CONCURRENCY attempts in flight (the dispatcher's bound), so a
-    // hanging endpoint holds at most that many slots and the others keep theirs. A job waiting
-    // for send times holds one of these (never a call slot), within the same bound; a refill
-    // is about half a second of send times in one job, so a limited endpoint whose own
-    // concurrency is not the limit keeps two or three here.
+    // At most WEBHOOK_ENDPOINT_CONCURRENCY attempts per endpoint are in flight, so a hanging endpoint holds at most that many slots.
     concurrency: o.concurrency,
     ackWaitMs: o.ackWaitMs,
     log: res.log,
@@ -233,15 +177,13 @@ export function startWorker(res: DeliveryResources, o: WorkerOptions): Promise<C
     async handle(job, meta) {
       // Its lease ran out: the dispatcher has counted these attempts and dispatched them again.
       if (new Date(job.lease_until) <= now()) return "ack";
-      // While this worker lives, the job stays here however long it waits for slots or calls:
-      // JetStream hands it to another worker only once these reports stop (a dead worker).
+      // JetStream hands the job to another worker only once these reports stop (a dead worker).
       const keepAlive = setInterval(() => meta.working(), Math.max(1000, Math.floor(o.ackWaitMs / 3)));
       try {
         const arrived = now().getTime();
         const windowMs = job.send_window_ms ?? 0;
         const windowOf = (a: JobAttempt): SendWindow | undefined => (a.send_at === undefined ? undefined : { at: Date.parse(a.send_at), windowMs });
         const refOf = (a: JobAttempt): AttemptRef => ({ delivery_id: a.delivery_id, attempt: a.attempt });
-        // Past its window already (a job that waited, a worker that stalled): given back unsigned.
         const isLate = (a: JobAttempt) => {
           const w = windowOf(a);
           return w !== undefined && arrived >= w.at + w.windowMs;
@@ -253,8 +195,7 @@ export function startWorker(res: DeliveryResources, o: WorkerOptions): Promise<C
         // or calling would bring the job back to a worker that starts them a second time.
         const failed = settled.find((r) => r.status === "rejected");
         if (failed) throw failed.reason;
-        // Attempts another worker had started (this job reached it too): back once their windows
-        // have passed, to be made again if that worker never reported them.
+        // Another worker had started these: back once its windows have passed, to be made again if it never reported.
         const busy = settled.reduce((m, r) => (r.status === "fulfilled" && typeof r.value === "number" ? Math.max(m, r.value) : m), 0);
         if (busy > 0) return { nak: Math.max(BUSY_NAK_MIN_MS, busy - now().getTime()) };
       } finally {

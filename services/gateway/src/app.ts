@@ -24,35 +24,26 @@ export interface BuildOptions extends PipelineOptions, LinkRouteOptions {
   log: Logger;
   clients: Clients;
   bodyLimit: number;
-  /** The public API's resources; tests may mount extra ones on the same pipeline. */
+  /** Tests may mount extra ones on the same pipeline. */
   resources?: readonly Resource[];
-  /** The replica's live event streams (GET /v1/events/stream); unit tests may leave them out. */
   eventStreams?: EventStreams | undefined;
-  /** The JetStream blob store, whose upload and download links this gateway serves (null with S3). */
+  /** Null with S3: links then go to S3 itself, not through this gateway. */
   blobs?: BlobStore | null;
-  /**
-   * The replica's readiness (libs/runtime Health: Postgres, NATS, started and not stopping, and
-   * the gateway's own checks, a ping of every service it forwards to): what /readyz answers.
-   */
   health: Pick<Health, "readiness">;
-  /** CORS_ORIGINS: the browser origins allowed to call the API, `*` for any; unset, no CORS at all. */
+  /** Unset: no CORS at all. */
   corsOrigins?: "*" | readonly string[] | undefined;
-  /** PUBLIC_BASE_URL: how clients reach the gateway; unset, http://localhost:<port>. */
   publicBaseUrl?: string | undefined;
-  /** PORT, the port the gateway listens on (0: the one the kernel chooses). */
   port: number;
-  /** BODY_TIMEOUT: how long a request may take to arrive whole (408 past it); absent, no limit. */
+  /** Absent: no limit. */
   bodyTimeoutMs?: number | undefined;
-  /** ANON_RATE_LIMIT: requests per window and client address on the routes that need no credential; null or absent, no limit. */
+  /** Null or absent: no limit. */
   anonRate?: LinkRate | null | undefined;
 }
 
 /**
- * Where clients reach the gateway: PUBLIC_BASE_URL, else `http://localhost:<port>` (the default
- * the settings document). Never the request's Host header: a client that sends
- * `Host: attacker.example` would otherwise be handed links to that host (and a shared cache or a
- * log could carry them to others). With PORT 0 the port is the one the kernel chose, known once
- * the gateway listens, which it does before any request arrives.
+ * Never the request's Host header: a client sending `Host: attacker.example` would otherwise be
+ * handed links to that host (and a shared cache or a log could carry them to others). With PORT 0
+ * the port is known once the gateway listens, which it does before any request arrives.
  */
 function publicBaseUrlOf(opts: Pick<BuildOptions, "publicBaseUrl" | "port">, app: () => FastifyInstance): () => string {
   const fixed = opts.publicBaseUrl ?? (opts.port === 0 ? undefined : `http://localhost:${opts.port}`);
@@ -68,11 +59,7 @@ function publicBaseUrlOf(opts: Pick<BuildOptions, "publicBaseUrl" | "port">, app
   };
 }
 
-/**
- * Builds the gateway (not listening: `inject()` works for unit tests): the HTTP edge (http/), the
- * request pipeline's hooks (pipeline/), then one plugin per resource (routes/), the link routes
- * and the documentation (openapi/).
- */
+/** Not listening, so `inject()` works for unit tests. */
 export function buildGateway(opts: BuildOptions): FastifyInstance {
   const publicBaseUrl = publicBaseUrlOf(opts, () => app);
   const edge = edgeHandling(opts.log, publicBaseUrl);
@@ -81,18 +68,17 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
     loggerInstance: opts.log as FastifyBaseLogger,
     // One access line per request is written by our onResponse hook instead of fastify's two.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: "request_id" }),
-    // Every request gets a fresh id; a caller-supplied one is not trusted to be unique (spec 7).
+    // A caller-supplied request id is not trusted to be unique (spec 7).
     genReqId: edge.requestId,
     requestIdHeader: false,
     bodyLimit: opts.bodyLimit,
     // Requests arriving while the replica closes get a 503 problem from the edge, not fastify's bare JSON.
     return503OnClosing: false,
-    // Every failure before a route runs is a problem too (decision 0010, http/edge.ts).
+    // Every failure before a route runs is a problem too (decision 0010).
     clientErrorHandler: edge.clientErrorHandler,
     frameworkErrors,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     http: { requireHostHeader: false, headersTimeout, connectionsCheckingInterval },
-    // BODY_TIMEOUT: a request that has not arrived whole in time is answered 408 and closed (the edge).
     requestTimeout,
     trustProxy: opts.trustProxy ?? false,
   });
@@ -104,9 +90,8 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
   observeRequests(app);
   edge.install(app);
   const refusedCredential = limitAnonymous(app, opts.anonRate);
-  // `GET /v1/tasks/` matches `/v1/tasks/:task_id` with an empty id: no resource has one, so the
-  // path is answered as the unknown route it is (404, before authentication and charging), not as
-  // a charged 400 about a parameter the caller never meant to send.
+  // `GET /v1/tasks/` matches `/v1/tasks/:task_id` with an empty id: answered as the unknown route it
+  // is (404, before authentication and charging), not as a charged 400 about a parameter.
   app.addHook("onRequest", async (req) => {
     const empty = emptyPathParameter(req);
     if (empty !== undefined) throw new AppError("route_not_found", `No route ${req.method} ${req.url.split("?")[0] ?? ""}.`);
@@ -115,11 +100,8 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
   registerProblemHandling(app);
 
   app.get("/healthz", async () => ({ status: "ok" }));
-  // /metrics is on the ops port only (OPS_PORT): operation counts and error rates are not for the
-  // public. /healthz and /readyz are answered on both ports: load balancers and probes look here.
+  // /metrics is on the ops port only: operation counts and error rates are not for the public.
   app.get("/readyz", async (req, reply) => {
-    // The same readiness as every process's ops port (each check bounded to 1 s), answered as
-    // the public API answers: a problem+json 503 naming what is not ready.
     const { ready, checks } = await opts.health.readiness();
     if (ready) return { status: "ready", checks };
     const failing = Object.entries(checks).filter(([, v]) => v !== "ok");
@@ -132,8 +114,7 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
   const served = opts.resources ?? resources;
   for (const r of served) app.register(resourcePlugin(r), { clients: opts.clients, eventStreams: opts.eventStreams });
   registerTransfers(app, { store: opts.blobs ?? null, clients: opts.clients, linkRate: opts.linkRate });
-  // The document's server: PUBLIC_BASE_URL, else `/` (the origin the document was fetched from),
-  // not the base links use (docs-page.ts says why).
+  // PUBLIC_BASE_URL, else `/` (the origin the document was fetched from), not the base links use (docs-page.ts says why).
   registerDocs(
     app,
     served.flatMap((r) => r.operations),

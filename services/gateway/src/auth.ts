@@ -31,16 +31,14 @@ const badKey = () => new AppError("invalid_api_key", "The API key is not valid: 
 const badToken = (why: string) => new AppError("invalid_token", `The access token is not valid: ${why}.`);
 
 /**
- * Resolves a bearer credential to an Identity. Identities are cached for a few seconds per
- * replica, bounded by the credential's own expiry; the keys service broadcasts an invalidation for
- * an organization on every revoke, role, plan or limit change, and the whole cache is dropped
- * after a NATS reconnect (an invalidation may have been missed while disconnected).
+ * Identities are cached for a few seconds per replica, bounded by the credential's own expiry; the
+ * keys service broadcasts an invalidation per organization on every change, and the whole cache is
+ * dropped after a NATS reconnect, since an invalidation may have been missed (decision 0003).
  */
 export function createAuthenticator(opts: AuthOptions) {
   const cache = new Map<string, CacheEntry>();
   const inflight = new Map<string, Promise<Identity | null>>();
   let generation = 0;
-  /** Told after an organization's credentials may have changed (undefined: any organization's). */
   const watchers = new Set<(orgId: string | undefined) => void>();
   const tell = (orgId: string | undefined) => {
     for (const w of watchers) w(orgId);
@@ -63,16 +61,15 @@ export function createAuthenticator(opts: AuthOptions) {
       if (s.type === "reconnect") {
         generation++;
         cache.clear();
-        // A lookup sent around the outage may never be answered (it waits out the RPC timeout);
-        // requests arriving after the reconnect start their own instead of joining it (issue 9:
-        // after a NATS restart, new credentials waited ~3 s for a doomed lookup; now ~0.5 s).
+        // A lookup sent around the outage may never be answered (it waits out the RPC timeout): requests
+        // arriving after the reconnect start their own instead of joining it.
         inflight.clear();
         tell(undefined);
       }
     }
   })();
 
-  /** Cached, with concurrent misses for one credential sharing a single lookup. */
+  /** Concurrent misses for one credential share a single lookup. */
   async function cached(cacheKey: string, load: () => Promise<Identity | null>): Promise<Identity | null> {
     const hit = cache.get(cacheKey);
     const now = Date.now();
@@ -143,7 +140,7 @@ export function createAuthenticator(opts: AuthOptions) {
   }
 
   return {
-    /** The credential is checked once, at the start of a request (spec 5.7). */
+    /** Checked once, at the start of a request (spec 5.7). */
     async authenticate(authorization: string | undefined, ctx: RpcContext): Promise<Identity> {
       if (!authorization) throw missing();
       const m = /^Bearer[ ]+(\S+)\s*$/i.exec(authorization);
@@ -157,11 +154,7 @@ export function createAuthenticator(opts: AuthOptions) {
       }
       return verifyAccessToken(token, ctx);
     },
-    /**
-     * Calls `fn` whenever an organization's credentials may have changed (a revoke, a role or plan
-     * change), with its id, or with undefined after a reconnect (any may have): what holds a
-     * credential beyond one request (a live event stream) checks it again then. Returns the unsubscribe.
-     */
+    /** What holds a credential beyond one request (a live event stream) checks it again then; undefined after a reconnect: any may have changed. */
     onChange(fn: (orgId: string | undefined) => void): () => void {
       watchers.add(fn);
       return () => watchers.delete(fn);
@@ -173,10 +166,6 @@ export function createAuthenticator(opts: AuthOptions) {
   };
 }
 
-/**
- * Where access-token signatures are checked against, in order: a JWKS URL (a real issuer), a
- * configured PEM public key, or the development issuer's key fetched from the keys service.
- */
 function buildKeyGetter(opts: AuthOptions): (ctx: RpcContext) => Promise<JWTVerifyGetKey> {
   if (opts.jwksUrl) {
     const remote = createRemoteJWKSet(new URL(opts.jwksUrl));
@@ -196,8 +185,7 @@ function buildKeyGetter(opts: AuthOptions): (ctx: RpcContext) => Promise<JWTVeri
     };
     return async () => getter;
   }
-  // Said once at start, like the other development fallbacks: whoever can sign as the development
-  // issuer (the keys service, with its key) can act as any member of any organization here.
+  // Whoever can sign as the development issuer can act as any member of any organization here.
   opts.log.warn(
     "OAUTH_JWKS_URL is not set: access tokens signed by the development issuer (admin issue-token) are accepted; set OAUTH_JWKS_URL (your OAuth issuer's JWKS) or OAUTH_PUBLIC_KEY outside development",
   );

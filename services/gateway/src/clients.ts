@@ -1,13 +1,11 @@
 import { SERVICES, type RpcCatalogOf, type RpcServiceName } from "@tasksvc/contracts";
 import { client, type ClientOptions, type NatsConnection, type RpcClient } from "@tasksvc/nats";
 
-/** A typed client of every service in the registry that serves a catalog, by service name. */
 export type Clients = { [N in RpcServiceName]: RpcClient<RpcCatalogOf<N>> };
 
-/** The gateway's clients, one per registered catalog: a new service needs no line here. */
+/** A new service needs no line here. */
 export function createClients(nc: NatsConnection, opts: ClientOptions): Clients {
   const entries = SERVICES.flatMap((s) => ("rpc" in s ? [[s.name, client(nc, s.rpc, opts)] as const] : []));
-  // Object.fromEntries cannot keep each name's own catalog type; the registry pairs every name
-  // with its catalog (`name: xRpc.service, rpc: xRpc`), so each value is its name's client.
+  // Object.fromEntries cannot keep each name's own catalog type; the registry pairs every name with its catalog.
   return Object.fromEntries(entries) as Clients;
 }

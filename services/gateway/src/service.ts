@@ -16,10 +16,6 @@ import { createFanIn } from "./streams/fan-in.js";
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL("../migrations", import.meta.url));
 
-/**
- * The gateway: the public HTTP API, forwarding to every service over NATS. Listens on PORT
- * (0 = any free port; the address is the replica's `url`).
- */
 export const service = defineService({
   name: "gateway",
   schema: "gateway",
@@ -45,10 +41,8 @@ export const service = defineService({
     onStop(() => auth.stop());
     const charger = createCharger({ repo, log });
     onStop(() => charger.close());
-    // With the JetStream store, attachment bytes stream through the gateway (decision 0016).
     const blobs = cfg.BLOB_STORE.kind === "nats" ? await natsBlobStore(nc, namespace, { replicas: cfg.NATS_STREAM_REPLICAS }) : null;
-    // Ready only while every service it forwards to answers a ping (some replica serving its
-    // catalog), so a rollout or `docker compose up --wait` goes green only when the stack can serve.
+    // So a rollout or `docker compose up --wait` goes green only when the stack can serve.
     for (const s of SERVICES) {
       if ("rpc" in s) health.check(`service:${s.rpc.service}`, async () => ((await ping(nc, namespace, s.rpc.service, 1000)) ? "ok" : "unreachable"));
     }
@@ -78,15 +72,13 @@ export const service = defineService({
       trustProxy: cfg.TRUST_PROXY,
       bodyTimeoutMs: cfg.BODY_TIMEOUT,
       anonRate: cfg.ANON_RATE_LIMIT,
-      // The service records the key itself and answers a second execution from that record, so a
-      // claim only has to outlive this replica's own wait (decision 0011).
+      // The service answers a second execution from its own record, so a claim only has to outlive this replica's own wait (decision 0011).
       idempotencyLeaseMs: cfg.RPC_TIMEOUT_MS + 1_000,
     });
     every(60_000, "sweep", () => repo.sweep());
     // Registered last, so closed first: no new request reaches the charger or auth once they stop.
     onStop(() => app.close());
-    // Before the app closes, which waits for every open connection: the streams end first, each
-    // told to resume elsewhere (readiness has failed since the stop began).
+    // Before the app closes, which waits for every open connection: the streams end first, each told to resume elsewhere.
     onStop(() => eventStreams.stop());
     try {
       await app.listen({ port: cfg.PORT, host: "0.0.0.0" });

@@ -2,7 +2,6 @@ import { callerOf, type keysRpc } from "@tasksvc/contracts";
 import type { Handlers } from "@tasksvc/nats";
 import type { KeysService } from "./domain/keys-service.js";
 
-/** Entry layer: maps each RPC operation of the catalog onto the domain. */
 export function keysHandlers(svc: KeysService): Handlers<typeof keysRpc> {
   return {
     authenticateKey: (i) => svc.authenticateKey(i.key_hash),

@@ -15,23 +15,16 @@ export const KeysConfig = z.object({
   ...serviceSettings,
   OAUTH_ISSUER: settings.OAUTH_ISSUER,
   OAUTH_AUDIENCE: settings.OAUTH_AUDIENCE,
-  /**
-   * Read here only to know that the deployment has a real OAuth issuer, which the gateway checks
-   * tokens against: either one set turns the development issuer off.
-   */
+  /** Read only to know whether the deployment has a real OAuth issuer: either one turns the development issuer off. */
   OAUTH_JWKS_URL: settings.OAUTH_JWKS_URL,
   OAUTH_PUBLIC_KEY: settings.OAUTH_PUBLIC_KEY,
-  /**
-   * Seals a new API key's secret in its Idempotency-Key record, the only place it is kept (for the
-   * 24 h in which a retry gets the same key back). Decision 0022.
-   */
+  /** The only place a new key's secret is kept, for the 24 h in which a retry gets the same key back (decision 0022). */
   KEYS_SECRET_KEY: sealingKeySetting("KEYS_SECRET_KEY", DEV_KEYS_SECRET_KEY),
 });
 export type KeysConfig = z.output<typeof KeysConfig>;
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL("../migrations", import.meta.url));
 
-/** The keys service: organizations, members, API keys, plans; the development token issuer. */
 export const service = defineService({
   name: "keys",
   schema: "keys",
@@ -58,12 +51,10 @@ export const service = defineService({
       log,
     });
     const issuer = devIssuer(res, { issuer: cfg.OAUTH_ISSUER, audience: cfg.OAUTH_AUDIENCE, enabled: devIssuerOn });
-    // A private key stored plain before it was sealed is sealed now; the key comes from the
-    // environment, so no migration could. Idempotent, and safe with replicas starting together.
+    // The key comes from the environment, so no migration could seal it; safe with replicas starting together.
     const sealed = await issuer.sealStoredKeys();
     if (sealed > 0) log.info({ sealed }, "sealed the development issuer's signing key under KEYS_SECRET_KEY");
     const svc = keysService(res, { issuer });
-    // Idempotency records hold a new key's secret (sealed) for their 24 h: removed hourly once past it.
     every(60 * 60_000, "idempotency sweep", () => res.repo.idempotency.sweep());
     serve(keysRpc, keysHandlers(svc));
   },

@@ -1,12 +1,10 @@
 export { service, TasksConfig } from "./service.js";
-// The scheduler with the pieces it runs on, for the bench (test/bench/recurrence.mjs), which
-// measures it against its own schema without the rest of the service.
+// For the bench, which measures the scheduler against its own schema without the rest of the service.
 export { MIGRATIONS_DIR } from "./service.js";
 export { TASK_INDEXES } from "./repo/indexes.js";
 export { tasksResources } from "./domain/resources.js";
 export { recurrenceSystem } from "./domain/recurrence/system.js";
 export { tasksSystem } from "./domain/tasks.js";
-// The repositories, for the bench's matched baselines (test/bench/matched-responder.mjs), which
-// run the service's own statements with none of its pipeline.
+// For the bench's matched baselines, which run the service's own statements with none of its pipeline.
 export { tasksRepo } from "./repo/tasks-repo.js";
 export { taskSearch } from "./repo/task-search.js";

@@ -7,24 +7,20 @@ import { outboxPublisher, type JetStreamClient, type NatsConnection } from "@tas
 export interface RelayOptions {
   db: Database;
   js: JetStreamClient;
-  /** The connection `js` publishes on: its server info's max_payload bounds every message. */
   nc: Pick<NatsConnection, "info">;
   namespace: string;
   log: Logger;
-  /** How often to look for rows no local write announced (other replicas, a crashed relay). */
+  /** For rows no local write announced (other replicas, a crashed relay). */
   pollMs?: number;
   batch?: number;
 }
 
-/** tasks.outbox (migrations/0001_tasks.sql): the event type names the subject. */
 interface TaskOutboxRow extends OutboxRow {
   type: EventType;
   organization_id: string;
 }
 
 /**
- * The tasks service's outbox relay: tasks.outbox to the task-event stream, each row on
- * `<ns>.evt.tasks.<type>` with Nats-Msg-Id = event id (the mechanism: libs/db outbox.ts).
  * The lock name is the one every earlier version took: old and new replicas never relay at once.
  * A row too large to publish goes to outbox_dead_letters (migration 0015) and the rest go on.
  */
@@ -36,7 +32,7 @@ export function startRelay(opts: RelayOptions): OutboxRelay {
     lock: "tasks.outbox.relay",
     subject: (row) => taskEventSubject(opts.namespace, row.type),
     log: opts.log,
-    // Each event's place in the stream, for a live stream that resumes (repo/event-stream-repo.ts).
+    // Each event's place in the stream, for a live stream that resumes.
     onPublished: (t, rows, seqs) => eventStreamRepo(t).record(rows, seqs),
     maxPayload: () => opts.nc.info?.max_payload,
     deadLetters: "outbox_dead_letters",

@@ -7,7 +7,6 @@ import type { EventsSystem } from "./domain/events/system.js";
 import type { ProjectsSystem } from "./domain/projects.js";
 import type { TasksSystem } from "./domain/tasks.js";
 
-/** The systems the operations are served by, each built on the service's one set of resources. */
 export interface TasksSystems {
   tasks: TasksSystem;
   batches: TaskBatches;
@@ -17,13 +16,12 @@ export interface TasksSystems {
   attachments: AttachmentsSystem;
 }
 
-/** An answer that is one task, its ETag in the reply's headers: the gateway sends both without parsing the task. */
+/** The ETag travels in the reply's headers, so the gateway sends both without parsing the task. */
 function tagged(meta: HandlerMeta, task: Task): Task {
   meta.headers.etag = taskEtag(task.version);
   return task;
 }
 
-/** Entry layer: maps each RPC operation of the catalog onto the system that serves it. */
 export function tasksHandlers({ tasks, batches, projects, dependencies, events, attachments: att }: TasksSystems): Handlers<typeof tasksRpc> {
   return {
     createTask: async (i, ctx, meta) => tagged(meta, await tasks.createTask(callerOf(ctx), i)),
@@ -53,7 +51,7 @@ export function tasksHandlers({ tasks, batches, projects, dependencies, events, 
     listAttachments: (i, ctx) => att.listAttachments(callerOf(ctx), i.task_id, i.limit, i.after),
     downloadAttachment: (i, ctx) => att.downloadAttachment(callerOf(ctx), i.task_id, i.attachment_id),
     deleteAttachment: (i, ctx) => att.deleteAttachment(callerOf(ctx), i.task_id, i.attachment_id),
-    // The gateway's streaming routes: the capability is the authorization (no caller needed).
+    // The capability is the authorization: no caller needed.
     claimUpload: (i) => att.claimUpload(i.capability),
     releaseUpload: (i, ctx) => att.releaseUpload(i.file_key, ctx.organization_id),
     completeUpload: (i, ctx) => att.completeUpload(i.file_key, ctx.organization_id),

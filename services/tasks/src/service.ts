@@ -22,25 +22,19 @@ import { tasksHandlers } from "./rpc.js";
 
 export const TasksConfig = z.object({
   ...serviceSettings,
-  /** Where attachment bytes live (decision 0016): `nats` (JetStream object store) or `s3://…`. */
   BLOB_STORE: blobStoreSetting,
   UPLOAD_TICKET_TTL: settings.duration("15m"),
-  /** How often the recurrence scheduler looks for occurrences due (decision 0021). */
   RECURRENCE_TICK: settings.duration("30s"),
-  /**
-   * Runs the recurrence scheduler's clock this far ahead of the real one: for tests that need
-   * tomorrow's occurrences now, never for production (decision 0021). 0s by default.
-   */
+  /** For tests that need tomorrow's occurrences now, never for production. */
   RECURRENCE_CLOCK_AHEAD: settings.duration("0s"),
   DOWNLOAD_LINK_TTL: settings.duration("5m"),
-  /** Keys that sign upload and download links, the signing one first (never kept in the database). */
+  /** Never kept in the database. */
   LINK_SIGNING_KEYS: linkSigningKeysSetting,
 });
 export type TasksConfig = z.output<typeof TasksConfig>;
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL("../migrations", import.meta.url));
 
-/** The tasks service: projects, tasks, dependencies; its outbox relayed to the task event stream. */
 export const service = defineService({
   name: "tasks",
   schema: "tasks",
@@ -58,8 +52,7 @@ export const service = defineService({
       duplicate_window: nanos(3600_000),
     },
     {
-      // Rollover requests for the boards service: one per task and day, consumed within seconds;
-      // two days cover a boards outage over a weekend night without piling up.
+      // Two days cover a boards outage over a weekend night without piling up.
       name: rolloverMessages.request.stream(namespace),
       subjects: [rolloverMessages.request.subject(namespace)],
       max_age: nanos(2 * 24 * 3600_000),
@@ -71,16 +64,12 @@ export const service = defineService({
     onStop(() => relay.stop());
     const cache = taskCache();
     const changedSubject = tasksChangedSubject(namespace);
-    // One set of resources for every system: the domain's writes wake the relay once committed.
-    // Pages stop at a byte budget that fits the connection's max_payload (DESIGN 20, Size).
     const res = tasksResources(db, {
       written: () => relay.notify(),
       pageBytes: pageBudget(nc),
       cache,
-      // On one server, hits are served as they are: the broadcast, flushed before the reply,
-      // reaches every replica ahead of any later request (decision 0008). On a cluster it need not
-      // (another route, or lost with a server that dies), so hits are checked against the row's
-      // version first (decision 0017). Read per request: a reconnect may land elsewhere.
+      // On a cluster the broadcast may take another route or be lost, so hits are checked against the
+      // row's version first (decision 0017). Read per request: a reconnect may land elsewhere.
       checkHits: () => nc.info === undefined || nc.info.cluster !== undefined,
       async changed(organizationId, numbers) {
         nc.publish(changedSubject, encodeJson({ organization_id: organizationId, numbers }));
@@ -89,10 +78,8 @@ export const service = defineService({
       log,
     });
     const events = eventsSystem(res);
-    // Webhook endpoints' operational events, relayed by the webhooks service from its outbox: taken
-    // into this outbox, they reach the feed, the live stream and the fan-out in the event stream's
-    // one order. Waits in the background for the stream while the webhooks service has not made it
-    // (a stack without webhooks has none), so readiness does not depend on it.
+    // Taken into this outbox, they reach the feed, the live stream and the fan-out in one order. The
+    // stream is waited for in the background (a stack without webhooks has none), so readiness does not depend on it.
     const endpointEvents = await consume(nc, {
       stream: webhookMessages.endpointEvent.stream(namespace),
       durable: `${namespace}_tasks_endpoint_events`,
@@ -106,9 +93,8 @@ export const service = defineService({
       },
     });
     onStop(() => endpointEvents.stop());
-    // Every replica hears every change (no queue group). A callback, not an iterator: it runs in
-    // arrival order with the RPC subscriptions, before any request that was published after it
-    // through the same server (on a cluster, see checkHits above).
+    // Every replica hears every change (no queue group). A callback, not an iterator: it runs in arrival
+    // order with the RPC subscriptions, before any request published after it through the same server.
     const changes = nc.subscribe(changedSubject, {
       callback: (err, msg) => {
         if (err) return void log.error({ err }, "change subscription error");
@@ -125,12 +111,10 @@ export const service = defineService({
       }
     })();
     every(60 * 60_000, "idempotency sweep", () => res.repos.idempotency.sweep());
-    // The events feed keeps 30 days (EVENT_RETENTION_DAYS); reads never show older ones, swept or not.
+    // Reads never show events past the 30 days, swept or not.
     every(60 * 60_000, "events sweep", () => res.repos.events.sweep());
-    // Recurring tasks' occurrences (decision 0021): every replica ticks; the (series, slot) key
-    // makes each occurrence once whichever replica gets there first.
-    // Rollover asks for unfinished occurrences to be put on their owners' boards by a message on
-    // the rollover stream, which the boards service consumes: this service never calls boards.
+    // Every replica ticks; the (series, slot) key makes each occurrence once. Rollovers go by message,
+    // so this service never calls boards.
     const js = jetstream(nc);
     const rollovers = rolloverMessages.request;
     const recurrence = recurrenceSystem(res, {

@@ -8,20 +8,15 @@ export interface DispatcherOptions {
   log: Logger;
   /** How often to look for due retries and expired leases when nothing wakes it (default 250 ms). */
   pollMs?: number;
-  /**
-   * The least time between two passes (default 10 ms): wakes that come faster (every event fanned
-   * out, every report recorded) are served together by the next pass, not one pass each.
-   */
+  /** Wakes that come faster (every event fanned out, every report recorded) are served together by the next pass. */
   gapMs?: number;
 }
 
 export interface Dispatcher {
-  /** New or freed work: dispatch now rather than at the next poll. */
   wake(): void;
   stop(): Promise<void>;
 }
 
-/** Puts a delivery job on the job stream (the dispatch service's `publish`). */
 export function jobPublisher(nc: NatsConnection, namespace: string): (job: DeliveryJob) => Promise<void> {
   const js = jetstream(nc);
   const subject = webhookMessages.deliveryJob.subject(namespace);
@@ -30,10 +25,6 @@ export function jobPublisher(nc: NatsConnection, namespace: string): (job: Deliv
   };
 }
 
-/**
- * Entry layer of the dispatch service: runs its passes, one after another, on a poll and on
- * wakes. A full batch runs the next pass at once; a failed pass waits for the next as usual.
- */
 export function startDispatcher(o: DispatcherOptions): Dispatcher {
   const pollMs = o.pollMs ?? 250;
   const gapMs = o.gapMs ?? 10;

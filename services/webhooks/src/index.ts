@@ -1,6 +1,5 @@
 export { service, WebhooksConfig } from "./service.js";
-// The delivery statistics and the delivery machinery's SQL, for the bench (test/bench/webhook-stats.mjs),
-// which measures them against a database of its own without the rest of the service.
+// For the bench, which measures them against a database of its own without the rest of the service.
 export { MIGRATIONS_DIR } from "./service.js";
 export { deliveryStatsService } from "./domain/delivery-stats.js";
 export { attemptsRepo } from "./repo/attempts-repo.js";

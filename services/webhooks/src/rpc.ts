@@ -5,7 +5,6 @@ import type { DeliveryLogService } from "./domain/delivery-log.js";
 import type { DeliveryStatsService } from "./domain/delivery-stats.js";
 import type { EndpointsService } from "./domain/endpoints-service.js";
 
-/** Entry layer: maps each RPC operation of the catalog onto the domain. */
 export function webhooksHandlers(svc: EndpointsService, log: DeliveryLogService, stats: DeliveryStatsService): Handlers<typeof webhooksRpc> {
   return {
     createEndpoint: ({ limits, ...body }, ctx) => svc.create(callerOf(ctx), body, limits),
@@ -25,7 +24,6 @@ export function webhooksHandlers(svc: EndpointsService, log: DeliveryLogService,
   };
 }
 
-/** The delivery worker's operations (internal: no organization, no caller). */
 export function attemptsHandlers(svc: AttemptsService): Handlers<typeof webhookAttemptsRpc> {
   return {
     startAttempts: (i) => svc.start(i.jobs),

@@ -42,16 +42,13 @@ export type WebhooksConfig = z.output<typeof WebhooksConfig>;
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL("../migrations", import.meta.url));
 
-/** How often the delivery statistics' deltas are folded into the rollup. */
 const STATS_COMPACTION_MS = 5_000;
 
-/** The webhooks service: organizations' webhook endpoints, their signing secrets, and deliveries (issue 11). */
 export const service = defineService({
   name: "webhooks",
   schema: "webhooks",
   migrations: MIGRATIONS_DIR,
   config: WebhooksConfig,
-  // The delivery jobs this service dispatches and the delivery service consumes (decision 0015).
   // Work-queue retention: a job is gone once acknowledged; Postgres keeps the truth of every delivery.
   streams: (namespace) => [
     {
@@ -62,8 +59,7 @@ export const service = defineService({
       duplicate_window: nanos(10 * 60_000),
     },
     {
-      // Endpoints' operational events on their way to the events outbox (the tasks service takes
-      // them in within moments); a week covers a long tasks outage.
+      // A week covers a long tasks outage.
       name: webhookMessages.endpointEvent.stream(namespace),
       subjects: [webhookMessages.endpointEvent.subjects(namespace)],
       max_age: nanos(7 * 24 * 3600_000),
@@ -75,7 +71,6 @@ export const service = defineService({
       log.warn("WEBHOOK_SECRET_KEY is not set: signing secrets are sealed with the public development key; set it outside development");
     }
     const delivery = client(deliveryRpc, { timeoutMs: cfg.RPC_TIMEOUT_MS });
-    // The outbox of endpoints' operational events, relayed to their stream (Nats-Msg-Id = event id).
     const relay = startOutboxRelay<OutboxRow & { type: EndpointEventType }>({
       db,
       publisher: outboxPublisher(jetstream(nc)),
@@ -87,10 +82,6 @@ export const service = defineService({
       maxPayload: () => nc.info?.max_payload,
     });
     onStop(() => relay.stop());
-    // One set of resources for every system. Writes of operational events wake the relay; a
-    // finished attempt frees a slot of its endpoint and may have scheduled an immediate retry, and
-    // a replay's new rows and a retry's are due at once: each wakes the dispatcher rather than
-    // waiting for its poll.
     const res = webhooksResources(db, {
       box: secretBox(cfg.WEBHOOK_SECRET_KEY.keyMaterial, "WEBHOOK_SECRET_KEY"),
       policy: { retryDelays: cfg.WEBHOOK_RETRY_DELAYS, disableAfter: cfg.WEBHOOK_DISABLE_AFTER, disableMinAgeMs: cfg.WEBHOOK_DISABLE_MIN_AGE },
@@ -104,8 +95,6 @@ export const service = defineService({
       checkDestination: (url, ctx) => delivery.call("checkDestination", { url }, ctx),
     });
     every(60 * 60_000, "idempotency sweep", () => endpointsRepo(db.sql).idempotency.sweep());
-    // The delivery log keeps 30 days, as the events feed does; attempts go with their delivery,
-    // and an event's body with the last delivery of it.
     const deliveries = deliveriesRepo(db.sql);
     const stats = deliveryStatsService(res);
     every(60 * 60_000, "delivery log sweep", async () => {
@@ -113,13 +102,10 @@ export const service = defineService({
       await deliveries.sweepBodies();
       await stats.sweep();
     });
-    // The statistics' deltas into their rollup: reads add what is left, so this only bounds the
-    // deltas a read sums (a few seconds' worth).
+    // Reads add what is left, so this only bounds the deltas a read sums.
     every(STATS_COMPACTION_MS, "delivery stats compaction", () => stats.compact());
 
     const attempts = attemptsService(res);
-    // Due deliveries → jobs on the job stream, at most WEBHOOK_ENDPOINT_CONCURRENCY in flight per
-    // endpoint; leases that ran out are counted and dispatched again.
     const dispatch = dispatchService(res, {
       leaseMs: cfg.WEBHOOK_LEASE,
       endpointConcurrency: cfg.WEBHOOK_ENDPOINT_CONCURRENCY,
@@ -127,7 +113,6 @@ export const service = defineService({
     });
     const dispatcher = startDispatcher({ dispatch, log });
     onStop(() => dispatcher.stop());
-    // Scrape-time backlog of deliveries.
     const removeLive = sampled.webhookDeliveries(async () => {
       const b = await deliveries.backlog();
       return [
@@ -138,8 +123,7 @@ export const service = defineService({
     });
     onStop(removeLive);
 
-    // Task events → deliveries (fan-out), then a wake for the dispatcher. Stopped after serving
-    // stops (reverse order), before NATS drains and the pool ends.
+    // Stopped after serving stops (reverse order), before NATS drains and the pool ends.
     const fanout = await startTaskEventsConsumer({
       nc,
       namespace,

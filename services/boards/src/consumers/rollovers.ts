@@ -9,7 +9,6 @@ export interface RolloversConsumerOptions {
   namespace: string;
   log: Logger;
   boards: Pick<BoardsService, "rollOver">;
-  /** The replica's health: the consumer reports whether it is attached. */
   health?: { check(name: string, fn: Check): () => void };
 }
 
@@ -17,11 +16,8 @@ export interface RolloversConsumerOptions {
 export const rolloversDurable = (namespace: string) => `${namespace}_boards_rollovers`;
 
 /**
- * Entry layer for the rollover stream, which the tasks service owns and publishes to: each request
- * is placed, then acked. Placing is idempotent (one record per task and day), so a redelivery after
- * a lost ack, or one request at two replicas, places nothing twice; acks need no confirmation. A
- * database error throws, so the consumer naks with backoff and the request comes again. Until the
- * tasks service has made the stream, consume() waits for it in the background.
+ * Placing is idempotent (one record per task and day), so a redelivery after a lost ack, or one
+ * request at two replicas, places nothing twice; a database error throws, so the consumer naks.
  */
 export function startRolloversConsumer(o: RolloversConsumerOptions): Promise<Consumption> {
   const m = rolloverMessages.request;

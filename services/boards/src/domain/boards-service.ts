@@ -19,7 +19,6 @@ import type { BoardsResources } from "./resources.js";
 const numberOf = (t: TaskSummary) => Number(t.task_id.slice(2));
 const plannable = (t: TaskSummary, userId: string) => t.owner_user_id === userId && !t.archived;
 
-/** Each user's daily boards: their sections' status, the tasks planned on them, rollovers. */
 export function boardsService(res: BoardsResources) {
   const { repo } = res;
 
@@ -34,10 +33,8 @@ export function boardsService(res: BoardsResources) {
 
   return {
     /**
-     * The caller's board for a day. Reading creates nothing. Titles and statuses are the tasks'
-     * current ones, fetched in ONE request to the tasks service however many entries there are.
-     * An entry whose task was archived after planning is not shown (it could not be planned now);
-     * it shows again if the task is unarchived.
+     * Titles and statuses are the tasks' current ones, in one request however many entries there are.
+     * An entry whose task was archived after planning is hidden (it could not be planned now).
      */
     async board(c: Caller, date: string): Promise<Board> {
       const { sections, entries } = await repo.day(c.organizationId, c.userId, date);
@@ -63,11 +60,7 @@ export function boardsService(res: BoardsResources) {
       return { date, section, status };
     },
 
-    /**
-     * Places a task on a section of the caller's day. Only the caller's own, unarchived tasks; a
-     * parent brings its own unarchived direct subtasks (those already on the section stay; those
-     * on the other section move). Already on that section: 400. On the other: moved, new id.
-     */
+    /** A parent brings its unarchived direct subtasks; entries on the other section move, with new ids. */
     async plan(c: Caller, body: { date: string; task_id: string; section: DailySection }): Promise<BoardEntry> {
       const { organizationId: org, userId: user } = c;
       return idempotentWrite({
@@ -92,7 +85,6 @@ export function boardsService(res: BoardsResources) {
           const own = existing.get(numberOf(task));
           if (own?.section === body.section) throw fieldError("/task_id", `${task.task_id} is already on the ${body.section} section of ${body.date}`);
           try {
-            // Moves: the entries on the other section go, and come back with new ids.
             await r.deleteEntries([...existing.values()].filter((e) => e.section !== body.section).map((e) => e.id));
             const row = await r.insertEntry(newId("ent"), org, user, body.date, body.section, numberOf(task));
             for (const s of subtasks) {
@@ -111,10 +103,8 @@ export function boardsService(res: BoardsResources) {
     },
 
     /**
-     * The recurrence scheduler's rollover (decision 0021): puts an unfinished occurrence on its
-     * owner's board for a day, once per task and day. The tasks service decided it is the owner's,
-     * unfinished and the series' latest; a task the user placed on that day already stays where it
-     * is, and an entry the user removes after a rollover is not put back.
+     * Rollover (decision 0021): once per task and day. A task the user placed on that day stays where
+     * it is, and an entry the user removes after a rollover is not put back.
      */
     async rollOver(i: RollOverInput): Promise<{ placed: boolean }> {
       return res.tx(async (r) => {

@@ -5,7 +5,6 @@ export interface EntryRow {
   id: string;
   section: DailySection;
   task_number: string;
-  /** As the API shows it (ISO 8601, milliseconds, Z): formatted by Postgres (ENTRY_CREATED_AT). */
   created_at: string;
 }
 
@@ -22,15 +21,11 @@ export class AlreadyPlaced extends Error {
 
 const ENTRY_RULES: readonly PgErrorRule[] = [{ code: PG.uniqueViolation, constraint: "entries_task_key", to: () => new AlreadyPlaced() }];
 
-/** All SQL of the boards service (schema `boards`). Bound to a pool or to one transaction. */
 export function boardsRepo(sql: Sql) {
   const idempotency = idempotencyRecords(sql);
   const createdAt = sql.unsafe(ENTRY_CREATED_AT);
   return {
-    /**
-     * A day's board as stored: its sections' statuses and its entries in placing order, in one
-     * statement (one round trip per board read, decision 0020).
-     */
+    /** One statement, so one round trip per board read (decision 0020). */
     async day(org: string, user: string, date: string): Promise<{ sections: Array<{ section: DailySection; status: DailyStatus }>; entries: EntryRow[] }> {
       const rows = await sql<Array<{ sections: Array<{ section: DailySection; status: DailyStatus }> } & { [K in keyof EntryRow]: EntryRow[K] | null }>>`
         select s.sections, e.id, e.section, e.task_number, e.created_at
@@ -65,7 +60,7 @@ export function boardsRepo(sql: Sql) {
           where s.status = 'NOT_FILLED'`;
     },
 
-    /** The entries of these tasks on the day, locked for the planning transaction. */
+    /** Locked for the planning transaction. */
     async entriesOf(org: string, user: string, date: string, numbers: number[]): Promise<Array<{ id: string; section: DailySection; task_number: string }>> {
       return sql<{ id: string; section: DailySection; task_number: string }[]>`
         select id, section, task_number::text as task_number from entries
@@ -91,10 +86,7 @@ export function boardsRepo(sql: Sql) {
       return rows.length === 1;
     },
 
-    /**
-     * Records that a task was rolled onto a day (decision 0021); false when it was already, by
-     * anyone. Run in the transaction that places the entry, so the record and the entry go together.
-     */
+    /** In the transaction that places the entry, so the record and the entry go together. */
     async recordRollover(org: string, number: number, date: string): Promise<boolean> {
       const rows = await sql`
         insert into rollovers (organization_id, task_number, date) values (${org}, ${number}, ${date}::date)
@@ -118,7 +110,6 @@ export function boardsRepo(sql: Sql) {
       return rows.length;
     },
 
-    /** The service's Idempotency-Key records (libs/db). */
     idempotency,
   };
 }

@@ -4,21 +4,14 @@ import type { FastifyInstance } from "fastify";
 import { type LinkRate, linkLimiter } from "./link-limits.js";
 import { emptyPathParameter } from "./requests.js";
 
-/** Client addresses the anonymous routes' limit remembers at once (the oldest window goes first). */
 const ANON_LIMIT_CLIENTS = 50_000;
 
-/**
- * ANON_RATE_LIMIT: one count per client address for the routes that need no credential, and for
- * requests whose credential is refused (the pipeline counts those through the function returned).
- * Null: no limit, and no function.
- */
+/** Also counts requests whose credential is refused (the pipeline counts those through the function returned). */
 export function limitAnonymous(app: FastifyInstance, rate: LinkRate | null | undefined): ((ip: string) => number) | undefined {
   if (!rate) return undefined;
   const limiter = linkLimiter(rate, { maxClients: ANON_LIMIT_CLIENTS });
-  // The routes that need no credential (documentation, health, unknown paths, CORS preflights)
-  // cost their caller nothing, so they are counted per client address instead, before any work.
-  // The link routes have their own limit (LINK_RATE_LIMIT, transfers.ts), and the operations are
-  // charged per credential after authentication.
+  // The routes that need no credential cost their caller nothing, so they are counted per client
+  // address instead, before any work; the operations are charged per credential.
   app.addHook("onRequest", async (req) => {
     const routed = req.routeOptions.config?.operation || req.routeOptions.url?.includes("/:capability");
     // A path with an empty parameter names no route: counted like any unknown path.

@@ -1,13 +1,8 @@
 import cors from "@fastify/cors";
 import type { FastifyInstance } from "fastify";
 
-/**
- * What CORS lets a browser page on an allowed origin do (decision 0019). The methods the routes
- * serve: a route with another one fails the build (checkCorsMethods), so that a preflight never
- * refuses a method the API serves.
- */
+/** A route with another method fails the build (checkCorsMethods), so a preflight never refuses a method the API serves. */
 export const CORS_METHODS: readonly string[] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"];
-/** The request headers the API reads beyond those browsers send freely. */
 export const CORS_REQUEST_HEADERS: readonly string[] = [
   "Authorization",
   "Content-Type",
@@ -17,7 +12,7 @@ export const CORS_REQUEST_HEADERS: readonly string[] = [
   "traceparent",
   "tracestate",
 ];
-/** The API's own response headers, which a page's script may read only when they are listed. */
+/** A page's script may read only the response headers listed. */
 export const CORS_EXPOSED_HEADERS: readonly string[] = [
   "x-request-id",
   "RateLimit",
@@ -34,10 +29,9 @@ export const CORS_EXPOSED_HEADERS: readonly string[] = [
   "WWW-Authenticate",
   "Content-Disposition",
 ];
-/** How long a browser may reuse a preflight's answer: a changed CORS_ORIGINS is seen within it. */
+/** A changed CORS_ORIGINS is seen within it. */
 const CORS_MAX_AGE_SECONDS = 600;
 
-/** Refuses, when it is added, a route whose method CORS_METHODS does not list. */
 export function checkCorsMethods(app: FastifyInstance): void {
   app.addHook("onRoute", (route) => {
     for (const method of [route.method].flat()) {
@@ -47,10 +41,8 @@ export function checkCorsMethods(app: FastifyInstance): void {
   });
 }
 
-/** CORS_ORIGINS: the browser origins allowed to call the API, `*` for any. */
 export function registerCors(app: FastifyInstance, origins: "*" | readonly string[]): void {
-  // Its onRequest hook runs after the request id and the edge checks, and answers a preflight
-  // there: no route's pipeline runs for it, so it is never authenticated or charged.
+  // Preflights are answered in its onRequest hook, so no route's pipeline runs: never authenticated or charged.
   app.register(cors, {
     origin: origins === "*" ? "*" : [...origins],
     methods: [...CORS_METHODS],
@@ -59,8 +51,7 @@ export function registerCors(app: FastifyInstance, origins: "*" | readonly strin
     // Credentials are bearer tokens the page sends itself, never cookies: nothing to allow.
     credentials: false,
     maxAge: CORS_MAX_AGE_SECONDS,
-    // Every OPTIONS is answered as a preflight: the strict mode would answer one that lacks
-    // Origin or Access-Control-Request-Method with a text/plain 400 rather than a problem.
+    // The strict mode would answer a preflight that lacks Origin or Access-Control-Request-Method with a text/plain 400, not a problem.
     strictPreflight: false,
   });
 }

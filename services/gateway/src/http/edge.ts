@@ -9,16 +9,11 @@ import { EVERY_ANSWER_HEADERS, fieldCount, newRequestId } from "./requests.js";
 import { lingeringClose, lingerWhenUnread } from "./sockets.js";
 
 /**
- * The HTTP edge (decision 0010): what Node's HTTP server and fastify's router answer on their own,
- * before any route runs, rendered as problem+json with an x-request-id like every other error.
- *
- * Node reports a request it cannot parse (bad framing, a control character in a header, headers
- * over 16 KiB, a timeout) through the server's `clientError` event, with no request object and
- * no fastify reply: the response is written raw on the socket, and the connection closed, since
- * the parser cannot tell where the next request would start.
+ * What Node and fastify answer on their own before any route runs, as problem+json (decision
+ * 0010). A request Node cannot parse comes with no request object: the response is written raw on
+ * the socket and the connection closed, since the parser cannot tell where the next request starts.
  */
 
-/** What a failure of Node's HTTP parser (or of the connection) means for the client, if anything. */
 export function clientErrorProblem(err: Error & { code?: string; reason?: string }): AppError | undefined {
   const reason = (err.reason ?? err.message).replace(/[^\x20-\x7E]/g, "?").slice(0, 200);
   switch (err.code) {
@@ -35,7 +30,6 @@ export function clientErrorProblem(err: Error & { code?: string; reason?: string
   }
 }
 
-/** A complete HTTP/1.1 response carrying the problem, for a socket no ServerResponse owns. */
 export function rawProblemResponse(err: AppError, requestId: string, typeBase: string): string {
   const body = JSON.stringify(toProblem(err, requestId, typeBase));
   return [
@@ -51,35 +45,25 @@ export function rawProblemResponse(err: AppError, requestId: string, typeBase: s
 }
 
 /**
- * Requests one connection may have in progress at once. Node hands every request it parses to
- * the app at once, pipelined ones included, and a client that writes hundreds of requests in one
- * packet would have them all executed and their answers queued in memory: past this many, the
- * next is answered 429 with `Connection: close` and nothing behind it runs.
+ * Node hands every pipelined request to the app at once: a client writing hundreds in one packet
+ * would have them all executed and their answers queued in memory. Past this many, 429 with
+ * `Connection: close`, and nothing behind it runs.
  */
 export const MAX_PIPELINED = 16;
 
-/**
- * Installs the edge handling on a gateway app. Returns fastify's `clientErrorHandler`, which must
- * be given to the Fastify constructor (it cannot be set afterwards): see buildGateway.
- * `publicBaseUrl` is where the gateway is reached: the base of a problem's `type`.
- */
+/** The returned `clientErrorHandler` must be given to the Fastify constructor: it cannot be set afterwards. */
 export function edgeHandling(log: Logger, publicBaseUrl: () => string) {
-  // The request each connection is executing. A parse error in its body (a bad chunk) is answered
-  // under that request's id, or not at all once its response has begun; a parse error in a
-  // request pipelined behind it is answered after its response, under a new id.
+  // A parse error in the executing request's body is answered under its id (or not at all once its
+  // response has begun); one in a request pipelined behind it, after its response, under a new id.
   const current = new WeakMap<Duplex, { req: IncomingMessage; res: ServerResponse }>();
   // Node may report several parse errors for one connection: answer the first only.
   const answered = new WeakSet<Duplex>();
-  // One id per request whoever asks first, fastify (genReqId) or the clientError handler, which
-  // can run before fastify has seen a request whose body arrived broken in the same packet.
+  // The clientError handler can run before fastify has seen a request whose body arrived broken in the same packet.
   const ids = new WeakMap<IncomingMessage, string>();
-  // Requests each connection has in progress (handed to fastify, not yet answered).
   const inProgress = new WeakMap<Duplex, number>();
-  // Connections whose excess of pipelined requests was refused: nothing more of them runs.
   const overrun = new WeakSet<Duplex>();
-  // Requests answered here while their body was still arriving (a 408): Node goes on parsing what
-  // the client sends during the lingering close, and should the rest of the body arrive then, the
-  // route must not run for a request already refused (the client was told it failed).
+  // Node goes on parsing during the lingering close after a 408: should the rest of the body arrive,
+  // the route must not run for a request already refused.
   const abandoned = new WeakSet<IncomingMessage>();
   let closing = false;
 
@@ -93,7 +77,6 @@ export function edgeHandling(log: Logger, publicBaseUrl: () => string) {
   }
 
   function clientErrorHandler(err: Error & { code?: string }, socket: Duplex): void {
-    // Node keeps feeding a failed parser and reports each failure: the first decides the answer.
     if (answered.has(socket)) return;
     answered.add(socket);
     if (socket.destroyed || err.code === "ECONNRESET") {
@@ -116,8 +99,7 @@ export function edgeHandling(log: Logger, publicBaseUrl: () => string) {
       return;
     }
     if (inFlight.req.complete) {
-      // The broken message was pipelined behind a complete one still being answered: let that
-      // response go out first (the parser is stopped, nothing else is read meanwhile).
+      // Pipelined behind a complete request still being answered: that response goes out first.
       let done = false;
       const after = () => {
         if (done) return;
@@ -128,13 +110,11 @@ export function edgeHandling(log: Logger, publicBaseUrl: () => string) {
       inFlight.res.once("finish", after).once("close", after);
       return;
     }
-    // The broken message is this request's own body: answer it, unless its response has begun.
     abandoned.add(inFlight.req);
     if (inFlight.res.headersSent) socket.destroy();
     else answer(requestId(inFlight.req));
   }
 
-  /** The answer to a request pipelined past MAX_PIPELINED: queued behind the others, the connection's last. */
   function refusePipelined(req: IncomingMessage, res: ServerResponse): void {
     overrun.add(req.socket);
     const id = requestId(req);
@@ -162,9 +142,8 @@ export function edgeHandling(log: Logger, publicBaseUrl: () => string) {
       closing = true;
       done();
     });
-    // In front of fastify's own listener, which runs only for the requests admitted here. The
-    // request a connection executes is known synchronously, since the parser may fail on the
-    // bytes right behind it within the same read.
+    // In front of fastify's own listener. The executing request is known synchronously, since the
+    // parser may fail on the bytes right behind it within the same read.
     const handlers = app.server.listeners("request") as Array<(req: IncomingMessage, res: ServerResponse) => void>;
     app.server.removeAllListeners("request");
     app.server.on("request", (req: IncomingMessage, res: ServerResponse) => {
@@ -190,7 +169,6 @@ export function edgeHandling(log: Logger, publicBaseUrl: () => string) {
     });
     // After the body is read, before any route runs: a request answered 408 meanwhile stops here.
     app.addHook("preValidation", (req, reply, done) => {
-      // Hijacked, the request is fastify's no more: no later hook, no handler, no answer.
       if (abandoned.has(req.raw)) reply.hijack();
       done();
     });
@@ -209,16 +187,15 @@ export function edgeHandling(log: Logger, publicBaseUrl: () => string) {
         httpEdgeRefused.labels({ reason: "malformed" }).inc();
         throw new AppError("malformed_request", "The request carries more than one Authorization header field; send exactly one credential.");
       }
-      // The router refuses a malformed path (FST_ERR_BAD_URL), but the query parser keeps an
-      // undecodable value as its raw text: refuse it the same way, whatever route it names.
+      // The router refuses a malformed path, but the query parser keeps an undecodable value as its raw text.
       const q = req.url.indexOf("?");
       if (q !== -1 && !isPercentEncodedUtf8(req.url.slice(q + 1))) {
         throw new AppError("malformed_request", "The query string is not valid percent-encoded UTF-8.");
       }
     });
 
-    // An Expect other than 100-continue: Node would answer 417 with no body. RFC 9110 section
-    // 10.1.1 lets a server ignore an expectation it does not support, so the request runs as usual.
+    // An Expect other than 100-continue: Node would answer 417 with no body, and RFC 9110 section 10.1.1
+    // lets a server ignore an expectation it does not support.
     app.server.on("checkExpectation", (req: IncomingMessage, res: ServerResponse) => {
       app.server.emit("request", req, res);
     });
@@ -243,7 +220,6 @@ function isPercentEncodedUtf8(s: string): boolean {
   }
 }
 
-/** The reason label of tasksvc_http_edge_refused_total for a problem answered at the edge. */
 function edgeReason(code: string): "body_timeout" | "too_large" | "malformed" {
   if (code === "request_timeout") return "body_timeout";
   if (code === "headers_too_large" || code === "payload_too_large") return "too_large";

@@ -3,19 +3,14 @@ import { parseDuration } from "@tasksvc/config";
 import { z } from "zod";
 
 /**
- * The anonymous link routes' limit per client address (decision 0016's upload and download
- * links): a fixed window counted in this replica's memory. The links carry no credential, so the
- * burst counters in Postgres (pipeline/charger.ts, per credential) have nothing to count by; a per-address
- * count needs no shared state to do its job, which is to bound what one address costs a replica
- * (a service call, a database read) and to slow the guessing of capabilities. N replicas behind a
- * load balancer let an address make up to N times the limit: the setting is per replica.
+ * Counted in this replica's memory: the links carry no credential, and the bound is on what one
+ * address costs a replica, so no shared state is needed; N replicas allow N times the limit (decision 0023).
  */
 export interface LinkRate {
   limit: number;
   windowMs: number;
 }
 
-/** LINK_RATE_LIMIT: `<requests>/<window>` (e.g. `300/1m`) per client address and replica, or `off`. */
 export const linkRateLimitSetting = z
   .string()
   .default("300/1m")
@@ -34,12 +29,8 @@ export const linkRateLimitSetting = z
 const PRESETS = new Set(["loopback", "linklocal", "uniquelocal"]);
 
 /**
- * TRUST_PROXY: which peers' X-Forwarded-For the gateway believes, to know a client's address.
- * Unset or `false`: none (the peer's address is the client's). Else a comma-separated list of the
- * proxies' addresses and CIDR ranges (and `loopback`, `linklocal`, `uniquelocal`): the client is
- * the nearest address in X-Forwarded-For that is not one of them. `true` is refused (any client
- * could name its own address), and so is a hop count, which fastify no longer honours because it
- * cannot tell a proxy from a client that sends the header itself.
+ * `true` is refused (any client could name its own address), and so is a hop count, which fastify
+ * no longer honours because it cannot tell a proxy from a client that sends the header itself.
  */
 export const trustProxySetting = z
   .string()
@@ -69,11 +60,7 @@ function isAddressOrRange(text: string): boolean {
   return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128);
 }
 
-/**
- * What a client is counted by: an IPv4 address as is (an IPv4-mapped IPv6 one as its IPv4
- * address), an IPv6 address by its /64, the smallest network one subscriber is given, so that
- * walking through the addresses of one's own network does not make a new client of each.
- */
+/** An IPv6 address by its /64, the smallest network one subscriber is given, so walking one's own network makes no new client. */
 export function clientKey(ip: string): string {
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
   if (mapped?.[1]) return mapped[1];
@@ -90,17 +77,15 @@ export function clientKey(ip: string): string {
 }
 
 /**
- * Counts requests per client in fixed windows. Windows are kept in the order they started, so the
- * expired ones are dropped from the front as requests come (no timer), and the map never holds
- * more than `maxClients`: past that the oldest window is forgotten, which can only let its client
- * through early, never refuse one wrongly.
+ * Windows are kept in start order, so expired ones are dropped from the front (no timer); past
+ * `maxClients` the oldest is forgotten, which can only let a client through early, never refuse one.
  */
 export function linkLimiter(rate: LinkRate, o: { now?: () => number; maxClients?: number } = {}) {
   const now = o.now ?? Date.now;
   const maxClients = o.maxClients ?? 100_000;
   const windows = new Map<string, { count: number; endsAt: number }>();
   return {
-    /** Counts one request of this client: 0 when allowed, else the seconds until its window ends. */
+    /** 0 when allowed, else the seconds until its window ends. */
     take(ip: string): number {
       const t = now();
       for (const [key, w] of windows) {
@@ -121,7 +106,6 @@ export function linkLimiter(rate: LinkRate, o: { now?: () => number; maxClients?
       windows.set(key, { count: 1, endsAt: t + rate.windowMs });
       return 0;
     },
-    /** Clients with a window open (for tests). */
     get size(): number {
       return windows.size;
     },

@@ -17,7 +17,6 @@ import { EVERY_ANSWER_HEADERS, loggedUrl } from "./requests.js";
 
 declare module "fastify" {
   interface FastifyRequest {
-    /** The request's server span, when tracing is on. */
     span?: Span;
   }
 }
@@ -26,11 +25,6 @@ const firstHeader = (v: string | string[] | undefined): string | undefined => (A
 
 const httpSeries = seriesCache(httpRequestDuration);
 
-/**
- * What every request gets first and last, whatever route it reaches: its id and the headers every
- * answer carries, the in-flight gauge, a server span when tracing is on; then its duration and
- * one access line (fastify's own two are off).
- */
 export function observeRequests(app: FastifyInstance): void {
   app.addHook("onRequest", (req, reply, done) => {
     reply.header("x-request-id", req.id).headers(EVERY_ANSWER_HEADERS);
@@ -38,8 +32,7 @@ export function observeRequests(app: FastifyInstance): void {
     // "close" comes for every response, finished or aborted (onResponse misses aborted ones).
     reply.raw.once("close", () => httpRequestsInFlight.dec());
     if (!tracingEnabled()) return done();
-    // W3C trace context in, a server span for the request, and every hook, handler and RPC
-    // after this one runs inside it (AsyncLocalStorage follows `done`'s continuation).
+    // Every hook, handler and RPC after this one runs inside the span (AsyncLocalStorage follows `done`'s continuation).
     const parent = extractContext({ get: (k) => firstHeader(req.headers[k]), set: () => undefined });
     const span = tracer().startSpan(
       `${req.method} ${req.routeOptions.url ?? "unmatched"}`,

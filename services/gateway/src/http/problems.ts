@@ -5,7 +5,6 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, HTTPM
 import { countIdempotencyRefusal } from "../pipeline/idempotency.js";
 import { emptyPathParameter, EVERY_ANSWER_HEADERS, loggedUrl } from "./requests.js";
 
-/** Fastify's own failures (parsing, size, routing) as catalog errors. */
 function fromFastify(e: FastifyError): AppError | undefined {
   switch (e.code) {
     case "FST_ERR_CTP_INVALID_JSON_BODY":
@@ -34,15 +33,11 @@ function fromFastify(e: FastifyError): AppError | undefined {
 
 declare module "fastify" {
   interface FastifyInstance {
-    /**
-     * Where clients reach this gateway: PUBLIC_BASE_URL, else http://localhost:<port>. The base of
-     * the links it hands out and of a problem's `type`; never taken from a request (buildGateway).
-     */
+    /** Never taken from a request (buildGateway). */
     readonly publicBaseUrl: string;
   }
 }
 
-/** Refusals counted as metrics (by code): the gateway's policies, and Idempotency-Key clashes (idempotency.ts). */
 const POLICY_REFUSALS = new Set(["rate_limited", "quota_exhausted"]);
 
 export function sendProblem(reply: FastifyReply, err: AppError): FastifyReply {
@@ -57,12 +52,9 @@ export function sendProblem(reply: FastifyReply, err: AppError): FastifyReply {
     .send(toProblem(err, String(reply.request.id), reply.server.publicBaseUrl));
 }
 
-/**
- * Every error leaves as application/problem+json. Unexpected errors are logged once, here, with
- * their stack, and answer a bare 500 internal_error carrying request_id; 4xx are not logged as errors.
- */
+/** Unexpected errors are logged once, here, with their stack; 4xx are not logged as errors. */
 function handleError(e: FastifyError, req: FastifyRequest, reply: FastifyReply): FastifyReply {
-  // The gateway's own database (Idempotency-Key records, charging) restarting is a 503 to retry.
+  // The gateway's own database restarting is a 503 to retry.
   const known = isAppError(e) ? e : (fromFastify(e) ?? databaseErrorAsAppError(e));
   if (known && known.status < 500) return sendProblem(reply, known);
   if (known?.code === "service_unavailable") {
@@ -73,26 +65,17 @@ function handleError(e: FastifyError, req: FastifyRequest, reply: FastifyReply):
   return sendProblem(reply, known ?? new AppError("internal_error", "An unexpected error occurred. Quote the request id when contacting support."));
 }
 
-/**
- * Fastify's `frameworkErrors`: the router's refusals (a path that does not decode, a parameter over
- * the router's limit), which otherwise answer bare JSON. No hook has run for these requests, so
- * the request id header and the access line are written here.
- */
+/** The router's refusals otherwise answer bare JSON; no hook has run, so the request id header and the access line are written here. */
 export function frameworkErrors(e: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
   reply.header("x-request-id", req.id).headers(EVERY_ANSWER_HEADERS);
   handleError(e, req, reply);
   req.log.info({ method: req.method, url: loggedUrl(req), status: reply.statusCode }, "request");
 }
 
-/** The order an Allow header names methods in (any other one the router knows comes after). */
 const METHOD_ORDER = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 const rank = (m: string) => (METHOD_ORDER.includes(m) ? METHOD_ORDER.indexOf(m) : METHOD_ORDER.length);
 
-/**
- * The methods served at `path` (HEAD wherever GET is: fastify adds it), or none when no route
- * matches the path itself. A catch-all route (the CORS plugin's OPTIONS `*`, which answers
- * preflights on every path) adds its method to a known path's list but makes no path known.
- */
+/** A catch-all route (the CORS plugin's OPTIONS `*`) adds its method to a known path's list but makes no path known. */
 export function allowedMethods(app: FastifyInstance, path: string): string[] {
   let known = false;
   const allowed: string[] = [];
@@ -106,11 +89,7 @@ export function allowedMethods(app: FastifyInstance, path: string): string[] {
   return known ? allowed.sort((a, b) => rank(a) - rank(b)) : [];
 }
 
-/**
- * No route for this method and path: 405 with `Allow` when the path is served for other methods
- * (RFC 9110 section 15.5.6), else 404. Answered before any authentication: the route table is
- * public (the OpenAPI document), so a 405 tells an anonymous caller nothing it could not read.
- */
+/** Answered before any authentication: the route table is public (the OpenAPI document), so a 405 tells an anonymous caller nothing new. */
 function notFound(req: FastifyRequest, reply: FastifyReply): FastifyReply {
   const path = req.url.split("?")[0] ?? "";
   const allowed = allowedMethods(req.server, path);

@@ -2,34 +2,22 @@ import { randomUUID } from "node:crypto";
 import { maxHeaderSize } from "node:http";
 import type { FastifyRequest } from "fastify";
 
-// What every request and answer gets at the HTTP level, whichever route serves it: its id, the
-// headers every answer carries, Node's limits as the gateway sets them, and how a log names it.
-
-/** Request ids as the gateway mints them (decision 0002): never taken from the client. */
+/** Never taken from the client (decision 0002). */
 export const newRequestId = (): string => `req_${randomUUID().replace(/-/g, "")}`;
 
-/**
- * Longest path parameter the router matches: as long as the request line can be, so that the
- * contract answers a too-long id (400 naming the parameter, after authentication) and never the
- * router (fastify's default of 100 answered 414 with no problem body).
- */
+/** As long as the request line can be, so the contract answers a too-long id (400 naming it), never the router (a bodiless 414). */
 export const MAX_PARAM_LENGTH = maxHeaderSize;
 
 /**
- * Headers on every answer, errors included. `nosniff`: a browser takes the type sent and never
- * guesses another (a JSON body is never run as a script or rendered as a page). `no-store`: an
- * answer carries one organization's data, or says whether a credential works, and no shared
- * cache (proxy, CDN) or browser cache may keep it; the few routes whose content is public and
- * fixed (the documentation's files) set their own Cache-Control over this one.
+ * `nosniff`: a browser never guesses another type (a JSON body is never run as a script).
+ * `no-store`: an answer carries one organization's data, or says whether a credential works, and
+ * no cache may keep it; the few public, fixed files set their own Cache-Control over this one.
  */
 export const EVERY_ANSWER_HEADERS: Readonly<Record<string, string>> = { "x-content-type-options": "nosniff", "cache-control": "no-store" };
 
 /**
- * Fastify's settings for BODY_TIMEOUT: Node's own request timeout (the whole request, headers
- * and body, must arrive within it; Node then reports ERR_HTTP_REQUEST_TIMEOUT, answered 408 by
- * the edge's clientErrorHandler), and how often Node looks for expired requests: its default of 30 s
- * would let a request outlive a short BODY_TIMEOUT by that much. The headers' own limit (Node's
- * 60 s) must not exceed it: Node swaps the two limits when it does.
+ * Node's default check interval of 30 s would let a request outlive a short BODY_TIMEOUT by that
+ * much. The headers' own limit must not exceed it: Node swaps the two limits when it does.
  */
 export function bodyTimeoutOptions(bodyTimeoutMs: number | undefined): { requestTimeout: number; headersTimeout: number; connectionsCheckingInterval: number } {
   if (bodyTimeoutMs === undefined) return { requestTimeout: 0, headersTimeout: NODE_HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 30_000 };
@@ -40,21 +28,16 @@ export function bodyTimeoutOptions(bodyTimeoutMs: number | undefined): { request
   };
 }
 
-/** Node's default limit for a request's headers to arrive. */
 const NODE_HEADERS_TIMEOUT_MS = 60_000;
 
-/** How many times a header field occurs in a request (Node keeps only the first of some, Authorization among them). */
+/** Node keeps only the first of some fields, Authorization among them. */
 export function fieldCount(rawHeaders: readonly string[], name: string): number {
   let n = 0;
   for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i]?.toLowerCase() === name) n++;
   return n;
 }
 
-/**
- * The path parameter a request's route matched as empty text, if any (`GET /v1/tasks/` matches
- * `/v1/tasks/:task_id` with an empty task_id). No resource has an empty id, so such a path names
- * no route. A catch-all's `*` (the CORS preflight's) may be empty: it names no resource.
- */
+/** No resource has an empty id, so such a path names no route. A catch-all's `*` (the CORS preflight's) may be empty. */
 export function emptyPathParameter(req: Pick<FastifyRequest, "params">): string | undefined {
   const params = req.params;
   if (typeof params !== "object" || params === null) return undefined;
@@ -62,16 +45,12 @@ export function emptyPathParameter(req: Pick<FastifyRequest, "params">): string 
   return undefined;
 }
 
-/** An upload or download link's path, read leniently (decoded, any case, repeated slashes). */
 const LINK_PATH = /^(.*?\/(?:uploads|downloads))\/./s;
 
 /**
- * The URL a log line names for a request. A link's path carries its capability, the link's whole
- * authorization: whoever reads the line could use the link while it lives. Such a request is
- * logged by its route pattern, `…/uploads/:capability` or `…/downloads/:capability`, whether it
- * matched that route, another one (the CORS preflight's catch-all) or none (a link its client
- * mangled: a 404 or 405); every other request as sent, since its ids are what an operator
- * looks for.
+ * A link's path carries its capability, the link's whole authorization: whoever reads the log line
+ * could use the link while it lives. Such a request is logged by its route pattern, whatever route
+ * it matched (a mangled link too); every other as sent, since its ids are what an operator looks for.
  */
 export function loggedUrl(req: FastifyRequest): string {
   const route = req.routeOptions.url;

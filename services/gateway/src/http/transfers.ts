@@ -6,26 +6,22 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Clients } from "../clients.js";
 import { type LinkRate, linkLimiter } from "./link-limits.js";
 
-/** What the gateway's build options carry for the link routes (settings of the gateway). */
 export interface LinkRouteOptions {
-  /** LINK_RATE_LIMIT: requests per window and client address on the link routes; null or absent, no limit. */
   linkRate?: LinkRate | null;
-  /** TRUST_PROXY: whose X-Forwarded-For names the client's address (fastify's `trustProxy`); absent, nobody's. */
   trustProxy?: false | string[];
 }
 
 export interface TransferOptions {
-  /** The JetStream store when BLOB_STORE=nats; null with S3 (links go to S3 itself, not here). */
+  /** Null with S3: links go to S3 itself, not here. */
   store: BlobStore | null;
   clients: Clients;
   linkRate?: LinkRate | null | undefined;
 }
 
 /**
- * What a download answers beside the bytes. The bytes are a user's, served from the API's own
- * origin (the origin of /docs): `nosniff` keeps a browser to the stored type, and the sandbox
- * policy keeps a document that is rendered anyway (an HTML or SVG file opened inline) from running
- * script, reaching this origin's storage or loading anything. `attachment` asks for a save.
+ * The bytes are a user's, served from the API's own origin: `nosniff` keeps a browser to the
+ * stored type, and the sandbox policy keeps a document rendered anyway from running script,
+ * reaching this origin's storage or loading anything.
  */
 export const DOWNLOAD_HEADERS = {
   "x-content-type-options": "nosniff",
@@ -36,7 +32,7 @@ export const DOWNLOAD_HEADERS = {
 /** A capability is the whole authorization of these routes: no credential, no organization in the context. */
 const linkCtx = (req: FastifyRequest): RpcContext => systemContext(String(req.id));
 
-/** Capabilities are base64url text (payload "." MAC); anything else is refused before a service is asked. */
+/** Anything else is refused before a service is asked. */
 const CAPABILITY = /^[A-Za-z0-9_.-]{16,4096}$/;
 
 function capabilityOf(req: FastifyRequest<{ Params: { capability: string } }>): string {
@@ -45,13 +41,7 @@ function capabilityOf(req: FastifyRequest<{ Params: { capability: string } }>): 
   return c;
 }
 
-/**
- * The gateway's byte routes for the JetStream store (decision 0016): the upload link's PUT and the
- * download link's GET. Bytes stream between the client's socket and the object store: they never
- * cross NATS request/reply and never sit in memory whole. The tasks service verifies the
- * capability (403 link_invalid), takes the upload's one PUT (409 upload_already_received), and
- * is told when a PUT failed, so the ticket takes another.
- */
+/** Bytes stream between the client's socket and the object store: they never cross NATS request/reply and never sit in memory whole (decision 0016). */
 export function registerTransfers(app: FastifyInstance, o: TransferOptions): void {
   const store = o.store;
   if (!store) return;

@@ -9,7 +9,6 @@ const ETAG = {
   schema: { type: "string" },
 };
 
-/** The request headers an operation reads beyond the usual ones: conditional ones, and a stream's Last-Event-ID. */
 export function conditionalParameters(def: Operation): Json[] {
   if (def.eventStream)
     return [
@@ -55,7 +54,6 @@ export function conditionalParameters(def: Operation): Json[] {
   return [];
 }
 
-/** The ETag header on the success answer, and the 304 or 412 the operation's precondition may answer; a stream's media type. */
 export function addConditionalResponses(def: Operation, successHeaders: Json, responses: Record<string, Json>, problemResponse: ProblemResponse): void {
   const ok = responses[String(def.status)];
   if (def.eventStream && ok) {
@@ -63,7 +61,6 @@ export function addConditionalResponses(def: Operation, successHeaders: Json, re
       "A stream of Server-Sent Events, one message per task event: `id:` the event's id (its webhook-id), `event:` its type, `data:` the event as GET /v1/events lists it (this schema). " +
       "A comment line (`: keep-alive`) comes every 15 seconds. When the stream ends (the server stops, or the client fell too far behind), reconnect with Last-Event-ID: nothing is missed and nothing comes twice. " +
       `At most ${MAX_STREAMS_PER_CREDENTIAL} streams per credential and ${MAX_STREAMS_PER_ORGANIZATION} per organization are open at once (past that, 429); a stream ends when its credential is revoked or expires.`;
-    // Each message's `data:` is an Event (the schema of the feed's items), the stream itself text.
     ok["content"] = {
       "text/event-stream": {
         schema: { type: "string", description: "Server-Sent Events; each message's `data:` is an `Event` object in JSON." },

@@ -12,10 +12,10 @@ import { DOCS_ASSETS } from "./plain-routes.js";
 import { sendProblem } from "../http/problems.js";
 import type { Operation } from "../pipeline/operation.js";
 
-/** The reference UI's files, served from the installed swagger-ui-dist package (no CDN); init.js is ours. */
+/** Served from the installed swagger-ui-dist package (no CDN). */
 const UI_FILES = Object.entries(DOCS_ASSETS).filter(([name]) => name !== "init.js");
 
-/** How the UI starts: the document of this gateway, try-it against this gateway, no validator call-out. */
+/** The validator service is never called: the page and its requests stay with this gateway. */
 const INIT_JS = `window.ui = SwaggerUIBundle({
   url: "/v1/openapi.json",
   dom_id: "#swagger-ui",
@@ -38,14 +38,9 @@ const DOCS_HTML = `<!doctype html><html lang="en"><head><meta charset="utf-8"><t
 <script src="/docs/assets/swagger-ui-bundle.js"></script>
 <script src="/docs/assets/init.js"></script></body></html>`;
 
-/**
- * How long a client or a shared cache may reuse the OpenAPI document without asking again. It is
- * public (the same for everyone) and changes only with a release; past this, If-None-Match
- * revalidates it for the price of a 304.
- */
+/** Public and changes only with a release; past this, If-None-Match revalidates it for the price of a 304. */
 export const OPENAPI_CACHE_CONTROL = "public, max-age=300";
 
-/** The content codings the document is kept in, the client's preferred first when it has no preference. */
 type Coding = "br" | "gzip" | "identity";
 const CODINGS: readonly Coding[] = ["br", "gzip", "identity"];
 
@@ -54,7 +49,6 @@ interface Encoded {
   etag: string;
 }
 
-/** The document's bytes in every coding, each with its own strong ETag (one representation each). */
 async function encodeDocument(text: string): Promise<Record<Coding, Encoded>> {
   const identity = Buffer.from(text, "utf8");
   const hash = createHash("sha256").update(identity).digest("base64url").slice(0, 27);
@@ -76,11 +70,7 @@ async function encodeDocument(text: string): Promise<Record<Coding, Encoded>> {
   };
 }
 
-/**
- * The coding to send for an Accept-Encoding (RFC 9110 section 12.5.3): the acceptable one with
- * the highest q-value, brotli before gzip on a tie; identity when the header is absent, or when
- * nothing else is acceptable (a 406 would help no client of a public document).
- */
+/** A 406 would help no client of a public document: identity when nothing else is acceptable. */
 export function chooseCoding(acceptEncoding: string | undefined): Coding {
   if (!acceptEncoding) return "identity";
   const q = new Map<string, number>();
@@ -92,7 +82,6 @@ export function chooseCoding(acceptEncoding: string | undefined): Coding {
     q.set(name.toLowerCase(), Number.isFinite(value) ? value : 0);
   }
   const weight = (c: Coding) => q.get(c) ?? (c === "gzip" ? q.get("x-gzip") : undefined) ?? q.get("*") ?? (c === "identity" ? 1 : 0);
-  // In order of preference: on equal q-values the earlier one stays.
   let best: Coding = "identity";
   let bestQ = 0;
   for (const c of CODINGS) {
@@ -105,10 +94,7 @@ export function chooseCoding(acceptEncoding: string | undefined): Coding {
   return best;
 }
 
-/**
- * Whether If-None-Match names a copy the client holds (weak comparison, RFC 9110 section 13.1.2):
- * `*`, or any of the document's ETags, whichever coding the client got it in.
- */
+/** Whichever coding the client got it in. */
 export function holdsCurrent(ifNoneMatch: string | undefined, etags: readonly string[]): boolean {
   if (ifNoneMatch === undefined) return false;
   if (ifNoneMatch.trim() === "*") return true;
@@ -117,18 +103,9 @@ export function holdsCurrent(ifNoneMatch: string | undefined, etags: readonly st
 }
 
 /**
- * Public, unauthenticated documentation:
- * - `/v1/openapi.json`, the OpenAPI 3.1 document built from the route table, its `servers`
- *   `serverUrl`: PUBLIC_BASE_URL, else `/`, which a client resolves against the URL it fetched
- *   the document from (never the request's Host, which the gateway does not trust): "Try it out"
- *   then calls the origin the page was opened on, whatever name or address that was (127.0.0.1,
- *   a tunnel, a port mapping), with no cross-origin request;
- * - `/docs`, Swagger UI over that document, every file served by this gateway from the installed
- *   `swagger-ui-dist` package (no CDN, no call to the validator service), with "Try it out"
- *   sending real requests to this gateway (Authorize takes an API key or access token);
- * - `/docs/errors`, docs/errors.md rendered, each code's row its anchor: where a problem's `type`
- *   points (`/docs/errors#<code>`).
- * All are built once.
+ * The document's `servers` is PUBLIC_BASE_URL, else `/`, which a client resolves against the URL
+ * it fetched it from (never the request's Host, which the gateway does not trust): "Try it out"
+ * then calls the origin the page was opened on, with no cross-origin request.
  */
 export function registerDocs(app: FastifyInstance, operations: readonly Operation[], serverUrl: string): void {
   const document = JSON.stringify(buildOpenApi(operations, { url: serverUrl, description: "This gateway" }));
@@ -137,9 +114,8 @@ export function registerDocs(app: FastifyInstance, operations: readonly Operatio
   assets.set("init.js", { type: DOCS_ASSETS["init.js"] ?? "text/javascript; charset=utf-8", body: Buffer.from(INIT_JS) });
   const errorsHtml = errorsPage();
 
-  // Encoded on the first request, so that start-up does not wait a second for brotli; then every
-  // request is answered with the same bytes: a pipelined flood of requests for this half-megabyte
-  // document costs no serializing and no compressing.
+  // Encoded on the first request, so start-up does not wait a second for brotli; then a flood of
+  // requests for this half-megabyte document costs no serializing and no compressing.
   let encoded: Promise<Record<Coding, Encoded>> | undefined;
   app.get("/v1/openapi.json", async (req: FastifyRequest, reply) => {
     encoded ??= encodeDocument(document);

@@ -10,30 +10,19 @@ import { RESOURCES, TAGS } from "./resources.js";
 import { codesWithStatus, header, METHOD_NOT_ALLOWED_REF, methodNotAllowed, Problem, problemResponse, RATE_HEADERS, REQUEST_ID } from "./responses.js";
 import { COMPONENT_REF, componentsOf, type Json, pascal } from "./schemas.js";
 
-/** Where the API is served, as the document's `servers` names it. */
 export interface ServerEntry {
   url: string;
   description?: string;
 }
 
-/**
- * The server of the document that is not served by a gateway (docs/openapi.json, the typed
- * client's source): a gateway run locally on its default port. A gateway serves the document
- * with PUBLIC_BASE_URL instead, else `/`: the origin the document was fetched from (docs-page.ts).
- */
+/** Not served by a gateway (docs/openapi.json, the typed client's source): a gateway run locally. */
 export const LOCAL_SERVER: ServerEntry = {
   url: "http://localhost:8080",
   description: "A gateway running on this machine with its default port; use your deployment's base URL instead.",
 };
 
-/**
- * OpenAPI 3.1 document of the public API, generated from the route table and its zod schemas,
- * with the routes beside the operations (health, documentation, links: plain-routes.ts);
- * `server` is where it is served (a gateway passes PUBLIC_BASE_URL, else `/`).
- */
 export function buildOpenApi(operations: readonly Operation[], server: ServerEntry = LOCAL_SERVER): Json {
-  // Responses (output types) and request bodies (input types) are two registries: zod converts
-  // each registry for one direction. Every response and body gets a name; resources keep theirs.
+  // zod converts each registry for one direction: responses are outputs, request bodies inputs.
   const outputs = z.registry<{ id?: string | undefined }>();
   const inputs = z.registry<{ id?: string | undefined }>();
   for (const [schema, id] of RESOURCES) outputs.add(schema, { id });
@@ -99,7 +88,6 @@ export function buildOpenApi(operations: readonly Operation[], server: ServerEnt
       tags: [TAGS[def.resource]?.name ?? def.resource],
       summary: def.summary,
       description: `Requires scope \`${def.scope}\` and plan entitlement \`${def.entitlement}\`. Costs ${def.cost}${def.idempotent ? " (an idempotent replay costs nothing)" : ""}.`,
-      // OpenAPI 3.1 lets a bearer requirement name the roles it needs: here, the scope.
       security: [{ bearer: [def.scope] }],
       "x-required-scope": def.scope,
       "x-entitlement": def.entitlement,
@@ -107,16 +95,12 @@ export function buildOpenApi(operations: readonly Operation[], server: ServerEnt
       responses,
     };
     if (def.body) {
-      // The body reference UIs show and prefill: one a new organization can send as is
-      // (REQUEST_EXAMPLES); without it they would merge every field's example, conflicting
+      // Without an example of their own, reference UIs would merge every field's example, conflicting
       // fields and made-up ids included.
       const example = REQUEST_EXAMPLES[def.operationId];
       const note = REQUEST_EXAMPLE_NOTES[def.operationId];
       const schema = ref(inputs, def.body, `${pascal(def.operationId)}Request`);
-      // An example that cannot be sent as is says so beside it: a named example carries a summary
-      // and a description, which reference UIs show with it.
       const shown = example === undefined ? {} : note === undefined ? { example } : { examples: { [note.name]: { ...note.text, value: example } } };
-      // A body the operation's schema lets a request leave out (`.optional()`) is not required.
       op["requestBody"] = { required: !def.body.safeParse(undefined).success, content: { "application/json": { schema, ...shown } } };
     }
     (paths[path] ??= {})[def.method.toLowerCase()] = op;
@@ -148,7 +132,7 @@ export function buildOpenApi(operations: readonly Operation[], server: ServerEnt
       },
     },
   };
-  // A copy: the document shares objects with this module's constants (tags, headers), left as written.
+  // A copy: the document shares objects with this module's constants.
   const out = structuredClone(document);
   escapeDescriptions(out);
   return out;

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { ERROR_CATALOG, ERROR_CODES } from "@tasksvc/contracts";
 import { Marked } from "marked";
 
-/** docs/errors.md: in the repository and in the image (deploy/Dockerfile copies it). */
+/** In the repository and in the image (deploy/Dockerfile copies it). */
 export const ERRORS_MD = new URL("../../../../docs/errors.md", import.meta.url);
 
 const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -13,12 +13,7 @@ const slug = (text: string) =>
     .replace(/[^a-z0-9]+/g, "-")
     .replace(/^-|-$/g, "");
 
-/**
- * The errors page a problem's `type` points to (`/docs/errors#<code>`): docs/errors.md rendered
- * (marked), each catalog row given the code as its anchor, headings their slug, links to other
- * docs of the repository left as text, HTML comments (notes for the file's maintainers) left out
- * and any other HTML shown as text. Without the file (a broken image), the catalog alone.
- */
+/** HTML comments (notes for the file's maintainers) left out and any other HTML shown as text; without the file (a broken image), the catalog alone. */
 export function errorsPage(markdown: string | null = readErrorsMarkdown()): string {
   const style =
     "body{font:15px/1.55 system-ui,sans-serif;max-width:1000px;margin:2rem auto;padding:0 1rem;color:#1d1d1f}" +
@@ -49,13 +44,12 @@ function render(markdown: string): string {
       },
       link({ href, tokens }) {
         const text = this.parser.parseInline(tokens);
-        // Anchors on this page and absolute URLs stay links; repository paths are not served.
+        // Repository paths are not served.
         return href.startsWith("#") || /^https?:\/\//.test(href) ? `<a href="${esc(href)}">${text}</a>` : text;
       },
     },
   });
   const html = marked.parse(markdown, { async: false });
-  // A catalog row is <tr><td>STATUS</td><td><code>CODE</code></td>…: the code is its anchor.
   return html.replace(
     /<tr>\s*<td>(\d{3})<\/td>\s*<td><code>([a-z_]+)<\/code><\/td>/g,
     (_m, status: string, code: string) => `<tr id="${code}">\n<td>${status}</td>\n<td><code>${code}</code></td>`,

@@ -1,12 +1,9 @@
 import { EXAMPLE_INSTANT } from "@tasksvc/contracts";
 
 /**
- * The example body of each operation that takes one, by operationId: what reference UIs show as
- * the request's "Example Value" and prefill in "Try it out". An example belongs to an operation,
- * not to its body's schema: each succeeds as is in a new organization once tasks T-1 and T-2 exist
- * (test/e2e/docs-examples.test.ts sends every one), so an example names no object a new
- * organization cannot have: no project, endpoint or parent. A registered attachment is the one
- * exception: its file_key only ever comes from an upload (REQUEST_EXAMPLE_NOTES says so beside it).
+ * An example belongs to an operation, not to its body's schema: each succeeds as is in a new
+ * organization once T-1 and T-2 exist (test/e2e/docs-examples.test.ts sends every one), except a
+ * registered attachment, whose file_key only comes from an upload.
  */
 export const REQUEST_EXAMPLES: Record<string, Record<string, unknown>> = {
   createApiKey: { name: "CI deploys", scopes: ["tasks:read", "tasks:write"], expires_in_days: 30 },
@@ -53,10 +50,6 @@ export const REQUEST_EXAMPLES: Record<string, Record<string, unknown>> = {
   replayFailedWebhookDeliveries: { since: EXAMPLE_INSTANT },
 };
 
-/**
- * What a reader must know beside an example that cannot succeed as is, by operationId: the
- * document shows it as a named example (`name`) with this summary and description.
- */
 export const REQUEST_EXAMPLE_NOTES: Record<string, { name: string; text: { summary: string; description: string } }> = {
   registerAttachment: {
     name: "afterUpload",

@@ -1,19 +1,15 @@
 import type { Json } from "./schemas.js";
 
-/** Keys whose values are data (examples, allowed values), not prose: their strings stay as they are. */
 const DATA_KEYS = new Set(["example", "examples", "enum", "const", "default"]);
 
 /**
- * Descriptions are CommonMark, and reference UIs render them with raw HTML allowed and then
- * sanitised: a placeholder such as T-<n> outside a code span is taken for an unknown tag and
- * vanishes. Every `<` and `>` outside code spans is escaped the CommonMark way (`\<`), which
- * every Markdown renderer shows as the character itself; code spans already show it literally.
+ * Reference UIs render descriptions with raw HTML allowed and then sanitised: T-<n> outside a code
+ * span would be taken for an unknown tag and vanish. `\<` is shown as the character by every renderer.
  */
 export function markdownText(text: string): string {
   return text.replace(/(`+)[\s\S]*?\1|(?<!\\)[<>]/g, (m) => (m === "<" || m === ">" ? `\\${m}` : m));
 }
 
-/** Every `description` of the document (info, tags, operations, parameters, responses, headers, schemas) as Markdown text. */
 export function escapeDescriptions(node: unknown): void {
   if (Array.isArray(node)) {
     for (const item of node) escapeDescriptions(item);

@@ -4,7 +4,6 @@ import type { Operation } from "../pipeline/operation.js";
 import { conditionalParameters } from "./conditional.js";
 import { docOf, type Json, schemaOf } from "./schemas.js";
 
-/** An operation's parameters: its path and query fields, the conditional headers it reads, and Idempotency-Key where it takes one. */
 export function parametersOf(def: Operation): Json[] {
   const out: Json[] = [];
   for (const [where, schema] of [
@@ -15,8 +14,7 @@ export function parametersOf(def: Operation): Json[] {
     const js = schemaOf(schema, "input") as { properties?: Record<string, Json>; required?: string[] };
     const fields: Record<string, z.ZodType> = schema instanceof z.ZodObject ? schema.shape : {};
     for (const [name, s] of Object.entries(js.properties ?? {})) {
-      // A parameter's documentation is its field's metadata, stated on the parameter itself. Read
-      // from the field, not from its JSON Schema: zod leaves the examples out of a transforming
+      // Read from the field, not from its JSON Schema: zod leaves the examples out of a transforming
       // field's input form (a query flag that arrives as text).
       const field = fields[name];
       const doc = field === undefined ? undefined : docOf(field);
@@ -40,7 +38,7 @@ export function parametersOf(def: Operation): Json[] {
       description:
         "Retry safely: the same key and byte-identical body within 24 h replays the first response. Use a new key for each new request, a UUID for example (`3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20`).",
       // No example: "Try it out" would send the same key with every request, replaying the first
-      // response (or refusing another body) instead of doing what was asked.
+      // response instead of doing what was asked.
       schema: { type: "string", pattern: IDEMPOTENCY_KEY_PATTERN.source },
     });
   }

@@ -1,22 +1,16 @@
 import type { ErrorCode } from "@tasksvc/contracts";
 
-// The routes the gateway serves beside the operations: health, the documentation, and the upload
-// and download links. None takes a credential; each is documented as it answers (docs-page.ts,
-// http/transfers.ts, app.ts), so that the document names every route the router has.
+// Documented as each answers, so the document names every route the router has.
 
 type Json = Record<string, unknown>;
 
-/** What the document's builder lends these entries (document.ts): one problem and header shape for the whole document. */
 export interface RouteDocHelpers {
   problem(codes: ErrorCode[], extraHeaders?: Json): Json;
   header(description: string, schema?: Json): Json;
-  /** The x-request-id header every answer carries. */
   requestId: Json;
-  /** The shared 405 answer (a `$ref`). */
   methodNotAllowed: Json;
 }
 
-/** The reference UI's files under /docs/assets/, each with its media type. */
 export const DOCS_ASSETS: Readonly<Record<string, string>> = {
   "swagger-ui.css": "text/css; charset=utf-8",
   "swagger-ui-bundle.js": "text/javascript; charset=utf-8",
@@ -24,7 +18,6 @@ export const DOCS_ASSETS: Readonly<Record<string, string>> = {
   "init.js": "text/javascript; charset=utf-8",
 };
 
-/** The tags of these routes (the links belong to Attachments, an operation's tag). */
 export const ROUTE_TAGS = {
   health: { name: "Health", description: "Whether this gateway replica is up, and ready to serve: for load balancers and probes." },
   documentation: { name: "Documentation", description: "This reference, the OpenAPI document it is built from, and the page of error codes." },
@@ -32,7 +25,6 @@ export const ROUTE_TAGS = {
 
 const text = (description: string, example: unknown, schema: Json = { type: "string" }) => ({ ...schema, description, examples: [example] });
 
-/** Schemas of these routes' JSON answers, named in #/components/schemas. */
 export const ROUTE_SCHEMAS: Record<string, Json> = {
   Liveness: {
     type: "object",
@@ -75,11 +67,9 @@ const CAPABILITY = {
   schema: { type: "string", pattern: "^[A-Za-z0-9_.-]{16,4096}$" },
 };
 
-/** Every path these routes serve, with each method's operation. */
 export function routePaths(h: RouteDocHelpers): Record<string, Record<string, Json>> {
   const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
   const retryAfter = { "Retry-After": h.header("Seconds to wait", { type: "integer" }) };
-  // Routes without a credential are counted per client address (a setting of the deployment).
   const anonymous = {
     "405": h.methodNotAllowed,
     "429": h.problem(["rate_limited"], retryAfter),

@@ -29,14 +29,7 @@ import {
 } from "@tasksvc/contracts";
 import type { z } from "zod";
 
-// The OpenAPI document's named components and tags.
-
-/**
- * The resources a client works with, as named components (`#/components/schemas/Task`): every
- * response that holds one refers to it, so generated clients get one `Task` type, not one per
- * operation. Request bodies and the other responses are named after their operation
- * (`CreateTaskRequest`, `ListTasksResponse`).
- */
+/** Every response that holds one refers to it, so generated clients get one `Task` type, not one per operation. */
 export const RESOURCES: ReadonlyArray<[z.ZodType, string]> = [
   [Organization, "Organization"],
   [Member, "Member"],
@@ -67,7 +60,6 @@ export const RESOURCES: ReadonlyArray<[z.ZodType, string]> = [
   [WebhookEndpointStats, "WebhookEndpointStats"],
 ];
 
-/** The OpenAPI tag of each resource (route file), with what it groups. */
 export const TAGS: Record<string, { name: string; description: string }> = {
   organizations: { name: "Organizations", description: "The credential's organization." },
   members: { name: "Members", description: "The organization's users and their roles." },

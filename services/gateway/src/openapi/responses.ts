@@ -2,9 +2,6 @@ import { ERROR_CATALOG, ERROR_CODES, type ErrorCode, FieldError } from "@tasksvc
 import { z } from "zod";
 import type { Json } from "./schemas.js";
 
-// The answers every operation shares: the problem (its schema, one example per code), the
-// headers, and the one 405.
-
 export const Problem = z.object({
   type: z.string().meta({
     description: "URL of the code's entry on the errors page: `<this API's base URL>/docs/errors#<code>`",
@@ -40,7 +37,6 @@ export const RATE_HEADERS = {
 };
 
 export function problemResponse(codes: ErrorCode[], extraHeaders: Json = {}): Json {
-  // One example per code the response may carry, so the docs show what each looks like.
   const examples = Object.fromEntries(
     codes.map((c) => [
       c,
@@ -67,11 +63,7 @@ export function codesWithStatus(status: number): ErrorCode[] {
   return ERROR_CODES.filter((c) => ERROR_CATALOG[c].status === status);
 }
 
-/**
- * The one 405 of the document, referred to by every operation: OpenAPI has no place for the
- * answer to a method a path does not serve, so each operation names it (it is what any other
- * method sent to the same path answers), and validators and generated clients read it as usual.
- */
+/** OpenAPI has no place for the answer to a method a path does not serve, so each operation names it. */
 export const METHOD_NOT_ALLOWED_REF = { $ref: "#/components/responses/MethodNotAllowed" };
 export const methodNotAllowed = (): Json =>
   problemResponse(["method_not_allowed"], {

@@ -1,18 +1,12 @@
 import { z } from "zod";
 
-// zod schemas as the document's JSON Schema: named components, inline schemas, field metadata.
-
 export type Json = Record<string, unknown>;
 
 export const pascal = (id: string) => id.charAt(0).toUpperCase() + id.slice(1);
 export const COMPONENT_REF = (id: string) => `#/components/schemas/${id}`;
 const isJson = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
 
-/**
- * A schema's description and examples written after the keywords that say what the value is, in
- * every schema it holds. zod writes a field's metadata (libs/contracts) before or after those
- * depending on where the field states it (on a nullable or optional wrapper, beside a `$ref`).
- */
+/** zod writes a field's metadata before or after those depending on where the field states it. */
 function docsLast(schema: Json): void {
   for (const key of ["description", "examples"]) {
     if (!(key in schema)) continue;
@@ -25,7 +19,6 @@ function docsLast(schema: Json): void {
   for (const sub of [...props, ...members, schema["items"], schema["additionalProperties"]]) if (isJson(sub)) docsLast(sub);
 }
 
-/** One registry's schemas as components, each `$ref` pointing into #/components/schemas. */
 export function componentsOf(registry: z.core.$ZodRegistry<{ id?: string | undefined }>, io: "input" | "output"): Record<string, Json> {
   const out = z.toJSONSchema(registry, { target: "draft-2020-12", io, unrepresentable: "any", uri: COMPONENT_REF }) as {
     schemas: Record<string, Json>;
@@ -39,13 +32,11 @@ export function componentsOf(registry: z.core.$ZodRegistry<{ id?: string | undef
   return schemas;
 }
 
-/** An inline schema (parameters). */
 export const schemaOf = (s: z.ZodType, io: "input" | "output"): Json => {
   const { $schema: _drop, ...rest } = z.toJSONSchema(s, { target: "draft-2020-12", io, unrepresentable: "any" }) as Json;
   return rest;
 };
 
-/** A field's documentation: its metadata, or that of the schema it makes optional, nullable or defaulted. */
 export function docOf(field: z.core.$ZodType): z.core.GlobalMeta | undefined {
   const meta = z.globalRegistry.get(field);
   const inner = (field._zod.def as { innerType?: z.core.$ZodType }).innerType;

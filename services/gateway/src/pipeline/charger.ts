@@ -3,18 +3,14 @@ import type { Logger } from "@tasksvc/logger";
 import type { GatewayRepo, ReserveRow } from "../repo/gateway-repo.js";
 import { batchRefusal, type Charge, type Counters, countersOf, refusal } from "./limits.js";
 
-/** Largest batch a replica reserves in one round trip (the database caps it further). */
+/** The database caps it further. */
 const MAX_BATCH = 64;
 
-/**
- * Calls reserved in Postgres and not yet spent by this replica, for one credential under one set
- * of limits. The counters in the database already include them.
- */
+/** The counters in the database already include them. */
 interface Reservation {
   tokens: number;
-  /** Batch size to ask for next: grows while requests queue for a refill, shrinks when unspent. */
+  /** Grows while requests queue for a refill, shrinks when unspent. */
   want: number;
-  /** Requests waited for the refill in flight (the credential is busy on this replica). */
   contended: boolean;
   expiresAt: number;
   row: ReserveRow | undefined;
@@ -24,20 +20,14 @@ interface Reservation {
 export interface ChargerOptions {
   repo: GatewayRepo;
   log: Logger;
-  /** How long unspent reserved calls stay with this replica before they are given back. */
   holdMs?: number;
 }
 
 /**
- * Counts one API call for the credential (burst) and its organization (billing period), or
- * refuses it with 429. State lives in Postgres, so the limits hold across any number of
- * replicas (decisions 0005 and 0007).
- *
- * A replica does not write both counter rows on every request: when requests for one credential
- * queue behind each other it reserves a batch of calls in one round trip (the database grants at
- * most an eighth of what remains, so near a limit every call is counted one by one) and spends
- * it locally. Unspent calls go back after `holdMs` and on shutdown. A request that comes alone
- * reserves exactly one call, so quiet traffic is counted exactly as it arrives.
+ * State lives in Postgres, so the limits hold across replicas; a replica whose requests for one
+ * credential queue reserves a batch of calls in one round trip and spends it locally (the
+ * database grants at most an eighth of what remains, so near a limit every call counts one by
+ * one); a request that comes alone reserves exactly one (decisions 0005, 0007).
  */
 export function createCharger(opts: ChargerOptions) {
   const holdMs = opts.holdMs ?? 500;
@@ -79,7 +69,7 @@ export function createCharger(opts: ChargerOptions) {
     releases.add(tracked);
   }
 
-  /** Gives this replica's unspent calls for the credential back, so that the counters are exact. */
+  /** So that the counters are exact. */
   async function settle(id: Identity): Promise<void> {
     const r = reservations.get(keyOf(id));
     if (r) {
@@ -119,11 +109,7 @@ export function createCharger(opts: ChargerOptions) {
   sweeper.unref();
 
   return {
-    /**
-     * Charges one call. `exact` first gives back this replica's unspent calls for the
-     * credential and counts this call alone, so the counters it returns are current (GET
-     * /v1/usage).
-     */
+    /** `exact` gives back this replica's unspent calls first and counts this one alone, so the counters it returns are current (GET /v1/usage). */
     async charge(id: Identity, exact = false): Promise<Charge> {
       const key = keyOf(id);
       let r = reservations.get(key);
@@ -162,16 +148,11 @@ export function createCharger(opts: ChargerOptions) {
       }
     },
 
-    /**
-     * The counters as they stand, counting nothing: for an answer that costs nothing (an
-     * Idempotency-Key replay) and still says where the limits stand, as the operation's other
-     * answers do. Calls this replica has reserved and not spent are the caller's still.
-     */
+    /** For an answer that costs nothing (an Idempotency-Key replay) and still says where the limits stand. */
     async current(id: Identity): Promise<Counters> {
       const r = reservations.get(keyOf(id));
       const held = r !== undefined && usable(r, Date.now()) ? r.tokens : 0;
       const l = id.limits;
-      // Counting none more: the database's counters, unchanged, for the current window and period.
       const row = await opts.repo.chargeExact({ ...countersOf(id), n: 0 });
       return {
         burst: { limit: l.burst, windowSeconds: l.burst_window_seconds, remaining: Math.max(0, l.burst - row.burst_count + held), resetAt: row.window_end },
@@ -179,12 +160,7 @@ export function createCharger(opts: ChargerOptions) {
       };
     },
 
-    /**
-     * Counts `n` more calls against the burst window and the billing period, all or none (a
-     * batch: one call per item against each, DESIGN.md section 9; the pipeline counted the
-     * first). A refusal counts none of them: 429 rate_limited when the burst window cannot take
-     * them, else 429 quota_exhausted; the pipeline then gives back the first (refund()).
-     */
+    /** All or none: a refusal counts none of them, and the pipeline then gives back the first (refund()). */
     async chargeItems(id: Identity, n: number): Promise<void> {
       if (n <= 0) return;
       // Calls this replica reserved and has not spent would make the burst look fuller than it is.
@@ -193,11 +169,7 @@ export function createCharger(opts: ChargerOptions) {
       if (row.outcome !== "ok") throw batchRefusal(id, n + 1, row);
     },
 
-    /**
-     * Gives back a call that was counted for a request then refused with 429 (a request refused
-     * with 429 costs nothing, DESIGN.md section 20). Best effort: a failure is logged, and the
-     * call stays counted.
-     */
+    /** A request refused with 429 costs nothing (DESIGN.md section 20). Best effort: on failure the call stays counted. */
     refund(c: Charge): void {
       const k = c.counted;
       track(
@@ -207,7 +179,6 @@ export function createCharger(opts: ChargerOptions) {
       );
     },
 
-    /** Gives every unspent reservation back (graceful shutdown). */
     async close(): Promise<void> {
       clearInterval(sweeper);
       for (const r of reservations.values()) {

@@ -4,30 +4,23 @@ import { fieldError } from "@tasksvc/errors";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Operation, UnwrapCursor } from "./operation.js";
 
-/** Whose list a cursor pages, besides its query: the caller's organization and the route's path parameters as parsed. */
 export interface CursorOwner {
   organization: string;
   params: unknown;
 }
 
-/** A cursor whose signature and query binding hold; its position comes out once its owner is checked. */
 export interface OpenedCursor {
   position(owner: CursorOwner): string;
 }
 
 const NOT_OURS = "is not a cursor issued by this API";
-// One answer for every binding that does not hold (query, organization, path, or a cursor from
-// before organizations and paths were bound): it does not tell a cursor of another organization
-// from one of another filter.
+// One answer for every binding that does not hold: it does not tell a cursor of another
+// organization from one of another filter.
 const REBOUND = "was issued for a different query; reuse a cursor only with the same limit and filters";
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
-/**
- * A path parameter as the service behind the route reads it: a task is named T-24, 24 or T-024
- * alike (every parameter naming a task is called task_id or ends so), so it is bound as T-24;
- * every other id has one spelling. Anything that names no task stays as given (its list is a 404).
- */
+/** Bound as the service reads it: a task is T-24, 24 or T-024 alike, so it is bound as T-24. */
 function canonicalParam(name: string, value: unknown): unknown {
   if (typeof value !== "string" || !(name === "task_id" || name.endsWith("_task_id"))) return value;
   const n = taskNumber(value);
@@ -35,14 +28,8 @@ function canonicalParam(name: string, value: unknown): unknown {
 }
 
 /**
- * Cursors as clients see them: the service's raw keyset position, bound to the list and its
- * query (every parameter but `after`, defaults applied) and to its owner (the organization of
- * the credential and the route's path parameters), signed with a key shared by every gateway
- * replica. A tampered cursor, or one reused with other parameters, is 400 at /after.
- *
- * The two bindings are checked in two steps: the query's with the signature, before the path is
- * parsed, so a request with several faults keeps the first error it had; the owner's once the
- * path is parsed (its parameters are compared as the route reads them).
+ * The query's binding is checked with the signature, before the path is parsed, so a request with
+ * several faults keeps the first error it had; the owner's once the path is parsed.
  */
 export function cursorCodec(secret: string) {
   const sign = (payload: string) => createHmac("sha256", secret).update(payload).digest().subarray(0, 16);
@@ -52,8 +39,8 @@ export function cursorCodec(secret: string) {
       .sort(([a], [b]) => (a < b ? -1 : 1));
     return createHash("sha256").update(route).update(JSON.stringify(rest)).digest("base64url").slice(0, 22);
   };
-  // The credential is not bound, only its organization: every key of the organization may read
-  // the same list from its first page, so a cursor handed from one key to another gives nothing new.
+  // Only the organization is bound, not the credential: every key of it may read the same list
+  // from its first page, so a cursor handed from one key to another gives nothing new.
   const ownerBinding = (owner: CursorOwner) => {
     const params = isRecord(owner.params)
       ? Object.entries(owner.params)
@@ -72,7 +59,6 @@ export function cursorCodec(secret: string) {
       const payload = Buffer.from(JSON.stringify({ r: raw, q: queryBinding(route, query), o: ownerBinding(owner) })).toString("base64url");
       return `${payload}.${sign(payload).toString("base64url")}`;
     },
-    /** Checks the signature and the query binding (the cursor step); the owner is checked by `position`. */
     open(route: string, query: Record<string, unknown>, cursor: string): OpenedCursor {
       const [payload, mac, extra] = cursor.split(".");
       const given = Buffer.from(mac ?? "", "base64url");
@@ -84,8 +70,7 @@ export function cursorCodec(secret: string) {
       if (parsed.q !== queryBinding(route, query)) throw fieldError("/after", REBOUND);
       return {
         position(owner) {
-          // A cursor signed before owners were bound has no `o`: it fails like any other, and the
-          // client starts again from the first page.
+          // A cursor signed before owners were bound has no `o`: it fails like any other.
           if (parsed.o !== ownerBinding(owner)) throw fieldError("/after", REBOUND);
           return parsed.r;
         },
@@ -98,10 +83,8 @@ export type CursorCodec = ReturnType<typeof cursorCodec>;
 const NEXT_CURSOR = Buffer.from('"next_cursor":');
 
 /**
- * A page's body with its `next_cursor` replaced by `sign(next_cursor)`, working on the encoded
- * JSON: a relayed page is never parsed (decision 0020). The key is found from the end, where
- * every page writes it after its `data`: inside a JSON string a quote is always escaped, so the
- * bytes `"next_cursor":` can only be a key, and no item of a page has one. A null cursor is left.
+ * On the encoded JSON: a relayed page is never parsed (decision 0020). Inside a JSON string a
+ * quote is always escaped, so the bytes `"next_cursor":` can only be a key, and no item has one.
  */
 export function signNextCursor(body: Buffer, sign: (raw: string) => string): Buffer {
   const at = body.lastIndexOf(NEXT_CURSOR);
@@ -116,11 +99,7 @@ export function signNextCursor(body: Buffer, sign: (raw: string) => string): Buf
   return Buffer.concat([body.subarray(0, start), Buffer.from(JSON.stringify(sign(raw))), body.subarray(end + 1)]);
 }
 
-/**
- * How a request of the operation turns a signed `after` back into the service's position, for the
- * caller's organization: a cursor is that organization's, so the unwrap closes over it. An
- * operation that is not paginated has none.
- */
+/** A cursor is that organization's, so the unwrap closes over it. */
 export function cursorUnwrap(codec: CursorCodec, op: Pick<Operation, "method" | "url" | "paginated">): (organization: string) => UnwrapCursor {
   const noCursor: UnwrapCursor = () => {
     throw new Error(`${op.method} ${op.url} is not paginated`);
@@ -132,11 +111,7 @@ export function cursorUnwrap(codec: CursorCodec, op: Pick<Operation, "method" | 
   };
 }
 
-/**
- * The next cursor of a paginated list, signed and bound to the list's query, the caller's
- * organization and the route's path parameters: on the encoded body, which is the service's
- * own bytes when the route relayed them (decision 0020).
- */
+/** On the encoded body, which is the service's own bytes when the route relayed them (decision 0020). */
 export function signCursor(codec: CursorCodec, op: Pick<Operation, "url" | "status">) {
   return function signCursor(req: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: Error | null, payload?: unknown) => void): void {
     const query = req.prepared?.query;

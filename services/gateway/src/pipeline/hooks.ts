@@ -11,36 +11,29 @@ import { rateLimitHeaders } from "./limits.js";
 import type { Admitted, Operation, Prepared, ServedOperation } from "./operation.js";
 import { parseEntityTags } from "./preconditions.js";
 
-/** An Idempotency-Key this request holds: its outcome is stored (or the key given back) on the way out. */
 interface Held {
   credentialId: string;
   key: string;
-  /** Store the success as "replay from the service", never its body (a secret shown once). */
+  /** Never its body: a secret shown once. */
   replayFromService: boolean;
 }
 
-/** Per-request pipeline state, kept off the request's public shape. */
 interface State {
   identity: Identity;
   key?: string;
   held?: Held;
-  /** An Idempotency-Key replay forwarded to the service (its outcome held a secret): never charged. */
   forwarded?: boolean;
-  /** The error the request failed with, seen by onError before it is rendered. */
   failure?: unknown;
 }
 
-// Set on the request by these hooks and read by the later ones (idempotency.ts, cursors.ts, serve.ts).
+// Set on the request by these hooks and read by the later ones.
 declare module "fastify" {
   interface FastifyContextConfig {
-    /** Set on every public operation's route; the pipeline's hooks act only where it is. */
     operation?: ServedOperation;
   }
   interface FastifyRequest {
     pipeline?: State;
-    /** The caller, once authenticated, charged and authorized (hooks.ts). */
     admitted?: Admitted;
-    /** The operation with its input parsed (hooks.ts). */
     prepared?: Prepared;
   }
 }
@@ -50,13 +43,8 @@ export interface PipelineOptions {
   repo: GatewayRepo;
   charger: Charger;
   cursors: CursorCodec;
-  /** How long an Idempotency-Key stays claimed by an execution that never reports back (idempotency.ts). */
   idempotencyLeaseMs: number;
-  /**
-   * Counts a request whose credential was refused against its client address (ANON_RATE_LIMIT:
-   * such a request is anonymous as much as one to the docs); answers the seconds to wait when
-   * the address is past its limit, else 0. Absent: no limit.
-   */
+  /** Such a request is anonymous as much as one to the docs: past the limit, the seconds to wait. */
   refusedCredential?: (ip: string) => number;
 }
 
@@ -70,26 +58,16 @@ function authorize(op: Operation, identity: Identity): void {
 }
 
 /**
- * The request pipeline of every public operation, as fastify hooks driven by each route's
- * `config.operation`: when a route with an operation is added, `onRoute` gives it the hooks its
- * operation needs (the Idempotency-Key steps only where the operation is idempotent, cursor
- * signing only where it is paginated), each a closure over that operation. Routes without one
- * (/healthz, /docs) get none, and no hook looks the route's config up per request.
- *
- * The order is the contract: authenticate (from the headers, before the body is read) → Idempotency-Key (a replay is answered here, before
- * charging: replays are never charged, spec 8) → charge → scope and entitlement → input (query,
- * cursor, path, body) → the operation → sign the next cursor → store the outcome under the key.
- * An anonymous caller therefore learns nothing about an operation's input rules.
- *
- * Nothing here reads the body except the input step, and only when the operation declares a
- * `body` schema: a route whose body is a stream registers its own content-type parser in its own
- * plugin and runs through the same hooks.
+ * `onRoute` gives each operation's route only the hooks it needs, each a closure over its
+ * operation, so no hook looks the route's config up per request. The order is the contract:
+ * authenticate → Idempotency-Key (a replay is answered before charging, spec 8) → charge → scope
+ * and entitlement → input → the operation → sign the next cursor → store the outcome; an
+ * anonymous caller therefore learns nothing about an operation's input rules. Only the input step
+ * reads a body, so a stream route brings its own parser and runs through the same hooks.
  */
 export function installPipeline(app: FastifyInstance, opts: PipelineOptions): void {
-  // The same for every operation: one function, not one per route.
-  // An onRequest hook: the credential is checked from the headers before any body is read, so an
-  // anonymous client costs no body buffer. Its refusal closes the connection (the unread body is
-  // then dropped by the edge's lingering close, never read into memory).
+  // Checked from the headers before any body is read, so an anonymous client costs no body buffer;
+  // its refusal closes the connection (the edge's lingering close drops the unread body).
   async function authenticate(req: FastifyRequest, reply: FastifyReply): Promise<void> {
     const base = systemContext(String(req.id));
     try {
@@ -117,7 +95,7 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
       // A forwarded replay is not charged, and says where the limits stand all the same.
       reply.headers(rateLimitHeaders(charge ?? (await opts.charger.current(identity))));
       authorize(op, identity);
-      // Conditional headers are checked before the operation runs: a malformed one is a 400, not a read.
+      // Before the operation runs: a malformed one is a 400, not a read.
       const ifMatch = op.preconditions === "if-match" ? parseEntityTags(req.headers["if-match"], "If-Match") : undefined;
       const ifNoneMatch = op.preconditions === undefined ? undefined : parseEntityTags(req.headers["if-none-match"], "If-None-Match");
       const ctx: RpcContext = {
@@ -161,8 +139,7 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
     };
   };
 
-  // A request refused with 429 after it was counted (a batch the limits cannot cover, a stream
-  // past its limit, a service's fairness refusal) costs nothing: its call is given back.
+  // A request refused with 429 after it was counted costs nothing: its call is given back.
   async function refundRefusal(req: FastifyRequest, _reply: FastifyReply, error: unknown): Promise<void> {
     const charge = req.admitted?.charge;
     if (charge && isAppError(error) && error.status === 429) opts.charger.refund(charge);
@@ -183,7 +160,6 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
   });
 }
 
-/** A route option's hooks as a list (fastify takes one function or an array). */
 function hooks<H>(h: H | H[] | undefined): H[] {
   return h === undefined ? [] : Array.isArray(h) ? h : [h];
 }

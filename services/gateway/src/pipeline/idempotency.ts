@@ -9,12 +9,9 @@ import type { Charger } from "./charger.js";
 import { rateLimitHeaders } from "./limits.js";
 import type { OperationSpec } from "./operation.js";
 
-// Everything the Idempotency-Key means at the gateway, in one place: which operations take one,
-// what a key and "the same request" are, the claim, the replay, what is stored or given back on
-// the way out, and how its refusals are counted. The gateway's record is a fast path: the service
-// behind an idempotent operation records the key with its result in its own transaction.
+// The gateway's record is a fast path: the service behind an idempotent operation records the
+// key with its result in its own transaction.
 
-/** Refuses an operation that declares what the Idempotency-Key cannot do for it (when resource() builds it). */
 export function checkIdempotencyDeclared(spec: OperationSpec): void {
   // The gateway's Idempotency-Key compares bodies byte for byte, which a stream it never buffers
   // does not allow; an upload that needs a key must bring a digest of its own.
@@ -27,10 +24,9 @@ export function checkIdempotencyDeclared(spec: OperationSpec): void {
 export type Claim =
   | { kind: "claimed"; credentialId: string; key: string }
   | { kind: "replay"; status: number; body: string; headers: Record<string, string> }
-  /** Done before, but its outcome is the service's to replay (it held a secret): run it again, unheld. */
+  /** Its outcome held a secret and is the service's to replay: run it again, unheld. */
   | { kind: "forward" };
 
-/** Spec 8: 1-255 visible ASCII characters (so never NUL, a control character or a byte above 0x7E). */
 export function parseIdempotencyKey(header: string | string[] | undefined): string | undefined {
   if (header === undefined) return undefined;
   const v = Array.isArray(header) ? header.join(",") : header;
@@ -38,7 +34,6 @@ export function parseIdempotencyKey(header: string | string[] | undefined): stri
   return v;
 }
 
-/** What "the same request" means: method, path with query, and the body byte for byte. */
 export function requestFingerprint(method: string, url: string, rawBody: string | undefined): string {
   return createHash("sha256")
     .update(`${method}\n${url}\n`)
@@ -46,11 +41,6 @@ export function requestFingerprint(method: string, url: string, rawBody: string 
     .digest("hex");
 }
 
-/**
- * Claims the key for a first execution, or answers from the stored outcome (or says to forward
- * again, when the service keeps that outcome), or refuses: 422 when the key was used for
- * another request, 409 while the first execution still runs.
- */
 export async function claimIdempotency(repo: GatewayRepo, credentialId: string, key: string, fingerprint: string, leaseMs: number): Promise<Claim> {
   if (await repo.claimIdempotencyKey(credentialId, key, fingerprint, leaseMs)) return { kind: "claimed", credentialId, key };
   const rec = await repo.idempotencyRecord(credentialId, key);
@@ -69,10 +59,8 @@ export async function claimIdempotency(repo: GatewayRepo, credentialId: string, 
   return { kind: "replay", status: rec.status, body: rec.response_body, headers: rec.response_headers ?? {} };
 }
 
-/** The outcome label of tasksvc_idempotency_outcomes_total for a refusal sent with this code, if it is one of the key's. */
 const REFUSALS: Record<string, string> = { idempotency_key_reused: "conflict", idempotency_in_progress: "in_progress" };
 
-/** Counts a problem about to be sent when it is an Idempotency-Key refusal (a service's included). */
 export function countIdempotencyRefusal(code: string): void {
   const outcome = REFUSALS[code];
   if (outcome) idempotencyOutcomes.inc({ outcome });
@@ -81,22 +69,13 @@ export function countIdempotencyRefusal(code: string): void {
 export interface IdempotencyOptions {
   repo: GatewayRepo;
   charger: Pick<Charger, "charge" | "current">;
-  /**
-   * How long a key stays claimed by an execution that never reports back. The service records the
-   * key itself and answers a second execution from that record, so the claim only has to outlive
-   * this replica's own wait for the service.
-   */
+  /** The service answers a second execution from its own record, so the claim only has to outlive this replica's own wait. */
   leaseMs: number;
 }
 
 const JSON_TYPE = "application/json; charset=utf-8";
 const PROBLEM_TYPE = "application/problem+json; charset=utf-8";
 
-/**
- * The key's hooks, which hooks.ts gives an idempotent operation's route: `claim` (preHandler, after
- * authentication and before charging: a replay is answered there and never charged, spec 8),
- * `noteFailure` (onError) and `storeOutcome` (onSend).
- */
 export function idempotencyHooks(opts: IdempotencyOptions) {
   const claim = (replayFromService: boolean) =>
     async function idempotency(req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
@@ -116,17 +95,12 @@ export function idempotencyHooks(opts: IdempotencyOptions) {
       const claimed = await claimIdempotency(opts.repo, state.identity.credential_id, key, fingerprint, opts.leaseMs);
       if (claimed.kind === "replay") {
         idempotencyOutcomes.inc({ outcome: "replayed" });
-        // Uncharged, yet it carries the rate-limit headers the operation's answers carry: the
-        // counters as they stand. Answering from a hook ends the request here: no later hook and
-        // no handler runs.
+        // Uncharged, yet with the rate-limit headers the operation's answers carry.
         const counters = rateLimitHeaders(await opts.charger.current(state.identity));
         return reply.code(claimed.status).headers(claimed.headers).headers(counters).header("idempotency-replayed", "true").send(claimed.body);
       }
       if (claimed.kind === "forward") {
-        // The service holds this outcome (with its secret sealed) and answers it again for the
-        // same key; nothing is held or stored here, and like any replay it is not charged
-        // (spec 8). Scope and entitlement are still checked: a secret goes only to a credential
-        // that may see it now.
+        // Scope and entitlement are still checked: a secret goes only to a credential that may see it now.
         state.forwarded = true;
         idempotencyOutcomes.inc({ outcome: "replayed" });
         reply.header("idempotency-replayed", "true");
@@ -141,15 +115,13 @@ export function idempotencyHooks(opts: IdempotencyOptions) {
     if (req.pipeline) req.pipeline.failure = error;
   }
 
-  // The outcome under the key is stored before the response leaves, so a retry that follows the
-  // response always finds it.
+  // Stored before the response leaves, so a retry that follows the response always finds it.
   async function storeOutcome(req: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
     const state = req.pipeline;
     const held = state?.held;
     if (!state || !held) return payload;
     // Once per request: if storing fails, the error's own response passes here again.
     state.held = undefined;
-    // A relayed reply arrives as its bytes (decision 0020).
     const body = typeof payload === "string" ? payload : Buffer.isBuffer(payload) ? payload.toString("utf8") : JSON.stringify(payload);
     const failure = state.failure;
     try {
@@ -162,7 +134,6 @@ export function idempotencyHooks(opts: IdempotencyOptions) {
         }
         await opts.repo.storeIdempotentOutcome(held.credentialId, held.key, reply.statusCode, body, headers, held.replayFromService);
       } else if (isAppError(failure) && failure.status < 500 && failure.status !== 429) {
-        // Outcomes the client caused are stored and replayed (400s included).
         const problem = JSON.stringify(toProblem(failure, String(req.id), req.server.publicBaseUrl));
         const headers = { "content-type": PROBLEM_TYPE, ...(failure.etag === undefined ? {} : { etag: failure.etag }) };
         await opts.repo.storeIdempotentOutcome(held.credentialId, held.key, failure.status, problem, headers);
@@ -173,10 +144,8 @@ export function idempotencyHooks(opts: IdempotencyOptions) {
       }
     } catch (e) {
       await opts.repo.releaseIdempotencyKey(held.credentialId, held.key).catch((err: unknown) => req.log.error({ err }, "could not release idempotency key"));
-      // The answer becomes this failure, rendered here: an error thrown from onSend would reach
-      // fastify's fallback handler (its own JSON, the old status) instead of http/problems.ts. A
-      // database that is down is a 503 to retry with the same key: the service's own record
-      // answers the retry if the operation ran.
+      // Rendered here: an error thrown from onSend would reach fastify's fallback handler (its own JSON,
+      // the old status). A database that is down is a 503 to retry: the service's own record answers it.
       const known = databaseErrorAsAppError(e);
       if (known) req.log.warn({ err: e }, "could not store the Idempotency-Key outcome");
       else req.log.error({ err: e }, "could not store the Idempotency-Key outcome");

@@ -2,23 +2,19 @@ import { QUOTA_PERIOD_SECONDS, type Identity } from "@tasksvc/contracts";
 import { AppError } from "@tasksvc/errors";
 import type { ChargeLimits, ExactChargeRow } from "../repo/gateway-repo.js";
 
-// What the limits are and how they are told to a client: the counters an identity's calls go to,
-// the rate-limit headers and the 429s. How calls are counted is charger.ts.
-
-/** Where a credential's limits stand: what the rate-limit headers say. */
 export interface Counters {
   burst: { limit: number; windowSeconds: number; remaining: number; resetAt: Date };
   quota: { limit: number; used: number; periodStart: Date; periodEnd: Date };
 }
 
 export interface Charge extends Counters {
-  /** The counter rows the call was counted in (keys as Postgres text), to give it back with refund(). */
+  /** Keys as Postgres text, to give the call back with refund(). */
   counted: { credentialId: string; windowKey: string; orgId: string; periodKey: string };
 }
 
 const secondsUntil = (d: Date) => Math.max(1, Math.ceil((d.getTime() - Date.now()) / 1000));
 
-/** The counters an identity's calls go to, with their limits: one place for every statement that reads or counts them. */
+/** One place for every statement that reads or counts them. */
 export function countersOf(id: Identity): ChargeLimits {
   const l = id.limits;
   return {
@@ -32,7 +28,6 @@ export function countersOf(id: Identity): ChargeLimits {
   };
 }
 
-/** The limit a refused charge ran into, as the 429 the caller gets. */
 export function refusal(id: Identity, row: Pick<ExactChargeRow, "outcome" | "window_end" | "period_end">): AppError {
   const l = id.limits;
   if (row.outcome === "rate_limited") {
@@ -53,7 +48,7 @@ export function refusal(id: Identity, row: Pick<ExactChargeRow, "outcome" | "win
   );
 }
 
-/** A batch of `total` calls (one per item) the limits cannot take, as the 429 the caller gets: nothing of it was counted. */
+/** Nothing of it was counted. */
 export function batchRefusal(id: Identity, total: number, row: Pick<ExactChargeRow, "outcome" | "window_end" | "period_end">): AppError {
   const l = id.limits;
   if (row.outcome === "rate_limited") {

@@ -1,17 +1,11 @@
 import { IF_MATCH_VALUE } from "@tasksvc/contracts";
 import { fieldError } from "@tasksvc/errors";
 
-/**
- * Conditional requests (RFC 9110, section 13) on the task routes: If-Match on writes, forwarded
- * for the tasks service to check under the task's row lock, and If-None-Match on reads, answered
- * here from the ETag of the answer.
- */
+// If-Match is forwarded for the tasks service to check under the task's row lock; If-None-Match is answered here.
 
-// One entity tag: an optional W/ and a quoted run of etagc characters. A whole header value (`*`,
-// or tags separated by commas) is IF_MATCH_VALUE, the grammar a batch item's if_match is checked by too.
+// IF_MATCH_VALUE is the grammar a batch item's if_match is checked by too.
 const TAG = /(W\/)?"[\x21\x23-\x7E\x80-\xFF]*"/g;
 
-/** The header's entity tags as sent (`*` alone, or each tag with its quotes and any W/); undefined when absent. */
 export function parseEntityTags(header: string | string[] | undefined, name: "If-Match" | "If-None-Match"): string[] | undefined {
   if (header === undefined) return undefined;
   const v = Array.isArray(header) ? header.join(", ") : header;

@@ -24,12 +24,7 @@ function parse(schema: z.ZodType, value: unknown, what: string): unknown {
   return r.data;
 }
 
-/**
- * Parses a request's input with an operation's schemas, in the order the pipeline promises:
- * query, then its cursor, then path (and then the cursor's binding to the path), then body. The
- * overload states what the implementation does: each value has its schema's output type, or is
- * undefined where the operation has none.
- */
+/** Query, then its cursor, then path (and the cursor's binding to it), then body: the order the pipeline promises. */
 function parseInput<S extends OperationSpec>(spec: S, paginated: boolean, raw: RawInput, unwrapCursor: UnwrapCursor): InputOf<S>;
 function parseInput(spec: OperationSpec, paginated: boolean, raw: RawInput, unwrapCursor: UnwrapCursor): { params: unknown; query: unknown; body: unknown } {
   const query = parse(spec.query ?? NoQuery, raw.query ?? {}, "The query string");
@@ -51,13 +46,12 @@ function parseInput(spec: OperationSpec, paginated: boolean, raw: RawInput, unwr
   return { params, query, body };
 }
 
-/** The scope an operation of this resource requires, unless it states its own. */
 function scopeOf(defaults: ResourceDefaults, method: Operation["method"]): Scope {
   if (defaults.scopes === undefined) return defaults.scope;
   return method === "GET" ? `${defaults.scopes}:read` : `${defaults.scopes}:write`;
 }
 
-/** An operation with every default filled in: the house's, then its resource's, then what it states. */
+/** The house's defaults, then its resource's, then what it states. */
 function operationOf(spec: OperationSpec, defaults: ResourceDefaults): Operation {
   checkIdempotencyDeclared(spec);
   if (spec.location !== undefined && spec.status !== 201) throw new Error(`${spec.method} ${spec.url}: a location is for an operation that answers 201`);
@@ -84,12 +78,7 @@ function operationOf(spec: OperationSpec, defaults: ResourceDefaults): Operation
   };
 }
 
-/**
- * Declares a resource (routes/): its defaults once (name, scope, entitlement), then its operations, each
- * stating only what differs. Each forward() is typed by its own operation's schemas:
- * `prepare` parses the input inside the operation's own generic scope and keeps the typed values
- * in a closure, so the table of operations holds no generic and nothing is cast.
- */
+/** `prepare` parses the input in the operation's own generic scope and keeps the typed values in a closure, so nothing is cast. */
 export function resource(defaults: ResourceDefaults, define: (r: ResourceBuilder) => void): Resource {
   const served: ServedOperation[] = [];
   define({

@@ -3,23 +3,22 @@ import type { Sql } from "@tasksvc/db";
 
 export interface ReserveRow {
   outcome: "ok" | "rate_limited" | "quota_exhausted";
-  /** Calls reserved by this round trip (0 when refused). */
   granted: number;
-  /** Counters after the reservation (reserved calls included). */
+  /** Reserved calls included. */
   burst_count: number;
   quota_count: string;
   window_start: Date;
   window_end: Date;
   period_start: Date;
   period_end: Date;
-  /** window_start and period_start as Postgres text: exact to the microsecond, for release(). */
+  /** As Postgres text: exact to the microsecond, for release(). */
   window_key: string;
   period_key: string;
   credentialId: string;
   organizationId: string;
 }
 
-/** What charge_exact() answers: the counters after it (unchanged when refused). */
+/** The counters after it (unchanged when refused). */
 export interface ExactChargeRow {
   outcome: "ok" | "rate_limited" | "quota_exhausted";
   burst_count: number;
@@ -35,34 +34,27 @@ export interface StoredOutcome {
   status: number | null;
   response_body: string | null;
   response_headers: Record<string, string> | null;
-  /** The body was not stored (it held a secret): a replay asks the service again. */
+  /** The body held a secret, so it was not stored: a replay asks the service again. */
   replay_from_service: boolean;
 }
 
-/** All SQL of the gateway (schema `gateway`). */
-/** Whose calls a charge counts and against which limits (the credential's burst window, the organization's period). */
 export interface ChargeLimits {
   credentialId: string;
   burst: number;
   windowSeconds: number;
   orgId: string;
-  /** The organization's creation time: billing periods count from it. */
+  /** Billing periods count from it. */
   anchor: string;
   quota: number;
   periodSeconds: number;
 }
 
 export function gatewayRepo(sql: Sql) {
-  /**
-   * A one-row FROM item that makes this statement's transaction commit asynchronously. For the
-   * Idempotency-Key records: every idempotent operation's service records the key with its result
-   * itself, so a record lost in a database crash lets a retry through to the service, which
-   * answers with the original result (decision 0008).
-   */
+  /** Every idempotent operation's service records the key with its result itself, so a record lost in a crash lets a retry through to it (decision 0008). */
   const asyncCommit = () => sql`(select set_config('synchronous_commit', 'off', true)) as commit_mode`;
 
   return {
-    /** Reserves up to `want` calls against the burst window and the billing period (0007). */
+    /** Decision 0007. */
     async reserve(a: ChargeLimits & { want: number }): Promise<ReserveRow> {
       const [row] = await sql<Omit<ReserveRow, "credentialId" | "organizationId">[]>`
         select r.*, r.window_start::text as window_key, r.period_start::text as period_key from charge_reserve(${a.credentialId}, ${a.burst}, ${a.windowSeconds}, ${a.orgId}, ${a.anchor}::text::timestamptz, ${a.quota}, ${a.periodSeconds}, ${a.want}) r`;
@@ -70,11 +62,7 @@ export function gatewayRepo(sql: Sql) {
       return { ...row, credentialId: a.credentialId, organizationId: a.orgId };
     },
 
-    /**
-     * Counts exactly `n` more calls against the credential's burst window and the organization's
-     * billing period, all or none (a batch's items beyond the call the pipeline counted): a
-     * refusal counts nothing and says which limit refused.
-     */
+    /** A refusal counts nothing and says which limit refused. */
     async chargeExact(a: ChargeLimits & { n: number }): Promise<ExactChargeRow> {
       const [row] = await sql<ExactChargeRow[]>`
         select r.* from charge_exact(${a.credentialId}, ${a.burst}, ${a.windowSeconds}, ${a.orgId}, ${a.anchor}::text::timestamptz, ${a.quota}, ${a.periodSeconds}, ${a.n}) r`;
@@ -82,16 +70,11 @@ export function gatewayRepo(sql: Sql) {
       return row;
     },
 
-    /** Gives back reserved calls that were not spent (keys as returned by reserve()). */
     async release(credentialId: string, windowKey: string, orgId: string, periodKey: string, n: number): Promise<void> {
       await sql`select charge_release(${credentialId}, ${windowKey}::text::timestamptz, ${orgId}, ${periodKey}::text::timestamptz, ${n})`;
     },
 
-    /**
-     * Claims a key for a first execution. Succeeds for a new key, for a record past the 24 h
-     * window, and for a record whose execution was abandoned (lease over, same request): a gateway
-     * that died mid-request blocks the key only until its lease ends.
-     */
+    /** A gateway that died mid-request blocks the key only until its lease ends. */
     async claimIdempotencyKey(credentialId: string, key: string, fingerprint: string, leaseMs: number): Promise<boolean> {
       const rows = await sql`
         insert into idempotency_keys as k (credential_id, key, fingerprint, locked_until)
@@ -128,7 +111,7 @@ export function gatewayRepo(sql: Sql) {
         where credential_id = ${credentialId} and key = ${key}`;
     },
 
-    /** Gives a key back when the outcome is unknown (5xx) or the request was never executed (429). */
+    /** The outcome is unknown (5xx) or the request was never executed (429). */
     async releaseIdempotencyKey(credentialId: string, key: string): Promise<void> {
       await sql`delete from idempotency_keys where credential_id = ${credentialId} and key = ${key} and status is null`;
     },
@@ -140,10 +123,6 @@ export function gatewayRepo(sql: Sql) {
       return row.value;
     },
 
-    /**
-     * Counts a live event stream against its credential's limit and its organization's: `ok`, or
-     * which of them is reached already.
-     */
     async openStream(a: {
       id: string;
       credentialId: string;
@@ -163,11 +142,7 @@ export function gatewayRepo(sql: Sql) {
       await sql`delete from event_streams where id = ${id}`;
     },
 
-    /**
-     * The replica still holds these streams (`open`, their ids): its lease is renewed, and a place
-     * it no longer holds (a close whose delete failed) is given back; not one opened in the last
-     * seconds, which may have been opened while this statement was on its way.
-     */
+    /** Not a place given back if opened in the last seconds: it may have been opened while this statement was on its way. */
     async renewStreams(replica: string, leaseSeconds: number, open: readonly string[]): Promise<void> {
       await sql`
         with renewed as (
@@ -177,13 +152,11 @@ export function gatewayRepo(sql: Sql) {
         where replica = ${replica} and id <> all(${open as string[]}::text[]) and opened_at < now() - interval '10 seconds'`;
     },
 
-    /** A replica that stops closes all its streams at once. */
     async closeReplica(replica: string): Promise<void> {
       await sql`delete from event_streams where replica = ${replica}`;
       await sql`delete from stream_replicas where replica = ${replica}`;
     },
 
-    /** Housekeeping any replica may run: expired idempotency records, past burst windows, streams of dead replicas. */
     async sweep(): Promise<void> {
       await sql`delete from idempotency_keys where created_at < now() - interval '24 hours'`;
       await sql`delete from burst_counters where window_start < now() - interval '1 hour'`;

@@ -13,7 +13,7 @@ export const apiKeys = resource({ name: "api-keys", scope: "api-keys:manage" }, 
       location: "/v1/api-keys/{id}",
       response: CreatedApiKey,
       idempotent: true,
-      // The key itself: not kept in the gateway's record; a replay asks the keys service again.
+      // Not kept in the gateway's record; a replay asks the keys service again.
       secretInResponse: true,
     },
     ({ clients, body, ctx }) => clients.keys.relay("createApiKey", body, ctx),

@@ -13,12 +13,11 @@ import {
 } from "@tasksvc/contracts";
 import { resource } from "../pipeline/resource.js";
 
-/** Where a link goes: straight to the store (S3 presigned), or through this gateway with a capability. */
 function linkTo(target: UploadTarget, origin: string, path: "/v1/uploads/" | "/v1/downloads/"): string {
   return target.kind === "direct" ? target.url : `${origin}${path}${target.capability}`;
 }
 
-// Spec 2.4, 2.5, 4.1 "Attachments, two phases"; DESIGN.md 4; decision 0016.
+// Decision 0016.
 export const attachments = resource({ name: "attachments", scopes: "tasks" }, (r) => {
   r.op(
     {

@@ -3,11 +3,7 @@ import { AppError } from "@tasksvc/errors";
 import { EventStreamAnswer } from "../pipeline/operation.js";
 import { resource } from "../pipeline/resource.js";
 
-/**
- * The types of events this credential may see, or undefined when it sees every type. An endpoint's
- * operational events show its URL, which only webhooks:read may read: without that scope they are
- * left out, and asking for them by type is a 403.
- */
+/** An endpoint's operational events show its URL, which only webhooks:read may read: left out without it, and a 403 when asked for. */
 function visibleTo(identity: Identity, asked: readonly EventType[] | undefined): EventType[] | undefined {
   const visible = visibleEventTypes(identity.scopes);
   const hidden = asked?.find((t) => !visible.includes(t));
@@ -15,11 +11,6 @@ function visibleTo(identity: Identity, asked: readonly EventType[] | undefined):
   return visible.length === EventType.options.length ? undefined : visible;
 }
 
-/**
- * The events feed (decision 0021): every event of the last 30 days, as webhooks deliver it, for a
- * consumer that missed deliveries to catch up or rebuild its state; and the same events live, as
- * Server-Sent Events (decision 0027).
- */
 export const events = resource({ name: "events", scope: "tasks:read" }, (r) => {
   r.op(
     {

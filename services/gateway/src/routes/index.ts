@@ -12,7 +12,7 @@ import { tasks } from "./tasks.js";
 import { usage } from "./usage.js";
 import { webhookEndpoints } from "./webhook-endpoints.js";
 
-/** Every resource of the public API, in the order of the reference documentation. */
+/** In the order of the reference documentation. */
 export const resources: readonly Resource[] = [
   organizations,
   members,
@@ -28,5 +28,4 @@ export const resources: readonly Resource[] = [
   events,
 ];
 
-/** Every public operation, in the same order. */
 export const operations: readonly Operation[] = resources.flatMap((r) => r.operations);

@@ -3,10 +3,8 @@ import { type Identity, Organization, OrganizationIdParams, PageQuery, page } fr
 import { resource } from "../pipeline/resource.js";
 
 /**
- * The credential's organization from its identity, with no hop to the keys service: the name and
- * creation time never change, and the plan is as fresh as the identity, which a plan change
- * invalidates on every replica before it is answered (the same freshness the plan's limits rely
- * on). An identity from a keys replica older than the name is answered by the keys service.
+ * No hop to the keys service: the name never changes, and the plan is as fresh as the identity,
+ * which a plan change invalidates on every replica before it is answered.
  */
 function ownOrganization(identity: Identity): Organization | undefined {
   if (identity.organization_name === undefined) return undefined;

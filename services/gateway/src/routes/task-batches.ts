@@ -3,7 +3,6 @@ import { AppError, toProblem } from "@tasksvc/errors";
 import { resource } from "../pipeline/resource.js";
 import { parseEntityTags } from "../pipeline/preconditions.js";
 
-/** The items from `offset` that one run carries: up to BATCH_RUN_BYTES of them, and at least one. */
 function runFrom<T>(operations: readonly T[], offset: number): T[] {
   let bytes = 0;
   let end = offset;
@@ -14,20 +13,13 @@ function runFrom<T>(operations: readonly T[], offset: number): T[] {
   return operations.slice(offset, end);
 }
 
-/** One item's answer: what its single operation would have answered, its ETag header included. */
 function render(o: TaskBatchOutcome, requestId: string, origin: string) {
   if ("task" in o) return { status: o.status, etag: taskEtag(o.task.version), body: o.task };
   const etag = o.error.etag;
   return { status: o.status, ...(etag === undefined ? {} : { etag }), body: toProblem(AppError.fromRpc(o.error), requestId, origin) };
 }
 
-/**
- * Many task writes in one request. The envelope (methods, ids, If-Match values) is checked here;
- * each item's body is checked by the tasks service as its single operation checks it, so that a
- * bad body fails its own item only. One Idempotency-Key covers the batch: a replay is answered
- * from the gateway's record, and a retry after a lost answer finds each applied item's own record
- * in the tasks service.
- */
+/** Each item's body is checked by the tasks service as its single operation checks it, so a bad body fails its own item only. */
 export const taskBatches = resource({ name: "tasks", scopes: "tasks" }, (r) => {
   r.op(
     {
@@ -42,18 +34,14 @@ export const taskBatches = resource({ name: "tasks", scopes: "tasks" }, (r) => {
       cost: "1 API call per operation against the billing period's allowance and 1 per operation against the burst limit, all or none",
     },
     async ({ clients, body, ctx, identity, charge, charger, origin }) => {
-      // One call per item against the burst window and the billing period, all or none, before
-      // any item runs: the pipeline counted the first, and gives it back if this refuses (a 429
-      // costs nothing). A replay is never charged (charge is null).
+      // All or none, before any item runs: the pipeline counted the first, and gives it back if this refuses.
       if (charge !== null) await charger.chargeItems(identity, body.operations.length - 1);
-      // If-Match values as entity tags, as the pipeline reads the header of a single operation.
       const operations = body.operations.map((op) => {
         if (op.method === "create") return op;
         const { if_match, ...rest } = op;
         return if_match === undefined ? rest : { ...rest, if_match: parseEntityTags(if_match, "If-Match") ?? [] };
       });
-      // In runs that each fit a NATS message, both ways: the tasks service answers a prefix of
-      // each run (its reply budget) and the rest is sent again from there.
+      // In runs that each fit a NATS message both ways; the rest is sent again from where the service stopped.
       const results: TaskBatchOutcome[] = [];
       while (results.length < operations.length) {
         const offset = results.length;

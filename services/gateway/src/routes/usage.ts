@@ -11,7 +11,6 @@ export const usage = resource({ name: "usage", scope: "usage:read" }, (r) => {
       response: Usage,
       exactCharge: true,
     },
-    // The gateway owns the call counters; the tasks service counts the stored bytes.
     async ({ identity, charge, clients, ctx }) => {
       // Not idempotent, so never a replay: always charged (exactly, for current counters).
       if (!charge) throw new Error("GET /v1/usage ran uncharged");

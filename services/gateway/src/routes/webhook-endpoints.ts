@@ -22,7 +22,7 @@ import {
 } from "@tasksvc/contracts";
 import { resource } from "../pipeline/resource.js";
 
-// Every webhook operation needs the plan entitlement outbound_webhooks (spec 4, 5.4): Pro and Team.
+// Spec 4, 5.4: Pro and Team.
 export const webhookEndpoints = resource({ name: "webhook-endpoints", scopes: "webhooks", entitlement: "outbound_webhooks" }, (r) => {
   r.op(
     {
@@ -35,7 +35,7 @@ export const webhookEndpoints = resource({ name: "webhook-endpoints", scopes: "w
       location: "/v1/webhook-endpoints/{id}",
       response: CreatedWebhookEndpoint,
       idempotent: true,
-      // The signing secret: kept sealed by the service, never in the gateway's record.
+      // Kept sealed by the service, never in the gateway's record.
       secretInResponse: true,
     },
     // The plan's cap travels with the call, as the storage allowances do to upload-start.
@@ -97,7 +97,7 @@ export const webhookEndpoints = resource({ name: "webhook-endpoints", scopes: "w
       params: WebhookEndpointParams,
       response: RotatedWebhookEndpoint,
       idempotent: true,
-      // The signing secret: kept sealed by the service, never in the gateway's record.
+      // Kept sealed by the service, never in the gateway's record.
       secretInResponse: true,
     },
     ({ clients, params, ctx }) => clients.webhooks.relay("rotateSecret", params, ctx),
@@ -109,7 +109,7 @@ export const webhookEndpoints = resource({ name: "webhook-endpoints", scopes: "w
       operationId: "sendWebhookTestEvent",
       summary: "Send one signed sample event now and report how the call ended (no delivery row)",
       params: WebhookEndpointParams,
-      // Spec 4.1: the body is optional; a request without one sends task.created.
+      // Spec 4.1: a request without a body sends task.created.
       body: TestEventBody.optional(),
       response: ProbeResult,
     },

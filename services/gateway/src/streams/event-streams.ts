@@ -26,11 +26,8 @@ export interface EventStreamsOptions {
   repo: Pick<GatewayRepo, "openStream" | "closeStream" | "renewStreams" | "closeReplica">;
   log: Logger;
   heartbeatMs?: number;
-  /** Events a client may fall behind by before it is told to resume and closed. */
   maxQueued?: number;
-  /** How long a resumed stream waits for the stored events to reach the live ones before it gives up. */
   switchTimeoutMs?: number;
-  /** Replay bytes per second per organization on this replica (REPLAY_BYTES_PER_SECOND). */
   replayBytesPerSecond?: number;
 }
 
@@ -42,22 +39,17 @@ const LAST_EVENT_ID = /^[\x21-\x7E]{1,100}$/;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /**
- * Bytes of past events one organization's resuming streams may take per second on one replica,
- * together. A replay is the one read a client can make as large as it likes (a Last-Event-ID
- * far back behind megabytes of events), and every byte of it is parsed and written by the same
- * process that serves every other organization; paced, a stream 30 MiB behind takes some
- * seconds longer to catch up instead of taking the replica's CPU from everyone else meanwhile.
+ * A replay is the one read a client can make as large as it likes, parsed and written by the
+ * process that serves every other organization: paced, a stream far behind catches up some
+ * seconds later instead of taking the replica's CPU from everyone else meanwhile.
  */
 export const REPLAY_BYTES_PER_SECOND = 4 * 1024 * 1024;
 
-/**
- * A token bucket per organization (bytes of replay), bounded to the organizations replaying now:
- * an entry is dropped once its bucket is full again.
- */
+/** Bounded to the organizations replaying now: an entry is dropped once its bucket is full again. */
 export function replayPacer(rate = REPLAY_BYTES_PER_SECOND, now: () => number = Date.now) {
   const buckets = new Map<string, { tokens: number; at: number }>();
   return {
-    /** Counts `bytes` against the organization; answers how long to wait before sending more. */
+    /** Answers how long to wait before sending more. */
     take(org: string, bytes: number): number {
       const t = now();
       const b = buckets.get(org) ?? { tokens: rate, at: t };
@@ -70,12 +62,7 @@ export function replayPacer(rate = REPLAY_BYTES_PER_SECOND, now: () => number = 
   };
 }
 
-/**
- * The replica's live event streams (GET /v1/events/stream, decision 0027): opens them within the
- * credential's limit, replays what a resuming client missed, switches it to the live events
- * without a gap or a twin, keeps them alive, ends them when their credential no longer admits
- * them, and closes them all when the replica stops.
- */
+/** Replays what a resuming client missed, then switches it to live without a gap or a twin (decision 0027). */
 export function createEventStreams(opts: EventStreamsOptions) {
   const replica = randomUUID();
   const pacer = replayPacer(opts.replayBytesPerSecond);
@@ -83,8 +70,7 @@ export function createEventStreams(opts: EventStreamsOptions) {
   let stopping = false;
 
   const heartbeat = setInterval(() => {
-    // A stream whose head is not sent yet (its replay's first page is being read) gets none: a
-    // byte before the head would make Node send a 200 without Content-Type.
+    // A byte before the head would make Node send a 200 without Content-Type.
     for (const s of sessions.keys()) if (s.started) s.comment("keep-alive");
   }, opts.heartbeatMs ?? STREAM_HEARTBEAT_MS);
   heartbeat.unref();
@@ -95,7 +81,6 @@ export function createEventStreams(opts: EventStreamsOptions) {
   }, RENEW_MS);
   lease.unref();
 
-  /** A credential that changed is checked again; one that no longer admits the stream ends it. */
   async function recheck(s: Session): Promise<void> {
     const held = sessions.get(s);
     if (!held) return;
@@ -123,7 +108,6 @@ export function createEventStreams(opts: EventStreamsOptions) {
     if (!stopping) opts.repo.closeStream(held.id).catch((err: unknown) => opts.log.warn({ err }, "could not close a stream's lease"));
   }
 
-  /** Where the client resumes: the Last-Event-ID header, else `after`; validated as `after` is. */
   function resumeFrom(req: FastifyRequest, query: StreamEventsQuery): { id: string; pointer: string } | undefined {
     const header = req.headers["last-event-id"];
     if (typeof header === "string" && header !== "") {
@@ -133,23 +117,22 @@ export function createEventStreams(opts: EventStreamsOptions) {
     return query.after === undefined ? undefined : { id: query.after, pointer: "/after" };
   }
 
-  /** The first replay page, asked for before the answer starts: an unknown id is a 400, not a stream. */
+  /** Asked for before the answer starts: an unknown id is a 400, not a stream. */
   async function firstPage(r: StreamRequest, resume: { id: string; pointer: string }): Promise<ReplayEventsOutput> {
     const deadline = Date.now() + 5_000;
     for (;;) {
       const page = await opts.tasks.call("replayEvents", { from: { event_id: resume.id }, types: r.query.type, limit: REPLAY_PAGE }, r.ctx);
       if (page.unknown) throw fieldError(resume.pointer, "names no event of this organization in the last 30 days: list GET /v1/events to find where to start");
       if (!page.pending) return page;
-      // Written but not yet published (read from the feed a moment ago): it will be within moments.
+      // Written but not yet published: it will be within moments.
       if (Date.now() > deadline) throw new AppError("service_unavailable", "That event is not published yet; retry shortly.", { retryAfter: 1 });
       await sleep(100);
     }
   }
 
   /**
-   * Sends the stored past page after page, then switches to live: once the stored events reach
-   * the ones this replica still keeps (everything after `through` is kept or yet to come), the
-   * kept ones after `through` are sent and the stream goes live, in one synchronous step.
+   * Once the stored events reach the ones this replica still keeps, the kept ones are sent and the
+   * stream goes live in one synchronous step: no gap, no twin.
    */
   async function catchUp(s: Session, r: StreamRequest, first: ReplayEventsOutput): Promise<void> {
     let page = first;
@@ -189,7 +172,6 @@ export function createEventStreams(opts: EventStreamsOptions) {
     async serve(req: FastifyRequest, reply: FastifyReply, r: StreamRequest): Promise<void> {
       if (stopping) throw new AppError("service_unavailable", "This server is stopping; reconnect to another.", { retryAfter: 1 });
       const resume = resumeFrom(req, r.query);
-      // HEAD answers the head a stream would have, and opens none.
       if (req.method === "HEAD") return void reply.code(200).type("text/event-stream; charset=utf-8").send();
       const id = randomUUID();
       const opened = await opts.repo.openStream({
@@ -232,7 +214,6 @@ export function createEventStreams(opts: EventStreamsOptions) {
         throw e;
       }
       if (!resume) {
-        // From now on: everything after the last event this replica has read.
         s.lastSent = opts.fanIn.lastSeq();
         s.live = true;
       }
@@ -242,7 +223,6 @@ export function createEventStreams(opts: EventStreamsOptions) {
         if (held) held.expiry = setTimeout(() => s.end("revoked", "the credential has expired"), Math.max(0, Math.min(expires, 2 ** 31 - 1)));
       }
       reply.hijack();
-      // The headers the pipeline set (request id, rate limit, the ones every answer has) go out as they would.
       for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value);
       reply.raw.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "x-accel-buffering": "no" });
       s.started = true;
@@ -256,12 +236,10 @@ export function createEventStreams(opts: EventStreamsOptions) {
         });
     },
 
-    /** How many streams this replica holds open. */
     get open(): number {
       return sessions.size;
     },
 
-    /** Ends every stream (each told to reconnect), gives back their places, and stops reading events. */
     async stop(): Promise<void> {
       stopping = true;
       clearInterval(heartbeat);

@@ -2,21 +2,16 @@ import { eventBody, type OrgEvent, taskEventsStream } from "@tasksvc/contracts";
 import type { Logger } from "@tasksvc/logger";
 import { DeliverPolicy, jetstream, jetstreamManager, type NatsConnection } from "@tasksvc/nats";
 
-/** One task event as every stream of its organization sends it. */
 export interface LiveEvent {
-  /** Its sequence in the task-event stream: the live stream's order. */
   seq: number;
   org: string;
   type: string;
   id: string;
-  /** The feed's item for it, as JSON (the `data:` of its message). */
   json: string;
 }
 
-/** A stream that listens to its organization's events. */
 export interface FanInListener {
   deliver(e: LiveEvent): void;
-  /** The replica's feed of events was interrupted: the stream must end and its client resume. */
   interrupted(): void;
 }
 
@@ -24,11 +19,8 @@ export interface FanInOptions {
   nc: NatsConnection;
   namespace: string;
   log: Logger;
-  /** The recent events kept for streams switching from their replay to live: at most this many… */
   recentMax?: number;
-  /** …and none older than this. */
   recentMs?: number;
-  /** With no listener this long, the consumer is stopped. */
   idleMs?: number;
 }
 
@@ -38,7 +30,7 @@ interface Recent extends LiveEvent {
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
-/** The envelope as the relay published it; only what the stream needs is checked (the feed shows the rest as it is). */
+/** Only what the stream needs is checked (the feed shows the rest as it is). */
 function envelopeOf(data: Uint8Array): OrgEvent | undefined {
   let v: unknown;
   try {
@@ -52,14 +44,9 @@ function envelopeOf(data: Uint8Array): OrgEvent | undefined {
 }
 
 /**
- * The replica's one reader of the task-event stream (decision 0027): an ordered consumer that
- * starts with the first open stream and stops when the last has been gone a while, and hands each
- * event to the streams of its organization. Never one consumer per client: a thousand open
- * streams cost JetStream what one does.
- *
- * It keeps the last events it read (`recent`), so that a resumed stream can switch from the
- * database's copy of the past to the live events without a gap: everything from `coverFrom()` on
- * is either kept or still to come.
+ * One consumer per replica, never one per client: a thousand open streams cost JetStream what one
+ * does. It keeps the last events it read, so a resumed stream can switch from the database's copy
+ * of the past to the live events without a gap (decision 0027).
  */
 export function createFanIn(opts: FanInOptions) {
   const recentMax = opts.recentMax ?? 20_000;
@@ -110,7 +97,7 @@ export function createFanIn(opts: FanInOptions) {
     if (set) for (const l of set) l.deliver(e);
   }
 
-  /** Everything a failed reader kept is no longer known to be complete: its listeners resume elsewhere. */
+  /** What a failed reader kept is no longer known to be complete. */
   function interrupt(): void {
     running = undefined;
     recent = [];
@@ -134,8 +121,7 @@ export function createFanIn(opts: FanInOptions) {
     let stopping = false;
     void (async () => {
       try {
-        // An ordered consumer: JetStream sends every message once, in stream order, and the
-        // client recreates the consumer after a gap or a reconnect where it left off.
+        // An ordered consumer: the client recreates it after a gap or a reconnect where it left off.
         for await (const m of messages) onEvent(m.seq, m.data);
       } catch (err) {
         opts.log.warn({ err }, "the live event reader failed");
@@ -160,7 +146,6 @@ export function createFanIn(opts: FanInOptions) {
   }
 
   return {
-    /** Starts reading (if not yet) and adds a listener of `org`'s events. */
     async attach(org: string, l: FanInListener): Promise<void> {
       clearTimeout(idleTimer);
       if (!running) {
@@ -189,9 +174,7 @@ export function createFanIn(opts: FanInOptions) {
     },
     /** Every event with this sequence or a later one is in `recentOf()` or yet to be delivered. */
     coverFrom: () => coverFrom,
-    /** The last sequence read (before the first event: the stream's last when reading began). */
     lastSeq: () => lastSeq,
-    /** The kept events of `org` after `seq`, in order. */
     recentOf(org: string, seq: number): LiveEvent[] {
       evict(Date.now());
       const out: LiveEvent[] = [];

@@ -8,28 +8,22 @@ export type EndReason = "client" | "lagging" | "revoked" | "shutdown" | "fan_in"
 export interface SessionOptions {
   res: ServerResponse;
   org: string;
-  /** Only these event types; null: every type. */
   types: ReadonlySet<string> | null;
-  /** Events queued behind a client that does not read before it is told to resume (and dropped). */
   maxQueued: number;
-  /** Called once, when the stream has ended for whatever reason. */
   onEnd(s: Session, reason: EndReason): void;
 }
 
 /**
- * One client's live event stream: the messages it is sent, and the back-pressure of its socket.
- * Events are sent only after `lastSent` (the stream's order), so that the replay, the recent
- * events kept at the switch and the live ones never send one twice. While the socket's buffer is
- * full, messages wait in a queue; a client that falls `maxQueued` events behind is told to resume
- * with Last-Event-ID and closed, so that one slow reader never holds the replica's memory.
+ * Events are sent only after `lastSent`, so the replay, the events kept at the switch and the live
+ * ones never send one twice. A client that falls `maxQueued` events behind is told to resume and
+ * closed, so one slow reader never holds the replica's memory.
  */
 export class Session implements FanInListener {
-  /** The stream sequence of the last event sent (0: only events published before sequences were recorded, if any). */
+  /** 0: only events published before sequences were recorded, if any. */
   lastSent = 0;
-  /** Delivering live events (after the replay, if any, has caught up). */
   live = false;
   ended = false;
-  /** The answer's head is sent: before it, an error is answered as a problem instead. */
+  /** Before it, an error is answered as a problem instead. */
   started = false;
   private queue: string[] = [];
   private queueHead = 0;
@@ -48,12 +42,10 @@ export class Session implements FanInListener {
     return this.o.types === null || this.o.types.has(type);
   }
 
-  /** Whether it sends endpoints' operational events (which need the scope webhooks:read). */
   get seesEndpointEvents(): boolean {
     return this.o.types === null || [...this.o.types].some((t) => !isTaskEventType(t));
   }
 
-  /** A live event from the replica's reader; ignored until the stream is live, and once sent. */
   deliver(e: LiveEvent): void {
     if (!this.live || e.seq <= this.lastSent) return;
     this.lastSent = e.seq;
@@ -66,10 +58,7 @@ export class Session implements FanInListener {
     this.end("fan_in", "this server's feed of events was interrupted; reconnect with Last-Event-ID to resume where you stopped");
   }
 
-  /**
-   * A replayed event, sent in order. Resolves once the socket can take more, so that a long
-   * replay reads the next page only as fast as the client reads this one.
-   */
+  /** Resolves once the socket can take more, so a long replay reads the next page only as fast as the client reads this one. */
   async replay(seq: number, id: string, type: string, json: string): Promise<void> {
     if (this.ended || !this.started) return;
     if (seq > this.lastSent) this.lastSent = seq;
@@ -86,10 +75,6 @@ export class Session implements FanInListener {
     });
   }
 
-  /**
-   * A comment line (`: …`): heartbeats and the reason a stream ends. Skipped while the client is
-   * behind, and before the head is sent.
-   */
   comment(text: string): void {
     if (this.started && !this.ended && !this.blocked) this.o.res.write(`: ${text}\n\n`);
   }
@@ -98,9 +83,8 @@ export class Session implements FanInListener {
     if (!this.ended) this.write(text);
   }
 
-  // Nothing is written before the head (status, Content-Type text/event-stream): the first write
-  // of a response sends Node's implicit head instead (a 200 without Content-Type), after which a
-  // browser's EventSource fails for good instead of reconnecting.
+  // The first write of a response sends Node's implicit head (a 200 without Content-Type), after
+  // which a browser's EventSource fails for good instead of reconnecting.
   private write(frame: string): void {
     if (this.ended || !this.started) return;
     if (this.blocked) {
@@ -127,10 +111,7 @@ export class Session implements FanInListener {
     }
   }
 
-  /**
-   * Ends the stream: says why in a comment (after whatever the client has not read yet), closes
-   * it, and destroys the socket if the client does not take the rest within 10 s.
-   */
+  /** The socket is destroyed if the client does not take the rest within 10 s. */
   end(reason: EndReason, why?: string): void {
     if (this.ended) return;
     this.ended = true;

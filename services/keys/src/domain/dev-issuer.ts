@@ -7,16 +7,13 @@ const KID = "dev-1";
 
 export interface DevIssuer {
   issuer: string;
-  /** Off when the deployment names a real issuer (OAUTH_JWKS_URL or OAUTH_PUBLIC_KEY). */
   enabled: boolean;
-  /** The keys the gateway may check the development issuer's tokens against; none when off. */
+  /** None when off. */
   publicJwks(): Promise<JWK[]>;
   sign(claims: { sub: string; org_id: string; scope: string; jti: string }, ttlSeconds: number): Promise<{ token: string; expiresAt: Date }>;
-  /** Seals every private key an older release stored plain; returns how many this call sealed. */
   sealStoredKeys(): Promise<number>;
 }
 
-/** The issuer's settings; the private key is stored sealed (the resources' box), never plain. */
 export interface DevIssuerOptions {
   issuer: string;
   audience: string;
@@ -24,11 +21,8 @@ export interface DevIssuerOptions {
 }
 
 /**
- * The development OAuth issuer behind `admin issue-token`. Its key pair lives in the keys schema,
- * the private half sealed under KEYS_SECRET_KEY, so every replica signs with the same key, the
- * gateway can fetch the public half over NATS, and a copy of the database cannot sign. A
- * deployment with a real issuer (OAUTH_JWKS_URL or OAUTH_PUBLIC_KEY) turns it off: it then signs
- * nothing and publishes no key.
+ * The key pair lives in the keys schema, the private half sealed under KEYS_SECRET_KEY, so every
+ * replica signs with the same key and a copy of the database cannot sign.
  */
 export function devIssuer(res: KeysResources, opts: DevIssuerOptions): DevIssuer {
   const { repo, box, log } = res;
@@ -43,8 +37,7 @@ export function devIssuer(res: KeysResources, opts: DevIssuerOptions): DevIssuer
   }
 
   async function read(): Promise<{ privateJwk: JWK; publicJwk: JWK }> {
-    // Each pass either returns or changes the row (insert, replace) and reads it again; a replica
-    // racing us may win that change, which the next read sees. Three passes cover both races.
+    // A replica racing us may win the insert or the replace, which the next read sees: three passes cover both races.
     for (let pass = 0; pass < 3; pass++) {
       const row = await repo.signingKey();
       if (!row) {
@@ -54,8 +47,7 @@ export function devIssuer(res: KeysResources, opts: DevIssuerOptions): DevIssuer
       }
       const publicJwk = row.public_jwk as JWK;
       if (row.private_jwk) {
-        // Stored plain by an older release (one may still run during a rollout): usable as is,
-        // sealed now.
+        // Stored plain by an older release (one may still run during a rollout): usable, and sealed now.
         await repo.sealSigningKey(row.kid, box.seal(JSON.stringify(row.private_jwk)));
         return { privateJwk: row.private_jwk as JWK, publicJwk };
       }
@@ -63,8 +55,7 @@ export function devIssuer(res: KeysResources, opts: DevIssuerOptions): DevIssuer
       try {
         return { privateJwk: JSON.parse(box.open(sealed)) as JWK, publicJwk };
       } catch (err) {
-        // Sealed under another KEYS_SECRET_KEY (it was set or changed since): this issuer's key is
-        // lost to us either way, and a new pair keeps `admin issue-token` working.
+        // Sealed under another KEYS_SECRET_KEY: the key is lost to us either way, and a new pair keeps `admin issue-token` working.
         log.warn(
           { err },
           "the development issuer's signing key was sealed under another KEYS_SECRET_KEY: replaced by a new key pair; tokens it signed before are refused once gateways refresh its key (within five minutes)",

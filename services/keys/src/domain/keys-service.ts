@@ -23,11 +23,7 @@ import type { DevIssuer } from "./dev-issuer.js";
 import type { KeysResources } from "./resources.js";
 import { hashKey, keyPrefix, mintKeySecret } from "./secrets.js";
 
-/**
- * What a keyed mint records under its Idempotency-Key: the answer with the secret SEALED
- * (KEYS_SECRET_KEY), so no table holds a usable API key; a replay opens it again (decision 0022,
- * as decision 0013 does for webhook signing secrets).
- */
+/** The secret sealed, so no table holds a usable API key; a replay opens it again (decision 0022). */
 type RecordedKey = Omit<CreatedApiKey, "key"> & { key_sealed: string };
 
 export function effectiveLimits(org: OrgRow): Limits {
@@ -61,18 +57,15 @@ function identity(kind: Identity["kind"], credentialId: string, org: OrgRow, use
 
 const notFound = (what: string, id: string) => new AppError("resource_not_found", `No ${what} with id ${id} exists.`);
 
-/** The organization holds the most live keys it may: `how` names where to revoke one. */
 const limitReached = (orgId: string, live: number, how: string) =>
   new AppError(
     "limit_reached",
     `Organization ${orgId} already has ${live} live API keys, the most it may hold is ${MAX_LIVE_API_KEYS}: revoke one (${how}) before creating another.`,
   );
 
-/** Organizations, members and API keys; `issuer` signs the tokens of `issueToken`. */
 export function keysService(res: KeysResources, { issuer }: { issuer: DevIssuer }) {
   const { repo } = res;
 
-  /** A recorded mint as its replay answers it: the secret opened again. */
   function opened(r: RecordedKey): CreatedApiKey {
     // Records written before decision 0022 hold the secret plain (gone 24 h after the upgrade).
     if ("key" in r && typeof r.key === "string") return r as CreatedApiKey;
@@ -88,7 +81,6 @@ export function keysService(res: KeysResources, { issuer }: { issuer: DevIssuer 
 
   type KeySpec = { orgId: string; userId: string; name: string | null; scopes: readonly Scope[]; kind: "live" | "test" | "legacy"; expiresAt: Date | null };
 
-  /** A new key's row (its secret only hashed) and the secret to show once. */
   function newKey(a: KeySpec): { key: NewKey; secret: string } {
     const secret = mintKeySecret(a.kind);
     const key: NewKey = {
@@ -106,11 +98,7 @@ export function keysService(res: KeysResources, { issuer }: { issuer: DevIssuer 
     return { key, secret };
   }
 
-  /**
-   * Mints a key for the admin CLI, within the organization's limit of live keys like POST
-   * /v1/api-keys: an operator who needs another key revokes one first (list-keys, revoke-key).
-   * `r` must be a transaction's repo: the lock holds until it ends.
-   */
+  /** Within the organization's limit of live keys, like POST /v1/api-keys. `r` must be a transaction's repo: the lock holds until it ends. */
   async function mintKey(r: KeysRepo, a: KeySpec): Promise<CreatedApiKey> {
     await r.lockOrganizationKeys(a.orgId);
     const live = await r.liveKeyCount(a.orgId);
@@ -135,7 +123,6 @@ export function keysService(res: KeysResources, { issuer }: { issuer: DevIssuer 
     },
 
     async listOrganizations(t: Caller): Promise<Page<Organization>> {
-      // A credential sees exactly its own organization: always one page of one.
       const org = await orgOrThrow(t.organizationId);
       return { data: [toOrganization(org)], has_more: false, next_cursor: null };
     },
@@ -150,13 +137,8 @@ export function keysService(res: KeysResources, { issuer }: { issuer: DevIssuer 
     },
 
     async createApiKey(t: Caller, body: CreateApiKeyBody): Promise<CreatedApiKey> {
-      // A keyed request mints once (DESIGN.md section 1): the key is recorded with the new key in
-      // the minting statement, so a retry after a crash anywhere between the insert and the
-      // gateway's own record (a killed gateway, a reply lost with the keys replica) gets the same
-      // key back instead of a second one. A replay comes first, as the gateway's would. One
-      // statement does it all (replay check, membership, the count of live keys, record, insert;
-      // decision 0020), after the organization's lock: the answer is computed before it, so that
-      // the record can hold it.
+      // The key is recorded in the minting statement, so a retry after a crash anywhere before the
+      // gateway's own record gets the same key back instead of a second one (decisions 0020, 0022).
       const { credentialId, idempotencyKey: idemKey } = t;
       const expiresAt = body.expires_in_days === undefined ? null : new Date(Date.now() + body.expires_in_days * 86_400_000);
       const { key: row, secret } = newKey({
@@ -179,8 +161,7 @@ export function keysService(res: KeysResources, { issuer }: { issuer: DevIssuer 
         legacy: key.legacy,
       });
       const once = idemKey === undefined ? null : { credentialId, key: idemKey, result: { ...shown, key_sealed: res.box.seal(secret) } satisfies RecordedKey };
-      // The count of live keys and the insert are one step per organization: concurrent mints
-      // queue on the organization's lock, each counting what the previous one committed.
+      // Concurrent mints queue on the organization's lock, each counting what the previous one committed.
       const out = await res.tx(async (r) => {
         await r.lockOrganizationKeys(t.organizationId);
         return r.mintApiKey(key, once, MAX_LIVE_API_KEYS);
@@ -191,7 +172,7 @@ export function keysService(res: KeysResources, { issuer }: { issuer: DevIssuer 
         case "replay":
           return opened(storedResult<RecordedKey>(out, "createApiKey"));
         case "forbidden":
-          // Spec 4.1 / 5.6: the caller's user must be owner or admin NOW, whatever the key's scopes say.
+          // The caller's user must be owner or admin now, whatever the key's scopes say.
           throw new AppError(
             "insufficient_scope",
             `Minting API keys requires an owner or admin membership; the calling user is ${out.role ? `a ${out.role}` : "not a member"}.`,
@@ -214,7 +195,7 @@ export function keysService(res: KeysResources, { issuer }: { issuer: DevIssuer 
     async revokeApiKey(t: Caller, keyId: string): Promise<{ id: string; legacy: boolean }> {
       const key = await repo.liveKey(t.organizationId, keyId);
       if (!key) throw notFound("API key", keyId);
-      // Legacy rows are kept for audit (soft revoke); current keys are deleted outright.
+      // Legacy rows are kept for audit.
       const done = key.legacy ? await repo.softRevokeKey(key.id) : await repo.deleteKey(key.id);
       if (!done) throw notFound("API key", keyId); // a concurrent revoke won the race
       await res.invalidate(t.organizationId);
@@ -224,8 +205,6 @@ export function keysService(res: KeysResources, { issuer }: { issuer: DevIssuer 
     async devJwks() {
       return { issuer: issuer.issuer, keys: (await issuer.publicJwks()) as Record<string, unknown>[] };
     },
-
-    // ----- admin CLI (DESIGN.md section 2) -----
 
     async bootstrap(a: { org: string; plan: Plan; email: string; if_exists?: "refuse" | "reuse" | undefined }) {
       return res.tx(async (r) => {

@@ -47,8 +47,8 @@ export interface NewKey {
 }
 
 const iso = (d: Date) => d.toISOString();
-// Keyset positions are microsecond text and cast from text in SQL: a parameter typed as timestamp
-// would go through a JS Date in postgres.js and lose the microseconds (and rows at page edges).
+// Keyset positions are cast from text in SQL: a timestamp parameter would go through a JS Date
+// in postgres.js and lose the microseconds (and rows at page edges).
 const isoOrNull = (d: Date | null) => (d ? d.toISOString() : null);
 
 export function toOrganization(r: OrgRow): Organization {
@@ -68,15 +68,11 @@ export function toApiKey(r: KeyRow): ApiKey {
   };
 }
 
-/** An organization's live keys, newest first: `order by created_at desc, id desc`. */
 const KEY_PAGES = keyset("desc", ["created_at", "timestamp"], ["id", "text"]);
-/** Members, oldest first: `order by m.created_at, m.user_id`. */
 const MEMBER_PAGES = keyset("asc", ["m.created_at", "timestamp"], ["m.user_id", "text"]);
 
-/** All SQL of the keys service. `sql` may be the pool or a transaction. */
 export function keysRepo(sql: Sql) {
   return {
-    /** The service's Idempotency-Key records (libs/db). */
     idempotency: idempotencyRecords(sql),
 
     async identityByKeyHash(keyHash: string): Promise<KeyIdentityRow | undefined> {
@@ -118,7 +114,7 @@ export function keysRepo(sql: Sql) {
       await sql`insert into organizations (id, name, plan) values (${id}, ${name}, ${plan})`;
     },
 
-    /** Users are global (one person, several organizations); email is case-insensitive. */
+    /** Users are global (one person, several organizations). */
     async upsertUser(id: string, email: string): Promise<string> {
       const [row] = await sql<{ id: string }[]>`
         insert into users (id, email) values (${id}, ${email})
@@ -139,7 +135,6 @@ export function keysRepo(sql: Sql) {
       await sql`select pg_advisory_xact_lock(hashtextextended(${`keys.bootstrap:${name}\n${email.toLowerCase()}`}, 0))`;
     },
 
-    /** The oldest organization of this exact name with this email (any case) as an owner. */
     async bootstrapped(name: string, email: string): Promise<{ organization_id: string; user_id: string } | undefined> {
       const [row] = await sql<{ organization_id: string; user_id: string }[]>`
         select o.id as organization_id, u.id as user_id
@@ -152,14 +147,14 @@ export function keysRepo(sql: Sql) {
       return row;
     },
 
-    /** The organization's owners, locked until the transaction ends (a last-owner check). */
+    /** Locked until the transaction ends (a last-owner check). */
     async lockOwners(orgId: string): Promise<string[]> {
       const rows = await sql<{ user_id: string }[]>`
         select user_id from memberships where organization_id = ${orgId} and role = 'owner' order by user_id for update`;
       return rows.map((r) => r.user_id);
     },
 
-    /** Ends a membership and revokes the user's keys in that organization (legacy rows soft, kept for audit). */
+    /** Legacy keys are revoked soft, kept for audit. */
     async removeMembership(orgId: string, userId: string): Promise<{ removed: boolean; revokedKeys: number }> {
       const gone = await sql`delete from memberships where organization_id = ${orgId} and user_id = ${userId}`;
       if (gone.count !== 1) return { removed: false, revokedKeys: 0 };
@@ -197,19 +192,10 @@ export function keysRepo(sql: Sql) {
     },
 
     /**
-     * POST /v1/api-keys in ONE statement (decision 0020): the caller's membership, and under an
-     * Idempotency-Key the replay check and the record (`once.result`, the answer computed before
-     * the statement), together with the key's insert. What happened:
-     * - `replay`: a record of this Idempotency-Key younger than 24 h exists (whatever the caller's
-     *   role is now): `result` is what it answered;
-     * - `forbidden`: the caller is not an owner or admin (`role` null: not a member); nothing written;
-     * - `limitReached`: the organization already holds `maxLive` live keys; nothing written. Exact
-     *   only under lockOrganizationKeys() taken by an earlier statement of the transaction (a
-     *   statement's snapshot predates any lock it takes itself);
-     * - `minted`: the key (and its record) are in;
-     * - `recordedMeanwhile`: a twin recorded the Idempotency-Key after this statement's snapshot
-     *   (the insert waited for its commit); nothing written. Its record is the answer.
-     * A record older than 24 h is replaced, as `recordOnce` does.
+     * One statement (decision 0020). `limitReached` is exact only under lockOrganizationKeys()
+     * taken by an earlier statement of the transaction: a statement's snapshot predates any lock it
+     * takes itself. `recordedMeanwhile`: a twin recorded the key after this snapshot; its record is
+     * the answer.
      */
     async mintApiKey(
       k: NewKey & { createdAt: Date },
@@ -260,15 +246,12 @@ export function keysRepo(sql: Sql) {
       return row.inserted === 1 ? { kind: "minted" } : { kind: "recordedMeanwhile" };
     },
 
-    /**
-     * Serializes the minting of one organization's keys until the transaction ends, so that a
-     * count of its live keys taken after it stays true until the new key is in.
-     */
+    /** So that a count of the organization's live keys stays true until the new key is in. */
     async lockOrganizationKeys(orgId: string): Promise<void> {
       await sql`select pg_advisory_xact_lock(hashtextextended(${`keys.api_keys:${orgId}`}, 0))`;
     },
 
-    /** Keys that still authenticate: neither revoked nor expired (legacy and sandbox keys included). */
+    /** Keys that still authenticate (legacy and sandbox keys included). */
     async liveKeyCount(orgId: string): Promise<number> {
       const [row] = await sql<{ n: number }[]>`
         select count(*)::int as n from api_keys
@@ -331,7 +314,6 @@ export function keysRepo(sql: Sql) {
       );
     },
 
-    /** The development issuer's key: `private_jwk` only on a row stored plain by an older release. */
     async signingKey(): Promise<SigningKeyRow | undefined> {
       const [row] = await sql<SigningKeyRow[]>`
         select kid, private_jwk, private_key_sealed, public_jwk from signing_keys order by created_at limit 1`;
@@ -344,25 +326,18 @@ export function keysRepo(sql: Sql) {
                 on conflict do nothing`;
     },
 
-    /** Rows whose private key is still plain (stored before it was sealed). */
     async plainSigningKeys(): Promise<Array<{ kid: string; private_jwk: Record<string, unknown> }>> {
       return sql<{ kid: string; private_jwk: Record<string, unknown> }[]>`select kid, private_jwk from signing_keys where private_jwk is not null`;
     },
 
-    /**
-     * Replaces a plain private key by its sealed form. Only while it is still plain: of replicas
-     * sealing together, one updates the row and the others find nothing left to do.
-     */
+    /** Of replicas sealing together, one updates the row and the others find nothing left to do. */
     async sealSigningKey(kid: string, privateKeySealed: string): Promise<boolean> {
       const rows = await sql`update signing_keys set private_key_sealed = ${privateKeySealed}, private_jwk = null
                              where kid = ${kid} and private_jwk is not null returning kid`;
       return rows.length > 0;
     },
 
-    /**
-     * Replaces a key pair whose sealed private key no longer opens, only if the row still holds
-     * that very key: of replicas replacing together, the first one wins and the others read it.
-     */
+    /** Only if the row still holds that very key: of replicas replacing together, the first one wins. */
     async replaceSigningKey(kid: string, staleSealed: string, privateKeySealed: string, publicJwk: object): Promise<boolean> {
       const rows = await sql`update signing_keys set private_key_sealed = ${privateKeySealed}, public_jwk = ${jsonb(sql, publicJwk)}, private_jwk = null
                              where kid = ${kid} and private_key_sealed = ${staleSealed} returning kid`;
@@ -376,7 +351,6 @@ export interface SigningKeyRow {
   kid: string;
   /** Set only on a row stored plain by an older release, until the service seals it. */
   private_jwk: Record<string, unknown> | null;
-  /** `v1.<iv>.<ciphertext‖tag>` under KEYS_SECRET_KEY. */
   private_key_sealed: string | null;
   public_jwk: Record<string, unknown>;
 }

@@ -7,33 +7,23 @@ import { type Content, type TaskRow, toTask } from "../repo/task-json.js";
 import { ReferenceVanished } from "../repo/task-create.js";
 import type { TasksResources } from "./resources.js";
 
-/** Checks one create against the database (projects, parent) and returns its first version. */
 export type Prepare = (r: Repositories, c: Caller, b: CreateTaskBody) => Promise<Content>;
 
 interface Pending {
   caller: Caller;
   body: CreateTaskBody;
-  /** The trace of the request that asked for it (null when tracing is off). */
   traceparent: string | null;
   resolve(t: Task): void;
   reject(e: unknown): void;
 }
 
-/** The most creates one statement takes. */
 const MAX_BATCH = 64;
 
 /**
- * Group commit for task creation (decision 0008). Task numbers come from one counter row per
- * organization, locked from the number's allocation to the commit, so creates of one organization
- * are serialized by Postgres however many connections wait. Instead of queueing transactions on
- * that lock, each replica runs at most one create statement per organization at a time and puts
- * every create that arrived meanwhile into the next one: one counter bump, one multi-row insert
- * of tasks, versions, links, outbox rows and idempotency records, one commit, one round trip.
- * Numbers stay gap-free (a failed statement gives its numbers back) and every create is durable
- * before it is answered.
- *
- * A create that fails its own checks (unknown project or parent) is answered with its error and
- * left out; anything else that fails a batch re-runs its creates one by one, so one bad create
+ * Group commit (decision 0008): a create holds its organization's number counter to the commit,
+ * so instead of queueing transactions on that lock each replica runs one create statement per
+ * organization at a time, holding every create that arrived meanwhile. A create that fails its
+ * own checks is left out; anything else re-runs the batch's creates one by one, so one bad create
  * never fails its neighbours.
  */
 export function createBatcher(res: TasksResources, prepare: Prepare) {
@@ -59,8 +49,7 @@ export function createBatcher(res: TasksResources, prepare: Prepare) {
     try {
       await execute(p.caller.organizationId, [p]);
     } catch (e) {
-      // Another execution recorded this key while ours ran (KeyRecordedMeanwhile): answer with
-      // its result. Any other failure is this create's answer.
+      // Another execution recorded this key while ours ran: its result is the answer.
       try {
         p.resolve(await res.repos.idempotency.replayRecordedMeanwhile<Task>(e, p.caller.credentialId, p.caller.idempotencyKey, "createTask"));
       } catch (err) {
@@ -69,12 +58,11 @@ export function createBatcher(res: TasksResources, prepare: Prepare) {
     }
   }
 
-  /** Runs one batch. Settles every create, or throws with none settled. */
+  /** Settles every create, or throws with none settled. */
   async function execute(org: string, batch: Pending[]): Promise<void> {
     const r = res.repos;
     const settled: Array<() => void> = [];
-    // A create alone first looks for its stored result (a retry the gateway could not answer). A
-    // batch does not: the gateway answers retries, and a key recorded meanwhile fails the batch's
+    // Only a create alone looks for its stored result: in a batch, a key recorded meanwhile fails the
     // statement, after which each create runs alone.
     const alone = batch.length === 1 ? batch[0] : undefined;
     const key = alone?.caller.idempotencyKey;
@@ -128,8 +116,7 @@ export function createBatcher(res: TasksResources, prepare: Prepare) {
                 () => r.tasks.create(org, items),
               );
       } catch (e) {
-        // A project or parent that vanished between the check and the insert. (A batch fails
-        // as a whole and re-runs alone; a key recorded meanwhile is KeyRecordedMeanwhile.)
+        // A project or parent that vanished between the check and the insert.
         if (batch.length === 1 && e instanceof ReferenceVanished)
           throw fieldError(e.what === "project" ? "/project_id" : "/parent_task_id", "no longer exists in this organization");
         throw e;

@@ -6,7 +6,6 @@ import { existingTask, notFound } from "./refs.js";
 import type { TasksResources } from "./resources.js";
 import { keyedWrites } from "./writes.js";
 
-/** The dependencies system: which tasks block which, kept acyclic per organization. */
 export function dependenciesSystem(res: TasksResources) {
   const { repos } = res;
   const write = keyedWrites(res);
@@ -19,8 +18,7 @@ export function dependenciesSystem(res: TasksResources) {
     async addDependency(c: Caller, ref: string, blockerRef: string): Promise<{ created: boolean; view: DependencyView }> {
       return write(c, "addDependency", async (r) => {
         const org = c.organizationId;
-        // One writer per organization's graph at a time: two links that together would close a
-        // loop cannot both pass the check.
+        // One writer per organization's graph at a time: two links that together would close a loop cannot both pass the check.
         await r.dependencies.lock(org);
         const row = await existingTask(r, org, ref, isConditional(c));
         checkIfMatch(c, row);

@@ -2,7 +2,7 @@ import { type Caller, taskEtag } from "@tasksvc/contracts";
 import { AppError } from "@tasksvc/errors";
 import type { TaskRow } from "../repo/task-json.js";
 
-/** Whether the write is conditional (If-Match or If-None-Match): then its row is read locked. */
+/** Then its row is read locked. */
 export function isConditional(c: Caller): boolean {
   return c.ifMatch !== undefined || c.ifNoneMatch !== undefined;
 }
@@ -11,12 +11,8 @@ export function isConditional(c: Caller): boolean {
 const weak = (tag: string) => (tag.startsWith("W/") ? tag.slice(2) : tag);
 
 /**
- * The write's preconditions (RFC 9110, section 13), on the locked row, so that of two writers
- * that read one version exactly one passes:
- * - If-Match: it goes on only when the request names the task's current ETag (or `*`);
- * - If-None-Match: it goes on only when the request names no current ETag (`*` names any, and
- *   the task exists here), so a client can refuse to overwrite the version it already holds.
- * Either refusal is 412 with the current ETag, and nothing changes.
+ * On the locked row, so that of two writers that read one version exactly one passes. If-None-Match
+ * on a write lets a client refuse to overwrite the version it already holds.
  */
 export function checkIfMatch(c: Caller, row: TaskRow): void {
   const etag = taskEtag(row.version);

@@ -7,13 +7,11 @@ import { notFound } from "./refs.js";
 import type { TasksResources } from "./resources.js";
 import { keyedWrites } from "./writes.js";
 
-/** A project name is unique within its organization: the repo's ProjectNameTaken as the API says it. */
 function nameTaken(e: unknown): never {
   if (e instanceof ProjectNameTaken) throw fieldError("/name", "a project with this name already exists in the organization");
   throw e;
 }
 
-/** The projects system: an organization's projects; deleting one unlinks its tasks. */
 export function projectsSystem(res: TasksResources) {
   const { repos } = res;
   const write = keyedWrites(res);

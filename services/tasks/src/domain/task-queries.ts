@@ -1,11 +1,7 @@
 import type { ListTasksQuery, TaskCondition, TaskFilter } from "@tasksvc/contracts";
 import { taskId } from "@tasksvc/contracts";
 
-/**
- * The list's query parameters as a filter tree (every parameter one condition, all of them
- * together): GET /v1/tasks and POST /v1/tasks/search then share one compiler and one meaning.
- * `parent` is the parent task's number once the service found it.
- */
+/** GET /v1/tasks and POST /v1/tasks/search then share one compiler and one meaning. */
 export function listFilter(q: ListTasksQuery, parent: number | undefined): TaskFilter {
   const all: TaskCondition[] = [{ field: "archived", op: "eq", value: q.archived }];
   if (q.status !== undefined) all.push({ field: "status", op: "in", value: q.status });
@@ -23,7 +19,6 @@ export function listFilter(q: ListTasksQuery, parent: number | undefined): TaskF
   return { and: all };
 }
 
-/** What each scanning read tells its caller to narrow when it reaches the time limit. */
 export const LIST_SCAN = {
   operation: "list",
   narrow: "narrow it with more selective filters (status, project_id, a date bound, fewer full-text words) or a smaller limit",

@@ -32,18 +32,12 @@ async function checkProjects(r: Repositories, org: string, ids: string[], pointe
   if (missing !== undefined) throw fieldError(pointer(ids.indexOf(missing)), `project ${missing} does not exist in this organization`);
 }
 
-/** A parent a create or a patch names: its number, once it is known to be a task of the organization. */
 async function parentOf(r: Repositories, org: string, ref: string): Promise<number> {
   const parent = taskNumber(ref);
   if (parent === null || !(await r.tasks.exists(org, parent))) throw fieldError("/parent_task_id", "no such task in this organization");
   return parent;
 }
 
-/**
- * The tasks system: a task's create, reads, patch, archive and history, the lists and searches,
- * and the lookups other services make. Its writes make the events they cause in their own
- * transaction, and the next occurrence of a series when one is done.
- */
 export function tasksSystem(res: TasksResources) {
   const { repos, scans, cache } = res;
   const write = keyedWrites(res);
@@ -54,9 +48,7 @@ export function tasksSystem(res: TasksResources) {
     await checkProjects(r, org, projectIds, (i) => (b.project_id === undefined ? `/project_ids/${i}` : "/project_id"));
     const parent = b.parent_task_id === undefined ? null : await parentOf(r, org, b.parent_task_id);
     const recurrence = b.recurrence ? normalizeRecurrence(b.recurrence) : null;
-    // A recurring task heads its series as its first occurrence: without a due date of its own it
-    // is due on its slot, as every later occurrence is on its own (the day in the series' zone, at
-    // 00:00 UTC as a day given for a due date means).
+    // A recurring task heads its series as its first occurrence: without a due date of its own it is due on its slot.
     const firstDay = recurrence === null ? null : firstSlot(recurrence, localDay(res.now(), recurrence.timezone));
     return {
       title: b.title,
@@ -75,10 +67,8 @@ export function tasksSystem(res: TasksResources) {
 
   return {
     /**
-     * Creates a task; concurrent creates of one organization share a transaction (creates.ts). A
-     * replay answers the task its Idempotency-Key record kept as jsonb (keys sorted by length):
-     * put back in toTask()'s order, so that it is byte for byte the answer it repeats. So are the
-     * answers of updateTask and setArchived.
+     * A replay answers the record kept as jsonb (keys sorted by length), put back in toTask()'s order
+     * so it is byte for byte the answer it repeats; so do updateTask and setArchived.
      */
     createTask: async (c: Caller, b: CreateTaskBody): Promise<Task> => inTaskOrder(await creates.submit(c, withRecurrenceRule(b))),
 
@@ -87,8 +77,7 @@ export function tasksSystem(res: TasksResources) {
       const n = pathNumber(ref);
       const hit = cache.get(org, n);
       if (hit) {
-        // On a cluster a copy is served only if its row is still that version (decision 0017):
-        // one primary-key lookup of one value, however the write's broadcast fared.
+        // On a cluster a copy is served only if its row is still that version (decision 0017).
         if (!res.checkHits() || (await repos.tasks.rowVersion(org, n)) === hit.version) return hit.task;
         cache.drop(org, n);
       }
@@ -110,7 +99,7 @@ export function tasksSystem(res: TasksResources) {
       );
     },
 
-    /** A filter tree: ids that name nothing match nothing (a condition, not a reference to check). */
+    /** Ids that name nothing match nothing: a condition, not a reference to check. */
     async searchTasks(c: Caller, body: SearchTasksBody): Promise<RawJson<Page<Task>>> {
       return scans.run(c.organizationId, c.deadline, SEARCH_SCAN, (until) =>
         repos.search.page(c.organizationId, { filter: body.filter, sort: body.sort, limit: body.limit, after: body.after, until }),
@@ -121,9 +110,8 @@ export function tasksSystem(res: TasksResources) {
       const p = withRecurrenceRule(patch);
       const answer = await write(c, "updateTask", async (r, w) => {
         const org = c.organizationId;
-        // Like dependencies, the parent relation stays acyclic only if no two parent changes of
-        // one organization check the tree at once: A→B, B→C and C→A each pass alone. Taken
-        // before the row lock, always in this order, so it adds no deadlock.
+        // The parent relation stays acyclic only if no two parent changes of one organization check the
+        // tree at once (A→B, B→C and C→A each pass alone). Taken before the row lock, always, so no deadlock.
         if (p.parent_task_id !== undefined && p.parent_task_id !== null) await r.tasks.lockHierarchy(org);
         const row = await existingTask(r, org, ref, true);
         checkIfMatch(c, row);
@@ -172,8 +160,7 @@ export function tasksSystem(res: TasksResources) {
         w.touched.push(Number(row.number));
         const task = toTask(changed);
         await r.events.emit(org, archived ? "task.archived" : "task.updated", task, changesOf(toTask(row), task));
-        // Archiving (dismissing) a series' latest occurrence counts as done: its next one shows at
-        // once, as for a completion (decision 0021). Archiving the head ends the series instead.
+        // Archiving a series' latest occurrence counts as done; archiving the head ends the series instead.
         if (archived && (await occurAfterDone(r, org, changed, res.now()))) w.occurred++;
         return task;
       });
@@ -186,7 +173,6 @@ export function tasksSystem(res: TasksResources) {
       return repos.tasks.history(c.organizationId, n, limit, after);
     },
 
-    /** For other services: summaries of many tasks in one round trip. */
     lookupTasks: async (c: Caller, numbers: number[]) => ({ tasks: await repos.tasks.summaries(c.organizationId, [...new Set(numbers)]) }),
 
     async taskWithSubtasks(c: Caller, number: number) {

@@ -35,27 +35,20 @@ export function toAttachment(r: AttachmentRow): Attachment {
 
 const ATTACHMENT_COLUMNS = `id, organization_id, task_number::text as task_number, version_seq, file_key, file_name, content_type,
   size::text as size, created_at, to_char(created_at at time zone 'UTC', ${KEYSET_TIME}) as cursor_at`;
-/** Newest first: `order by created_at desc, id desc`. */
 const ATTACHMENT_PAGES = keyset("desc", ["created_at", "timestamp"], ["id", "text"]);
 const UPLOAD_COLUMNS = `file_key, organization_id, task_number::text as task_number, file_name, content_type, size::text as size,
   state, expires_at, expires_at > now() as live`;
 
-/** The SQL of attachments and upload tickets (schema `tasks`). Bound to a pool or to one transaction. */
 export function attachmentsRepo(sql: Sql) {
   const att = sql.unsafe(ATTACHMENT_COLUMNS);
   const upl = sql.unsafe(UPLOAD_COLUMNS);
   return {
-    /** The task's current version number, or undefined for a task the organization does not have. */
     async taskVersion(org: string, number: number): Promise<number | undefined> {
       const [row] = await sql<{ version_count: number }[]>`select version_count from tasks where organization_id = ${org} and number = ${number}`;
       return row?.version_count;
     },
 
-    /**
-     * Locks the organization's storage row to the end of the transaction (inserted on first use;
-     * a concurrent first insert waits for the other's commit) and answers its bytes in use plus
-     * its open reservations: unexpired tickets not yet registered.
-     */
+    /** The row is inserted on first use: a concurrent first insert waits for the other's commit. */
     async lockStorage(org: string): Promise<{ used: number; reserved: number }> {
       const [row] = await sql<{ used: string }[]>`
         insert into storage as s (organization_id, used_bytes) values (${org}, 0)
@@ -72,7 +65,6 @@ export function attachmentsRepo(sql: Sql) {
       return Number(row?.used ?? 0);
     },
 
-    /** Inserts a ticket valid for `ttlMs` from the database's now(); answers its expiry. */
     async insertUpload(u: { fileKey: string; org: string; task: number; fileName: string; contentType: string; size: number; ttlMs: number }): Promise<Date> {
       const [row] = await sql<{ expires_at: Date }[]>`
         insert into uploads (file_key, organization_id, task_number, file_name, content_type, size, expires_at)
@@ -82,16 +74,12 @@ export function attachmentsRepo(sql: Sql) {
       return row.expires_at;
     },
 
-    /** The ticket, locked to the end of the transaction with `lock`. */
     async upload(fileKey: string, lock = false): Promise<UploadRow | undefined> {
       const [row] = await sql<UploadRow[]>`select ${upl} from uploads where file_key = ${fileKey} ${lock ? sql`for update` : sql``}`;
       return row;
     },
 
-    /**
-     * open → receiving with a lease, only for a live ticket of the organization (one PUT at a
-     * time); a claim whose lease ran out (its gateway died mid-upload) may be taken again.
-     */
+    /** One PUT at a time; a claim whose lease ran out (its gateway died mid-upload) may be taken again. */
     async claimUpload(org: string, fileKey: string): Promise<UploadRow | undefined> {
       const [row] = await sql<UploadRow[]>`
         update uploads set state = 'receiving',
@@ -102,7 +90,6 @@ export function attachmentsRepo(sql: Sql) {
       return row;
     },
 
-    /** receiving → received: the PUT's bytes are stored; no later PUT can claim the ticket. */
     async completeUpload(fileKey: string, org: string | null): Promise<boolean> {
       const rows = await sql`
         update uploads set state = 'received', receiving_until = null
@@ -111,7 +98,6 @@ export function attachmentsRepo(sql: Sql) {
       return rows.length === 1;
     },
 
-    /** receiving → open (the claimed PUT failed). */
     async releaseUpload(fileKey: string, org: string | null): Promise<boolean> {
       const rows = await sql`
         update uploads set state = 'open', receiving_until = null
@@ -120,10 +106,6 @@ export function attachmentsRepo(sql: Sql) {
       return rows.length === 1;
     },
 
-    /**
-     * Registers a locked ticket: the attachment row, the ticket's state, and its bytes moved from
-     * reservation to use, all in the caller's transaction.
-     */
     async insertAttachment(a: {
       id: string;
       org: string;
@@ -156,7 +138,6 @@ export function attachmentsRepo(sql: Sql) {
       return row;
     },
 
-    /** Newest first; keyset (created_at, id). */
     async listAttachments(org: string, task: number, limit: number, after: string | undefined) {
       const rows = await sql<AttachmentRow[]>`
         select ${att} from attachments
@@ -167,7 +148,6 @@ export function attachmentsRepo(sql: Sql) {
       return pageOf(rows, limit, toAttachment, (r) => [r.cursor_at, r.id]);
     },
 
-    /** Deletes the attachment, its ticket, and its bytes from the organization's use. */
     async deleteAttachment(org: string, task: number, id: string): Promise<AttachmentRow | undefined> {
       const [row] = await sql<AttachmentRow[]>`
         delete from attachments where organization_id = ${org} and task_number = ${task} and id = ${id} returning ${att}`;
@@ -177,18 +157,12 @@ export function attachmentsRepo(sql: Sql) {
       return row;
     },
 
-    // -- sweep ------------------------------------------------------------------------------
-
-    /** One sweeper at a time across replicas: false when another holds it (to the end of the transaction). */
     async trySweepLock(): Promise<boolean> {
       const [row] = await sql<{ ok: boolean }[]>`select pg_try_advisory_xact_lock(hashtextextended('tasks.attachments.sweep', 0)) as ok`;
       return row?.ok === true;
     },
 
-    /**
-     * Deletes up to `limit` expired, unregistered tickets (their reservations end); answers their
-     * keys. A registration holding a ticket's lock makes this wait, then skip it (registered).
-     */
+    /** A registration holding a ticket's lock makes this wait, then skip it. */
     async deleteExpiredUploads(limit: number): Promise<string[]> {
       const rows = await sql<{ file_key: string }[]>`
         delete from uploads where file_key in (
@@ -198,7 +172,6 @@ export function attachmentsRepo(sql: Sql) {
       return rows.map((r) => r.file_key);
     },
 
-    /** Of these keys, those that an attachment or a ticket still names. */
     async knownKeys(keys: string[]): Promise<Set<string>> {
       if (keys.length === 0) return new Set();
       const rows = await sql<{ file_key: string }[]>`

@@ -1,9 +1,8 @@
 import type { Backfill } from "@tasksvc/db";
 
 /**
- * The columns the service's statements read as never null, filled for the rows from before them
- * (libs/db migrate) before the service serves. A task's version, when it had none, was its count
- * of content versions (archiving did not count then); a version row's, its place in that count.
+ * Filled before the service serves, so its statements may read them as never null. A task's version
+ * was then its count of content versions (archiving did not count yet).
  */
 export const TASK_BACKFILLS: readonly Backfill[] = [
   { table: "tasks", column: "version", value: "version_count" },

@@ -2,19 +2,13 @@ import type { DependencyView, TaskStatus } from "@tasksvc/contracts";
 import { taskId } from "@tasksvc/contracts";
 import type { Sql } from "@tasksvc/db";
 
-/** Which task blocks which (table `dependencies`), kept acyclic per organization. */
 export function dependenciesRepo(sql: Sql) {
   return {
-    /**
-     * Serializes the writes of one organization's dependency graph, whose acyclicity check
-     * (isBlockedBy) reads the graph; held to the commit. (The parent graph has its own lock:
-     * tasks-repo lockHierarchy.)
-     */
+    /** The acyclicity check reads the graph, so its writes are serialized; held to the commit. */
     async lock(org: string): Promise<void> {
       await sql`select pg_advisory_xact_lock(hashtextextended(${`tasks.dependencies:${org}`}, 0))`;
     },
 
-    /** True when `from` is already blocked, directly or transitively, by `target`. */
     async isBlockedBy(org: string, from: number, target: number): Promise<boolean> {
       const rows = await sql`
         with recursive chain(n) as (

@@ -3,7 +3,6 @@ import { EVENT_RETENTION_DAYS } from "@tasksvc/contracts";
 import { type Budgeted, DEFAULT_PAGE_BYTES, pageRows, type Sql, withinBudget } from "@tasksvc/db";
 import { CUT_EVENT_COLUMNS, eventBytes, type EventRow, toEvent } from "./events-repo.js";
 
-/** Where a resume starts, from the event a client last received. */
 export type Resume = { kind: "position"; position: StreamPosition } | { kind: "unknown" } | { kind: "pending" };
 
 interface ReplayRow extends EventRow, Budgeted {
@@ -11,28 +10,18 @@ interface ReplayRow extends EventRow, Budgeted {
   at: string;
 }
 
-/**
- * The event columns of a replay page, beside its place in the stream's order; with the older
- * order's values and each event's size for the page's byte budget (its envelope's text, larger
- * than the item by its organization_id and jsonb's spaces, which covers the item's `seq`).
- */
+/** An event's size is its envelope's text, larger than the item by its organization_id and jsonb's spaces, which covers `seq`. */
 const COLUMNS = `e.id, e.type, e.payload, to_char(e.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as at,
   e.created_at as sort_at, ${eventBytes("e.")} as bytes`;
-/** What a replay row answers, unpacked only for the events sent (see withinBudget). */
+/** Unpacked only for the events sent. */
 const CUT_COLUMNS = `page_cut.seq, ${CUT_EVENT_COLUMNS}, page_cut.at, page_cut.bytes`;
 
-/**
- * The live stream's order (decision 0027): each event's sequence in the task-event stream, recorded
- * by the relay (event_stream, migration 0014), and the events published before sequences were
- * recorded, first, in the feed's order. `pageBytes`: the bytes of events one replay page may carry
- * (pageBudget() of the service's NATS connection).
- */
+/** The live stream's order (decision 0027): events published before sequences were recorded come first, in the feed's order. */
 export function eventStreamRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
   const columns = sql.unsafe(COLUMNS);
   const retained = () => sql`e.created_at > now() - make_interval(days => ${EVENT_RETENTION_DAYS})`;
   const ofTypes = (types: readonly string[] | undefined) => (types === undefined ? sql`` : sql`and e.type = any(${types as string[]}::text[])`);
   return {
-    /** In the relay's transaction: where the stream stored each event, and that the prefix grew. */
     async record(rows: ReadonlyArray<{ event_id: string; organization_id: string; type: string }>, seqs: readonly number[]): Promise<void> {
       if (rows.length === 0) return;
       await sql`
@@ -45,7 +34,6 @@ export function eventStreamRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
         update event_stream_position set last_seq = greatest(last_seq, ${Math.max(...seqs)})`;
     },
 
-    /** Where a client that last received `eventId` resumes; "unknown" when the organization has no such event of the last 30 days. */
     async resumeAfter(org: string, eventId: string): Promise<Resume> {
       const [row] = await sql<Array<{ seq: string | null; at: string; id: string; legacy: boolean }>>`
         select s.stream_seq as seq, to_char(e.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as at, e.id,
@@ -60,11 +48,7 @@ export function eventStreamRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
       return { kind: "pending" };
     },
 
-    /**
-     * Up to `limit` events after `from`, in the stream's order, and the prefix of the stream whose
-     * sequences are all recorded (read in the same statement, so the page and the prefix agree).
-     * A page stops early at the byte budget: then `more`, and `next` after its last event.
-     */
+    /** The recorded prefix is read in the same statement, so the page and the prefix agree. */
     async page(org: string, from: StreamPosition, types: readonly string[] | undefined, limit: number) {
       if ("seq" in from) {
         const events = sql`
@@ -90,7 +74,6 @@ export function eventStreamRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
           through,
         };
       }
-      // Published before sequences were recorded: the feed's order, then the recorded ones.
       const older = sql`
         select null::int8 as seq, ${columns}
         from events e

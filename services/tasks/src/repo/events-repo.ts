@@ -17,55 +17,37 @@ import {
 import { ISO_SQL } from "./sql-time.js";
 
 /**
- * The envelope of a task event (TaskEvent of the contracts), for the outbox, from the columns
- * `event_id`, `type`, `organization_id` and `data` (the task, jsonb) of the rows it is selected
- * from. Every event is written through it: emit() below for one, the create statement
- * (tasks-repo) for a batch. Its time is the database's: `now()`, the writing transaction's, the
- * time the change's rows carry (a create's created_at, an update's updated_at, an archive's
- * archived_at), on the clock the webhook fan-out compares with its endpoints' creation.
+ * Every event is written through it. Its time is the writing transaction's `now()`, the time the
+ * change's rows carry, on the clock the webhook fan-out compares with its endpoints' creation.
  */
 export const EVENT_ENVELOPE = `(jsonb_build_object('id', event_id, 'type', type, 'organization_id', organization_id,
   'created_at', to_char(now() at time zone 'UTC', ${ISO_SQL}), 'data', data)
   || case when changes is null then '{}'::jsonb else jsonb_build_object('changes', changes) end)`;
 
-/** A stored event's columns for the feed: its id and its envelope, from which eventBody() builds the item. */
 const EVENT_COLUMNS = "id, payload";
-/** Newest first: `order by created_at desc, id desc`. */
 const EVENT_PAGES = keyset("desc", ["created_at", "timestamp"], ["id", "text"]);
 
 /**
- * A stored event's size for a page's byte budget: its envelope's text, which holds every byte of
- * the item (jsonb's text escapes as JSON does, and writes a space after each `:` and `,`). Stored
- * with the event (migration 0016); measured here only for events written before.
+ * The envelope's text holds every byte of the item (jsonb's text escapes as JSON does, with a space
+ * after each `:` and `,`). Stored with the event since migration 0016; measured only for older events.
  */
 export const eventBytes = (e = "") => `coalesce(${e}bytes, octet_length(${e}payload::text))`;
 
-/** The feed's and the replay's columns of an event, over a page cut at its budget (`page_cut`, libs/db withinBudget). */
 export const CUT_EVENT_COLUMNS = "page_cut.id, page_cut.payload";
 
-/** A stored event's columns, as the feed and the replay read them. */
 export interface EventRow {
   id: string;
   payload: EventEnvelope;
 }
 
-/** A feed item: the stream's message and the webhook body come from the same builder. */
+/** The stream's message and the webhook body come from the same builder. */
 export const toEvent = (r: EventRow): Event => eventBody(r.payload);
 
-/**
- * The outbox (relayed to JetStream, relay.ts) and the events feed the outbox's trigger fills
- * (migration 0005). `pageBytes`: the bytes of events one feed page may carry (pageBudget() of
- * the service's NATS connection).
- */
 export function eventsRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
   const envelope = sql.unsafe(EVENT_ENVELOPE);
   const eventColumns = sql.unsafe(EVENT_COLUMNS);
   const keysetTime = sql.unsafe(KEYSET_TIME);
   return {
-    /**
-     * Writes one event to the outbox, in the caller's transaction: `task` is the task after the
-     * change, `changes` what the change did to it (task.updated and task.archived).
-     */
     async emit(org: string, type: TaskEventType, task: Task, changes?: TaskChanges): Promise<void> {
       await sql`
         insert into outbox (event_id, type, organization_id, payload)
@@ -74,12 +56,7 @@ export function eventsRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
           ${jsonb(sql, task)}::jsonb as data, ${changes === undefined ? null : jsonb(sql, changes)}::jsonb as changes) e`;
     },
 
-    /**
-     * Takes a webhook endpoint's operational event (the webhooks service's, DESIGN.md section 11)
-     * into the outbox, so that it reaches the feed, the stream and the fan-out as task events do.
-     * Once: an event the feed has, or the outbox holds, adds nothing (its message redelivered, or
-     * taken by two replicas at once). Answers whether it added the event.
-     */
+    /** Once: an event the feed has, or the outbox holds, adds nothing (redelivered, or taken by two replicas at once). */
     async takeIn(e: EndpointEvent): Promise<boolean> {
       const rows = await sql`
         insert into outbox (event_id, type, organization_id, payload)
@@ -90,12 +67,7 @@ export function eventsRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
       return rows.length === 1;
     },
 
-    /**
-     * An organization's events, newest first, as the feed shows them: from the outbox's envelope
-     * (the trigger of migration 0005 copies it), so the items are the webhook bodies' own objects,
-     * encoded here (the envelope is jsonb, whose text is not compact). Events older than the
-     * retention are never shown, swept or not.
-     */
+    /** Encoded here: the envelope is jsonb, whose text is not compact. Events past the retention are never shown, swept or not. */
     async list(
       org: string,
       q: {
@@ -105,10 +77,9 @@ export function eventsRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
         task_id?: string | undefined;
         created_gte?: string | undefined;
         created_lt?: string | undefined;
-        /** Only these types (the ones the caller may see); all when absent. */
         visible?: readonly EventType[] | undefined;
       },
-      /** When the caller stops waiting (Unix milliseconds): the statement is cancelled then. */
+      /** The statement is cancelled then. */
       until?: number,
     ) {
       const page = sql`
@@ -145,10 +116,9 @@ export function eventsRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
       return row && toEvent(row);
     },
 
-    /** Deletes events past the retention, a batch at a time; answers how many went. */
     async sweep(batch = 10_000): Promise<number> {
       return deleteInBatches(batch, async () => {
-        // Their places in the live stream's order go with them (event_stream, by event id).
+        // Their places in the live stream's order go with them.
         const [row] = await sql<Array<{ n: number }>>`
           with gone as (
             delete from events where id in (

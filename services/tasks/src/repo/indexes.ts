@@ -2,19 +2,13 @@ import type { ConcurrentIndex } from "@tasksvc/db";
 import { TEXT_VECTOR } from "./task-filter-sql.js";
 import { sortOf } from "./task-search.js";
 
-/** An index for one sort of the task list: within (organization, archived), its key, then the number. */
 const bySort = (name: string, sort: Parameters<typeof sortOf>[0]): ConcurrentIndex => {
   const s = sortOf(sort);
   const dir = s.desc ? "desc" : "asc";
   return { name, definition: `on tasks (organization_id, archived, (${s.expr}) ${dir}, number ${dir})` };
 };
 
-/**
- * The indexes of finding tasks, built without blocking writers (libs/db migrate). Every sort has
- * one (updated_at has had its own since the first migration and is read both ways; a key that may
- * be missing has one per direction, as its sentinel differs); the text, the projects and title
- * substrings have GIN indexes. Each index is on the exact expression the queries write.
- */
+/** Built without blocking writers; each on the exact expression the queries write (a key that may be missing has one per direction). */
 export const TASK_INDEXES: readonly ConcurrentIndex[] = [
   bySort("tasks_created_idx", "-created_at"),
   bySort("tasks_due_asc_idx", "due_date"),
@@ -27,8 +21,8 @@ export const TASK_INDEXES: readonly ConcurrentIndex[] = [
     name: "tasks_text_idx",
     definition: `on tasks using gin ((${TEXT_VECTOR}))`,
     // The planner's guess for a word it has no statistics of is ~0.3% of the rows: at a million
-    // tasks it then prefers walking the list order and testing every row (11 s for a word of 50
-    // tasks) to the text index (0.3 ms). A larger sample of words keeps rare words rare.
+    // tasks it then prefers walking the list order (11 s for a word of 50 tasks) to the text index
+    // (0.3 ms). A larger sample of words keeps rare words rare.
     afterBuild: "alter index tasks_text_idx alter column 1 set statistics 2000",
   },
   { name: "tasks_projects_idx", definition: "on tasks using gin (project_ids)" },

@@ -31,7 +31,6 @@ const toProject = (r: ProjectRow): Project => ({
   updated_at: iso(r.updated_at),
 });
 
-/** Another project of the organization has this name (projects_name_key). */
 export class ProjectNameTaken extends Error {
   constructor() {
     super("another project of the organization has this name");
@@ -39,17 +38,14 @@ export class ProjectNameTaken extends Error {
   }
 }
 
-/** Newest first: `order by created_at desc, id desc`. */
 const PROJECT_PAGES = keyset("desc", ["created_at", "timestamp"], ["id", "text"]);
 
 const PROJECT_RULES: readonly PgErrorRule[] = [{ code: PG.uniqueViolation, constraint: "projects_name_key", to: () => new ProjectNameTaken() }];
 
-/** Projects (table `projects`) and, on delete, their links from tasks (`task_projects`, `tasks.project_ids`). */
 export function projectsRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
   const cols = sql.unsafe(TASK_COLUMNS);
   const keysetTime = sql.unsafe(KEYSET_TIME);
   return {
-    /** The ids among `ids` that are not projects of the organization. */
     async missing(org: string, ids: string[]): Promise<string[]> {
       if (ids.length === 0) return [];
       const rows = await sql<{ id: string }[]>`select id from projects where organization_id = ${org} and id = any(${ids}::text[])`;
@@ -57,7 +53,6 @@ export function projectsRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
       return ids.filter((id) => !found.has(id));
     },
 
-    /** Throws ProjectNameTaken. */
     async insert(org: string, name: string, description: string | null): Promise<Project> {
       const [row] = await sql<ProjectRow[]>`
         insert into projects (id, organization_id, name, description) values (${newId("prj")}, ${org}, ${name}, ${description})
@@ -71,11 +66,7 @@ export function projectsRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
       return row && toProject(row);
     },
 
-    /**
-     * A page of projects, cut at `pageBytes` too: a hundred descriptions of 2,000 control
-     * characters (six bytes each in JSON) are more than a message carries. A project's size is
-     * its whole row as JSON, a few bytes more than its item.
-     */
+    /** Cut at `pageBytes` too: a hundred descriptions of 2,000 control characters are more than a message carries. */
     async list(org: string, limit: number, after: string | undefined) {
       const page = sql`
         select *, to_char(created_at at time zone 'UTC', ${keysetTime}) as cursor_at, octet_length(row_to_json(projects)::text) as bytes from projects
@@ -87,7 +78,6 @@ export function projectsRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
       return pageOf(rows, limit, toProject, (r) => [r.cursor_at, r.id]);
     },
 
-    /** Undefined for an unknown project; throws ProjectNameTaken. */
     async update(org: string, id: string, patch: { name?: string | undefined; description?: string | null | undefined }): Promise<Project | undefined> {
       const [row] = await sql<ProjectRow[]>`
         update projects set
@@ -99,7 +89,6 @@ export function projectsRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
       return row && toProject(row);
     },
 
-    /** Deletes a project and unlinks it from current tasks; returns the tasks it was removed from. */
     async remove(org: string, id: string): Promise<{ deleted: boolean; tasks: Array<TaskRow & { old_project_ids: string[] }> }> {
       // The project ids before the change too, for the events' `changes`.
       const tasks = await sql<Array<TaskRow & { old_project_ids: string[] }>>`

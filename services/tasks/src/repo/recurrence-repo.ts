@@ -1,7 +1,6 @@
 import type { Recurrence, TaskStatus } from "@tasksvc/contracts";
 import { jsonb, type Sql } from "@tasksvc/db";
 
-/** A series as the scheduler reads it (heads). */
 export interface HeadRow {
   organization_id: string;
   number: string;
@@ -19,20 +18,9 @@ export interface HeadRow {
   latest_due: string | null;
 }
 
-/**
- * Recurring series (decision 0021): the heads' wake-up times (column `tasks.recurrence_wake`) and
- * the record of each occurrence made (table `recurrence_slots`). Their tasks are written by
- * tasks-repo's create statement.
- */
 export function recurrenceRepo(sql: Sql) {
   return {
-    /**
-     * The series a tick looks at: the unarchived tasks with a recurrence whose wake-up time has
-     * come by `now` (migration 0008). Each with its series' last slot, the occurrences made after
-     * the head, and the latest occurrence (the head when none was made yet): its number, status,
-     * last change, due day (the UTC day of its due date: occurrences are due at 00:00 UTC of their
-     * day) and archiving. `seen` is the head row's xmin, for wakeAt.
-     */
+    /** `seen` is the head row's xmin, for wakeAt. */
     async heads(now: Date): Promise<HeadRow[]> {
       return sql<HeadRow[]>`
         select t.organization_id, t.number::text as number, t.owner_user_id, t.recurrence, t.created_at, t.xmin::text as seen,
@@ -55,10 +43,8 @@ export function recurrenceRepo(sql: Sql) {
     },
 
     /**
-     * Sets the wake-up time of series the scheduler is done with for now, each only if its row is
-     * as the scheduler read it (`seen`, its xmin): a head changed meanwhile, or woken by a trigger,
-     * is read again on the next tick. Rows another transaction holds are skipped (read again too),
-     * so this never waits for, or deadlocks with, a user's write.
+     * Only if the row is as the scheduler read it (its xmin): a head changed meanwhile is read again on
+     * the next tick. Rows another transaction holds are skipped, so this never waits for a user's write.
      */
     async wakeAt(items: Array<{ org: string; number: number; seen: string; wake: Date }>): Promise<void> {
       if (items.length === 0) return;
@@ -76,13 +62,9 @@ export function recurrenceRepo(sql: Sql) {
     },
 
     /**
-     * Records the occurrences of series of one organization, each (head, slot) → task; answers how
-     * many were recorded. Fewer when some slot was recorded already (by anyone), or when its series
-     * has a slot after `after` (the latest slot the maker read; null: none yet, the head is the
-     * latest), so an occurrence decided on a stale read never lands beside a newer one. Exact
-     * because every maker takes the organization's number counter (the create statement) before
-     * this statement and holds it to the commit: this statement sees every slot committed before.
-     * In head order, so two transactions recording overlapping sets wait for each other in one order.
+     * Fewer when a slot was recorded already, or its series has one after `after`, so an occurrence
+     * decided on a stale read never lands beside a newer one. Exact because every maker holds the
+     * organization's number counter to the commit; in head order, so overlapping sets never deadlock.
      */
     async recordSlots(org: string, items: Array<{ head: number; slot: string; task: number; after: string | null }>): Promise<number> {
       if (items.length === 0) return 0;
@@ -100,7 +82,6 @@ export function recurrenceRepo(sql: Sql) {
       return rows.length;
     },
 
-    /** A series' latest slot made after the head (null for none) and how many were made, from its slot records. */
     async seriesSlots(org: string, head: number): Promise<{ last_slot: string | null; made: number }> {
       const [row] = await sql<{ last_slot: string | null; made: number }[]>`
         select max(slot)::text as last_slot, count(*)::int as made from recurrence_slots
@@ -108,7 +89,7 @@ export function recurrenceRepo(sql: Sql) {
       return row ?? { last_slot: null, made: 0 };
     },
 
-    /** Which of these (head, slot) pairs have their occurrence already (a cheap check before making them), as `head/slot`. */
+    /** A cheap check before making them. */
     async slotsTaken(org: string, items: Array<{ head: number; slot: string }>): Promise<Set<string>> {
       if (items.length === 0) return new Set();
       const rows = await sql<{ key: string }[]>`

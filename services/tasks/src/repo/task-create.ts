@@ -2,7 +2,6 @@ import { jsonb, KeyRecordedMeanwhile, mapPgError, PG, type PgErrorRule, type Sql
 import { EVENT_ENVELOPE } from "./events-repo.js";
 import { type Content, type SeriesLink, TASK_COLUMNS, type TaskRow, taskTemplate, TEMPLATE_COMPLETION } from "./task-json.js";
 
-/** A project or parent task that a create named was gone when its statement ran. */
 export class ReferenceVanished extends Error {
   constructor(readonly what: "project" | "parent") {
     super(`the ${what} named by the create no longer exists`);
@@ -10,18 +9,13 @@ export class ReferenceVanished extends Error {
   }
 }
 
-/**
- * What create's statement can violate: the idempotency key (a twin recorded it first; the insert
- * waited for its commit) and the two references the domain checked before it. The other foreign
- * keys point at rows the statement inserts itself.
- */
+/** A twin recorded the key first, and the two references the domain checked; the other foreign keys point at rows the statement inserts. */
 const CREATE_RULES: readonly PgErrorRule[] = [
   { code: PG.uniqueViolation, constraint: "idempotency_pkey", to: () => new KeyRecordedMeanwhile() },
   { code: PG.foreignKeyViolation, constraint: "task_projects_project_id_fkey", to: () => new ReferenceVanished("project") },
   { code: PG.foreignKeyViolation, constraint: "tasks_organization_id_parent_number_fkey", to: () => new ReferenceVanished("parent") },
 ];
 
-/** One task for the create statement: its first version, its event's id and its idempotency record's key. */
 export interface NewTask {
   owner: string;
   content: Content;
@@ -29,21 +23,15 @@ export interface NewTask {
   eventId: string;
   credentialId: string | null;
   key: string | null;
-  /** The create's own trace, for its outbox row (creates of several traces share the statement). */
+  /** Creates of several traces share the statement. */
   traceparent?: string | null;
-  /** Set by the recurrence scheduler only: the occurrence's series and slot. */
   series?: SeriesLink | null;
 }
 
 /**
- * Creates several tasks of one organization in ONE statement, so in one implicit transaction
- * and one round trip: takes k numbers from the organization's counter (its row stays locked
- * to the commit), inserts the tasks, their first versions, project links, the task.created
- * outbox rows (EVENT_ENVELOPE) and the idempotency records. The events and records carry
- * the API shape: `template` (taskTemplate) completed here with the number and the database's
- * timestamps (TEMPLATE_COMPLETION).
- * Nothing is written when it throws KeyRecordedMeanwhile (the key was recorded meanwhile) or
- * ReferenceVanished (a project or parent was deleted since the domain's checks).
+ * One statement, so one implicit transaction and one round trip; the organization's counter row
+ * stays locked to the commit. Nothing is written when it throws KeyRecordedMeanwhile or
+ * ReferenceVanished (a project or parent deleted since the domain's checks).
  */
 export async function createTasks(sql: Sql, org: string, items: NewTask[]): Promise<TaskRow[]> {
   const cols = sql.unsafe(TASK_COLUMNS);

@@ -3,14 +3,11 @@ import { taskId } from "@tasksvc/contracts";
 import { ISO_SQL } from "./sql-time.js";
 
 /**
- * How each field of a task is rendered from its row: by Postgres into JSON text (lists, the create
- * statement's answers and events) and by TypeScript into a value (every other read and write). The
- * contract's Task shape says which fields there are and their order; this table, complete against
- * it at compile time, says how each is made, both ways side by side. task-json.ts builds every
- * rendering from it; test/task-json.test.ts holds the two equal byte for byte.
+ * How each field is rendered, by Postgres into JSON text and by TypeScript into a value, side by
+ * side; complete against the contract's Task at compile time. test/task-json.test.ts holds the
+ * two equal byte for byte.
  */
 
-/** The columns a task row and a version row share, as read (instants as Dates, numeric as text). */
 export interface ContentColumns {
   title: string;
   description: string | null;
@@ -31,9 +28,8 @@ export interface TaskRow extends ContentColumns {
   archived: boolean;
   current_version_id: string;
   version_count: number;
-  /** What the ETag names: content versions, archives and unarchives counted (migration 0013). */
+  /** Content versions, archives and unarchives counted (migration 0013). */
   version: number;
-  /** The series an occurrence was made from, and its slot (migration 0007); null on other tasks. */
   series_head: string | null;
   series_slot: string | null;
   created_at: Date;
@@ -42,21 +38,18 @@ export interface TaskRow extends ContentColumns {
 }
 
 export interface FieldRendering<K extends keyof Task, R> {
-  /** The field's JSON value as an SQL expression over a tasks row; `t` qualifies its columns (`t.`, or ""). */
   sql: (t: string) => string;
-  /** The same value from the row as TypeScript reads it. */
   of: (r: R) => Task[K];
   /** When Postgres writes the value otherwise than JSON.stringify does: such rows are re-encoded by the service. */
   reencodeWhen?: (t: string) => string;
 }
 
 export const iso = (d: Date) => d.toISOString();
-/** An instant as Date#toISOString() writes it, in both renderings (milliseconds cut, not rounded). */
+/** Milliseconds cut, not rounded, in both renderings. */
 const instantSql = (column: string) => (t: string) => `to_char(${t}${column} at time zone 'UTC', ${ISO_SQL})`;
-/** A task number as an id; null stays null (`'T-' || null` is null). */
+/** Null stays null (`'T-' || null` is null). */
 const idSql = (column: string) => (t: string) => `'T-' || ${t}${column}`;
 
-/** The content fields, which a version row holds too (history renders them from it). */
 export const CONTENT_RENDERINGS: { [K in TaskContentField]: FieldRendering<K, ContentColumns> } = {
   title: { sql: (t) => `${t}title`, of: (r) => r.title },
   description: { sql: (t) => `${t}description`, of: (r) => r.description },
@@ -80,7 +73,6 @@ export const CONTENT_RENDERINGS: { [K in TaskContentField]: FieldRendering<K, Co
   },
 };
 
-/** Every field of a task. */
 export const TASK_RENDERINGS: { [K in keyof Task]: FieldRendering<K, TaskRow> } = {
   id: { sql: idSql("number"), of: (r) => taskId(r.number) },
   version: { sql: (t) => `${t}version`, of: (r) => r.version },

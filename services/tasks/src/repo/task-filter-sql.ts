@@ -2,28 +2,21 @@ import type { FilterField, FilterOp, FilterValue, OpsOf, TaskCondition, TaskFilt
 import { taskNumber } from "@tasksvc/contracts";
 import type { Fragment, Sql } from "@tasksvc/db";
 
-/**
- * The text a task is searched by, in the language-neutral configuration with unaccent (migration
- * 0012, in the service's schema: the search path names it). The GIN index is on this very
- * expression (indexes.ts), so it must not change alone.
- */
+/** The GIN index is on this very expression (indexes.ts), so it must not change alone. */
 export const TEXT_VECTOR = `to_tsvector('task_search'::regconfig, title || ' ' || coalesce(description, '') || ' ' || coalesce(notes, ''))`;
 export const TEXT_QUERY = `websearch_to_tsquery('task_search'::regconfig, `;
-/** Has an open blocker: a dependency on a task that is not COMPLETED (the dependency view's is_blocked). */
 const IS_BLOCKED = `exists (select 1 from dependencies d join tasks b on b.organization_id = d.organization_id and b.number = d.blocker_number
   where d.organization_id = tasks.organization_id and d.blocked_number = tasks.number and b.status <> 'COMPLETED')`;
 
 type Scalar = string | number | boolean;
-/** A column compared with the value cast to its type; `nullable` decides what a negated comparison must also match. */
 type Column = { kind: "column"; col: string; cast: string; nullable: boolean; param?: (v: Scalar) => Scalar; like?: true };
-/** A time column: compared to the millisecond the API shows (timeCondition), or as a column. */
+/** Compared to the millisecond the API shows (timeCondition). */
 type Time = { kind: "time"; col: string; nullable: boolean };
 type Projects = { kind: "projects" };
 type Blocked = { kind: "blocked" };
 type FullText = { kind: "text" };
 
 type ColumnOp = "eq" | "neq" | "in" | "nin" | "lt" | "lte" | "gt" | "gte" | "is_null";
-/** The SQL shapes that can compile every op in O (`contains` only on a column with `like`). */
 type SqlFor<O extends FilterOp> =
   | ([O] extends [ColumnOp] ? Column | Time : never)
   | ([O] extends [ColumnOp | "contains"] ? Column & { like: true } : never)
@@ -31,14 +24,10 @@ type SqlFor<O extends FilterOp> =
   | ([O] extends ["eq" | "neq"] ? Blocked : never)
   | ([O] extends ["matches"] ? FullText : never);
 
-/**
- * The SQL side of the filter's table (FILTER_FIELDS in the contracts): a row per field, of a shape
- * that compiles every op the field takes. A field without a row, or whose row cannot compile one
- * of its ops, does not type-check.
- */
+/** A field without a row, or whose row cannot compile one of its ops, does not type-check. */
 export type FilterSql = { [F in FilterField]: SqlFor<OpsOf<F>> };
 
-/** A time a client sent, a bare date meaning 00:00 UTC, as Postgres reads it whatever its session's zone. */
+/** As Postgres reads it whatever its session's zone. */
 const instantText = (v: Scalar) => (String(v).length === 10 ? `${v}T00:00:00Z` : String(v));
 
 const FILTER_SQL: FilterSql = {
@@ -56,7 +45,7 @@ const FILTER_SQL: FilterSql = {
   text: { kind: "text" },
 };
 
-/** The opposite of each op, so that `not` is pushed down to the conditions and stays indexable. */
+/** So that `not` is pushed down to the conditions and stays indexable. */
 const OPPOSITE = { eq: "neq", neq: "eq", in: "nin", nin: "in", lt: "gte", gte: "lt", gt: "lte", lte: "gt" } as const;
 const COMPARE = { lt: "<", lte: "<=", gt: ">", gte: ">=" } as const;
 const isCompare = (op: FilterOp): op is keyof typeof COMPARE => op in COMPARE;
@@ -64,9 +53,8 @@ const isCompare = (op: FilterOp): op is keyof typeof COMPARE => op in COMPARE;
 const likePattern = (s: string) => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 /**
- * A filter tree as SQL with two-valued logic: on a task without the value, eq/in/lt/contains are
- * false and neq/nin true, and `not` is the exact negation. Negation is pushed down (De Morgan, each
- * op to its opposite), so no condition ends up inside a NOT that an index could not serve.
+ * Two-valued logic: on a task without the value, eq/in/lt/contains are false and neq/nin true, and
+ * `not` is the exact negation, pushed down so no condition ends up inside a NOT an index cannot serve.
  */
 export function compileFilter(sql: Sql, f: TaskFilter, negated = false, vector = TEXT_VECTOR): Fragment {
   if ("and" in f || "or" in f) {
@@ -88,12 +76,11 @@ function condition(sql: Sql, c: TaskCondition, negated: boolean, vector: string)
   const at = FILTER_SQL[c.field];
   switch (at.kind) {
     case "text": {
-      // With several text conditions, the row's vector computed once (page(): TEXT_JOIN).
+      // With several text conditions, the row's vector is computed once (TEXT_JOIN).
       const match = sql`${sql.unsafe(vector)} @@ ${sql.unsafe(TEXT_QUERY)}${String(c.value)})`;
       return negated ? sql`not ${match}` : match;
     }
     case "blocked": {
-      // eq true, neq false, or their negations: "has an open blocker".
       const blocked = ((c.op === "eq") === (c.value === true)) !== negated;
       return blocked ? sql.unsafe(IS_BLOCKED) : sql`not ${sql.unsafe(IS_BLOCKED)}`;
     }
@@ -130,7 +117,6 @@ function columnCondition(sql: Sql, at: Column, given: FilterOp, value: FilterVal
     case "nin":
       return at.nullable ? sql`(${col} is null or ${col} <> all(${list()}${casts}))` : sql`${col} <> all(${list()}${casts})`;
     default: {
-      // lt, lte, gt, gte; negated (the opposite op) a task without the value matches too.
       const cmp = sql`${col} ${sql.unsafe(COMPARE[op as keyof typeof COMPARE])} ${one(value as Scalar)}${cast}`;
       return negated && at.nullable ? sql`(${cmp} or ${col} is null)` : cmp;
     }
@@ -138,11 +124,10 @@ function columnCondition(sql: Sql, at: Column, given: FilterOp, value: FilterVal
 }
 
 /**
- * A time as the API shows it, to the millisecond: created_at and updated_at hold microseconds, so
- * `lte` the time a task shows must still match that task (a due date holds whole milliseconds,
- * which the same bounds compare exactly). Each bound becomes a half-open bound on the column (an
- * index range): shown < T is col < ceil(T); shown <= T is col < floor(T) + 1 ms. A due date is
- * compared with the instant itself, never cut to its day: a task due 00:00:00 is before 00:00:01.
+ * created_at and updated_at hold microseconds, so `lte` the time a task shows must still match it.
+ * Each bound becomes a half-open bound on the column (an index range): shown < T is col < ceil(T);
+ * shown <= T is col < floor(T) + 1 ms. A due date is never cut to its day: a task due 00:00:00 is
+ * before 00:00:01.
  */
 function timeCondition(sql: Sql, at: Time, op: keyof typeof COMPARE, value: string, negated: boolean): Fragment {
   const floor = Date.parse(instantText(value));
@@ -153,11 +138,9 @@ function timeCondition(sql: Sql, at: Time, op: keyof typeof COMPARE, value: stri
   const bound = new Date(effective === "lt" || effective === "gte" ? ceil : floor + 1).toISOString();
   const col = sql.unsafe(at.col);
   const cmp = below ? sql`${col} < ${bound}::timestamptz` : sql`${col} >= ${bound}::timestamptz`;
-  // Negated, the opposite comparison; a task without the value matches it (two-valued logic).
   return negated && at.nullable ? sql`(${cmp} or ${col} is null)` : cmp;
 }
 
-/** A task belongs to several projects: eq is "in this one", in "in any", neq and nin "in none". */
 function projectCondition(sql: Sql, op: FilterOp, value: FilterValue, negated: boolean): Fragment {
   if (op === "is_null") return (value === true) !== negated ? sql`project_ids = '{}'::text[]` : sql`project_ids <> '{}'::text[]`;
   const ids = Array.isArray(value) ? value.map(String) : [String(value)];
@@ -165,7 +148,6 @@ function projectCondition(sql: Sql, op: FilterOp, value: FilterValue, negated: b
   return inAny !== negated ? sql`project_ids && ${ids}::text[]` : sql`not (project_ids && ${ids}::text[])`;
 }
 
-/** How many full-text conditions the tree has. */
 export function textConditions(f: TaskFilter): number {
   if ("and" in f) return f.and.reduce((n, c) => n + textConditions(c), 0);
   if ("or" in f) return f.or.reduce((n, c) => n + textConditions(c), 0);
@@ -173,11 +155,7 @@ export function textConditions(f: TaskFilter): number {
   return FILTER_SQL[f.field].kind === "text" ? 1 : 0;
 }
 
-/**
- * A full-text condition every match must meet (the tree itself, or one of its top-level `and`),
- * written on the indexed expression: implied by the filter, it only lets the planner use the
- * text index, which it cannot for conditions on the computed vector.
- */
+/** Implied by the filter, it only lets the planner use the text index, which it cannot for conditions on the computed vector. */
 export function indexedText(f: TaskFilter): string | undefined {
   const text = (c: TaskFilter) => ("field" in c && FILTER_SQL[c.field].kind === "text" && c.op === "matches" ? String(c.value) : undefined);
   if ("field" in f) return text(f);
@@ -189,7 +167,6 @@ export function indexedText(f: TaskFilter): string | undefined {
   return undefined;
 }
 
-/** Whether the tree says anything about `archived` (else only current tasks match, as the list's default). */
 export function namesArchived(f: TaskFilter): boolean {
   if ("and" in f) return f.and.some(namesArchived);
   if ("or" in f) return f.or.some(namesArchived);

@@ -6,21 +6,13 @@ import { CONTENT_RENDERINGS, type ContentColumns, type FieldRendering, iso, TASK
 export { inTaskOrder } from "@tasksvc/contracts";
 export { type ContentColumns, iso, type TaskRow } from "./task-fields.js";
 
-/**
- * A task's API shape and every builder of it, each derived from the field table (task-fields.ts)
- * so they cannot drift apart: toTask() from a row read here; TASK_JSON, the same bytes written by
- * Postgres for lists (relayed without parsing); taskTemplate(), the fields toTask() decides before
- * a create has its number and timestamps (the create statement adds those, TEMPLATE_COMPLETION).
- * test/task-json.test.ts holds them equal.
- */
+// Every builder of a task's shape derives from the field table (task-fields.ts), so they cannot drift apart.
 
-/** The columns every task read selects; bigint and numeric come back as text, days as text, instants as Dates. */
 export const TASK_COLUMNS = `number::text as number, owner_user_id, parent_number::text as parent_number, archived,
   current_version_id, version_count, version, title, description, status, priority, start_date,
   due_date, notes, story_points::text as story_points, recurrence, project_ids,
   series_head::text as series_head, series_slot::text as series_slot, created_at, updated_at, to_char(updated_at at time zone 'UTC', ${KEYSET_TIME}) as cursor_at`;
 
-/** A version's content: what PATCH compares and what history shows; start_date and due_date as the API shows them (ISO, milliseconds, Z). */
 export interface Content {
   title: string;
   description: string | null;
@@ -35,38 +27,29 @@ export interface Content {
   parent_number: number | null;
 }
 
-/** An occurrence's place in its series (the scheduler's creates): head task number and slot day. */
 export interface SeriesLink {
   head: number;
   slot: string;
 }
 
-/**
- * An instant a client sent (a date-time with an offset, or a day meaning 00:00 UTC) as Content
- * holds it and the API shows it: UTC, to the millisecond. Kept to the millisecond so that a value
- * read back and sent again is the same value (no new version).
- */
+/** Kept to the millisecond, so a value read back and sent again is the same value (no new version). */
 export function toIsoOrNull(v: string | null): string | null {
   if (v === null) return null;
   return new Date(v.length === 10 ? `${v}T00:00:00.000Z` : v).toISOString();
 }
 
-/** The given fields of a row, in their order, each as its rendering makes it. */
 function render<R>(fields: readonly (keyof Task)[], renderings: { [K in keyof Task]?: FieldRendering<K, R> }, row: R): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const k of fields) out[k] = renderings[k]?.of(row);
   return out;
 }
 
-/** The content fields in the task's order: a task's and each of its versions'. */
 const CONTENT_FIELDS = TASK_FIELDS.filter((k): k is TaskContentField => k in CONTENT_RENDERINGS);
 
-/** The content fields as the API shows them, on a task and on each of its versions. */
 export function shownContent(r: ContentColumns): Pick<Task, TaskContentField> {
   return render(CONTENT_FIELDS, CONTENT_RENDERINGS, r) as Pick<Task, TaskContentField>;
 }
 
-/** A task row in its API shape, fields in the table's order. */
 export function toTask(r: TaskRow): Task {
   return render(TASK_FIELDS, TASK_RENDERINGS, r) as Task;
 }
@@ -87,12 +70,10 @@ export function contentOf(r: TaskRow): Content {
   };
 }
 
-/** The fields a create's statement adds to its template once the row exists. */
 const STATEMENT_FIELDS = ["id", "created_at", "updated_at"] as const;
 type StatementField = (typeof STATEMENT_FIELDS)[number];
 const TEMPLATE_FIELDS = TASK_FIELDS.filter((k) => !(STATEMENT_FIELDS as readonly string[]).includes(k));
 
-/** A task's API shape before it has a number and timestamps (toTask decides every other field). */
 export function taskTemplate(owner: string, c: Content, series: SeriesLink | null = null): Omit<Task, StatementField> {
   const row: TaskRow = {
     number: "0",
@@ -121,25 +102,16 @@ export function taskTemplate(owner: string, c: Content, series: SeriesLink | nul
   return render(TEMPLATE_FIELDS, TASK_RENDERINGS, row) as Omit<Task, StatementField>;
 }
 
-/**
- * What the create statement adds to a taskTemplate() (column `template` of its rows) for the
- * inserted row `t`: the id and the timestamps, written as toTask() writes them.
- */
 export const TEMPLATE_COMPLETION = `jsonb_build_object(${STATEMENT_FIELDS.map((k) => `'${k}', ${TASK_RENDERINGS[k].sql("t.")}`).join(", ")})`;
 
 /**
- * A task row's API shape as JSON text, built by Postgres byte for byte as JSON.stringify(toTask())
- * writes it from the same row: a list sends these bytes on, to the gateway and from there to
- * HTTP, without any process parsing them (decision 0020). row_to_json writes compact JSON
- * (json_build_object would write `"id" : "T-6"`), the subquery's columns in the table's order.
+ * Byte for byte as JSON.stringify(toTask()) writes it, so a list sends these bytes on without any
+ * process parsing them (decision 0020). row_to_json writes compact JSON (json_build_object would
+ * write `"id" : "T-6"`).
  */
 export const TASK_JSON = `(select row_to_json(j)::text from (select ${TASK_FIELDS.map((k) => `${TASK_RENDERINGS[k].sql("")} as "${k}"`).join(", ")}) j)`;
 
-/**
- * The rows whose TASK_JSON JavaScript would write otherwise, re-encoded by the service (each
- * field's reencodeWhen). Every other value Postgres writes as JSON.stringify does, escapes
- * included; most rows are none of them, and cost nothing.
- */
+/** Most rows are none of them, and cost nothing. */
 export const TASK_JSON_REENCODE = `(${TASK_FIELDS.flatMap((k) => {
   const when = TASK_RENDERINGS[k].reencodeWhen;
   return when ? [when("")] : [];

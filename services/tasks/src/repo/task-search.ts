@@ -5,11 +5,7 @@ import { TASK_JSON, TASK_JSON_REENCODE } from "./task-json.js";
 
 const rank = (missing: number) => `(case priority when 'LOW' then 1 when 'MEDIUM' then 2 when 'HIGH' then 3 when 'URGENT' then 4 else ${missing} end)`;
 
-/**
- * Each sort key as an expression without nulls: a task without the value gets a sentinel that
- * sorts after every value in that direction, so "nulls last" holds both ways and the keyset is a
- * plain row comparison an index serves (indexes.ts has one index per expression).
- */
+/** A sentinel sorts a missing value last in either direction, so the keyset is a plain row comparison an index serves. */
 const SORT_KEYS: Record<TaskSortKey, { asc: string; desc: string; text: (e: string) => string; readBack: string }> = {
   updated_at: {
     asc: "updated_at",
@@ -23,9 +19,7 @@ const SORT_KEYS: Record<TaskSortKey, { asc: string; desc: string; text: (e: stri
     text: (e) => `to_char(${e} at time zone 'UTC', ${KEYSET_TIME})`,
     readBack: "::text::timestamp at time zone 'UTC'",
   },
-  // The sentinels have no to_char (null): they are written as Postgres writes them, `infinity`,
-  // which the read-back takes as it takes a time (and a day of a cursor from before due dates
-  // were instants, as 00:00 UTC).
+  // The sentinels are written as Postgres writes them, `infinity`, which the read-back takes as it takes a time.
   due_date: {
     asc: "coalesce(due_date, 'infinity'::timestamptz)",
     desc: "coalesce(due_date, '-infinity'::timestamptz)",
@@ -49,37 +43,20 @@ export function sortOf(sort: TaskSort) {
 }
 
 /**
- * A task's text vector, computed once per row that reaches the text conditions, for a filter
- * with more than one. Each condition written on TEXT_VECTOR itself made Postgres tokenize the
- * whole text again: a filter of 50
- * negated conditions over tasks with 99,000-character notes cost seconds of CPU per task
- * (measured: 150 ms per condition for 20 such tasks; 152 ms for all 50 conditions computed once).
- * OFFSET 0 keeps the planner from inlining the subquery back into each condition.
+ * Each condition written on TEXT_VECTOR made Postgres tokenize the whole text again (seconds of CPU
+ * per task with long notes); OFFSET 0 keeps the planner from inlining it back (decision 0031).
  */
 const TEXT_JOIN = `cross join lateral (select ${TEXT_VECTOR} as vector offset 0) task_text`;
 
-/**
- * A lower bound of a task's size as JSON, read without unpacking its text (octet_length of a
- * stored value reads its header): the free text's bytes, which JSON writes at least once.
- */
+/** octet_length of a stored value reads its header, without unpacking its text. */
 const LEAST_BYTES = `(octet_length(title) + coalesce(octet_length(description), 0) + coalesce(octet_length(notes), 0))`;
 
 /**
- * The sync horizon: the start of the oldest transaction of this service still open, this
- * statement's own included (`now()`, so that a reader whose connection is not named like the
- * service's still gets one: a missing horizon once reached the driver as a date it could not
- * encode, which broke the connection and hung the pool). A write stamps updated_at with its
- * transaction's start and may commit after a later one, so a row newer than this may still be
- * joined by an older one; paging forward by updated_at stops here, and whatever commits late is
- * never behind a reader's cursor (decision 0025). Read by a statement of its own, before the
- * listing's: read within it, after its snapshot, a write that committed in between would be
- * neither open nor visible. As text, to keep its microseconds.
- *
- * Only transactions that may write count: every task write runs in a transaction of the pool's
- * transaction connections (libs/db), while reads run on its autocommit connections, whose
- * application_name ends in READ_SUFFIX. A long read (one tenant's expensive search) would
- * otherwise hold back every tenant's sync listing for as long as it runs; one of those that did
- * write (backend_xid set) still counts.
+ * A write stamps updated_at with its transaction's start and may commit after a later one, so
+ * paging forward by updated_at stops at the oldest open writing transaction (decision 0025). Read
+ * by a statement of its own: within the listing's, after its snapshot, a write that committed in
+ * between would be neither open nor visible. Reads (READ_SUFFIX) do not count, so one tenant's
+ * long search holds back no one's sync (decision 0031). `now()` keeps it never null; text keeps its microseconds.
  */
 const SYNC_HORIZON = `select least(min(xact_start), now())::text as horizon from pg_stat_activity
   where datname = current_database() and backend_type = 'client backend'
@@ -87,22 +64,19 @@ const SYNC_HORIZON = `select least(min(xact_start), now())::text as horizon from
     and (backend_xid is not null or right(application_name, length('${READ_SUFFIX}')) <> '${READ_SUFFIX}')`;
 
 export interface TaskQuery {
-  /** When the caller stops waiting (Unix milliseconds): the statement is cancelled then. */
+  /** The statement is cancelled then. */
   until?: number | undefined;
   filter: TaskFilter | undefined;
-  /** Occurrences of one series (the list's series_task_id; not a search field). */
   series?: number | undefined;
   sort: TaskSort;
   limit: number;
   after?: string | undefined;
 }
 
-/** `pageBytes`: the bytes of tasks one page may carry (pageBudget() of the service's NATS connection). */
 export function taskSearch(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
   const taskJson = sql.unsafe(TASK_JSON);
   const reencode = sql.unsafe(TASK_JSON_REENCODE);
   return {
-    /** A page of the organization's tasks that match, in the sort's order, after the cursor. */
     async page(org: string, q: TaskQuery): Promise<RawJson<Page<Task>>> {
       const s = sortOf(q.sort);
       const expr = sql.unsafe(s.expr);
@@ -112,9 +86,8 @@ export function taskSearch(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
         const [v, n] = decodeKeyset(q.after, 2);
         after = sql`and (${expr}, tasks.number) ${sql.unsafe(s.desc ? "<" : ">")} (${String(v)}${sql.unsafe(s.readBack)}, ${String(n)}::bigint)`;
       }
-      // One text condition is written on the indexed expression itself, evaluated at most once a
-      // row; several read the row's vector computed once (TEXT_JOIN), one of them repeated on the
-      // expression where the filter implies it, for the index.
+      // One text condition is written on the indexed expression; several read the row's vector
+      // computed once (TEXT_JOIN), one repeated on the expression, for the index.
       const several = q.filter !== undefined && textConditions(q.filter) > 1;
       const filter = q.filter === undefined ? sql`true` : compileFilter(sql, q.filter, false, several ? "task_text.vector" : TEXT_VECTOR);
       const indexed = several && q.filter !== undefined ? indexedText(q.filter) : undefined;
@@ -128,9 +101,7 @@ export function taskSearch(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
         if (h === undefined) throw new Error("the sync horizon query answered no row");
         horizon = sql`and updated_at < ${h.horizon}::timestamptz`;
       }
-      // The number is selected as text under another name: in ORDER BY, `number` would be that
-      // output column, sorted as text, not the table's bigint. The sort's values are selected too,
-      // for the byte budget's running sum in the same order.
+      // In ORDER BY, `number` would be the text output column, not the table's bigint: hence another name.
       const raw = sql`
         select tasks.*, ${sql.unsafe(s.text)} as cursor_at, number::text as cursor_number, ${expr} as sort_value,
           tasks.number as sort_number, ${sql.unsafe(LEAST_BYTES)} as least_bytes
@@ -141,9 +112,8 @@ export function taskSearch(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
         order by ${expr} ${dir}, tasks.number ${dir}
         limit ${q.limit + 1}`;
       const order = `item.sort_value ${s.desc ? "desc" : "asc"}, item.sort_number ${s.desc ? "desc" : "asc"}`;
-      // Two cuts: first by a lower bound of each task's size read without unpacking its text, so
-      // the JSON is built only for the tasks that may fit (not for every row the limit reads, which
-      // for tasks of 600 kB each meant 60 MB built to send one); then by the JSON's own size.
+      // Cut first by a lower bound read without unpacking the text, so the JSON is built only for tasks
+      // that may fit (for tasks of 600 kB each, 60 MB were built to send one); then by the JSON's size.
       const mayFit = withinBudget(sql, raw, "item.least_bytes", order, pageBytes);
       const built = sql`
         select ${taskJson} as json, ${reencode} as reencode, cursor_at, cursor_number, sort_value, sort_number

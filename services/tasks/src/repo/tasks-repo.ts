@@ -15,24 +15,14 @@ const toSummary = (r: SummaryRow): TaskSummary => ({
   parent_task_id: r.parent_number === null ? null : taskId(r.parent_number),
 });
 
-/** A task's history: newest version first. */
 const VERSION_PAGES = keyset("desc", ["seq", "integer"]);
 
-/**
- * Tasks and their versions (tables `tasks`, `task_versions`, `task_projects`, the number counters
- * `org_counters`); a create's outbox rows and idempotency records are written by its statement
- * (task-create.ts).
- * `pageBytes`: the bytes of versions one history page may carry (pageBudget() of the service's
- * NATS connection).
- */
 export function tasksRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
   const cols = sql.unsafe(TASK_COLUMNS);
   return {
     /**
-     * One task; with `lock`, the row is held until the transaction ends. `for no key update`, the
-     * lock an UPDATE of non-key columns takes anyway: it does not conflict with the key-share
-     * locks that foreign-key checks take, so a PATCH of a task never waits for (or deadlocks
-     * with) a transaction that merely points a subtask or a dependency at it.
+     * `for no key update`, the lock an UPDATE of non-key columns takes anyway: it does not conflict
+     * with foreign-key checks' key-share locks, so a PATCH never waits for a subtask pointing at it.
      */
     async get(org: string, number: number, lock = false): Promise<TaskRow | undefined> {
       const [row] = await sql<TaskRow[]>`
@@ -41,18 +31,12 @@ export function tasksRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
       return row;
     },
 
-    /**
-     * The version of a task's row for the read cache (decision 0017): its `xmin`, the transaction
-     * that wrote the row's current tuple. Every UPDATE of the row writes a new tuple, so any change
-     * (content, archive, unlinked project) changes it; a row lock does not. A primary-key lookup
-     * that returns one small value. Undefined when there is no such task.
-     */
+    /** The row's `xmin`: every UPDATE writes a new tuple, so any change moves it, and a row lock does not (decision 0017). */
     async rowVersion(org: string, number: number): Promise<string | undefined> {
       const [row] = await sql<{ v: string }[]>`select xmin::text as v from tasks where organization_id = ${org} and number = ${number}`;
       return row?.v;
     },
 
-    /** One task with its row version (rowVersion), read together, for the read cache. */
     async getForCache(org: string, number: number): Promise<(TaskRow & { row_version: string }) | undefined> {
       const [row] = await sql<(TaskRow & { row_version: string })[]>`
         select ${cols}, xmin::text as row_version from tasks where organization_id = ${org} and number = ${number}`;
@@ -64,10 +48,8 @@ export function tasksRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
       return rows.length === 1;
     },
 
-    /** Creates several tasks of one organization in one statement (task-create.ts). */
     create: (org: string, items: NewTask[]): Promise<TaskRow[]> => createTasks(sql, org, items),
 
-    /** Writes a new current version (content changed). */
     async updateContent(org: string, number: number, c: Content, versionId: string, projectsChanged: boolean): Promise<TaskRow> {
       const [row] = await sql<TaskRow[]>`
         with t as (
@@ -105,8 +87,7 @@ export function tasksRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
     },
 
     async history(org: string, number: number, limit: number, after: string | undefined) {
-      // A version's size for the page's byte budget: its whole row as JSON, the version's fields
-      // escaped as the answer escapes them, and a few bytes more (the row's keys).
+      // A version's size: its whole row as JSON, escaped as the answer escapes it, a few bytes more.
       const page = sql`
         select id, seq, version, title, description, status, priority, start_date, due_date, notes,
           story_points::text as story_points, recurrence, project_ids, created_at, octet_length(row_to_json(task_versions)::text) as bytes
@@ -130,7 +111,6 @@ export function tasksRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
       );
     },
 
-    /** Whether `candidate` is `number` itself or one of its ancestors' descendants (parent loop). */
     async isSelfOrDescendant(org: string, number: number, candidate: number): Promise<boolean> {
       const rows = await sql`
         with recursive up(n) as (
@@ -142,7 +122,6 @@ export function tasksRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
       return rows.length === 1;
     },
 
-    /** Summaries of several tasks of one organization, in one query (unknown numbers are absent). */
     async summaries(org: string, numbers: number[]): Promise<TaskSummary[]> {
       if (numbers.length === 0) return [];
       const rows = await sql<SummaryRow[]>`
@@ -158,17 +137,12 @@ export function tasksRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
       return rows.map(toSummary);
     },
 
-    /** Several tasks of one organization as rows (unknown numbers are absent). */
     async byNumber(org: string, numbers: number[]): Promise<TaskRow[]> {
       if (numbers.length === 0) return [];
       return sql<TaskRow[]>`select ${cols} from tasks where organization_id = ${org} and number = any(${numbers}::bigint[])`;
     },
 
-    /**
-     * Serializes the parent changes of one organization, whose acyclicity check
-     * (isSelfOrDescendant) reads the parent graph; held to the commit. (Dependencies have their
-     * own lock: dependencies-repo lock.)
-     */
+    /** The acyclicity check reads the parent graph, so parent changes are serialized; held to the commit. */
     async lockHierarchy(org: string): Promise<void> {
       await sql`select pg_advisory_xact_lock(hashtextextended(${`tasks.hierarchy:${org}`}, 0))`;
     },

@@ -9,11 +9,9 @@ export interface TaskEventsConsumerOptions {
   namespace: string;
   log: Logger;
   fanout: FanOutService;
-  /** Events handled at once by this replica. */
   concurrency?: number;
-  /** Called when an event made deliveries (the dispatcher sends them now rather than at its next poll). */
+  /** Called when an event made deliveries, so the dispatcher sends them now rather than at its next poll. */
   onFannedOut?: () => void;
-  /** The replica's health: the consumer reports whether it is attached. */
   health?: { check(name: string, fn: Check): () => void };
 }
 
@@ -21,16 +19,9 @@ export interface TaskEventsConsumerOptions {
 export const fanOutDurable = (namespace: string) => `${namespace}_webhooks_fanout`;
 
 /**
- * Entry layer for the task-event stream: every event is fanned out into deliveries, then acked.
- * A database error throws, so the consumer naks with backoff and the event comes again; the
- * fan-out is idempotent, so a redelivery after a lost ack, or the same event at two replicas
- * (they share the durable, but an ack wait that runs out hands a message to another), adds no row.
- *
- * The stream belongs to the tasks service (its definition declares it). This service does not
- * declare it too: two definitions of one stream drift, and each start would "update" it to its
- * own copy. When the stream is not there yet (webhooks started first), consume() keeps trying in
- * the background while the service serves its RPCs; events wait in the stream (DeliverPolicy.All),
- * so starting late loses none.
+ * The fan-out is idempotent, so a redelivery after a lost ack, or the same event at two replicas,
+ * adds no row. The stream is the tasks service's, not declared here too: two definitions of one
+ * stream drift, and each start would update it to its own copy (decision 0014).
  */
 export function startTaskEventsConsumer(o: TaskEventsConsumerOptions): Promise<Consumption> {
   return consume(o.nc, {
@@ -38,10 +29,8 @@ export function startTaskEventsConsumer(o: TaskEventsConsumerOptions): Promise<C
     durable: fanOutDurable(o.namespace),
     schema: webhookMessages.taskEvent.schema,
     concurrency: o.concurrency ?? 16,
-    // One insert per event: far below this, unless the database is in trouble.
     ackWaitMs: 30_000,
-    // The fan-out is idempotent (the key above): an ack the server never got brings the event
-    // back to add nothing, so acks need no confirmation round trip (decision 0020).
+    // The fan-out is idempotent: an ack the server never got brings the event back to add nothing (decision 0020).
     confirmAcks: false,
     log: o.log,
     health: o.health,

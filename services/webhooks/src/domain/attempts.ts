@@ -5,36 +5,22 @@ import { endpointsRepo } from "../repo/endpoints-repo.js";
 import type { WebhooksResources } from "./resources.js";
 import { afterFailure, streakAfter, succeeded } from "./delivery-rules.js";
 
-/**
- * A start that found the attempt's row taken by a racing start or expiry (its window not yet
- * known) says to ask again after this long.
- */
+/** A start that found the row taken by a racing start or expiry (its window not yet known) asks again after this. */
 const BUSY_RECHECK_MS = 1000;
 
-/**
- * The delivery attempts: what the worker may send (start), and what its calls came to (record):
- * the delivery's state, the retry schedule, the endpoint's failure streak and auto-disable.
- */
 export function attemptsService(res: WebhooksResources) {
   const repo = attemptsRepo(res.db.sql);
 
   return {
     /**
-     * The signed request of each job still due: its delivery exists (not deleted with its
-     * endpoint), is DELIVERING in this very attempt (not expired and dispatched again), no other
-     * worker's call window is open on it, and its endpoint is enabled. Starting opens the
-     * attempt's window (repo `start`): until it passes, a second start of the attempt answers
-     * `busy_until` instead, so a job that reaches two workers makes one call at a time. Others get
-     * `request: null` and the worker sends nothing; an attempt whose endpoint was disabled
-     * meanwhile becomes DISABLED.
+     * Starting opens the attempt's call window: until it passes, a second start answers `busy_until`,
+     * so a job that reaches two workers makes one call at a time (decision 0033).
      */
     async start(jobs: readonly StartAttempt[]): Promise<StartedAttempts> {
-      // A ref named twice in one batch (a job that reached this worker twice) is started once.
       const key = (j: AttemptRef) => `${j.delivery_id}:${j.attempt}`;
       const unique = [...new Map(jobs.map((j) => [key(j), j])).values()];
       const subjects = new Map((await repo.start(unique)).map((s) => [s.id, s]));
-      // Each window opened over one that passed unreported is a call that ended with no outcome
-      // (its worker died or was cut off): counted as the lease expiry counts one.
+      // A window opened over one that passed unreported is a call that ended with no outcome (its worker died).
       const reopened = [...subjects.values()].filter((s) => s.reopened).length;
       if (reopened > 0) webhookAttempts.inc({ outcome: "no_outcome" }, reopened);
       const given = new Set<string>();
@@ -72,12 +58,7 @@ export function attemptsService(res: WebhooksResources) {
       return { attempts };
     },
 
-    /**
-     * Attempts a worker reached past their send window (a rate-limited endpoint's) and did not
-     * make: PENDING again and due now, so the next pass gives each a new send time. Not an attempt
-     * (no row, the count unchanged) and not a failure (no streak, no schedule). Only the attempt
-     * still current is given back, as for every other report.
-     */
+    /** Not an attempt (no row, the count unchanged) and not a failure: PENDING again, so the next pass gives a new send time. */
     async defer(jobs: readonly AttemptRef[]): Promise<{ deferred: number }> {
       const deferred = await repo.unclaim(jobs, 0);
       res.wake();
@@ -85,11 +66,8 @@ export function attemptsService(res: WebhooksResources) {
     },
 
     /**
-     * Records reported attempts in one transaction. Every report becomes an attempt row (a late
-     * one replaces its `no_outcome` placeholder). A failure moves the delivery's state only when
-     * it is the current attempt (one whose lease ran out and was dispatched again does not: the
-     * new attempt decides); a 2xx always ends a delivery still PENDING or DELIVERING. Endpoints
-     * are locked first, in id order, then deliveries.
+     * A failure moves the delivery's state only for its current attempt; a 2xx always ends a delivery
+     * still PENDING or DELIVERING (decision 0015). Endpoints are locked first, in id order.
      */
     async record(results: readonly ReportedAttempt[]): Promise<{ recorded: number }> {
       const recorded = await res.db.tx(async (t) => {
@@ -112,7 +90,6 @@ export function attemptsService(res: WebhooksResources) {
         const enabled = new Map(deliveries.endpoints.map((e) => [e.id, e.enabled]));
         for (const s of streaks) if (s.disabledReason !== null) enabled.set(s.id, false);
 
-        // One update per delivery (a batch may, rarely, hold two reports of one).
         const updates = new Map<string, DeliveryUpdate>();
         for (const r of ordered) {
           const d = byId.get(r.delivery_id);
@@ -146,7 +123,6 @@ export function attemptsService(res: WebhooksResources) {
       });
       for (const state of recorded.finished) if (state === "SUCCEEDED" || state === "FAILED" || state === "DISABLED") webhookDeliveriesFinished.inc({ state });
       for (const reason of recorded.disabled) webhookEndpointsDisabled.inc({ reason });
-      // Disabled endpoints' events are in the outbox; slots were freed, retries scheduled.
       if (recorded.disabled.length > 0) res.written();
       res.wake();
       return { recorded: recorded.count };

@@ -3,16 +3,13 @@ import { delayAfterFailure } from "@tasksvc/outbound";
 import type { DeliveryUpdate, EndpointStreak, StreakUpdate } from "../repo/attempts-repo.js";
 import type { DeliveryPolicy } from "./resources.js";
 
-// The rules both delivery systems apply: what a failed attempt leads to, and an endpoint's
-// failure streak. Pure: the systems read the rows and write the answers.
+// Pure: the systems read the rows and write the answers.
 
-/** Why an endpoint was disabled automatically (spec 2.8 `disabled_reason`; decision 0015). */
 export const DISABLED_GONE = "endpoint_gone";
 export const DISABLED_FAILING = "consecutive_failures";
 
 export const succeeded = (r: CallResult) => r.outcome === "delivered";
 
-/** The next state after a failed attempt `attempt` (1-based): a retry, FAILED, or DISABLED. */
 export function afterFailure(
   policy: DeliveryPolicy,
   id: string,
@@ -33,11 +30,7 @@ export function afterFailure(
     : { id, state: "PENDING", attemptCount: attempt, lastStatus: status, nextInMs: delay };
 }
 
-/**
- * An endpoint's streak after these results, in the order they happened: a success ends it, a
- * failure extends it; a 410 disables at once, and a streak of `disableAfter` failures that began
- * at least `disableMinAgeMs` ago disables too (DESIGN.md 5).
- */
+/** A 410 disables at once; a streak of `disableAfter` failures begun `disableMinAgeMs` ago or earlier disables too. */
 export function streakAfter(policy: DeliveryPolicy, e: EndpointStreak, results: readonly ReportedAttempt[], at: Date): StreakUpdate {
   let failureCount = e.failureCount;
   let failingSince = e.failingSince;

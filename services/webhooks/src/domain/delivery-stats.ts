@@ -9,12 +9,8 @@ const COMPACTION_BATCH = 10_000;
 const endpointNotFound = () => new AppError("resource_not_found", "No webhook endpoint with that id exists in this organization.");
 
 /**
- * An endpoint's delivery statistics (DESIGN.md 11) and their upkeep. The counts come from a
- * rollup that triggers feed (migration 0009), so a read costs the same at a million deliveries as
- * at ten, and is exact: every change of a delivery or an attempt adds its delta in its own
- * statement. `pending` is what was created and is neither finished nor in flight; the in-flight
- * rows are counted live (at most WEBHOOK_ENDPOINT_CONCURRENCY of them), while a PENDING backlog
- * may be millions of rows, which is exactly when someone looks.
+ * From a rollup that triggers feed (migration 0009, decision 0028), so a read costs the same at a
+ * million deliveries as at ten, and is exact; only the in-flight rows (a bounded few) are counted live.
  */
 export function deliveryStatsService(res: Pick<WebhooksResources, "db">) {
   const repo = statsRepo(res.db.sql);
@@ -37,10 +33,7 @@ export function deliveryStatsService(res: Pick<WebhooksResources, "db">) {
       };
     },
 
-    /**
-     * Folds the deltas into the rollup, one replica at a time (the others find the lock taken and
-     * leave it). Answers how many deltas it moved.
-     */
+    /** One replica at a time: the others find the lock taken and leave it. */
     async compact(): Promise<number> {
       let moved = 0;
       for (;;) {
@@ -54,7 +47,7 @@ export function deliveryStatsService(res: Pick<WebhooksResources, "db">) {
       }
     },
 
-    /** Rollup rows past the delivery log's retention, which no window reaches. */
+    /** No window reaches past the delivery log's retention. */
     sweep: () => repo.sweep(),
   };
 }

@@ -7,56 +7,38 @@ import { afterFailure } from "./delivery-rules.js";
 export interface DispatchOptions {
   /** WEBHOOK_LEASE: how long an attempt may stay unreported before it is dispatched again. */
   leaseMs: number;
-  /** WEBHOOK_ENDPOINT_CONCURRENCY: attempts in flight per endpoint, across every worker. */
   endpointConcurrency: number;
-  /** Deliveries claimed per transaction (default 500). */
   batch?: number;
-  /** Leases run for seconds at least: a pass looks for expired ones this often (default 1 s). */
+  /** Leases run for seconds at least, so expiries need no finer look. */
   expiryEveryMs?: number;
-  /** Puts one job on the job stream; rejects when it could not. */
   publish(job: DeliveryJob): Promise<void>;
-  /** Rate limits' pacing (default RATE_PACING; tests shorten or widen it). */
   pacing?: Partial<RatePacing>;
 }
 
-/** A claim whose job could not be published is due again after this long. */
 const UNPUBLISHED_RETRY_MS = 1000;
 
 /**
- * Send times for endpoints with a rate limit (DESIGN.md 11). A worker starts an attempt at its
- * send time or within `toleranceMs` after it, never later (later, it hands the attempt back). With
- * send times `(1 s + toleranceMs) / rate_limit` apart, any rate_limit + 1 starts then span more
- * than a second, whichever workers make them: no one-second window holds more than rate_limit.
+ * Send times `(1 s + toleranceMs) / rate_limit` apart, each started within `toleranceMs`: any
+ * rate_limit + 1 starts then span more than a second, whichever workers make them (decision 0028).
  */
 export const RATE_PACING = {
   /** The worker's window after a send time: covers a timer firing late and a short GC pause. */
   toleranceMs: 50,
-  /** The first send time is at least this far ahead: the job's way to a worker and its signing. */
+  /** The job's way to a worker and its signing. */
   leadMs: 100,
   /**
-   * Send times are handed out this far ahead at most, so a backlog stays PENDING in Postgres.
-   * It must exceed the dispatcher's poll (250 ms) plus the lead, so that the next times are out
-   * before the last ones are used, whatever wakes the dispatcher.
+   * So a backlog stays PENDING in Postgres. It must exceed the dispatcher's poll (250 ms) plus the
+   * lead, so that the next times are out before the last ones are used.
    */
   horizonMs: 1000,
-  /**
-   * An endpoint gets more send times only once its next free one is this close: each refill is
-   * about half a second of them in one job, so a limited endpoint keeps two or three jobs waiting
-   * in the workers (each holds a job slot there, never a call slot) rather than one per pass.
-   * (At rates where WEBHOOK_ENDPOINT_CONCURRENCY binds first, that bound caps them as before.)
-   */
+  /** Each refill is about half a second of send times in one job, so a limited endpoint keeps two or three jobs waiting, not one per pass. */
   refillMs: 500,
 } as const;
 export type RatePacing = { [K in keyof typeof RATE_PACING]: number };
 
 /**
- * Turns due deliveries into jobs on the job stream (decision 0015). Postgres holds the truth: a
- * claim (PENDING → DELIVERING with a lease) commits first, then its jobs are published, one per
- * endpoint; a job that cannot be published gives its claims back. A job the stream loses leaves
- * a lease that runs out: a later pass counts that attempt and dispatches the delivery again. (A
- * worker killed mid-call is noticed sooner: its jobs go to another worker, which makes the
- * attempt again once its call window has passed; the lease, stretched over that window by the
- * start, is only the backstop.) Every replica dispatches; an advisory lock serializes their
+ * Postgres holds the truth: a claim commits first, then its jobs are published; a job the stream
+ * loses leaves a lease that runs out (decision 0015). An advisory lock serializes every replica's
  * passes, so the per-endpoint bound holds across replicas.
  */
 export function dispatchService(res: WebhooksResources, o: DispatchOptions) {
@@ -66,12 +48,7 @@ export function dispatchService(res: WebhooksResources, o: DispatchOptions) {
   const pacing: Pacing = { spacingMs: 1000 + rate.toleranceMs, leadMs: rate.leadMs, horizonMs: rate.horizonMs, refillMs: rate.refillMs };
   let expiryCheckedAt = Number.NEGATIVE_INFINITY;
 
-  /**
-   * Attempts whose lease ran out unreported (a worker killed mid-call, a job the stream lost):
-   * each counts as an attempt (`no_outcome`, so a delivery that kills its worker every time ends
-   * FAILED instead of looping) and follows the schedule. Not counted against the endpoint: its
-   * fault is not known.
-   */
+  /** Counted as `no_outcome`, so a delivery that kills its worker every time ends FAILED; not against the endpoint, whose fault it is not known. */
   async function expire(repo: AttemptsRepo, expired: readonly Expired[]): Promise<void> {
     if (expired.length === 0) return;
     const at = res.now().toISOString();
@@ -87,15 +64,10 @@ export function dispatchService(res: WebhooksResources, o: DispatchOptions) {
       })),
     );
     await repo.updateDeliveries(expired.map((e) => afterFailure(res.policy, e.id, e.attempt, null, null, e.endpointEnabled)));
-    // Counted as the attempts they are (the delivery worker counts the ones it made).
     webhookAttempts.inc({ outcome: "no_outcome" }, expired.length);
   }
 
-  /**
-   * One job per endpoint: the attempts of one endpoint claimed in one pass travel as one message.
-   * Its lease is the earliest of theirs (a rate-limited endpoint's run from their send times), so
-   * a worker never starts an attempt whose lease has run out.
-   */
+  /** Its lease is the earliest of theirs, so a worker never starts an attempt whose lease has run out. */
   function jobsOf(claimed: readonly Claimed[]): DeliveryJob[] {
     const byEndpoint = new Map<string, DeliveryJob>();
     for (const c of claimed) {
@@ -133,7 +105,7 @@ export function dispatchService(res: WebhooksResources, o: DispatchOptions) {
   }
 
   return {
-    /** One pass: expire leases, claim, publish. Answers whether a full batch was claimed (more may be due). */
+    /** Answers whether a full batch was claimed (more may be due). */
     async pass(): Promise<boolean> {
       const claimed = await res.db.tx(async (t) => {
         const repo = attemptsRepo(t);
@@ -144,8 +116,7 @@ export function dispatchService(res: WebhooksResources, o: DispatchOptions) {
           await expire(repo, await repo.expiredLeases(batch));
           return repo.claim(o.endpointConcurrency, batch, o.leaseMs, pacing);
         }
-        // The lock and the claim go out together (one round trip); the server runs the claim once
-        // the lock is held, with a snapshot taken then, so it counts what other passes committed.
+        // One round trip: the claim runs once the lock is held, with a snapshot taken then, so it counts what other passes committed.
         const [, claimed] = await Promise.all([repo.lockDispatch(), repo.claim(o.endpointConcurrency, batch, o.leaseMs, pacing)]);
         return claimed;
       });

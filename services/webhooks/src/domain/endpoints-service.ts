@@ -25,51 +25,32 @@ import { checkUrl, EgressRefused, newSigningSecret } from "@tasksvc/outbound";
 import { DuplicateEndpointUrl, type EndpointsRepo, endpointsRepo } from "../repo/endpoints-repo.js";
 import type { WebhooksResources } from "./resources.js";
 
-/** What the endpoints system reads beside the resources: a setting and the delivery service's calls. */
 export interface EndpointsOptions {
-  /** WEBHOOK_ALLOW_HTTP: accept http: destinations (local use). */
   allowHttp: boolean;
-  /**
-   * The delivery service's synchronous call (decision 0015): the only process that makes outbound
-   * HTTP calls, so the egress guard is applied in one place for deliveries and probes alike.
-   */
+  /** The delivery service is the only process that makes outbound HTTP calls: the egress guard is in one place. */
   call: (request: SignedRequest, ctx: RpcContext) => Promise<CallResult>;
-  /** The delivery service's guard, asked ahead: would it refuse every call to this URL? */
   checkDestination: (url: string, ctx: RpcContext) => Promise<DestinationChecked>;
 }
 
-/**
- * What the create records under its Idempotency-Key: the endpoint and its secret SEALED, so the
- * service's idempotency table never holds a plain secret; a replay opens it again (decision 0013).
- */
+/** The secret sealed, so the idempotency table never holds a plain secret (decision 0013). */
 interface CreateRecord {
   endpoint: WebhookEndpoint;
   secret_sealed: string;
 }
 
-/** What a rotation records under its Idempotency-Key: like the create's, the new secret only sealed. */
 interface RotateRecord {
   endpoint: WebhookEndpoint;
   secret_sealed: string;
   previous_secret_expires_at: string;
 }
 
-/** The envelope type of a verify probe: not a task event, so a receiver cannot mistake it for one. */
+/** Not a task event type, so a receiver cannot mistake a probe for one. */
 export const VERIFY_EVENT_TYPE = "webhook.verify";
 
-/**
- * The sample task's id: a well-formed task id (a receiver's parser accepts it) that no task can
- * have, since task numbers start at 1. A receiver that looks it up finds nothing, rather than
- * the organization's real T-1.
- */
+/** Well-formed (a receiver's parser accepts it) but no task's: numbers start at 1 (decision 0033). */
 export const SAMPLE_TASK_ID = "T-0";
 
-/**
- * The test event's data (spec 4.1, 6): a representative task in the Task shape, so a receiver can
- * exercise the code path a real event takes. Unmistakably a sample: the envelope says `"test":
- * true`, the id names no task, and the title says so; archived only for task.archived, as a real
- * event of that type would be.
- */
+/** A representative task, so a receiver exercises a real event's code path; archived only for task.archived. */
 export function sampleTask(type: TaskEventType, at: Date): Task {
   const now = at.toISOString();
   return {
@@ -94,24 +75,19 @@ export function sampleTask(type: TaskEventType, at: Date): Task {
   };
 }
 
-/** The endpoint as a webhook_endpoint.* event of `type` would carry it (a sample: nothing changes). */
 export function sampleEndpoint(type: EndpointEventType, e: WebhookEndpoint): WebhookEndpoint {
   return type === "webhook_endpoint.disabled"
     ? { ...e, enabled: false, disabled_reason: "consecutive_failures" }
     : { ...e, enabled: true, disabled_reason: null, failure_count: 0 };
 }
 
-/** Spec 4.1: the probe as the API shows it; `status` only when a response came. */
 function probeResult(r: CallResult): ProbeResult {
   return r.status === null ? { outcome: r.outcome, duration_ms: r.duration_ms } : { outcome: r.outcome, status: r.status, duration_ms: r.duration_ms };
 }
 
 const notFound = () => new AppError("resource_not_found", "No webhook endpoint with that id exists in this organization.");
 
-/**
- * The cap's refusal: 400 validation_failed like the storage allowance's (the catalog has no code
- * for a plan limit), naming the whole body, since no field of it would make the create succeed.
- */
+/** 400 like the storage allowance's (the catalog has no code for a plan limit), naming the whole body: no field would make it succeed. */
 function atCap(count: number, cap: number): AppError {
   const message = `the organization has ${count} webhook endpoints and its plan allows ${cap}: delete one before creating another, or ask for a higher limit`;
   return new AppError("validation_failed", `The organization has reached its plan's limit of webhook endpoints (${cap}).`, {
@@ -124,12 +100,7 @@ export function endpointsService(res: WebhooksResources, o: EndpointsOptions) {
   const repo = endpointsRepo(res.db.sql);
   const tx = <T>(fn: (r: EndpointsRepo) => Promise<T>) => res.db.tx((t) => fn(endpointsRepo(t)));
 
-  /**
-   * The destination rules that depend on settings (scheme, userinfo), and the URL as stored: its
-   * WHATWG serialization (scheme and host in lower case, the default port and dot segments gone,
-   * what needs it percent-encoded), so that one organization cannot have the same destination
-   * twice under two spellings (`https://A.example:443/x` is `https://a.example/x`).
-   */
+  /** The URL as stored is its WHATWG serialization, so one destination cannot be stored twice under two spellings (decision 0023). */
   function destination(url: string): string {
     let href: string;
     try {
@@ -143,18 +114,14 @@ export function endpointsService(res: WebhooksResources, o: EndpointsOptions) {
   }
 
   /**
-   * Refuses at once what the egress guard would refuse at every call (a blocked address, or
-   * a name resolving only to blocked ones), rather than accept a URL whose deliveries would be
-   * retried for days. The delivery service answers (it holds the guard's setting and resolves
-   * names from where calls go out); when it cannot be asked, the URL is accepted and each call is
-   * checked as always.
+   * Refuses at once what the egress guard would refuse at every call, rather than retry for days;
+   * when the delivery service cannot be asked, each call is checked as always.
    */
   async function reachable(url: string, c: Caller): Promise<void> {
     const checked = await o.checkDestination(url, c.ctx).catch(() => ({ refused: null }));
     if (checked.refused) throw fieldError("/url", checked.refused.message);
   }
 
-  /** The one-URL rule's refusal, at the field the request changed. */
   function urlTaken(pointer: "/url" | "/enabled", e: unknown): never {
     if (!(e instanceof DuplicateEndpointUrl)) throw e;
     throw fieldError(
@@ -165,28 +132,20 @@ export function endpointsService(res: WebhooksResources, o: EndpointsOptions) {
     );
   }
 
-  /**
-   * One signed request to the endpoint, sent now by the delivery service. A fresh webhook-id: a
-   * probe is no event, so it must never be deduplicated against one. No delivery row is written
-   * (spec 4.1: a probe never appears in the delivery log).
-   */
+  /** A fresh webhook-id: a probe is no event, so it must never be deduplicated against one. */
   async function probe(c: Caller, id: string, event: { type: string; data: (at: Date) => unknown }): Promise<{ result: CallResult; verified: boolean }> {
     const target = await repo.signingTarget(c.organizationId, id);
     if (!target) throw notFound();
     const at = new Date();
     const eventId = newId("evt");
-    // Built as a real event's body is, then `test: true`: a probe is never a real event, and its body says so.
+    // A probe is never a real event, and its body says so.
     const body = webhookBody({ id: eventId, type: event.type, created_at: at.toISOString(), data: event.data(at) }, { test: true });
     const request = res.signer.sign(target.url, target.secrets, eventId, body);
     return { result: await o.call(request, c.ctx), verified: target.verified };
   }
 
   return {
-    /**
-     * Within the plan's cap on endpoints (`limits.webhook_endpoints`, enabled or not: each one
-     * multiplies what a single task write sends), one endpoint per URL. A refusal records nothing
-     * here; the gateway stores it under the Idempotency-Key and replays it like any 400.
-     */
+    /** Each endpoint multiplies what a single task write sends, hence the plan's cap, enabled or not. */
     async create(c: Caller, b: CreateWebhookEndpointBody, limits: { webhook_endpoints: number }): Promise<CreatedWebhookEndpoint> {
       const url = destination(b.url);
       const cap = limits.webhook_endpoints;
@@ -222,10 +181,7 @@ export function endpointsService(res: WebhooksResources, o: EndpointsOptions) {
       return e;
     },
 
-    /**
-     * A change of `enabled` (by hand: true to false or false to true) writes its operational event
-     * (webhook_endpoint.disabled or .enabled) in the same transaction, with the endpoint after it.
-     */
+    /** A change of `enabled` writes its operational event in the same transaction. */
     async update(c: Caller, id: string, patch: UpdateWebhookEndpointBody): Promise<WebhookEndpoint> {
       const url = patch.url === undefined ? undefined : destination(patch.url);
       if (url !== undefined) await reachable(url, c);
@@ -246,12 +202,7 @@ export function endpointsService(res: WebhooksResources, o: EndpointsOptions) {
       return e.updated;
     },
 
-    /**
-     * Spec 3.4, 4.1: a new secret each time. Under an Idempotency-Key a replay answers the same new
-     * secret and rotates once. The key's operation names the endpoint: should the gateway's record
-     * be gone, the same key sent for another endpoint is 422 idempotency_key_reused, never that
-     * endpoint's secret.
-     */
+    /** The key's operation names the endpoint: the same key sent for another endpoint is 422, never that endpoint's secret. */
     async rotateSecret(c: Caller, id: string): Promise<RotatedWebhookEndpoint> {
       const record = await idempotentWrite<EndpointsRepo, undefined, RotateRecord>({
         records: repo.idempotency,
@@ -269,10 +220,6 @@ export function endpointsService(res: WebhooksResources, o: EndpointsOptions) {
       return { ...record.endpoint, secret: box.open(record.secret_sealed), previous_secret_expires_at: record.previous_secret_expires_at };
     },
 
-    /**
-     * Spec 4.1: one signed sample event, task.created unless asked otherwise. Any endpoint state:
-     * it is a probe. A webhook_endpoint.* sample carries this endpoint as such an event would.
-     */
     async sendTestEvent(c: Caller, id: string, eventType: EventType | undefined): Promise<ProbeResult> {
       const type = eventType ?? "task.created";
       if (isTaskEventType(type)) return probeResult((await probe(c, id, { type, data: (at) => sampleTask(type, at) })).result);
@@ -282,7 +229,6 @@ export function endpointsService(res: WebhooksResources, o: EndpointsOptions) {
       return probeResult(result);
     },
 
-    /** DESIGN.md 4: a signed probe; a delivered one (2xx) marks the endpoint verified, a failure changes nothing. */
     async verify(c: Caller, id: string): Promise<VerifyResult> {
       const { result, verified } = await probe(c, id, { type: VERIFY_EVENT_TYPE, data: () => ({ endpoint_id: id }) });
       if (result.outcome !== "delivered") return { ...probeResult(result), verified };
@@ -290,10 +236,9 @@ export function endpointsService(res: WebhooksResources, o: EndpointsOptions) {
       return { ...probeResult(result), verified: true };
     },
 
-    /** Hard delete (spec 3.4, 4.1): its deliveries go with it, so a job already on the stream finds nothing to send. */
+    /** Its deliveries go with it, so a job already on the stream finds nothing to send. */
     async remove(c: Caller, id: string): Promise<{ id: string }> {
-      // In a transaction, so that a deadlock with the delivery machinery (the cascade locks every
-      // delivery of the endpoint) is retried rather than answered as an error.
+      // In a transaction, so a deadlock with the delivery machinery (the cascade locks every delivery) is retried.
       if (!(await tx((r) => r.remove(c.organizationId, id)))) throw notFound();
       return { id };
     },

@@ -4,14 +4,12 @@ import type { SecretBox } from "@tasksvc/secrets";
 import type { SealedSecrets } from "../repo/endpoints-repo.js";
 
 /**
- * Signs outbound requests (DESIGN.md 5, Standard Webhooks) in the webhooks service, the only
- * holder of WEBHOOK_SECRET_KEY: the delivery service gets a signed request and never a secret
- * (decision 0015). Signed right before the call, so `webhook-timestamp` is the sending time.
+ * Only this service holds WEBHOOK_SECRET_KEY: the delivery service gets a signed request, never a
+ * secret (decision 0015). Signed right before the call, so `webhook-timestamp` is the sending time.
  */
 export function signer(box: SecretBox, now: () => Date = () => new Date()) {
-  // Opened secrets by their sealed form: every attempt to an endpoint would otherwise decrypt the
-  // same string again. A sealed string is unique (random IV), so a rotation misses the cache
-  // rather than finding a stale entry. Bounded: cleared when it grows past CACHE_MAX.
+  // Each attempt would otherwise decrypt the same string again. A sealed string is unique (random
+  // IV), so a rotation misses the cache rather than finding a stale entry.
   const opened = new Map<string, string>();
   const open = (sealed: string): string => {
     let plain = opened.get(sealed);
@@ -23,17 +21,13 @@ export function signer(box: SecretBox, now: () => Date = () => new Date()) {
     return plain;
   };
 
-  /** The secrets that sign now: the current one, then the previous one while its window lasts (spec 3.4). */
   function liveSecrets(s: SealedSecrets, at: Date = now()): string[] {
     const live = [open(s.secretSealed)];
     if (s.previousSecretSealed !== null && s.previousSecretExpiresAt !== null && s.previousSecretExpiresAt > at) live.push(open(s.previousSecretSealed));
     return live;
   }
 
-  /**
-   * Signs `body` exactly as it will be sent (an event's stored text, or a probe's, both built by
-   * webhookBody); `id` is the event id (webhook-id: the same on every attempt and replay).
-   */
+  /** `id` is the event id: the same webhook-id on every attempt and replay. */
   function sign(url: string, secrets: SealedSecrets, id: string, body: string): SignedRequest {
     const at = now();
     const headers = webhookHeaders({ id, timestamp: unixSeconds(at), body, secrets: liveSecrets(secrets, at) });

@@ -2,21 +2,15 @@ import type { AttemptOutcome, AttemptRef, CallResult, DeliveryState, EventType, 
 import type { Sql } from "@tasksvc/db";
 import { BODY_COLUMNS, type BodyColumns, deliveryBody } from "./deliveries-repo.js";
 
-/** An attempt claimed for the job stream. */
 export interface Claimed {
   delivery_id: string;
   endpoint_id: string;
   attempt: number;
   lease_until: string;
-  /** A rate-limited endpoint's: when the attempt may start (its lease runs from then). */
+  /** Its lease runs from then. */
   send_at?: string;
 }
 
-/**
- * How a rate-limited endpoint's send times are handed out (DESIGN.md 11): `spacingMs / rate_limit`
- * apart, the first `leadMs` ahead at least, all within `horizonMs`; an endpoint gets more only once
- * its next free time is within `refillMs`.
- */
 export interface Pacing {
   /** One second plus the worker's send window: r + 1 starts then span over a second. */
   spacingMs: number;
@@ -25,37 +19,29 @@ export interface Pacing {
   refillMs: number;
 }
 
-/** A delivery whose attempt went unreported past its lease (decision 0015). */
 export interface Expired {
   id: string;
-  /** The attempt that expired (1-based). */
   attempt: number;
   endpointEnabled: boolean;
 }
 
-/** What the worker needs to sign and send one attempt, as it stands in the database now. */
 export interface AttemptSubject {
   id: string;
   endpointId: string;
   state: DeliveryState;
   attemptCount: number;
   eventId: string;
-  /** The text to sign and send, as stored for the event (null: gone with its event, nothing to send). */
+  /** Null: gone with its event, nothing to send. */
   body: string | null;
-  /** The event's own time, as the body states it. */
   occurredAt: Date;
   url: string;
   enabled: boolean;
   secretSealed: string;
   previousSecretSealed: string | null;
   previousSecretExpiresAt: Date | null;
-  /** The trace of the change, as the fan-out stored it (null when untraced). */
   traceparent: string | null;
-  /** The end of the call window open on this attempt when it was asked for (null: none yet). */
   callUntil: Date | null;
-  /** Whether this start opened the attempt's call window: only then may it be sent. */
   opened: boolean;
-  /** Opened over a window that had passed unreported: the worker that held it never said how its call ended. */
   reopened: boolean;
 }
 
@@ -73,7 +59,6 @@ export interface EndpointStreak {
   failingSince: Date | null;
 }
 
-/** One attempt's row in `attempts`. */
 export interface AttemptRow {
   deliveryId: string;
   attempt: number;
@@ -84,13 +69,11 @@ export interface AttemptRow {
   durationMs: number | null;
 }
 
-/** A delivery's state after an attempt (SUCCEEDED, PENDING with a next attempt, FAILED, DISABLED). */
 export interface DeliveryUpdate {
   id: string;
   state: Exclude<DeliveryState, "DELIVERING">;
   attemptCount: number;
   lastStatus: number | null;
-  /** Milliseconds from now to the next attempt; null unless PENDING. */
   nextInMs: number | null;
 }
 
@@ -98,14 +81,12 @@ export interface StreakUpdate {
   id: string;
   failureCount: number;
   failingSince: Date | null;
-  /** The latest success and failure among the results (null: none, the stored time stays). */
+  /** Null: none, the stored time stays. */
   lastSuccessAt: Date | null;
   lastFailureAt: Date | null;
-  /** Set when this update disables the endpoint. */
   disabledReason: string | null;
 }
 
-/** A start's row: the delivery, its endpoint, its body and its call window. */
 interface SubjectRow extends BodyColumns {
   id: string;
   endpoint_id: string;
@@ -124,21 +105,13 @@ interface SubjectRow extends BodyColumns {
   reopened: boolean;
 }
 
-/**
- * The delivery machinery's SQL in schema `webhooks`: the dispatcher's claims and expiries, the
- * worker's start and record. Bound to a pool or to one transaction.
- */
 export function attemptsRepo(sql: Sql) {
   return {
-    /**
-     * Serializes dispatchers (every replica runs one) for the rest of the transaction, so the
-     * per-endpoint bound counts what is really in flight. A dispatch transaction is a few ms.
-     */
+    /** So the per-endpoint bound counts what is really in flight. */
     async lockDispatch(): Promise<void> {
       await sql`select pg_advisory_xact_lock(hashtext('webhooks.dispatch'))`;
     },
 
-    /** DELIVERING rows whose lease ran out, locked for this transaction. */
     async expiredLeases(limit: number): Promise<Expired[]> {
       const rows = await sql<{ id: string; attempt_count: number; enabled: boolean }[]>`
         select d.id, d.attempt_count, e.enabled from deliveries d join endpoints e on e.id = d.endpoint_id
@@ -150,23 +123,10 @@ export function attemptsRepo(sql: Sql) {
     },
 
     /**
-     * Claims due PENDING deliveries of enabled endpoints, at most `perEndpoint` in flight per
-     * endpoint (those already DELIVERING count), `limit` in all: they become DELIVERING with a
-     * lease. Each endpoint's oldest due first.
-     *
-     * The endpoints with PENDING rows are found by skipping through deliveries_live_key one
-     * endpoint at a time (a loose index scan), then each one's due rows are taken from
-     * deliveries_endpoint_due_idx: the cost follows the number of endpoints with pending work,
-     * not the number of rows, so a hanging endpoint's backlog costs one probe (migration 0004).
-     *
-     * An endpoint with a rate limit gets send times instead of "now" (DESIGN.md 11): spaced
-     * `pacing.spacingMs / rate_limit` apart from its `rate_next_at` (or `leadMs` from now), only
-     * those within `horizonMs`, and `rate_next_at` moves past the last one, in this statement.
-     * Its row is locked first (`paced`, id order), before any of its deliveries, as every writer
-     * of both does; one locked by a report in progress is skipped (SKIP LOCKED: no slot this
-     * pass, never "no limit"), so a pass never waits on a report. Only passes write
-     * `rate_next_at`, and they take turns (lockDispatch). Endpoints without a limit take the
-     * same path as before: no lock, no send time, the lease from now.
+     * The endpoints with PENDING rows are found by a loose index scan of deliveries_live_key, so a
+     * hanging endpoint's backlog costs one probe (migration 0004). A rate-limited endpoint's row is
+     * locked first (id order, as every writer does), SKIP LOCKED so a pass never waits on a report;
+     * one skipped gets no slot this pass, never "no limit" (decision 0028).
      */
     async claim(perEndpoint: number, limit: number, leaseMs: number, pacing: Pacing): Promise<Claimed[]> {
       const rows = await sql<{ id: string; endpoint_id: string; attempt: number; lease_until: Date; send_at_ms: number | null }[]>`
@@ -226,7 +186,7 @@ export function attemptsRepo(sql: Sql) {
         from picked where d.id = picked.id
         returning d.id, d.endpoint_id, d.attempt_count + 1 as attempt, d.lease_until,
           ceil(extract(epoch from picked.send_at) * 1000)::float8 as send_at_ms`;
-      // A send time goes out rounded up to the millisecond: never before the slot it stands for.
+      // Rounded up: never before the slot it stands for.
       return rows.map((r) => ({
         delivery_id: r.id,
         endpoint_id: r.endpoint_id,
@@ -236,11 +196,6 @@ export function attemptsRepo(sql: Sql) {
       }));
     },
 
-    /**
-     * Gives claimed attempts back, due again after `delayMs` (their jobs could not be published,
-     * or a worker reached them past their send window): PENDING, the attempt count unchanged.
-     * Answers how many were still DELIVERING in that attempt.
-     */
     async unclaim(jobs: readonly AttemptRef[], delayMs: number): Promise<number> {
       if (jobs.length === 0) return 0;
       const rows = await sql`
@@ -252,15 +207,9 @@ export function attemptsRepo(sql: Sql) {
     },
 
     /**
-     * Opens the call window of each attempt that is current (DELIVERING in that very attempt) and
-     * has none open (never started, or the last start's window has passed: that worker's call has
-     * ended, or it died), for `window_ms` from now, and stretches the lease to cover it, so the
-     * dispatcher never counts an attempt while its call may still be going on. A ref without
-     * `window_ms` (a worker from before windows) takes the lease as its window. Answers the
-     * deliveries (with their endpoint, sealed secrets and body) of these refs, each saying whether this start opened its
-     * window (and whether over one that had passed unreported: the row as read is the one before this statement's update);
-     * a deleted one is absent. One statement: a row locked by a racing start or expiry is waited for, then judged as it
-     * stands (so two starts never both open). Each ref at most once per call (the caller merges repeats).
+     * The lease is stretched over the window, so the dispatcher never counts an attempt while its call
+     * may still be going on. One statement: a row locked by a racing start or expiry is waited for,
+     * then judged as it stands, so two starts never both open (decision 0033).
      */
     async start(refs: readonly StartAttempt[]): Promise<AttemptSubject[]> {
       const rows = await sql<SubjectRow[]>`
@@ -303,11 +252,7 @@ export function attemptsRepo(sql: Sql) {
       }));
     },
 
-    /**
-     * The deliveries of these ids and their endpoints, locked in that order: endpoints, then
-     * deliveries. Two statements sent together (one round trip): the second runs after the first
-     * has its locks, with a snapshot of its own.
-     */
+    /** Endpoints, then deliveries: the order every writer locks in. The second statement has a snapshot of its own. */
     async lockDeliveriesAfterEndpoints(ids: readonly string[]): Promise<{ endpoints: EndpointStreak[]; rows: DeliveryForRecord[] }> {
       const [endpoints, rows] = await Promise.all([
         sql<{ id: string; enabled: boolean; failure_count: number; failing_since: Date | null }[]>`
@@ -324,10 +269,7 @@ export function attemptsRepo(sql: Sql) {
       };
     },
 
-    /**
-     * Adds attempts; an attempt already recorded keeps its row, except a `no_outcome` placeholder
-     * (its lease ran out first), which the late real outcome replaces.
-     */
+    /** A `no_outcome` placeholder (its lease ran out first) is replaced by the late real outcome. */
     async insertAttempts(rows: readonly AttemptRow[]): Promise<void> {
       if (rows.length === 0) return;
       await sql`
@@ -356,7 +298,7 @@ export function attemptsRepo(sql: Sql) {
         where d.id = u.id`;
     },
 
-    /** Writes streaks and the latest success and failure (a later one wins, whichever report comes first); an update with a reason disables its endpoint and its PENDING deliveries (DESIGN.md 5). */
+    /** A later success or failure wins, whichever report comes first. */
     async updateStreaks(updates: readonly StreakUpdate[]): Promise<void> {
       if (updates.length === 0) return;
       await sql`
@@ -384,7 +326,6 @@ export function attemptsRepo(sql: Sql) {
         where endpoint_id = any(${endpointIds}::text[]) and state = 'PENDING'`;
     },
 
-    /** An attempt whose endpoint is disabled now: its delivery stops there, nothing sent. */
     async disableAttempt(id: string, attempt: number): Promise<void> {
       await sql`
         update deliveries set state = 'DISABLED', lease_until = null, next_attempt_at = null, updated_at = clock_timestamp()
@@ -394,7 +335,6 @@ export function attemptsRepo(sql: Sql) {
 }
 export type AttemptsRepo = ReturnType<typeof attemptsRepo>;
 
-/** The attempt row of a reported call. */
 export function attemptRow(deliveryId: string, attempt: number, attemptedAt: string, r: CallResult): AttemptRow {
   return { deliveryId, attempt, attemptedAt, outcome: r.outcome, status: r.status, errorClass: r.error_class, durationMs: r.duration_ms };
 }

@@ -1,26 +1,19 @@
 import { EVENT_RETENTION_DAYS, type EventType, type WebhookEnvelope, webhookBody } from "@tasksvc/contracts";
 import { deleteInBatches, jsonb, type Sql } from "@tasksvc/db";
 
-/** One event as the fan-out stores it: who, what, when, and the body to send. */
 export interface FanOutEvent {
   eventId: string;
   eventType: EventType;
   organizationId: string;
-  /** When the event occurred (ISO 8601): endpoints created later do not receive it. */
+  /** Endpoints created later do not receive it. */
   occurredAt: string;
-  /** The body to send, as the exact text signed (webhookBody): stored once for the event. */
+  /** The exact text signed: stored once for the event. */
   body: string;
-  /** The endpoint an operational event describes, which never receives it; null for a task event. */
   aboutEndpoint: string | null;
-  /** The trace the event's handling runs in (W3C traceparent), stored on each delivery; null untraced. */
   traceparent: string | null;
 }
 
-/**
- * A delivery's body, for a statement over `deliveries d` left joined to `event_bodies b` on the
- * event id: the event's stored text, or, for a delivery made before bodies were stored, its own
- * payload (and the event's time from either).
- */
+/** A delivery made before bodies were stored has only its own payload. */
 export const BODY_COLUMNS = `b.body, case when b.body is null then d.payload end as payload,
   coalesce(b.occurred_at, (d.payload->>'timestamp')::timestamptz) as occurred_at`;
 export interface BodyColumns {
@@ -29,11 +22,7 @@ export interface BodyColumns {
   occurred_at: Date;
 }
 
-/**
- * The text a delivery sends: its event's stored body, or its old payload built into one by the
- * same builder (the same text on every attempt from now on). Null only for a delivery whose body
- * the sweep took while the delivery was being made, which has nothing to send.
- */
+/** Null only for a delivery whose body the sweep took while the delivery was being made. */
 export function deliveryBody(r: BodyColumns & { event_id: string; event_type: EventType }): string | null {
   if (r.body !== null) return r.body;
   if (r.payload === null) return null;
@@ -42,22 +31,17 @@ export function deliveryBody(r: BodyColumns & { event_id: string; event_type: Ev
   return webhookBody({ id: r.event_id, type: r.event_type, created_at: new Date(timestamp).toISOString(), data, changes });
 }
 
-/** Deliveries waiting or in flight, each count stopping at 100000 (an index walk, bounded). */
+/** Each count stops at 100000 (an index walk, bounded). */
 export interface Backlog {
-  /** PENDING and due now. */
   due: number;
-  /** PENDING and due later (a retry's wait). */
   later: number;
   delivering: number;
 }
 
-/** Ids handed to one fan-out statement; most organizations have fewer endpoints. */
 const IDS_PER_TRY = 16;
 
-/** The deliveries of schema `webhooks`. Bound to a pool or to one transaction. */
 export function deliveriesRepo(sql: Sql) {
   return {
-    /** The backlog, counted at scrape time; one statement. */
     async backlog(): Promise<Backlog> {
       const [r] = await sql<Backlog[]>`
         select (select count(*)::int from (select 1 from deliveries where state = 'PENDING' and next_attempt_at <= now() limit 100000) a) as due,
@@ -66,12 +50,7 @@ export function deliveriesRepo(sql: Sql) {
       return r ?? { due: 0, later: 0, delivering: 0 };
     },
 
-    /**
-     * The delivery log's retention: deletes finished deliveries (SUCCEEDED, FAILED, DISABLED)
-     * created more than EVENT_RETENTION_DAYS (30) ago, their attempts with them, `batch` rows per
-     * statement. The log then shows what the events feed shows. Work still to do (PENDING,
-     * DELIVERING) is never deleted, however old. Answers how many it deleted.
-     */
+    /** Work still to do (PENDING, DELIVERING) is never deleted, however old. */
     async sweep(batch = 10_000): Promise<number> {
       return deleteInBatches(batch, async () => {
         const rows = await sql`
@@ -84,12 +63,7 @@ export function deliveriesRepo(sql: Sql) {
       });
     },
 
-    /**
-     * The stored bodies' retention: deletes bodies that no delivery points at any more (the log
-     * sweep took them, or the event's endpoints went), so a delivery left in the log can still be
-     * sent and replayed. A day past the log's retention: a replay of the log's oldest delivery,
-     * made while this runs, finds its body still there. Answers how many it deleted.
-     */
+    /** A day past the log's retention, so a replay of the log's oldest delivery made meanwhile still finds its body. */
     async sweepBodies(batch = 10_000): Promise<number> {
       return deleteInBatches(batch, async () => {
         const rows = await sql`
@@ -104,28 +78,10 @@ export function deliveriesRepo(sql: Sql) {
     },
 
     /**
-     * Makes one PENDING delivery per target endpoint that has none for the event yet, for several
-     * events in one statement (the fan-out batches the events its consumer holds at once,
-     * decision 0020); answers how many each event made, in order. The targets of an event (spec
-     * 3.4, 6): enabled endpoints of its organization, subscribed to its type (an empty list means
-     * every task type; the endpoints' operational types only when listed), that existed when it
-     * occurred, and never the endpoint an operational event describes (DESIGN.md section 11).
-     * Event times carry milliseconds, endpoint times microseconds: the endpoint's is truncated, or
-     * one created in the same millisecond just before the event would compare as newer and miss it.
-     *
-     * Safe to repeat and to run concurrently for the same event: the unique key of the fan-out's
-     * rows (endpoint_id, event_id where replay_of is null) drops every second row (`on conflict
-     * do nothing`, so a racing replica neither fails nor doubles, nor does the same event twice
-     * in one batch). No conflict target: two first handlings at once collide on the
-     * live-delivery key too (both rows are PENDING), and any conflict there also means the row
-     * exists. Rows go in in (event, endpoint) order, so two replicas' statements wait for each
-     * other's keys in one order and never deadlock.
-     *
-     * Ids are minted in the process (newId) and handed in, `IDS_PER_TRY` per event at first: the
-     * statement numbers the targets and gives the n-th the n-th id. One statement for the usual
-     * batch; one whose events have more endpoints than that takes another try with enough ids,
-     * which only fills in (the key makes the first try's rows no-ops). An endpoint deleted while
-     * the statement runs fails its foreign key: the consumer's retry then finds it gone.
+     * Safe to repeat and to run concurrently: the fan-out's unique key drops every second row (no
+     * conflict target: a collision on the live-delivery key also means the row exists). Rows go in in
+     * (event, endpoint) order, so two replicas never deadlock. The endpoint's time is truncated to
+     * milliseconds, or one created just before the event would miss it (decision 0014).
      */
     async fanOut(events: FanOutEvent[], newId: () => string): Promise<number[]> {
       const made = events.map(() => 0);

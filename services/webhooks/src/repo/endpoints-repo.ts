@@ -2,7 +2,6 @@ import type { EventType, WebhookEndpoint } from "@tasksvc/contracts";
 import { idempotencyRecords, KEYSET_TIME, keyset, keysetAfter, mapPgError, PG, pageOf, type Sql } from "@tasksvc/db";
 import { type EventSubject, outboxRepo } from "./outbox-repo.js";
 
-/** An endpoint's sealed secrets as stored: the current one and, during a rotation window, the previous. */
 export interface SealedSecrets {
   secretSealed: string;
   previousSecretSealed: string | null;
@@ -27,7 +26,6 @@ interface EndpointRow {
 
 // Never `select *`: the sealed secrets stay in the table unless a query names them.
 const COLS = "id, url, enabled, event_types, verified, disabled_reason, failure_count, last_success_at, last_failure_at, rate_limit, created_at, updated_at";
-/** Newest first: `order by created_at desc, id desc`. */
 const ENDPOINT_PAGES = keyset("desc", ["created_at", "timestamp"], ["id", "text"]);
 
 const toEndpoint = (r: EndpointRow): WebhookEndpoint => ({
@@ -54,7 +52,6 @@ export interface NewEndpoint {
   secretSealed: string;
 }
 
-/** What signing a probe needs of an endpoint: where to, its sealed secrets, and whether it is verified. */
 export interface SigningTarget {
   url: string;
   verified: boolean;
@@ -69,13 +66,11 @@ interface SigningRow {
   previous_secret_expires_at: Date | null;
 }
 
-/** A rotated endpoint: as reads show it, plus when its previous secret stops signing. */
 export interface Rotated {
   endpoint: WebhookEndpoint;
   previousSecretExpiresAt: string;
 }
 
-/** Another endpoint of the organization has this URL (the unique index `endpoints_org_url_key`). */
 export class DuplicateEndpointUrl extends Error {
   constructor() {
     super("another endpoint of the organization has this URL");
@@ -85,7 +80,6 @@ export class DuplicateEndpointUrl extends Error {
 
 const URL_RULES = [{ code: PG.uniqueViolation, constraint: "endpoints_org_url_key", to: () => new DuplicateEndpointUrl() }] as const;
 
-/** A create: the endpoint, or how many the organization has when that is already its cap. */
 export type Inserted = { endpoint: WebhookEndpoint } | { atCap: number };
 
 export interface EndpointPatch {
@@ -95,14 +89,11 @@ export interface EndpointPatch {
   rate_limit?: number | null | undefined;
 }
 
-/** All SQL of the webhooks service (schema `webhooks`). Bound to a pool or to one transaction. */
 export function endpointsRepo(sql: Sql) {
   const cols = sql.unsafe(COLS);
   /**
-   * A manual disable treats the endpoint's queued deliveries like an auto-disable does (DESIGN.md
-   * 5): PENDING becomes DISABLED, so nothing is sent later by surprise and replay-failed can bring
-   * them back after re-enabling. In the update's own statement, so no dispatcher sees the endpoint
-   * disabled with deliveries still queued. Attempts already in flight (DELIVERING) finish.
+   * A manual disable stops the queued deliveries as an auto-disable does, in the update's own
+   * statement, so no dispatcher sees the endpoint disabled with deliveries still queued.
    */
   const disableQueued = sql`, queued as (
           update deliveries d set state = 'DISABLED', next_attempt_at = null, updated_at = clock_timestamp()
@@ -110,11 +101,8 @@ export function endpointsRepo(sql: Sql) {
         )`;
   return {
     /**
-     * Inserts the endpoint unless the organization already has `cap` of them (enabled or not).
-     * Run it in a transaction: two creates at the cap - 1 would both count cap - 1 and both insert,
-     * so the count and the insert happen under a lock on the organization's endpoints, held until
-     * the transaction ends; the second create counts after the first committed. Throws
-     * DuplicateEndpointUrl when the organization has the URL already.
+     * The count and the insert run under a lock on the organization's endpoints until the transaction
+     * ends: two creates at cap - 1 would otherwise both insert.
      */
     async insert(e: NewEndpoint, cap: number): Promise<Inserted> {
       await sql`select pg_advisory_xact_lock(hashtextextended(${`webhooks.endpoints:${e.organizationId}`}, 0))`;
@@ -133,7 +121,6 @@ export function endpointsRepo(sql: Sql) {
       }
     },
 
-    /** These endpoints as reads show them, each with its organization (for the events that announce them). */
     async subjects(ids: readonly string[]): Promise<EventSubject[]> {
       if (ids.length === 0) return [];
       const rows = await sql<Array<EndpointRow & { organization_id: string }>>`
@@ -141,7 +128,6 @@ export function endpointsRepo(sql: Sql) {
       return rows.map((r) => ({ organizationId: r.organization_id, endpoint: toEndpoint(r) }));
     },
 
-    /** Whether the endpoint is enabled, its row locked until the transaction ends; undefined when unknown. */
     async lockEnabled(org: string, id: string): Promise<boolean | undefined> {
       const [row] = await sql<{ enabled: boolean }[]>`select enabled from endpoints where organization_id = ${org} and id = ${id} for no key update`;
       return row?.enabled;
@@ -162,15 +148,9 @@ export function endpointsRepo(sql: Sql) {
       return pageOf(rows, limit, toEndpoint, (r) => [r.cursor_at, r.id]);
     },
 
-    /**
-     * Undefined for an unknown endpoint. `enabled: true` resets the failure streak (its count and
-     * when it began) and the auto-disable reason (spec 3.4), even when the endpoint was already
-     * enabled: a streak from before would otherwise count its old age towards the next auto-disable. Throws
-     * DuplicateEndpointUrl when the URL it would have is another endpoint's.
-     */
+    /** `enabled: true` resets the failure streak even when already enabled: an old streak would otherwise count its age towards the next auto-disable. */
     async update(org: string, id: string, p: EndpointPatch): Promise<WebhookEndpoint | undefined> {
-      // An endpoint that shared its URL when the one-URL rule came in (migration 0007) stays out
-      // of the unique index only while disabled with that URL: enabling it or moving it takes it in.
+      // A URL shared before the one-URL rule (migration 0007) stays out of the unique index only while disabled: enabling or moving it takes it in.
       const leavesDuplicate = p.url !== undefined || p.enabled === true;
       const [row] = await sql<EndpointRow[]>`
         with e as (
@@ -192,10 +172,8 @@ export function endpointsRepo(sql: Sql) {
     },
 
     /**
-     * Rotation (spec 3.4): the current secret moves into the one previous-secret slot for 24 hours
-     * (dropping any older previous secret), and `secretSealed` becomes the current one. One
-     * statement: the update locks the row, and every right-hand side reads the row as it was, so
-     * two concurrent rotations queue on the lock and each moves the secret the other left.
+     * One statement: the update locks the row and every right-hand side reads it as it was, so two
+     * concurrent rotations queue on the lock and each moves the secret the other left.
      */
     async rotate(org: string, id: string, secretSealed: string): Promise<Rotated | undefined> {
       const [row] = await sql<Array<EndpointRow & { previous_secret_expires_at: Date }>>`
@@ -209,7 +187,7 @@ export function endpointsRepo(sql: Sql) {
       return row && { endpoint: toEndpoint(row), previousSecretExpiresAt: row.previous_secret_expires_at.toISOString() };
     },
 
-    /** The one read that names the sealed secrets (never through COLS): for signing a probe. */
+    /** The one read that names the sealed secrets (never through COLS). */
     async signingTarget(org: string, id: string): Promise<SigningTarget | undefined> {
       const [row] = await sql<SigningRow[]>`
         select url, verified, secret_sealed, previous_secret_sealed, previous_secret_expires_at
@@ -227,7 +205,6 @@ export function endpointsRepo(sql: Sql) {
       );
     },
 
-    /** A signed probe got a 2xx (DESIGN.md 4, verify). False when the endpoint is gone meanwhile. */
     async markVerified(org: string, id: string): Promise<boolean> {
       const rows = await sql`update endpoints set verified = true, updated_at = clock_timestamp() where organization_id = ${org} and id = ${id} returning 1`;
       return rows.length === 1;
@@ -238,9 +215,7 @@ export function endpointsRepo(sql: Sql) {
       return rows.length === 1;
     },
 
-    /** The service's Idempotency-Key records (libs/db). */
     idempotency: idempotencyRecords(sql),
-    /** The endpoints' operational events, in the same transaction. */
     events: outboxRepo(sql),
   };
 }

@@ -23,8 +23,7 @@ interface AttemptRow {
   duration_ms: number | null;
 }
 
-// Spec 2.9: never the payload. next_attempt_at only while PENDING: a row that left PENDING keeps
-// whatever the worker last scheduled, which would read as a promise of another attempt.
+// Never the payload. next_attempt_at only while PENDING: a row that left it keeps the worker's last schedule, which would read as a promise.
 const COLS = `id, event_id, event_type, state, attempt_count, last_status,
   case when state = 'PENDING' then next_attempt_at end as next_attempt_at, created_at`;
 
@@ -48,10 +47,7 @@ const toAttempt = (r: AttemptRow): DeliveryAttempt => ({
   duration_ms: r.duration_ms,
 });
 
-/**
- * Spec 3.3: a replay while the event already has a live delivery for the endpoint. The partial
- * unique index deliveries_live_key is the check, so two concurrent replays cannot both pass it.
- */
+/** The partial unique index deliveries_live_key is the check, so two concurrent replays cannot both pass it. */
 const REPLAY_RULES: readonly PgErrorRule[] = [
   {
     code: PG.uniqueViolation,
@@ -64,19 +60,14 @@ const REPLAY_RULES: readonly PgErrorRule[] = [
   },
 ];
 
-/** An endpoint's deliveries, newest first (deliveries_page_idx): `order by created_at desc, id desc`. */
 const DELIVERY_PAGES = keyset("desc", ["created_at", "timestamp"], ["id", "text"]);
-/** A delivery's attempts in order: `order by attempt`. */
 const ATTEMPT_PAGES = keyset("asc", ["attempt", "integer"]);
 
-/** Spec 4.1, 8: the bulk replay's hard cap per call. */
 export const REPLAY_FAILED_MAX = 1000;
 
-/** The delivery log of schema `webhooks` (spec 2.9, 3.3): reads and replays. Bound to a pool or to one transaction. */
 export function logRepo(sql: Sql) {
   const cols = sql.unsafe(COLS);
 
-  /** A replay's row: a copy of the event's delivery, PENDING and due now, naming the row it replays. */
   const replayColumns = sql`id, organization_id, endpoint_id, event_id, event_type, payload, state, attempt_count, next_attempt_at, replay_of`;
 
   return {
@@ -90,7 +81,6 @@ export function logRepo(sql: Sql) {
       return rows.length === 1;
     },
 
-    /** Newest first (deliveries_page_idx), optionally of one state. */
     async deliveries(org: string, endpointId: string, limit: number, after: string | undefined, state: DeliveryState | undefined) {
       const rows = await sql<DeliveryRow[]>`
         select ${cols}, to_char(created_at at time zone 'UTC', ${sql.unsafe(KEYSET_TIME)}) as cursor_at from deliveries
@@ -102,7 +92,6 @@ export function logRepo(sql: Sql) {
       return pageOf(rows, limit, toDelivery, (r) => [r.cursor_at, r.id]);
     },
 
-    /** In attempt order; the caller has checked that the delivery is the organization's. */
     async attempts(deliveryId: string, limit: number, after: string | undefined) {
       const rows = await sql<AttemptRow[]>`
         select attempt, attempted_at, outcome, status, error_class, duration_ms from attempts
@@ -113,11 +102,6 @@ export function logRepo(sql: Sql) {
       return pageOf(rows, limit, toAttempt, (r) => [r.attempt]);
     },
 
-    /**
-     * Spec 3.3: a NEW row for the delivery's event, the original unchanged. Undefined when the
-     * delivery is not the endpoint's (or the organization's); delivery_already_pending when the
-     * event has a live delivery, the replayed row itself included.
-     */
     async replay(org: string, endpointId: string, deliveryId: string, newId: string): Promise<WebhookDelivery | undefined> {
       const [row] = await sql<DeliveryRow[]>`
         insert into deliveries (${replayColumns})
@@ -128,12 +112,7 @@ export function logRepo(sql: Sql) {
       return row && toDelivery(row);
     },
 
-    /**
-     * Brings a PENDING delivery's next attempt forward to now (never later than it was). Undefined
-     * when the delivery is not the endpoint's (or the organization's); otherwise the row as it is
-     * after, and whether it was PENDING. The state check is the update's own, under the row's
-     * lock: a dispatcher that claimed it first leaves it DELIVERING, and this changes nothing.
-     */
+    /** The state check is the update's own, under the row's lock: a dispatcher that claimed it first leaves it DELIVERING. */
     async retryNow(org: string, endpointId: string, deliveryId: string): Promise<{ delivery: WebhookDelivery; pending: boolean } | undefined> {
       const [bumped] = await sql<DeliveryRow[]>`
         update deliveries set next_attempt_at = least(next_attempt_at, now()), updated_at = clock_timestamp()
@@ -147,21 +126,9 @@ export function logRepo(sql: Sql) {
     },
 
     /**
-     * Spec 3.3, 4.1 bulk replay: one new PENDING row for each event whose LATEST delivery to the
-     * endpoint is FAILED or DISABLED and was created at or after `since`, oldest first, at most
-     * `ids.length` (one pre-minted id each). Answers how many it made.
-     *
-     * Latest row per event, not every matching row: the replay's own row becomes the event's
-     * latest, so a second call with the same `since` skips the events already replayed (their
-     * latest row is PENDING, or has since succeeded) and reaches the next ones instead of filling
-     * its 1000 with events that are pending already; and an event whose original and earlier
-     * replay both failed counts once. Filtering on `since` before picking the latest keeps this
-     * exact (and on deliveries_page_idx): the event's latest row passes the filter whenever any of
-     * its rows does, and is then the latest of those that pass.
-     *
-     * One statement; `on conflict do nothing` on deliveries_live_key skips events that have (or
-     * are concurrently given) a live delivery, so neither a racing single replay nor a second
-     * bulk replay fails this or doubles a row.
+     * The latest row per event, so a second call with the same `since` reaches the next events (the
+     * replays' rows are now the latest) and an event that failed twice counts once (decision 0015).
+     * `on conflict do nothing` on deliveries_live_key: a racing replay neither fails this nor doubles a row.
      */
     async replayFailed(org: string, endpointId: string, since: string, ids: readonly string[]): Promise<number> {
       const rows = await sql`

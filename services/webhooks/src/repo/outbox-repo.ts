@@ -1,19 +1,12 @@
 import type { EndpointEventType, WebhookEndpoint } from "@tasksvc/contracts";
 import { jsonb, newId, type Sql } from "@tasksvc/db";
 
-/** An endpoint whose state an operational event announces, and its organization. */
 export interface EventSubject {
   organizationId: string;
   endpoint: WebhookEndpoint;
 }
 
-/**
- * The service's outbox (migration 0010): endpoints' operational events, written in the caller's
- * transaction and relayed to the endpoint-event stream (service.ts). Each row's payload is the
- * envelope every event has: id, type, organization, time and the endpoint after the change. The
- * time is the writing transaction's `now()`, the row's own created_at, as for task events: one
- * clock for every event the feed orders.
- */
+/** The time is the writing transaction's `now()`, as for task events: one clock for every event the feed orders. */
 export function outboxRepo(sql: Sql) {
   return {
     async emit(type: EndpointEventType, subjects: readonly EventSubject[]): Promise<void> {

@@ -1,19 +1,17 @@
 import { EVENT_RETENTION_DAYS } from "@tasksvc/contracts";
 import { deleteInBatches, type Sql } from "@tasksvc/db";
 
-/** An endpoint's figures over the deliveries created since `since`, as the tables give them. */
 export interface StatsTotals {
-  /** The window's start actually used (the one asked for, or 24 h ago, and never past the retention). */
+  /** Clamped to 24 h ago by default and never past the retention. */
   since: Date;
   created: number;
   succeeded: number;
   failed: number;
   disabled: number;
-  /** DELIVERING now, counted from the rows in flight. */
   delivering: number;
   attempts: number;
   attemptsFailed: number;
-  /** Nearest-rank percentiles of the timed attempts' durations, from the histogram; null when none. */
+  /** Nearest-rank percentiles from the histogram; null when none. */
   p50: number | null;
   p99: number | null;
 }
@@ -31,24 +29,13 @@ interface TotalsRow {
   p99: number | null;
 }
 
-/**
- * The delivery statistics of schema `webhooks` (migration 0009): triggers on deliveries and
- * attempts add delta rows in the statement of each change; the compaction folds them into the
- * rollup `delivery_stats` (per endpoint, at 1 minute, 1 hour and 1 day); reads add both. Bound
- * to a pool or to one transaction.
- */
+/** Triggers add delta rows in each change's statement; compaction folds them into the rollup; reads add both (decision 0028). */
 export function statsRepo(sql: Sql) {
   return {
     /**
-     * Two statements. The first finds the endpoint and the window: `since` clamped by the
-     * database's clock, and the first minute, hour and day boundaries at or after it. The second
-     * sums, in one snapshot (a compaction running meanwhile is seen whole or not at all): the
-     * partial first minute [since, m0) from the rows (deliveries_page_idx, each one's attempts by
-     * their key), whole minutes up to h0, whole hours up to d0 and whole days from the rollup,
-     * and every delta not yet compacted; at most 59 + 23 + 30 rollup rows, whatever the window
-     * and the number of deliveries. The boundaries go to the second statement as values, so the
-     * planner sees a one-minute range and reads the rows by index rather than guessing at a range
-     * it cannot see. Undefined when the endpoint is not the organization's.
+     * The second statement sums in one snapshot (a compaction is seen whole or not at all), at most
+     * 59 + 23 + 30 rollup rows whatever the window. Its boundaries come as values, so the planner sees
+     * a one-minute range and reads the rows by index.
      */
     async totals(org: string, endpointId: string, since: string | undefined): Promise<StatsTotals | undefined> {
       const [w] = await sql<{ since: Date; m0: Date; h0: Date; d0: Date }[]>`
@@ -132,22 +119,15 @@ export function statsRepo(sql: Sql) {
       };
     },
 
-    /**
-     * Takes the compaction for this transaction, unless another replica has it (then false: that
-     * one is moving the same rows). Named by the schema: advisory locks are per database, and
-     * another schema's compaction in the same database (another stack, a test's own schema)
-     * moves other rows.
-     */
+    /** Named by the schema: advisory locks are per database, and another schema's compaction moves other rows. */
     async lockCompaction(): Promise<boolean> {
       const [r] = await sql<{ ok: boolean }[]>`select pg_try_advisory_xact_lock(hashtext(current_schema() || '.delivery_stats')) as ok`;
       return r?.ok === true;
     },
 
     /**
-     * The endpoints that have deltas, locked `for key share` (what the rollup's foreign key takes)
-     * before any delta or rollup row, skipping one being deleted. An endpoint's delete then waits
-     * for the compaction, or the compaction leaves that endpoint out (its deltas go with it): it
-     * never holds delta rows the delete's cascade needs while waiting for the endpoint.
+     * Locked `for key share` before any delta or rollup row, skipping one being deleted, so it never
+     * holds delta rows an endpoint delete's cascade needs while waiting for the endpoint.
      */
     async endpointsWithDeltas(): Promise<string[]> {
       const rows = await sql<{ id: string }[]>`
@@ -156,12 +136,7 @@ export function statsRepo(sql: Sql) {
       return rows.map((r) => r.id);
     },
 
-    /**
-     * Moves at most `batch` deltas of these endpoints into the rollup, in one statement: each
-     * delta is added to its minute, hour and day. Answers how many it moved. Run it under
-     * lockCompaction: concurrent compactions would not count twice (a delta is deleted once), but
-     * their upserts could wait on each other crosswise.
-     */
+    /** Under lockCompaction: concurrent compactions would not count twice, but their upserts could wait on each other crosswise. */
     async compact(endpointIds: readonly string[], batch: number): Promise<number> {
       if (endpointIds.length === 0) return 0;
       const [r] = await sql<{ n: number }[]>`
@@ -205,11 +180,7 @@ export function statsRepo(sql: Sql) {
       return r?.n ?? 0;
     },
 
-    /**
-     * The retention: deletes rollup rows that end more than EVENT_RETENTION_DAYS ago, `batch` per
-     * statement; no read goes back further (the window is clamped to it). Rows locked by an
-     * endpoint's delete are skipped (they go with it), so the sweep never waits on one.
-     */
+    /** Rows locked by an endpoint's delete are skipped (they go with it), so the sweep never waits on one. */
     async sweep(batch = 10_000): Promise<number> {
       return deleteInBatches(batch, async () => {
         const rows = await sql`

@@ -3,13 +3,10 @@ import { AppError } from "@tasksvc/errors";
 import { z } from "zod";
 
 /**
- * Capabilities for the gateway's streaming routes (decision 0016): the URL itself authorizes one
- * upload or download, so it carries what it grants and a MAC under a key that only the tasks
- * service's settings hold (LINK_SIGNING_KEYS), never the database: a copy of the database must not
- * be enough to mint a link. Format: `<kid>.<base64url(JSON payload)>.<base64url(HMAC-SHA256)>`,
- * the MAC over `<kid>.<payload>`; the key id names which configured key signed it, so a new key
- * can sign while links signed by the previous one still open. Not encrypted: the payload names
- * the organization and key, nothing secret.
+ * The URL itself authorizes one upload or download, so it carries a MAC under a key only the
+ * settings hold (LINK_SIGNING_KEYS), never the database: a copy of the database must not be
+ * enough to mint a link. The key id lets a new key sign while the previous one's links still open
+ * (decision 0016).
  */
 const Payload = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("upload"), organization_id: z.string(), file_key: z.string(), expires_at: z.number().int() }),
@@ -20,24 +17,19 @@ export type CapabilityKind = Capability["kind"];
 
 export const linkInvalid = () => new AppError("link_invalid", "This link is invalid or has expired; ask for a new one.");
 
-/** One configured signing key. */
 export interface LinkKey {
   kid: string;
   key: Buffer;
 }
 
-/**
- * DEVELOPMENT ONLY: what LINK_SIGNING_KEYS falls back to when unset, so `make run` works out of
- * the box. It is public (in this repository), so anyone can mint links under it; the service logs
- * a warning at start. Base64 of the 32 ASCII bytes "tasksvc-DEV-ONLY-link-signing-00".
- */
+/** DEVELOPMENT ONLY, so `make run` works out of the box: it is public, so anyone can mint links under it, and the service warns at start. */
 export const DEV_LINK_SIGNING_KEYS = "dev:dGFza3N2Yy1ERVYtT05MWS1saW5rLXNpZ25pbmctMDA=";
 
 const KID = /^[A-Za-z0-9_-]{1,32}$/;
 const FORMAT_HINT =
   "a comma-separated list of <key id>:<key> entries, the signing key first (e.g. `k1:$(openssl rand -base64 32)`); key ids of letters, digits, _ and - (at most 32), each key 64 hex characters or base64 of 32 bytes";
 
-/** LINK_SIGNING_KEYS's value → its keys, the signing one first; throws naming the entry at fault, never a key. */
+/** Throws naming the entry at fault, never a key. */
 export function parseLinkSigningKeys(value: string): LinkKey[] {
   const keys: LinkKey[] = [];
   for (const [i, raw] of value.split(",").entries()) {
@@ -63,11 +55,6 @@ function keyBytes(text: string): Buffer | undefined {
   return undefined;
 }
 
-/**
- * The LINK_SIGNING_KEYS setting (tasks service): validated at start (a bad value stops the process
- * naming the entry); unset falls back to the development key with `isDevKey: true` so the process
- * can warn.
- */
 export const linkSigningKeysSetting = z
   .string()
   .optional()
@@ -80,17 +67,12 @@ export const linkSigningKeysSetting = z
     }
   });
 
-/**
- * How far a link's expiry may lie past now plus its configured lifetime: the ticket's expiry is
- * taken from the database's clock and checked against this replica's, which NTP keeps within
- * milliseconds of it. Anything beyond is a link no replica of ours minted.
- */
+/** The ticket's expiry comes from the database's clock and is checked against this replica's, which NTP keeps close. */
 export const CLOCK_SKEW_MS = 30_000;
 
 export interface CapabilityOptions {
   /** The signing key first; every one of them verifies. */
   keys: readonly LinkKey[];
-  /** The longest life a link of each kind may have (UPLOAD_TICKET_TTL, DOWNLOAD_LINK_TTL). */
   lifetimeMs: Record<CapabilityKind, number>;
   now?: () => number;
 }
@@ -107,10 +89,6 @@ export function capabilities(o: CapabilityOptions) {
       return `${signed}.${mac(signer.key, signed).toString("base64url")}`;
     },
 
-    /**
-     * The payload of an authentic, unexpired capability of this kind, signed by a configured key,
-     * whose expiry is within its kind's lifetime from now; anything else is 403 link_invalid.
-     */
     verify<K extends CapabilityKind>(token: string, kind: K): Extract<Capability, { kind: K }> {
       const [kid, text, sig, extra] = token.split(".");
       if (kid === undefined || text === undefined || sig === undefined || extra !== undefined) throw linkInvalid();

@@ -6,17 +6,15 @@ import { type AttachmentsRepo, toAttachment } from "../../repo/attachments-repo.
 import type { TasksResources } from "../resources.js";
 import { linkInvalid, type Capabilities } from "./capabilities.js";
 
-/** What the attachments system reads beside the resources: the store and the links' settings. */
 export interface AttachmentsOptions {
   store: BlobStore;
   caps: Capabilities;
-  /** UPLOAD_TICKET_TTL: a ticket's life, and the age past which an unclaimed object is an orphan. */
+  /** Also the age past which an unclaimed object is an orphan. */
   uploadTtlMs: number;
-  /** DOWNLOAD_LINK_TTL. */
   downloadTtlMs: number;
 }
 
-/** The prefix of every attachment object; the sweep lists only under it. */
+/** The sweep lists only under it. */
 export const ATTACHMENT_PREFIX = "att/";
 
 const noTask = () => new AppError("resource_not_found", "No task with that id exists in this organization.");
@@ -32,11 +30,10 @@ export function attachmentsSystem(res: TasksResources, o: AttachmentsOptions) {
   const { store, caps } = o;
   const repo = res.repos.attachments;
   const tx = <T>(fn: (r: AttachmentsRepo) => Promise<T>) => res.tx((r) => fn(r.attachments));
-  /** Something failed that a later sweep repairs (a store delete): logged, not answered. */
+  /** A later sweep repairs it: logged, not answered. */
   const warn = (err: unknown, what: string) => res.log.warn({ err }, `${what} failed`);
   const seconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
 
-  /** A path id that names no task of the organization: 404, like an unknown one. */
   async function taskOf(r: AttachmentsRepo, org: string, ref: string): Promise<{ number: number; version: number }> {
     const number = taskNumber(ref);
     const version = number === null ? undefined : await r.taskVersion(org, number);
@@ -56,11 +53,7 @@ export function attachmentsSystem(res: TasksResources, o: AttachmentsOptions) {
   }
 
   return {
-    /**
-     * Upload-start (decision 0016): checks the plan's allowances and records the ticket, which is
-     * the reservation, under the organization's storage lock: two starts cannot both take the
-     * last bytes. The answer (capability or presigned URL included) is what a replay returns.
-     */
+    /** The ticket is the reservation, recorded under the organization's storage lock: two starts cannot both take the last bytes. */
     startUpload(c: Caller, ref: string, b: StartUploadBody, limits: { max_file_size: number; storage: number }): Promise<UploadStarted> {
       return keyed(c, "startUpload", async (r) => {
         const org = c.organizationId;
@@ -89,7 +82,6 @@ export function attachmentsSystem(res: TasksResources, o: AttachmentsOptions) {
       });
     },
 
-    /** The gateway's PUT route: takes the ticket's one PUT (open → receiving, leased). */
     async claimUpload(capability: string): Promise<{ file_key: string; size: number; content_type: string }> {
       const cap = caps.verify(capability, "upload");
       const row = await repo.claimUpload(cap.organization_id, cap.file_key);
@@ -101,25 +93,18 @@ export function attachmentsSystem(res: TasksResources, o: AttachmentsOptions) {
           "This upload link already received its bytes (or is receiving them); start a new upload for another file.",
         );
       }
-      // Unknown (swept) or expired since the capability was minted.
       throw linkInvalid();
     },
 
-    /** The claimed PUT stored its bytes: the ticket takes no other PUT. */
     async completeUpload(fileKey: string, org: string | null): Promise<{ completed: boolean }> {
       return { completed: await repo.completeUpload(fileKey, org) };
     },
 
-    /** The claimed PUT failed: the ticket takes a PUT again. */
     async releaseUpload(fileKey: string, org: string | null): Promise<{ released: boolean }> {
       return { released: await repo.releaseUpload(fileKey, org) };
     },
 
-    /**
-     * Registration: the ticket must be this organization's, for this task, live and unregistered
-     * (locked, so a twin registration or the sweep waits), and the object must be in the store
-     * with the declared size. The bytes move from reservation to use in the same transaction.
-     */
+    /** The ticket is locked, so a twin registration or the sweep waits; the bytes move from reservation to use in the same transaction. */
     registerAttachment(c: Caller, ref: string, b: RegisterAttachmentBody): Promise<Attachment> {
       return keyed(c, "registerAttachment", async (r) => {
         const org = c.organizationId;
@@ -171,7 +156,6 @@ export function attachmentsSystem(res: TasksResources, o: AttachmentsOptions) {
       return { expires_at: new Date(expires).toISOString(), target };
     },
 
-    /** The gateway's download route: an authentic link to an attachment that still exists. */
     async openDownload(capability: string): Promise<{ file_key: string; file_name: string; content_type: string; size: number }> {
       const cap = caps.verify(capability, "download");
       const a = await repo.attachmentByKey(cap.organization_id, cap.attachment_id, cap.file_key);
@@ -179,10 +163,7 @@ export function attachmentsSystem(res: TasksResources, o: AttachmentsOptions) {
       return { file_key: a.file_key, file_name: a.file_name, content_type: a.content_type, size: Number(a.size) };
     },
 
-    /**
-     * Deletes the row first (its bytes stop counting at commit), then the object. When the store
-     * delete fails, the object has no row left: the sweep's orphan pass removes it later.
-     */
+    /** The row first (its bytes stop counting at commit): when the store delete fails, the sweep's orphan pass removes the object. */
     async deleteAttachment(c: Caller, ref: string, id: string): Promise<{ id: string; deleted: true }> {
       const org = c.organizationId;
       const row = await tx(async (r) => {
@@ -197,12 +178,8 @@ export function attachmentsSystem(res: TasksResources, o: AttachmentsOptions) {
     storageUsage: async (c: Caller): Promise<{ used_bytes: number }> => ({ used_bytes: await repo.usedBytes(c.organizationId) }),
 
     /**
-     * Every replica runs this; one at a time does the work (advisory lock, held by the pass's
-     * transaction). 1: expired unregistered tickets are deleted (their reservations end) with
-     * their objects. 2: objects under `att/` that no attachment or ticket names and older than a
-     * ticket's life are deleted: a failed store delete, or bytes put under a swept key. Object
-     * deletes happen before the commit: a failed commit leaves rows whose objects are gone,
-     * which the next pass deletes again (deleting an absent object is no error).
+     * One replica at a time (advisory lock). Object deletes happen before the commit: a failed commit
+     * leaves rows whose objects are gone, which the next pass deletes again (an absent object is no error).
      */
     async sweep(batch = 500): Promise<{ ran: boolean; expired: number; orphans: number }> {
       return tx(async (r) => {

@@ -2,12 +2,10 @@ import { type Caller, type EndpointEvent, type Event, type Page, type ReplayEven
 import { filterTask, notFound } from "../refs.js";
 import type { TasksResources } from "../resources.js";
 
-/** What the feed's read tells its caller to narrow when it reaches the time limit. */
 const FEED_SCAN = { operation: "events feed", narrow: "narrow it with type, created_gte/created_lt or a smaller limit" } as const;
 
 const nothing = () => ({ items: [], more: false, through: 0 });
 
-/** A feed query: the filters of GET /v1/events and the types the caller may see (all when absent). */
 export interface FeedQuery {
   limit: number;
   after?: string | undefined;
@@ -18,17 +16,11 @@ export interface FeedQuery {
   visible?: readonly Event["type"][] | undefined;
 }
 
-/**
- * The events system: the feed (an organization's events of the last 30 days, newest first), a
- * resumed live stream's past, and the events other services hand in. The events themselves are
- * written by the writes that cause them, in their transactions (`r.events.emit`).
- */
 export function eventsSystem(res: TasksResources) {
   const { repos, scans } = res;
   return {
     async listEvents(c: Caller, q: FeedQuery): Promise<Page<Event>> {
-      // An id that names no task is a 404, as for the task list's filters. A task whose events
-      // are all past the 30 days answers an empty page.
+      // A task whose events are all past the 30 days answers an empty page, not a 404.
       const n = await filterTask(repos, c.organizationId, q.task_id, "task");
       // Matched as events carry it (`T-<n>`), whatever spelling the query used.
       return scans.run(c.organizationId, c.deadline, FEED_SCAN, (until) =>
@@ -43,11 +35,7 @@ export function eventsSystem(res: TasksResources) {
       return e;
     },
 
-    /**
-     * A resumed live stream's past (GET /v1/events/stream with Last-Event-ID): the organization's
-     * events after the one its client last received, a page at a time, in the stream's order. The
-     * gateway pages until `more` is false, then switches to the live events it relays, from `through`.
-     */
+    /** The gateway pages until `more` is false, then switches to the live events it relays, from `through` (decision 0027). */
     async replayEvents(c: Caller, i: ReplayEventsInput): Promise<ReplayEventsOutput> {
       const org = c.organizationId;
       let from = "position" in i.from ? i.from.position : undefined;
@@ -61,11 +49,7 @@ export function eventsSystem(res: TasksResources) {
       return { ...page, pending: false, unknown: false };
     },
 
-    /**
-     * A webhook endpoint's operational event, relayed by the webhooks service: taken into this
-     * outbox once (a redelivery adds nothing), so it reaches the feed, the live stream and the
-     * fan-out in the event stream's one order.
-     */
+    /** Taken into this outbox once, so it reaches the feed, the live stream and the fan-out in the event stream's one order. */
     async takeIn(e: EndpointEvent): Promise<void> {
       if (await repos.events.takeIn(e)) res.written();
     },

@@ -4,29 +4,18 @@ import { type Content, contentOf, type TaskRow, toIsoOrNull } from "../../repo/t
 import { ReferenceVanished } from "../../repo/task-create.js";
 import { type Day, firstSlot, localDay, slotAtDone } from "./slots.js";
 
-/**
- * Making a recurring task's occurrences (decision 0021), shared by the scheduler's ticks and by the
- * writes that complete or archive a series' latest occurrence, so both make them the same way.
- */
+// Shared by the scheduler's ticks and the writes that complete or archive a series' latest occurrence, so both make them alike.
 
-/**
- * Thrown inside an occurrence's transaction to undo it: its slot was recorded meanwhile (another
- * replica, a retried tick, a concurrent completion), a later slot of its series was, or its head
- * is gone.
- */
+/** Undoes the occurrence's transaction: its slot, or a later one of its series, was recorded meanwhile, or its head is gone. */
 export class NotMade extends Error {}
 
-/** The occurrence of `slot` for the series headed by task `head`, decided when its latest slot was `after` (null: the head). */
 export interface Occurrence {
   head: number;
   slot: Day;
   after: Day | null;
 }
 
-/**
- * An occurrence's content: the head's, status TODO, due at 00:00 UTC of its slot (what a day means
- * as a due date), with no recurrence of its own.
- */
+/** Due at 00:00 UTC of its slot, what a day means as a due date. */
 const contentFor = (head: TaskRow, slot: Day): Content => ({
   ...contentOf(head),
   status: "TODO",
@@ -35,14 +24,7 @@ const contentFor = (head: TaskRow, slot: Day): Content => ({
   recurrence: null,
 });
 
-/**
- * Makes occurrences of one organization's series with `r`, bound to a transaction the caller
- * owns: one read of the heads, one statement for the tasks (numbered in a row, versioned,
- * `task.created` through the outbox, like group-committed creates), one for their slot records.
- * Throws NotMade when a slot was recorded meanwhile, a later slot of its series was, or a head is
- * gone, and ReferenceVanished when a head's project or parent went: the caller must then undo
- * the transaction (or savepoint), numbers included.
- */
+/** The caller owns the transaction and must undo it (numbers included) on NotMade or ReferenceVanished. */
 export async function makeOccurrences(r: Repositories, org: string, list: Occurrence[]): Promise<void> {
   const heads = new Map(
     (
@@ -77,14 +59,9 @@ export async function makeOccurrences(r: Repositories, org: string, list: Occurr
 }
 
 /**
- * After a write completed or archived `done` (its row as written, in the write's transaction):
- * when it is its series' latest occurrence (the head while none was made after it), makes the
- * next one in that same transaction, so the write's answer already implies it and no crash can
- * lose it. Answers whether one was made. Nothing for a task of no series, an archived head (that
- * ends the series), an occurrence that is not the latest (the next was made already), a paused
- * or ended series, or a slot made meanwhile by the scheduler or a concurrent write (the (series,
- * slot) key decides; the write goes on, undone is only the occurrence, in a savepoint). `now` is
- * the time of the write; its day in the series' zone is the day it was done.
+ * Makes the next occurrence in the write's own transaction, so the write's answer already implies
+ * it and no crash can lose it. A slot made meanwhile undoes only the occurrence (a savepoint): the
+ * write goes on (decision 0021).
  */
 export async function occurAfterDone(r: Repositories, org: string, done: TaskRow, now: Date): Promise<boolean> {
   const headNumber = Number(done.series_head ?? done.number);
@@ -102,8 +79,7 @@ export async function occurAfterDone(r: Repositories, org: string, done: TaskRow
     await r.savepoint(() => makeOccurrences(r, org, [{ head: headNumber, slot, after: last_slot }]));
     return true;
   } catch (e) {
-    // Made meanwhile, or the head's project or parent went: the scheduler's tick decides (and
-    // logs) what is left. The user's write stands.
+    // The scheduler's tick decides (and logs) what is left; the user's write stands.
     if (e instanceof NotMade || e instanceof ReferenceVanished) return false;
     throw e;
   }

@@ -6,15 +6,7 @@ import { z } from "zod";
 
 const { RRule } = rrule;
 
-/**
- * A recurrence as a client sends it, made into the rule the service stores. The contract checks a
- * rule given as fields; a rule given as an RFC 5545 RRULE is read here, where its parser lives, and
- * refused as the gateway refuses any invalid body: 400 validation_failed naming /recurrence/rrule.
- */
-
-/** The fields an RRULE states; `rrule` on input is one or the other, never both. */
 const RULE_FIELDS = ["frequency", "interval", "by_weekday", "by_month_day", "end_date", "max_occurrences"] as const;
-/** RFC 5545 weekday codes, Monday first: by_weekday n is RRULE_DAYS[n - 1]. */
 const RRULE_DAYS = ["MO", "TU", "WE", "TH", "FR", "SA", "SU"];
 const RRULE_PARTS = new Set(["FREQ", "INTERVAL", "BYDAY", "BYMONTHDAY", "COUNT", "UNTIL"]);
 const RRULE_FREQ: Record<number, RecurrenceRule["frequency"]> = {
@@ -24,12 +16,7 @@ const RRULE_FREQ: Record<number, RecurrenceRule["frequency"]> = {
   [RRule.DAILY]: "DAILY",
 };
 
-/**
- * The rule fields an RFC 5545 RRULE value states (parsed by the `rrule` library), or what in it
- * this API cannot keep: FREQ (DAILY to YEARLY), INTERVAL, BYDAY (plain weekdays), one positive
- * BYMONTHDAY, COUNT and UNTIL are the parts the fields can say; a day-level schedule has no use
- * for BYHOUR and the like, and ordinals (1MO) or sets (BYSETPOS) have no field to live in.
- */
+/** A day-level schedule has no use for BYHOUR and the like, and ordinals (1MO) or sets (BYSETPOS) have no field to live in. */
 function fieldsOfRrule(value: string): { fields: Record<string, unknown> } | { problem: string } {
   const body = value.replace(/^RRULE:/i, "");
   const given = new Map<string, string>();
@@ -71,7 +58,6 @@ function fieldsOfRrule(value: string): { fields: Record<string, unknown> } | { p
   return { fields };
 }
 
-/** A recurrence given as rrule, as its fields; every problem of the rule is reported at rrule. */
 const FromRrule = z.custom<RecurrenceInput & { rrule: string }>().transform((r, ctx): RecurrenceRule => {
   const { rrule: value, ...given } = r;
   const both = RULE_FIELDS.filter((k) => given[k] !== undefined);
@@ -90,11 +76,6 @@ const FromRrule = z.custom<RecurrenceInput & { rrule: string }>().transform((r, 
   return both.length ? z.NEVER : checked.data;
 });
 
-/**
- * The rule a recurrence input states, as fields. A rule given as rrule is parsed, and refused with
- * the 400 the gateway gives an invalid body (`at` is where the recurrence is in it); a rule given
- * as fields passed its contract and is returned as it is.
- */
 export function recurrenceRule(r: RecurrenceInput, at = "/recurrence"): RecurrenceRule {
   if (r.rrule === undefined) {
     // The contract refuses a recurrence with neither (RecurrenceInput).
@@ -106,16 +87,11 @@ export function recurrenceRule(r: RecurrenceInput, at = "/recurrence"): Recurren
   return out.data;
 }
 
-/**
- * A task's body with its recurrence given as fields: called first by the operations that take
- * one, so a rule this API cannot keep is refused before anything is looked up (as when the
- * gateway refused it), and parsed once.
- */
+/** Called first, so a rule this API cannot keep is refused before anything is looked up, and parsed once. */
 export function withRecurrenceRule<B extends { recurrence?: RecurrenceInput | null | undefined }>(b: B): B {
   return b.recurrence?.rrule === undefined ? b : { ...b, recurrence: recurrenceRule(b.recurrence) };
 }
 
-/** Fills the defaults and derives `rrule` (RFC 5545 RRULE value). */
 export function normalizeRecurrence(input: RecurrenceInput): Recurrence {
   const r = recurrenceRule(input);
   const interval = r.interval ?? 1;

@@ -6,14 +6,11 @@ const { RRule } = rrule;
 type Rule = InstanceType<typeof RRule>;
 
 /**
- * Recurrence slots (decision 0021): the days a recurring task's occurrences are due.
- * A slot is a calendar day in the series' time zone, never an instant, so a daylight-saving change
- * moves no occurrence to another day ("every day" stays every local day). The RFC 5545 rule is
- * evaluated by `rrule` over floating days: each day is the UTC midnight of the same date, so no
- * offset enters the arithmetic at all. Only "which day is it now, there" needs the zone (localDay).
+ * A slot is a calendar day in the series' zone, never an instant, so a daylight-saving change moves
+ * no occurrence to another day. The rule is evaluated over floating days (each the UTC midnight of
+ * its date), so no offset enters the arithmetic (decision 0021).
  */
 
-/** A calendar day, `YYYY-MM-DD`. */
 export type Day = string;
 
 const FREQ = { DAILY: RRule.DAILY, WEEKLY: RRule.WEEKLY, MONTHLY: RRule.MONTHLY, YEARLY: RRule.YEARLY } as const;
@@ -22,7 +19,6 @@ const floating = (d: Day): Date => new Date(`${d}T00:00:00.000Z`);
 const dayOf = (d: Date): Day => d.toISOString().slice(0, 10);
 const dayFormat = new Map<string, Intl.DateTimeFormat>();
 
-/** The day it is at `at` in the IANA zone `timeZone`. */
 export function localDay(at: Date, timeZone: string): Day {
   let f = dayFormat.get(timeZone);
   if (!f) {
@@ -34,9 +30,7 @@ export function localDay(at: Date, timeZone: string): Day {
 }
 
 /**
- * The first instant, to the second, at which the next day has begun in `timeZone`: when a series
- * the scheduler found nothing to do for can next have something (migration 0008's wake-up). Found
- * by bisection over the zone's own day, so any offset and daylight-saving rule is its own: no
+ * By bisection over the zone's own day, so any offset and daylight-saving rule is its own: no
  * arithmetic on offsets. Within 50 hours of `now` in every zone (offsets span UTC-12 to UTC+14).
  */
 export function nextDayStart(now: Date, timeZone: string): Date {
@@ -52,21 +46,13 @@ export function nextDayStart(now: Date, timeZone: string): Date {
   return new Date(hi * 1000);
 }
 
-/**
- * `by_month_day` as decision 0008 defines it: a month without that day uses its last day. RFC
- * 5545 skips such months instead, so days past 28 become "the last of 28…d that exists"
- * (BYMONTHDAY=28,…,d;BYSETPOS=-1).
- */
+/** A month without that day uses its last day (decision 0008); RFC 5545 would skip the month instead. */
 function monthDay(d: number): { bymonthday: number[]; bysetpos?: number[] } {
   if (d <= 28) return { bymonthday: [d] };
   return { bymonthday: Array.from({ length: d - 27 }, (_, i) => 28 + i), bysetpos: [-1] };
 }
 
-/**
- * The rule of a recurrence from its first day (`start_date`, else the day the series began).
- * WEEKLY without `by_weekday` repeats on the first day's weekday; YEARLY with `by_month_day` is
- * that day of the first day's month (RFC 5545 alone would take it in every month).
- */
+/** YEARLY with `by_month_day` is that day of the first day's month (RFC 5545 alone would take it in every month). */
 export function ruleOf(r: Recurrence, seriesStart: Day): Rule {
   const first = r.start_date ?? seriesStart;
   const start = floating(first);
@@ -82,31 +68,21 @@ export function ruleOf(r: Recurrence, seriesStart: Day): Rule {
   });
 }
 
-/** The first slot after `day` (exclusive), or null once the rule has ended (end_date, max_occurrences). */
 export function slotAfter(rule: Rule, day: Day): Day | null {
   const next = rule.after(floating(day), false);
   return next ? dayOf(next) : null;
 }
 
-/** The first slot on or after `day`, or null once the rule has ended. */
 export function slotFrom(rule: Rule, day: Day): Day | null {
   const next = rule.after(floating(day), true);
   return next ? dayOf(next) : null;
 }
 
-/**
- * The slot of a series' head, its first occurrence: the rule's first day from `start_date`, else
- * from `begun` (the day in the series' zone the series began). Null when the rule has none.
- */
 export function firstSlot(r: Recurrence, begun: Day): Day | null {
   return slotFrom(ruleOf(r, begun), r.start_date ?? begun);
 }
 
-/**
- * Catch-up without flooding: the latest slot due by `today` (inclusive) that comes after
- * `lastMade` (the last slot an occurrence was made for; null for none yet). A scheduler that was
- * down for a month makes this one occurrence, not thirty; null when nothing is due.
- */
+/** Catch-up without flooding: a scheduler that was down for a month makes one occurrence, not thirty. */
 export function dueSlot(rule: Rule, lastMade: Day | null, today: Day): Day | null {
   const latest = rule.before(floating(today), true);
   if (!latest) return null;
@@ -114,11 +90,6 @@ export function dueSlot(rule: Rule, lastMade: Day | null, today: Day): Day | nul
   return lastMade !== null && day <= lastMade ? null : day;
 }
 
-/**
- * Basis COMPLETION: the next occurrence is due one interval after the day the last was completed
- * (in the series' zone), then on the rule's first slot from there when the rule picks weekdays or
- * a day of the month. End date and the count of occurrences made are the caller's to check.
- */
 export function slotAfterCompletion(r: Recurrence, completedOn: Day): Day {
   // One interval on, with month ends as by_month_day has them (Jan 31 + 1 month = Feb 28).
   const dayOfMonth = Number(completedOn.slice(8, 10));
@@ -139,13 +110,7 @@ export function slotAfterCompletion(r: Recurrence, completedOn: Day): Day {
   return slotFrom(picked, base) ?? base;
 }
 
-/**
- * Basis COMPLETION: the slot of the occurrence after the latest (its slot `last`; `made`
- * occurrences made after the head), which was done (completed, or archived instead) on `doneOn`.
- * One interval after that day; done before its own day, one interval after its day instead, so
- * the same slot never comes out again. Null once `end_date` or `max_occurrences` (the head
- * counts) ends the series.
- */
+/** Done before its own day, one interval after its day instead, so the same slot never comes out again. */
 export function slotAfterDone(r: Recurrence, last: Day, made: number, doneOn: Day): Day | null {
   if (r.max_occurrences !== null && made + 1 >= r.max_occurrences) return null;
   let next = slotAfterCompletion(r, doneOn);
@@ -153,14 +118,7 @@ export function slotAfterDone(r: Recurrence, last: Day, made: number, doneOn: Da
   return r.end_date !== null && next > r.end_date ? null : next;
 }
 
-/**
- * The slot of the occurrence made when the series' latest one (its slot `last`; `made` made after
- * the head) is done `today`, in the transaction of that write; null for none (paused, ended).
- * - COMPLETION: slotAfterDone.
- * - SCHEDULE: the rule's first slot after `last` that is not before `today`. Done early, the next
- *   slot shows at once; done long after, one occurrence from today on, not one per missed slot
- *   (the catch-up rule).
- */
+/** SCHEDULE: done long after its day, one occurrence from today on, not one per missed slot. */
 export function slotAtDone(r: Recurrence, begun: Day, last: Day, made: number, today: Day): Day | null {
   if (!r.active) return null;
   if (r.basis === "COMPLETION") return slotAfterDone(r, last, made, today);
