@@ -6,6 +6,7 @@
 // Writes go to copies of the keys and tasks schemas, made by the services' own migrations
 // (triggers and indexes included), so they do the same I/O without feeding the stack's relay.
 import { randomUUID } from "node:crypto";
+import { MAX_LIVE_API_KEYS } from "@tasksvc/contracts";
 import { connect } from "@nats-io/transport-node";
 import postgres from "postgres";
 import { migrate, POOL_OPTIONS } from "@tasksvc/db";
@@ -109,7 +110,7 @@ const handlers = {
       expiresAt: null,
       createdAt: new Date(),
     };
-    return { ...(await mint.mintApiKey(k, { credentialId: "cred_matched", key: randomUUID(), result: { id } })), id };
+    return { ...(await mint.mintApiKey(k, { credentialId: "cred_matched", key: randomUUID(), result: { id } }, MAX_LIVE_API_KEYS)), id };
   },
 };
 
