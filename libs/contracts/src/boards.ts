@@ -6,6 +6,12 @@ import { TaskRef, TaskStatus } from "./tasks.js";
 
 // The per-user daily board (decision 0009).
 
+/**
+ * The most entries one section of a day holds: a board is answered whole, with each entry's title,
+ * and must fit one message between services (a title of 500 four-byte characters is about 2 KiB).
+ */
+export const MAX_SECTION_ENTRIES = 200;
+
 export const DailySection = z.enum(["TODO", "PROGRESS"]);
 export type DailySection = z.infer<typeof DailySection>;
 export const DailyStatus = z.enum(["COMPLETED", "PLANNED", "NOT_FILLED", "FILLING"]);

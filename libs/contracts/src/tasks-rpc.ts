@@ -39,7 +39,8 @@ export const tasksRpc = {
     // Internal (boards service): unknown numbers are simply absent.
     lookupTasks: { input: z.object({ numbers: z.array(z.number().int().positive()).max(1000) }), output: z.object({ tasks: z.array(TaskSummary) }) },
     taskWithSubtasks: {
-      input: z.object({ number: z.number().int().positive() }),
+      // owner_user_id and not archived pick the subtasks a board can hold; limit bounds the reply.
+      input: z.object({ number: z.number().int().positive(), owner_user_id: z.string().optional(), limit: z.number().int().positive().max(1000).optional() }),
       output: z.object({ task: TaskSummary.nullable(), subtasks: z.array(TaskSummary) }),
     },
     ...attachmentOps,

@@ -32,7 +32,7 @@ export const service = defineService({
         }
         return found;
       },
-      withSubtasks: (ctx, number) => tasks.call("taskWithSubtasks", { number }, ctx),
+      withSubtasks: (ctx, number, owner, limit) => tasks.call("taskWithSubtasks", { number, owner_user_id: owner, limit }, ctx),
     });
     const { repo } = res;
     const svc = boardsService(res);

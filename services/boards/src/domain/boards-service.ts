@@ -1,4 +1,5 @@
 import {
+  MAX_SECTION_ENTRIES,
   SECTIONS,
   taskId,
   taskNumber,
@@ -18,6 +19,12 @@ import type { BoardsResources } from "./resources.js";
 
 const numberOf = (t: TaskSummary) => Number(t.task_id.slice(2));
 const plannable = (t: TaskSummary, userId: string) => t.owner_user_id === userId && !t.archived;
+
+const sectionFull = (b: { date: string; task_id: string; section: DailySection }) =>
+  new AppError(
+    "limit_reached",
+    `With ${b.task_id} and its subtasks the ${b.section} section of ${b.date} would hold more than ${MAX_SECTION_ENTRIES} entries, the most a section holds: remove entries, or plan some of the subtasks on another day.`,
+  );
 
 export function boardsService(res: BoardsResources) {
   const { repo } = res;
@@ -72,7 +79,8 @@ export function boardsService(res: BoardsResources) {
         // Asked of the tasks service before the transaction, so no connection waits on NATS.
         async prepare() {
           const n = taskNumber(body.task_id);
-          const view = n === null ? { task: null, subtasks: [] } : await res.tasks.withSubtasks(c.ctx, n);
+          // One more than a section holds: enough to know the plan cannot fit, and a bounded reply.
+          const view = n === null ? { task: null, subtasks: [] } : await res.tasks.withSubtasks(c.ctx, n, c.userId, MAX_SECTION_ENTRIES);
           const task = view.task;
           if (!task) throw new AppError("resource_not_found", "No task with that id exists in this organization.");
           if (task.owner_user_id !== c.userId) throw fieldError("/task_id", "only tasks you own can be planned on your board");
@@ -80,6 +88,7 @@ export function boardsService(res: BoardsResources) {
           return { task, subtasks: view.subtasks.filter((s) => plannable(s, c.userId)) };
         },
         async work(r, { task, subtasks }) {
+          await r.lockDay(org, user, body.date);
           const numbers = [numberOf(task), ...subtasks.map(numberOf)];
           const existing = new Map((await r.entriesOf(org, user, body.date, numbers)).map((e) => [Number(e.task_number), e]));
           const own = existing.get(numberOf(task));
@@ -91,6 +100,7 @@ export function boardsService(res: BoardsResources) {
               if (existing.get(numberOf(s))?.section === body.section) continue;
               await r.insertEntry(newId("ent"), org, user, body.date, body.section, numberOf(s));
             }
+            if ((await r.sectionCount(org, user, body.date, body.section)) > MAX_SECTION_ENTRIES) throw sectionFull(body);
             await r.markFilling(org, user, body.date, body.section);
             return toEntry(row, task);
           } catch (e) {
@@ -109,6 +119,9 @@ export function boardsService(res: BoardsResources) {
     async rollOver(i: RollOverInput): Promise<{ placed: boolean }> {
       return res.tx(async (r) => {
         if (!(await r.recordRollover(i.organization_id, i.task_number, i.date))) return { placed: false };
+        // A full section takes no rollover: the record stays, so the day is not tried again.
+        await r.lockDay(i.organization_id, i.user_id, i.date);
+        if ((await r.sectionCount(i.organization_id, i.user_id, i.date, i.section)) >= MAX_SECTION_ENTRIES) return { placed: false };
         const placed = await r.placeIfAbsent(newId("ent"), i.organization_id, i.user_id, i.date, i.section, i.task_number);
         if (placed) await r.markFilling(i.organization_id, i.user_id, i.date, i.section);
         return { placed };

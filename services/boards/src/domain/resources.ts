@@ -4,7 +4,8 @@ import { type BoardsRepo, boardsRepo } from "../repo/boards-repo.js";
 
 export interface TasksPort {
   lookup(ctx: RpcContext, numbers: number[]): Promise<TaskSummary[]>;
-  withSubtasks(ctx: RpcContext, number: number): Promise<{ task: TaskSummary | null; subtasks: TaskSummary[] }>;
+  /** The task and at most `limit` of its subtasks that `owner` could plan (owned, not archived). */
+  withSubtasks(ctx: RpcContext, number: number, owner: string, limit: number): Promise<{ task: TaskSummary | null; subtasks: TaskSummary[] }>;
 }
 
 export interface BoardsResources {

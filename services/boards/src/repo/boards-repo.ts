@@ -60,6 +60,17 @@ export function boardsRepo(sql: Sql) {
           where s.status = 'NOT_FILLED'`;
     },
 
+    /** Serializes the writes to one user's day, so a section's count holds until the commit. */
+    async lockDay(org: string, user: string, date: string): Promise<void> {
+      await sql`select pg_advisory_xact_lock(hashtextextended(${`boards.day:${org}:${user}:${date}`}, 0))`;
+    },
+
+    async sectionCount(org: string, user: string, date: string, section: DailySection): Promise<number> {
+      const [row] = await sql<{ n: number }[]>`
+        select count(*)::int as n from entries where organization_id = ${org} and user_id = ${user} and date = ${date}::date and section = ${section}`;
+      return row?.n ?? 0;
+    },
+
     /** Locked for the planning transaction. */
     async entriesOf(org: string, user: string, date: string, numbers: number[]): Promise<Array<{ id: string; section: DailySection; task_number: string }>> {
       return sql<{ id: string; section: DailySection; task_number: string }[]>`

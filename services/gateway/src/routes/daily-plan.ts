@@ -36,7 +36,7 @@ export const dailyPlan = resource({ name: "daily-plan", scopes: "tasks" }, (r) =
       location: "/v1/daily-plan/entries/{id}",
       response: BoardEntry,
       idempotent: true,
-      errors: ["resource_not_found"],
+      errors: ["resource_not_found", "limit_reached"],
     },
     ({ clients, body, ctx }) => clients.boards.relay("planEntry", body, ctx),
   );

@@ -175,10 +175,10 @@ export function tasksSystem(res: TasksResources) {
 
     lookupTasks: async (c: Caller, numbers: number[]) => ({ tasks: await repos.tasks.summaries(c.organizationId, [...new Set(numbers)]) }),
 
-    async taskWithSubtasks(c: Caller, number: number) {
+    async taskWithSubtasks(c: Caller, number: number, only: { owner?: string | undefined; limit?: number | undefined } = {}) {
       const [task] = await repos.tasks.summaries(c.organizationId, [number]);
       if (!task) return { task: null, subtasks: [] };
-      return { task, subtasks: await repos.tasks.subtaskSummaries(c.organizationId, number) };
+      return { task, subtasks: await repos.tasks.subtaskSummaries(c.organizationId, number, only) };
     },
   };
 }

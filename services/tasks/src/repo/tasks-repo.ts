@@ -130,10 +130,12 @@ export function tasksRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
       return rows.map(toSummary);
     },
 
-    async subtaskSummaries(org: string, parent: number): Promise<TaskSummary[]> {
+    async subtaskSummaries(org: string, parent: number, only: { owner?: string | undefined; limit?: number | undefined } = {}): Promise<TaskSummary[]> {
+      const owned = only.owner === undefined ? sql`` : sql`and owner_user_id = ${only.owner} and not archived`;
       const rows = await sql<SummaryRow[]>`
         select number, title, status, archived, owner_user_id, parent_number from tasks
-        where organization_id = ${org} and parent_number = ${parent} order by tasks.number`;
+        where organization_id = ${org} and parent_number = ${parent} ${owned} order by tasks.number
+        ${only.limit === undefined ? sql`` : sql`limit ${only.limit}`}`;
       return rows.map(toSummary);
     },
 
