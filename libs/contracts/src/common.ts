@@ -84,3 +84,12 @@ export const FieldError = z.object({
   message: z.string().meta({ description: "What is wrong with the field.", examples: ["is required"] }),
 });
 export type FieldError = z.infer<typeof FieldError>;
+
+/** `obj` with the keys of `order` first, in that order, then any others (a newer producer's) as they came. */
+export function inKeyOrder<T extends object>(obj: T, order: readonly string[]): T {
+  const from = obj as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const k of order) if (k in from) out[k] = from[k];
+  for (const k of Object.keys(from)) if (!(k in out)) out[k] = from[k];
+  return out as T;
+}

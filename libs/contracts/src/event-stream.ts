@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { OpaqueId } from "./common.js";
+import { inKeyOrder, OpaqueId } from "./common.js";
 import { listOf } from "./task-search.js";
 import { Event } from "./events.js";
 import { EventType, inTaskOrder, isTaskEventType } from "./tasks.js";
@@ -62,12 +62,7 @@ const ENDPOINT_FIELD_ORDER: readonly string[] = Object.keys(WebhookEndpoint.shap
 /** jsonb sorts keys by length. */
 export function inDataOrder<T>(type: string, data: T): T {
   if (typeof data !== "object" || data === null) return data;
-  if (isTaskEventType(type)) return inTaskOrder(data);
-  const from = data as Record<string, unknown>;
-  const out: Record<string, unknown> = {};
-  for (const k of ENDPOINT_FIELD_ORDER) if (k in from) out[k] = from[k];
-  for (const k of Object.keys(from)) if (!(k in out)) out[k] = from[k];
-  return out as T;
+  return isTaskEventType(type) ? inTaskOrder(data) : inKeyOrder(data, ENDPOINT_FIELD_ORDER);
 }
 
 export function sseMessage(id: string, type: string, json: string): string {

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { CreatedAt, EXAMPLE_INSTANT, OpaqueId, PageQuery, Text, Timestamp, TrimmedLabel, UpdatedAt } from "./common.js";
+import { CreatedAt, EXAMPLE_INSTANT, inKeyOrder, OpaqueId, PageQuery, Text, Timestamp, TrimmedLabel, UpdatedAt } from "./common.js";
 import { DateTimeInput } from "./dates.js";
 import { Recurrence, RecurrenceInput } from "./recurrence.js";
 
@@ -84,13 +84,7 @@ export const taskEtag = (version: number) => `"${version}"`;
 export const TASK_FIELDS = Object.keys(Task.shape) as readonly (keyof Task)[];
 
 /** jsonb sorts keys by length. A field the task lacks stays absent (an older event); one the table does not know comes last (a newer producer's). */
-export function inTaskOrder<T extends object>(t: T): T {
-  const from = t as Record<string, unknown>;
-  const out: Record<string, unknown> = {};
-  for (const k of TASK_FIELDS) if (k in from) out[k] = from[k];
-  for (const k of Object.keys(from)) if (!(k in out)) out[k] = from[k];
-  return out as T;
-}
+export const inTaskOrder = <T extends object>(t: T): T => inKeyOrder(t, TASK_FIELDS);
 
 /** A task's content: what PATCH compares and history shows. */
 const VERSION_CONTENT = Task.pick({
