@@ -42,6 +42,7 @@ export const PER_SERVICE_SETTINGS: ReadonlySet<string> = new Set([
   "DATABASE_POOL_MODE",
   "DATABASE_MIGRATION_URL",
   "DATABASE_STATEMENT_TIMEOUT",
+  "DATABASE_POOL_SIZE",
 ]);
 
 const SECRET_SETTING = /(?:_KEYS?|SECRET|PASSWORD|TOKEN)(?:_|$)/;
@@ -127,6 +128,8 @@ export const settings = {
   DATABASE_MIGRATION_URL: urlString(["postgres:", "postgresql:"]).optional(),
   /** Below the RPC deadline, so that no statement outlives the request that started it. */
   DATABASE_STATEMENT_TIMEOUT: duration("3s").refine((ms) => ms >= 100 && ms <= 600_000, "expected a duration between 100ms and 10m"),
+  /** Unset: the service's own (10). Test stacks, many to one Postgres, take fewer. */
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(3).max(200).optional(),
   /** Several statement limits, so only a slot that never comes back trips it. */
   DATABASE_TRANSACTION_STUCK_AFTER: duration("30s").refine((ms) => ms >= 1000 && ms <= 3_600_000, "expected a duration between 1s and 1h"),
   OUTBOX_STALL_AFTER: duration("30s").refine((ms) => ms >= 1000 && ms <= 3_600_000, "expected a duration between 1s and 1h"),
@@ -172,6 +175,7 @@ export const serviceSettings = {
   DATABASE_MIGRATION_URL: settings.DATABASE_MIGRATION_URL,
   DATABASE_STATEMENT_TIMEOUT: settings.DATABASE_STATEMENT_TIMEOUT,
   DATABASE_TRANSACTION_STUCK_AFTER: settings.DATABASE_TRANSACTION_STUCK_AFTER,
+  DATABASE_POOL_SIZE: settings.DATABASE_POOL_SIZE,
   OUTBOX_STALL_AFTER: settings.OUTBOX_STALL_AFTER,
   ...natsServiceSettings,
 } as const;

@@ -1,11 +1,11 @@
 // Egress guard for every outbound webhook call. Checked where the socket is dialled, against the
 // address it connects to: a URL check alone is defeated by a name resolving to 127.0.0.1 or by DNS
 // rebinding. Node skips `lookup` for literal-IP hosts, so those are checked before the request.
-import dns from "node:dns";
 import http from "node:http";
 import https from "node:https";
 import net from "node:net";
 import type { LookupFunction } from "node:net";
+import { lookupAll } from "./dns-cache.js";
 
 export const BLOCKED_CLASSES = ["loopback", "private", "link_local", "metadata", "cgnat", "multicast", "unspecified", "reserved"] as const;
 export type BlockedClass = (typeof BLOCKED_CLASSES)[number];
@@ -209,7 +209,8 @@ function hostOf(url: URL): string {
  */
 export function guardedLookup(opts: { readonly allowPrivate: boolean }): LookupFunction {
   return (hostname, options, callback) => {
-    dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
+    const family = options.family === "IPv4" ? 4 : options.family === "IPv6" ? 6 : typeof options.family === "number" ? options.family : 0;
+    lookupAll(hostname, family, (err, addresses) => {
       if (err) {
         callback(err, "");
         return;

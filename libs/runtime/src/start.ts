@@ -64,7 +64,14 @@ export async function startService<C extends BaseConfig, R>(def: ServiceDefiniti
       ...(def.indexes ? { indexes: def.indexes } : {}),
       ...(def.backfills ? { backfills: def.backfills } : {}),
     });
-    const pool = createDb({ url, schema: def.schema, poolMode: dbCfg.DATABASE_POOL_MODE, statementTimeoutMs: dbCfg.DATABASE_STATEMENT_TIMEOUT, ...def.db });
+    const pool = createDb({
+      url,
+      schema: def.schema,
+      poolMode: dbCfg.DATABASE_POOL_MODE,
+      statementTimeoutMs: dbCfg.DATABASE_STATEMENT_TIMEOUT,
+      ...def.db,
+      ...(dbCfg.DATABASE_POOL_SIZE === undefined ? {} : { max: dbCfg.DATABASE_POOL_SIZE }),
+    });
     // Timed transactions, for the readiness of the slots.
     watched = watchTransactions(pool);
     db = watched.db;

@@ -118,6 +118,11 @@ export async function startStack(opts: StackOptions = {}): Promise<StartedStack>
     RPC_CHECK_REPLIES: "true",
     // Every test calls from 127.0.0.1, and the route tests send hundreds of refused credentials: the per-address limit has tests of its own.
     ANON_RATE_LIMIT: "off",
+    // Likewise for accepting invitations, whose limit (10 a minute) has a test with a gateway of its own.
+    INVITATION_ACCEPT_RATE_LIMIT: "off",
+    // Two test files' stacks and the shared one meet on one Postgres of 100 connections: at 10 a process they
+    // passed it under load, and a 53300 answers 503.
+    DATABASE_POOL_SIZE: "5",
     ...opts.env,
     DATABASE_URL: databaseUrl,
     NATS_URL: natsUrl,
