@@ -123,6 +123,8 @@ describe("@tasksvc/client finding tasks", () => {
       priority: "HIGH",
       project_id: "prj_none",
       parent_task_id: "T-1",
+      owner_id: "me",
+      assignee_ids: "me",
       archived: false,
       is_blocked: false,
       due_date: "2026-01-01",

@@ -84,6 +84,8 @@ const MAKERS: Record<string, (t: Tenant) => Promise<string>> = {
   organization_id: async (t) => t.organizationId,
   project_id: async (t) => (await must(gw.post("/v1/projects", { name: "Example's project" }, { token: t.apiKey }), 201)).id,
   endpoint_id: async (t) => (await must(gw.post("/v1/webhook-endpoints", { url: "https://hooks.example.com/example" }, { token: t.apiKey }), 201)).id,
+  // Another member than the tenant's only owner, whom no role change may touch.
+  user_id: async (t) => (await f.user(t.organizationId, "member")).userId,
 };
 
 async function must(call: Promise<ApiResponse>, status: number): Promise<JsonBody> {
@@ -156,7 +158,10 @@ describe("the example request bodies of the served OpenAPI document", () => {
     const noted = withBody.flatMap((o) =>
       Object.values(o.media?.examples ?? {}).map((e) => ({ id: o.operationId, summary: e.summary, description: e.description })),
     );
-    expect(noted).toEqual([{ id: "registerAttachment", summary: expect.stringMatching(/upload/i), description: expect.stringMatching(/not sendable as is/i) }]);
+    expect(noted).toEqual([
+      { id: "registerAttachment", summary: expect.stringMatching(/upload/i), description: expect.stringMatching(/not sendable as is/i) },
+      { id: "acceptInvitation", summary: expect.stringMatching(/token/i), description: expect.stringMatching(/not sendable as is/i) },
+    ]);
     expect(withBody.filter((o) => typeof o.body === "object" && o.body !== null && "file_key" in o.body).map((o) => o.operationId)).toEqual([
       "registerAttachment",
     ]);
@@ -174,6 +179,11 @@ describe("the example request bodies of the served OpenAPI document", () => {
         const put = await fetch(ticket.upload_url, { method: "PUT", body: "x".repeat(size), headers: { "content-type": content_type } });
         expect(put.status, await put.text()).toBe(200);
         body = { ...body, file_key: ticket.file_key };
+      }
+      // Likewise an invitation's token, which only its creation answers.
+      if (c.operationId === "acceptInvitation" && typeof body === "object" && body !== null) {
+        const invitation = await must(gw.post("/v1/invitations", { email: f.email(), role: "member" }, { token }), 201);
+        body = { ...body, token: invitation.token };
       }
       expect2xx(await gw.request(c.method, target, { token, body }), `${c.method} ${target} ${JSON.stringify(body)}`);
     });

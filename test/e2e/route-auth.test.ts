@@ -16,6 +16,8 @@ const { gw, f, db } = e2eContext();
 /** A valid body per operation, for the cases where input must pass (404 of another organization). */
 const SAMPLE_BODIES: Record<string, (ids: Ids) => unknown> = {
   "POST /v1/api-keys": () => ({ name: "route-auth" }),
+  "PATCH /v1/members/:user_id": () => ({ role: "admin" }),
+  "POST /v1/invitations": () => ({ email: "route-auth@example.com", role: "member" }),
   "POST /v1/tasks": () => ({ title: "route-auth" }),
   "PATCH /v1/tasks/:task_id": () => ({ title: "changed by another organization" }),
   "POST /v1/tasks/:task_id/dependencies": (ids) => ({ blocker_task_id: ids.blocker_task_id }),
@@ -47,6 +49,8 @@ interface Ids {
   delivery_id: string;
   attachment_id: string;
   event_id: string;
+  user_id: string;
+  invitation_id: string;
 }
 const PLACEHOLDER_IDS: Ids = {
   organization_id: "org_x",
@@ -59,6 +63,8 @@ const PLACEHOLDER_IDS: Ids = {
   delivery_id: "whd_x",
   attachment_id: "att_x",
   event_id: "evt_x",
+  user_id: "usr_x",
+  invitation_id: "inv_x",
 };
 
 const nameOf = (op: { method: string; url: string }) => `${op.method} ${op.url}`;
@@ -118,12 +124,14 @@ describe("every operation on a named resource answers 404 to another organizatio
     other = await f.tenant();
     const as = { token: owner.apiKey };
     const key = await gw.post("/v1/api-keys", { name: "owned" }, as);
+    const member = await f.user(owner.organizationId, "member");
+    const invitation = await gw.post("/v1/invitations", { email: f.email(), role: "member" }, as);
     const task = await gw.post("/v1/tasks", { title: "owned" }, as);
     const blocker = await gw.post("/v1/tasks", { title: "owned blocker" }, as);
     const project = await gw.post("/v1/projects", { name: "owned" }, as);
     // Tenants default to the pro plan, which has outbound_webhooks.
     const endpoint = await gw.post("/v1/webhook-endpoints", { url: "https://hooks.example.com/owned" }, as);
-    for (const r of [key, task, blocker, project, endpoint]) expect(r.status, r.text).toBe(201);
+    for (const r of [key, task, blocker, project, endpoint, invitation]) expect(r.status, r.text).toBe(201);
     const linked = await gw.post(`/v1/tasks/${task.body.id}/dependencies`, { blocker_task_id: blocker.body.id }, as);
     expect(linked.status, linked.text).toBe(201);
     const entry = await gw.post("/v1/daily-plan/entries", { date: "2026-11-23", task_id: task.body.id, section: "TODO" }, as);
@@ -159,6 +167,8 @@ describe("every operation on a named resource answers 404 to another organizatio
       endpoint_id: endpoint.body.id,
       delivery_id: deliveryId,
       attachment_id: attachment.body.id,
+      user_id: member.userId,
+      invitation_id: invitation.body.id,
     };
     // Task numbers are per organization: the other one must have none, so "T-1" is not its own.
     expect((await gw.get("/v1/tasks", { token: other.apiKey })).body.data).toEqual([]);
@@ -189,6 +199,9 @@ describe("every operation on a named resource answers 404 to another organizatio
     expect(task.body).toMatchObject({ title: "owned", archived: false });
     const history = await gw.get(`/v1/tasks/${ids.task_id}/history`, as);
     expect(history.body.data, history.text).toHaveLength(1);
+    expect((await gw.get(`/v1/members/${ids.user_id}`, as)).body.role).toBe("member");
+    const invitations = await gw.get("/v1/invitations", as);
+    expect(invitations.body.data.map((i: { id: string; status: string }) => [i.id, i.status])).toEqual([[ids.invitation_id, "pending"]]);
     const deps = await gw.get(`/v1/tasks/${ids.task_id}/dependencies`, as);
     expect(deps.body.blocked_by.map((d: { task_id: string }) => d.task_id)).toEqual([ids.blocker_task_id]);
     const project = await gw.get(`/v1/projects/${ids.project_id}`, as);

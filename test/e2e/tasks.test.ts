@@ -32,6 +32,8 @@ describe("POST /v1/tasks", () => {
       notes: null,
       story_points: null,
       project_ids: [],
+      owner_id: t.userId,
+      assignee_ids: [],
       parent_task_id: null,
       archived: false,
       recurrence: null,

@@ -12,6 +12,8 @@ export const TASK_FILTER_OPS = {
   priority: ["eq", "neq", "in", "nin", "is_null"],
   project_id: ["eq", "neq", "in", "nin", "is_null"],
   parent_task_id: ["eq", "neq", "in", "nin", "is_null"],
+  owner_id: ["eq", "neq", "in", "nin"],
+  assignee_ids: ["contains", "in", "is_null"],
   archived: ["eq", "neq"],
   is_blocked: ["eq", "neq"],
   due_date: ["eq", "neq", "lt", "lte", "gt", "gte", "is_null"],

@@ -24,6 +24,10 @@ export interface FilterValues {
   project_id: string;
   /** A task id, `T-<n>`. */
   parent_task_id: string;
+  /** A user id, `usr_…`, or `me` for the credential's user. */
+  owner_id: string;
+  /** A user id, `usr_…`, or `me`: `contains` one, `in` any of several, `is_null` assigned to nobody. */
+  assignee_ids: string;
   archived: boolean;
   is_blocked: boolean;
   /** A date-time with an offset, or a day meaning 00:00 UTC: compared with the due date exactly. */
@@ -83,7 +87,7 @@ export const where = {
   gte: <F extends FieldsWith<"gte">>(field: F, value: FilterValues[F]) => condition(field, "gte", value),
   /** The task has no value for the field (`false`: it has one). */
   isNull: <F extends FieldsWith<"is_null">>(field: F, isNull = true) => condition(field, "is_null", isNull),
-  /** The title contains the text, whatever the case. */
+  /** The title contains the text, whatever the case; `assignee_ids`: the task is assigned to that user (or `me`). */
   contains: <F extends FieldsWith<"contains">>(field: F, value: FilterValues[F]) => condition(field, "contains", value),
   /** Full text over title, description and notes, as `q` of GET /v1/tasks. */
   matches: (text: string) => condition("text", "matches", text),

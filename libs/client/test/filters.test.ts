@@ -18,6 +18,10 @@ describe("where", () => {
     expect(where.matches('"invoice export" -draft')).toEqual({ field: "text", op: "matches", value: '"invoice export" -draft' });
     expect(where.eq("project_id", "prj_1")).toEqual({ field: "project_id", op: "eq", value: "prj_1" });
     expect(where.eq("parent_task_id", "T-7")).toEqual({ field: "parent_task_id", op: "eq", value: "T-7" });
+    expect(where.contains("assignee_ids", "me")).toEqual({ field: "assignee_ids", op: "contains", value: "me" });
+    expect(where.in("assignee_ids", ["me", "usr_1"])).toEqual({ field: "assignee_ids", op: "in", value: ["me", "usr_1"] });
+    expect(where.isNull("assignee_ids")).toEqual({ field: "assignee_ids", op: "is_null", value: true });
+    expect(where.neq("owner_id", "me")).toEqual({ field: "owner_id", op: "neq", value: "me" });
   });
 
   it("when in, nin or isNull is built, then in and nin carry a copy of the list, and isNull a boolean (true unless told)", () => {
@@ -58,6 +62,8 @@ describe("where", () => {
       "priority",
       "project_id",
       "parent_task_id",
+      "owner_id",
+      "assignee_ids",
       "archived",
       "is_blocked",
       "due_date",
@@ -107,6 +113,10 @@ export function filtersTheApiRefuses(): void {
   where.eq("archived", "true");
   // @ts-expect-error is_blocked has no is_null (every task is blocked or not)
   where.isNull("is_blocked");
+  // @ts-expect-error assignee_ids is a list: contains, in or is_null, never eq
+  where.eq("assignee_ids", "me");
+  // @ts-expect-error every task has an owner
+  where.isNull("owner_id");
   // @ts-expect-error title takes eq, neq and contains
   where.in("title", ["a"]);
   // @ts-expect-error only the title takes contains

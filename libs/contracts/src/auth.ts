@@ -5,6 +5,7 @@ export const SCOPES = [
   "tasks:read",
   "tasks:write",
   "members:read",
+  "members:write",
   "projects:read",
   "projects:write",
   "usage:read",
@@ -15,7 +16,9 @@ export const SCOPES = [
 export const Scope = z.enum(SCOPES);
 export type Scope = z.infer<typeof Scope>;
 
-export const DEFAULT_KEY_SCOPES: readonly Scope[] = SCOPES.filter((s) => s !== "api-keys:manage");
+/** Scopes that hand out power over others (minting keys, changing members) come only when asked for. */
+export const EXPLICIT_ONLY_SCOPES: readonly Scope[] = ["api-keys:manage", "members:write"];
+export const DEFAULT_KEY_SCOPES: readonly Scope[] = SCOPES.filter((s) => !EXPLICIT_ONLY_SCOPES.includes(s));
 
 export const PLANS = ["free", "pro", "team"] as const;
 export const Plan = z.enum(PLANS);

@@ -21,6 +21,9 @@ export const ERROR_CATALOG = {
   dependency_cycle: { status: 409, title: "Dependency cycle" },
   upload_already_received: { status: 409, title: "Upload already received" },
   limit_reached: { status: 409, title: "Limit reached" },
+  // Make another member an owner first.
+  last_owner: { status: 409, title: "Last owner" },
+  already_member: { status: 409, title: "Already a member" },
   precondition_failed: { status: 412, title: "Precondition failed" },
   payload_too_large: { status: 413, title: "Payload too large" },
   unsupported_media_type: { status: 415, title: "Unsupported media type" },

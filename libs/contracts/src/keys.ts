@@ -1,13 +1,24 @@
 import { z } from "zod";
 import { Identity, Limits, Plan, Role, Scope } from "./auth.js";
 import { CreatedAt, EXAMPLE_INSTANT, Label, NO_BIDI_CONTROLS_MESSAGE, noBidiControls, OpaqueId, PageQuery, Timestamp, TrimmedLabel, page } from "./common.js";
+import {
+  AcceptedInvitation,
+  AcceptInvitationBody,
+  CreatedInvitation,
+  CreateInvitationBody,
+  Email,
+  Invitation,
+  InvitationIdParams,
+  RemovedMember,
+  StoredName,
+  UpdateMemberBody,
+  UserIdParams,
+} from "./members.js";
 import type { RpcCatalog } from "./rpc.js";
 
 /** Every path that mints a key counts against it, the admin CLI's included. */
 export const MAX_LIVE_API_KEYS = 100;
 
-/** Shown in lists, logs and the admin CLI, so no bidirectional control that would make one name display as another. */
-const StoredName = Label.refine((s) => s.trim() !== "", { message: "must not be blank" }).refine(noBidiControls, { message: NO_BIDI_CONTROLS_MESSAGE });
 export const OrganizationName = TrimmedLabel.min(1, { message: "must not be blank" }).max(200).refine(noBidiControls, { message: NO_BIDI_CONTROLS_MESSAGE });
 
 const PLAN_DOC = { description: "The organization's plan: what it may use and how much.", examples: ["pro"] };
@@ -90,8 +101,6 @@ export const OrganizationIdParams = z.object({
 });
 export const KeyIdParams = z.object({ key_id: OpaqueId.meta({ description: "The API key's id.", examples: [KEY_ID] }) });
 
-export const Email = z.email().max(320);
-
 export const EffectiveLimits = z.object({ organization_id: z.string(), plan: Plan, limits: Limits });
 
 export const Jwk = z.record(z.string(), z.unknown());
@@ -106,9 +115,22 @@ export const keysRpc = {
       output: Identity.nullable(),
     },
     devJwks: { input: z.object({}), output: z.object({ issuer: z.string(), keys: z.array(Jwk) }) },
+    /** Which of the given users are members of the organization now (for other services checking assignees). */
+    currentMembers: {
+      input: z.object({ organization_id: Label, user_ids: z.array(Label).max(200) }),
+      output: z.object({ user_ids: z.array(z.string()) }),
+    },
     listOrganizations: { input: PageQuery, output: page(Organization) },
     getOrganization: { input: OrganizationIdParams, output: Organization },
     listMembers: { input: PageQuery, output: page(Member) },
+    getMember: { input: UserIdParams, output: Member },
+    updateMember: { input: z.object({ ...UserIdParams.shape, ...UpdateMemberBody.shape }), output: Member },
+    deleteMember: { input: UserIdParams, output: RemovedMember },
+    createInvitation: { input: CreateInvitationBody, output: CreatedInvitation },
+    listInvitations: { input: PageQuery, output: page(Invitation) },
+    revokeInvitation: { input: InvitationIdParams, output: Invitation },
+    /** No caller: the token is the whole authorization. */
+    acceptInvitation: { input: AcceptInvitationBody, output: AcceptedInvitation },
     createApiKey: { input: CreateApiKeyBody, output: CreatedApiKey },
     listApiKeys: { input: PageQuery, output: page(ApiKey) },
     revokeApiKey: { input: KeyIdParams, output: RevokedApiKey },

@@ -19,6 +19,10 @@ export const SearchText = Text.min(1)
 
 const Instant = DateTimeInput;
 
+/** `me` is the credential's own user, wherever a user id is a value to match. */
+export const ME = "me";
+const UserValue = OpaqueId;
+
 type FieldRow = { ops: readonly FilterOp[]; value: z.ZodType; says: string };
 
 export const FILTER_FIELDS = {
@@ -26,6 +30,8 @@ export const FILTER_FIELDS = {
   priority: { ops: ["eq", "neq", "in", "nin", "is_null"], value: TaskPriority, says: "a priority" },
   project_id: { ops: ["eq", "neq", "in", "nin", "is_null"], value: OpaqueId, says: "a project id, `prj_…`" },
   parent_task_id: { ops: ["eq", "neq", "in", "nin", "is_null"], value: TaskRef, says: "a task id, T-<n>" },
+  owner_id: { ops: ["eq", "neq", "in", "nin"], value: UserValue, says: "a user id, `usr_…`, or `me`" },
+  assignee_ids: { ops: ["contains", "in", "is_null"], value: UserValue, says: "a user id, `usr_…`, or `me`" },
   archived: { ops: ["eq", "neq"], value: z.boolean(), says: "a boolean" },
   is_blocked: { ops: ["eq", "neq"], value: z.boolean(), says: "a boolean" },
   due_date: { ops: ["eq", "neq", "lt", "lte", "gt", "gte", "is_null"], value: Instant, says: "a time" },
@@ -160,7 +166,8 @@ export const TaskFilterSchema = z
           field: {
             type: "string",
             enum: FIELDS,
-            description: "What the condition looks at; `text` is the full text of title, description and notes.",
+            description:
+              "What the condition looks at; `text` is the full text of title, description and notes. On `assignee_ids`, `contains` matches a task assigned to that user, `in` one assigned to any of them, `is_null: true` one assigned to nobody.",
             examples: ["status"],
           },
           op: {

@@ -27,6 +27,22 @@ export function listOf<const V extends readonly string[]>(values: V) {
     },
   );
 }
+/** User ids, `me` and `none`, comma-separated or the parameter repeated. */
+const UserList = (() => {
+  const list = z.array(FILTER_FIELDS.assignee_ids.value).min(1).max(10);
+  return z.union(
+    [
+      z
+        .string()
+        .transform((s) => s.split(","))
+        .pipe(list),
+      list,
+    ],
+    {
+      error: "must be one or more user ids, `me` or `none`, comma-separated (at most 10)",
+    },
+  );
+})();
 const BoolParam = z.union([z.boolean(), z.enum(["true", "false"]).transform((v) => v === "true")], { message: "must be true or false" });
 
 // No examples for filters that name an object: "Try it out" would send them, and an id the caller's organization lacks is a 404.
@@ -40,6 +56,14 @@ export const ListTasksQuery = PageQuery.extend({
   project_id: FILTER_FIELDS.project_id.value.optional().meta({ description: "Only tasks in this project (its id, `prj_…`)." }),
   parent_task_id: FILTER_FIELDS.parent_task_id.value.optional().meta({ description: "Only the subtasks of this task (its id, T-<n>)." }),
   series_task_id: TaskRef.optional().meta({ description: "Only the occurrences made from this recurring task (its id, T-<n>)." }),
+  assignee_id: UserList.optional().meta({
+    description:
+      "Only tasks assigned to one of these users: user ids, `me` (the credential's user) or `none` (assigned to nobody), comma-separated and freely mixed; a task matches when any of them does.",
+    examples: ["me"],
+  }),
+  owner_id: FILTER_FIELDS.owner_id.value
+    .optional()
+    .meta({ description: "Only tasks owned by this user (its id, or `me` for the credential's user).", examples: ["me"] }),
   archived: BoolParam.default(false).meta({ description: "Archived tasks instead of current ones (default false).", examples: [false] }),
   created_gte: FILTER_FIELDS.created_at.value
     .optional()

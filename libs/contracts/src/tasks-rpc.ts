@@ -8,6 +8,7 @@ import { ReplayEventsInput, ReplayEventsOutput } from "./event-stream.js";
 import { TaskBatchOutcome, TaskBatchRpcInput } from "./task-batches.js";
 import { ListTasksQuery, SearchTasksBody } from "./task-search.js";
 import { Event } from "./events.js";
+import { Follower, FollowerParams, ListFollowersInput, UnfollowedTask } from "./followers.js";
 import { CreateTaskBody, EventParams, EventType, ListEventsQuery, Task, TaskParams, TaskSummary, TaskVersion, UpdateTaskBody } from "./tasks.js";
 
 const Upserted = <T extends z.ZodType>(t: T) => z.object({ created: z.boolean(), view: t });
@@ -28,6 +29,9 @@ export const tasksRpc = {
     listEvents: { input: ListEventsQuery.extend({ visible: z.array(EventType).optional() }), output: page(Event) },
     getEvent: { input: EventParams.extend({ visible: z.array(EventType).optional() }), output: Event },
     replayEvents: { input: ReplayEventsInput, output: ReplayEventsOutput },
+    listFollowers: { input: ListFollowersInput, output: page(Follower) },
+    followTask: { input: FollowerParams, output: Follower },
+    unfollowTask: { input: FollowerParams, output: UnfollowedTask },
     getDependencies: { input: TaskParams, output: DependencyView },
     addDependency: { input: AddDependencyBody.extend({ task_id: OpaqueId }), output: Upserted(DependencyView) },
     removeDependency: { input: DependencyParams, output: DependencyView },
@@ -40,6 +44,7 @@ export const tasksRpc = {
     lookupTasks: { input: z.object({ numbers: z.array(z.number().int().positive()).max(1000) }), output: z.object({ tasks: z.array(TaskSummary) }) },
     taskWithSubtasks: {
       // owner_user_id and not archived pick the subtasks a board can hold; limit bounds the reply.
+      // owner_user_id: subtasks that user owns or is assigned to.
       input: z.object({ number: z.number().int().positive(), owner_user_id: z.string().optional(), limit: z.number().int().positive().max(1000).optional() }),
       output: z.object({ task: TaskSummary.nullable(), subtasks: z.array(TaskSummary) }),
     },

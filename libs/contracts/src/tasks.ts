@@ -33,6 +33,12 @@ const NOTES = { description: "Free-form notes (line breaks kept); null when none
 const STORY_POINTS = { description: "An estimate in story points; null when unset.", examples: [3] };
 const PROJECT_ID = "prj_5vN5Zu6nSVCjmB2jJBpwRY";
 const PROJECT_IDS = { description: "The projects the task belongs to.", examples: [[PROJECT_ID]] };
+const USER_ID = "usr_7hQ2mD9xK3pL5nB8vR4tW1";
+const OWNER_ID = { description: "The user whose credential created the task (read-only).", examples: [USER_ID] };
+const ASSIGNEE_IDS = {
+  description: "The users the task is assigned to, in the order given (0-10); ids of members who later left stay until changed.",
+  examples: [[USER_ID]],
+};
 const PARENT_TASK_ID = { description: "The parent task when this is a subtask; null for a top-level task.", examples: ["T-7"] };
 
 /** A task's fields in the order every answer, event and change shows them: the one table the tasks service renders each field from. */
@@ -54,6 +60,8 @@ export const Task = z.object({
   notes: z.string().nullable().meta(NOTES),
   story_points: z.number().nullable().meta(STORY_POINTS),
   project_ids: z.array(z.string()).meta(PROJECT_IDS),
+  owner_id: z.string().meta(OWNER_ID),
+  assignee_ids: z.array(z.string()).meta(ASSIGNEE_IDS),
   recurrence: Recurrence.nullable().meta({ description: "How the task repeats (the rule with its RRULE form); null when it does not.", examples: [null] }),
   parent_task_id: z.string().nullable().meta(PARENT_TASK_ID),
   archived: z.boolean().meta({ description: "Whether the task is archived (hidden from lists unless asked for).", examples: [false] }),
@@ -97,8 +105,13 @@ const VERSION_CONTENT = Task.pick({
   notes: true,
   story_points: true,
   project_ids: true,
+  assignee_ids: true,
   recurrence: true,
 }).shape;
+export type TaskContentField = keyof typeof VERSION_CONTENT;
+
+/** A history item shows the content and the owner, in the task's field order. */
+const { recurrence: _recurrence, assignee_ids: _assignees, ...BEFORE_OWNER } = VERSION_CONTENT;
 
 export const TaskVersion = z.object({
   id: z.string().meta({ description: "The version's id.", examples: ["ver_6yH3nK8pQ2mT5vL9xD4rW7"] }),
@@ -106,13 +119,14 @@ export const TaskVersion = z.object({
     .number()
     .int()
     .meta({ description: "The task's version this content was (archiving and unarchiving take numbers of their own).", examples: [3] }),
-  ...VERSION_CONTENT,
+  ...BEFORE_OWNER,
   status: TaskStatus.meta({ description: "Where the task stood in this version.", examples: ["IN_PROGRESS"] }),
+  owner_id: Task.shape.owner_id,
+  assignee_ids: Task.shape.assignee_ids.meta({ description: "The users the task was assigned to in this version.", examples: [[USER_ID]] }),
   recurrence: Recurrence.nullable().meta({ description: "How the task repeated in this version; null when it did not.", examples: [null] }),
   created_at: CreatedAt,
 });
 export type TaskVersion = z.infer<typeof TaskVersion>;
-export type TaskContentField = keyof typeof VERSION_CONTENT;
 
 const Title = TrimmedLabel.min(1, { message: "must not be empty" }).max(500);
 const Description = Text.max(10_000);
@@ -124,6 +138,16 @@ const ProjectIds = z
   .max(100)
   .refine((a) => new Set(a).size === a.length, { message: "must not repeat a project" });
 const STATUS = { description: "The state it is in.", examples: ["TODO"] };
+/** Checked against the organization's current members by the tasks service (400 at `/assignee_ids/<i>`). */
+export const MAX_ASSIGNEES = 10;
+const AssigneeIds = z
+  .array(OpaqueId)
+  .max(MAX_ASSIGNEES)
+  .refine((a) => new Set(a).size === a.length, { message: "must not repeat a user" });
+const ASSIGNEE_IDS_INPUT = {
+  description: `The users to assign (0-${MAX_ASSIGNEES} distinct user ids, each a current member of the organization); replaces the list. Each follows the task.`,
+  examples: [[USER_ID]],
+};
 const RECURRENCE = {
   description:
     "How the task repeats; null when it does not. The task is its series' first occurrence; completing or archiving a series' latest occurrence creates the next one at once, due on its day.",
@@ -148,6 +172,7 @@ export const CreateTaskBody = z
       examples: [PROJECT_ID],
     }),
     project_ids: ProjectIds.optional().meta(PROJECT_IDS),
+    assignee_ids: AssigneeIds.optional().meta(ASSIGNEE_IDS_INPUT),
     parent_task_id: TaskRef.optional().meta(PARENT_TASK_ID),
     recurrence: RecurrenceInput.optional().meta(RECURRENCE),
   })
@@ -172,6 +197,7 @@ export const UpdateTaskBody = z.strictObject({
   notes: Notes.nullable().optional().meta(NOTES),
   story_points: StoryPoints.nullable().optional().meta(STORY_POINTS),
   project_ids: ProjectIds.optional().meta(PROJECT_IDS),
+  assignee_ids: AssigneeIds.optional().meta(ASSIGNEE_IDS_INPUT),
   parent_task_id: TaskRef.nullable().optional().meta(PARENT_TASK_ID),
   recurrence: RecurrenceInput.nullable().optional().meta(RECURRENCE),
 });
@@ -238,6 +264,8 @@ const EVENT_TASK: Task = {
   notes: null,
   story_points: 3,
   project_ids: [],
+  owner_id: USER_ID,
+  assignee_ids: [USER_ID],
   recurrence: null,
   parent_task_id: null,
   archived: false,
@@ -306,6 +334,8 @@ export const TaskSummary = z.object({
   status: TaskStatus,
   archived: z.boolean(),
   owner_user_id: z.string(),
+  /** Additive: a board accepts a task its owner or any assignee plans. */
+  assignee_ids: z.array(z.string()).default([]),
   parent_task_id: z.string().nullable(),
 });
 export type TaskSummary = z.infer<typeof TaskSummary>;

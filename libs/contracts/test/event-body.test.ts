@@ -25,6 +25,8 @@ const task: Task = {
   notes: null,
   story_points: null,
   project_ids: [],
+  owner_id: "usr_7",
+  assignee_ids: ["usr_8", "usr_7"],
   recurrence: null,
   parent_task_id: null,
   archived: false,

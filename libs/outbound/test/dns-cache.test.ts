@@ -3,7 +3,9 @@ import { describe, expect, it, vi } from "vitest";
 import { lookupAll } from "../src/dns-cache.js";
 
 const ask = (host: string, family = 0) =>
-  new Promise<{ err: NodeJS.ErrnoException | null; addresses: dns.LookupAddress[] }>((resolve) => lookupAll(host, family, (err, addresses) => resolve({ err, addresses })));
+  new Promise<{ err: NodeJS.ErrnoException | null; addresses: dns.LookupAddress[] }>((resolve) =>
+    lookupAll(host, family, (err, addresses) => resolve({ err, addresses })),
+  );
 
 describe("the shared name lookups of outbound calls", () => {
   it("when many ask for one name at once and again soon after, then the system resolver is asked once and everyone gets its answer", async () => {

@@ -14,6 +14,8 @@ export function apiTask(title: string, overrides: Partial<Task> = {}): Task {
     notes: null,
     story_points: null,
     project_ids: [],
+    owner_id: "usr_1",
+    assignee_ids: [],
     parent_task_id: null,
     archived: false,
     recurrence: null,

@@ -4,7 +4,7 @@ import type { Api } from "./http.js";
 import type { factories as makeFactories } from "./factories.js";
 
 export interface RouteUnderTest {
-  method: "GET" | "POST" | "PATCH" | "DELETE";
+  method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
   path: string;
   scope: Scope;
   body?: unknown;

@@ -44,6 +44,7 @@ export function api(baseUrl: string) {
     request,
     get: <T = JsonBody>(path: string, opts?: RequestOptions) => request<T>("GET", path, opts),
     post: <T = JsonBody>(path: string, body?: unknown, opts?: RequestOptions) => request<T>("POST", path, { ...opts, body }),
+    put: <T = JsonBody>(path: string, body?: unknown, opts?: RequestOptions) => request<T>("PUT", path, { ...opts, body }),
     patch: <T = JsonBody>(path: string, body?: unknown, opts?: RequestOptions) => request<T>("PATCH", path, { ...opts, body }),
     delete: <T = JsonBody>(path: string, opts?: RequestOptions) => request<T>("DELETE", path, opts),
   };

@@ -7,6 +7,7 @@ import type { Clients } from "./clients.js";
 import { limitAnonymous } from "./http/anonymous-limit.js";
 import { checkCorsMethods, registerCors } from "./http/cors.js";
 import { edgeHandling } from "./http/edge.js";
+import { registerInvitationAccept } from "./http/invitation-accept.js";
 import { jsonBodies } from "./http/json-bodies.js";
 import type { LinkRate } from "./http/link-limits.js";
 import { observeRequests } from "./http/observe.js";
@@ -38,6 +39,8 @@ export interface BuildOptions extends PipelineOptions, LinkRouteOptions {
   bodyTimeoutMs?: number | undefined;
   /** Null or absent: no limit. */
   anonRate?: LinkRate | null | undefined;
+  /** Per client address on POST /v1/invitations/accept; null or absent: no limit. */
+  acceptRate?: LinkRate | null | undefined;
 }
 
 /**
@@ -114,6 +117,7 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
   const served = opts.resources ?? resources;
   for (const r of served) app.register(resourcePlugin(r), { clients: opts.clients, eventStreams: opts.eventStreams });
   registerTransfers(app, { store: opts.blobs ?? null, clients: opts.clients, linkRate: opts.linkRate });
+  registerInvitationAccept(app, { clients: opts.clients, rate: opts.acceptRate });
   // PUBLIC_BASE_URL, else `/` (the origin the document was fetched from), not the base links use (docs-page.ts says why).
   registerDocs(
     app,

@@ -1,7 +1,7 @@
 import { blobStoreSetting } from "@tasksvc/blobs";
 import { duration, serviceSettings, settings } from "@tasksvc/config";
 import { z } from "zod";
-import { linkRateLimitSetting, trustProxySetting } from "./http/link-limits.js";
+import { linkRateLimitSetting, rateLimitSetting, trustProxySetting } from "./http/link-limits.js";
 
 /**
  * Each origin written as browsers send it in `Origin` (scheme, host, port if not the default; no
@@ -69,5 +69,7 @@ export const GatewayConfig = z.object({
   /** So that a client that trickles a body cannot hold a connection and its buffer for ever. */
   BODY_TIMEOUT: duration("30s").refine((ms) => ms >= 1000 && ms <= 3_600_000, "expected a duration between 1s and 1h"),
   ANON_RATE_LIMIT: linkRateLimitSetting,
+  /** Accepting an invitation takes no credential: per client address, far below the other anonymous routes. */
+  INVITATION_ACCEPT_RATE_LIMIT: rateLimitSetting("10/1m"),
 });
 export type GatewayConfig = z.output<typeof GatewayConfig>;

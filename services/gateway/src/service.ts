@@ -72,6 +72,7 @@ export const service = defineService({
       trustProxy: cfg.TRUST_PROXY,
       bodyTimeoutMs: cfg.BODY_TIMEOUT,
       anonRate: cfg.ANON_RATE_LIMIT,
+      acceptRate: cfg.INVITATION_ACCEPT_RATE_LIMIT,
       // The service answers a second execution from its own record, so a claim only has to outlive this replica's own wait (decision 0011).
       idempotencyLeaseMs: cfg.RPC_TIMEOUT_MS + 1_000,
     });

@@ -4,6 +4,7 @@ import type { AttachmentsSystem } from "./domain/attachments/system.js";
 import type { TaskBatches } from "./domain/batches.js";
 import type { DependenciesSystem } from "./domain/dependencies.js";
 import type { EventsSystem } from "./domain/events/system.js";
+import type { FollowersSystem } from "./domain/followers.js";
 import type { ProjectsSystem } from "./domain/projects.js";
 import type { TasksSystem } from "./domain/tasks.js";
 
@@ -14,6 +15,7 @@ export interface TasksSystems {
   dependencies: DependenciesSystem;
   events: EventsSystem;
   attachments: AttachmentsSystem;
+  followers: FollowersSystem;
 }
 
 /** The ETag travels in the reply's headers, so the gateway sends both without parsing the task. */
@@ -22,7 +24,7 @@ function tagged(meta: HandlerMeta, task: Task): Task {
   return task;
 }
 
-export function tasksHandlers({ tasks, batches, projects, dependencies, events, attachments: att }: TasksSystems): Handlers<typeof tasksRpc> {
+export function tasksHandlers({ tasks, batches, projects, dependencies, events, attachments: att, followers }: TasksSystems): Handlers<typeof tasksRpc> {
   return {
     createTask: async (i, ctx, meta) => tagged(meta, await tasks.createTask(callerOf(ctx), i)),
     listTasks: (i, ctx) => tasks.listTasks(callerOf(ctx), i),
@@ -38,6 +40,9 @@ export function tasksHandlers({ tasks, batches, projects, dependencies, events, 
     listEvents: (i, ctx) => events.listEvents(callerOf(ctx), i),
     getEvent: (i, ctx) => events.getEvent(callerOf(ctx), i.event_id, i.visible),
     replayEvents: (i, ctx) => events.replayEvents(callerOf(ctx), i),
+    listFollowers: (i, ctx) => followers.list(callerOf(ctx), i.task_id, i.limit, i.after),
+    followTask: (i, ctx) => followers.follow(callerOf(ctx), i.task_id, i.user_id),
+    unfollowTask: (i, ctx) => followers.unfollow(callerOf(ctx), i.task_id, i.user_id),
     getDependencies: (i, ctx) => dependencies.dependencies(callerOf(ctx), i.task_id),
     addDependency: (i, ctx) => dependencies.addDependency(callerOf(ctx), i.task_id, i.blocker_task_id),
     removeDependency: (i, ctx) => dependencies.removeDependency(callerOf(ctx), i.task_id, i.blocker_task_id),

@@ -3,7 +3,7 @@ import { TASK_INDEXES } from "./repo/indexes.js";
 import { fileURLToPath } from "node:url";
 import { blobStoreSetting, natsBlobStore, s3BlobStore, type BlobStore } from "@tasksvc/blobs";
 import { serviceSettings, settings } from "@tasksvc/config";
-import { rolloverMessages, taskEventsStream, tasksChangedSubject, tasksRpc, TasksChanged, webhookMessages } from "@tasksvc/contracts";
+import { keysRpc, rolloverMessages, taskEventsStream, tasksChangedSubject, tasksRpc, TasksChanged, webhookMessages } from "@tasksvc/contracts";
 import { consume, decodeJson, encodeJson, jetstream, nanos, pageBudget } from "@tasksvc/nats";
 import { defineService } from "@tasksvc/runtime";
 import { z } from "zod";
@@ -12,6 +12,7 @@ import { attachmentsSystem } from "./domain/attachments/system.js";
 import { taskBatches } from "./domain/batches.js";
 import { dependenciesSystem } from "./domain/dependencies.js";
 import { eventsSystem } from "./domain/events/system.js";
+import { followersSystem } from "./domain/followers.js";
 import { projectsSystem } from "./domain/projects.js";
 import { recurrenceSystem } from "./domain/recurrence/system.js";
 import { tasksResources } from "./domain/resources.js";
@@ -30,6 +31,7 @@ export const TasksConfig = z.object({
   DOWNLOAD_LINK_TTL: settings.duration("5m"),
   /** Never kept in the database. */
   LINK_SIGNING_KEYS: linkSigningKeysSetting,
+  RPC_TIMEOUT_MS: settings.RPC_TIMEOUT_MS,
 });
 export type TasksConfig = z.output<typeof TasksConfig>;
 
@@ -59,11 +61,12 @@ export const service = defineService({
       duplicate_window: nanos(3600_000),
     },
   ],
-  async start({ db, nc, namespace, log, serve, every, onStop, cfg }) {
+  async start({ db, nc, namespace, log, serve, every, onStop, cfg, client }) {
     const relay = startRelay({ db, js: jetstream(nc), nc, namespace, log });
     onStop(() => relay.stop());
     const cache = taskCache();
     const changedSubject = tasksChangedSubject(namespace);
+    const keys = client(keysRpc, { timeoutMs: cfg.RPC_TIMEOUT_MS });
     const res = tasksResources(db, {
       written: () => relay.notify(),
       pageBytes: pageBudget(nc),
@@ -76,6 +79,11 @@ export const service = defineService({
         await nc.flush();
       },
       log,
+      members: {
+        async current(ctx, organizationId, userIds) {
+          return new Set((await keys.call("currentMembers", { organization_id: organizationId, user_ids: [...userIds] }, ctx)).user_ids);
+        },
+      },
     });
     const events = eventsSystem(res);
     // Taken into this outbox, they reach the feed, the live stream and the fan-out in one order. The
@@ -152,6 +160,7 @@ export const service = defineService({
         dependencies: dependenciesSystem(res),
         events,
         attachments,
+        followers: followersSystem(res),
       }),
     );
   },

@@ -18,6 +18,8 @@ const SAMPLE: Record<FilterField, FilterValue> = {
   priority: "HIGH",
   project_id: "prj_1",
   parent_task_id: "T-1",
+  owner_id: "usr_1",
+  assignee_ids: "usr_2",
   archived: false,
   is_blocked: true,
   due_date: "2026-11-22",

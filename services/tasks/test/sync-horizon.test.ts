@@ -29,6 +29,7 @@ describe("the sync order read by a connection not named like the service's", () 
       story_points: null,
       recurrence: null,
       project_ids: [],
+      assignee_ids: [],
       parent_number: null,
     };
     await tasksRepo(sql).create(org, [

@@ -2,7 +2,7 @@ import { inChangesOrder, inDataOrder, Task, TASK_FIELDS, TaskVersion } from "@ta
 import { describe, expect, it } from "vitest";
 import { changesOf } from "../src/domain/events/changes.js";
 import type { TaskRow } from "../src/repo/task-fields.js";
-import { shownContent, TASK_JSON, TEMPLATE_COMPLETION, taskTemplate, toTask } from "../src/repo/task-json.js";
+import { shownVersion, TASK_JSON, TEMPLATE_COMPLETION, taskTemplate, toTask } from "../src/repo/task-json.js";
 
 // One table of a task's fields: the contract's shape gives them and their order, and every
 // rendering (TypeScript, Postgres' JSON, the create's template, a parse by the contract, the
@@ -42,6 +42,7 @@ const row: TaskRow = {
     rrule: "FREQ=DAILY",
   },
   project_ids: ["prj_a"],
+  assignee_ids: ["usr_b", "usr_a"],
   created_at: new Date("2026-02-01T00:00:00.000Z"),
   updated_at: new Date("2026-03-01T10:00:00.000Z"),
   cursor_at: "",
@@ -59,7 +60,7 @@ describe("a task's field table", () => {
     expect(Object.keys(inDataOrder("task.updated", asJsonb(toTask(row))))).toEqual(TASK_FIELDS);
     // The create's template and what its statement adds make the whole task, nothing twice.
     const added = [...TEMPLATE_COMPLETION.matchAll(/(?:\(|, )'(\w+)', /g)].map((m) => m[1] ?? "");
-    expect([...Object.keys(taskTemplate("usr_fields", { ...shownContent(row), story_points: 2.5, parent_number: 3 })), ...added].sort()).toEqual(
+    expect([...Object.keys(taskTemplate("usr_fields", { ...shownVersion(row), story_points: 2.5, parent_number: 3 })), ...added].sort()).toEqual(
       [...TASK_FIELDS].sort(),
     );
   });
@@ -76,10 +77,11 @@ describe("a task's field table", () => {
     expect(JSON.stringify(inChangesOrder(asJsonb(changes)))).toBe(JSON.stringify(changes));
   });
 
-  it("when a version is shown, then its fields are in its contract's order: id, version, the content in the task's order, created_at", () => {
-    const item = { id: "ver_fields", version: 4, ...shownContent(row), created_at: "2026-03-01T10:00:00.000Z" };
+  it("when a version is shown, then its fields are in its contract's order: id, version, the content and the owner in the task's order, created_at", () => {
+    const item = { id: "ver_fields", version: 4, ...shownVersion(row), created_at: "2026-03-01T10:00:00.000Z" };
     expect(Object.keys(TaskVersion.shape)).toEqual(Object.keys(item));
-    expect(Object.keys(shownContent(row))).toEqual(TASK_FIELDS.filter((k) => k in shownContent(row)));
+    expect(Object.keys(shownVersion(row))).toEqual(TASK_FIELDS.filter((k) => k in shownVersion(row)));
+    expect(shownVersion(row)).toMatchObject({ owner_id: "usr_fields", assignee_ids: ["usr_b", "usr_a"] });
     expect(JSON.stringify(TaskVersion.parse(item))).toBe(JSON.stringify(item));
   });
 });

@@ -108,7 +108,7 @@ export const COMMANDS: Record<string, Command> = {
     ...adminOp("addUser", (v) => ({ org: v["org"], email: v["email"], role: v["role"] })),
   },
   "set-role": {
-    description: "Change a member's role; takes effect on their next request.",
+    description: "Change a member's role; takes effect on their next request. The last owner cannot be demoted (make another member an owner first).",
     prints: "{ user_id, role }",
     flags: { org: ORG_ID, user: USER_ID, role: ROLE },
     ...adminOp("setRole", (v) => ({ org: v["org"], user: v["user"], role: v["role"] })),

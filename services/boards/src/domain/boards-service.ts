@@ -18,7 +18,8 @@ import { AlreadyPlaced, type EntryRow } from "../repo/boards-repo.js";
 import type { BoardsResources } from "./resources.js";
 
 const numberOf = (t: TaskSummary) => Number(t.task_id.slice(2));
-const plannable = (t: TaskSummary, userId: string) => t.owner_user_id === userId && !t.archived;
+/** Its owner or any of its assignees may plan it. */
+const plannable = (t: TaskSummary, userId: string) => (t.owner_user_id === userId || t.assignee_ids.includes(userId)) && !t.archived;
 
 const sectionFull = (b: { date: string; task_id: string; section: DailySection }) =>
   new AppError(
@@ -83,7 +84,8 @@ export function boardsService(res: BoardsResources) {
           const view = n === null ? { task: null, subtasks: [] } : await res.tasks.withSubtasks(c.ctx, n, c.userId, MAX_SECTION_ENTRIES);
           const task = view.task;
           if (!task) throw new AppError("resource_not_found", "No task with that id exists in this organization.");
-          if (task.owner_user_id !== c.userId) throw fieldError("/task_id", "only tasks you own can be planned on your board");
+          if (task.owner_user_id !== c.userId && !task.assignee_ids.includes(c.userId))
+            throw fieldError("/task_id", "only tasks you own or are assigned to can be planned on your board");
           if (task.archived) throw fieldError("/task_id", "an archived task cannot be planned; unarchive it first");
           return { task, subtasks: view.subtasks.filter((s) => plannable(s, c.userId)) };
         },

@@ -11,20 +11,24 @@ export interface LinkRate {
   windowMs: number;
 }
 
-export const linkRateLimitSetting = z
-  .string()
-  .default("300/1m")
-  .transform((v, ctx): LinkRate | null => {
-    if (v.trim() === "off") return null;
-    const m = /^\s*(\d+)\s*\/\s*(\S+)\s*$/.exec(v);
-    const limit = Number(m?.[1]);
-    const windowMs = m?.[2] === undefined ? null : parseDuration(m[2]);
-    if (!m || !Number.isSafeInteger(limit) || limit < 1 || windowMs === null || windowMs < 1000 || windowMs > 86_400_000) {
-      ctx.addIssue({ code: "custom", message: "expected `<requests>/<window>` such as 300/1m (at least 1 request, a window from 1s to 1d), or `off`" });
-      return z.NEVER;
-    }
-    return { limit, windowMs };
-  });
+/** `<requests>/<window>` or `off`, with its default. */
+export const rateLimitSetting = (fallback: string) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((v, ctx): LinkRate | null => {
+      if (v.trim() === "off") return null;
+      const m = /^\s*(\d+)\s*\/\s*(\S+)\s*$/.exec(v);
+      const limit = Number(m?.[1]);
+      const windowMs = m?.[2] === undefined ? null : parseDuration(m[2]);
+      if (!m || !Number.isSafeInteger(limit) || limit < 1 || windowMs === null || windowMs < 1000 || windowMs > 86_400_000) {
+        ctx.addIssue({ code: "custom", message: "expected `<requests>/<window>` such as 300/1m (at least 1 request, a window from 1s to 1d), or `off`" });
+        return z.NEVER;
+      }
+      return { limit, windowMs };
+    });
+
+export const linkRateLimitSetting = rateLimitSetting("300/1m");
 
 const PRESETS = new Set(["loopback", "linklocal", "uniquelocal"]);
 

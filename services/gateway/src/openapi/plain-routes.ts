@@ -1,4 +1,5 @@
 import type { ErrorCode } from "@tasksvc/contracts";
+import { ACCEPT_SCHEMAS, acceptRoutePath } from "./accept-route.js";
 
 // Documented as each answers, so the document names every route the router has.
 
@@ -55,6 +56,7 @@ export const ROUTE_SCHEMAS: Record<string, Json> = {
     required: ["file_key", "size"],
     additionalProperties: false,
   },
+  ...ACCEPT_SCHEMAS,
 };
 
 const NO_CREDENTIAL = { security: [] };
@@ -256,5 +258,6 @@ export function routePaths(h: RouteDocHelpers): Record<string, Record<string, Js
         { parameters: [CAPABILITY] },
       ),
     },
+    ...acceptRoutePath(h),
   };
 }

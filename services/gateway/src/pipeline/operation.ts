@@ -10,7 +10,7 @@ import type { Charge } from "./limits.js";
 
 /** A route file states what an operation is and never how authentication, charging or idempotency run. */
 export interface Operation {
-  method: "GET" | "POST" | "PATCH" | "DELETE";
+  method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
   url: string;
   operationId: string;
   resource: string;

@@ -4,6 +4,8 @@ import { attachments } from "./attachments.js";
 import { dailyPlan } from "./daily-plan.js";
 import { dependencies } from "./dependencies.js";
 import { events } from "./events.js";
+import { followers } from "./followers.js";
+import { invitations } from "./invitations.js";
 import { members } from "./members.js";
 import { organizations } from "./organizations.js";
 import { projects } from "./projects.js";
@@ -16,11 +18,13 @@ import { webhookEndpoints } from "./webhook-endpoints.js";
 export const resources: readonly Resource[] = [
   organizations,
   members,
+  invitations,
   apiKeys,
   usage,
   tasks,
   taskBatches,
   dependencies,
+  followers,
   attachments,
   projects,
   dailyPlan,

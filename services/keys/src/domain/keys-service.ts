@@ -20,6 +20,7 @@ import { newId, storedResult } from "@tasksvc/db";
 import { AppError } from "@tasksvc/errors";
 import { toApiKey, toOrganization, type KeysRepo, type NewKey, type OrgRow } from "../repo/keys-repo.js";
 import type { DevIssuer } from "./dev-issuer.js";
+import { lastOwner, membersSystem } from "./members.js";
 import type { KeysResources } from "./resources.js";
 import { hashKey, keyPrefix, mintKeySecret } from "./secrets.js";
 
@@ -107,7 +108,11 @@ export function keysService(res: KeysResources, { issuer }: { issuer: DevIssuer 
     return { ...toApiKey(await r.insertKey(key)), key: secret };
   }
 
+  const members = membersSystem(res, async (r, a) => (await mintKey(r, { ...a, kind: "live", expiresAt: null })).key);
+
   return {
+    ...members,
+
     async authenticateKey(keyHash: string): Promise<Identity | null> {
       const row = await repo.identityByKeyHash(keyHash);
       if (!row) return null;
@@ -120,6 +125,10 @@ export function keysService(res: KeysResources, { issuer }: { issuer: DevIssuer 
       const m = await repo.membership(a.organization_id, a.user_id);
       if (!m) return null;
       return identity("access_token", a.credential_id, m.org, a.user_id, m.role, a.scopes, new Date(a.expires_at));
+    },
+
+    async currentMembers(orgId: string, userIds: string[]): Promise<{ user_ids: string[] }> {
+      return { user_ids: userIds.length === 0 ? [] : await repo.currentMembers(orgId, [...new Set(userIds)]) };
     },
 
     async listOrganizations(t: Caller): Promise<Page<Organization>> {
@@ -236,33 +245,15 @@ export function keysService(res: KeysResources, { issuer }: { issuer: DevIssuer 
       await orgOrThrow(a.org);
       const out = await res.tx(async (r) => {
         const userId = await r.upsertUser(newId("usr"), a.email);
+        // Adding an existing member sets their role: the last owner keeps theirs.
+        const owners = await r.lockOwners(a.org);
+        if (a.role !== "owner" && owners.length === 1 && owners[0] === userId) throw lastOwner(userId);
         await r.upsertMembership(a.org, userId, a.role);
         const key = await mintKey(r, { orgId: a.org, userId, name: a.email, scopes: DEFAULT_KEY_SCOPES, kind: "live", expiresAt: null });
         return { user_id: userId, api_key: key.key };
       });
       await res.invalidate(a.org);
       return out;
-    },
-
-    async setRole(a: { org: string; user: string; role: Role }) {
-      if (!(await repo.setRole(a.org, a.user, a.role))) throw new AppError("resource_not_found", `User ${a.user} is not a member of organization ${a.org}.`);
-      await res.invalidate(a.org);
-      return { user_id: a.user, role: a.role };
-    },
-
-    async removeMember(a: { org: string; user: string }) {
-      const out = await res.tx(async (r) => {
-        const owners = await r.lockOwners(a.org);
-        if (owners.length === 1 && owners[0] === a.user) {
-          throw new AppError("validation_failed", `User ${a.user} is the last owner of organization ${a.org}; make another member an owner first.`, {
-            errors: [{ pointer: "/user", message: "is the organization's last owner" }],
-          });
-        }
-        return r.removeMembership(a.org, a.user);
-      });
-      if (!out.removed) throw new AppError("resource_not_found", `User ${a.user} is not a member of organization ${a.org}.`);
-      await res.invalidate(a.org);
-      return { organization_id: a.org, user_id: a.user, revoked_keys: out.revokedKeys };
     },
 
     async setPlan(a: { org: string; plan: Plan }) {

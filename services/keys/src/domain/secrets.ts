@@ -5,6 +5,11 @@ export function mintKeySecret(kind: "live" | "test" | "legacy"): string {
   return kind === "legacy" ? `svc_${randomBase62(40)}` : `svc_${kind}_${randomBase62(43)}`;
 }
 
+/** An invitation's token: at least 256 random bits, and a prefix no credential has, so it is never mistaken for a key. */
+export function mintInvitationToken(): string {
+  return `invite_${randomBase62(43)}`;
+}
+
 export { hashApiKey as hashKey } from "@tasksvc/secrets";
 
 /**

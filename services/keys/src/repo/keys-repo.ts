@@ -1,6 +1,7 @@
 import type { Sql } from "@tasksvc/db";
 import { array, idempotencyRecords, jsonb, KEYSET_TIME, keyset, keysetAfter, pageOf } from "@tasksvc/db";
 import type { ApiKey, Member, Organization, Page, Plan, Role, Scope } from "@tasksvc/contracts";
+import { membersRepo } from "./members-repo.js";
 
 export interface OrgRow {
   id: string;
@@ -73,6 +74,7 @@ const MEMBER_PAGES = keyset("asc", ["m.created_at", "timestamp"], ["m.user_id", 
 
 export function keysRepo(sql: Sql) {
   return {
+    ...membersRepo(sql),
     idempotency: idempotencyRecords(sql),
 
     async identityByKeyHash(keyHash: string): Promise<KeyIdentityRow | undefined> {
@@ -103,6 +105,13 @@ export function keysRepo(sql: Sql) {
       if (!row) return undefined;
       const { role, ...org } = row;
       return { org, role };
+    },
+
+    /** One lookup on the memberships primary key. */
+    async currentMembers(orgId: string, userIds: readonly string[]): Promise<string[]> {
+      const rows = await sql<{ user_id: string }[]>`
+        select user_id from memberships where organization_id = ${orgId} and user_id = any(${array(sql, userIds)})`;
+      return rows.map((r) => r.user_id);
     },
 
     async organization(orgId: string): Promise<OrgRow | undefined> {

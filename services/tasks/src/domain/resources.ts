@@ -1,6 +1,7 @@
 import { type Database, DEFAULT_PAGE_BYTES, type ScanGate, scanGate } from "@tasksvc/db";
 import { createLogger, type Logger } from "@tasksvc/logger";
 import { type Repositories, repositories } from "../repo/repositories.js";
+import type { MembersPort } from "./people.js";
 import { type TaskCache, taskCache } from "./task-cache.js";
 
 /** A test builds its own with the parts it wants to see (a clock, a cache, a lost broadcast). */
@@ -20,6 +21,7 @@ export interface TasksResources {
   changed(organizationId: string, numbers: readonly number[]): Promise<void>;
   now(): Date;
   log: Logger;
+  members: MembersPort;
 }
 
 export interface TasksResourceOptions {
@@ -30,7 +32,12 @@ export interface TasksResourceOptions {
   changed?: TasksResources["changed"];
   now?: () => Date;
   log?: Logger;
+  members?: MembersPort;
 }
+
+const noMembersPort: MembersPort = {
+  current: () => Promise.reject(new Error("these tasks resources were built without a members port (the keys service)")),
+};
 
 export function tasksResources(db: Database, o: TasksResourceOptions = {}): TasksResources {
   return {
@@ -44,5 +51,6 @@ export function tasksResources(db: Database, o: TasksResourceOptions = {}): Task
     changed: o.changed ?? (async () => undefined),
     now: o.now ?? (() => new Date()),
     log: o.log ?? createLogger({ service: "tasks", level: "silent" }),
+    members: o.members ?? noMembersPort,
   };
 }

@@ -16,13 +16,14 @@ import type { Repositories } from "../repo/repositories.js";
 import { type Content, contentOf, inTaskOrder, toIsoOrNull, toTask } from "../repo/task-json.js";
 import { createBatcher } from "./creates.js";
 import { changesOf } from "./events/changes.js";
+import { checkAssignees } from "./people.js";
 import { checkIfMatch } from "./preconditions.js";
 import { occurAfterDone } from "./recurrence/occurrences.js";
 import { normalizeRecurrence, withRecurrenceRule } from "./recurrence/rrule.js";
 import { firstSlot, localDay } from "./recurrence/slots.js";
 import { existingTask, filterTask, noTask, notFound, pathNumber } from "./refs.js";
 import type { TasksResources } from "./resources.js";
-import { LIST_SCAN, listFilter, SEARCH_SCAN } from "./task-queries.js";
+import { LIST_SCAN, listFilter, SEARCH_SCAN, withMe } from "./task-queries.js";
 import { keyedWrites } from "./writes.js";
 
 const sameContent = (a: Content, b: Content) => JSON.stringify(a) === JSON.stringify(b);
@@ -47,6 +48,7 @@ export function tasksSystem(res: TasksResources) {
     const projectIds = b.project_ids ?? (b.project_id === undefined ? [] : [b.project_id]);
     await checkProjects(r, org, projectIds, (i) => (b.project_id === undefined ? `/project_ids/${i}` : "/project_id"));
     const parent = b.parent_task_id === undefined ? null : await parentOf(r, org, b.parent_task_id);
+    await checkAssignees(res.members, c, b.assignee_ids);
     const recurrence = b.recurrence ? normalizeRecurrence(b.recurrence) : null;
     // A recurring task heads its series as its first occurrence: without a due date of its own it is due on its slot.
     const firstDay = recurrence === null ? null : firstSlot(recurrence, localDay(res.now(), recurrence.timezone));
@@ -61,6 +63,7 @@ export function tasksSystem(res: TasksResources) {
       story_points: b.story_points ?? null,
       recurrence,
       project_ids: projectIds,
+      assignee_ids: b.assignee_ids ?? [],
       parent_number: parent,
     };
   });
@@ -95,19 +98,21 @@ export function tasksSystem(res: TasksResources) {
       const series = await filterTask(repos, org, q.series_task_id, "series task");
       if (q.project_id !== undefined && !(await repos.projects.get(org, q.project_id))) throw notFound("project");
       return scans.run(org, c.deadline, LIST_SCAN, (until) =>
-        repos.search.page(org, { filter: listFilter(q, parent), series, sort: q.sort, limit: q.limit, after: q.after, until }),
+        repos.search.page(org, { filter: withMe(listFilter(q, parent), c.userId), series, sort: q.sort, limit: q.limit, after: q.after, until }),
       );
     },
 
     /** Ids that name nothing match nothing: a condition, not a reference to check. */
     async searchTasks(c: Caller, body: SearchTasksBody): Promise<RawJson<Page<Task>>> {
       return scans.run(c.organizationId, c.deadline, SEARCH_SCAN, (until) =>
-        repos.search.page(c.organizationId, { filter: body.filter, sort: body.sort, limit: body.limit, after: body.after, until }),
+        repos.search.page(c.organizationId, { filter: withMe(body.filter, c.userId), sort: body.sort, limit: body.limit, after: body.after, until }),
       );
     },
 
     async updateTask(c: Caller, ref: string, patch: UpdateTaskBody): Promise<Task> {
       const p = withRecurrenceRule(patch);
+      // Asked before the transaction, so no row lock waits on another service.
+      await checkAssignees(res.members, c, p.assignee_ids);
       const answer = await write(c, "updateTask", async (r, w) => {
         const org = c.organizationId;
         // The parent relation stays acyclic only if no two parent changes of one organization check the
@@ -128,6 +133,7 @@ export function tasksSystem(res: TasksResources) {
           story_points: p.story_points === undefined ? before.story_points : p.story_points,
           recurrence: p.recurrence === undefined ? before.recurrence : p.recurrence === null ? null : normalizeRecurrence(p.recurrence),
           project_ids: p.project_ids ?? before.project_ids,
+          assignee_ids: p.assignee_ids ?? before.assignee_ids,
           parent_number: before.parent_number,
         };
         if (p.parent_task_id === null) after.parent_number = null;

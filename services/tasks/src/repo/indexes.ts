@@ -26,5 +26,8 @@ export const TASK_INDEXES: readonly ConcurrentIndex[] = [
     afterBuild: "alter index tasks_text_idx alter column 1 set statistics 2000",
   },
   { name: "tasks_projects_idx", definition: "on tasks using gin (project_ids)" },
+  // A user is assigned a few of the tasks of their organizations, so the index need not lead with the organization.
+  { name: "tasks_assignees_idx", definition: "on tasks using gin (assignee_ids)" },
+  { name: "tasks_owner_idx", definition: "on tasks (organization_id, owner_user_id, archived, updated_at desc, number desc)" },
   { name: "tasks_title_trgm_idx", definition: "on tasks using gin (title gin_trgm_ops)" },
 ];

@@ -3,6 +3,7 @@ import { attachmentsRepo } from "./attachments-repo.js";
 import { dependenciesRepo } from "./dependencies-repo.js";
 import { eventStreamRepo } from "./event-stream-repo.js";
 import { eventsRepo } from "./events-repo.js";
+import { followersRepo } from "./followers-repo.js";
 import { projectsRepo } from "./projects-repo.js";
 import { recurrenceRepo } from "./recurrence-repo.js";
 import { taskSearch } from "./task-search.js";
@@ -14,6 +15,7 @@ export function repositories(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
     tasks: tasksRepo(sql, pageBytes),
     search: taskSearch(sql, pageBytes),
     dependencies: dependenciesRepo(sql),
+    followers: followersRepo(sql),
     projects: projectsRepo(sql, pageBytes),
     recurrence: recurrenceRepo(sql),
     attachments: attachmentsRepo(sql),

@@ -57,6 +57,7 @@ export async function createTasks(sql: Sql, org: string, items: NewTask[]): Prom
     story_points: it.content.story_points,
     recurrence: it.content.recurrence,
     project_ids: it.content.project_ids,
+    assignee_ids: it.content.assignee_ids,
   }));
   const templateCompletion = sql.unsafe(TEMPLATE_COMPLETION);
   const envelope = sql.unsafe(EVENT_ENVELOPE);
@@ -70,21 +71,28 @@ export async function createTasks(sql: Sql, org: string, items: NewTask[]): Prom
       from c, jsonb_to_recordset(${jsonb(sql, input)}) as i(ord int, owner_user_id text, version_id text, event_id text,
         credential_id text, key text, traceparent text, template jsonb, parent_number bigint, title text, description text, status text,
         priority text, start_date timestamptz, due_date timestamptz, notes text, story_points numeric, recurrence jsonb, project_ids jsonb,
-        series_head bigint, series_slot date)
+        assignee_ids jsonb, series_head bigint, series_slot date)
     ), t as (
       insert into tasks (organization_id, number, owner_user_id, parent_number, current_version_id, version_count, version,
-        title, description, status, priority, start_date, due_date, notes, story_points, recurrence, project_ids,
+        title, description, status, priority, start_date, due_date, notes, story_points, recurrence, project_ids, assignee_ids,
         series_head, series_slot, created_at, updated_at)
       select ${org}, number, owner_user_id, parent_number, version_id, 1, 1, title, description, status, priority, start_date,
-        due_date, notes, story_points, recurrence, array(select jsonb_array_elements_text(project_ids)), series_head, series_slot,
+        due_date, notes, story_points, recurrence, array(select jsonb_array_elements_text(project_ids)),
+        array(select jsonb_array_elements_text(assignee_ids)), series_head, series_slot,
         now(), now()
       from x
       returning *
     ), v as (
       insert into task_versions (id, organization_id, task_number, seq, version, title, description, status, priority, start_date,
-        due_date, notes, story_points, recurrence, project_ids, created_at)
+        due_date, notes, story_points, recurrence, project_ids, assignee_ids, created_at)
       select current_version_id, organization_id, number, 1, version, title, description, status, priority, start_date, due_date,
-        notes, story_points, recurrence, project_ids, created_at from t
+        notes, story_points, recurrence, project_ids, assignee_ids, created_at from t
+    ), f as (
+      -- The owner, then each assignee, follow the task (an assignee who owns it, once).
+      insert into task_followers (organization_id, task_number, user_id, reason)
+      select organization_id, number, owner_user_id, 'owner' from t
+      union all
+      select organization_id, number, a, 'assignee' from t, unnest(assignee_ids) a where a <> owner_user_id
     ), p as (
       insert into task_projects (organization_id, task_number, project_id)
       select organization_id, number, unnest(project_ids) from t

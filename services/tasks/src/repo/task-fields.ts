@@ -18,6 +18,7 @@ export interface ContentColumns {
   notes: string | null;
   story_points: string | null;
   project_ids: string[];
+  assignee_ids: string[];
   recurrence: Recurrence | null;
 }
 
@@ -65,6 +66,7 @@ export const CONTENT_RENDERINGS: { [K in TaskContentField]: FieldRendering<K, Co
     reencodeWhen: (t) => `(${t}story_points > 0 and ${t}story_points < 0.000001)`,
   },
   project_ids: { sql: (t) => `${t}project_ids`, of: (r) => r.project_ids },
+  assignee_ids: { sql: (t) => `${t}assignee_ids`, of: (r) => r.assignee_ids },
   recurrence: {
     sql: (t) => `${t}recurrence`,
     of: (r) => r.recurrence,
@@ -77,6 +79,7 @@ export const TASK_RENDERINGS: { [K in keyof Task]: FieldRendering<K, TaskRow> } 
   id: { sql: idSql("number"), of: (r) => taskId(r.number) },
   version: { sql: (t) => `${t}version`, of: (r) => r.version },
   ...CONTENT_RENDERINGS,
+  owner_id: { sql: (t) => `${t}owner_user_id`, of: (r) => r.owner_user_id },
   parent_task_id: { sql: idSql("parent_number"), of: (r) => (r.parent_number === null ? null : taskId(r.parent_number)) },
   archived: { sql: (t) => `${t}archived`, of: (r) => r.archived },
   series_task_id: { sql: idSql("series_head"), of: (r) => (r.series_head === null ? null : taskId(r.series_head)) },

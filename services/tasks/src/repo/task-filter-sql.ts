@@ -13,6 +13,7 @@ type Column = { kind: "column"; col: string; cast: string; nullable: boolean; pa
 /** Compared to the millisecond the API shows (timeCondition). */
 type Time = { kind: "time"; col: string; nullable: boolean };
 type Projects = { kind: "projects" };
+type Assignees = { kind: "assignees" };
 type Blocked = { kind: "blocked" };
 type FullText = { kind: "text" };
 
@@ -22,6 +23,7 @@ type SqlFor<O extends FilterOp> =
   | ([O] extends [ColumnOp | "contains"] ? Column & { like: true } : never)
   | ([O] extends ["eq" | "neq" | "in" | "nin" | "is_null"] ? Projects : never)
   | ([O] extends ["eq" | "neq"] ? Blocked : never)
+  | ([O] extends ["contains" | "in" | "is_null"] ? Assignees : never)
   | ([O] extends ["matches"] ? FullText : never);
 
 /** A field without a row, or whose row cannot compile one of its ops, does not type-check. */
@@ -35,6 +37,8 @@ const FILTER_SQL: FilterSql = {
   priority: { kind: "column", col: "priority", cast: "::text", nullable: true },
   project_id: { kind: "projects" },
   parent_task_id: { kind: "column", col: "parent_number", cast: "::bigint", nullable: true, param: (v) => taskNumber(String(v)) ?? -1 },
+  owner_id: { kind: "column", col: "owner_user_id", cast: "::text", nullable: false },
+  assignee_ids: { kind: "assignees" },
   archived: { kind: "column", col: "archived", cast: "::boolean", nullable: false },
   is_blocked: { kind: "blocked" },
   due_date: { kind: "time", col: "due_date", nullable: true },
@@ -86,6 +90,8 @@ function condition(sql: Sql, c: TaskCondition, negated: boolean, vector: string)
     }
     case "projects":
       return projectCondition(sql, c.op, c.value, negated);
+    case "assignees":
+      return assigneeCondition(sql, c.op, c.value, negated);
     case "time":
       if (isCompare(c.op)) return timeCondition(sql, at, c.op, String(c.value), negated);
       return columnCondition(sql, { kind: "column", col: at.col, cast: "::timestamptz", nullable: at.nullable, param: instantText }, c.op, c.value, negated);
@@ -146,6 +152,14 @@ function projectCondition(sql: Sql, op: FilterOp, value: FilterValue, negated: b
   const ids = Array.isArray(value) ? value.map(String) : [String(value)];
   const inAny = op === "eq" || op === "in";
   return inAny !== negated ? sql`project_ids && ${ids}::text[]` : sql`not (project_ids && ${ids}::text[])`;
+}
+
+/** `@>` and `&&` are what the GIN index on assignee_ids serves. */
+function assigneeCondition(sql: Sql, op: FilterOp, value: FilterValue, negated: boolean): Fragment {
+  if (op === "is_null") return (value === true) !== negated ? sql`assignee_ids = '{}'::text[]` : sql`assignee_ids <> '{}'::text[]`;
+  const ids = Array.isArray(value) ? value.map(String) : [String(value)];
+  const match = op === "contains" ? sql`assignee_ids @> ${ids}::text[]` : sql`assignee_ids && ${ids}::text[]`;
+  return negated ? sql`not (${match})` : match;
 }
 
 export function textConditions(f: TaskFilter): number {

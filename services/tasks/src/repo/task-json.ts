@@ -10,7 +10,7 @@ export { type ContentColumns, iso, type TaskRow } from "./task-fields.js";
 
 export const TASK_COLUMNS = `number::text as number, owner_user_id, parent_number::text as parent_number, archived,
   current_version_id, version_count, version, title, description, status, priority, start_date,
-  due_date, notes, story_points::text as story_points, recurrence, project_ids,
+  due_date, notes, story_points::text as story_points, recurrence, project_ids, assignee_ids,
   series_head::text as series_head, series_slot::text as series_slot, created_at, updated_at, to_char(updated_at at time zone 'UTC', ${KEYSET_TIME}) as cursor_at`;
 
 export interface Content {
@@ -24,6 +24,7 @@ export interface Content {
   story_points: number | null;
   recurrence: Recurrence | null;
   project_ids: string[];
+  assignee_ids: string[];
   parent_number: number | null;
 }
 
@@ -44,10 +45,17 @@ function render<R>(fields: readonly (keyof Task)[], renderings: { [K in keyof Ta
   return out;
 }
 
-const CONTENT_FIELDS = TASK_FIELDS.filter((k): k is TaskContentField => k in CONTENT_RENDERINGS);
+type VersionColumns = ContentColumns & { owner_user_id: string };
+type VersionField = TaskContentField | "owner_id";
+const VERSION_RENDERINGS: { [K in VersionField]: FieldRendering<K, VersionColumns> } = {
+  ...CONTENT_RENDERINGS,
+  owner_id: TASK_RENDERINGS.owner_id as FieldRendering<"owner_id", VersionColumns>,
+};
+const VERSION_FIELDS = TASK_FIELDS.filter((k): k is VersionField => k in VERSION_RENDERINGS);
 
-export function shownContent(r: ContentColumns): Pick<Task, TaskContentField> {
-  return render(CONTENT_FIELDS, CONTENT_RENDERINGS, r) as Pick<Task, TaskContentField>;
+/** A history item's fields but its id, version and time, in the task's order. */
+export function shownVersion(r: VersionColumns): Pick<Task, VersionField> {
+  return render(VERSION_FIELDS, VERSION_RENDERINGS, r) as Pick<Task, VersionField>;
 }
 
 export function toTask(r: TaskRow): Task {
@@ -66,6 +74,7 @@ export function contentOf(r: TaskRow): Content {
     story_points: r.story_points === null ? null : Number(r.story_points),
     recurrence: r.recurrence,
     project_ids: r.project_ids,
+    assignee_ids: r.assignee_ids,
     parent_number: r.parent_number === null ? null : Number(r.parent_number),
   };
 }
@@ -95,6 +104,7 @@ export function taskTemplate(owner: string, c: Content, series: SeriesLink | nul
     story_points: c.story_points === null ? null : String(c.story_points),
     recurrence: c.recurrence,
     project_ids: c.project_ids,
+    assignee_ids: c.assignee_ids,
     created_at: new Date(0),
     updated_at: new Date(0),
     cursor_at: "",

@@ -2,9 +2,17 @@ import type { TaskStatus, TaskSummary, TaskVersion } from "@tasksvc/contracts";
 import { taskId } from "@tasksvc/contracts";
 import { type Budgeted, DEFAULT_PAGE_BYTES, jsonb, keyset, keysetAfter, pageOf, type Sql, withinBudget } from "@tasksvc/db";
 import { createTasks, type NewTask } from "./task-create.js";
-import { type Content, type ContentColumns, iso, shownContent, TASK_COLUMNS, type TaskRow } from "./task-json.js";
+import { type Content, type ContentColumns, iso, shownVersion, TASK_COLUMNS, type TaskRow } from "./task-json.js";
 
-type SummaryRow = { number: string; title: string; status: TaskStatus; archived: boolean; owner_user_id: string; parent_number: string | null };
+type SummaryRow = {
+  number: string;
+  title: string;
+  status: TaskStatus;
+  archived: boolean;
+  owner_user_id: string;
+  assignee_ids: string[];
+  parent_number: string | null;
+};
 
 const toSummary = (r: SummaryRow): TaskSummary => ({
   task_id: taskId(r.number),
@@ -12,6 +20,7 @@ const toSummary = (r: SummaryRow): TaskSummary => ({
   status: r.status,
   archived: r.archived,
   owner_user_id: r.owner_user_id,
+  assignee_ids: r.assignee_ids,
   parent_task_id: r.parent_number === null ? null : taskId(r.parent_number),
 });
 
@@ -58,14 +67,19 @@ export function tasksRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
             title = ${c.title}, description = ${c.description}, status = ${c.status}, priority = ${c.priority},
             start_date = ${c.start_date}::timestamptz, due_date = ${c.due_date}::timestamptz, notes = ${c.notes}, story_points = ${c.story_points},
             recurrence = ${c.recurrence === null ? null : jsonb(sql, c.recurrence)}, project_ids = ${c.project_ids}::text[],
+            assignee_ids = ${c.assignee_ids}::text[],
             updated_at = greatest(now(), updated_at + interval '1 microsecond')
           where organization_id = ${org} and number = ${number}
           returning *
         ), v as (
           insert into task_versions (id, organization_id, task_number, seq, version, title, description, status, priority, start_date,
-            due_date, notes, story_points, recurrence, project_ids, created_at)
+            due_date, notes, story_points, recurrence, project_ids, assignee_ids, created_at)
           select ${versionId}, organization_id, number, version_count, version, title, description, status, priority, start_date, due_date, notes,
-            story_points, recurrence, project_ids, updated_at from t
+            story_points, recurrence, project_ids, assignee_ids, updated_at from t
+        ), f as (
+          insert into task_followers (organization_id, task_number, user_id, reason)
+          select organization_id, number, unnest(assignee_ids), 'assignee' from t
+          on conflict do nothing
         )
         select ${cols} from t`;
       if (projectsChanged) {
@@ -90,12 +104,14 @@ export function tasksRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
       // A version's size: its whole row as JSON, escaped as the answer escapes it, a few bytes more.
       const page = sql`
         select id, seq, version, title, description, status, priority, start_date, due_date, notes,
-          story_points::text as story_points, recurrence, project_ids, created_at, octet_length(row_to_json(task_versions)::text) as bytes
+          story_points::text as story_points, recurrence, project_ids, assignee_ids, created_at,
+          octet_length(row_to_json(task_versions)::text) as bytes
         from task_versions
         where organization_id = ${org} and task_number = ${number}
           ${keysetAfter(sql, after, VERSION_PAGES)}
         order by seq desc
         limit ${limit + 1}`;
+      const [owner] = await sql<{ owner_user_id: string }[]>`select owner_user_id from tasks where organization_id = ${org} and number = ${number}`;
       const rows = await sql<(ContentColumns & Budgeted & { id: string; seq: number; version: number; created_at: Date })[]>`${withinBudget(
         sql,
         page,
@@ -106,7 +122,12 @@ export function tasksRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
       return pageOf(
         rows,
         limit,
-        (r): TaskVersion => ({ id: r.id, version: r.version, ...shownContent(r), created_at: iso(r.created_at) }),
+        (r): TaskVersion => ({
+          id: r.id,
+          version: r.version,
+          ...shownVersion({ ...r, owner_user_id: owner?.owner_user_id ?? "" }),
+          created_at: iso(r.created_at),
+        }),
         (r) => [r.seq],
       );
     },
@@ -125,15 +146,17 @@ export function tasksRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
     async summaries(org: string, numbers: number[]): Promise<TaskSummary[]> {
       if (numbers.length === 0) return [];
       const rows = await sql<SummaryRow[]>`
-        select number, title, status, archived, owner_user_id, parent_number from tasks
+        select number, title, status, archived, owner_user_id, assignee_ids, parent_number from tasks
         where organization_id = ${org} and number = any(${numbers}::bigint[])`;
       return rows.map(toSummary);
     },
 
     async subtaskSummaries(org: string, parent: number, only: { owner?: string | undefined; limit?: number | undefined } = {}): Promise<TaskSummary[]> {
-      const owned = only.owner === undefined ? sql`` : sql`and owner_user_id = ${only.owner} and not archived`;
+      // The subtasks the user may plan: owned or assigned.
+      const owned =
+        only.owner === undefined ? sql`` : sql`and (owner_user_id = ${only.owner} or assignee_ids @> array[${only.owner}]::text[]) and not archived`;
       const rows = await sql<SummaryRow[]>`
-        select number, title, status, archived, owner_user_id, parent_number from tasks
+        select number, title, status, archived, owner_user_id, assignee_ids, parent_number from tasks
         where organization_id = ${org} and parent_number = ${parent} ${owned} order by tasks.number
         ${only.limit === undefined ? sql`` : sql`limit ${only.limit}`}`;
       return rows.map(toSummary);

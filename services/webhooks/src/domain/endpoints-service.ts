@@ -49,6 +49,8 @@ export const VERIFY_EVENT_TYPE = "webhook.verify";
 
 /** Well-formed (a receiver's parser accepts it) but no task's: numbers start at 1 (decision 0033). */
 export const SAMPLE_TASK_ID = "T-0";
+/** Like the task id, well-formed and nobody's. */
+export const SAMPLE_USER_ID = "usr_0";
 
 /** A representative task, so a receiver exercises a real event's code path; archived only for task.archived. */
 export function sampleTask(type: TaskEventType, at: Date): Task {
@@ -65,9 +67,11 @@ export function sampleTask(type: TaskEventType, at: Date): Task {
     notes: null,
     story_points: 3,
     project_ids: [],
+    owner_id: SAMPLE_USER_ID,
+    assignee_ids: [],
+    recurrence: null,
     parent_task_id: null,
     archived: type === "task.archived",
-    recurrence: null,
     series_task_id: null,
     occurrence_date: null,
     created_at: now,
