@@ -1,12 +1,17 @@
 // Search scenarios of the benchmark (BENCH_ONLY=search), run by run.mjs on its stack.
 //
 // Two organizations seeded by SQL from one generator, 10,000 and 1,000,000 tasks (BENCH_SEARCH_SIZES
-// changes them), each with an API key made by the admin CLI like the bench's own tenant. Every
-// scenario runs at both sizes, at 16 connections, beside the plain list page as the baseline:
+// changes them), each with an API key made by the admin CLI like the bench's own tenant, and 20
+// members: the key's user and 19 more. Each task has 0-3 of them as assignees (a fifth none, the
+// key's user on about 5%) and one of them as owner (the key's user on about 5%); each owner and
+// assignee follows the task. Every scenario runs at both sizes, at 16 connections, beside the plain
+// list page as the baseline:
 //   - a filtered and sorted page: status and priority lists, by due date descending;
 //   - a full-text page: `q` with a rare word planted in 50 tasks of each organization, so the answer
 //     is the same size at both scales and only the table around it grows;
-//   - POST /v1/tasks/search with the filter tree equal to each of those.
+//   - POST /v1/tasks/search with the filter tree equal to each of those;
+//   - people: assigned to me (alone, and with status lists by due date), owned by me, assigned to
+//     nobody, and the search tree's `assignee_ids contains me`.
 // Reported against the targets (asserted nowhere): p99 ≤ 50 ms at 1M, and 1M within 1.5× of 10k.
 // Each is first sent once alone (its latency is shown): one that fails alone is reported, not
 // loaded. After each, the service's list statements still running are waited for (cancelled past
@@ -26,6 +31,8 @@ const SIZES = (process.env.BENCH_SEARCH_SIZES ?? "10000,1000000").split(",").map
 export const NEEDLE = "quartzyx";
 const NEEDLES = 50;
 const VOCABULARY = 4000;
+/** Members of each seeded organization, the key's own user first. */
+const MEMBERS = 20;
 // Accented words among the generated ones, so that unaccent has something to fold.
 const ACCENTED = (
   "résumé café naïve crème brûlée façade déjà über señor piñata jalapeño élan fiancée protégé soirée touché entrée château " +
@@ -47,6 +54,16 @@ const SCENARIOS = [
   { name: "GET q=<rare word>", method: "GET", path: `/v1/tasks?q=${NEEDLE}&limit=25` },
   { name: "POST search, same filter + sort", method: "POST", path: "/v1/tasks/search", body: { filter: FILTER_TREE, sort: "-due_date", limit: 25 } },
   { name: "POST search, text matches", method: "POST", path: "/v1/tasks/search", body: { filter: { field: "text", op: "matches", value: NEEDLE }, limit: 25 } },
+  { name: "GET assignee_id=me (assigned to me)", method: "GET", path: "/v1/tasks?assignee_id=me&limit=25" },
+  { name: "GET assignee_id=me + status, sort=-due_date", method: "GET", path: "/v1/tasks?assignee_id=me&status=TODO,IN_PROGRESS&sort=-due_date&limit=25" },
+  { name: "GET owner_id=me", method: "GET", path: "/v1/tasks?owner_id=me&limit=25" },
+  { name: "GET assignee_id=none", method: "GET", path: "/v1/tasks?assignee_id=none&limit=25" },
+  {
+    name: "POST search, assignee_ids contains me",
+    method: "POST",
+    path: "/v1/tasks/search",
+    body: { filter: { field: "assignee_ids", op: "contains", value: "me" }, limit: 25 },
+  },
 ];
 
 const toRequest = (s, key) => ({
@@ -142,11 +159,12 @@ async function probe(gateway, req) {
 // ---------- seeding ----------
 
 /**
- * Seeds each tenant's organization with `size` tasks, set-based. The task table's secondary indexes
- * (whatever the migrations and the service made) are dropped first and rebuilt after both inserts,
- * from their own definitions: building an index once is far cheaper than a million inserts into
- * it (the GIN index above all). Foreign-key triggers are skipped (session_replication_role) since
- * every version row points at a task inserted just before. Returns the phases' durations in seconds.
+ * Seeds each tenant's organization with its members and `size` tasks, set-based. The secondary
+ * indexes of the task and follower tables (whatever the migrations and the service made) are
+ * dropped first and rebuilt after the inserts, from their own definitions: building an index once
+ * is far cheaper than a million inserts into it (the GIN indexes above all). Foreign-key triggers
+ * are skipped (session_replication_role) since every version and follower row points at a task
+ * inserted just before. Returns the phases' durations in seconds.
  */
 export async function seedSearchData(databaseUrl, tenants, log = () => {}) {
   const t0 = performance.now();
@@ -164,6 +182,8 @@ export async function seedSearchData(databaseUrl, tenants, log = () => {}) {
   const [sql] = lanes;
   try {
     await waitForIndexBuilds(sql);
+    const members = [];
+    for (const t of tenants) members.push(await addMembers(sql, t));
     for (const l of lanes) {
       await l`set session_replication_role = replica`;
       await l`set maintenance_work_mem = '1GB'`;
@@ -173,17 +193,17 @@ export async function seedSearchData(databaseUrl, tenants, log = () => {}) {
     const indexes = await sql`
       select c.relname as name, pg_get_indexdef(i.indexrelid) as def, i.indexrelid::regclass::text as qualified
       from pg_index i join pg_class c on c.oid = i.indexrelid join pg_am a on a.oid = c.relam
-      where i.indrelid = 'tasks.tasks'::regclass
+      where i.indrelid in ('tasks.tasks'::regclass, 'tasks.task_followers'::regclass)
         and not exists (select 1 from pg_constraint k where k.conindid = i.indexrelid)
       order by a.amname = 'btree', c.relname`;
     for (const ix of indexes) await sql.unsafe(`drop index ${ix.qualified}`);
     const prepared = lap();
     // Each organization in two halves of its numbers, each half with a seed of its own.
-    const halves = tenants.flatMap((t) => {
+    const halves = tenants.flatMap((t, i) => {
       const mid = Math.floor(t.size / 2);
       return [
-        { ...t, from: 1, to: mid, seed: 0.17 },
-        { ...t, from: mid + 1, to: t.size, seed: 0.29 },
+        { ...t, members: members[i], from: 1, to: mid, seed: 0.17 },
+        { ...t, members: members[i], from: mid + 1, to: t.size, seed: 0.29 },
       ];
     });
     log(`search: seeding ${tenants.map((t) => t.size.toLocaleString("en-US")).join(" + ")} tasks by SQL …`);
@@ -195,13 +215,19 @@ export async function seedSearchData(databaseUrl, tenants, log = () => {}) {
       lanes,
       halves.map((h) => (l) => insertVersions(l, h)),
     );
+    const tasksAndVersions = lap();
+    await inLanes(
+      lanes,
+      halves.map((h) => (l) => insertFollowers(l, h)),
+    );
+    const followers = lap();
     for (const t of tenants) {
       await sql`
         insert into tasks.org_counters (organization_id, last_number) values (${t.org}, ${t.size})
         on conflict (organization_id) do update set last_number = excluded.last_number`;
     }
-    const inserted = lap();
-    log(`search: rebuilding ${indexes.length} task indexes …`);
+    const inserted = tasksAndVersions + followers + lap();
+    log(`search: rebuilding ${indexes.length} indexes …`);
     // Non-btree (GIN) first: the longest builds, which cannot use parallel workers.
     await inLanes(
       lanes,
@@ -217,16 +243,34 @@ export async function seedSearchData(databaseUrl, tenants, log = () => {}) {
     for (const l of lanes) await l`reset session_replication_role`;
     await inLanes(
       lanes,
-      ["tasks.tasks", "tasks.task_versions", "tasks.org_counters"].map((t) => (l) => l.unsafe(`vacuum analyze ${t}`)),
+      ["tasks.tasks", "tasks.task_versions", "tasks.task_followers", "tasks.org_counters"].map((t) => (l) => l.unsafe(`vacuum analyze ${t}`)),
     );
     const vacuumed = lap();
     const [{ size }] = await sql`select pg_size_pretty(pg_total_relation_size('tasks.tasks')) as size`;
     const total = (performance.now() - t0) / 1000;
     log(`search: seeded in ${total.toFixed(1)} s (tasks table with its indexes: ${size})`);
-    return { total, prepared, inserted, indexed, vacuumed, indexes: indexes.map((i) => i.name), tableSize: size };
+    return { total, prepared, inserted, followers, indexed, vacuumed, members: MEMBERS, indexes: indexes.map((i) => i.name), tableSize: size };
   } finally {
     await Promise.all(lanes.map((l) => l.end({ timeout: 1 })));
   }
+}
+
+/**
+ * The organization's members: its key's user and MEMBERS - 1 more, written into the keys service's
+ * tables as the admin CLI's add-user writes them, without the key it mints each (a process per user
+ * would add seconds and keys no request uses). Answers their ids, the key's user first.
+ */
+async function addMembers(sql, t) {
+  const added = await sql`
+    with u as (
+      insert into keys.users (id, email)
+      select 'usr_' || substr(md5(${t.org} || '-' || i), 1, 22), 'member-' || i || '-' || lower(${t.org}) || '@example.test'
+      from generate_series(1, ${MEMBERS - 1}) i
+      returning id
+    )
+    insert into keys.memberships (organization_id, user_id, role) select ${t.org}, id, 'member' from u
+    returning user_id`;
+  return [t.user, ...added.map((r) => r.user_id).sort()];
 }
 
 /** Runs the jobs in order, each on the first lane free. */
@@ -283,15 +327,26 @@ async function makeWordPools(sql) {
 /**
  * Tasks `from`..`to` of one organization, from the generator (its seed per range). Needle tasks:
  * every (size / 50)-th, never archived, the rare word in the title of half of them and in the
- * description of the others.
+ * description of the others. People: the owner is the key's user (members[0]) one time in 20, else
+ * one of the others; 0-3 assignees (none 20%, one 35%, two 30%, three 15%), the key's user among
+ * them on 5% of tasks, the others distinct, walking the 19 others (a prime) from a random start by a
+ * random step.
  */
-async function insertTasks(sql, { org, user, size, from, to, seed }) {
+async function insertTasks(sql, { org, members, size, from, to, seed }) {
   const step = Math.floor(size / NEEDLES);
+  const others = MEMBERS - 1;
+  const ASSIGNEES = sql.unsafe("(case when g.r_asg < 0.20 then 0 when g.r_asg < 0.55 then 1 when g.r_asg < 0.85 then 2 else 3 end)");
+  // 1/16 of the 80% assigned: the key's user on 5% of all tasks.
+  const ME = sql.unsafe("(g.r_asg >= 0.20 and g.r_me < 0.0625)");
   await sql`select setseed(${seed})`;
   await sql`
-    insert into tasks.tasks (organization_id, number, owner_user_id, current_version_id, version_count, title, description,
+    insert into tasks.tasks (organization_id, number, owner_user_id, assignee_ids, current_version_id, version_count, title, description,
       status, priority, due_date, notes, story_points, created_at, updated_at, archived, archived_at)
-    select ${org}, g.n, ${user}, 'ver_bench_' || md5(${org} || g.n), 1,
+    select ${org}, g.n,
+      case when g.r_own < 0.05 then m.ids[1] else m.ids[2 + floor(g.v_own * ${others})::int] end,
+      (case when ${ME} then array[m.ids[1]] else '{}'::text[] end)
+        || (array[m.ids[2 + g.o], m.ids[2 + (g.o + g.s) % ${others}], m.ids[2 + (g.o + 2 * g.s) % ${others}]])[1:${ASSIGNEES} - (${ME})::int],
+      'ver_bench_' || md5(${org} || g.n), 1,
       a.s || ' ' || b.s || case when g.needle and (g.n / ${step}) % 2 = 0 then ' ' || ${NEEDLE} else '' end,
       case when g.needle and (g.n / ${step}) % 2 = 1 then l1.s || ' ' || ${NEEDLE} || ' ' || l2.s
            when g.r_desc < 0.25 then null
@@ -311,9 +366,12 @@ async function insertTasks(sql, { org, user, size, from, to, seed }) {
         now() - random() * interval '730 days' as created, random() as r_upd,
         n % ${step} <> 0 and random() < 0.05 as archived,
         floor(random() * 10007)::int as ka, floor(random() * 10007)::int as kb, floor(random() * 10007)::int as kn,
-        floor(random() * 10009)::int as k1, floor(random() * 10009)::int as k2, floor(random() * 10009)::int as k3
+        floor(random() * 10009)::int as k1, floor(random() * 10009)::int as k2, floor(random() * 10009)::int as k3,
+        random() as r_own, random() as v_own, random() as r_asg, random() as r_me,
+        floor(random() * ${others})::int as o, 1 + floor(random() * ${others - 1})::int as s
       from generate_series(${from}::int, ${to}::int) n
     ) g
+    cross join (select ${members}::text[] as ids) m
     join bench_short a on a.i = g.ka
     join bench_short b on b.i = g.kb
     join bench_short nt on nt.i = g.kn
@@ -326,10 +384,24 @@ async function insertTasks(sql, { org, user, size, from, to, seed }) {
 async function insertVersions(sql, { org, from, to }) {
   await sql`
     insert into tasks.task_versions (id, organization_id, task_number, seq, title, description, status, priority, start_date,
-      due_date, notes, story_points, recurrence, project_ids, created_at)
+      due_date, notes, story_points, recurrence, project_ids, assignee_ids, created_at)
     select current_version_id, organization_id, number, 1, title, description, status, priority, start_date,
-      due_date, notes, story_points, recurrence, project_ids, updated_at
+      due_date, notes, story_points, recurrence, project_ids, assignee_ids, updated_at
     from tasks.tasks where organization_id = ${org} and number between ${from} and ${to}`;
+}
+
+/** As the service makes them: the owner follows the task, and each assignee who is not its owner. */
+async function insertFollowers(sql, { org, from, to }) {
+  await sql`
+    insert into tasks.task_followers (organization_id, task_number, user_id, reason, created_at)
+    select t.organization_id, t.number, f.user_id, f.reason, t.created_at
+    from tasks.tasks t
+    cross join lateral (
+      select t.owner_user_id, 'owner'
+      union all
+      select a, 'assignee' from unnest(t.assignee_ids) a where a <> t.owner_user_id
+    ) f(user_id, reason)
+    where t.organization_id = ${org} and t.number between ${from} and ${to}`;
 }
 
 // ---------- plans ----------
@@ -446,7 +518,7 @@ export function printSearch(result) {
   const s = result.seeding;
   console.log(
     `\nSearch · ${result.connections} connections · ${result.sizes.map((n) => fmt(n)).join(" and ")} tasks seeded by SQL in ${fmt(s.total, 1)} s ` +
-      `(words ${fmt(s.prepared, 1)} s, rows ${fmt(s.inserted, 1)} s, ${s.indexes.length} indexes ${fmt(s.indexed, 1)} s, vacuum analyze ${fmt(s.vacuumed, 1)} s; tasks table ${s.tableSize})`,
+      `with ${s.members} members each (words ${fmt(s.prepared, 1)} s, rows ${fmt(s.inserted, 1)} s of which followers ${fmt(s.followers, 1)} s, ${s.indexes.length} indexes ${fmt(s.indexed, 1)} s, vacuum analyze ${fmt(s.vacuumed, 1)} s; tasks table ${s.tableSize})`,
   );
   console.log(`targets (reported, not asserted): p99 ≤ 50 ms at ${label(large)}; ${label(large)} within 1.5× of ${label(small)} (req/s and p99)`);
   const header = [
