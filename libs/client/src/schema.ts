@@ -4771,7 +4771,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
-            /** @description `already_member`: Already a member; `idempotency_in_progress`: Idempotent request in progress */
+            /** @description `already_member`: Already a member; `limit_reached`: Limit reached; `idempotency_in_progress`: Idempotent request in progress */
             409: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
