@@ -125,6 +125,7 @@ describe("@tasksvc/client finding tasks", () => {
       parent_task_id: "T-1",
       owner_id: "me",
       assignee_ids: "me",
+      label_ids: "lbl_none",
       archived: false,
       is_blocked: false,
       due_date: "2026-01-01",

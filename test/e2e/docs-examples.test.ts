@@ -83,6 +83,8 @@ type Tenant = Awaited<ReturnType<typeof f.tenant>>;
 const MAKERS: Record<string, (t: Tenant) => Promise<string>> = {
   organization_id: async (t) => t.organizationId,
   project_id: async (t) => (await must(gw.post("/v1/projects", { name: "Example's project" }, { token: t.apiKey }), 201)).id,
+  label_id: async (t) => (await must(gw.post("/v1/labels", { name: "Example's label" }, { token: t.apiKey }), 201)).id,
+  field_id: async (t) => (await must(gw.post("/v1/custom-fields", { key: "example", name: "Example's field", type: "text" }, { token: t.apiKey }), 201)).id,
   endpoint_id: async (t) => (await must(gw.post("/v1/webhook-endpoints", { url: "https://hooks.example.com/example" }, { token: t.apiKey }), 201)).id,
   // Another member than the tenant's only owner, whom no role change may touch.
   user_id: async (t) => (await f.user(t.organizationId, "member")).userId,

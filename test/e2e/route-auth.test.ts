@@ -23,6 +23,10 @@ const SAMPLE_BODIES: Record<string, (ids: Ids) => unknown> = {
   "POST /v1/tasks/:task_id/dependencies": (ids) => ({ blocker_task_id: ids.blocker_task_id }),
   "POST /v1/projects": () => ({ name: "route-auth" }),
   "PATCH /v1/projects/:project_id": () => ({ description: "changed by another organization" }),
+  "POST /v1/labels": () => ({ name: "route-auth" }),
+  "PATCH /v1/labels/:label_id": () => ({ description: "changed by another organization" }),
+  "POST /v1/custom-fields": () => ({ key: "route_auth", name: "route-auth", type: "text" }),
+  "PATCH /v1/custom-fields/:field_id": () => ({ description: "changed by another organization" }),
   "PATCH /v1/daily-plan": () => ({ section: "TODO", status: "PLANNED" }),
   "POST /v1/daily-plan/entries": (ids) => ({ date: "2026-11-23", task_id: ids.task_id, section: "TODO" }),
   "POST /v1/webhook-endpoints": () => ({ url: "https://hooks.example.com/route-auth" }),
@@ -44,6 +48,8 @@ interface Ids {
   task_id: string;
   blocker_task_id: string;
   project_id: string;
+  label_id: string;
+  field_id: string;
   entry_id: string;
   endpoint_id: string;
   delivery_id: string;
@@ -58,6 +64,8 @@ const PLACEHOLDER_IDS: Ids = {
   task_id: "T-1",
   blocker_task_id: "T-2",
   project_id: "prj_x",
+  label_id: "lbl_x",
+  field_id: "fld_x",
   entry_id: "ent_x",
   endpoint_id: "whe_x",
   delivery_id: "whd_x",
@@ -129,9 +137,11 @@ describe("every operation on a named resource answers 404 to another organizatio
     const task = await gw.post("/v1/tasks", { title: "owned" }, as);
     const blocker = await gw.post("/v1/tasks", { title: "owned blocker" }, as);
     const project = await gw.post("/v1/projects", { name: "owned" }, as);
+    const label = await gw.post("/v1/labels", { name: "owned" }, as);
+    const field = await gw.post("/v1/custom-fields", { key: "owned", name: "owned", type: "text" }, as);
     // Tenants default to the pro plan, which has outbound_webhooks.
     const endpoint = await gw.post("/v1/webhook-endpoints", { url: "https://hooks.example.com/owned" }, as);
-    for (const r of [key, task, blocker, project, endpoint, invitation]) expect(r.status, r.text).toBe(201);
+    for (const r of [key, task, blocker, project, label, field, endpoint, invitation]) expect(r.status, r.text).toBe(201);
     const linked = await gw.post(`/v1/tasks/${task.body.id}/dependencies`, { blocker_task_id: blocker.body.id }, as);
     expect(linked.status, linked.text).toBe(201);
     const entry = await gw.post("/v1/daily-plan/entries", { date: "2026-11-23", task_id: task.body.id, section: "TODO" }, as);
@@ -163,6 +173,8 @@ describe("every operation on a named resource answers 404 to another organizatio
       task_id: task.body.id,
       blocker_task_id: blocker.body.id,
       project_id: project.body.id,
+      label_id: label.body.id,
+      field_id: field.body.id,
       entry_id: entry.body.id,
       endpoint_id: endpoint.body.id,
       delivery_id: deliveryId,
@@ -206,6 +218,10 @@ describe("every operation on a named resource answers 404 to another organizatio
     expect(deps.body.blocked_by.map((d: { task_id: string }) => d.task_id)).toEqual([ids.blocker_task_id]);
     const project = await gw.get(`/v1/projects/${ids.project_id}`, as);
     expect(project.body.description ?? null).toBeNull();
+    const label = await gw.get(`/v1/labels/${ids.label_id}`, as);
+    expect(label.body.description ?? null, label.text).toBeNull();
+    const field = await gw.get(`/v1/custom-fields/${ids.field_id}`, as);
+    expect(field.body.description ?? null, field.text).toBeNull();
     const keys = await gw.get("/v1/api-keys?limit=100", as);
     expect(keys.body.data.map((k: { id: string }) => k.id)).toContain(ids.key_id);
     const board = await gw.get("/v1/daily-plan?date=2026-11-23", as);

@@ -34,6 +34,8 @@ describe("POST /v1/tasks", () => {
       project_ids: [],
       owner_id: t.userId,
       assignee_ids: [],
+      label_ids: [],
+      custom_fields: {},
       parent_task_id: null,
       archived: false,
       recurrence: null,

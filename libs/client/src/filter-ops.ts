@@ -14,6 +14,7 @@ export const TASK_FILTER_OPS = {
   parent_task_id: ["eq", "neq", "in", "nin", "is_null"],
   owner_id: ["eq", "neq", "in", "nin"],
   assignee_ids: ["contains", "in", "is_null"],
+  label_ids: ["contains", "in", "nin", "is_null"],
   archived: ["eq", "neq"],
   is_blocked: ["eq", "neq"],
   due_date: ["eq", "neq", "lt", "lte", "gt", "gte", "is_null"],

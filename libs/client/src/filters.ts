@@ -28,6 +28,8 @@ export interface FilterValues {
   owner_id: string;
   /** A user id, `usr_…`, or `me`: `contains` one, `in` any of several, `is_null` assigned to nobody. */
   assignee_ids: string;
+  /** A label id, `lbl_…`: `contains` it, `in` any of several, `nin` none of them, `is_null` no label. */
+  label_ids: string;
   archived: boolean;
   is_blocked: boolean;
   /** A date-time with an offset, or a day meaning 00:00 UTC: compared with the due date exactly. */
@@ -54,8 +56,13 @@ export type TaskCondition<F extends FilterField = FilterField, O extends FilterO
     : never
   : never;
 
+/** A value a custom field holds or is compared with: text, a number, a date (YYYY-MM-DD), an option or user id, a boolean, a URL. */
+export type CustomValue = string | number | boolean;
+/** A condition on an organization's custom field: its type (known to the API) decides which ops and values it takes. */
+export type CustomCondition = { field: `custom.${string}`; op: FilterOp; value: CustomValue | CustomValue[] };
+
 /** A filter of POST /v1/tasks/search, typed field by field: a condition, or and/or/not of filters. */
-export type TaskFilter = TaskCondition | { and: TaskFilter[] } | { or: TaskFilter[] } | { not: TaskFilter };
+export type TaskFilter = TaskCondition | CustomCondition | { and: TaskFilter[] } | { or: TaskFilter[] } | { not: TaskFilter };
 
 type Filters = [TaskFilter, ...TaskFilter[]];
 
@@ -91,4 +98,14 @@ export const where = {
   contains: <F extends FieldsWith<"contains">>(field: F, value: FilterValues[F]) => condition(field, "contains", value),
   /** Full text over title, description and notes, as `q` of GET /v1/tasks. */
   matches: (text: string) => condition("text", "matches", text),
+  /**
+   * A custom field by its key: `where.custom("estimate", "gte", 3)`. Its type decides the ops (text: eq, neq, contains,
+   * is_null; number and date: eq, neq, lt, lte, gt, gte, is_null; select: eq, neq, in, nin, is_null; multi_select:
+   * contains, in, is_null; user: eq, in, is_null; checkbox: eq; url: eq, is_null); the API refuses others.
+   */
+  custom: (key: string, op: FilterOp, value: CustomValue | readonly CustomValue[]): CustomCondition => ({
+    field: `custom.${key}`,
+    op,
+    value: Array.isArray(value) ? [...value] : (value as CustomValue),
+  }),
 };

@@ -3,8 +3,10 @@
 export const IDEMPOTENT_OPERATIONS: ReadonlySet<string> = new Set([
   "PATCH /v1/tasks/{task_id}",
   "POST /v1/api-keys",
+  "POST /v1/custom-fields",
   "POST /v1/daily-plan/entries",
   "POST /v1/invitations",
+  "POST /v1/labels",
   "POST /v1/projects",
   "POST /v1/tasks",
   "POST /v1/tasks/batch",

@@ -7,6 +7,8 @@ import type { components, operations, paths } from "./schema.js";
 export type { components, operations, paths };
 export type { EventStreamOptions, EventType } from "./event-stream.js";
 export {
+  type CustomCondition,
+  type CustomValue,
   type DateOnly,
   type DateTime,
   type FieldsWith,

@@ -572,6 +572,110 @@ export interface paths {
         patch: operations["updateProject"];
         trace?: never;
     };
+    "/v1/labels": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List labels by name
+         * @description Requires scope `tasks:read` and plan entitlement `public_api`. Costs 1 API call.
+         */
+        get: operations["listLabels"];
+        put?: never;
+        /**
+         * Create a label (name unique in the organization ignoring case)
+         * @description Requires scope `projects:write` and plan entitlement `public_api`. Costs 1 API call (an idempotent replay costs nothing).
+         */
+        post: operations["createLabel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/labels/{label_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a label
+         * @description Requires scope `tasks:read` and plan entitlement `public_api`. Costs 1 API call.
+         */
+        get: operations["getLabel"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a label; it is removed from every task that carries it
+         * @description Requires scope `projects:write` and plan entitlement `public_api`. Costs 1 API call.
+         */
+        delete: operations["deleteLabel"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a label's name, colour or description
+         * @description Requires scope `projects:write` and plan entitlement `public_api`. Costs 1 API call.
+         */
+        patch: operations["updateLabel"];
+        trace?: never;
+    };
+    "/v1/custom-fields": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List custom fields, oldest first
+         * @description Requires scope `tasks:read` and plan entitlement `public_api`. Costs 1 API call.
+         */
+        get: operations["listCustomFields"];
+        put?: never;
+        /**
+         * Create a custom field (key unique in the organization; options for select and multi_select)
+         * @description Requires scope `projects:write` and plan entitlement `public_api`. Costs 1 API call (an idempotent replay costs nothing).
+         */
+        post: operations["createCustomField"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/custom-fields/{field_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a custom field
+         * @description Requires scope `tasks:read` and plan entitlement `public_api`. Costs 1 API call.
+         */
+        get: operations["getCustomField"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a custom field; its values are removed from every task
+         * @description Requires scope `projects:write` and plan entitlement `public_api`. Costs 1 API call.
+         */
+        delete: operations["deleteCustomField"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a custom field's name, description or options (its key and type are fixed)
+         * @description Requires scope `projects:write` and plan entitlement `public_api`. Costs 1 API call.
+         */
+        patch: operations["updateCustomField"];
+        trace?: never;
+    };
     "/v1/daily-plan": {
         parameters: {
             query?: never;
@@ -1488,6 +1592,23 @@ export interface components {
              */
             assignee_ids: string[];
             /**
+             * @description The task's labels, in the order given (0-20).
+             * @example [
+             *       "lbl_4mQ8xT2pK7nD3vB9rL5sW1"
+             *     ]
+             */
+            label_ids: string[];
+            /**
+             * @description The organization's custom fields that have a value on this task, by key: text, a number, a date (YYYY-MM-DD), an option id (select), option ids (multi_select), a user id, a boolean (checkbox) or a URL.
+             * @example {
+             *       "estimate": 3,
+             *       "customer": "opt_2nK7xQ4mT9pL3vD6bR8sW5"
+             *     }
+             */
+            custom_fields: {
+                [key: string]: string | number | boolean | string[];
+            };
+            /**
              * @description How the task repeats (the rule with its RRULE form); null when it does not.
              * @example null
              */
@@ -1596,6 +1717,22 @@ export interface components {
              *     ]
              */
             assignee_ids: string[];
+            /**
+             * @description The task's labels in this version, as they were then.
+             * @example [
+             *       "lbl_4mQ8xT2pK7nD3vB9rL5sW1"
+             *     ]
+             */
+            label_ids: string[];
+            /**
+             * @description The task's custom field values in this version, as they were then.
+             * @example {
+             *       "estimate": 3
+             *     }
+             */
+            custom_fields: {
+                [key: string]: string | number | boolean | string[];
+            };
             /**
              * @description How the task repeated in this version; null when it did not.
              * @example null
@@ -1777,6 +1914,108 @@ export interface components {
              * @example 2026-11-23T09:30:00.000Z
              */
             updated_at: string;
+        };
+        Label: {
+            /**
+             * @description The label's id.
+             * @example lbl_4mQ8xT2pK7nD3vB9rL5sW1
+             */
+            id: string;
+            /**
+             * @description The label's name, unique in the organization ignoring case (compared trimmed).
+             * @example bug
+             */
+            name: string;
+            /**
+             * @description Its colour, `#rrggbb`.
+             * @example #d73a4a
+             */
+            color: string;
+            /**
+             * @description What the label means; null when none.
+             * @example Something is not working.
+             */
+            description: string | null;
+            /**
+             * Format: date-time
+             * @description When it was created (UTC, ISO 8601).
+             * @example 2026-11-23T09:30:00.000Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When it last changed (UTC, ISO 8601).
+             * @example 2026-11-23T09:30:00.000Z
+             */
+            updated_at: string;
+        };
+        CustomField: {
+            /**
+             * @description The field's id.
+             * @example fld_7hQ2mV9xK4pT8nB3cR6wL1
+             */
+            id: string;
+            /**
+             * @description How tasks name the field (`custom_fields.<key>`, `custom.<key>` in searches): a lower-case letter, then up to 39 lower-case letters, digits or underscores; unique in the organization, fixed once created.
+             * @example estimate
+             */
+            key: string;
+            /**
+             * @description The field's name as people read it.
+             * @example Estimate
+             */
+            name: string;
+            /**
+             * @description What its values are: `text`, `number`, `date` (`YYYY-MM-DD`), `select` (one option's id), `multi_select` (option ids), `user` (a member's id), `checkbox` (a boolean) or `url`. Fixed once created.
+             * @example select
+             * @enum {string}
+             */
+            type: "text" | "number" | "date" | "select" | "multi_select" | "user" | "checkbox" | "url";
+            /**
+             * @description The values a `select` or `multi_select` field may take (1-100), in the order given; empty for every other type.
+             * @example [
+             *       {
+             *         "id": "opt_2kP9sD4vN7qW1xH6mB3tY8",
+             *         "name": "High",
+             *         "color": "#d73a4a"
+             *       }
+             *     ]
+             */
+            options: components["schemas"]["CustomFieldOption"][];
+            /**
+             * @description What the field is for; null when none.
+             * @example Ideal days of work.
+             */
+            description: string | null;
+            /**
+             * Format: date-time
+             * @description When it was created (UTC, ISO 8601).
+             * @example 2026-11-23T09:30:00.000Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When it last changed (UTC, ISO 8601).
+             * @example 2026-11-23T09:30:00.000Z
+             */
+            updated_at: string;
+        };
+        CustomFieldOption: {
+            /**
+             * @description The option's id, made by the service and kept when the option is renamed or recoloured.
+             * @example opt_2kP9sD4vN7qW1xH6mB3tY8
+             */
+            id: string;
+            /**
+             * @description The option's name, unique in its field ignoring case (compared trimmed).
+             * @example High
+             */
+            name: string;
+            /**
+             * @description Its colour, `#rrggbb`.
+             * @example #d73a4a
+             */
+            color: string;
         };
         Attachment: {
             /**
@@ -2207,6 +2446,12 @@ export interface components {
              *       "assignee_ids": [
              *         "usr_7hQ2mD9xK3pL5nB8vR4tW1"
              *       ],
+             *       "label_ids": [
+             *         "lbl_4mQ8xT2pK7nD3vB9rL5sW1"
+             *       ],
+             *       "custom_fields": {
+             *         "estimate": 3
+             *       },
              *       "recurrence": null,
              *       "parent_task_id": null,
              *       "archived": false,
@@ -2287,6 +2532,23 @@ export interface components {
                  *     ]
                  */
                 assignee_ids: string[];
+                /**
+                 * @description The task's labels, in the order given (0-20).
+                 * @example [
+                 *       "lbl_4mQ8xT2pK7nD3vB9rL5sW1"
+                 *     ]
+                 */
+                label_ids: string[];
+                /**
+                 * @description The organization's custom fields that have a value on this task, by key: text, a number, a date (YYYY-MM-DD), an option id (select), option ids (multi_select), a user id, a boolean (checkbox) or a URL.
+                 * @example {
+                 *       "estimate": 3,
+                 *       "customer": "opt_2nK7xQ4mT9pL3vD6bR8sW5"
+                 *     }
+                 */
+                custom_fields: {
+                    [key: string]: string | number | boolean | string[];
+                };
                 /**
                  * @description How the task repeats (the rule with its RRULE form); null when it does not.
                  * @example null
@@ -2878,6 +3140,54 @@ export interface components {
              */
             deleted: true;
         };
+        ListLabelsResponse: {
+            /**
+             * @description The items of this page, in the list's order.
+             * @example []
+             */
+            data: components["schemas"]["Label"][];
+            /**
+             * @description Whether another page follows: ask for it with `after=<next_cursor>`.
+             * @example false
+             */
+            has_more: boolean;
+            /**
+             * @description Opaque cursor of the next page (pass as `after`), or null on the last page.
+             * @example null
+             */
+            next_cursor: string | null;
+        };
+        DeleteLabelResponse: {
+            /**
+             * @description The deleted label's id.
+             * @example lbl_4mQ8xT2pK7nD3vB9rL5sW1
+             */
+            id: string;
+        };
+        ListCustomFieldsResponse: {
+            /**
+             * @description The items of this page, in the list's order.
+             * @example []
+             */
+            data: components["schemas"]["CustomField"][];
+            /**
+             * @description Whether another page follows: ask for it with `after=<next_cursor>`.
+             * @example false
+             */
+            has_more: boolean;
+            /**
+             * @description Opaque cursor of the next page (pass as `after`), or null on the last page.
+             * @example null
+             */
+            next_cursor: string | null;
+        };
+        DeleteCustomFieldResponse: {
+            /**
+             * @description The deleted custom field's id.
+             * @example fld_7hQ2mV9xK4pT8nB3cR6wL1
+             */
+            id: string;
+        };
         SetDailyPlanSectionResponse: {
             /**
              * @description The UTC day (YYYY-MM-DD).
@@ -3071,19 +3381,18 @@ export interface components {
             not: components["schemas"]["TaskFilter"];
         } | {
             /**
-             * @description What the condition looks at; `text` is the full text of title, description and notes. On `assignee_ids`, `contains` matches a task assigned to that user, `in` one assigned to any of them, `is_null: true` one assigned to nobody.
+             * @description What the condition looks at; `text` is the full text of title, description and notes. On `assignee_ids`, `contains` matches a task assigned to that user, `in` one assigned to any of them, `is_null: true` one assigned to nobody; on `label_ids`, `contains` a task with that label, `in` one with any of them, `nin` one with none of them, `is_null: true` one with no label. `custom.<key>` is a custom field, whose ops go by its type: text eq, neq, contains, is_null; number and date eq, neq, lt, lte, gt, gte, is_null; select eq, neq, in, nin, is_null; multi_select contains (has that option), in (has any of them), is_null; user eq, in, is_null (`me` allowed); checkbox eq (false matches a task left unchecked); url eq, is_null.
              * @example status
-             * @enum {string}
              */
-            field: "status" | "priority" | "project_id" | "parent_task_id" | "owner_id" | "assignee_ids" | "archived" | "is_blocked" | "due_date" | "created_at" | "updated_at" | "story_points" | "title" | "text";
+            field: string;
             /**
-             * @description How it compares; each field takes only some of them (`status`: eq, neq, in, nin; `priority`: eq, neq, in, nin, is_null; `project_id`: eq, neq, in, nin, is_null; `parent_task_id`: eq, neq, in, nin, is_null; `owner_id`: eq, neq, in, nin; `assignee_ids`: contains, in, is_null; `archived`: eq, neq; `is_blocked`: eq, neq; `due_date`: eq, neq, lt, lte, gt, gte, is_null; `created_at`: lt, lte, gt, gte; `updated_at`: lt, lte, gt, gte; `story_points`: eq, neq, lt, lte, gt, gte, in, nin, is_null; `title`: eq, neq, contains; `text`: matches), and an op the field does not take is refused.
+             * @description How it compares; each field takes only some of them (`status`: eq, neq, in, nin; `priority`: eq, neq, in, nin, is_null; `project_id`: eq, neq, in, nin, is_null; `parent_task_id`: eq, neq, in, nin, is_null; `owner_id`: eq, neq, in, nin; `assignee_ids`: contains, in, is_null; `label_ids`: contains, in, nin, is_null; `archived`: eq, neq; `is_blocked`: eq, neq; `due_date`: eq, neq, lt, lte, gt, gte, is_null; `created_at`: lt, lte, gt, gte; `updated_at`: lt, lte, gt, gte; `story_points`: eq, neq, lt, lte, gt, gte, in, nin, is_null; `title`: eq, neq, contains; `text`: matches), and an op the field does not take is refused.
              * @example in
              * @enum {string}
              */
             op: "eq" | "neq" | "in" | "nin" | "lt" | "lte" | "gt" | "gte" | "is_null" | "contains" | "matches";
             /**
-             * @description The value, of the field's type (`status`: a status; `priority`: a priority; `project_id`: a project id, `prj_…`; `parent_task_id`: a task id, T-\<n\>; `owner_id`: a user id, `usr_…`, or `me`; `assignee_ids`: a user id, `usr_…`, or `me`; `archived`: a boolean; `is_blocked`: a boolean; `due_date`: a time; `created_at`: a time; `updated_at`: a time; `story_points`: a number, 0-1000; `title`: text, 1-500 characters; `text`: words in web-search syntax); an array for `in` and `nin`; a boolean for `is_null`. A time (due_date, created_at, updated_at) is a date-time with an offset, or a date meaning 00:00 UTC that day, compared exactly.
+             * @description The value, of the field's type (`status`: a status; `priority`: a priority; `project_id`: a project id, `prj_…`; `parent_task_id`: a task id, T-\<n\>; `owner_id`: a user id, `usr_…`, or `me`; `assignee_ids`: a user id, `usr_…`, or `me`; `label_ids`: a label id, `lbl_…`; `archived`: a boolean; `is_blocked`: a boolean; `due_date`: a time; `created_at`: a time; `updated_at`: a time; `story_points`: a number, 0-1000; `title`: text, 1-500 characters; `text`: words in web-search syntax); an array for `in` and `nin`; a boolean for `is_null`. A time (due_date, created_at, updated_at) is a date-time with an offset, or a date meaning 00:00 UTC that day, compared exactly.
              * @example [
              *       "TODO",
              *       "IN_PROGRESS"
@@ -3201,6 +3510,23 @@ export interface components {
              */
             assignee_ids?: string[];
             /**
+             * @description The task's labels (0-20 distinct label ids of this organization), in order; replaces the list.
+             * @example [
+             *       "lbl_4mQ8xT2pK7nD3vB9rL5sW1"
+             *     ]
+             */
+            label_ids?: string[];
+            /**
+             * @description Values of the organization's custom fields, by key: the keys named are set (null clears one), the others stay as they are. Each value must suit its field's type.
+             * @example {
+             *       "estimate": 5,
+             *       "customer": null
+             *     }
+             */
+            custom_fields?: {
+                [key: string]: (string | number | boolean | string[]) | null;
+            };
+            /**
              * @description The parent task when this is a subtask; null for a top-level task.
              * @example T-7
              */
@@ -3301,12 +3627,11 @@ export interface components {
              */
             filter: components["schemas"]["TaskFilter"];
             /**
-             * @description The order: a key, `-` in front for descending. Ties by id; tasks without the value last.
+             * @description The order: a key (or `custom.<key>` of a number or date custom field), `-` in front for descending. Ties by id; tasks without the value last.
              * @default -updated_at
              * @example -updated_at
-             * @enum {string}
              */
-            sort?: "updated_at" | "created_at" | "due_date" | "priority" | "story_points" | "-updated_at" | "-created_at" | "-due_date" | "-priority" | "-story_points";
+            sort?: ("updated_at" | "created_at" | "due_date" | "priority" | "story_points" | "-updated_at" | "-created_at" | "-due_date" | "-priority" | "-story_points") | string;
             /**
              * @description Items per page, 1-100 (default 25).
              * @default 25
@@ -3375,6 +3700,23 @@ export interface components {
              *     ]
              */
             assignee_ids?: string[];
+            /**
+             * @description The task's labels (0-20 distinct label ids of this organization), in order; replaces the list.
+             * @example [
+             *       "lbl_4mQ8xT2pK7nD3vB9rL5sW1"
+             *     ]
+             */
+            label_ids?: string[];
+            /**
+             * @description Values of the organization's custom fields, by key: the keys named are set (null clears one), the others stay as they are. Each value must suit its field's type.
+             * @example {
+             *       "estimate": 5,
+             *       "customer": null
+             *     }
+             */
+            custom_fields?: {
+                [key: string]: (string | number | boolean | string[]) | null;
+            };
             /**
              * @description The parent task when this is a subtask; null for a top-level task.
              * @example T-7
@@ -3622,6 +3964,148 @@ export interface components {
              * @example Everything for the November launch.
              */
             description?: string | null;
+        };
+        CreateLabelRequest: {
+            /**
+             * @description The label's name, unique in the organization ignoring case (compared trimmed).
+             * @example bug
+             */
+            name: string;
+            /**
+             * @description Its colour, `#rrggbb` (#8b949e when omitted).
+             * @example #d73a4a
+             */
+            color?: string;
+            /**
+             * @description What the label means; null when none.
+             * @example Something is not working.
+             */
+            description?: string | null;
+        };
+        UpdateLabelRequest: {
+            /**
+             * @description A new name, unique in the organization ignoring case.
+             * @example bug
+             */
+            name?: string;
+            /**
+             * @description Its colour, `#rrggbb`.
+             * @example #d73a4a
+             */
+            color?: string;
+            /**
+             * @description What the label means; null when none.
+             * @example Something is not working.
+             */
+            description?: string | null;
+        };
+        CreateCustomFieldRequest: {
+            /**
+             * @description `select` (a value is one option's id) or `multi_select` (a value is 1-50 option ids).
+             * @example select
+             * @enum {string}
+             */
+            type: "select" | "multi_select";
+            /**
+             * @description How tasks name the field (`custom_fields.<key>`, `custom.<key>` in searches): a lower-case letter, then up to 39 lower-case letters, digits or underscores; unique in the organization, fixed once created.
+             * @example estimate
+             */
+            key: string;
+            /**
+             * @description The field's name as people read it.
+             * @example Estimate
+             */
+            name: string;
+            /**
+             * @description What the field is for; null when none.
+             * @example Ideal days of work.
+             */
+            description?: string | null;
+            /**
+             * @description The values the field may take, 1-100, in the order shown; the service gives each an id.
+             * @example [
+             *       {
+             *         "name": "High",
+             *         "color": "#d73a4a"
+             *       }
+             *     ]
+             */
+            options: {
+                /**
+                 * @description The option's name, unique in its field ignoring case (compared trimmed).
+                 * @example High
+                 */
+                name: string;
+                /**
+                 * @description Its colour, `#rrggbb` (#8b949e when omitted).
+                 * @example #d73a4a
+                 */
+                color?: string;
+            }[];
+        } | {
+            /**
+             * @description `text`, `number`, `date` (`YYYY-MM-DD`), `user` (a member's id), `checkbox` (a boolean) or `url`; these take no options.
+             * @example number
+             * @enum {string}
+             */
+            type: "text" | "number" | "date" | "user" | "checkbox" | "url";
+            /**
+             * @description How tasks name the field (`custom_fields.<key>`, `custom.<key>` in searches): a lower-case letter, then up to 39 lower-case letters, digits or underscores; unique in the organization, fixed once created.
+             * @example estimate
+             */
+            key: string;
+            /**
+             * @description The field's name as people read it.
+             * @example Estimate
+             */
+            name: string;
+            /**
+             * @description What the field is for; null when none.
+             * @example Ideal days of work.
+             */
+            description?: string | null;
+        };
+        UpdateCustomFieldRequest: {
+            /**
+             * @description A new name.
+             * @example Estimate
+             */
+            name?: string;
+            /**
+             * @description What the field is for; null when none.
+             * @example Ideal days of work.
+             */
+            description?: string | null;
+            /**
+             * @description A `select` or `multi_select` field's options, replacing the list: an entry with an existing option's id keeps that option, one without an id is a new option, and an option left out is deleted (and removed from every task).
+             * @example [
+             *       {
+             *         "id": "opt_2kP9sD4vN7qW1xH6mB3tY8",
+             *         "name": "Highest"
+             *       },
+             *       {
+             *         "name": "Low",
+             *         "color": "#0e8a16"
+             *       }
+             *     ]
+             */
+            options?: {
+                /**
+                 * @description An existing option's id, to keep that option (with this name and colour); omitted for a new option.
+                 * @example opt_2kP9sD4vN7qW1xH6mB3tY8
+                 */
+                id?: string;
+                /**
+                 * @description The option's name, unique in its field ignoring case (compared trimmed).
+                 * @example High
+                 */
+                name: string;
+                /**
+                 * @description Its colour, `#rrggbb` (an existing option keeps its colour when omitted; a new one gets #8b949e).
+                 * @example #d73a4a
+                 */
+                color?: string;
+            }[];
         };
         SetDailyPlanSectionRequest: {
             /**
@@ -5518,6 +6002,11 @@ export interface operations {
                  */
                 assignee_id?: string | string[];
                 /**
+                 * @description Only tasks with one of these labels (label ids, comma-separated): a task matches when it has any of them; an id no label has matches nothing.
+                 * @example lbl_4mQ8xT2pK7nD3vB9rL5sW1
+                 */
+                label_id?: string | string[];
+                /**
                  * @description Only tasks owned by this user (its id, or `me` for the credential's user).
                  * @example me
                  */
@@ -5568,10 +6057,10 @@ export interface operations {
                  */
                 q?: string;
                 /**
-                 * @description The order: a key, `-` in front for descending. Ties by id; tasks without the value last.
+                 * @description The order: a key (or `custom.<key>` of a number or date custom field), `-` in front for descending. Ties by id; tasks without the value last.
                  * @example -updated_at
                  */
-                sort?: "updated_at" | "created_at" | "due_date" | "priority" | "story_points" | "-updated_at" | "-created_at" | "-due_date" | "-priority" | "-story_points";
+                sort?: ("updated_at" | "created_at" | "due_date" | "priority" | "story_points" | "-updated_at" | "-created_at" | "-due_date" | "-priority" | "-story_points") | string;
             };
             header?: never;
             path?: never;
@@ -9179,6 +9668,1373 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Project"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `resource_not_found`: Resource not found */
+            404: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `payload_too_large`: Payload too large */
+            413: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: Unsupported media type */
+            415: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listLabels: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Items per page, 1-100 (default 25).
+                 * @example 25
+                 */
+                limit?: number;
+                /** @description The `next_cursor` of the previous page; the other parameters must be the same as for that page. */
+                after?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description List labels by name */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListLabelsResponse"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createLabel: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response. Use a new key for each new request, a UUID for example (`3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20`). */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "bug",
+                 *       "color": "#d73a4a",
+                 *       "description": "Something is not working."
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateLabelRequest"];
+            };
+        };
+        responses: {
+            /** @description Create a label (name unique in the organization ignoring case) */
+            201: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key (the rate-limit headers then show the current counters: a replay costs nothing) */
+                    "Idempotency-Replayed"?: string;
+                    /** @description The created resource's path, `/v1/labels/{id}`, filled in from the answer (and the request where the answer lacks a value) */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Label"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `idempotency_in_progress`: Idempotent request in progress */
+            409: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: Payload too large */
+            413: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: Unsupported media type */
+            415: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: Idempotency key reused */
+            422: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getLabel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The label's id.
+                 * @example lbl_4mQ8xT2pK7nD3vB9rL5sW1
+                 */
+                label_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Get a label */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Label"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `resource_not_found`: Resource not found */
+            404: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteLabel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The label's id.
+                 * @example lbl_4mQ8xT2pK7nD3vB9rL5sW1
+                 */
+                label_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Delete a label; it is removed from every task that carries it */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteLabelResponse"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `resource_not_found`: Resource not found */
+            404: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateLabel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The label's id.
+                 * @example lbl_4mQ8xT2pK7nD3vB9rL5sW1
+                 */
+                label_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "color": "#b60205",
+                 *       "description": null
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateLabelRequest"];
+            };
+        };
+        responses: {
+            /** @description Update a label's name, colour or description */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Label"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `resource_not_found`: Resource not found */
+            404: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `payload_too_large`: Payload too large */
+            413: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: Unsupported media type */
+            415: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listCustomFields: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Items per page, 1-100 (default 25).
+                 * @example 25
+                 */
+                limit?: number;
+                /** @description The `next_cursor` of the previous page; the other parameters must be the same as for that page. */
+                after?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description List custom fields, oldest first */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListCustomFieldsResponse"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createCustomField: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response. Use a new key for each new request, a UUID for example (`3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20`). */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "key": "severity",
+                 *       "name": "Severity",
+                 *       "type": "select",
+                 *       "options": [
+                 *         {
+                 *           "name": "Critical",
+                 *           "color": "#b60205"
+                 *         },
+                 *         {
+                 *           "name": "Minor",
+                 *           "color": "#0e8a16"
+                 *         }
+                 *       ],
+                 *       "description": "How bad a bug is."
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateCustomFieldRequest"];
+            };
+        };
+        responses: {
+            /** @description Create a custom field (key unique in the organization; options for select and multi_select) */
+            201: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key (the rate-limit headers then show the current counters: a replay costs nothing) */
+                    "Idempotency-Replayed"?: string;
+                    /** @description The created resource's path, `/v1/custom-fields/{id}`, filled in from the answer (and the request where the answer lacks a value) */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CustomField"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `idempotency_in_progress`: Idempotent request in progress */
+            409: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: Payload too large */
+            413: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: Unsupported media type */
+            415: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: Idempotency key reused */
+            422: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getCustomField: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The custom field's id.
+                 * @example fld_7hQ2mV9xK4pT8nB3cR6wL1
+                 */
+                field_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Get a custom field */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CustomField"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `resource_not_found`: Resource not found */
+            404: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteCustomField: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The custom field's id.
+                 * @example fld_7hQ2mV9xK4pT8nB3cR6wL1
+                 */
+                field_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Delete a custom field; its values are removed from every task */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteCustomFieldResponse"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `resource_not_found`: Resource not found */
+            404: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateCustomField: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The custom field's id.
+                 * @example fld_7hQ2mV9xK4pT8nB3cR6wL1
+                 */
+                field_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Bug severity",
+                 *       "description": null
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateCustomFieldRequest"];
+            };
+        };
+        responses: {
+            /** @description Update a custom field's name, description or options (its key and type are fixed) */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CustomField"];
                 };
             };
             /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */

@@ -64,6 +64,7 @@ describe("where", () => {
       "parent_task_id",
       "owner_id",
       "assignee_ids",
+      "label_ids",
       "archived",
       "is_blocked",
       "due_date",
@@ -87,9 +88,10 @@ export function filtersTheApiTakes(): void {
   expectTypeOf<TaskFilter>().toExtend<SchemaFilter>();
   expectTypeOf<TaskCondition>().toExtend<SchemaFilter>();
   expectTypeOf(where.and(where.eq("status", "TODO"), where.matches("x"))).toExtend<SchemaFilter>();
-  // Every field of the schema has a value type, and no other.
-  expectTypeOf<keyof FilterValues>().toEqualTypeOf<SchemaField>();
-  expectTypeOf<FilterField>().toEqualTypeOf<SchemaField>();
+  // The schema's field is a string (the fixed fields and custom.<key>); every fixed field has a value type, and no other.
+  expectTypeOf<keyof FilterValues>().toEqualTypeOf<FilterField>();
+  expectTypeOf<FilterField>().toExtend<SchemaField>();
+  expectTypeOf(where.custom("estimate", "gte", 3)).toExtend<SchemaFilter>();
   expectTypeOf(where.in("status", ["TODO"])).toEqualTypeOf<{ field: "status"; op: "in"; value: FilterValues["status"][] }>();
   expectTypeOf(where.isNull("story_points")).toEqualTypeOf<{ field: "story_points"; op: "is_null"; value: boolean }>();
 }

@@ -32,6 +32,7 @@ export const FILTER_FIELDS = {
   parent_task_id: { ops: ["eq", "neq", "in", "nin", "is_null"], value: TaskRef, says: "a task id, T-<n>" },
   owner_id: { ops: ["eq", "neq", "in", "nin"], value: UserValue, says: "a user id, `usr_…`, or `me`" },
   assignee_ids: { ops: ["contains", "in", "is_null"], value: UserValue, says: "a user id, `usr_…`, or `me`" },
+  label_ids: { ops: ["contains", "in", "nin", "is_null"], value: OpaqueId, says: "a label id, `lbl_…`" },
   archived: { ops: ["eq", "neq"], value: z.boolean(), says: "a boolean" },
   is_blocked: { ops: ["eq", "neq"], value: z.boolean(), says: "a boolean" },
   due_date: { ops: ["eq", "neq", "lt", "lte", "gt", "gte", "is_null"], value: Instant, says: "a time" },
@@ -47,8 +48,14 @@ export type OpsOf<F extends FilterField> = (typeof FILTER_FIELDS)[F]["ops"][numb
 const FIELDS = Object.keys(FILTER_FIELDS) as FilterField[];
 
 export type FilterValue = string | number | boolean | Array<string | number>;
-/** The value is checked at run time, by the field's row. */
-export type TaskCondition = { [F in FilterField]: { field: F; op: OpsOf<F>; value: FilterValue } }[FilterField];
+/** `custom.<key>`: an organization's own field, whose type (known to the tasks service) decides its ops and values. */
+export const CUSTOM_FIELD_PREFIX = "custom.";
+export const CUSTOM_FILTER_FIELD = /^custom\.[a-z][a-z0-9_]{0,39}$/;
+export type CustomFilterField = `custom.${string}`;
+export type CustomCondition = { field: CustomFilterField; op: FilterOp; value: FilterValue };
+/** The value is checked at run time, by the field's row (or the custom field's type). */
+export type TaskCondition = { [F in FilterField]: { field: F; op: OpsOf<F>; value: FilterValue } }[FilterField] | CustomCondition;
+export const isCustomCondition = (c: TaskCondition): c is CustomCondition => c.field.startsWith(CUSTOM_FIELD_PREFIX);
 export type TaskFilter = { and: TaskFilter[] } | { or: TaskFilter[] } | { not: TaskFilter } | TaskCondition;
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -84,8 +91,12 @@ function checkFilter(node: unknown, path: PropertyKey[], depth: number, issues: 
   for (const k of keys)
     if (k !== "field" && k !== "op" && k !== "value") issues.push({ path: [...path, k], message: "is not a key of a condition (field, op, value)" });
   const field = node["field"];
+  if (typeof field === "string" && field.startsWith(CUSTOM_FIELD_PREFIX)) {
+    checkCustom(node, path, issues, field);
+    return;
+  }
   if (typeof field !== "string" || !Object.hasOwn(FILTER_FIELDS, field)) {
-    issues.push({ path: [...path, "field"], message: `must be one of ${FIELDS.join(", ")}` });
+    issues.push({ path: [...path, "field"], message: `must be one of ${FIELDS.join(", ")}, or custom.<key> for a custom field` });
     return;
   }
   const row: FieldRow = FILTER_FIELDS[field as FilterField];
@@ -100,6 +111,28 @@ function checkFilter(node: unknown, path: PropertyKey[], depth: number, issues: 
     return;
   }
   const parsed = valueSchema.safeParse(node["value"]);
+  if (!parsed.success) for (const i of parsed.error.issues) issues.push({ path: [...path, "value", ...i.path], message: i.message });
+}
+
+const CustomScalar = z.union([z.string().max(10_000), z.number(), z.boolean()]);
+
+/** The shape only: which ops and values the field takes is its type's, checked by the tasks service with the organization's fields. */
+function checkCustom(node: Record<string, unknown>, path: PropertyKey[], issues: Issue[], field: string): void {
+  if (!CUSTOM_FILTER_FIELD.test(field)) {
+    issues.push({ path: [...path, "field"], message: "must be custom.<key>, with the key of a custom field" });
+    return;
+  }
+  const op = node["op"];
+  if (typeof op !== "string" || !(FILTER_OPS as readonly string[]).includes(op)) {
+    issues.push({ path: [...path, "op"], message: `must be one of ${FILTER_OPS.join(", ")}` });
+    return;
+  }
+  if (!("value" in node)) {
+    issues.push({ path: [...path, "value"], message: "is required" });
+    return;
+  }
+  const schema = op === "in" || op === "nin" ? z.array(CustomScalar).min(1).max(FILTER_LIMITS.listItems) : CustomScalar;
+  const parsed = schema.safeParse(node["value"]);
   if (!parsed.success) for (const i of parsed.error.issues) issues.push({ path: [...path, "value", ...i.path], message: i.message });
 }
 
@@ -165,9 +198,10 @@ export const TaskFilterSchema = z
         properties: {
           field: {
             type: "string",
-            enum: FIELDS,
+            // One pattern rather than an enum beside a pattern, which generated clients read as any value.
+            pattern: `^(?:${FIELDS.join("|")}|custom\\.[a-z][a-z0-9_]{0,39})$`,
             description:
-              "What the condition looks at; `text` is the full text of title, description and notes. On `assignee_ids`, `contains` matches a task assigned to that user, `in` one assigned to any of them, `is_null: true` one assigned to nobody.",
+              "What the condition looks at; `text` is the full text of title, description and notes. On `assignee_ids`, `contains` matches a task assigned to that user, `in` one assigned to any of them, `is_null: true` one assigned to nobody; on `label_ids`, `contains` a task with that label, `in` one with any of them, `nin` one with none of them, `is_null: true` one with no label. `custom.<key>` is a custom field, whose ops go by its type: text eq, neq, contains, is_null; number and date eq, neq, lt, lte, gt, gte, is_null; select eq, neq, in, nin, is_null; multi_select contains (has that option), in (has any of them), is_null; user eq, in, is_null (`me` allowed); checkbox eq (false matches a task left unchecked); url eq, is_null.",
             examples: ["status"],
           },
           op: {

@@ -6,10 +6,22 @@ import { TaskRef } from "./tasks.js";
 /** In this order in the document, the default first. */
 export const TASK_SORTS = ["updated_at", "created_at", "due_date", "priority", "story_points"] as const satisfies readonly FilterField[];
 export type TaskSortKey = (typeof TASK_SORTS)[number];
+/** A number or date custom field's key (the tasks service checks its type). */
+export const CUSTOM_SORT = /^-?custom\.[a-z][a-z0-9_]{0,39}$/;
+export type CustomSort = `custom.${string}` | `-custom.${string}`;
 export const TaskSort = z
-  .enum([...TASK_SORTS, ...TASK_SORTS.map((k) => `-${k}` as const)])
-  .meta({ description: "The order: a key, `-` in front for descending. Ties by id; tasks without the value last.", examples: ["-updated_at"] });
+  .union([
+    z.enum([...TASK_SORTS, ...TASK_SORTS.map((k) => `-${k}` as const)]),
+    // A string for the document (a custom check would be any value there); typed as what it matches.
+    z.string().regex(CUSTOM_SORT, { message: "must be a sort key, or custom.<key> of a number or date field" }) as unknown as z.ZodType<CustomSort>,
+  ])
+  .meta({
+    description:
+      "The order: a key (or `custom.<key>` of a number or date custom field), `-` in front for descending. Ties by id; tasks without the value last.",
+    examples: ["-updated_at"],
+  });
 export type TaskSort = z.infer<typeof TaskSort>;
+export const isCustomSort = (s: TaskSort): s is CustomSort => CUSTOM_SORT.test(s);
 
 /** `a,b` or the parameter repeated. */
 export function listOf<const V extends readonly string[]>(values: V) {
@@ -61,6 +73,25 @@ export const ListTasksQuery = PageQuery.extend({
       "Only tasks assigned to one of these users: user ids, `me` (the credential's user) or `none` (assigned to nobody), comma-separated and freely mixed; a task matches when any of them does.",
     examples: ["me"],
   }),
+  label_id: z
+    .union(
+      [
+        z
+          .string()
+          .transform((s) => s.split(","))
+          .pipe(z.array(FILTER_FIELDS.label_ids.value).min(1).max(20)),
+        z.array(FILTER_FIELDS.label_ids.value).min(1).max(20),
+      ],
+      {
+        error: "must be one or more label ids, comma-separated (at most 20)",
+      },
+    )
+    .optional()
+    .meta({
+      description:
+        "Only tasks with one of these labels (label ids, comma-separated): a task matches when it has any of them; an id no label has matches nothing.",
+      examples: ["lbl_4mQ8xT2pK7nD3vB9rL5sW1"],
+    }),
   owner_id: FILTER_FIELDS.owner_id.value
     .optional()
     .meta({ description: "Only tasks owned by this user (its id, or `me` for the credential's user).", examples: ["me"] }),

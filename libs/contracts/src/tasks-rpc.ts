@@ -2,6 +2,8 @@ import { z } from "zod";
 import { attachmentOps } from "./attachments.js";
 import { OpaqueId, PageQuery, page } from "./common.js";
 import { AddDependencyBody, DependencyParams, DependencyView } from "./dependencies.js";
+import { CreateCustomFieldBody, CustomField, CustomFieldParams, DeletedCustomField, UpdateCustomFieldBody } from "./custom-fields.js";
+import { CreateLabelBody, DeletedLabel, LabelParams, TaskLabel, UpdateLabelBody } from "./labels.js";
 import { CreateProjectBody, DeletedProject, Project, ProjectParams, UpdateProjectBody } from "./projects.js";
 import type { RpcCatalog } from "./rpc.js";
 import { ReplayEventsInput, ReplayEventsOutput } from "./event-stream.js";
@@ -40,6 +42,16 @@ export const tasksRpc = {
     getProject: { input: ProjectParams, output: Project },
     updateProject: { input: z.object({ project_id: OpaqueId, patch: UpdateProjectBody }), output: Project },
     deleteProject: { input: ProjectParams, output: DeletedProject },
+    createLabel: { input: CreateLabelBody, output: TaskLabel },
+    listLabels: { input: PageQuery, output: page(TaskLabel) },
+    getLabel: { input: LabelParams, output: TaskLabel },
+    updateLabel: { input: z.object({ label_id: OpaqueId, patch: UpdateLabelBody }), output: TaskLabel },
+    deleteLabel: { input: LabelParams, output: DeletedLabel },
+    createCustomField: { input: CreateCustomFieldBody, output: CustomField },
+    listCustomFields: { input: PageQuery, output: page(CustomField) },
+    getCustomField: { input: CustomFieldParams, output: CustomField },
+    updateCustomField: { input: z.object({ field_id: OpaqueId, patch: UpdateCustomFieldBody }), output: CustomField },
+    deleteCustomField: { input: CustomFieldParams, output: DeletedCustomField },
     // Internal (boards service): unknown numbers are simply absent.
     lookupTasks: { input: z.object({ numbers: z.array(z.number().int().positive()).max(1000) }), output: z.object({ tasks: z.array(TaskSummary) }) },
     taskWithSubtasks: {

@@ -39,6 +39,16 @@ const ASSIGNEE_IDS = {
   description: "The users the task is assigned to, in the order given (0-10); ids of members who later left stay until changed.",
   examples: [[USER_ID]],
 };
+const LABEL_ID = "lbl_4mQ8xT2pK7nD3vB9rL5sW1";
+const LABEL_IDS = { description: "The task's labels, in the order given (0-20).", examples: [[LABEL_ID]] };
+const CUSTOM_FIELDS = {
+  description:
+    "The organization's custom fields that have a value on this task, by key: text, a number, a date (YYYY-MM-DD), an option id (select), option ids (multi_select), a user id, a boolean (checkbox) or a URL.",
+  examples: [{ estimate: 3, customer: "opt_2nK7xQ4mT9pL3vD6bR8sW5" }],
+};
+/** A custom field's value as stored and shown; its field's type decides which (the tasks service checks it). */
+export const CustomFieldValue = z.union([z.string(), z.number(), z.boolean(), z.array(z.string())]);
+export type CustomFieldValue = z.infer<typeof CustomFieldValue>;
 const PARENT_TASK_ID = { description: "The parent task when this is a subtask; null for a top-level task.", examples: ["T-7"] };
 
 /** A task's fields in the order every answer, event and change shows them: the one table the tasks service renders each field from. */
@@ -62,6 +72,8 @@ export const Task = z.object({
   project_ids: z.array(z.string()).meta(PROJECT_IDS),
   owner_id: z.string().meta(OWNER_ID),
   assignee_ids: z.array(z.string()).meta(ASSIGNEE_IDS),
+  label_ids: z.array(z.string()).meta(LABEL_IDS),
+  custom_fields: z.record(z.string(), CustomFieldValue).meta(CUSTOM_FIELDS),
   recurrence: Recurrence.nullable().meta({ description: "How the task repeats (the rule with its RRULE form); null when it does not.", examples: [null] }),
   parent_task_id: z.string().nullable().meta(PARENT_TASK_ID),
   archived: z.boolean().meta({ description: "Whether the task is archived (hidden from lists unless asked for).", examples: [false] }),
@@ -106,12 +118,14 @@ const VERSION_CONTENT = Task.pick({
   story_points: true,
   project_ids: true,
   assignee_ids: true,
+  label_ids: true,
+  custom_fields: true,
   recurrence: true,
 }).shape;
 export type TaskContentField = keyof typeof VERSION_CONTENT;
 
 /** A history item shows the content and the owner, in the task's field order. */
-const { recurrence: _recurrence, assignee_ids: _assignees, ...BEFORE_OWNER } = VERSION_CONTENT;
+const { recurrence: _recurrence, assignee_ids: _assignees, label_ids: _labels, custom_fields: _custom, ...BEFORE_OWNER } = VERSION_CONTENT;
 
 export const TaskVersion = z.object({
   id: z.string().meta({ description: "The version's id.", examples: ["ver_6yH3nK8pQ2mT5vL9xD4rW7"] }),
@@ -123,6 +137,11 @@ export const TaskVersion = z.object({
   status: TaskStatus.meta({ description: "Where the task stood in this version.", examples: ["IN_PROGRESS"] }),
   owner_id: Task.shape.owner_id,
   assignee_ids: Task.shape.assignee_ids.meta({ description: "The users the task was assigned to in this version.", examples: [[USER_ID]] }),
+  label_ids: Task.shape.label_ids.meta({ description: "The task's labels in this version, as they were then.", examples: [[LABEL_ID]] }),
+  custom_fields: Task.shape.custom_fields.meta({
+    description: "The task's custom field values in this version, as they were then.",
+    examples: [{ estimate: 3 }],
+  }),
   recurrence: Recurrence.nullable().meta({ description: "How the task repeated in this version; null when it did not.", examples: [null] }),
   created_at: CreatedAt,
 });
@@ -144,6 +163,25 @@ const AssigneeIds = z
   .array(OpaqueId)
   .max(MAX_ASSIGNEES)
   .refine((a) => new Set(a).size === a.length, { message: "must not repeat a user" });
+export const MAX_TASK_LABELS = 20;
+const LabelIds = z
+  .array(OpaqueId)
+  .max(MAX_TASK_LABELS)
+  .refine((a) => new Set(a).size === a.length, { message: "must not repeat a label" });
+const LABEL_IDS_INPUT = {
+  description: `The task's labels (0-${MAX_TASK_LABELS} distinct label ids of this organization), in order; replaces the list.`,
+  examples: [[LABEL_ID]],
+};
+/** Keys as custom field definitions have them; each value is checked against its field's type by the tasks service. */
+export const CUSTOM_FIELD_KEY = /^[a-z][a-z0-9_]{0,39}$/;
+const CustomFieldsInput = z
+  .record(z.string().regex(CUSTOM_FIELD_KEY, { message: "must be a custom field's key" }), CustomFieldValue.nullable())
+  .refine((o) => Object.keys(o).length <= 50, { message: "must name at most 50 fields" });
+const CUSTOM_FIELDS_INPUT = {
+  description:
+    "Values of the organization's custom fields, by key: the keys named are set (null clears one), the others stay as they are. Each value must suit its field's type.",
+  examples: [{ estimate: 5, customer: null }],
+};
 const ASSIGNEE_IDS_INPUT = {
   description: `The users to assign (0-${MAX_ASSIGNEES} distinct user ids, each a current member of the organization); replaces the list. Each follows the task.`,
   examples: [[USER_ID]],
@@ -173,6 +211,8 @@ export const CreateTaskBody = z
     }),
     project_ids: ProjectIds.optional().meta(PROJECT_IDS),
     assignee_ids: AssigneeIds.optional().meta(ASSIGNEE_IDS_INPUT),
+    label_ids: LabelIds.optional().meta(LABEL_IDS_INPUT),
+    custom_fields: CustomFieldsInput.optional().meta(CUSTOM_FIELDS_INPUT),
     parent_task_id: TaskRef.optional().meta(PARENT_TASK_ID),
     recurrence: RecurrenceInput.optional().meta(RECURRENCE),
   })
@@ -198,6 +238,8 @@ export const UpdateTaskBody = z.strictObject({
   story_points: StoryPoints.nullable().optional().meta(STORY_POINTS),
   project_ids: ProjectIds.optional().meta(PROJECT_IDS),
   assignee_ids: AssigneeIds.optional().meta(ASSIGNEE_IDS_INPUT),
+  label_ids: LabelIds.optional().meta(LABEL_IDS_INPUT),
+  custom_fields: CustomFieldsInput.optional().meta(CUSTOM_FIELDS_INPUT),
   parent_task_id: TaskRef.nullable().optional().meta(PARENT_TASK_ID),
   recurrence: RecurrenceInput.nullable().optional().meta(RECURRENCE),
 });
@@ -266,6 +308,8 @@ const EVENT_TASK: Task = {
   project_ids: [],
   owner_id: USER_ID,
   assignee_ids: [USER_ID],
+  label_ids: [LABEL_ID],
+  custom_fields: { estimate: 3 },
   recurrence: null,
   parent_task_id: null,
   archived: false,
@@ -322,7 +366,8 @@ export const EventParams = z.object({
 });
 
 /** Broadcast by a tasks replica after a write, to drop cached copies. */
-export const TasksChanged = z.object({ organization_id: z.string(), numbers: z.array(z.number().int()) });
+/** `all`: every task of the organization (a label removed from all of them is no longer shown). */
+export const TasksChanged = z.object({ organization_id: z.string(), numbers: z.array(z.number().int()), all: z.boolean().optional() });
 export const tasksChangedSubject = (namespace: string) => `${namespace}.evt.tasks-cache.changed`;
 
 export const taskEventsStream = (namespace: string) => `${namespace}_task_events`;

@@ -27,6 +27,8 @@ const task: Task = {
   project_ids: [],
   owner_id: "usr_7",
   assignee_ids: ["usr_8", "usr_7"],
+  label_ids: ["lbl_2", "lbl_1"],
+  custom_fields: { n: 1, key: ["opt_1"], longer: "x" },
   recurrence: null,
   parent_task_id: null,
   archived: false,

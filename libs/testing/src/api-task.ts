@@ -16,6 +16,8 @@ export function apiTask(title: string, overrides: Partial<Task> = {}): Task {
     project_ids: [],
     owner_id: "usr_1",
     assignee_ids: [],
+    label_ids: [],
+    custom_fields: {},
     parent_task_id: null,
     archived: false,
     recurrence: null,

@@ -2,9 +2,11 @@ import { callerOf, type Task, taskEtag, type tasksRpc } from "@tasksvc/contracts
 import type { HandlerMeta, Handlers } from "@tasksvc/nats";
 import type { AttachmentsSystem } from "./domain/attachments/system.js";
 import type { TaskBatches } from "./domain/batches.js";
+import type { CustomFieldsSystem } from "./domain/custom-fields.js";
 import type { DependenciesSystem } from "./domain/dependencies.js";
 import type { EventsSystem } from "./domain/events/system.js";
 import type { FollowersSystem } from "./domain/followers.js";
+import type { LabelsSystem } from "./domain/labels.js";
 import type { ProjectsSystem } from "./domain/projects.js";
 import type { TasksSystem } from "./domain/tasks.js";
 
@@ -12,6 +14,8 @@ export interface TasksSystems {
   tasks: TasksSystem;
   batches: TaskBatches;
   projects: ProjectsSystem;
+  labels: LabelsSystem;
+  customFields: CustomFieldsSystem;
   dependencies: DependenciesSystem;
   events: EventsSystem;
   attachments: AttachmentsSystem;
@@ -24,7 +28,17 @@ function tagged(meta: HandlerMeta, task: Task): Task {
   return task;
 }
 
-export function tasksHandlers({ tasks, batches, projects, dependencies, events, attachments: att, followers }: TasksSystems): Handlers<typeof tasksRpc> {
+export function tasksHandlers({
+  tasks,
+  batches,
+  projects,
+  labels,
+  customFields,
+  dependencies,
+  events,
+  attachments: att,
+  followers,
+}: TasksSystems): Handlers<typeof tasksRpc> {
   return {
     createTask: async (i, ctx, meta) => tagged(meta, await tasks.createTask(callerOf(ctx), i)),
     listTasks: (i, ctx) => tasks.listTasks(callerOf(ctx), i),
@@ -51,6 +65,16 @@ export function tasksHandlers({ tasks, batches, projects, dependencies, events, 
     getProject: (i, ctx) => projects.getProject(callerOf(ctx), i.project_id),
     updateProject: (i, ctx) => projects.updateProject(callerOf(ctx), i.project_id, i.patch),
     deleteProject: (i, ctx) => projects.deleteProject(callerOf(ctx), i.project_id),
+    createLabel: (i, ctx) => labels.createLabel(callerOf(ctx), i),
+    listLabels: (i, ctx) => labels.listLabels(callerOf(ctx), i.limit, i.after),
+    getLabel: (i, ctx) => labels.getLabel(callerOf(ctx), i.label_id),
+    updateLabel: (i, ctx) => labels.updateLabel(callerOf(ctx), i.label_id, i.patch),
+    deleteLabel: (i, ctx) => labels.deleteLabel(callerOf(ctx), i.label_id),
+    createCustomField: (i, ctx) => customFields.createCustomField(callerOf(ctx), i),
+    listCustomFields: (i, ctx) => customFields.listCustomFields(callerOf(ctx), i.limit, i.after),
+    getCustomField: (i, ctx) => customFields.getCustomField(callerOf(ctx), i.field_id),
+    updateCustomField: (i, ctx) => customFields.updateCustomField(callerOf(ctx), i.field_id, i.patch),
+    deleteCustomField: (i, ctx) => customFields.deleteCustomField(callerOf(ctx), i.field_id),
     startUpload: ({ task_id, limits, ...body }, ctx) => att.startUpload(callerOf(ctx), task_id, body, limits),
     registerAttachment: ({ task_id, ...body }, ctx) => att.registerAttachment(callerOf(ctx), task_id, body),
     listAttachments: (i, ctx) => att.listAttachments(callerOf(ctx), i.task_id, i.limit, i.after),

@@ -3,18 +3,21 @@ import { TASK_INDEXES } from "./repo/indexes.js";
 import { fileURLToPath } from "node:url";
 import { blobStoreSetting, natsBlobStore, s3BlobStore, type BlobStore } from "@tasksvc/blobs";
 import { serviceSettings, settings } from "@tasksvc/config";
-import { keysRpc, rolloverMessages, taskEventsStream, tasksChangedSubject, tasksRpc, TasksChanged, webhookMessages } from "@tasksvc/contracts";
+import { keysRpc, rolloverMessages, taskEventsStream, taskJobs, tasksChangedSubject, tasksRpc, TasksChanged, webhookMessages } from "@tasksvc/contracts";
 import { consume, decodeJson, encodeJson, jetstream, nanos, pageBudget } from "@tasksvc/nats";
 import { defineService } from "@tasksvc/runtime";
 import { z } from "zod";
 import { capabilities, linkSigningKeysSetting } from "./domain/attachments/capabilities.js";
 import { attachmentsSystem } from "./domain/attachments/system.js";
 import { taskBatches } from "./domain/batches.js";
+import { customFieldsSystem } from "./domain/custom-fields.js";
 import { dependenciesSystem } from "./domain/dependencies.js";
 import { eventsSystem } from "./domain/events/system.js";
 import { followersSystem } from "./domain/followers.js";
+import { labelsSystem } from "./domain/labels.js";
 import { projectsSystem } from "./domain/projects.js";
 import { recurrenceSystem } from "./domain/recurrence/system.js";
+import { removalsSystem } from "./domain/removals.js";
 import { tasksResources } from "./domain/resources.js";
 import { taskCache } from "./domain/task-cache.js";
 import { tasksSystem } from "./domain/tasks.js";
@@ -60,6 +63,14 @@ export const service = defineService({
       max_age: nanos(2 * 24 * 3600_000),
       duplicate_window: nanos(3600_000),
     },
+    {
+      // Work-queue retention: a job is gone once acknowledged; the removals table keeps what is pending.
+      name: taskJobs.removal.stream(namespace),
+      subjects: [taskJobs.removal.subject(namespace)],
+      retention: "workqueue",
+      max_age: nanos(7 * 24 * 3600_000),
+      duplicate_window: nanos(10 * 60_000),
+    },
   ],
   async start({ db, nc, namespace, log, serve, every, onStop, cfg, client }) {
     const relay = startRelay({ db, js: jetstream(nc), nc, namespace, log });
@@ -77,6 +88,13 @@ export const service = defineService({
       async changed(organizationId, numbers) {
         nc.publish(changedSubject, encodeJson({ organization_id: organizationId, numbers }));
         await nc.flush();
+      },
+      async changedAll(organizationId) {
+        nc.publish(changedSubject, encodeJson({ organization_id: organizationId, numbers: [], all: true }));
+        await nc.flush();
+      },
+      async startRemoval(job) {
+        await jetstream(nc).publish(taskJobs.removal.subject(namespace), encodeJson(job), { msgID: taskJobs.removal.msgId(job) });
       },
       log,
       members: {
@@ -107,7 +125,8 @@ export const service = defineService({
       callback: (err, msg) => {
         if (err) return void log.error({ err }, "change subscription error");
         const m = TasksChanged.safeParse(decodeJson(msg.data));
-        if (m.success) cache.invalidate(m.data.organization_id, m.data.numbers);
+        if (m.success && m.data.all === true) cache.clear();
+        else if (m.success) cache.invalidate(m.data.organization_id, m.data.numbers);
         else cache.clear();
       },
     });
@@ -119,6 +138,23 @@ export const service = defineService({
       }
     })();
     every(60 * 60_000, "idempotency sweep", () => res.repos.idempotency.sweep());
+    const removals = removalsSystem(res);
+    const removalJobs = await consume(nc, {
+      stream: taskJobs.removal.stream(namespace),
+      durable: `${namespace}_tasks_removals`,
+      schema: taskJobs.removal.schema,
+      concurrency: 2,
+      ackWaitMs: 30_000,
+      // Idempotent: a job that comes again finds only the tasks still carrying what it removes.
+      confirmAcks: false,
+      log,
+      async handle(job, meta) {
+        await removals.run(job, () => meta.working());
+        return "ack";
+      },
+    });
+    onStop(() => removalJobs.stop());
+    every(60_000, "removal sweep", () => removals.sweep());
     // Reads never show events past the 30 days, swept or not.
     every(60 * 60_000, "events sweep", () => res.repos.events.sweep());
     // Every replica ticks; the (series, slot) key makes each occurrence once. Rollovers go by message,
@@ -157,6 +193,8 @@ export const service = defineService({
         tasks,
         batches: taskBatches(res, { tasks }),
         projects: projectsSystem(res),
+        labels: labelsSystem(res),
+        customFields: customFieldsSystem(res),
         dependencies: dependenciesSystem(res),
         events,
         attachments,

@@ -20,6 +20,7 @@ const SAMPLE: Record<FilterField, FilterValue> = {
   parent_task_id: "T-1",
   owner_id: "usr_1",
   assignee_ids: "usr_2",
+  label_ids: "lbl_1",
   archived: false,
   is_blocked: true,
   due_date: "2026-11-22",

@@ -30,6 +30,8 @@ describe("the sync order read by a connection not named like the service's", () 
       recurrence: null,
       project_ids: [],
       assignee_ids: [],
+      label_ids: [],
+      custom_fields: {},
       parent_number: null,
     };
     await tasksRepo(sql).create(org, [

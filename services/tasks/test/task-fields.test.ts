@@ -43,6 +43,8 @@ const row: TaskRow = {
   },
   project_ids: ["prj_a"],
   assignee_ids: ["usr_b", "usr_a"],
+  label_ids: ["lbl_b", "lbl_a"],
+  custom_fields: { n: 2, ab: "x", done: true },
   created_at: new Date("2026-02-01T00:00:00.000Z"),
   updated_at: new Date("2026-03-01T10:00:00.000Z"),
   cursor_at: "",

@@ -1,4 +1,6 @@
 import {
+  CustomField,
+  CustomFieldOption,
   ApiKey,
   Attachment,
   Board,
@@ -23,6 +25,7 @@ import {
   RotatedWebhookEndpoint,
   Task,
   TaskFeedEvent,
+  TaskLabel,
   TaskVersion,
   UploadTicket,
   Usage,
@@ -48,6 +51,9 @@ export const RESOURCES: ReadonlyArray<[z.ZodType, string]> = [
   [DependencyItem, "DependencyItem"],
   [DependencyView, "DependencyView"],
   [Project, "Project"],
+  [TaskLabel, "Label"],
+  [CustomField, "CustomField"],
+  [CustomFieldOption, "CustomFieldOption"],
   [Attachment, "Attachment"],
   [UploadTicket, "UploadTicket"],
   [DownloadLink, "DownloadLink"],
@@ -77,6 +83,11 @@ export const TAGS: Record<string, { name: string; description: string }> = {
   followers: { name: "Followers", description: "Who hears about a task: its owner, its assignees, and whoever follows it." },
   attachments: { name: "Attachments", description: "Files on tasks: start an upload, send the bytes, register, download." },
   projects: { name: "Projects", description: "Groups of tasks; a task may belong to several." },
+  labels: { name: "Labels", description: "The organization's labels, by name; a task may carry several." },
+  "custom-fields": {
+    name: "Custom fields",
+    description: "The organization's own task fields, each with a key and a type; tasks hold their values in `custom_fields` by key.",
+  },
   "daily-plan": { name: "Daily plan", description: "Each user's board for a day: a TODO and a PROGRESS section." },
   events: {
     name: "Events",

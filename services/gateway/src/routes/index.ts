@@ -2,10 +2,12 @@ import type { Operation, Resource } from "../pipeline/operation.js";
 import { apiKeys } from "./api-keys.js";
 import { attachments } from "./attachments.js";
 import { dailyPlan } from "./daily-plan.js";
+import { customFields } from "./custom-fields.js";
 import { dependencies } from "./dependencies.js";
 import { events } from "./events.js";
 import { followers } from "./followers.js";
 import { invitations } from "./invitations.js";
+import { labels } from "./labels.js";
 import { members } from "./members.js";
 import { organizations } from "./organizations.js";
 import { projects } from "./projects.js";
@@ -27,6 +29,8 @@ export const resources: readonly Resource[] = [
   followers,
   attachments,
   projects,
+  labels,
+  customFields,
   dailyPlan,
   webhookEndpoints,
   events,

@@ -4,10 +4,11 @@ import { fieldError, isAppError } from "@tasksvc/errors";
 import { contextFromTraceparent, currentTraceparent, inSpan, SpanKind, trace } from "@tasksvc/telemetry";
 import type { Repositories } from "../repo/repositories.js";
 import { type Content, type TaskRow, toTask } from "../repo/task-json.js";
-import { ReferenceVanished } from "../repo/task-create.js";
+import { type FieldStamp, ReferenceVanished } from "../repo/task-create.js";
 import type { TasksResources } from "./resources.js";
 
-export type Prepare = (r: Repositories, c: Caller, b: CreateTaskBody) => Promise<Content>;
+/** The content, and the custom field definitions its values were checked against (held unchanged to the insert). */
+export type Prepare = (r: Repositories, c: Caller, b: CreateTaskBody) => Promise<{ content: Content; fieldsSeen: FieldStamp[] }>;
 
 interface Pending {
   caller: Caller;
@@ -18,6 +19,7 @@ interface Pending {
 }
 
 const MAX_BATCH = 64;
+const VANISHED_AT = { project: "/project_id", parent: "/parent_task_id", label: "/label_ids", "custom field": "/custom_fields" } as const;
 
 /**
  * Group commit (decision 0008): a create holds its organization's number counter to the commit,
@@ -76,10 +78,10 @@ export function createBatcher(res: TasksResources, prepare: Prepare) {
         return;
       }
     }
-    const accepted: Array<{ p: Pending; content: Content }> = [];
+    const accepted: Array<{ p: Pending; content: Content; fieldsSeen: FieldStamp[] }> = [];
     for (const p of batch) {
       try {
-        accepted.push({ p, content: await prepare(r, p.caller, p.body) });
+        accepted.push({ p, ...(await prepare(r, p.caller, p.body)) });
       } catch (e) {
         if (!isAppError(e)) throw e;
         settled.push(() => p.reject(e));
@@ -96,6 +98,7 @@ export function createBatcher(res: TasksResources, prepare: Prepare) {
           credentialId: a.p.caller.idempotencyKey === undefined ? null : a.p.caller.credentialId,
           key: a.p.caller.idempotencyKey ?? null,
           traceparent: a.p.traceparent,
+          fieldsSeen: a.fieldsSeen,
         }));
         // One statement for creates of several requests: a span in the first one's trace, linked to the others'.
         const traced = accepted.flatMap((a) => (a.p.traceparent ? [a.p.traceparent] : []));
@@ -117,8 +120,7 @@ export function createBatcher(res: TasksResources, prepare: Prepare) {
               );
       } catch (e) {
         // A project or parent that vanished between the check and the insert.
-        if (batch.length === 1 && e instanceof ReferenceVanished)
-          throw fieldError(e.what === "project" ? "/project_id" : "/parent_task_id", "no longer exists in this organization");
+        if (batch.length === 1 && e instanceof ReferenceVanished) throw fieldError(VANISHED_AT[e.what], "no longer exists in this organization");
         throw e;
       }
       res.written();

@@ -1,3 +1,4 @@
+import type { RemovalJob } from "@tasksvc/contracts";
 import { type Database, DEFAULT_PAGE_BYTES, type ScanGate, scanGate } from "@tasksvc/db";
 import { createLogger, type Logger } from "@tasksvc/logger";
 import { type Repositories, repositories } from "../repo/repositories.js";
@@ -19,6 +20,10 @@ export interface TasksResources {
   checkHits(): boolean;
   /** Resolves once NATS has the message. */
   changed(organizationId: string, numbers: readonly number[]): Promise<void>;
+  /** Every replica forgets its copies of the organization's tasks; resolves once NATS has the message. */
+  changedAll(organizationId: string): Promise<void>;
+  /** Queues the work that removes a deleted label (or field, or option) from every task carrying it. */
+  startRemoval(job: RemovalJob): Promise<void>;
   now(): Date;
   log: Logger;
   members: MembersPort;
@@ -30,6 +35,8 @@ export interface TasksResourceOptions {
   cache?: TaskCache;
   checkHits?: () => boolean;
   changed?: TasksResources["changed"];
+  changedAll?: TasksResources["changedAll"];
+  startRemoval?: TasksResources["startRemoval"];
   now?: () => Date;
   log?: Logger;
   members?: MembersPort;
@@ -49,6 +56,8 @@ export function tasksResources(db: Database, o: TasksResourceOptions = {}): Task
     cache: o.cache ?? taskCache(),
     checkHits: o.checkHits ?? (() => false),
     changed: o.changed ?? (async () => undefined),
+    changedAll: o.changedAll ?? (async () => undefined),
+    startRemoval: o.startRemoval ?? (() => Promise.reject(new Error("these tasks resources were built without a job queue"))),
     now: o.now ?? (() => new Date()),
     log: o.log ?? createLogger({ service: "tasks", level: "silent" }),
     members: o.members ?? noMembersPort,

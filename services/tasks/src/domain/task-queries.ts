@@ -9,6 +9,7 @@ export function listFilter(q: ListTasksQuery, parent: number | undefined): TaskF
   if (q.status !== undefined) all.push({ field: "status", op: "in", value: q.status });
   if (q.priority !== undefined) all.push({ field: "priority", op: "in", value: q.priority });
   if (q.project_id !== undefined) all.push({ field: "project_id", op: "eq", value: q.project_id });
+  if (q.label_id !== undefined) all.push({ field: "label_ids", op: "in", value: q.label_id });
   if (q.owner_id !== undefined) all.push({ field: "owner_id", op: "eq", value: q.owner_id });
   if (q.assignee_id !== undefined) {
     const ids = q.assignee_id.filter((v) => v !== NONE);

@@ -16,6 +16,8 @@ import type { Repositories } from "../repo/repositories.js";
 import { type Content, contentOf, inTaskOrder, toIsoOrNull, toTask } from "../repo/task-json.js";
 import { createBatcher } from "./creates.js";
 import { changesOf } from "./events/changes.js";
+import { resolveCustom } from "./custom-filter.js";
+import { mergedValues } from "./custom-values.js";
 import { checkAssignees } from "./people.js";
 import { checkIfMatch } from "./preconditions.js";
 import { occurAfterDone } from "./recurrence/occurrences.js";
@@ -31,6 +33,14 @@ const sameContent = (a: Content, b: Content) => JSON.stringify(a) === JSON.strin
 async function checkProjects(r: Repositories, org: string, ids: string[], pointer: (i: number) => string): Promise<void> {
   const [missing] = await r.projects.missing(org, ids);
   if (missing !== undefined) throw fieldError(pointer(ids.indexOf(missing)), `project ${missing} does not exist in this organization`);
+}
+
+/** Each id a label of the organization now (locked to the commit inside a write), else 400 at the first that is not. */
+async function checkLabels(r: Repositories, org: string, ids: readonly string[] | undefined): Promise<void> {
+  if (ids === undefined || ids.length === 0) return;
+  const found = await r.removals.lockLabels(org, ids);
+  const at = ids.findIndex((id) => !found.has(id));
+  if (at >= 0) throw fieldError(`/label_ids/${at}`, `label ${ids[at]} does not exist in this organization`);
 }
 
 async function parentOf(r: Repositories, org: string, ref: string): Promise<number> {
@@ -49,10 +59,13 @@ export function tasksSystem(res: TasksResources) {
     await checkProjects(r, org, projectIds, (i) => (b.project_id === undefined ? `/project_ids/${i}` : "/project_id"));
     const parent = b.parent_task_id === undefined ? null : await parentOf(r, org, b.parent_task_id);
     await checkAssignees(res.members, c, b.assignee_ids);
+    await checkLabels(r, org, b.label_ids);
+    const defs = b.custom_fields === undefined ? [] : await r.customFields.definitions(org, Object.keys(b.custom_fields), false);
+    const custom = await mergedValues(defs, {}, b.custom_fields, { members: res.members, caller: c });
     const recurrence = b.recurrence ? normalizeRecurrence(b.recurrence) : null;
     // A recurring task heads its series as its first occurrence: without a due date of its own it is due on its slot.
     const firstDay = recurrence === null ? null : firstSlot(recurrence, localDay(res.now(), recurrence.timezone));
-    return {
+    const content: Content = {
       title: b.title,
       description: b.description ?? null,
       status: b.status ?? "TODO",
@@ -64,8 +77,11 @@ export function tasksSystem(res: TasksResources) {
       recurrence,
       project_ids: projectIds,
       assignee_ids: b.assignee_ids ?? [],
+      label_ids: b.label_ids ?? [],
+      custom_fields: custom,
       parent_number: parent,
     };
+    return { content, fieldsSeen: defs.map((d) => ({ id: d.id, stamp: d.stamp })) };
   });
 
   return {
@@ -97,15 +113,17 @@ export function tasksSystem(res: TasksResources) {
       const parent = await filterTask(repos, org, q.parent_task_id, "parent task");
       const series = await filterTask(repos, org, q.series_task_id, "series task");
       if (q.project_id !== undefined && !(await repos.projects.get(org, q.project_id))) throw notFound("project");
+      const { sortType } = await resolveCustom(repos, c, undefined, q.sort, { filter: "", sort: "/sort" });
       return scans.run(org, c.deadline, LIST_SCAN, (until) =>
-        repos.search.page(org, { filter: withMe(listFilter(q, parent), c.userId), series, sort: q.sort, limit: q.limit, after: q.after, until }),
+        repos.search.page(org, { filter: withMe(listFilter(q, parent), c.userId), series, sort: q.sort, sortType, limit: q.limit, after: q.after, until }),
       );
     },
 
     /** Ids that name nothing match nothing: a condition, not a reference to check. */
     async searchTasks(c: Caller, body: SearchTasksBody): Promise<RawJson<Page<Task>>> {
+      const { filter, sortType } = await resolveCustom(repos, c, withMe(body.filter, c.userId), body.sort, { filter: "/filter", sort: "/sort" });
       return scans.run(c.organizationId, c.deadline, SEARCH_SCAN, (until) =>
-        repos.search.page(c.organizationId, { filter: withMe(body.filter, c.userId), sort: body.sort, limit: body.limit, after: body.after, until }),
+        repos.search.page(c.organizationId, { filter, sort: body.sort, sortType, limit: body.limit, after: body.after, until }),
       );
     },
 
@@ -113,6 +131,9 @@ export function tasksSystem(res: TasksResources) {
       const p = withRecurrenceRule(patch);
       // Asked before the transaction, so no row lock waits on another service.
       await checkAssignees(res.members, c, p.assignee_ids);
+      const fieldKeys = p.custom_fields === undefined ? [] : Object.keys(p.custom_fields);
+      if (fieldKeys.length > 0)
+        await mergedValues(await repos.customFields.definitions(c.organizationId, fieldKeys, false), {}, p.custom_fields, { members: res.members, caller: c });
       const answer = await write(c, "updateTask", async (r, w) => {
         const org = c.organizationId;
         // The parent relation stays acyclic only if no two parent changes of one organization check the
@@ -134,6 +155,12 @@ export function tasksSystem(res: TasksResources) {
           recurrence: p.recurrence === undefined ? before.recurrence : p.recurrence === null ? null : normalizeRecurrence(p.recurrence),
           project_ids: p.project_ids ?? before.project_ids,
           assignee_ids: p.assignee_ids ?? before.assignee_ids,
+          label_ids: p.label_ids ?? before.label_ids,
+          // Checked again under the definitions' locks: a field or option deleted meanwhile is refused.
+          custom_fields:
+            fieldKeys.length === 0
+              ? before.custom_fields
+              : await mergedValues(await r.customFields.definitions(org, fieldKeys, true), before.custom_fields, p.custom_fields),
           parent_number: before.parent_number,
         };
         if (p.parent_task_id === null) after.parent_number = null;
@@ -143,6 +170,7 @@ export function tasksSystem(res: TasksResources) {
           after.parent_number = parent;
         }
         if (p.project_ids !== undefined) await checkProjects(r, org, p.project_ids, (i) => `/project_ids/${i}`);
+        await checkLabels(r, org, p.label_ids);
         if (sameContent(before, after)) return toTask(row);
         const projectsChanged = JSON.stringify(before.project_ids) !== JSON.stringify(after.project_ids);
         const updated = await r.tasks.updateContent(org, number, after, newId("ver"), projectsChanged);

@@ -28,6 +28,9 @@ export const TASK_INDEXES: readonly ConcurrentIndex[] = [
   { name: "tasks_projects_idx", definition: "on tasks using gin (project_ids)" },
   // A user is assigned a few of the tasks of their organizations, so the index need not lead with the organization.
   { name: "tasks_assignees_idx", definition: "on tasks using gin (assignee_ids)" },
+  { name: "tasks_labels_idx", definition: "on tasks using gin (label_ids)" },
+  // `@>` of a select value and of a multi_select option; `?` of a field that has a value.
+  { name: "tasks_custom_fields_idx", definition: "on tasks using gin (custom_fields)" },
   { name: "tasks_owner_idx", definition: "on tasks (organization_id, owner_user_id, archived, updated_at desc, number desc)" },
   { name: "tasks_title_trgm_idx", definition: "on tasks using gin (title gin_trgm_ops)" },
 ];

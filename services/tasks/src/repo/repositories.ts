@@ -1,11 +1,14 @@
 import { DEFAULT_PAGE_BYTES, idempotencyRecords, type Sql } from "@tasksvc/db";
 import { attachmentsRepo } from "./attachments-repo.js";
+import { customFieldsRepo } from "./custom-fields-repo.js";
 import { dependenciesRepo } from "./dependencies-repo.js";
 import { eventStreamRepo } from "./event-stream-repo.js";
 import { eventsRepo } from "./events-repo.js";
 import { followersRepo } from "./followers-repo.js";
+import { labelsRepo } from "./labels-repo.js";
 import { projectsRepo } from "./projects-repo.js";
 import { recurrenceRepo } from "./recurrence-repo.js";
+import { removalsRepo } from "./removals-repo.js";
 import { taskSearch } from "./task-search.js";
 import { tasksRepo } from "./tasks-repo.js";
 
@@ -17,7 +20,10 @@ export function repositories(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
     dependencies: dependenciesRepo(sql),
     followers: followersRepo(sql),
     projects: projectsRepo(sql, pageBytes),
+    labels: labelsRepo(sql, pageBytes),
+    customFields: customFieldsRepo(sql, pageBytes),
     recurrence: recurrenceRepo(sql),
+    removals: removalsRepo(sql),
     attachments: attachmentsRepo(sql),
     events: eventsRepo(sql, pageBytes),
     stream: eventStreamRepo(sql, pageBytes),

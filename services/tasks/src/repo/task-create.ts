@@ -3,7 +3,7 @@ import { EVENT_ENVELOPE } from "./events-repo.js";
 import { type Content, type SeriesLink, TASK_COLUMNS, type TaskRow, taskTemplate, TEMPLATE_COMPLETION } from "./task-json.js";
 
 export class ReferenceVanished extends Error {
-  constructor(readonly what: "project" | "parent") {
+  constructor(readonly what: "project" | "parent" | "label" | "custom field") {
     super(`the ${what} named by the create no longer exists`);
     this.name = "ReferenceVanished";
   }
@@ -26,6 +26,13 @@ export interface NewTask {
   /** Creates of several traces share the statement. */
   traceparent?: string | null;
   series?: SeriesLink | null;
+  /** The custom field definitions its values were checked against, as they were (row versions). */
+  fieldsSeen?: ReadonlyArray<FieldStamp>;
+}
+
+export interface FieldStamp {
+  id: string;
+  stamp: string;
 }
 
 /**
@@ -58,12 +65,25 @@ export async function createTasks(sql: Sql, org: string, items: NewTask[]): Prom
     recurrence: it.content.recurrence,
     project_ids: it.content.project_ids,
     assignee_ids: it.content.assignee_ids,
+    label_ids: it.content.label_ids,
+    custom_fields: it.content.custom_fields,
   }));
+  const labels = [...new Set(items.flatMap((it) => it.content.label_ids))];
+  const seen = [...new Map(items.flatMap((it) => it.fieldsSeen ?? []).map((f) => [f.id, f])).values()];
   const templateCompletion = sql.unsafe(TEMPLATE_COMPLETION);
   const envelope = sql.unsafe(EVENT_ENVELOPE);
-  return sql<TaskRow[]>`
-    with c as (
-      insert into org_counters as c (organization_id, last_number) values (${org}, ${items.length})
+  // Labels are locked (key share) before anything is written: one deleted since the domain's check
+  // leaves the statement writing nothing, its number included.
+  const rows = await sql<TaskRow[]>`
+    with lk as (
+      select id from labels where organization_id = ${org} and id = any(${labels}::text[]) for key share
+    ), lf as (
+      select f.id from custom_fields f join jsonb_to_recordset(${jsonb(sql, seen)}) as s(id text, stamp text) on s.id = f.id
+      where f.organization_id = ${org} and f.xmin::text = s.stamp
+      for share of f
+    ), c as (
+      insert into org_counters as c (organization_id, last_number)
+      select ${org}, ${items.length} where (select count(*) from lk) = ${labels.length} and (select count(*) from lf) = ${seen.length}
       on conflict (organization_id) do update set last_number = c.last_number + ${items.length}
       returning last_number
     ), x as (
@@ -71,22 +91,23 @@ export async function createTasks(sql: Sql, org: string, items: NewTask[]): Prom
       from c, jsonb_to_recordset(${jsonb(sql, input)}) as i(ord int, owner_user_id text, version_id text, event_id text,
         credential_id text, key text, traceparent text, template jsonb, parent_number bigint, title text, description text, status text,
         priority text, start_date timestamptz, due_date timestamptz, notes text, story_points numeric, recurrence jsonb, project_ids jsonb,
-        assignee_ids jsonb, series_head bigint, series_slot date)
+        assignee_ids jsonb, label_ids jsonb, custom_fields jsonb, series_head bigint, series_slot date)
     ), t as (
       insert into tasks (organization_id, number, owner_user_id, parent_number, current_version_id, version_count, version,
         title, description, status, priority, start_date, due_date, notes, story_points, recurrence, project_ids, assignee_ids,
-        series_head, series_slot, created_at, updated_at)
+        label_ids, custom_fields, series_head, series_slot, created_at, updated_at)
       select ${org}, number, owner_user_id, parent_number, version_id, 1, 1, title, description, status, priority, start_date,
         due_date, notes, story_points, recurrence, array(select jsonb_array_elements_text(project_ids)),
-        array(select jsonb_array_elements_text(assignee_ids)), series_head, series_slot,
+        array(select jsonb_array_elements_text(assignee_ids)), array(select jsonb_array_elements_text(label_ids)),
+        custom_fields, series_head, series_slot,
         now(), now()
       from x
       returning *
     ), v as (
       insert into task_versions (id, organization_id, task_number, seq, version, title, description, status, priority, start_date,
-        due_date, notes, story_points, recurrence, project_ids, assignee_ids, created_at)
+        due_date, notes, story_points, recurrence, project_ids, assignee_ids, label_ids, custom_fields, created_at)
       select current_version_id, organization_id, number, 1, version, title, description, status, priority, start_date, due_date,
-        notes, story_points, recurrence, project_ids, assignee_ids, created_at from t
+        notes, story_points, recurrence, project_ids, assignee_ids, label_ids, custom_fields, created_at from t
     ), f as (
       -- The owner, then each assignee, follow the task (an assignee who owns it, once).
       insert into task_followers (organization_id, task_number, user_id, reason)
@@ -108,4 +129,6 @@ export async function createTasks(sql: Sql, org: string, items: NewTask[]): Prom
       select credential_id, key, 'createTask', data from api where key is not null
     )
     select ${cols} from t order by t.number`.catch((e: unknown) => mapPgError(e, CREATE_RULES));
+  if (rows.length === 0 && items.length > 0) throw new ReferenceVanished(labels.length > 0 ? "label" : "custom field");
+  return rows;
 }

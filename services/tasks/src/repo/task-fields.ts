@@ -1,4 +1,4 @@
-import type { Recurrence, Task, TaskContentField, TaskStatus } from "@tasksvc/contracts";
+import type { CustomFieldValue, Recurrence, Task, TaskContentField, TaskStatus } from "@tasksvc/contracts";
 import { taskId } from "@tasksvc/contracts";
 import { ISO_SQL } from "./sql-time.js";
 
@@ -19,6 +19,9 @@ export interface ContentColumns {
   story_points: string | null;
   project_ids: string[];
   assignee_ids: string[];
+  label_ids: string[];
+  /** As jsonb keeps it: keys by length, then bytes. */
+  custom_fields: Record<string, CustomFieldValue>;
   recurrence: Recurrence | null;
 }
 
@@ -67,6 +70,14 @@ export const CONTENT_RENDERINGS: { [K in TaskContentField]: FieldRendering<K, Co
   },
   project_ids: { sql: (t) => `${t}project_ids`, of: (r) => r.project_ids },
   assignee_ids: { sql: (t) => `${t}assignee_ids`, of: (r) => r.assignee_ids },
+  // A label being removed from every task is never shown (migration 0020).
+  label_ids: { sql: (t) => `shown_labels(${t}organization_id, ${t}label_ids)`, of: (r) => r.label_ids },
+  custom_fields: {
+    sql: (t) => `shown_custom_fields(${t}organization_id, ${t}custom_fields)`,
+    of: (r) => r.custom_fields,
+    // jsonb is written with a space after `:` and `,`.
+    reencodeWhen: (t) => `${t}custom_fields <> '{}'::jsonb`,
+  },
   recurrence: {
     sql: (t) => `${t}recurrence`,
     of: (r) => r.recurrence,

@@ -1,5 +1,6 @@
 import type { FilterField, FilterOp, FilterValue, OpsOf, TaskCondition, TaskFilter } from "@tasksvc/contracts";
-import { taskNumber } from "@tasksvc/contracts";
+import { isCustomCondition, taskNumber } from "@tasksvc/contracts";
+import { customCondition, isResolvedCustom } from "./custom-filter-sql.js";
 import type { Fragment, Sql } from "@tasksvc/db";
 
 /** The GIN index is on this very expression (indexes.ts), so it must not change alone. */
@@ -8,12 +9,15 @@ export const TEXT_QUERY = `websearch_to_tsquery('task_search'::regconfig, `;
 const IS_BLOCKED = `exists (select 1 from dependencies d join tasks b on b.organization_id = d.organization_id and b.number = d.blocker_number
   where d.organization_id = tasks.organization_id and d.blocked_number = tasks.number and b.status <> 'COMPLETED')`;
 
+const SHOWN_LABELS = "shown_labels(organization_id, label_ids)";
+
 type Scalar = string | number | boolean;
 type Column = { kind: "column"; col: string; cast: string; nullable: boolean; param?: (v: Scalar) => Scalar; like?: true };
 /** Compared to the millisecond the API shows (timeCondition). */
 type Time = { kind: "time"; col: string; nullable: boolean };
 type Projects = { kind: "projects" };
 type Assignees = { kind: "assignees" };
+type Labels = { kind: "labels" };
 type Blocked = { kind: "blocked" };
 type FullText = { kind: "text" };
 
@@ -24,6 +28,7 @@ type SqlFor<O extends FilterOp> =
   | ([O] extends ["eq" | "neq" | "in" | "nin" | "is_null"] ? Projects : never)
   | ([O] extends ["eq" | "neq"] ? Blocked : never)
   | ([O] extends ["contains" | "in" | "is_null"] ? Assignees : never)
+  | ([O] extends ["contains" | "in" | "nin" | "is_null"] ? Labels : never)
   | ([O] extends ["matches"] ? FullText : never);
 
 /** A field without a row, or whose row cannot compile one of its ops, does not type-check. */
@@ -39,6 +44,7 @@ const FILTER_SQL: FilterSql = {
   parent_task_id: { kind: "column", col: "parent_number", cast: "::bigint", nullable: true, param: (v) => taskNumber(String(v)) ?? -1 },
   owner_id: { kind: "column", col: "owner_user_id", cast: "::text", nullable: false },
   assignee_ids: { kind: "assignees" },
+  label_ids: { kind: "labels" },
   archived: { kind: "column", col: "archived", cast: "::boolean", nullable: false },
   is_blocked: { kind: "blocked" },
   due_date: { kind: "time", col: "due_date", nullable: true },
@@ -77,6 +83,10 @@ function joinParts(sql: Sql, parts: Fragment[], conj: boolean): Fragment {
 }
 
 function condition(sql: Sql, c: TaskCondition, negated: boolean, vector: string): Fragment {
+  if (isCustomCondition(c)) {
+    if (!isResolvedCustom(c)) throw new Error(`${c.field} reached SQL without its field's type`);
+    return customCondition(sql, c, negated);
+  }
   const at = FILTER_SQL[c.field];
   switch (at.kind) {
     case "text": {
@@ -92,6 +102,8 @@ function condition(sql: Sql, c: TaskCondition, negated: boolean, vector: string)
       return projectCondition(sql, c.op, c.value, negated);
     case "assignees":
       return assigneeCondition(sql, c.op, c.value, negated);
+    case "labels":
+      return labelCondition(sql, c.op, c.value, negated);
     case "time":
       if (isCompare(c.op)) return timeCondition(sql, at, c.op, String(c.value), negated);
       return columnCondition(sql, { kind: "column", col: at.col, cast: "::timestamptz", nullable: at.nullable, param: instantText }, c.op, c.value, negated);
@@ -162,16 +174,34 @@ function assigneeCondition(sql: Sql, op: FilterOp, value: FilterValue, negated: 
   return negated ? sql`not (${match})` : match;
 }
 
+/**
+ * On the stored column for the GIN index, and again on the labels reads show, so a label being
+ * removed from every task matches none, as it shows on none.
+ */
+function labelCondition(sql: Sql, op: FilterOp, value: FilterValue, negated: boolean): Fragment {
+  const shown = sql.unsafe(SHOWN_LABELS);
+  const ids = Array.isArray(value) ? value.map(String) : [String(value)];
+  const has =
+    op === "contains" ? sql`(label_ids @> ${ids}::text[] and ${shown} @> ${ids}::text[])` : sql`(label_ids && ${ids}::text[] and ${shown} && ${ids}::text[])`;
+  if (op === "is_null") {
+    const none = sql`(label_ids = '{}'::text[] or ${shown} = '{}'::text[])`;
+    return (value === true) !== negated ? none : sql`not ${none}`;
+  }
+  const positive = op !== "nin";
+  return positive !== negated ? has : sql`not ${has}`;
+}
+
 export function textConditions(f: TaskFilter): number {
   if ("and" in f) return f.and.reduce((n, c) => n + textConditions(c), 0);
   if ("or" in f) return f.or.reduce((n, c) => n + textConditions(c), 0);
   if ("not" in f) return textConditions(f.not);
-  return FILTER_SQL[f.field].kind === "text" ? 1 : 0;
+  return !isCustomCondition(f) && FILTER_SQL[f.field].kind === "text" ? 1 : 0;
 }
 
 /** Implied by the filter, it only lets the planner use the text index, which it cannot for conditions on the computed vector. */
 export function indexedText(f: TaskFilter): string | undefined {
-  const text = (c: TaskFilter) => ("field" in c && FILTER_SQL[c.field].kind === "text" && c.op === "matches" ? String(c.value) : undefined);
+  const text = (c: TaskFilter) =>
+    "field" in c && !isCustomCondition(c) && FILTER_SQL[c.field].kind === "text" && c.op === "matches" ? String(c.value) : undefined;
   if ("field" in f) return text(f);
   if (!("and" in f)) return undefined;
   for (const c of f.and) {

@@ -1,4 +1,4 @@
-import type { Recurrence, Task, TaskContentField, TaskStatus } from "@tasksvc/contracts";
+import type { CustomFieldValue, Recurrence, Task, TaskContentField, TaskStatus } from "@tasksvc/contracts";
 import { TASK_FIELDS } from "@tasksvc/contracts";
 import { KEYSET_TIME } from "@tasksvc/db";
 import { CONTENT_RENDERINGS, type ContentColumns, type FieldRendering, iso, TASK_RENDERINGS, type TaskRow } from "./task-fields.js";
@@ -11,7 +11,7 @@ export { type ContentColumns, iso, type TaskRow } from "./task-fields.js";
 export const TASK_COLUMNS = `number::text as number, owner_user_id, parent_number::text as parent_number, archived,
   current_version_id, version_count, version, title, description, status, priority, start_date,
   due_date, notes, story_points::text as story_points, recurrence, project_ids, assignee_ids,
-  series_head::text as series_head, series_slot::text as series_slot, created_at, updated_at, to_char(updated_at at time zone 'UTC', ${KEYSET_TIME}) as cursor_at`;
+  shown_labels(organization_id, label_ids) as label_ids, shown_custom_fields(organization_id, custom_fields) as custom_fields, series_head::text as series_head, series_slot::text as series_slot, created_at, updated_at, to_char(updated_at at time zone 'UTC', ${KEYSET_TIME}) as cursor_at`;
 
 export interface Content {
   title: string;
@@ -25,7 +25,15 @@ export interface Content {
   recurrence: Recurrence | null;
   project_ids: string[];
   assignee_ids: string[];
+  label_ids: string[];
+  custom_fields: Record<string, CustomFieldValue>;
   parent_number: number | null;
+}
+
+/** jsonb's own key order (shorter first, then bytewise), so content built here compares equal to content read back. */
+export function inJsonbOrder<T>(o: Record<string, T>): Record<string, T> {
+  const keys = Object.keys(o).sort((a, b) => a.length - b.length || (a < b ? -1 : a > b ? 1 : 0));
+  return Object.fromEntries(keys.map((k) => [k, o[k] as T]));
 }
 
 export interface SeriesLink {
@@ -75,6 +83,8 @@ export function contentOf(r: TaskRow): Content {
     recurrence: r.recurrence,
     project_ids: r.project_ids,
     assignee_ids: r.assignee_ids,
+    label_ids: r.label_ids,
+    custom_fields: r.custom_fields,
     parent_number: r.parent_number === null ? null : Number(r.parent_number),
   };
 }
@@ -105,6 +115,8 @@ export function taskTemplate(owner: string, c: Content, series: SeriesLink | nul
     recurrence: c.recurrence,
     project_ids: c.project_ids,
     assignee_ids: c.assignee_ids,
+    label_ids: c.label_ids,
+    custom_fields: c.custom_fields,
     created_at: new Date(0),
     updated_at: new Date(0),
     cursor_at: "",

@@ -35,9 +35,23 @@ const SORT_KEYS: Record<TaskSortKey, { asc: string; desc: string; text: (e: stri
   },
 };
 
-export function sortOf(sort: TaskSort) {
+/** The keys are checked against `^[a-z][a-z0-9_]{0,39}$` and their types by the domain, so they may be written into the statement. */
+export type CustomSortType = "number" | "date";
+const customSortKey = (key: string, type: CustomSortType) =>
+  type === "number"
+    ? {
+        asc: `coalesce(case when jsonb_typeof(custom_fields->'${key}') = 'number' then (custom_fields->'${key}')::numeric end, 'Infinity'::numeric)`,
+        desc: `coalesce(case when jsonb_typeof(custom_fields->'${key}') = 'number' then (custom_fields->'${key}')::numeric end, '-Infinity'::numeric)`,
+        text: (e: string) => `${e}::text`,
+        readBack: "::text::numeric",
+      }
+    : // YYYY-MM-DD sorts as text; no date reaches 'z', and every one passes ''.
+      { asc: `coalesce(custom_fields->>'${key}', 'z')`, desc: `coalesce(custom_fields->>'${key}', '')`, text: (e: string) => e, readBack: "::text" };
+
+export function sortOf(sort: TaskSort, customType?: CustomSortType) {
   const desc = sort.startsWith("-");
-  const key = SORT_KEYS[(desc ? sort.slice(1) : sort) as TaskSortKey];
+  const name = desc ? sort.slice(1) : sort;
+  const key = customType !== undefined && name.startsWith("custom.") ? customSortKey(name.slice("custom.".length), customType) : SORT_KEYS[name as TaskSortKey];
   const expr = desc ? key.desc : key.asc;
   return { desc, expr, text: key.text(expr), readBack: key.readBack };
 }
@@ -69,6 +83,8 @@ export interface TaskQuery {
   filter: TaskFilter | undefined;
   series?: number | undefined;
   sort: TaskSort;
+  /** The type of the custom field `sort` names, when it names one. */
+  sortType?: CustomSortType | undefined;
   limit: number;
   after?: string | undefined;
 }
@@ -78,7 +94,7 @@ export function taskSearch(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
   const reencode = sql.unsafe(TASK_JSON_REENCODE);
   return {
     async page(org: string, q: TaskQuery): Promise<RawJson<Page<Task>>> {
-      const s = sortOf(q.sort);
+      const s = sortOf(q.sort, q.sortType);
       const expr = sql.unsafe(s.expr);
       const dir = sql.unsafe(s.desc ? "desc" : "asc");
       let after = sql``;

@@ -26,6 +26,23 @@ const toSummary = (r: SummaryRow): TaskSummary => ({
 
 const VERSION_PAGES = keyset("desc", ["seq", "integer"]);
 
+/** A label, a custom field (by key) or one of its options, as removals name them. */
+export type Carried = { kind: "label"; ref: string } | { kind: "field"; key: string } | { kind: "option"; key: string; ref: string };
+export type CarryingRow = TaskRow & { stored_label_ids: string[]; stored_custom_fields: ContentColumns["custom_fields"] };
+
+/** On the stored columns, each form one the GIN indexes serve (`@>`, `?`). */
+function carries(sql: Sql, what: Carried) {
+  switch (what.kind) {
+    case "label":
+      return sql`label_ids @> array[${what.ref}]::text[]`;
+    case "field":
+      return sql`custom_fields ? ${what.key}`;
+    case "option":
+      return sql`(custom_fields @> jsonb_build_object(${what.key}::text, ${what.ref}::text)
+        or custom_fields @> jsonb_build_object(${what.key}::text, jsonb_build_array(${what.ref}::text)))`;
+  }
+}
+
 export function tasksRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
   const cols = sql.unsafe(TASK_COLUMNS);
   return {
@@ -67,15 +84,16 @@ export function tasksRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
             title = ${c.title}, description = ${c.description}, status = ${c.status}, priority = ${c.priority},
             start_date = ${c.start_date}::timestamptz, due_date = ${c.due_date}::timestamptz, notes = ${c.notes}, story_points = ${c.story_points},
             recurrence = ${c.recurrence === null ? null : jsonb(sql, c.recurrence)}, project_ids = ${c.project_ids}::text[],
-            assignee_ids = ${c.assignee_ids}::text[],
+            assignee_ids = ${c.assignee_ids}::text[], label_ids = ${c.label_ids}::text[],
+            custom_fields = ${jsonb(sql, c.custom_fields)},
             updated_at = greatest(now(), updated_at + interval '1 microsecond')
           where organization_id = ${org} and number = ${number}
           returning *
         ), v as (
           insert into task_versions (id, organization_id, task_number, seq, version, title, description, status, priority, start_date,
-            due_date, notes, story_points, recurrence, project_ids, assignee_ids, created_at)
+            due_date, notes, story_points, recurrence, project_ids, assignee_ids, label_ids, custom_fields, created_at)
           select ${versionId}, organization_id, number, version_count, version, title, description, status, priority, start_date, due_date, notes,
-            story_points, recurrence, project_ids, assignee_ids, updated_at from t
+            story_points, recurrence, project_ids, assignee_ids, label_ids, custom_fields, updated_at from t
         ), f as (
           insert into task_followers (organization_id, task_number, user_id, reason)
           select organization_id, number, unnest(assignee_ids), 'assignee' from t
@@ -104,7 +122,7 @@ export function tasksRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
       // A version's size: its whole row as JSON, escaped as the answer escapes it, a few bytes more.
       const page = sql`
         select id, seq, version, title, description, status, priority, start_date, due_date, notes,
-          story_points::text as story_points, recurrence, project_ids, assignee_ids, created_at,
+          story_points::text as story_points, recurrence, project_ids, assignee_ids, label_ids, custom_fields, created_at,
           octet_length(row_to_json(task_versions)::text) as bytes
         from task_versions
         where organization_id = ${org} and task_number = ${number}
@@ -165,6 +183,20 @@ export function tasksRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
     async byNumber(org: string, numbers: number[]): Promise<TaskRow[]> {
       if (numbers.length === 0) return [];
       return sql<TaskRow[]>`select ${cols} from tasks where organization_id = ${org} and number = any(${numbers}::bigint[])`;
+    },
+
+    /** Tasks that still carry something being removed, locked; those a writer holds are left for a later batch. */
+    async carrying(org: string, what: Carried, limit: number): Promise<CarryingRow[]> {
+      return sql<CarryingRow[]>`
+        select ${cols}, label_ids as stored_label_ids, custom_fields as stored_custom_fields from tasks
+        where organization_id = ${org} and ${carries(sql, what)}
+        order by number limit ${limit}
+        for no key update skip locked`;
+    },
+
+    async anyCarrying(org: string, what: Carried): Promise<boolean> {
+      const [row] = await sql<{ any: boolean }[]>`select exists (select 1 from tasks where organization_id = ${org} and ${carries(sql, what)}) as any`;
+      return row?.any === true;
     },
 
     /** The acyclicity check reads the parent graph, so parent changes are serialized; held to the commit. */

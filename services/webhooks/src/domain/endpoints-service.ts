@@ -69,6 +69,8 @@ export function sampleTask(type: TaskEventType, at: Date): Task {
     project_ids: [],
     owner_id: SAMPLE_USER_ID,
     assignee_ids: [],
+    label_ids: [],
+    custom_fields: {},
     recurrence: null,
     parent_task_id: null,
     archived: type === "task.archived",

@@ -26,14 +26,12 @@ const contentFor = (head: TaskRow, slot: Day): Content => ({
 
 /** The caller owns the transaction and must undo it (numbers included) on NotMade or ReferenceVanished. */
 export async function makeOccurrences(r: Repositories, org: string, list: Occurrence[]): Promise<void> {
-  const heads = new Map(
-    (
-      await r.tasks.byNumber(
-        org,
-        list.map((o) => o.head),
-      )
-    ).map((t) => [t.number, t]),
-  );
+  const numbers = list.map((o) => o.head);
+  // The definitions first, then the heads as reads show them: a field or option removed after the
+  // definitions were read changes their row version, and the create then writes nothing.
+  const keys = [...new Set((await r.tasks.byNumber(org, numbers)).flatMap((t) => Object.keys(t.custom_fields)))];
+  const fieldsSeen = (keys.length === 0 ? [] : await r.customFields.definitions(org, keys, false)).map((d) => ({ id: d.id, stamp: d.stamp }));
+  const heads = new Map((await r.tasks.byNumber(org, numbers)).map((t) => [t.number, t]));
   const items = list.map(({ head, slot }) => {
     const current = heads.get(String(head));
     if (!current) throw new NotMade();
@@ -45,6 +43,7 @@ export async function makeOccurrences(r: Repositories, org: string, list: Occurr
       credentialId: null,
       key: null,
       series: { head, slot },
+      fieldsSeen,
     };
   });
   const rows = await r.tasks.create(org, items);
