@@ -13,6 +13,9 @@ import { migrate, POOL_OPTIONS } from "@tasksvc/db";
 import { boardsRepo } from "@tasksvc/boards";
 import { MIGRATIONS_DIR as KEYS_MIGRATIONS, keysRepo } from "@tasksvc/keys";
 import { MIGRATIONS_DIR as TASKS_MIGRATIONS, TASK_INDEXES, taskSearch, tasksRepo } from "@tasksvc/tasks";
+// Not exported by the package (the service alone uses them): the same compiled files, by path.
+import { customFieldsRepo } from "../../services/tasks/dist/repo/custom-fields-repo.js";
+import { removalsRepo } from "../../services/tasks/dist/repo/removals-repo.js";
 
 const { DATABASE_URL, NATS_URL, NATS_NAMESPACE } = process.env;
 const { org, user, taskNumber, boardDay } = JSON.parse(process.env.MATCHED);
@@ -40,6 +43,9 @@ const tasksCopy = pool("matched_tasks");
 await keysCopy`insert into organizations select * from keys.organizations where id = ${org} on conflict do nothing`;
 await keysCopy`insert into users select * from keys.users where id = ${user} on conflict do nothing`;
 await keysCopy`insert into memberships select * from keys.memberships where organization_id = ${org} and user_id = ${user} on conflict do nothing`;
+// The organization's labels and custom field definitions (none unless the bench defined them), for the create that carries them.
+await tasksCopy`insert into labels select * from tasks.labels where organization_id = ${org} on conflict do nothing`;
+await tasksCopy`insert into custom_fields select * from tasks.custom_fields where organization_id = ${org} on conflict do nothing`;
 
 const keys = keysRepo(keysSql);
 const tasks = tasksRepo(tasksSql);
@@ -47,6 +53,8 @@ const search = taskSearch(tasksSql);
 const boards = boardsRepo(boardsSql);
 const mint = keysRepo(keysCopy);
 const create = tasksRepo(tasksCopy);
+const labelLocks = removalsRepo(tasksCopy);
+const definitions = customFieldsRepo(tasksCopy);
 const content = (b) => ({
   title: b.title,
   description: null,
@@ -58,7 +66,19 @@ const content = (b) => ({
   story_points: b.story_points,
   recurrence: null,
   project_ids: [],
+  assignee_ids: [],
+  label_ids: b.label_ids ?? [],
+  custom_fields: b.custom_fields ?? {},
   parent_number: null,
+});
+const newTask = (body, fieldsSeen = []) => ({
+  owner: user,
+  content: content(body),
+  versionId: `ver_${randomUUID()}`,
+  eventId: `evt_${randomUUID()}`,
+  credentialId: "cred_matched",
+  key: randomUUID(),
+  fieldsSeen,
 });
 
 const handlers = {
@@ -81,19 +101,25 @@ const handlers = {
   },
   // POST /v1/tasks + Idempotency-Key: the create's statement (counter, task, version, outbox and
   // its events trigger, the key's record), on the copy.
-  create: async (body) =>
-    (
+  create: async (body) => (await create.create(org, [newTask(body)]))[0],
+  // The same create with labels and custom field values: the labels' lock, the definitions of the
+  // keys written (with their row versions), the members of the user values (the keys service's
+  // statement, on its own tables), then the create's statement with the bigger row, on the copy.
+  create_custom: async (body) => {
+    const labels = await labelLocks.lockLabels(org, body.label_ids);
+    if (labels.size !== body.label_ids.length) throw new Error("a label of the create is not in the copy");
+    const defs = await definitions.definitions(org, Object.keys(body.custom_fields), false);
+    const users = defs.filter((d) => d.type === "user").map((d) => body.custom_fields[d.key]);
+    if (users.length > 0) await keys.currentMembers(org, users);
+    return (
       await create.create(org, [
-        {
-          owner: user,
-          content: content(body),
-          versionId: `ver_${randomUUID()}`,
-          eventId: `evt_${randomUUID()}`,
-          credentialId: "cred_matched",
-          key: randomUUID(),
-        },
+        newTask(
+          body,
+          defs.map((d) => ({ id: d.id, stamp: d.stamp })),
+        ),
       ])
-    )[0],
+    )[0];
+  },
   // POST /v1/api-keys + Idempotency-Key: the mint's one statement (replay check, role, record, key), on the copy.
   apikey: async (body) => {
     const id = `key_${randomUUID()}`;

@@ -15,7 +15,7 @@ const forward = (name, status) => async (req, reply) => {
     .send(Buffer.from(m.data.buffer, m.data.byteOffset, m.data.length));
 };
 for (const name of ["orgs", "task", "page", "board"]) app.get(`/${name}`, forward(name, 200));
-for (const name of ["create", "apikey"]) app.post(`/${name}`, forward(name, 201));
+for (const name of ["create", "create_custom", "apikey"]) app.post(`/${name}`, forward(name, 201));
 await app.listen({ port: Number(process.env.PORT ?? 0), host: "127.0.0.1" });
 console.log(`ready ${app.server.address().port}`);
 // Exits on SIGTERM like the services, so a --cpu-prof profile is written.

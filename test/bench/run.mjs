@@ -74,6 +74,29 @@ const SCENARIOS = [
       freshIdempotencyKey: true,
     }),
   },
+  // The same create with 5 labels and a value for each of 10 custom fields (one of every type, a
+  // user field among them), defined through the API before the scenarios run: what labels and
+  // values cost a create, beside the plain one above. Its matched baseline runs the statements such
+  // a create runs (the labels' lock, the definitions, the member check, the create with the bigger
+  // row) on copies of the labels and definitions.
+  {
+    name: "POST /v1/tasks + 10 custom fields, 5 labels + Idempotency-Key",
+    matched: "create_custom",
+    request: ({ key, custom }) => ({
+      method: "POST",
+      path: "/v1/tasks",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({
+        title: "Benchmark task",
+        priority: "HIGH",
+        due_date: "2026-12-31",
+        story_points: 3,
+        label_ids: custom.labelIds,
+        custom_fields: custom.values,
+      }),
+      freshIdempotencyKey: true,
+    }),
+  },
   // 100 creates in one request, beside the single POST above: tasks/s is req/s × 100.
   {
     name: "POST /v1/tasks/batch (100 creates) + Idempotency-Key",
@@ -131,6 +154,42 @@ const SCENARIOS = [
   },
 ];
 const BOARD_DAY = "2026-11-23";
+/** The bench tenant's labels and custom fields, for the create that carries them. */
+const CUSTOM_FIELDS = [
+  { key: "customer", name: "Customer", type: "select", options: Array.from({ length: 20 }, (_, i) => ({ name: `Customer ${i + 1}` })) },
+  { key: "tags", name: "Tags", type: "multi_select", options: Array.from({ length: 10 }, (_, i) => ({ name: `Tag ${i + 1}` })) },
+  { key: "estimate", name: "Estimate", type: "number" },
+  { key: "release", name: "Release", type: "date" },
+  { key: "reviewer", name: "Reviewer", type: "user" },
+  { key: "done", name: "Done", type: "checkbox" },
+  { key: "link", name: "Link", type: "url" },
+  { key: "summary", name: "Summary", type: "text" },
+  { key: "score", name: "Score", type: "number" },
+  { key: "due_week", name: "Due week", type: "date" },
+];
+
+/** 20 labels and the 10 fields through the API; answers the 5 labels and 10 values a create sends. */
+async function defineCustomFields(post, userId) {
+  const labels = [];
+  for (let i = 0; i < 20; i++) labels.push(await post("/v1/labels", { name: `Bench label ${i + 1}` }));
+  const fields = {};
+  for (const f of CUSTOM_FIELDS) fields[f.key] = await post("/v1/custom-fields", f);
+  return {
+    labelIds: [0, 3, 7, 12, 19].map((i) => labels[i].id),
+    values: {
+      customer: fields.customer.options[4].id,
+      tags: [fields.tags.options[1].id, fields.tags.options[6].id],
+      estimate: 8.5,
+      release: "2026-12-01",
+      reviewer: userId,
+      done: false,
+      link: "https://example.test/issues/42",
+      summary: "A benchmark task with a value in every custom field",
+      score: 73,
+      due_week: "2026-11-23",
+    },
+  };
+}
 
 // ---------- processes ----------
 
@@ -599,6 +658,8 @@ try {
   // tuning; BENCH_ONLY=/v1/ runs the six HTTP scenarios of issue 15's targets and nothing else).
   const only = process.env.BENCH_ONLY;
   const picked = (name) => !only || only.split("|").some((part) => name.includes(part));
+  // Before the matched responder starts: it copies the tenant's labels and definitions.
+  if (SCENARIOS.some((x) => picked(x.name) && x.matched === "create_custom")) ctx.custom = await defineCustomFields(post, tenant.user_id);
   await analyze();
   // The steady-rate floor of this machine with the stack up and idle: the same generator at the
   // read rate against the bare server and the one hop (no database).
@@ -751,6 +812,17 @@ if (yard.length) {
       fmt(r.baseline.cpu_ms_per_request.total, 2),
     ]),
   );
+  const plain = yard.find((r) => r.name === "POST /v1/tasks + Idempotency-Key");
+  const rich = yard.find((r) => r.name.startsWith("POST /v1/tasks + 10 custom fields"));
+  if (plain && rich) {
+    const ratio = (a, b) => `${(a.total / b.total).toFixed(2)}×`;
+    console.log(
+      `${rich.name}: CPU per request ${ratio(rich.cpu_ms_per_request, plain.cpu_ms_per_request)} the plain create's saturated, ` +
+        `${ratio(rich.steady.cpu_ms_per_request, plain.steady.cpu_ms_per_request)} steady (target ≤ 1.3×); ` +
+        `matched baselines ${ratio(rich.baseline.cpu_ms_per_request, plain.baseline.cpu_ms_per_request)} saturated, ` +
+        `${ratio(rich.baseline.steady.cpu_ms_per_request, plain.baseline.steady.cpu_ms_per_request)} steady`,
+    );
+  }
   for (const f of floors)
     console.log(
       `steady floor at ${fmt(f.rate)} req/s, the stack up and idle: ${f.name} p50 ${ms(f.p50_ms)} ms, p99 ${ms(f.p99_ms)} ms, max ${ms(f.max_ms)} ms`,
