@@ -28,14 +28,30 @@ export async function markNamespace(
   const subject = namespaceMarkSubject(namespace, mark.service);
   await ensureStream(nc, { name: stream, subjects: [`${namespace}.owner.>`], max_msgs_per_subject: 1, num_replicas: opts.replicas ?? 1 });
   const made: NamespaceMark = { ...mark, marked_at: new Date().toISOString() };
-  try {
-    await jetstream(nc).publish(subject, encodeJson(made), { expect: { lastSubjectSequence: 0 } });
-    return made;
-  } catch (e) {
-    const held = await (await jetstreamManager(nc)).streams.getMessage(stream, { last_by_subj: subject });
-    if (held === null) throw e;
-    const parsed = NamespaceMark.safeParse(decodeJson(held.data));
-    // A mark this code cannot read is still someone's.
-    return parsed.success ? parsed.data : { service: mark.service, database: "(unreadable mark)", system_identifier: "?", marked_at: "?" };
+  // On a cluster a stream just made may not answer until its leader is elected: a timeout is asked
+  // again, and a publish that timed out but landed is then found as the mark (ours).
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await jetstream(nc).publish(subject, encodeJson(made), { expect: { lastSubjectSequence: 0 } });
+      return made;
+    } catch (e) {
+      const held = await jetstreamManager(nc)
+        .then((jsm) => jsm.streams.getMessage(stream, { last_by_subj: subject }))
+        .catch((err: unknown) => {
+          if (isTimeout(err) && attempt < MARK_ATTEMPTS) return undefined;
+          throw err;
+        });
+      if (held === undefined || (held === null && isTimeout(e) && attempt < MARK_ATTEMPTS)) {
+        await new Promise((r) => setTimeout(r, 250 * attempt));
+        continue;
+      }
+      if (held === null) throw e;
+      const parsed = NamespaceMark.safeParse(decodeJson(held.data));
+      // A mark this code cannot read is still someone's.
+      return parsed.success ? parsed.data : { service: mark.service, database: "(unreadable mark)", system_identifier: "?", marked_at: "?" };
+    }
   }
 }
+
+const MARK_ATTEMPTS = 5;
+const isTimeout = (e: unknown) => (e as { name?: unknown }).name === "TimeoutError";

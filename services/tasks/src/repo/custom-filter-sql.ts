@@ -1,5 +1,6 @@
 import type { CustomCondition, FilterValue } from "@tasksvc/contracts";
 import { type Fragment, jsonb, type Sql } from "@tasksvc/db";
+import { REMOVALS_PENDING, shownCustomSql } from "./task-fields.js";
 
 export type CustomFieldType = "text" | "number" | "date" | "select" | "multi_select" | "user" | "checkbox" | "url";
 /** A custom condition the domain has checked against the field's definition (its type, `me` resolved). */
@@ -8,7 +9,7 @@ export const isResolvedCustom = (c: CustomCondition): c is ResolvedCustom => "ty
 
 const STORED = "custom_fields";
 /** What reads show: without fields and options being removed. */
-const SHOWN = "shown_custom_fields(organization_id, custom_fields)";
+const SHOWN = shownCustomSql("");
 const COMPARE = { lt: "<", lte: "<=", gt: ">", gte: ">=" } as const;
 
 const likePattern = (s: string) => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
@@ -23,8 +24,9 @@ export function customCondition(sql: Sql, c: ResolvedCustom, negated: boolean): 
   const shown = sql.unsafe(SHOWN);
   const contains = (v: unknown) => {
     // The driver writes a jsonb parameter as JSON itself: given text, it would send a JSON string.
+    // While no removal runs (decided once per statement), the stored containment is the whole condition.
     const doc = { [key]: v };
-    return sql`(${sql.unsafe(STORED)} @> ${jsonb(sql, doc)} and ${shown} @> ${jsonb(sql, doc)})`;
+    return sql`(${sql.unsafe(STORED)} @> ${jsonb(sql, doc)} and (not ${sql.unsafe(REMOVALS_PENDING)} or shown_custom_fields(organization_id, custom_fields) @> ${jsonb(sql, doc)}))`;
   };
   const text = sql`(${shown} ->> ${key})`;
   const list = (v: FilterValue) => (Array.isArray(v) ? v : [v]).map(String);

@@ -49,6 +49,16 @@ export interface FieldRendering<K extends keyof Task, R> {
 }
 
 export const iso = (d: Date) => d.toISOString();
+
+/**
+ * Whether any removal runs at all: uncorrelated, so Postgres evaluates it once per statement (an
+ * InitPlan) and every row takes its stored labels and values while none does. Per row, the
+ * functions cost a probe each (a page of tasks: 0.7 ms became 3.8 ms).
+ */
+export const REMOVALS_PENDING = "(select exists (select 1 from removals))";
+export const shownLabelsSql = (t: string) => `(case when ${REMOVALS_PENDING} then shown_labels(${t}organization_id, ${t}label_ids) else ${t}label_ids end)`;
+export const shownCustomSql = (t: string) =>
+  `(case when ${REMOVALS_PENDING} then shown_custom_fields(${t}organization_id, ${t}custom_fields) else ${t}custom_fields end)`;
 /** Milliseconds cut, not rounded, in both renderings. */
 const instantSql = (column: string) => (t: string) => `to_char(${t}${column} at time zone 'UTC', ${ISO_SQL})`;
 /** Null stays null (`'T-' || null` is null). */
@@ -71,9 +81,9 @@ export const CONTENT_RENDERINGS: { [K in TaskContentField]: FieldRendering<K, Co
   project_ids: { sql: (t) => `${t}project_ids`, of: (r) => r.project_ids },
   assignee_ids: { sql: (t) => `${t}assignee_ids`, of: (r) => r.assignee_ids },
   // A label being removed from every task is never shown (migration 0020).
-  label_ids: { sql: (t) => `shown_labels(${t}organization_id, ${t}label_ids)`, of: (r) => r.label_ids },
+  label_ids: { sql: shownLabelsSql, of: (r) => r.label_ids },
   custom_fields: {
-    sql: (t) => `shown_custom_fields(${t}organization_id, ${t}custom_fields)`,
+    sql: shownCustomSql,
     of: (r) => r.custom_fields,
     // jsonb is written with a space after `:` and `,`.
     reencodeWhen: (t) => `${t}custom_fields <> '{}'::jsonb`,

@@ -1,6 +1,7 @@
 import type { FilterField, FilterOp, FilterValue, OpsOf, TaskCondition, TaskFilter } from "@tasksvc/contracts";
 import { isCustomCondition, taskNumber } from "@tasksvc/contracts";
 import { customCondition, isResolvedCustom } from "./custom-filter-sql.js";
+import { REMOVALS_PENDING } from "./task-fields.js";
 import type { Fragment, Sql } from "@tasksvc/db";
 
 /** The GIN index is on this very expression (indexes.ts), so it must not change alone. */
@@ -8,8 +9,6 @@ export const TEXT_VECTOR = `to_tsvector('task_search'::regconfig, title || ' ' |
 export const TEXT_QUERY = `websearch_to_tsquery('task_search'::regconfig, `;
 const IS_BLOCKED = `exists (select 1 from dependencies d join tasks b on b.organization_id = d.organization_id and b.number = d.blocker_number
   where d.organization_id = tasks.organization_id and d.blocked_number = tasks.number and b.status <> 'COMPLETED')`;
-
-const SHOWN_LABELS = "shown_labels(organization_id, label_ids)";
 
 type Scalar = string | number | boolean;
 type Column = { kind: "column"; col: string; cast: string; nullable: boolean; param?: (v: Scalar) => Scalar; like?: true };
@@ -179,12 +178,16 @@ function assigneeCondition(sql: Sql, op: FilterOp, value: FilterValue, negated: 
  * removed from every task matches none, as it shows on none.
  */
 function labelCondition(sql: Sql, op: FilterOp, value: FilterValue, negated: boolean): Fragment {
-  const shown = sql.unsafe(SHOWN_LABELS);
   const ids = Array.isArray(value) ? value.map(String) : [String(value)];
-  const has =
-    op === "contains" ? sql`(label_ids @> ${ids}::text[] and ${shown} @> ${ids}::text[])` : sql`(label_ids && ${ids}::text[] and ${shown} && ${ids}::text[])`;
+  const pending = sql.unsafe(REMOVALS_PENDING);
+  // While no removal runs (decided once per statement), the stored match is the whole condition: one the planner can estimate.
+  const both = (op: "@>" | "&&") => {
+    const o = sql.unsafe(op);
+    return sql`(label_ids ${o} ${ids}::text[] and (not ${pending} or shown_labels(organization_id, label_ids) ${o} ${ids}::text[]))`;
+  };
+  const has = op === "contains" ? both("@>") : both("&&");
   if (op === "is_null") {
-    const none = sql`(label_ids = '{}'::text[] or ${shown} = '{}'::text[])`;
+    const none = sql`(label_ids = '{}'::text[] or (${pending} and shown_labels(organization_id, label_ids) = '{}'::text[]))`;
     return (value === true) !== negated ? none : sql`not ${none}`;
   }
   const positive = op !== "nin";

@@ -133,7 +133,8 @@ export function taskSearch(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
       const mayFit = withinBudget(sql, raw, "item.least_bytes", order, pageBytes);
       const built = sql`
         select ${taskJson} as json, ${reencode} as reencode, cursor_at, cursor_number, sort_value, sort_number
-        from (${mayFit}) may_fit`;
+        from (${mayFit}) may_fit
+        offset 0`; // A fence: the JSON is built once per row, not again for each use of it in the budget's window.
       const rows = await cancelAt(
         sql<({ json: string; reencode: boolean; cursor_at: string; cursor_number: string } & Budgeted)[]>`${withinBudget(
           sql,
