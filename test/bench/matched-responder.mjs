@@ -12,10 +12,7 @@ import postgres from "postgres";
 import { migrate, POOL_OPTIONS } from "@tasksvc/db";
 import { boardsRepo } from "@tasksvc/boards";
 import { MIGRATIONS_DIR as KEYS_MIGRATIONS, keysRepo } from "@tasksvc/keys";
-import { MIGRATIONS_DIR as TASKS_MIGRATIONS, TASK_INDEXES, taskSearch, tasksRepo } from "@tasksvc/tasks";
-// Not exported by the package (the service alone uses them): the same compiled files, by path.
-import { customFieldsRepo } from "../../services/tasks/dist/repo/custom-fields-repo.js";
-import { removalsRepo } from "../../services/tasks/dist/repo/removals-repo.js";
+import { customFieldsRepo, MIGRATIONS_DIR as TASKS_MIGRATIONS, removalsRepo, TASK_INDEXES, taskSearch, tasksRepo } from "@tasksvc/tasks";
 
 const { DATABASE_URL, NATS_URL, NATS_NAMESPACE } = process.env;
 const { org, user, taskNumber, boardDay } = JSON.parse(process.env.MATCHED);

@@ -8,3 +8,5 @@ export { tasksSystem } from "./domain/tasks.js";
 // For the bench's matched baselines, which run the service's own statements with none of its pipeline.
 export { tasksRepo } from "./repo/tasks-repo.js";
 export { taskSearch } from "./repo/task-search.js";
+export { customFieldsRepo } from "./repo/custom-fields-repo.js";
+export { removalsRepo } from "./repo/removals-repo.js";
