@@ -19,7 +19,7 @@ import postgres from "postgres";
 import { connectNats, deleteNamespaceStreams, jetstreamManager } from "@tasksvc/nats";
 import { metricsSnapshot, printMetricsSnapshot } from "./metrics.mjs";
 import { recurrenceScenarios } from "./recurrence.mjs";
-import { printSearch, searchScenarios } from "./search.mjs";
+import { FIELDS, printSearch, searchScenarios } from "./search.mjs";
 import { printStreams, streamScenarios } from "./streams.mjs";
 import { uploadScenarios } from "./uploads.mjs";
 import { webhookScenarios } from "./webhooks.mjs";
@@ -154,19 +154,10 @@ const SCENARIOS = [
   },
 ];
 const BOARD_DAY = "2026-11-23";
-/** The bench tenant's labels and custom fields, for the create that carries them. */
-const CUSTOM_FIELDS = [
-  { key: "customer", name: "Customer", type: "select", options: Array.from({ length: 20 }, (_, i) => ({ name: `Customer ${i + 1}` })) },
-  { key: "tags", name: "Tags", type: "multi_select", options: Array.from({ length: 10 }, (_, i) => ({ name: `Tag ${i + 1}` })) },
-  { key: "estimate", name: "Estimate", type: "number" },
-  { key: "release", name: "Release", type: "date" },
-  { key: "reviewer", name: "Reviewer", type: "user" },
-  { key: "done", name: "Done", type: "checkbox" },
-  { key: "link", name: "Link", type: "url" },
-  { key: "summary", name: "Summary", type: "text" },
-  { key: "score", name: "Score", type: "number" },
-  { key: "due_week", name: "Due week", type: "date" },
-];
+/** The bench tenant's custom fields, for the create that carries them: the search bench's fields, made through the API. */
+const CUSTOM_FIELDS = FIELDS.map(({ options, ...f }) =>
+  options === undefined ? f : { ...f, options: Array.from({ length: options }, (_, i) => ({ name: `${f.name} ${i + 1}` })) },
+);
 
 /** 20 labels and the 10 fields through the API; answers the 5 labels and 10 values a create sends. */
 async function defineCustomFields(post, userId) {

@@ -50,7 +50,7 @@ const ACCENTED = (
 
 /** Labels and custom fields of each seeded organization; the first label and the first `customer` option are on about 5% of the tasks. */
 const LABELS = 20;
-const FIELDS = [
+export const FIELDS = [
   { key: "customer", name: "Customer", type: "select", options: 20 },
   { key: "tags", name: "Tags", type: "multi_select", options: 10 },
   { key: "estimate", name: "Estimate", type: "number" },
