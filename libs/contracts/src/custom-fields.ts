@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { CreatedAt, OpaqueId, Text, TrimmedLabel, UpdatedAt } from "./common.js";
+import { CUSTOM_FIELD_KEY } from "./tasks.js";
 
 const FIELD_ID = "fld_7hQ2mV9xK4pT8nB3cR6wL1";
 const OPTION_ID = "opt_2kP9sD4vN7qW1xH6mB3tY8";
@@ -53,8 +54,8 @@ export type CustomField = z.infer<typeof CustomField>;
 /** What a write of task values checks them against. */
 export type CustomFieldDefinition = Pick<CustomField, "id" | "key" | "type" | "options">;
 
-// Kept in step with the key pattern task writes accept in `custom_fields`.
-const FieldKey = z.string().regex(/^[a-z][a-z0-9_]{0,39}$/, {
+// The key pattern task writes accept in `custom_fields`.
+const FieldKey = z.string().regex(CUSTOM_FIELD_KEY, {
   message: "must be a lower-case letter followed by up to 39 lower-case letters, digits or underscores",
 });
 const FieldName = TrimmedLabel.min(1, { message: "must not be empty" }).max(100);

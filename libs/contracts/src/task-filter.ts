@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { OpaqueId, Text } from "./common.js";
 import { DateTimeInput } from "./dates.js";
-import { TaskPriority, TaskRef, TaskStatus } from "./tasks.js";
+import { CUSTOM_KEY_SOURCE, TaskPriority, TaskRef, TaskStatus } from "./tasks.js";
 
 /**
  * The grammar of a task filter, stated once: the checker, the document's text, the tasks
@@ -50,7 +50,7 @@ const FIELDS = Object.keys(FILTER_FIELDS) as FilterField[];
 export type FilterValue = string | number | boolean | Array<string | number>;
 /** `custom.<key>`: an organization's own field, whose type (known to the tasks service) decides its ops and values. */
 export const CUSTOM_FIELD_PREFIX = "custom.";
-export const CUSTOM_FILTER_FIELD = /^custom\.[a-z][a-z0-9_]{0,39}$/;
+export const CUSTOM_FILTER_FIELD = new RegExp(`^custom\\.${CUSTOM_KEY_SOURCE}$`);
 export type CustomFilterField = `custom.${string}`;
 export type CustomCondition = { field: CustomFilterField; op: FilterOp; value: FilterValue };
 /** The value is checked at run time, by the field's row (or the custom field's type). */
@@ -199,7 +199,7 @@ export const TaskFilterSchema = z
           field: {
             type: "string",
             // One pattern rather than an enum beside a pattern, which generated clients read as any value.
-            pattern: `^(?:${FIELDS.join("|")}|custom\\.[a-z][a-z0-9_]{0,39})$`,
+            pattern: `^(?:${FIELDS.join("|")}|custom\\.${CUSTOM_KEY_SOURCE})$`,
             description:
               "What the condition looks at; `text` is the full text of title, description and notes. On `assignee_ids`, `contains` matches a task assigned to that user, `in` one assigned to any of them, `is_null: true` one assigned to nobody; on `label_ids`, `contains` a task with that label, `in` one with any of them, `nin` one with none of them, `is_null: true` one with no label. `custom.<key>` is a custom field, whose ops go by its type: text eq, neq, contains, is_null; number and date eq, neq, lt, lte, gt, gte, is_null; select eq, neq, in, nin, is_null; multi_select contains (has that option), in (has any of them), is_null; user eq, in, is_null (`me` allowed); checkbox eq (false matches a task left unchecked); url eq, is_null.",
             examples: ["status"],

@@ -1,13 +1,13 @@
 import { z } from "zod";
 import { PageQuery } from "./common.js";
 import { FILTER_FIELDS, type FilterField, TaskFilterSchema } from "./task-filter.js";
-import { TaskRef } from "./tasks.js";
+import { CUSTOM_KEY_SOURCE, TaskRef } from "./tasks.js";
 
 /** In this order in the document, the default first. */
 export const TASK_SORTS = ["updated_at", "created_at", "due_date", "priority", "story_points"] as const satisfies readonly FilterField[];
 export type TaskSortKey = (typeof TASK_SORTS)[number];
 /** A number or date custom field's key (the tasks service checks its type). */
-export const CUSTOM_SORT = /^-?custom\.[a-z][a-z0-9_]{0,39}$/;
+export const CUSTOM_SORT = new RegExp(`^-?custom\\.${CUSTOM_KEY_SOURCE}$`);
 export type CustomSort = `custom.${string}` | `-custom.${string}`;
 export const TaskSort = z
   .union([

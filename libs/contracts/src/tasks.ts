@@ -173,7 +173,8 @@ const LABEL_IDS_INPUT = {
   examples: [[LABEL_ID]],
 };
 /** Keys as custom field definitions have them; each value is checked against its field's type by the tasks service. */
-export const CUSTOM_FIELD_KEY = /^[a-z][a-z0-9_]{0,39}$/;
+export const CUSTOM_KEY_SOURCE = "[a-z][a-z0-9_]{0,39}";
+export const CUSTOM_FIELD_KEY = new RegExp(`^${CUSTOM_KEY_SOURCE}$`);
 const CustomFieldsInput = z
   .record(z.string().regex(CUSTOM_FIELD_KEY, { message: "must be a custom field's key" }), CustomFieldValue.nullable())
   .refine((o) => Object.keys(o).length <= 50, { message: "must name at most 50 fields" });

@@ -1,6 +1,16 @@
-import { type Caller, type CustomCondition, type FilterOp, isCustomCondition, isCustomSort, ME, type TaskFilter, type TaskSort } from "@tasksvc/contracts";
+import {
+  type Caller,
+  type CustomCondition,
+  type CustomFieldType,
+  type FilterOp,
+  isCustomCondition,
+  isCustomSort,
+  ME,
+  type TaskFilter,
+  type TaskSort,
+} from "@tasksvc/contracts";
 import { fieldError } from "@tasksvc/errors";
-import type { CustomFieldType, ResolvedCustom } from "../repo/custom-filter-sql.js";
+import type { ResolvedCustom } from "../repo/custom-filter-sql.js";
 import type { Repositories } from "../repo/repositories.js";
 import type { CustomSortType } from "../repo/task-search.js";
 
@@ -50,7 +60,7 @@ export async function resolveCustom(
   const keys = filter === undefined ? new Set<string>() : customKeys(filter, new Set());
   if (isCustomSort(sort)) keys.add(keyOf(sort.replace(/^-/, "")));
   if (keys.size === 0) return { filter, sortType: undefined };
-  const types = new Map((await r.customFields.definitions(c.organizationId, [...keys], false)).map((d) => [d.key, d.type as CustomFieldType]));
+  const types = new Map((await r.customFields.definitions(c.organizationId, [...keys], false)).map((d) => [d.key, d.type]));
   let sortType: CustomSortType | undefined;
   if (isCustomSort(sort)) {
     const type = types.get(keyOf(sort.replace(/^-/, "")));

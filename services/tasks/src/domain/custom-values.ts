@@ -1,17 +1,11 @@
 import type { Caller, CustomFieldValue } from "@tasksvc/contracts";
+import type { StampedDefinition } from "../repo/custom-fields-repo.js";
 import { fieldError } from "@tasksvc/errors";
 import { inJsonbOrder } from "../repo/task-json.js";
 import type { MembersPort } from "./people.js";
 
-export type FieldType = "text" | "number" | "date" | "select" | "multi_select" | "user" | "checkbox" | "url";
-export interface FieldDefinition {
-  id: string;
-  key: string;
-  type: FieldType;
-  options: ReadonlyArray<{ id: string }>;
-  /** The row's version (xmin): a create's insert proceeds only if the definition is still this one. */
-  stamp: string;
-}
+/** The row's version (`stamp`, xmin) lets a create's insert proceed only if the definition is still this one. */
+type FieldDefinition = StampedDefinition;
 export type CustomValues = Record<string, CustomFieldValue>;
 
 /** Every value a task's custom fields hold, as JSON: one field's text may take 10,000 characters, not fifty of them. */

@@ -1,8 +1,7 @@
-import type { CustomCondition, FilterValue } from "@tasksvc/contracts";
+import type { CustomCondition, CustomFieldType, FilterValue } from "@tasksvc/contracts";
 import { type Fragment, jsonb, type Sql } from "@tasksvc/db";
-import { REMOVALS_PENDING, shownCustomSql } from "./task-fields.js";
+import { removalsPending, shownCustomSql } from "./task-fields.js";
 
-export type CustomFieldType = "text" | "number" | "date" | "select" | "multi_select" | "user" | "checkbox" | "url";
 /** A custom condition the domain has checked against the field's definition (its type, `me` resolved). */
 export type ResolvedCustom = CustomCondition & { type: CustomFieldType };
 export const isResolvedCustom = (c: CustomCondition): c is ResolvedCustom => "type" in c;
@@ -26,7 +25,7 @@ export function customCondition(sql: Sql, c: ResolvedCustom, negated: boolean): 
     // The driver writes a jsonb parameter as JSON itself: given text, it would send a JSON string.
     // While no removal runs (decided once per statement), the stored containment is the whole condition.
     const doc = { [key]: v };
-    return sql`(${sql.unsafe(STORED)} @> ${jsonb(sql, doc)} and (not ${sql.unsafe(REMOVALS_PENDING)} or shown_custom_fields(organization_id, custom_fields) @> ${jsonb(sql, doc)}))`;
+    return sql`(${sql.unsafe(STORED)} @> ${jsonb(sql, doc)} and (not ${sql.unsafe(removalsPending(""))} or shown_custom_fields(organization_id, custom_fields) @> ${jsonb(sql, doc)}))`;
   };
   const text = sql`(${shown} ->> ${key})`;
   const list = (v: FilterValue) => (Array.isArray(v) ? v : [v]).map(String);

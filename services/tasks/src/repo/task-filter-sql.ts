@@ -1,7 +1,7 @@
 import type { FilterField, FilterOp, FilterValue, OpsOf, TaskCondition, TaskFilter } from "@tasksvc/contracts";
 import { isCustomCondition, taskNumber } from "@tasksvc/contracts";
 import { customCondition, isResolvedCustom } from "./custom-filter-sql.js";
-import { REMOVALS_PENDING } from "./task-fields.js";
+import { removalsPending } from "./task-fields.js";
 import type { Fragment, Sql } from "@tasksvc/db";
 
 /** The GIN index is on this very expression (indexes.ts), so it must not change alone. */
@@ -179,7 +179,7 @@ function assigneeCondition(sql: Sql, op: FilterOp, value: FilterValue, negated: 
  */
 function labelCondition(sql: Sql, op: FilterOp, value: FilterValue, negated: boolean): Fragment {
   const ids = Array.isArray(value) ? value.map(String) : [String(value)];
-  const pending = sql.unsafe(REMOVALS_PENDING);
+  const pending = sql.unsafe(removalsPending(""));
   // While no removal runs (decided once per statement), the stored match is the whole condition: one the planner can estimate.
   const both = (op: "@>" | "&&") => {
     const o = sql.unsafe(op);

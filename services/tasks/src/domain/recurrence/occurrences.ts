@@ -29,9 +29,11 @@ export async function makeOccurrences(r: Repositories, org: string, list: Occurr
   const numbers = list.map((o) => o.head);
   // The definitions first, then the heads as reads show them: a field or option removed after the
   // definitions were read changes their row version, and the create then writes nothing.
-  const keys = [...new Set((await r.tasks.byNumber(org, numbers)).flatMap((t) => Object.keys(t.custom_fields)))];
+  // Heads without values (most) are read once.
+  const first = await r.tasks.byNumber(org, numbers);
+  const keys = [...new Set(first.flatMap((t) => Object.keys(t.custom_fields)))];
   const fieldsSeen = (keys.length === 0 ? [] : await r.customFields.definitions(org, keys, false)).map((d) => ({ id: d.id, stamp: d.stamp }));
-  const heads = new Map((await r.tasks.byNumber(org, numbers)).map((t) => [t.number, t]));
+  const heads = new Map((keys.length === 0 ? first : await r.tasks.byNumber(org, numbers)).map((t) => [t.number, t]));
   const items = list.map(({ head, slot }) => {
     const current = heads.get(String(head));
     if (!current) throw new NotMade();
