@@ -93,5 +93,6 @@ describe("changes on task events", () => {
       { what: "the task's five deliveries", timeoutMs: 20_000 },
     );
     for (const e of fed) expect((bodies ?? []).find((b) => b.event_id === e.id)?.payload.changes, e.type).toEqual(e.changes);
-  });
+    // Past its two waits of 20 s each, so that a slow stream or fan-out is named by the wait, not by the test's timeout.
+  }, 60_000);
 });
