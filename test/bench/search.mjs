@@ -259,7 +259,7 @@ export async function seedSearchData(databaseUrl, tenants, log = () => {}) {
     const indexes = await sql`
       select c.relname as name, pg_get_indexdef(i.indexrelid) as def, i.indexrelid::regclass::text as qualified
       from pg_index i join pg_class c on c.oid = i.indexrelid join pg_am a on a.oid = c.relam
-      where i.indrelid in ('tasks.tasks'::regclass, 'tasks.task_followers'::regclass)
+      where i.indrelid in ('tasks.tasks'::regclass, 'tasks.task_followers'::regclass, 'tasks.task_sort_values'::regclass)
         and not exists (select 1 from pg_constraint k where k.conindid = i.indexrelid)
       order by a.amname = 'btree', c.relname`;
     for (const ix of indexes) await sql.unsafe(`drop index ${ix.qualified}`);
@@ -286,6 +286,10 @@ export async function seedSearchData(databaseUrl, tenants, log = () => {}) {
       lanes,
       halves.map((h) => (l) => insertFollowers(l, h)),
     );
+    await inLanes(
+      lanes,
+      halves.map((h) => (l) => insertSortValues(l, h)),
+    );
     const followers = lap();
     for (const t of tenants) {
       await sql`
@@ -309,7 +313,7 @@ export async function seedSearchData(databaseUrl, tenants, log = () => {}) {
     for (const l of lanes) await l`reset session_replication_role`;
     await inLanes(
       lanes,
-      ["tasks.tasks", "tasks.task_versions", "tasks.task_followers", "tasks.org_counters", "tasks.labels", "tasks.custom_fields"].map(
+      ["tasks.tasks", "tasks.task_versions", "tasks.task_followers", "tasks.task_sort_values", "tasks.org_counters", "tasks.labels", "tasks.custom_fields"].map(
         (t) => (l) => l.unsafe(`vacuum analyze ${t}`),
       ),
     );
@@ -532,6 +536,14 @@ async function insertFollowers(sql, { org, from, to }) {
       union all
       select a, 'assignee' from unnest(t.assignee_ids) a where a <> t.owner_user_id
     ) f(user_id, reason)
+    where t.organization_id = ${org} and t.number between ${from} and ${to}`;
+}
+
+/** As the service's trigger writes them (disabled while seeding), by the same function. */
+async function insertSortValues(sql, { org, from, to }) {
+  await sql`
+    insert into tasks.task_sort_values
+    select r.* from tasks.tasks t cross join lateral tasks.task_sort_rows(t.organization_id, t.number, t.custom_fields) r
     where t.organization_id = ${org} and t.number between ${from} and ${to}`;
 }
 

@@ -64,6 +64,25 @@ describe("assignees on tasks", () => {
     expect(await taskCount(t.organizationId)).toBe(before);
   });
 
+  it("when an assignee was accepted moments ago and then leaves the organization, then the next write naming them is 400 on every replica", async () => {
+    const t = await f.tenant();
+    const leaver = await f.user(t.organizationId);
+    // Enough writes through both gateways that every tasks replica has confirmed the membership.
+    for (let i = 0; i < 8; i++) {
+      const r = await (i % 2 ? gw2 : gw).post("/v1/tasks", { title: `with ${i}`, assignee_ids: [leaver.userId] }, { token: t.apiKey });
+      expect(r.status, r.text).toBe(201);
+    }
+    const removed = await gw.delete(`/v1/members/${leaver.userId}`, { token: t.apiKey });
+    expect(removed.status, removed.text).toBe(200);
+    const before = await taskCount(t.organizationId);
+    for (let i = 0; i < 8; i++) {
+      const r = await (i % 2 ? gw2 : gw).post("/v1/tasks", { title: `after ${i}`, assignee_ids: [leaver.userId] }, { token: t.apiKey });
+      expect(r.status, r.text).toBe(400);
+      expect(pointersOf(r.body)).toEqual(["/assignee_ids/0"]);
+    }
+    expect(await taskCount(t.organizationId)).toBe(before);
+  });
+
   it("when assignees change, then a new version with changes.assignee_ids in task.updated; the same list again writes nothing; a newly assigned member follows", async () => {
     const t = await f.tenant();
     const ann = await f.user(t.organizationId);

@@ -3,7 +3,7 @@ import { TASK_INDEXES } from "./repo/indexes.js";
 import { fileURLToPath } from "node:url";
 import { blobStoreSetting, natsBlobStore, s3BlobStore, type BlobStore } from "@tasksvc/blobs";
 import { serviceSettings, settings } from "@tasksvc/config";
-import { keysRpc, rolloverMessages, taskEventsStream, taskJobs, tasksChangedSubject, tasksRpc, TasksChanged, webhookMessages } from "@tasksvc/contracts";
+import { KeysInvalidation, keysInvalidationSubject, keysRpc, rolloverMessages, taskEventsStream, taskJobs, tasksChangedSubject, tasksRpc, TasksChanged, webhookMessages } from "@tasksvc/contracts";
 import { consume, decodeJson, encodeJson, jetstream, nanos, pageBudget } from "@tasksvc/nats";
 import { defineService } from "@tasksvc/runtime";
 import { z } from "zod";
@@ -15,6 +15,7 @@ import { dependenciesSystem } from "./domain/dependencies.js";
 import { eventsSystem } from "./domain/events/system.js";
 import { followersSystem } from "./domain/followers.js";
 import { labelsSystem } from "./domain/labels.js";
+import { membersCache } from "./domain/members-cache.js";
 import { projectsSystem } from "./domain/projects.js";
 import { recurrenceSystem } from "./domain/recurrence/system.js";
 import { removalsSystem } from "./domain/removals.js";
@@ -35,6 +36,8 @@ export const TasksConfig = z.object({
   /** Never kept in the database. */
   LINK_SIGNING_KEYS: linkSigningKeysSetting,
   RPC_TIMEOUT_MS: settings.RPC_TIMEOUT_MS,
+  /** How long a membership the keys service confirmed is trusted here, as the gateways trust an identity. */
+  AUTH_CACHE_TTL_MS: settings.AUTH_CACHE_TTL_MS,
 });
 export type TasksConfig = z.output<typeof TasksConfig>;
 
@@ -78,6 +81,14 @@ export const service = defineService({
     const cache = taskCache();
     const changedSubject = tasksChangedSubject(namespace);
     const keys = client(keysRpc, { timeoutMs: cfg.RPC_TIMEOUT_MS });
+    const members = membersCache(
+      {
+        async current(ctx, organizationId, userIds) {
+          return new Set((await keys.call("currentMembers", { organization_id: organizationId, user_ids: [...userIds] }, ctx)).user_ids);
+        },
+      },
+      { ttlMs: cfg.AUTH_CACHE_TTL_MS },
+    );
     const res = tasksResources(db, {
       written: () => relay.notify(),
       pageBytes: pageBudget(nc),
@@ -97,11 +108,7 @@ export const service = defineService({
         await jetstream(nc).publish(taskJobs.removal.subject(namespace), encodeJson(job), { msgID: taskJobs.removal.msgId(job) });
       },
       log,
-      members: {
-        async current(ctx, organizationId, userIds) {
-          return new Set((await keys.call("currentMembers", { organization_id: organizationId, user_ids: [...userIds] }, ctx)).user_ids);
-        },
-      },
+      members: members.port,
     });
     const events = eventsSystem(res);
     // Taken into this outbox, they reach the feed, the live stream and the fan-out in one order. The
@@ -131,10 +138,22 @@ export const service = defineService({
       },
     });
     onStop(() => changes.unsubscribe());
+    const memberships = nc.subscribe(keysInvalidationSubject(namespace), {
+      callback: (err, msg) => {
+        if (err) return void log.error({ err }, "membership subscription error");
+        const m = KeysInvalidation.safeParse(decodeJson(msg.data));
+        if (m.success) members.invalidate(m.data.organization_id);
+        else members.clear();
+      },
+    });
+    onStop(() => memberships.unsubscribe());
     // Broadcasts may be lost while disconnected: forget everything on any connection trouble.
     void (async () => {
       for await (const s of nc.status()) {
-        if (s.type === "disconnect" || s.type === "reconnect" || s.type === "slowConsumer") cache.clear();
+        if (s.type === "disconnect" || s.type === "reconnect" || s.type === "slowConsumer") {
+          cache.clear();
+          members.clear();
+        }
       }
     })();
     every(60 * 60_000, "idempotency sweep", () => res.repos.idempotency.sweep());

@@ -1,5 +1,19 @@
 import type { Page, RawJson, Task, TaskFilter, TaskSort, TaskSortKey } from "@tasksvc/contracts";
-import { type Budgeted, cancelAt, DEFAULT_PAGE_BYTES, decodeKeyset, KEYSET_TIME, rawPageOf, READ_SUFFIX, type Sql, withinBudget } from "@tasksvc/db";
+import {
+  type Budgeted,
+  cancelAt,
+  DEFAULT_PAGE_BYTES,
+  decodeKeyset,
+  type Fragment,
+  KEYSET_TIME,
+  rawPageOf,
+  READ_SUFFIX,
+  type Sql,
+  withinBudget,
+} from "@tasksvc/db";
+import { type CustomSortType, customSortedRows } from "./custom-sort-sql.js";
+
+export type { CustomSortType };
 import { compileFilter, indexedText, namesArchived, TEXT_QUERY, TEXT_VECTOR, textConditions } from "./task-filter-sql.js";
 import { TASK_JSON, TASK_JSON_REENCODE } from "./task-json.js";
 
@@ -35,23 +49,10 @@ const SORT_KEYS: Record<TaskSortKey, { asc: string; desc: string; text: (e: stri
   },
 };
 
-/** The keys are checked against `^[a-z][a-z0-9_]{0,39}$` and their types by the domain, so they may be written into the statement. */
-export type CustomSortType = "number" | "date";
-const customSortKey = (key: string, type: CustomSortType) =>
-  type === "number"
-    ? {
-        asc: `coalesce(case when jsonb_typeof(custom_fields->'${key}') = 'number' then (custom_fields->'${key}')::numeric end, 'Infinity'::numeric)`,
-        desc: `coalesce(case when jsonb_typeof(custom_fields->'${key}') = 'number' then (custom_fields->'${key}')::numeric end, '-Infinity'::numeric)`,
-        text: (e: string) => `${e}::text`,
-        readBack: "::text::numeric",
-      }
-    : // YYYY-MM-DD sorts as text; no date reaches 'z', and every one passes ''.
-      { asc: `coalesce(custom_fields->>'${key}', 'z')`, desc: `coalesce(custom_fields->>'${key}', '')`, text: (e: string) => e, readBack: "::text" };
-
-export function sortOf(sort: TaskSort, customType?: CustomSortType) {
+export function sortOf(sort: TaskSort) {
   const desc = sort.startsWith("-");
   const name = desc ? sort.slice(1) : sort;
-  const key = customType !== undefined && name.startsWith("custom.") ? customSortKey(name.slice("custom.".length), customType) : SORT_KEYS[name as TaskSortKey];
+  const key = SORT_KEYS[name as TaskSortKey];
   const expr = desc ? key.desc : key.asc;
   return { desc, expr, text: key.text(expr), readBack: key.readBack };
 }
@@ -89,25 +90,38 @@ export interface TaskQuery {
   after?: string | undefined;
 }
 
+/** A page in the order of a task's own column, walked on the index of that order (indexes.ts). */
+function plainRows(sql: Sql, org: string, q: TaskQuery, where: Fragment, textJoin: Fragment, cursor: [string, string] | undefined): Fragment {
+  const s = sortOf(q.sort);
+  const expr = sql.unsafe(s.expr);
+  const dir = sql.unsafe(s.desc ? "desc" : "asc");
+  const after =
+    cursor === undefined
+      ? sql``
+      : sql`and (${expr}, tasks.number) ${sql.unsafe(s.desc ? "<" : ">")} (${cursor[0]}${sql.unsafe(s.readBack)}, ${cursor[1]}::bigint)`;
+  // In ORDER BY, `number` would be the text output column, not the table's bigint: hence another name.
+  return sql`
+    select tasks.*, ${sql.unsafe(s.text)} as cursor_at, number::text as cursor_number, ${expr} as sort_value,
+      tasks.number as sort_number, ${sql.unsafe(LEAST_BYTES)} as least_bytes
+    from tasks ${textJoin}
+    where organization_id = ${org} and ${where} ${after}
+    order by ${expr} ${dir}, tasks.number ${dir}
+    limit ${q.limit + 1}`;
+}
+
 export function taskSearch(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
   const taskJson = sql.unsafe(TASK_JSON);
   const reencode = sql.unsafe(TASK_JSON_REENCODE);
   return {
     async page(org: string, q: TaskQuery): Promise<RawJson<Page<Task>>> {
-      const s = sortOf(q.sort, q.sortType);
-      const expr = sql.unsafe(s.expr);
-      const dir = sql.unsafe(s.desc ? "desc" : "asc");
-      let after = sql``;
-      if (q.after) {
-        const [v, n] = decodeKeyset(q.after, 2);
-        after = sql`and (${expr}, tasks.number) ${sql.unsafe(s.desc ? "<" : ">")} (${String(v)}${sql.unsafe(s.readBack)}, ${String(n)}::bigint)`;
-      }
+      const desc = q.sort.startsWith("-");
+      const cursor = q.after === undefined ? undefined : (decodeKeyset(q.after, 2).map(String) as [string, string]);
       // One text condition is written on the indexed expression; several read the row's vector
       // computed once (TEXT_JOIN), one repeated on the expression, for the index.
       const several = q.filter !== undefined && textConditions(q.filter) > 1;
       const filter = q.filter === undefined ? sql`true` : compileFilter(sql, q.filter, false, several ? "task_text.vector" : TEXT_VECTOR);
       const indexed = several && q.filter !== undefined ? indexedText(q.filter) : undefined;
-      const textJoin = several ? sql.unsafe(TEXT_JOIN) : sql``;
+      const textJoin = several ? sql`${sql.unsafe(TEXT_JOIN)}` : sql``;
       const textIndex = indexed === undefined ? sql`` : sql`and ${sql.unsafe(TEXT_VECTOR)} @@ ${sql.unsafe(TEXT_QUERY)}${indexed})`;
       const archived = q.filter !== undefined && namesArchived(q.filter) ? sql`` : sql`and archived = false`;
       let horizon = sql``;
@@ -117,17 +131,23 @@ export function taskSearch(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
         if (h === undefined) throw new Error("the sync horizon query answered no row");
         horizon = sql`and updated_at < ${h.horizon}::timestamptz`;
       }
-      // In ORDER BY, `number` would be the text output column, not the table's bigint: hence another name.
-      const raw = sql`
-        select tasks.*, ${sql.unsafe(s.text)} as cursor_at, number::text as cursor_number, ${expr} as sort_value,
-          tasks.number as sort_number, ${sql.unsafe(LEAST_BYTES)} as least_bytes
-        from tasks ${textJoin}
-        where organization_id = ${org} ${archived} ${textIndex} and ${filter}
-          ${q.series === undefined ? sql`` : sql`and series_head = ${q.series}`}
-          ${horizon} ${after}
-        order by ${expr} ${dir}, tasks.number ${dir}
-        limit ${q.limit + 1}`;
-      const order = `item.sort_value ${s.desc ? "desc" : "asc"}, item.sort_number ${s.desc ? "desc" : "asc"}`;
+      const where = sql`true ${archived} ${textIndex} and ${filter} ${q.series === undefined ? sql`` : sql`and series_head = ${q.series}`} ${horizon}`;
+      const raw =
+        q.sortType === undefined
+          ? plainRows(sql, org, q, where, textJoin, cursor)
+          : customSortedRows(sql, {
+              org,
+              key: q.sort.replace(/^-?custom\./, ""),
+              type: q.sortType,
+              desc,
+              limit: q.limit,
+              after: cursor,
+              where,
+              textJoin,
+              extra: `${LEAST_BYTES} as least_bytes`,
+              filter: q.filter,
+            });
+      const order = `item.sort_value ${desc ? "desc" : "asc"}, item.sort_number ${desc ? "desc" : "asc"}`;
       // Cut first by a lower bound read without unpacking the text, so the JSON is built only for tasks
       // that may fit (for tasks of 600 kB each, 60 MB were built to send one); then by the JSON's size.
       const mayFit = withinBudget(sql, raw, "item.least_bytes", order, pageBytes);
