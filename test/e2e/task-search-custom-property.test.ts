@@ -200,7 +200,9 @@ describe("labels and custom fields in search, against an oracle", () => {
       fc.asyncProperty(
         filterArb,
         pick(["-updated_at", "custom.estimate", "-custom.estimate", "custom.release", "-custom.release"]),
-        fc.integer({ min: 7, max: 60 }),
+        // Pages of 1-3 tasks make the walk of the list's first rows (40 per row of the page) end
+        // before the 300 tasks do, so a page is also answered from a partial walk.
+        fc.oneof(fc.integer({ min: 1, max: 3 }), fc.integer({ min: 7, max: 60 })),
         async (raw, sort, limit) => {
           const filter = resolve(raw);
           const want = sorted(

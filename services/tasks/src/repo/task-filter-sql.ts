@@ -220,3 +220,11 @@ export function namesArchived(f: TaskFilter): boolean {
   if ("not" in f) return namesArchived(f.not);
   return f.field === "archived";
 }
+
+/** Whether a custom field's condition is anywhere in the filter. */
+export function hasCustom(f: TaskFilter): boolean {
+  if ("and" in f) return f.and.some(hasCustom);
+  if ("or" in f) return f.or.some(hasCustom);
+  if ("not" in f) return hasCustom(f.not);
+  return isCustomCondition(f);
+}
