@@ -35,6 +35,8 @@ import postgres from "postgres";
 
 const CONNECTIONS = 16;
 const SIZES = (process.env.BENCH_SEARCH_SIZES ?? "10000,1000000").split(",").map(Number);
+/** BENCH_SEARCH_ONLY: comma-separated parts of scenario names to run (the baseline always runs). */
+const ONLY = process.env.BENCH_SEARCH_ONLY?.split(",").filter(Boolean);
 /** The rare word: its letters are outside the generated words' alphabet, so only planted tasks have it. */
 export const NEEDLE = "quartzyx";
 const NEEDLES = 50;
@@ -142,6 +144,8 @@ const toRequest = (s, t) => {
  * so both see the machine alike), then captures the plans at the largest size.
  * `admin(...args)` is run.mjs's admin CLI; `measure(name, req, connections)` its warm-up + wrk run.
  */
+const chosen = () => (ONLY === undefined ? SCENARIOS : SCENARIOS.filter((s, i) => i === 0 || ONLY.some((o) => s.name.includes(o))));
+
 export async function searchScenarios({ databaseUrl, gateway, admin, measure, log }) {
   const tenants = SIZES.map((size) => {
     const t = admin("bootstrap", "--org", `Search ${size}`, "--plan", "team", "--email", `search-${size}@example.test`);
@@ -153,7 +157,7 @@ export async function searchScenarios({ databaseUrl, gateway, admin, measure, lo
   const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} });
   const rows = [];
   try {
-    for (const s of SCENARIOS) {
+    for (const s of chosen()) {
       const row = { name: s.name, at: {} };
       for (const t of tenants) {
         const req = toRequest(s, t);
@@ -642,7 +646,7 @@ async function capturePlans({ databaseUrl, gateway, tenant, log, runs = 10 }) {
       await sql.unsafe(`alter database "${db}" set ${s}`);
     await renewTasksConnections(sql);
     const plans = [];
-    for (const s of SCENARIOS) {
+    for (const s of chosen()) {
       const req = toRequest(s, tenant);
       const offset = statSync(logPath).size;
       // A prepared statement is planned afresh for its first five runs; later ones may reuse a
