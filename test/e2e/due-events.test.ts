@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // Due-date events through the running services. The file runs its own two tasks replicas (the stack
 // starts none), ticking every 100 ms with a one-hour window, so that it can stop both and start two
-// new ones as a restart does. A due date a few seconds ahead is within the window at once and passes
+// new ones as a restart does. A due date five seconds ahead is within the window at once and passes
 // while the test polls.
 const SETTINGS = { DUE_TICK: "100ms", DUE_SOON_WINDOW: "1h" };
 type Replica = Awaited<ReturnType<typeof startService>>;
@@ -102,14 +102,13 @@ describe("due-date events with two tasks replicas", () => {
     const ep = await gw.post("/v1/webhook-endpoints", { url: `https://hooks.example.com/${randomUUID()}` }, { token: t.apiKey });
     expect(ep.status, ep.text).toBe(201);
     const stream = await openSse(`${gatewayUrl(stack)}/v1/events/stream?type=task.due_soon,task.overdue`, { token: t.apiKey });
-    const task = await createTask(t, { due_date: inSeconds(3) });
-    const seen = await eventsWhen(t, 2);
+    const task = await createTask(t, { due_date: inSeconds(5) });
+    await eventsWhen(t, 2);
     await ticksPass(10);
     expect(await dueEvents(t)).toEqual([
       { type: "task.due_soon", task: task.id, due: task.due_date },
       { type: "task.overdue", task: task.id, due: task.due_date },
     ]);
-    expect(seen).toHaveLength(2);
     // The task as reads show it, with no `changes`.
     const read = await gw.get(`/v1/tasks/${task.id}`, { token: t.apiKey });
     const feed = await gw.get("/v1/events?type=task.overdue", { token: t.apiKey });
@@ -135,7 +134,7 @@ describe("due-date events with two tasks replicas", () => {
     const t = await f.tenant();
     const task = await createTask(t, { due_date: inSeconds(-3600) });
     await eventsWhen(t, 1);
-    const moved = await gw.patch(`/v1/tasks/${task.id}`, { due_date: inSeconds(3) }, { token: t.apiKey });
+    const moved = await gw.patch(`/v1/tasks/${task.id}`, { due_date: inSeconds(5) }, { token: t.apiKey });
     expect(moved.status, moved.text).toBe(200);
     await eventsWhen(t, 3);
     await ticksPass(10);
@@ -149,9 +148,12 @@ describe("due-date events with two tasks replicas", () => {
   it("when a task is COMPLETED or archived, then it gets no due-date event", async () => {
     const t = await f.tenant();
     await createTask(t, { status: "COMPLETED", due_date: inSeconds(-7200) });
-    const shelved = await createTask(t, { due_date: inSeconds(-7200) });
+    // Archived before it has a due date, so no tick can come between the date and the archiving.
+    const shelved = await createTask(t, {});
     const archived = await gw.post(`/v1/tasks/${shelved.id}/archive`, undefined, { token: t.apiKey });
     expect(archived.status, archived.text).toBe(200);
+    const dated = await gw.patch(`/v1/tasks/${shelved.id}`, { due_date: inSeconds(-7200) }, { token: t.apiKey });
+    expect(dated.status, dated.text).toBe(200);
     await createTask(t, { status: "COMPLETED", due_date: inSeconds(600) });
     // Due later than the others: once its event is there, a tick has passed over them.
     const open = await createTask(t, { due_date: inSeconds(-60) });

@@ -206,7 +206,7 @@ export const service = defineService({
     every(cfg.RECURRENCE_TICK, "recurrence", () => recurrence.tick(new Date(Date.now() + cfg.RECURRENCE_CLOCK_AHEAD)));
     // Every replica ticks; a task's row records the due date each event was sent for, in the event's transaction.
     const dueDates = dueDatesSystem(res, { windowMs: cfg.DUE_SOON_WINDOW });
-    every(cfg.DUE_TICK, "due dates", () => dueDates.tick(new Date()).then(() => undefined));
+    every(cfg.DUE_TICK, "due dates", () => dueDates.tick(new Date()));
 
     const store: BlobStore =
       cfg.BLOB_STORE.kind === "nats" ? await natsBlobStore(nc, namespace, { replicas: cfg.NATS_STREAM_REPLICAS }) : s3BlobStore(cfg.BLOB_STORE);
