@@ -16,11 +16,11 @@ interface Sent {
   data: Task & { [k: string]: unknown };
   changes: unknown;
 }
-/** The organization's due-date events as the feed keeps them, oldest first. */
+/** The organization's due-date events as the feed keeps them, oldest first (one transaction's in task order). */
 async function sent(c: Caller): Promise<Sent[]> {
   const rows = await db.sql<{ type: string; payload: { data: Task; changes?: unknown } }[]>`
     select type, payload from events where organization_id = ${c.organizationId} and type in ('task.due_soon', 'task.overdue')
-    order by created_at, id`;
+    order by created_at, substr(payload->'data'->>'id', 3)::int`;
   return rows.map((r) => ({ type: r.type, id: r.payload.data.id, data: r.payload.data, changes: r.payload.changes }));
 }
 const kinds = async (c: Caller) => (await sent(c)).map((e) => `${e.type} ${e.id}`);
