@@ -3,7 +3,7 @@ import type { components } from "./schema.js";
 
 type StreamedEvent = components["schemas"]["Event"];
 type Problem = components["schemas"]["Problem"];
-/** An event's type: `task.created`, `task.updated`, `task.archived`, or an endpoint's `webhook_endpoint.disabled` or `webhook_endpoint.enabled`. */
+/** An event's type: `task.created`, `task.updated`, `task.archived`, `task.due_soon`, `task.overdue`, or an endpoint's `webhook_endpoint.disabled` or `webhook_endpoint.enabled`. */
 export type EventType = StreamedEvent["type"];
 
 export interface EventStreamOptions {

@@ -2171,7 +2171,7 @@ export interface components {
              *       "task.updated"
              *     ]
              */
-            event_types: ("task.created" | "task.updated" | "task.archived" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
+            event_types: ("task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
             /**
              * @description Whether the endpoint answered a verification probe with a 2xx.
              * @example true
@@ -2238,7 +2238,7 @@ export interface components {
              *       "task.updated"
              *     ]
              */
-            event_types: ("task.created" | "task.updated" | "task.archived" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
+            event_types: ("task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
             /**
              * @description Whether the endpoint answered a verification probe with a 2xx.
              * @example true
@@ -2310,7 +2310,7 @@ export interface components {
              *       "task.updated"
              *     ]
              */
-            event_types: ("task.created" | "task.updated" | "task.archived" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
+            event_types: ("task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
             /**
              * @description Whether the endpoint answered a verification probe with a 2xx.
              * @example true
@@ -2417,11 +2417,11 @@ export interface components {
              */
             id: string;
             /**
-             * @description What happened: task.created, task.updated or task.archived.
+             * @description What happened: task.created, task.updated or task.archived; task.due_soon when an open task's due date came within the due-soon window (24 hours by default), task.overdue when it passed. Each of the last two comes once per due date value of a task that is neither COMPLETED nor archived, at most one check late (checks come every minute by default); a task whose due date is already past when it is first checked gets task.overdue alone. Moving the due date makes both come again for the new date.
              * @example task.updated
              * @enum {string}
              */
-            type: "task.created" | "task.updated" | "task.archived";
+            type: "task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue";
             /**
              * Format: date-time
              * @description When it happened (UTC, ISO 8601): the time of the change's transaction.
@@ -2429,7 +2429,7 @@ export interface components {
              */
             timestamp: string;
             /**
-             * @description The task after the change, in its API shape.
+             * @description The task after the change, in its API shape; for task.due_soon and task.overdue, the task as it was when its due date came near or passed.
              * @example {
              *       "id": "T-42",
              *       "version": 3,
@@ -2588,7 +2588,7 @@ export interface components {
                 updated_at: string;
             };
             /**
-             * @description On task.updated and task.archived: each field of the task that changed, with its value before (`from`) and after (`to`); empty when nothing the task shows changed. Absent on task.created and on events from before it was added. When both values would make the event larger than 256 KiB, each free-text field (title, description, notes) that changed is given as `{ from_length, to_length, truncated: true }` instead: the lengths in characters (null for a null value); the new value is in `data`.
+             * @description On task.updated and task.archived: each field of the task that changed, with its value before (`from`) and after (`to`); empty when nothing the task shows changed. Absent on task.created, task.due_soon and task.overdue, and on events from before it was added. When both values would make the event larger than 256 KiB, each free-text field (title, description, notes) that changed is given as `{ from_length, to_length, truncated: true }` instead: the lengths in characters (null for a null value); the new value is in `data`.
              * @example {
              *       "status": {
              *         "from": "TODO",
@@ -4153,7 +4153,7 @@ export interface components {
              *       "task.updated"
              *     ]
              */
-            event_types?: ("task.created" | "task.updated" | "task.archived" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
+            event_types?: ("task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
             /**
              * @description At most this many deliveries start per second, counted over any one-second window and across every delivery worker; deliveries past it wait their turn (they never fail because of it). null: no limit.
              * @example 50
@@ -4173,7 +4173,7 @@ export interface components {
              *       "task.updated"
              *     ]
              */
-            event_types?: ("task.created" | "task.updated" | "task.archived" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
+            event_types?: ("task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
             /**
              * @description Whether deliveries are sent (false after auto-disable or by choice).
              * @example true
@@ -4191,7 +4191,7 @@ export interface components {
              * @example task.created
              * @enum {string}
              */
-            event_type?: "task.created" | "task.updated" | "task.archived" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled";
+            event_type?: "task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled";
         };
         ReplayFailedWebhookDeliveriesRequest: {
             /**
@@ -13648,7 +13648,7 @@ export interface operations {
                  * @description Only events of this type. The webhook_endpoint.* types need the scope webhooks:read; without it they are left out.
                  * @example task.updated
                  */
-                type?: "task.created" | "task.updated" | "task.archived" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled";
+                type?: "task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled";
                 /** @description Only the events of this task, T-\<n\> (404 when no task has this id). */
                 task_id?: string;
                 /**
@@ -13771,7 +13771,7 @@ export interface operations {
                  * @description Only events of these types, comma-separated (`task.created,task.updated`). The webhook_endpoint.* types need the scope webhooks:read; without it they are left out.
                  * @example task.updated
                  */
-                type?: string | ("task.created" | "task.updated" | "task.archived" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
+                type?: string | ("task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
                 /** @description Resume after this event (its id, the `id:` of a message or a webhook-id): first every later event of the last 30 days, then live ones. The `Last-Event-ID` header does the same and wins over it. */
                 after?: string;
             };

@@ -250,7 +250,8 @@ export type UpdateTaskBody = z.infer<typeof UpdateTaskBody>;
 export const TaskIdParam = OpaqueId.meta({ description: "The task's id (T-<n>).", examples: ["T-1"] });
 export const TaskParams = z.object({ task_id: TaskIdParam });
 
-export const TaskEventType = z.enum(["task.created", "task.updated", "task.archived"]);
+/** task.due_soon and task.overdue come from the tasks service's due-date scheduler, not from a write. */
+export const TaskEventType = z.enum(["task.created", "task.updated", "task.archived", "task.due_soon", "task.overdue"]);
 export type TaskEventType = z.infer<typeof TaskEventType>;
 /** Written by the webhooks service, carried by the same outbox, stream, feed and deliveries as task events. */
 export const EndpointEventType = z.enum(["webhook_endpoint.disabled", "webhook_endpoint.enabled"]);
@@ -333,16 +334,23 @@ export const TEST_EVENT = z
 /** Exactly the body a webhook delivers for the event, plus its id (the delivery's `webhook-id`). */
 export const TaskFeedEvent = z.object({
   id: z.string().meta({ description: "The event's id: the `webhook-id` header of every delivery of it.", examples: [EVENT_ID] }),
-  type: TaskEventType.meta({ description: "What happened: task.created, task.updated or task.archived.", examples: ["task.updated"] }),
+  type: TaskEventType.meta({
+    description:
+      "What happened: task.created, task.updated or task.archived; task.due_soon when an open task's due date came within the due-soon window (24 hours by default), task.overdue when it passed. Each of the last two comes once per due date value of a task that is neither COMPLETED nor archived, at most one check late (checks come every minute by default); a task whose due date is already past when it is first checked gets task.overdue alone. Moving the due date makes both come again for the new date.",
+    examples: ["task.updated"],
+  }),
   timestamp: Timestamp.meta({ description: "When it happened (UTC, ISO 8601): the time of the change's transaction.", examples: [EXAMPLE_INSTANT] }),
   data: Task.extend({
     version: Task.shape.version
       .optional()
       .meta({ description: "The task's version after the change; absent on events from before tasks showed it.", examples: [3] }),
-  }).meta({ description: "The task after the change, in its API shape.", examples: [EVENT_TASK] }),
+  }).meta({
+    description: "The task after the change, in its API shape; for task.due_soon and task.overdue, the task as it was when its due date came near or passed.",
+    examples: [EVENT_TASK],
+  }),
   changes: TaskChanges.optional().meta({
     description:
-      "On task.updated and task.archived: each field of the task that changed, with its value before (`from`) and after (`to`); empty when nothing the task shows changed. Absent on task.created and on events from before it was added. When both values would make the event larger than 256 KiB, each free-text field (title, description, notes) that changed is given as `{ from_length, to_length, truncated: true }` instead: the lengths in characters (null for a null value); the new value is in `data`.",
+      "On task.updated and task.archived: each field of the task that changed, with its value before (`from`) and after (`to`); empty when nothing the task shows changed. Absent on task.created, task.due_soon and task.overdue, and on events from before it was added. When both values would make the event larger than 256 KiB, each free-text field (title, description, notes) that changed is given as `{ from_length, to_length, truncated: true }` instead: the lengths in characters (null for a null value); the new value is in `data`.",
     examples: [{ status: { from: "TODO", to: "IN_PROGRESS" }, version: { from: 2, to: 3 } }],
   }),
   test: TEST_EVENT,

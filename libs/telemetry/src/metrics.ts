@@ -197,6 +197,20 @@ export const recurrenceRollovers = new Counter({
   registers,
 });
 
+export const dueTickDuration = new Histogram({
+  name: "tasksvc_due_tick_seconds",
+  help: "One tick of the due-date scheduler: finding the tasks whose task.due_soon or task.overdue is owed, marking them, writing the events.",
+  buckets: LATENCY,
+  registers,
+});
+
+export const dueEvents = new Counter({
+  name: "tasksvc_due_events_total",
+  help: "Due-date events the scheduler wrote to the outbox, by type (task.due_soon, task.overdue).",
+  labelNames: ["type"] as const,
+  registers,
+});
+
 export const boardRollovers = new Counter({
   name: "tasksvc_board_rollovers_total",
   help: "Rollover requests the boards service handled, by outcome (placed; already: placed or removed before for that task and day).",

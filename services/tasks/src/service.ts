@@ -3,7 +3,18 @@ import { TASK_INDEXES } from "./repo/indexes.js";
 import { fileURLToPath } from "node:url";
 import { blobStoreSetting, natsBlobStore, s3BlobStore, type BlobStore } from "@tasksvc/blobs";
 import { serviceSettings, settings } from "@tasksvc/config";
-import { KeysInvalidation, keysInvalidationSubject, keysRpc, rolloverMessages, taskEventsStream, taskJobs, tasksChangedSubject, tasksRpc, TasksChanged, webhookMessages } from "@tasksvc/contracts";
+import {
+  KeysInvalidation,
+  keysInvalidationSubject,
+  keysRpc,
+  rolloverMessages,
+  taskEventsStream,
+  taskJobs,
+  tasksChangedSubject,
+  tasksRpc,
+  TasksChanged,
+  webhookMessages,
+} from "@tasksvc/contracts";
 import { consume, decodeJson, encodeJson, jetstream, nanos, pageBudget } from "@tasksvc/nats";
 import { defineService } from "@tasksvc/runtime";
 import { z } from "zod";
@@ -12,6 +23,7 @@ import { attachmentsSystem } from "./domain/attachments/system.js";
 import { taskBatches } from "./domain/batches.js";
 import { customFieldsSystem } from "./domain/custom-fields.js";
 import { dependenciesSystem } from "./domain/dependencies.js";
+import { dueDatesSystem } from "./domain/due-dates.js";
 import { eventsSystem } from "./domain/events/system.js";
 import { followersSystem } from "./domain/followers.js";
 import { labelsSystem } from "./domain/labels.js";
@@ -32,6 +44,10 @@ export const TasksConfig = z.object({
   RECURRENCE_TICK: settings.duration("30s"),
   /** For tests that need tomorrow's occurrences now, never for production. */
   RECURRENCE_CLOCK_AHEAD: settings.duration("0s"),
+  /** How long before its due date a task gets task.due_soon. */
+  DUE_SOON_WINDOW: settings.duration("24h").refine((ms) => ms <= 366 * 24 * 3600_000, "expected a duration of at most 366d"),
+  /** How often due dates are checked: an event comes at most this late. */
+  DUE_TICK: settings.duration("60s").refine((ms) => ms >= 100 && ms <= 3600_000, "expected a duration between 100ms and 1h"),
   DOWNLOAD_LINK_TTL: settings.duration("5m"),
   /** Never kept in the database. */
   LINK_SIGNING_KEYS: linkSigningKeysSetting,
@@ -188,6 +204,9 @@ export const service = defineService({
       },
     });
     every(cfg.RECURRENCE_TICK, "recurrence", () => recurrence.tick(new Date(Date.now() + cfg.RECURRENCE_CLOCK_AHEAD)));
+    // Every replica ticks; a task's row records the due date each event was sent for, in the event's transaction.
+    const dueDates = dueDatesSystem(res, { windowMs: cfg.DUE_SOON_WINDOW });
+    every(cfg.DUE_TICK, "due dates", () => dueDates.tick(new Date()));
 
     const store: BlobStore =
       cfg.BLOB_STORE.kind === "nats" ? await natsBlobStore(nc, namespace, { replicas: cfg.NATS_STREAM_REPLICAS }) : s3BlobStore(cfg.BLOB_STORE);

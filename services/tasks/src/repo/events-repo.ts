@@ -56,6 +56,18 @@ export function eventsRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
           ${jsonb(sql, task)}::jsonb as data, ${changes === undefined ? null : jsonb(sql, changes)}::jsonb as changes) e`;
     },
 
+    /** Many events of one statement, in the order given, none with `changes`. */
+    async emitEach(items: ReadonlyArray<{ organization_id: string; type: TaskEventType; task: Task }>): Promise<void> {
+      if (items.length === 0) return;
+      const input = items.map((i, ord) => ({ ord, event_id: newId("evt"), type: i.type, organization_id: i.organization_id, data: i.task }));
+      await sql`
+        insert into outbox (event_id, type, organization_id, payload)
+        select event_id, type, organization_id, ${envelope}
+        from (select x.*, null::jsonb as changes
+          from jsonb_to_recordset(${jsonb(sql, input)}) as x(ord int, event_id text, type text, organization_id text, data jsonb)) e
+        order by ord`;
+    },
+
     /** Once: an event the feed has, or the outbox holds, adds nothing (redelivered, or taken by two replicas at once). */
     async takeIn(e: EndpointEvent): Promise<boolean> {
       const rows = await sql`

@@ -2,6 +2,7 @@ import { DEFAULT_PAGE_BYTES, idempotencyRecords, type Sql } from "@tasksvc/db";
 import { attachmentsRepo } from "./attachments-repo.js";
 import { customFieldsRepo } from "./custom-fields-repo.js";
 import { dependenciesRepo } from "./dependencies-repo.js";
+import { dueRepo } from "./due-repo.js";
 import { eventStreamRepo } from "./event-stream-repo.js";
 import { eventsRepo } from "./events-repo.js";
 import { followersRepo } from "./followers-repo.js";
@@ -23,6 +24,7 @@ export function repositories(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
     labels: labelsRepo(sql, pageBytes),
     customFields: customFieldsRepo(sql, pageBytes),
     recurrence: recurrenceRepo(sql),
+    due: dueRepo(sql),
     removals: removalsRepo(sql),
     attachments: attachmentsRepo(sql),
     events: eventsRepo(sql, pageBytes),

@@ -52,6 +52,15 @@ export const SAMPLE_TASK_ID = "T-0";
 /** Like the task id, well-formed and nobody's. */
 export const SAMPLE_USER_ID = "usr_0";
 
+/** Due a week on, but as a real task.due_soon or task.overdue would be: within the day, or just past. */
+const SAMPLE_DUE_IN: Record<TaskEventType, number> = {
+  "task.created": 7 * 24 * 3600_000,
+  "task.updated": 7 * 24 * 3600_000,
+  "task.archived": 7 * 24 * 3600_000,
+  "task.due_soon": 12 * 3600_000,
+  "task.overdue": -3600_000,
+};
+
 /** A representative task, so a receiver exercises a real event's code path; archived only for task.archived. */
 export function sampleTask(type: TaskEventType, at: Date): Task {
   const now = at.toISOString();
@@ -63,7 +72,7 @@ export function sampleTask(type: TaskEventType, at: Date): Task {
     status: type === "task.created" ? "TODO" : "IN_PROGRESS",
     priority: "MEDIUM",
     start_date: now,
-    due_date: new Date(at.getTime() + 7 * 24 * 3600_000).toISOString(),
+    due_date: new Date(at.getTime() + SAMPLE_DUE_IN[type]).toISOString(),
     notes: null,
     story_points: 3,
     project_ids: [],
