@@ -3,7 +3,18 @@ import { TASK_INDEXES } from "./repo/indexes.js";
 import { fileURLToPath } from "node:url";
 import { blobStoreSetting, natsBlobStore, s3BlobStore, type BlobStore } from "@tasksvc/blobs";
 import { serviceSettings, settings } from "@tasksvc/config";
-import { KeysInvalidation, keysInvalidationSubject, keysRpc, rolloverMessages, taskEventsStream, taskJobs, tasksChangedSubject, tasksRpc, TasksChanged, webhookMessages } from "@tasksvc/contracts";
+import {
+  KeysInvalidation,
+  keysInvalidationSubject,
+  keysRpc,
+  rolloverMessages,
+  taskEventsStream,
+  taskJobs,
+  tasksChangedSubject,
+  tasksRpc,
+  TasksChanged,
+  webhookMessages,
+} from "@tasksvc/contracts";
 import { consume, decodeJson, encodeJson, jetstream, nanos, pageBudget } from "@tasksvc/nats";
 import { defineService } from "@tasksvc/runtime";
 import { z } from "zod";
