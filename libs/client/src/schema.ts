@@ -8754,6 +8754,11 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "before": "2026-11-23T09:30:00.000Z"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ReadAllNotificationsRequest"];
             };
         };
