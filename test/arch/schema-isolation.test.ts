@@ -65,7 +65,7 @@ describe("schema isolation", () => {
 
   it("when a service's migrations and statements are read, then none names another service's schema", () => {
     const owned = schemas();
-    expect(Object.keys(owned).sort()).toEqual(["boards", "gateway", "keys", "tasks", "webhooks"]);
+    expect(Object.keys(owned).sort()).toEqual(["boards", "gateway", "keys", "notifications", "tasks", "webhooks"]);
     const found: string[] = [];
     for (const [service, schema] of Object.entries(owned)) {
       const others = Object.values(owned).filter((s) => s !== schema);

@@ -1,6 +1,6 @@
 import { PLAN_DEFAULTS, PLANS, SCOPES } from "@tasksvc/contracts";
 import { operations } from "@tasksvc/gateway";
-import { e2eContext, itEnforcesAuth, type Tenant } from "@tasksvc/testing";
+import { e2eContext, eventually, itEnforcesAuth, type Tenant } from "@tasksvc/testing";
 import { beforeAll, describe, expect, it } from "vitest";
 
 /**
@@ -57,6 +57,7 @@ interface Ids {
   event_id: string;
   user_id: string;
   invitation_id: string;
+  notification_id: string;
 }
 const PLACEHOLDER_IDS: Ids = {
   organization_id: "org_x",
@@ -73,6 +74,7 @@ const PLACEHOLDER_IDS: Ids = {
   event_id: "evt_x",
   user_id: "usr_x",
   invitation_id: "inv_x",
+  notification_id: "ntf_x",
 };
 
 const nameOf = (op: { method: string; url: string }) => `${op.method} ${op.url}`;
@@ -134,7 +136,7 @@ describe("every operation on a named resource answers 404 to another organizatio
     const key = await gw.post("/v1/api-keys", { name: "owned" }, as);
     const member = await f.user(owner.organizationId, "member");
     const invitation = await gw.post("/v1/invitations", { email: f.email(), role: "member" }, as);
-    const task = await gw.post("/v1/tasks", { title: "owned" }, as);
+    const task = await gw.post("/v1/tasks", { title: "owned", assignee_ids: [member.userId] }, as);
     const blocker = await gw.post("/v1/tasks", { title: "owned blocker" }, as);
     const project = await gw.post("/v1/projects", { name: "owned" }, as);
     const label = await gw.post("/v1/labels", { name: "owned" }, as);
@@ -166,7 +168,12 @@ describe("every operation on a named resource answers 404 to another organizatio
     // An event of the owner's (the feed has it once its change committed).
     const feed = await gw.get("/v1/events?limit=1", as);
     expect(feed.status, feed.text).toBe(200);
+    // The member's notification of being assigned the task (written shortly after its event).
+    const notification = await eventually(async () => (await gw.get("/v1/notifications", { token: member.apiKey })).body.data[0]?.id ?? false, {
+      what: "the member's notification",
+    });
     ids = {
+      notification_id: notification,
       event_id: feed.body.data[0].id,
       organization_id: owner.organizationId,
       key_id: key.body.id,

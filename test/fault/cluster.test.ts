@@ -32,7 +32,7 @@ let nc: NatsConnection;
 let jsm: JetStreamManager;
 
 /** Each process's own server (index into the cluster): tasks#0 and tasks#1 apart, gateways apart. */
-const HOME: Record<ServiceName, number> = { tasks: 0, gateway: 2, keys: 1, boards: 2, webhooks: 0, delivery: 1 };
+const HOME: Record<ServiceName, number> = { tasks: 0, gateway: 2, keys: 1, boards: 2, webhooks: 0, notifications: 1, delivery: 1 };
 const home = (service: ServiceName, index: number) => (HOME[service] + index) % 3;
 
 beforeAll(async () => {

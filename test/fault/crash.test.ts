@@ -20,6 +20,7 @@ const SERVICE_READY: Record<Exclude<ServiceName, "gateway">, string> = {
   tasks: "tasks service ready",
   boards: "boards service ready",
   webhooks: "webhooks service ready",
+  notifications: "notifications service ready",
   delivery: "delivery service ready",
 };
 

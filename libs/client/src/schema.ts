@@ -436,6 +436,86 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/notifications": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your notifications in this organization, newest first (`unread=true`: only unread ones)
+         * @description Requires scope `tasks:read` and plan entitlement `public_api`. Costs 1 API call.
+         */
+        get: operations["listNotifications"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/notifications/unread-count": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How many of your notifications are unread
+         * @description Requires scope `tasks:read` and plan entitlement `public_api`. Costs 1 API call.
+         */
+        get: operations["countUnreadNotifications"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/notifications/read-all": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mark every unread notification read, or those created before `before`
+         * @description Requires scope `tasks:read` and plan entitlement `public_api`. Costs 1 API call.
+         */
+        post: operations["readAllNotifications"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/notifications/{notification_id}/read": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mark a notification read (reading it again keeps the first read time)
+         * @description Requires scope `tasks:read` and plan entitlement `public_api`. Costs 1 API call.
+         */
+        post: operations["readNotification"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tasks/{task_id}/attachments/uploads": {
         parameters: {
             query?: never;
@@ -1764,6 +1844,50 @@ export interface components {
              */
             created_at: string;
         };
+        Notification: {
+            /**
+             * @description The notification's id.
+             * @example ntf_6pK3xQ8mT2vL9nD4bR7sW1
+             */
+            id: string;
+            /**
+             * @description Why it came: `assigned` (you were assigned the task), `mentioned` (a comment names you), `commented` (a comment on a task you follow), `due_soon` or `overdue` (a task you are assigned, or own without assignees, is due soon or past due).
+             * @example assigned
+             * @enum {string}
+             */
+            type: "assigned" | "mentioned" | "commented" | "due_soon" | "overdue";
+            /**
+             * @description The task it is about (T-\<n\>).
+             * @example T-42
+             */
+            task_id: string;
+            /**
+             * @description The comment it is about, for `mentioned` and `commented`; null otherwise.
+             * @example null
+             */
+            comment_id: string | null;
+            /**
+             * @description The user whose change caused it; null when the system did (due dates) or the event did not say.
+             * @example usr_7hQ2mD9xK3pL5nB8vR4tW1
+             */
+            actor_id: string | null;
+            /**
+             * @description The event it comes from, as in the events feed (`GET /v1/events/{event_id}`).
+             * @example evt_2nK7xQ4mT9pL3vD6bR8sW5
+             */
+            event_id: string;
+            /**
+             * Format: date-time
+             * @description When its event happened (UTC, ISO 8601).
+             * @example 2026-11-23T09:30:00.000Z
+             */
+            created_at: string;
+            /**
+             * @description When it was first marked read; null while unread.
+             * @example null
+             */
+            read_at: string | null;
+        };
         Recurrence: {
             /**
              * @description The unit it repeats by.
@@ -3080,6 +3204,37 @@ export interface components {
              */
             user_id: string;
         };
+        ListNotificationsResponse: {
+            /**
+             * @description The items of this page, in the list's order.
+             * @example []
+             */
+            data: components["schemas"]["Notification"][];
+            /**
+             * @description Whether another page follows: ask for it with `after=<next_cursor>`.
+             * @example false
+             */
+            has_more: boolean;
+            /**
+             * @description Opaque cursor of the next page (pass as `after`), or null on the last page.
+             * @example null
+             */
+            next_cursor: string | null;
+        };
+        CountUnreadNotificationsResponse: {
+            /**
+             * @description How many of your notifications in this organization are unread.
+             * @example 3
+             */
+            count: number;
+        };
+        ReadAllNotificationsResponse: {
+            /**
+             * @description How many unread notifications this marked read (already read ones are not counted).
+             * @example 12
+             */
+            marked_count: number;
+        };
         ListAttachmentsResponse: {
             /**
              * @description The items of this page, in the list's order.
@@ -3901,6 +4056,14 @@ export interface components {
              * @example T-2
              */
             blocker_task_id: string;
+        };
+        ReadAllNotificationsRequest: {
+            /**
+             * Format: date-time
+             * @description Only notifications created before this time (exclusive; ISO 8601): pass the `created_at` of the newest one you have shown. All unread ones when omitted.
+             * @example 2026-11-23T09:30:00.000Z
+             */
+            before?: string;
         };
         StartAttachmentUploadRequest: {
             /**
@@ -8271,6 +8434,487 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UnfollowTaskResponse"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `resource_not_found`: Resource not found */
+            404: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listNotifications: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Items per page, 1-100 (default 25).
+                 * @example 25
+                 */
+                limit?: number;
+                /** @description The `next_cursor` of the previous page; the other parameters must be the same as for that page. */
+                after?: string;
+                /**
+                 * @description `true`: only unread notifications (default false: all of them).
+                 * @example true
+                 */
+                unread?: boolean | ("true" | "false");
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Your notifications in this organization, newest first (`unread=true`: only unread ones) */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListNotificationsResponse"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    countUnreadNotifications: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description How many of your notifications are unread */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CountUnreadNotificationsResponse"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    readAllNotifications: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "before": "2026-11-23T09:30:00.000Z"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ReadAllNotificationsRequest"];
+            };
+        };
+        responses: {
+            /** @description Mark every unread notification read, or those created before `before` */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReadAllNotificationsResponse"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `payload_too_large`: Payload too large */
+            413: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: Unsupported media type */
+            415: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    readNotification: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The notification's id.
+                 * @example ntf_6pK3xQ8mT2vL9nD4bR7sW1
+                 */
+                notification_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Mark a notification read (reading it again keeps the first read time) */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Notification"];
                 };
             };
             /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */

@@ -1,5 +1,6 @@
 import { boardsRpc } from "./boards.js";
 import { keysRpc } from "./keys.js";
+import { notificationsRpc } from "./notifications.js";
 import type { RpcCatalog } from "./rpc.js";
 import { tasksRpc } from "./tasks-rpc.js";
 import { webhooksRpc } from "./webhooks.js";
@@ -20,6 +21,8 @@ export const SERVICES = [
   { name: tasksRpc.service, rpc: tasksRpc, testReplicas: 2, opsPort: 9102 },
   { name: boardsRpc.service, rpc: boardsRpc, testReplicas: 1, opsPort: 9103 },
   { name: webhooksRpc.service, rpc: webhooksRpc, testReplicas: 2, opsPort: 9104 },
+  // One in tests: the shared Postgres has few connections to spare; the fault suite runs more.
+  { name: notificationsRpc.service, rpc: notificationsRpc, testReplicas: 1, opsPort: 9107 },
   // The only process that makes outbound HTTP calls.
   { name: "delivery", testReplicas: 1, opsPort: 9105 },
   { name: "gateway", testReplicas: 2, opsPort: 9106 },

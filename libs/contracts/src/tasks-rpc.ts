@@ -60,6 +60,11 @@ export const tasksRpc = {
       input: z.object({ number: z.number().int().positive(), owner_user_id: z.string().optional(), limit: z.number().int().positive().max(1000).optional() }),
       output: z.object({ task: TaskSummary.nullable(), subtasks: z.array(TaskSummary) }),
     },
+    // Internal (notifications service): a task's followers, asked as the system for an event's organization.
+    followersOf: {
+      input: PageQuery.extend({ organization_id: OpaqueId, task_number: z.number().int().positive() }),
+      output: page(Follower),
+    },
     ...attachmentOps,
   },
 } as const satisfies RpcCatalog;

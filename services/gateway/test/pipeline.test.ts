@@ -1,4 +1,4 @@
-import { PageQuery, boardsRpc, keysRpc, tasksRpc, webhooksRpc } from "@tasksvc/contracts";
+import { PageQuery, boardsRpc, keysRpc, notificationsRpc, tasksRpc, webhooksRpc } from "@tasksvc/contracts";
 import { createDb } from "@tasksvc/db";
 import { createLogger } from "@tasksvc/logger";
 import { client, connectNats, type NatsConnection } from "@tasksvc/nats";
@@ -71,6 +71,7 @@ beforeAll(async () => {
     const tasks = client(nc, tasksRpc, { namespace, timeoutMs });
     const boards = client(nc, boardsRpc, { namespace, timeoutMs });
     const webhooks = client(nc, webhooksRpc, { namespace, timeoutMs });
+    const notifications = client(nc, notificationsRpc, { namespace, timeoutMs });
     const auth = createAuthenticator({ nc, namespace, keys, log, issuer: "tasksvc-dev", audience: "tasksvc-api", cacheTtlMs: 5000 });
     const real = gatewayRepo(sql);
     // The gateway's database going away just as an outcome is stored (seen in the fault suite).
@@ -79,7 +80,7 @@ beforeAll(async () => {
     return buildGateway({
       log,
       auth,
-      clients: { keys, tasks, boards, webhooks },
+      clients: { keys, tasks, boards, webhooks, notifications },
       health: new Health(),
       bodyLimit: 1024 * 1024,
       repo,

@@ -57,6 +57,7 @@ export function tasksHandlers({
     listFollowers: (i, ctx) => followers.list(callerOf(ctx), i.task_id, i.limit, i.after),
     followTask: (i, ctx) => followers.follow(callerOf(ctx), i.task_id, i.user_id),
     unfollowTask: (i, ctx) => followers.unfollow(callerOf(ctx), i.task_id, i.user_id),
+    followersOf: (i) => followers.followersOf(i.organization_id, i.task_number, i.limit, i.after),
     getDependencies: (i, ctx) => dependencies.dependencies(callerOf(ctx), i.task_id),
     addDependency: (i, ctx) => dependencies.addDependency(callerOf(ctx), i.task_id, i.blocker_task_id),
     removeDependency: (i, ctx) => dependencies.removeDependency(callerOf(ctx), i.task_id, i.blocker_task_id),

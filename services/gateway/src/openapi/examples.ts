@@ -63,6 +63,7 @@ export const REQUEST_EXAMPLES: Record<string, Record<string, unknown>> = {
   updateWebhookEndpoint: { event_types: ["task.created", "task.updated", "task.archived"], enabled: true },
   sendWebhookTestEvent: { event_type: "task.created" },
   replayFailedWebhookDeliveries: { since: EXAMPLE_INSTANT },
+  readAllNotifications: { before: EXAMPLE_INSTANT },
 };
 
 export const REQUEST_EXAMPLE_NOTES: Record<string, { name: string; text: { summary: string; description: string } }> = {

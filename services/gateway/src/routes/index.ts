@@ -9,6 +9,7 @@ import { followers } from "./followers.js";
 import { invitations } from "./invitations.js";
 import { labels } from "./labels.js";
 import { members } from "./members.js";
+import { notifications } from "./notifications.js";
 import { organizations } from "./organizations.js";
 import { projects } from "./projects.js";
 import { taskBatches } from "./task-batches.js";
@@ -27,6 +28,7 @@ export const resources: readonly Resource[] = [
   taskBatches,
   dependencies,
   followers,
+  notifications,
   attachments,
   projects,
   labels,

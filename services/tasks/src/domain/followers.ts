@@ -12,6 +12,11 @@ export function followersSystem(res: TasksResources) {
       return repos.followers.list(c.organizationId, Number(task.number), limit, after);
     },
 
+    /** For the notifications service, asking as the system: no caller, no check that the task still exists (a purged task has no rows). */
+    async followersOf(org: string, number: number, limit: number, after: string | undefined): Promise<Page<Follower>> {
+      return repos.followers.list(org, number, limit, after);
+    },
+
     async follow(c: Caller, ref: string, userRef: string): Promise<Follower> {
       const number = pathNumber(ref);
       await existingTask(repos, c.organizationId, ref);

@@ -1,0 +1,1 @@
+export { service, NotificationsConfig } from "./service.js";

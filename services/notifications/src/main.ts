@@ -1,0 +1,4 @@
+import { main } from "@tasksvc/runtime";
+import { service } from "./service.js";
+
+await main(service);
