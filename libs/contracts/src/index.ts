@@ -8,6 +8,7 @@ export * from "./dates.js";
 export * from "./recurrence.js";
 export * from "./tasks.js";
 export * from "./followers.js";
+export * from "./comments.js";
 export * from "./events.js";
 export * from "./task-filter.js";
 export * from "./task-search.js";

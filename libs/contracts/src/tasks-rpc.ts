@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { attachmentOps } from "./attachments.js";
+import { commentOps } from "./comments.js";
 import { OpaqueId, PageQuery, page } from "./common.js";
 import { AddDependencyBody, DependencyParams, DependencyView } from "./dependencies.js";
 import { CreateCustomFieldBody, CustomField, CustomFieldParams, DeletedCustomField, UpdateCustomFieldBody } from "./custom-fields.js";
@@ -61,5 +62,6 @@ export const tasksRpc = {
       output: z.object({ task: TaskSummary.nullable(), subtasks: z.array(TaskSummary) }),
     },
     ...attachmentOps,
+    ...commentOps,
   },
 } as const satisfies RpcCatalog;

@@ -255,9 +255,21 @@ export type TaskEventType = z.infer<typeof TaskEventType>;
 /** Written by the webhooks service, carried by the same outbox, stream, feed and deliveries as task events. */
 export const EndpointEventType = z.enum(["webhook_endpoint.disabled", "webhook_endpoint.enabled"]);
 export type EndpointEventType = z.infer<typeof EndpointEventType>;
-export const EventType = z.enum([...TaskEventType.options, ...EndpointEventType.options]);
+/** Written by the tasks service with the comment's change; not `task.*`, so an endpoint gets them only by naming them. */
+export const CommentEventType = z.enum(["comment.created", "comment.updated", "comment.deleted"]);
+export type CommentEventType = z.infer<typeof CommentEventType>;
+export const EventType = z.enum([...TaskEventType.options, ...CommentEventType.options, ...EndpointEventType.options]);
 export type EventType = z.infer<typeof EventType>;
 export const isTaskEventType = (t: string): t is TaskEventType => (TaskEventType.options as readonly string[]).includes(t);
+export const isCommentEventType = (t: string): t is CommentEventType => (CommentEventType.options as readonly string[]).includes(t);
+export const isEndpointEventType = (t: string): t is EndpointEventType => (EndpointEventType.options as readonly string[]).includes(t);
+
+/**
+ * The user whose credential made the change; null when the service did it on its own (a recurrence,
+ * a removal job). Internal to the message, beside `organization_id`: never in the feed item, the
+ * stream message or the webhook body. Absent on messages written before it was added.
+ */
+export const EventActorId = z.string().nullable().optional();
 /** A free-text change when the event had no room for both values: lengths in UTF-16 code units (as the API's limits count), null for null. */
 export const TruncatedChange = z.object({
   from_length: z.int().nonnegative().nullable(),
@@ -287,6 +299,7 @@ export const TaskEvent = z.object({
   id: z.string().min(1),
   type: TaskEventType,
   organization_id: z.string().min(1),
+  actor_id: EventActorId,
   created_at: Timestamp,
   // Events from before tasks showed their version lack it (the stream and the feed keep events for days).
   data: Task.extend({ version: Task.shape.version.optional() }),
@@ -358,7 +371,9 @@ export const ListEventsQuery = PageQuery.extend({
     examples: ["task.updated"],
   }),
   // No example: an id the caller's organization lacks is a 404.
-  task_id: TaskRef.optional().meta({ description: "Only the events of this task, T-<n> (404 when no task has this id)." }),
+  task_id: TaskRef.optional().meta({
+    description: "Only the task.* events of this task, T-<n> (404 when no task has this id); its comments' events are not matched.",
+  }),
   created_gte: EventTime.optional().meta({ description: "Only events that occurred at or after this time (ISO 8601).", examples: ["2026-11-01T00:00:00Z"] }),
   created_lt: EventTime.optional().meta({ description: "Only events that occurred before this time (ISO 8601).", examples: ["2026-11-24T00:00:00Z"] }),
 }).strict();

@@ -1,9 +1,21 @@
+import { isAppError } from "@tasksvc/errors";
 import { TASK_BACKFILLS } from "./repo/backfills.js";
 import { TASK_INDEXES } from "./repo/indexes.js";
 import { fileURLToPath } from "node:url";
 import { blobStoreSetting, natsBlobStore, s3BlobStore, type BlobStore } from "@tasksvc/blobs";
 import { serviceSettings, settings } from "@tasksvc/config";
-import { KeysInvalidation, keysInvalidationSubject, keysRpc, rolloverMessages, taskEventsStream, taskJobs, tasksChangedSubject, tasksRpc, TasksChanged, webhookMessages } from "@tasksvc/contracts";
+import {
+  KeysInvalidation,
+  keysInvalidationSubject,
+  keysRpc,
+  rolloverMessages,
+  taskEventsStream,
+  taskJobs,
+  tasksChangedSubject,
+  tasksRpc,
+  TasksChanged,
+  webhookMessages,
+} from "@tasksvc/contracts";
 import { consume, decodeJson, encodeJson, jetstream, nanos, pageBudget } from "@tasksvc/nats";
 import { defineService } from "@tasksvc/runtime";
 import { z } from "zod";
@@ -13,6 +25,7 @@ import { taskBatches } from "./domain/batches.js";
 import { customFieldsSystem } from "./domain/custom-fields.js";
 import { dependenciesSystem } from "./domain/dependencies.js";
 import { eventsSystem } from "./domain/events/system.js";
+import { commentsSystem } from "./domain/comments.js";
 import { followersSystem } from "./domain/followers.js";
 import { labelsSystem } from "./domain/labels.js";
 import { membersCache } from "./domain/members-cache.js";
@@ -109,6 +122,16 @@ export const service = defineService({
       },
       log,
       members: members.port,
+      roles: {
+        async roleOf(ctx, organizationId, userId) {
+          try {
+            return (await keys.call("getMember", { user_id: userId }, { ...ctx, organization_id: organizationId })).role;
+          } catch (e) {
+            if (isAppError(e) && e.code === "resource_not_found") return null;
+            throw e;
+          }
+        },
+      },
     });
     const events = eventsSystem(res);
     // Taken into this outbox, they reach the feed, the live stream and the fan-out in one order. The
@@ -218,6 +241,7 @@ export const service = defineService({
         events,
         attachments,
         followers: followersSystem(res),
+        comments: commentsSystem(res),
       }),
     );
   },

@@ -16,6 +16,8 @@ import {
   EndpointFeedEvent,
   Event,
   Follower,
+  Comment,
+  CommentFeedEvent,
   Invitation,
   Member,
   Organization,
@@ -47,6 +49,7 @@ export const RESOURCES: ReadonlyArray<[z.ZodType, string]> = [
   [Task, "Task"],
   [TaskVersion, "TaskVersion"],
   [Follower, "Follower"],
+  [Comment, "Comment"],
   [Recurrence, "Recurrence"],
   [DependencyItem, "DependencyItem"],
   [DependencyView, "DependencyView"],
@@ -66,6 +69,7 @@ export const RESOURCES: ReadonlyArray<[z.ZodType, string]> = [
   [WebhookDelivery, "WebhookDelivery"],
   [Event, "Event"],
   [TaskFeedEvent, "TaskEvent"],
+  [CommentFeedEvent, "CommentEvent"],
   [EndpointFeedEvent, "EndpointEvent"],
   [DeliveryAttempt, "WebhookDeliveryAttempt"],
   [ProbeResult, "WebhookProbeResult"],
@@ -81,6 +85,10 @@ export const TAGS: Record<string, { name: string; description: string }> = {
   tasks: { name: "Tasks", description: "Tasks numbered T-<n> per organization, each change an immutable version." },
   dependencies: { name: "Dependencies", description: "What blocks a task; the graph is always acyclic." },
   followers: { name: "Followers", description: "Who hears about a task: its owner, its assignees, and whoever follows it." },
+  comments: {
+    name: "Comments",
+    description: "A task's conversation, oldest first: mention members with `<@usr_…>`; comments are not task content (no version, no ETag).",
+  },
   attachments: { name: "Attachments", description: "Files on tasks: start an upload, send the bytes, register, download." },
   projects: { name: "Projects", description: "Groups of tasks; a task may belong to several." },
   labels: { name: "Labels", description: "The organization's labels, by name; a task may carry several." },
@@ -92,7 +100,7 @@ export const TAGS: Record<string, { name: string; description: string }> = {
   events: {
     name: "Events",
     description:
-      "Task events and webhook endpoints' operational events of the last 30 days, exactly as webhooks deliver them, as pages or live: catch up on missed deliveries or rebuild state.",
+      "Task events, comment events and webhook endpoints' operational events of the last 30 days, exactly as webhooks deliver them, as pages or live: catch up on missed deliveries or rebuild state.",
   },
   "webhook-endpoints": {
     name: "Webhook endpoints",

@@ -1,6 +1,7 @@
 import type { Operation, Resource } from "../pipeline/operation.js";
 import { apiKeys } from "./api-keys.js";
 import { attachments } from "./attachments.js";
+import { comments } from "./comments.js";
 import { dailyPlan } from "./daily-plan.js";
 import { customFields } from "./custom-fields.js";
 import { dependencies } from "./dependencies.js";
@@ -27,6 +28,7 @@ export const resources: readonly Resource[] = [
   taskBatches,
   dependencies,
   followers,
+  comments,
   attachments,
   projects,
   labels,
