@@ -3,7 +3,8 @@ import { inKeyOrder, OpaqueId } from "./common.js";
 import { listOf } from "./task-search.js";
 import { Event } from "./events.js";
 import { COMMENT_FIELDS } from "./comments.js";
-import { EventType, inTaskOrder, isCommentEventType, isTaskEventType } from "./tasks.js";
+import { EventType, isCommentEventType, isTaskEventType } from "./event-types.js";
+import { inTaskOrder } from "./tasks.js";
 import { WebhookEndpoint } from "./webhooks.js";
 
 /** Across every gateway replica. */

@@ -1,17 +1,8 @@
 import { z } from "zod";
 import { EXAMPLE_INSTANT, Timestamp } from "./common.js";
 import { Comment, COMMENT_EXAMPLE, DeletedCommentData } from "./comments.js";
-import {
-  CommentEventType,
-  EndpointEventType,
-  EventActorId,
-  EventType,
-  isCommentEventType,
-  isEndpointEventType,
-  TaskEvent,
-  TaskFeedEvent,
-  TEST_EVENT,
-} from "./tasks.js";
+import { CommentEventType, EndpointEventType, EventActorId, EventType, isCommentEventType, isEndpointEventType } from "./event-types.js";
+import { TaskEvent, TaskFeedEvent, TEST_EVENT } from "./tasks.js";
 import { WebhookEndpoint } from "./webhooks.js";
 
 // Task events, comment events and the webhook endpoints' operational events travel as one envelope.

@@ -6,6 +6,7 @@ export * from "./keys.js";
 export * from "./members.js";
 export * from "./dates.js";
 export * from "./recurrence.js";
+export * from "./event-types.js";
 export * from "./tasks.js";
 export * from "./followers.js";
 export * from "./comments.js";

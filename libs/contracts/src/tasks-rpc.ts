@@ -12,7 +12,8 @@ import { TaskBatchOutcome, TaskBatchRpcInput } from "./task-batches.js";
 import { ListTasksQuery, SearchTasksBody } from "./task-search.js";
 import { Event } from "./events.js";
 import { Follower, FollowerParams, ListFollowersInput, UnfollowedTask } from "./followers.js";
-import { CreateTaskBody, EventParams, EventType, ListEventsQuery, Task, TaskParams, TaskSummary, TaskVersion, UpdateTaskBody } from "./tasks.js";
+import { EventType } from "./event-types.js";
+import { CreateTaskBody, EventParams, ListEventsQuery, Task, TaskParams, TaskSummary, TaskVersion, UpdateTaskBody } from "./tasks.js";
 
 const Upserted = <T extends z.ZodType>(t: T) => z.object({ created: z.boolean(), view: t });
 

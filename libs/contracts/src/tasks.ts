@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { CreatedAt, EXAMPLE_INSTANT, inKeyOrder, OpaqueId, PageQuery, Text, Timestamp, TrimmedLabel, UpdatedAt } from "./common.js";
 import { DateTimeInput } from "./dates.js";
+import { EventActorId, EventType, TaskEventType } from "./event-types.js";
 import { Recurrence, RecurrenceInput } from "./recurrence.js";
 
 export const TaskStatus = z.enum(["TODO", "IN_PROGRESS", "IN_REVIEW", "COMPLETED", "BLOCKED"]);
@@ -250,26 +251,6 @@ export type UpdateTaskBody = z.infer<typeof UpdateTaskBody>;
 export const TaskIdParam = OpaqueId.meta({ description: "The task's id (T-<n>).", examples: ["T-1"] });
 export const TaskParams = z.object({ task_id: TaskIdParam });
 
-export const TaskEventType = z.enum(["task.created", "task.updated", "task.archived"]);
-export type TaskEventType = z.infer<typeof TaskEventType>;
-/** Written by the webhooks service, carried by the same outbox, stream, feed and deliveries as task events. */
-export const EndpointEventType = z.enum(["webhook_endpoint.disabled", "webhook_endpoint.enabled"]);
-export type EndpointEventType = z.infer<typeof EndpointEventType>;
-/** Written by the tasks service with the comment's change; not `task.*`, so an endpoint gets them only by naming them. */
-export const CommentEventType = z.enum(["comment.created", "comment.updated", "comment.deleted"]);
-export type CommentEventType = z.infer<typeof CommentEventType>;
-export const EventType = z.enum([...TaskEventType.options, ...CommentEventType.options, ...EndpointEventType.options]);
-export type EventType = z.infer<typeof EventType>;
-export const isTaskEventType = (t: string): t is TaskEventType => (TaskEventType.options as readonly string[]).includes(t);
-export const isCommentEventType = (t: string): t is CommentEventType => (CommentEventType.options as readonly string[]).includes(t);
-export const isEndpointEventType = (t: string): t is EndpointEventType => (EndpointEventType.options as readonly string[]).includes(t);
-
-/**
- * The user whose credential made the change; null when the service did it on its own (a recurrence,
- * a removal job). Internal to the message, beside `organization_id`: never in the feed item, the
- * stream message or the webhook body. Absent on messages written before it was added.
- */
-export const EventActorId = z.string().nullable().optional();
 /** A free-text change when the event had no room for both values: lengths in UTF-16 code units (as the API's limits count), null for null. */
 export const TruncatedChange = z.object({
   from_length: z.int().nonnegative().nullable(),

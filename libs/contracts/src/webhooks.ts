@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { CreatedAt, EXAMPLE_INSTANT, Label, ObjectId, OpaqueId, PageQuery, Timestamp, UpdatedAt, page } from "./common.js";
 import type { RpcCatalog } from "./rpc.js";
-import { EventType } from "./tasks.js";
+import { EventType } from "./event-types.js";
 
 // Webhook endpoints (spec 2.8, 3.4, 4, 4.1; DESIGN.md sections 4-5).
 
