@@ -11,8 +11,8 @@ const notPermitted = (what: string) => new AppError("not_permitted", what);
 
 /**
  * Comments are not task content: no version, no ETag, no task event; each change has a comment
- * event of its own, in its transaction. An archived task keeps taking comments (decision record
- * on comments): archiving hides a task from lists, it does not close its conversation.
+ * event of its own, in its transaction. An archived task keeps taking comments (decision 0037):
+ * archiving hides a task from lists, it does not close its conversation.
  */
 export function commentsSystem(res: TasksResources) {
   const { repos, members, roles } = res;
