@@ -101,6 +101,22 @@ describe("comment events", () => {
     expect(m.data).toBe(JSON.stringify(item));
   });
 
+  it("when a credential with tasks:read only asks for comment events, then the feed and the stream give them (they need no webhooks:read)", async () => {
+    const t = await f.tenant();
+    const token = await f.token(t.organizationId, t.userId, ["tasks:read"]);
+    const task = await newTask(t);
+    const s = await openSse(`${gatewayUrl(stack)}/v1/events/stream?type=comment.created,comment.deleted`, { token });
+    expect(s.status).toBe(200);
+    const c = await commented(t, task, "read only");
+    expect((await gw.delete(`/v1/tasks/${task}/comments/${c.id}`, { token: t.apiKey })).status).toBe(200);
+    await s.nth(2);
+    s.close();
+    expect(s.messages.map((m) => m.event)).toEqual(["comment.created", "comment.deleted"]);
+    const r = await gw.get("/v1/events?type=comment.deleted", { token });
+    expect(r.status, r.text).toBe(200);
+    expect(r.body.data.map((e: { data: unknown }) => e.data)).toEqual([{ id: c.id, task_id: task }]);
+  });
+
   it("when endpoints subscribe, then one with an empty event_types gets no comment event and one naming comment.created gets it", async () => {
     const t = await f.tenant();
     const endpoint = async (event_types?: string[]) => {
