@@ -21,6 +21,8 @@ const SAMPLE_BODIES: Record<string, (ids: Ids) => unknown> = {
   "POST /v1/tasks": () => ({ title: "route-auth" }),
   "PATCH /v1/tasks/:task_id": () => ({ title: "changed by another organization" }),
   "POST /v1/tasks/:task_id/dependencies": (ids) => ({ blocker_task_id: ids.blocker_task_id }),
+  "POST /v1/tasks/:task_id/comments": () => ({ body: "from another organization" }),
+  "PATCH /v1/tasks/:task_id/comments/:comment_id": () => ({ body: "changed by another organization" }),
   "POST /v1/projects": () => ({ name: "route-auth" }),
   "PATCH /v1/projects/:project_id": () => ({ description: "changed by another organization" }),
   "POST /v1/labels": () => ({ name: "route-auth" }),
@@ -54,6 +56,7 @@ interface Ids {
   endpoint_id: string;
   delivery_id: string;
   attachment_id: string;
+  comment_id: string;
   event_id: string;
   user_id: string;
   invitation_id: string;
@@ -71,6 +74,7 @@ const PLACEHOLDER_IDS: Ids = {
   endpoint_id: "whe_x",
   delivery_id: "whd_x",
   attachment_id: "att_x",
+  comment_id: "cmt_x",
   event_id: "evt_x",
   user_id: "usr_x",
   invitation_id: "inv_x",
@@ -165,6 +169,8 @@ describe("every operation on a named resource answers 404 to another organizatio
       as,
     );
     expect(attachment.status, attachment.text).toBe(201);
+    const comment = await gw.post(`/v1/tasks/${task.body.id}/comments`, { body: "owned" }, as);
+    expect(comment.status, comment.text).toBe(201);
     // An event of the owner's (the feed has it once its change committed).
     const feed = await gw.get("/v1/events?limit=1", as);
     expect(feed.status, feed.text).toBe(200);
@@ -186,6 +192,7 @@ describe("every operation on a named resource answers 404 to another organizatio
       endpoint_id: endpoint.body.id,
       delivery_id: deliveryId,
       attachment_id: attachment.body.id,
+      comment_id: comment.body.id,
       user_id: member.userId,
       invitation_id: invitation.body.id,
     };

@@ -13,6 +13,7 @@ export const IDEMPOTENT_OPERATIONS: ReadonlySet<string> = new Set([
   "POST /v1/tasks/{task_id}/archive",
   "POST /v1/tasks/{task_id}/attachments",
   "POST /v1/tasks/{task_id}/attachments/uploads",
+  "POST /v1/tasks/{task_id}/comments",
   "POST /v1/tasks/{task_id}/dependencies",
   "POST /v1/tasks/{task_id}/unarchive",
   "POST /v1/webhook-endpoints",

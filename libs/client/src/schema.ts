@@ -436,7 +436,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/notifications": {
+    "/v1/tasks/{task_id}/comments": {
         parameters: {
             query?: never;
             header?: never;
@@ -444,76 +444,48 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Your notifications in this organization, newest first (`unread=true`: only unread ones)
+         * A task's comments, oldest first
          * @description Requires scope `tasks:read` and plan entitlement `public_api`. Costs 1 API call.
          */
-        get: operations["listNotifications"];
+        get: operations["listComments"];
+        put?: never;
+        /**
+         * Comment on a task; the author and each member mentioned (`<@usr_…>`) follow it
+         * @description Requires scope `tasks:write` and plan entitlement `public_api`. Costs 1 API call (an idempotent replay costs nothing).
+         */
+        post: operations["createComment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tasks/{task_id}/comments/{comment_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a comment
+         * @description Requires scope `tasks:read` and plan entitlement `public_api`. Costs 1 API call.
+         */
+        get: operations["getComment"];
         put?: never;
         post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/notifications/unread-count": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
         /**
-         * How many of your notifications are unread
-         * @description Requires scope `tasks:read` and plan entitlement `public_api`. Costs 1 API call.
+         * Delete a comment (its author, or an owner or admin of the organization)
+         * @description Requires scope `tasks:write` and plan entitlement `public_api`. Costs 1 API call.
          */
-        get: operations["countUnreadNotifications"];
-        put?: never;
-        post?: never;
-        delete?: never;
+        delete: operations["deleteComment"];
         options?: never;
         head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/notifications/read-all": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
         /**
-         * Mark every unread notification read, or those created before `before`
-         * @description Requires scope `tasks:read` and plan entitlement `public_api`. Costs 1 API call.
+         * Edit a comment's body (its author only)
+         * @description Requires scope `tasks:write` and plan entitlement `public_api`. Costs 1 API call.
          */
-        post: operations["readAllNotifications"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/notifications/{notification_id}/read": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Mark a notification read (reading it again keeps the first read time)
-         * @description Requires scope `tasks:read` and plan entitlement `public_api`. Costs 1 API call.
-         */
-        post: operations["readNotification"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
+        patch: operations["updateComment"];
         trace?: never;
     };
     "/v1/tasks/{task_id}/attachments/uploads": {
@@ -1844,49 +1816,51 @@ export interface components {
              */
             created_at: string;
         };
-        Notification: {
+        Comment: {
             /**
-             * @description The notification's id.
-             * @example ntf_6pK3xQ8mT2vL9nD4bR7sW1
+             * @description The comment's id.
+             * @example cmt_3vK8nQ2xT7mD4pL9bR5sW6
              */
             id: string;
             /**
-             * @description Why it came: `assigned` (you were assigned the task), `mentioned` (a comment names you), `commented` (a comment on a task you follow), `due_soon` or `overdue` (a task you are assigned, or own without assignees, is due soon or past due).
-             * @example assigned
-             * @enum {string}
-             */
-            type: "assigned" | "mentioned" | "commented" | "due_soon" | "overdue";
-            /**
-             * @description The task it is about (T-\<n\>).
+             * @description The task it is on, T-\<n\>.
              * @example T-42
              */
             task_id: string;
             /**
-             * @description The comment it is about, for `mentioned` and `commented`; null otherwise.
-             * @example null
-             */
-            comment_id: string | null;
-            /**
-             * @description The user whose change caused it; null when the system did (due dates) or the event did not say.
+             * @description The user whose credential wrote it; only they may edit it.
              * @example usr_7hQ2mD9xK3pL5nB8vR4tW1
              */
-            actor_id: string | null;
+            author_id: string;
             /**
-             * @description The event it comes from, as in the events feed (`GET /v1/events/{event_id}`).
-             * @example evt_2nK7xQ4mT9pL3vD6bR8sW5
+             * @description The comment's text, trimmed (1-20000 characters; line breaks kept). `<@usr_…>` mentions a member of the organization.
+             * @example Ready for review, <@usr_2bN6kP8vT3mQ9xD4rL7sW5>.
              */
-            event_id: string;
+            body: string;
+            /**
+             * @description The users its body mentions (`<@usr_…>`), once each, in order of first appearance (0-50).
+             * @example [
+             *       "usr_2bN6kP8vT3mQ9xD4rL7sW5"
+             *     ]
+             */
+            mention_ids: string[];
             /**
              * Format: date-time
-             * @description When its event happened (UTC, ISO 8601).
+             * @description When it was created (UTC, ISO 8601).
              * @example 2026-11-23T09:30:00.000Z
              */
             created_at: string;
             /**
-             * @description When it was first marked read; null while unread.
-             * @example null
+             * Format: date-time
+             * @description When it last changed (UTC, ISO 8601).
+             * @example 2026-11-23T09:30:00.000Z
              */
-            read_at: string | null;
+            updated_at: string;
+            /**
+             * @description When its body was last edited (UTC, ISO 8601); null before any edit.
+             * @example 2026-11-23T09:30:00.000Z
+             */
+            edited_at: string | null;
         };
         Recurrence: {
             /**
@@ -2289,13 +2263,13 @@ export interface components {
              */
             enabled: boolean;
             /**
-             * @description The event types delivered; every task.* type when absent or empty. The webhook_endpoint.* types (another endpoint of the organization disabled or enabled) are delivered only when listed, and never to the endpoint they describe.
+             * @description The event types delivered; every task.* type when absent or empty. The comment.* types are delivered only when listed. The webhook_endpoint.* types (another endpoint of the organization disabled or enabled) are delivered only when listed, and never to the endpoint they describe.
              * @example [
              *       "task.created",
              *       "task.updated"
              *     ]
              */
-            event_types: ("task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
+            event_types: ("task.created" | "task.updated" | "task.archived" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
             /**
              * @description Whether the endpoint answered a verification probe with a 2xx.
              * @example true
@@ -2356,13 +2330,13 @@ export interface components {
              */
             enabled: boolean;
             /**
-             * @description The event types delivered; every task.* type when absent or empty. The webhook_endpoint.* types (another endpoint of the organization disabled or enabled) are delivered only when listed, and never to the endpoint they describe.
+             * @description The event types delivered; every task.* type when absent or empty. The comment.* types are delivered only when listed. The webhook_endpoint.* types (another endpoint of the organization disabled or enabled) are delivered only when listed, and never to the endpoint they describe.
              * @example [
              *       "task.created",
              *       "task.updated"
              *     ]
              */
-            event_types: ("task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
+            event_types: ("task.created" | "task.updated" | "task.archived" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
             /**
              * @description Whether the endpoint answered a verification probe with a 2xx.
              * @example true
@@ -2428,13 +2402,13 @@ export interface components {
              */
             enabled: boolean;
             /**
-             * @description The event types delivered; every task.* type when absent or empty. The webhook_endpoint.* types (another endpoint of the organization disabled or enabled) are delivered only when listed, and never to the endpoint they describe.
+             * @description The event types delivered; every task.* type when absent or empty. The comment.* types are delivered only when listed. The webhook_endpoint.* types (another endpoint of the organization disabled or enabled) are delivered only when listed, and never to the endpoint they describe.
              * @example [
              *       "task.created",
              *       "task.updated"
              *     ]
              */
-            event_types: ("task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
+            event_types: ("task.created" | "task.updated" | "task.archived" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
             /**
              * @description Whether the endpoint answered a verification probe with a 2xx.
              * @example true
@@ -2533,7 +2507,7 @@ export interface components {
              */
             created_at: string;
         };
-        Event: components["schemas"]["TaskEvent"] | components["schemas"]["EndpointEvent"];
+        Event: components["schemas"]["TaskEvent"] | components["schemas"]["CommentEvent"] | components["schemas"]["EndpointEvent"];
         TaskEvent: {
             /**
              * @description The event's id: the `webhook-id` header of every delivery of it.
@@ -2541,11 +2515,11 @@ export interface components {
              */
             id: string;
             /**
-             * @description What happened: task.created, task.updated or task.archived; task.due_soon when an open task's due date came within the due-soon window (24 hours by default), task.overdue when it passed. Each of the last two comes once per due date value of a task that is neither COMPLETED nor archived, at most one check late (checks come every minute by default); a task whose due date is already past when it is first checked gets task.overdue alone. Moving the due date makes both come again for the new date.
+             * @description What happened: task.created, task.updated or task.archived.
              * @example task.updated
              * @enum {string}
              */
-            type: "task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue";
+            type: "task.created" | "task.updated" | "task.archived";
             /**
              * Format: date-time
              * @description When it happened (UTC, ISO 8601): the time of the change's transaction.
@@ -2553,7 +2527,7 @@ export interface components {
              */
             timestamp: string;
             /**
-             * @description The task after the change, in its API shape; for task.due_soon and task.overdue, the task as it was when its due date came near or passed.
+             * @description The task after the change, in its API shape.
              * @example {
              *       "id": "T-42",
              *       "version": 3,
@@ -2712,7 +2686,7 @@ export interface components {
                 updated_at: string;
             };
             /**
-             * @description On task.updated and task.archived: each field of the task that changed, with its value before (`from`) and after (`to`); empty when nothing the task shows changed. Absent on task.created, task.due_soon and task.overdue, and on events from before it was added. When both values would make the event larger than 256 KiB, each free-text field (title, description, notes) that changed is given as `{ from_length, to_length, truncated: true }` instead: the lengths in characters (null for a null value); the new value is in `data`.
+             * @description On task.updated and task.archived: each field of the task that changed, with its value before (`from`) and after (`to`); empty when nothing the task shows changed. Absent on task.created and on events from before it was added. When both values would make the event larger than 256 KiB, each free-text field (title, description, notes) that changed is given as `{ from_length, to_length, truncated: true }` instead: the lengths in characters (null for a null value); the new value is in `data`.
              * @example {
              *       "status": {
              *         "from": "TODO",
@@ -2734,6 +2708,59 @@ export interface components {
                     from: unknown;
                     to: unknown;
                 };
+            };
+            /**
+             * @description Only on a sample sent to a webhook endpoint by its test-event or verify operation, never on a real event (which omits it, here and in deliveries): `true`. A sample task event's task is `T-0`, an id no task has.
+             * @example true
+             * @constant
+             */
+            test?: true;
+        };
+        /** @description A comment on a task was written, edited or deleted. Delivered to a webhook endpoint only when its event_types name the type (an empty list means every task.* type). */
+        CommentEvent: {
+            /**
+             * @description The event's id: the `webhook-id` header of every delivery of it.
+             * @example evt_5pL2xK8mT3vQ9nD4bR7sW1
+             */
+            id: string;
+            /**
+             * @description What happened: comment.created, comment.updated (its body was edited) or comment.deleted.
+             * @example comment.created
+             * @enum {string}
+             */
+            type: "comment.created" | "comment.updated" | "comment.deleted";
+            /**
+             * Format: date-time
+             * @description When it happened (UTC, ISO 8601): the time of the change's transaction.
+             * @example 2026-11-23T09:30:00.000Z
+             */
+            timestamp: string;
+            /**
+             * @description The comment after the change, in its API shape; on comment.deleted only `{ id, task_id }`.
+             * @example {
+             *       "id": "cmt_3vK8nQ2xT7mD4pL9bR5sW6",
+             *       "task_id": "T-42",
+             *       "author_id": "usr_7hQ2mD9xK3pL5nB8vR4tW1",
+             *       "body": "Ready for review, <@usr_2bN6kP8vT3mQ9xD4rL7sW5>.",
+             *       "mention_ids": [
+             *         "usr_2bN6kP8vT3mQ9xD4rL7sW5"
+             *       ],
+             *       "created_at": "2026-11-23T09:30:00.000Z",
+             *       "updated_at": "2026-11-23T09:30:00.000Z",
+             *       "edited_at": null
+             *     }
+             */
+            data: components["schemas"]["Comment"] | {
+                /**
+                 * @description The deleted comment's id.
+                 * @example cmt_3vK8nQ2xT7mD4pL9bR5sW6
+                 */
+                id: string;
+                /**
+                 * @description The task it was on.
+                 * @example T-42
+                 */
+                task_id: string;
             };
             /**
              * @description Only on a sample sent to a webhook endpoint by its test-event or verify operation, never on a real event (which omits it, here and in deliveries): `true`. A sample task event's task is `T-0`, an id no task has.
@@ -2944,7 +2971,7 @@ export interface components {
              * @example validation_failed
              * @enum {string}
              */
-            code: "validation_failed" | "malformed_request" | "query_too_expensive" | "missing_credentials" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "feature_not_enabled" | "link_invalid" | "resource_not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "idempotency_in_progress" | "delivery_already_pending" | "delivery_not_pending" | "dependency_cycle" | "upload_already_received" | "limit_reached" | "last_owner" | "already_member" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "quota_exhausted" | "headers_too_large" | "internal_error" | "service_unavailable";
+            code: "validation_failed" | "malformed_request" | "query_too_expensive" | "missing_credentials" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "feature_not_enabled" | "link_invalid" | "resource_not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "idempotency_in_progress" | "delivery_already_pending" | "delivery_not_pending" | "dependency_cycle" | "upload_already_received" | "limit_reached" | "last_owner" | "already_member" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "quota_exhausted" | "headers_too_large" | "not_permitted" | "internal_error" | "service_unavailable";
             /**
              * @description What went wrong with this request, for a person.
              * @example The request body is invalid: /name is required
@@ -3150,7 +3177,7 @@ export interface components {
                      * @example resource_not_found
                      * @enum {string}
                      */
-                    code: "validation_failed" | "malformed_request" | "query_too_expensive" | "missing_credentials" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "feature_not_enabled" | "link_invalid" | "resource_not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "idempotency_in_progress" | "delivery_already_pending" | "delivery_not_pending" | "dependency_cycle" | "upload_already_received" | "limit_reached" | "last_owner" | "already_member" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "quota_exhausted" | "headers_too_large" | "internal_error" | "service_unavailable";
+                    code: "validation_failed" | "malformed_request" | "query_too_expensive" | "missing_credentials" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "feature_not_enabled" | "link_invalid" | "resource_not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "idempotency_in_progress" | "delivery_already_pending" | "delivery_not_pending" | "dependency_cycle" | "upload_already_received" | "limit_reached" | "last_owner" | "already_member" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "quota_exhausted" | "headers_too_large" | "not_permitted" | "internal_error" | "service_unavailable";
                     /**
                      * @description What went wrong with this item, for a person.
                      * @example No task with that id exists in this organization.
@@ -3204,12 +3231,12 @@ export interface components {
              */
             user_id: string;
         };
-        ListNotificationsResponse: {
+        ListCommentsResponse: {
             /**
              * @description The items of this page, in the list's order.
              * @example []
              */
-            data: components["schemas"]["Notification"][];
+            data: components["schemas"]["Comment"][];
             /**
              * @description Whether another page follows: ask for it with `after=<next_cursor>`.
              * @example false
@@ -3221,19 +3248,12 @@ export interface components {
              */
             next_cursor: string | null;
         };
-        CountUnreadNotificationsResponse: {
+        DeleteCommentResponse: {
             /**
-             * @description How many of your notifications in this organization are unread.
-             * @example 3
+             * @description The deleted comment's id.
+             * @example cmt_3vK8nQ2xT7mD4pL9bR5sW6
              */
-            count: number;
-        };
-        ReadAllNotificationsResponse: {
-            /**
-             * @description How many unread notifications this marked read (already read ones are not counted).
-             * @example 12
-             */
-            marked_count: number;
+            id: string;
         };
         ListAttachmentsResponse: {
             /**
@@ -4057,13 +4077,19 @@ export interface components {
              */
             blocker_task_id: string;
         };
-        ReadAllNotificationsRequest: {
+        CreateCommentRequest: {
             /**
-             * Format: date-time
-             * @description Only notifications created before this time (exclusive; ISO 8601): pass the `created_at` of the newest one you have shown. All unread ones when omitted.
-             * @example 2026-11-23T09:30:00.000Z
+             * @description The comment's text, trimmed (1-20000 characters; line breaks kept). `<@usr_…>` mentions a member of the organization.
+             * @example Ready for review, <@usr_2bN6kP8vT3mQ9xD4rL7sW5>.
              */
-            before?: string;
+            body: string;
+        };
+        UpdateCommentRequest: {
+            /**
+             * @description The comment's text, trimmed (1-20000 characters; line breaks kept). `<@usr_…>` mentions a member of the organization. Replaces the text; only the author may edit.
+             * @example Ready for review, <@usr_2bN6kP8vT3mQ9xD4rL7sW5>.
+             */
+            body: string;
         };
         StartAttachmentUploadRequest: {
             /**
@@ -4310,13 +4336,13 @@ export interface components {
              */
             url: string;
             /**
-             * @description The event types delivered; every task.* type when absent or empty. The webhook_endpoint.* types (another endpoint of the organization disabled or enabled) are delivered only when listed, and never to the endpoint they describe.
+             * @description The event types delivered; every task.* type when absent or empty. The comment.* types are delivered only when listed. The webhook_endpoint.* types (another endpoint of the organization disabled or enabled) are delivered only when listed, and never to the endpoint they describe.
              * @example [
              *       "task.created",
              *       "task.updated"
              *     ]
              */
-            event_types?: ("task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
+            event_types?: ("task.created" | "task.updated" | "task.archived" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
             /**
              * @description At most this many deliveries start per second, counted over any one-second window and across every delivery worker; deliveries past it wait their turn (they never fail because of it). null: no limit.
              * @example 50
@@ -4330,13 +4356,13 @@ export interface components {
              */
             url?: string;
             /**
-             * @description The event types delivered; every task.* type when absent or empty. The webhook_endpoint.* types (another endpoint of the organization disabled or enabled) are delivered only when listed, and never to the endpoint they describe.
+             * @description The event types delivered; every task.* type when absent or empty. The comment.* types are delivered only when listed. The webhook_endpoint.* types (another endpoint of the organization disabled or enabled) are delivered only when listed, and never to the endpoint they describe.
              * @example [
              *       "task.created",
              *       "task.updated"
              *     ]
              */
-            event_types?: ("task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
+            event_types?: ("task.created" | "task.updated" | "task.archived" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
             /**
              * @description Whether deliveries are sent (false after auto-disable or by choice).
              * @example true
@@ -4354,7 +4380,7 @@ export interface components {
              * @example task.created
              * @enum {string}
              */
-            event_type?: "task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled";
+            event_type?: "task.created" | "task.updated" | "task.archived" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled";
         };
         ReplayFailedWebhookDeliveriesRequest: {
             /**
@@ -4517,7 +4543,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -4628,7 +4654,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -4752,7 +4778,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -4863,7 +4889,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -4985,7 +5011,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -5127,7 +5153,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -5284,7 +5310,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -5406,7 +5432,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -5561,7 +5587,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -5685,7 +5711,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -5811,7 +5837,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -5966,7 +5992,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -6082,7 +6108,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -6276,7 +6302,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -6412,7 +6438,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -6597,7 +6623,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -6742,7 +6768,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -6884,7 +6910,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -7072,7 +7098,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -7238,7 +7264,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -7403,7 +7429,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -7554,7 +7580,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -7709,7 +7735,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -7874,7 +7900,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -8063,7 +8089,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -8206,7 +8232,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -8333,7 +8359,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -8460,7 +8486,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -8522,7 +8548,7 @@ export interface operations {
             };
         };
     };
-    listNotifications: {
+    listComments: {
         parameters: {
             query?: {
                 /**
@@ -8532,19 +8558,20 @@ export interface operations {
                 limit?: number;
                 /** @description The `next_cursor` of the previous page; the other parameters must be the same as for that page. */
                 after?: string;
+            };
+            header?: never;
+            path: {
                 /**
-                 * @description `true`: only unread notifications (default false: all of them).
-                 * @example true
+                 * @description The task's id (T-\<n\>).
+                 * @example T-1
                  */
-                unread?: boolean | ("true" | "false");
+                task_id: string;
             };
-            header?: never;
-            path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Your notifications in this organization, newest first (`unread=true`: only unread ones) */
+            /** @description A task's comments, oldest first */
             200: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -8562,7 +8589,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListNotificationsResponse"];
+                    "application/json": components["schemas"]["ListCommentsResponse"];
                 };
             };
             /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
@@ -8589,8 +8616,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `resource_not_found`: Resource not found */
+            404: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
@@ -8640,131 +8678,35 @@ export interface operations {
             };
         };
     };
-    countUnreadNotifications: {
+    createComment: {
         parameters: {
             query?: never;
-            header?: never;
-            path?: never;
+            header?: {
+                /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response. Use a new key for each new request, a UUID for example (`3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20`). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /**
+                 * @description The task's id (T-\<n\>).
+                 * @example T-1
+                 */
+                task_id: string;
+            };
             cookie?: never;
         };
-        requestBody?: never;
-        responses: {
-            /** @description How many of your notifications are unread */
-            200: {
-                headers: {
-                    /** @description Unique id of this request; quote it in support requests. */
-                    "x-request-id"?: string;
-                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
-                    "RateLimit-Policy"?: string;
-                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
-                    RateLimit?: string;
-                    /** @description Burst allowance of the credential */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current burst window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Unix epoch seconds when the burst window resets */
-                    "X-RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["CountUnreadNotificationsResponse"];
-                };
-            };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
-            400: {
-                headers: {
-                    /** @description Unique id of this request; quote it in support requests. */
-                    "x-request-id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
-            401: {
-                headers: {
-                    /** @description Unique id of this request; quote it in support requests. */
-                    "x-request-id"?: string;
-                    /** @description Bearer realm="tasksvc" */
-                    "WWW-Authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
-            403: {
-                headers: {
-                    /** @description Unique id of this request; quote it in support requests. */
-                    "x-request-id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            405: components["responses"]["MethodNotAllowed"];
-            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
-            429: {
-                headers: {
-                    /** @description Unique id of this request; quote it in support requests. */
-                    "x-request-id"?: string;
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `internal_error`: Internal error */
-            500: {
-                headers: {
-                    /** @description Unique id of this request; quote it in support requests. */
-                    "x-request-id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `service_unavailable`: Service unavailable */
-            503: {
-                headers: {
-                    /** @description Unique id of this request; quote it in support requests. */
-                    "x-request-id"?: string;
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    readAllNotifications: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: {
+        requestBody: {
             content: {
                 /**
                  * @example {
-                 *       "before": "2026-11-23T09:30:00.000Z"
+                 *       "body": "Ready for review: the draft is in the shared folder."
                  *     }
                  */
-                "application/json": components["schemas"]["ReadAllNotificationsRequest"];
+                "application/json": components["schemas"]["CreateCommentRequest"];
             };
         };
         responses: {
-            /** @description Mark every unread notification read, or those created before `before` */
-            200: {
+            /** @description Comment on a task; the author and each member mentioned (`<@usr_…>`) follow it */
+            201: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
@@ -8778,10 +8720,14 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix epoch seconds when the burst window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key (the rate-limit headers then show the current counters: a replay costs nothing) */
+                    "Idempotency-Replayed"?: string;
+                    /** @description The created resource's path, `/v1/tasks/{task_id}/comments/{id}`, filled in from the answer (and the request where the answer lacks a value) */
+                    Location?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ReadAllNotificationsResponse"];
+                    "application/json": components["schemas"]["Comment"];
                 };
             };
             /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
@@ -8808,8 +8754,453 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `resource_not_found`: Resource not found */
+            404: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `idempotency_in_progress`: Idempotent request in progress */
+            409: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: Payload too large */
+            413: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: Unsupported media type */
+            415: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: Idempotency key reused */
+            422: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getComment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The task's id (T-\<n\>).
+                 * @example T-1
+                 */
+                task_id: string;
+                /**
+                 * @description The comment's id.
+                 * @example cmt_3vK8nQ2xT7mD4pL9bR5sW6
+                 */
+                comment_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Get a comment */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Comment"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `resource_not_found`: Resource not found */
+            404: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteComment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The task's id (T-\<n\>).
+                 * @example T-1
+                 */
+                task_id: string;
+                /**
+                 * @description The comment's id.
+                 * @example cmt_3vK8nQ2xT7mD4pL9bR5sW6
+                 */
+                comment_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Delete a comment (its author, or an owner or admin of the organization) */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteCommentResponse"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `resource_not_found`: Resource not found */
+            404: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateComment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The task's id (T-\<n\>).
+                 * @example T-1
+                 */
+                task_id: string;
+                /**
+                 * @description The comment's id.
+                 * @example cmt_3vK8nQ2xT7mD4pL9bR5sW6
+                 */
+                comment_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "body": "Ready for review: the draft is in the shared folder (second version)."
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateCommentRequest"];
+            };
+        };
+        responses: {
+            /** @description Edit a comment's body (its author only) */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Comment"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `resource_not_found`: Resource not found */
+            404: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;
@@ -8842,128 +9233,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
-            429: {
-                headers: {
-                    /** @description Unique id of this request; quote it in support requests. */
-                    "x-request-id"?: string;
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `internal_error`: Internal error */
-            500: {
-                headers: {
-                    /** @description Unique id of this request; quote it in support requests. */
-                    "x-request-id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `service_unavailable`: Service unavailable */
-            503: {
-                headers: {
-                    /** @description Unique id of this request; quote it in support requests. */
-                    "x-request-id"?: string;
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    readNotification: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /**
-                 * @description The notification's id.
-                 * @example ntf_6pK3xQ8mT2vL9nD4bR7sW1
-                 */
-                notification_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Mark a notification read (reading it again keeps the first read time) */
-            200: {
-                headers: {
-                    /** @description Unique id of this request; quote it in support requests. */
-                    "x-request-id"?: string;
-                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
-                    "RateLimit-Policy"?: string;
-                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
-                    RateLimit?: string;
-                    /** @description Burst allowance of the credential */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Calls left in the current burst window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Unix epoch seconds when the burst window resets */
-                    "X-RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Notification"];
-                };
-            };
-            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
-            400: {
-                headers: {
-                    /** @description Unique id of this request; quote it in support requests. */
-                    "x-request-id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
-            401: {
-                headers: {
-                    /** @description Unique id of this request; quote it in support requests. */
-                    "x-request-id"?: string;
-                    /** @description Bearer realm="tasksvc" */
-                    "WWW-Authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
-            403: {
-                headers: {
-                    /** @description Unique id of this request; quote it in support requests. */
-                    "x-request-id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `resource_not_found`: Resource not found */
-            404: {
-                headers: {
-                    /** @description Unique id of this request; quote it in support requests. */
-                    "x-request-id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            405: components["responses"]["MethodNotAllowed"];
             /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
             429: {
                 headers: {
@@ -9079,7 +9348,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -9253,7 +9522,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -9386,7 +9655,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -9557,7 +9826,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -9684,7 +9953,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -9808,7 +10077,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -9930,7 +10199,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -10085,7 +10354,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -10207,7 +10476,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -10338,7 +10607,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -10484,7 +10753,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -10607,7 +10876,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -10762,7 +11031,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -10884,7 +11153,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -11016,7 +11285,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -11162,7 +11431,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -11296,7 +11565,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -11451,7 +11720,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -11573,7 +11842,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -11705,7 +11974,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -11849,7 +12118,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -11970,7 +12239,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -12115,7 +12384,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -12281,7 +12550,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -12405,7 +12674,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -12530,7 +12799,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -12685,7 +12954,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -12807,7 +13076,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -12943,7 +13212,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -13092,7 +13361,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -13245,7 +13514,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -13389,7 +13658,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -13524,7 +13793,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -13652,7 +13921,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -13787,7 +14056,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -13914,7 +14183,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -14052,7 +14321,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -14194,7 +14463,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -14292,8 +14561,8 @@ export interface operations {
                  * @description Only events of this type. The webhook_endpoint.* types need the scope webhooks:read; without it they are left out.
                  * @example task.updated
                  */
-                type?: "task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled";
-                /** @description Only the events of this task, T-\<n\> (404 when no task has this id). */
+                type?: "task.created" | "task.updated" | "task.archived" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled";
+                /** @description Only the task.* events of this task, T-\<n\> (404 when no task has this id); its comments' events are not matched. */
                 task_id?: string;
                 /**
                  * @description Only events that occurred at or after this time (ISO 8601).
@@ -14357,7 +14626,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -14415,7 +14684,7 @@ export interface operations {
                  * @description Only events of these types, comma-separated (`task.created,task.updated`). The webhook_endpoint.* types need the scope webhooks:read; without it they are left out.
                  * @example task.updated
                  */
-                type?: string | ("task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
+                type?: string | ("task.created" | "task.updated" | "task.archived" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
                 /** @description Resume after this event (its id, the `id:` of a message or a webhook-id): first every later event of the last 30 days, then live ones. The `Last-Event-ID` header does the same and wins over it. */
                 after?: string;
             };
@@ -14478,7 +14747,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -14589,7 +14858,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired */
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */

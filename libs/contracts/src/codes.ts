@@ -31,6 +31,8 @@ export const ERROR_CATALOG = {
   rate_limited: { status: 429, title: "Rate limited" },
   quota_exhausted: { status: 429, title: "Quota exhausted" },
   headers_too_large: { status: 431, title: "Request header fields too large" },
+  // The scope is there; the user's relation to the object is not (another's comment).
+  not_permitted: { status: 403, title: "Not permitted" },
   internal_error: { status: 500, title: "Internal error" },
   service_unavailable: { status: 503, title: "Service unavailable" },
 } as const satisfies Record<string, { status: number; title: string }>;

@@ -2,7 +2,9 @@ import { z } from "zod";
 import { inKeyOrder, OpaqueId } from "./common.js";
 import { listOf } from "./task-search.js";
 import { Event } from "./events.js";
-import { EventType, inTaskOrder, isTaskEventType } from "./tasks.js";
+import { COMMENT_FIELDS } from "./comments.js";
+import { EventType, isCommentEventType, isTaskEventType } from "./event-types.js";
+import { inTaskOrder } from "./tasks.js";
 import { WebhookEndpoint } from "./webhooks.js";
 
 /** Across every gateway replica. */
@@ -62,7 +64,8 @@ const ENDPOINT_FIELD_ORDER: readonly string[] = Object.keys(WebhookEndpoint.shap
 /** jsonb sorts keys by length. */
 export function inDataOrder<T>(type: string, data: T): T {
   if (typeof data !== "object" || data === null) return data;
-  return isTaskEventType(type) ? inTaskOrder(data) : inKeyOrder(data, ENDPOINT_FIELD_ORDER);
+  if (isTaskEventType(type)) return inTaskOrder(data);
+  return inKeyOrder(data, isCommentEventType(type) ? COMMENT_FIELDS : ENDPOINT_FIELD_ORDER);
 }
 
 export function sseMessage(id: string, type: string, json: string): string {

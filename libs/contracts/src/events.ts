@@ -1,9 +1,22 @@
 import { z } from "zod";
 import { EXAMPLE_INSTANT, Timestamp } from "./common.js";
-import { EndpointEventType, EventType, isTaskEventType, TaskEvent, TaskFeedEvent, TEST_EVENT } from "./tasks.js";
+import { Comment, COMMENT_EXAMPLE, DeletedCommentData } from "./comments.js";
+import { CommentEventType, EndpointEventType, EventActorId, EventType, isCommentEventType, isEndpointEventType } from "./event-types.js";
+import { TaskEvent, TaskFeedEvent, TEST_EVENT } from "./tasks.js";
 import { WebhookEndpoint } from "./webhooks.js";
 
-// Task events and the webhook endpoints' operational events travel as one envelope.
+// Task events, comment events and the webhook endpoints' operational events travel as one envelope.
+
+/** Written by the tasks service in the comment's transaction; data is the comment (only `{ id, task_id }` once deleted). */
+export const CommentEvent = z.object({
+  id: z.string().min(1),
+  type: CommentEventType,
+  organization_id: z.string().min(1),
+  actor_id: EventActorId,
+  created_at: Timestamp,
+  data: z.union([Comment, DeletedCommentData]),
+});
+export type CommentEvent = z.infer<typeof CommentEvent>;
 
 /** Taken into the tasks service's events outbox; data is the endpoint after the change. */
 export const EndpointEvent = z.object({
@@ -15,10 +28,11 @@ export const EndpointEvent = z.object({
 });
 export type EndpointEvent = z.infer<typeof EndpointEvent>;
 
-export const OrgEvent = z.union([TaskEvent, EndpointEvent]);
+export const OrgEvent = z.union([TaskEvent, CommentEvent, EndpointEvent]);
 export type OrgEvent = z.infer<typeof OrgEvent>;
 
-export const isEndpointEvent = (e: OrgEvent): e is EndpointEvent => !isTaskEventType(e.type);
+export const isEndpointEvent = (e: OrgEvent): e is EndpointEvent => isEndpointEventType(e.type);
+export const isCommentEvent = (e: OrgEvent): e is CommentEvent => isCommentEventType(e.type);
 
 const ENDPOINT_EXAMPLE: WebhookEndpoint = {
   id: "whe_8kQ3mT6pL2vX9nD4bR7sW1",
@@ -52,11 +66,31 @@ export const EndpointFeedEvent = z
   .meta({ description: "A webhook endpoint was disabled or enabled. Needs the scope webhooks:read to be seen in the feed and the stream." });
 export type EndpointFeedEvent = z.infer<typeof EndpointFeedEvent>;
 
+export const CommentFeedEvent = z
+  .object({
+    id: z.string().meta({ description: "The event's id: the `webhook-id` header of every delivery of it.", examples: ["evt_5pL2xK8mT3vQ9nD4bR7sW1"] }),
+    type: CommentEventType.meta({
+      description: "What happened: comment.created, comment.updated (its body was edited) or comment.deleted.",
+      examples: ["comment.created"],
+    }),
+    timestamp: Timestamp.meta({ description: "When it happened (UTC, ISO 8601): the time of the change's transaction.", examples: [EXAMPLE_INSTANT] }),
+    data: z.union([Comment, DeletedCommentData]).meta({
+      description: "The comment after the change, in its API shape; on comment.deleted only `{ id, task_id }`.",
+      examples: [COMMENT_EXAMPLE],
+    }),
+    test: TEST_EVENT,
+  })
+  .meta({
+    description:
+      "A comment on a task was written, edited or deleted. Delivered to a webhook endpoint only when its event_types name the type (an empty list means every task.* type).",
+  });
+export type CommentFeedEvent = z.infer<typeof CommentFeedEvent>;
+
 /** The feed's item, the stream's message and the webhook body (without the id): told apart by `type`. */
-export const Event = z.union([TaskFeedEvent, EndpointFeedEvent]);
+export const Event = z.union([TaskFeedEvent, CommentFeedEvent, EndpointFeedEvent]);
 export type Event = z.infer<typeof Event>;
 
 /** The endpoints' events need webhooks:read. */
 export function visibleEventTypes(scopes: readonly string[]): EventType[] {
-  return scopes.includes("webhooks:read") ? [...EventType.options] : EventType.options.filter(isTaskEventType);
+  return scopes.includes("webhooks:read") ? [...EventType.options] : EventType.options.filter((t) => !isEndpointEventType(t));
 }

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { attachmentOps } from "./attachments.js";
+import { commentOps } from "./comments.js";
 import { OpaqueId, PageQuery, page } from "./common.js";
 import { AddDependencyBody, DependencyParams, DependencyView } from "./dependencies.js";
 import { CreateCustomFieldBody, CustomField, CustomFieldParams, DeletedCustomField, UpdateCustomFieldBody } from "./custom-fields.js";
@@ -11,7 +12,8 @@ import { TaskBatchOutcome, TaskBatchRpcInput } from "./task-batches.js";
 import { ListTasksQuery, SearchTasksBody } from "./task-search.js";
 import { Event } from "./events.js";
 import { Follower, FollowerParams, ListFollowersInput, UnfollowedTask } from "./followers.js";
-import { CreateTaskBody, EventParams, EventType, ListEventsQuery, Task, TaskParams, TaskSummary, TaskVersion, UpdateTaskBody } from "./tasks.js";
+import { EventType } from "./event-types.js";
+import { CreateTaskBody, EventParams, ListEventsQuery, Task, TaskParams, TaskSummary, TaskVersion, UpdateTaskBody } from "./tasks.js";
 
 const Upserted = <T extends z.ZodType>(t: T) => z.object({ created: z.boolean(), view: t });
 
@@ -66,5 +68,6 @@ export const tasksRpc = {
       output: page(Follower),
     },
     ...attachmentOps,
+    ...commentOps,
   },
 } as const satisfies RpcCatalog;

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { CreatedAt, EXAMPLE_INSTANT, inKeyOrder, OpaqueId, PageQuery, Text, Timestamp, TrimmedLabel, UpdatedAt } from "./common.js";
 import { DateTimeInput } from "./dates.js";
+import { EventActorId, EventType, TaskEventType } from "./event-types.js";
 import { Recurrence, RecurrenceInput } from "./recurrence.js";
 
 export const TaskStatus = z.enum(["TODO", "IN_PROGRESS", "IN_REVIEW", "COMPLETED", "BLOCKED"]);
@@ -250,15 +251,6 @@ export type UpdateTaskBody = z.infer<typeof UpdateTaskBody>;
 export const TaskIdParam = OpaqueId.meta({ description: "The task's id (T-<n>).", examples: ["T-1"] });
 export const TaskParams = z.object({ task_id: TaskIdParam });
 
-/** task.due_soon and task.overdue come from the tasks service's due-date scheduler, not from a write. */
-export const TaskEventType = z.enum(["task.created", "task.updated", "task.archived", "task.due_soon", "task.overdue"]);
-export type TaskEventType = z.infer<typeof TaskEventType>;
-/** Written by the webhooks service, carried by the same outbox, stream, feed and deliveries as task events. */
-export const EndpointEventType = z.enum(["webhook_endpoint.disabled", "webhook_endpoint.enabled"]);
-export type EndpointEventType = z.infer<typeof EndpointEventType>;
-export const EventType = z.enum([...TaskEventType.options, ...EndpointEventType.options]);
-export type EventType = z.infer<typeof EventType>;
-export const isTaskEventType = (t: string): t is TaskEventType => (TaskEventType.options as readonly string[]).includes(t);
 /** A free-text change when the event had no room for both values: lengths in UTF-16 code units (as the API's limits count), null for null. */
 export const TruncatedChange = z.object({
   from_length: z.int().nonnegative().nullable(),
@@ -288,6 +280,7 @@ export const TaskEvent = z.object({
   id: z.string().min(1),
   type: TaskEventType,
   organization_id: z.string().min(1),
+  actor_id: EventActorId,
   created_at: Timestamp,
   // Events from before tasks showed their version lack it (the stream and the feed keep events for days).
   data: Task.extend({ version: Task.shape.version.optional() }),
@@ -366,7 +359,9 @@ export const ListEventsQuery = PageQuery.extend({
     examples: ["task.updated"],
   }),
   // No example: an id the caller's organization lacks is a 404.
-  task_id: TaskRef.optional().meta({ description: "Only the events of this task, T-<n> (404 when no task has this id)." }),
+  task_id: TaskRef.optional().meta({
+    description: "Only the task.* events of this task, T-<n> (404 when no task has this id); its comments' events are not matched.",
+  }),
   created_gte: EventTime.optional().meta({ description: "Only events that occurred at or after this time (ISO 8601).", examples: ["2026-11-01T00:00:00Z"] }),
   created_lt: EventTime.optional().meta({ description: "Only events that occurred before this time (ISO 8601).", examples: ["2026-11-24T00:00:00Z"] }),
 }).strict();

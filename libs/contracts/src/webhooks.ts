@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { CreatedAt, EXAMPLE_INSTANT, Label, ObjectId, OpaqueId, PageQuery, Timestamp, UpdatedAt, page } from "./common.js";
 import type { RpcCatalog } from "./rpc.js";
-import { EventType } from "./tasks.js";
+import { EventType } from "./event-types.js";
 
 // Webhook endpoints (spec 2.8, 3.4, 4, 4.1; DESIGN.md sections 4-5).
 
@@ -14,7 +14,7 @@ const EXAMPLE_URL = "https://hooks.example.com/tasksvc";
 const ENABLED = { description: "Whether deliveries are sent (false after auto-disable or by choice).", examples: [true] };
 const EVENT_TYPES = {
   description:
-    "The event types delivered; every task.* type when absent or empty. The webhook_endpoint.* types (another endpoint of the organization disabled or enabled) are delivered only when listed, and never to the endpoint they describe.",
+    "The event types delivered; every task.* type when absent or empty. The comment.* types are delivered only when listed. The webhook_endpoint.* types (another endpoint of the organization disabled or enabled) are delivered only when listed, and never to the endpoint they describe.",
   examples: [["task.created", "task.updated"]],
 };
 const VERIFIED = { description: "Whether the endpoint answered a verification probe with a 2xx.", examples: [true] };

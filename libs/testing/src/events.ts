@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from "node:util";
 import { decodeJson, connectNats, jetstreamManager, type NatsConnection } from "@tasksvc/nats";
-import { isEndpointEvent, OrgEvent, type TaskEvent, taskEventsStream } from "@tasksvc/contracts";
+import { isTaskEventType, OrgEvent, type TaskEvent, taskEventsStream } from "@tasksvc/contracts";
 import postgres from "postgres";
 import { eventually } from "./eventually.js";
 import type { StackInfo } from "./stack.js";
@@ -41,7 +41,7 @@ export function taskEvents(stack: StackInfo) {
   }
 
   async function since(mark: number): Promise<TaskEvent[]> {
-    return (await allSince(mark)).filter((e): e is TaskEvent => !isEndpointEvent(e));
+    return (await allSince(mark)).filter((e): e is TaskEvent => isTaskEventType(e.type));
   }
 
   /**

@@ -1,6 +1,7 @@
 import { callerOf, type Task, taskEtag, type tasksRpc } from "@tasksvc/contracts";
 import type { HandlerMeta, Handlers } from "@tasksvc/nats";
 import type { AttachmentsSystem } from "./domain/attachments/system.js";
+import type { CommentsSystem } from "./domain/comments.js";
 import type { TaskBatches } from "./domain/batches.js";
 import type { CustomFieldsSystem } from "./domain/custom-fields.js";
 import type { DependenciesSystem } from "./domain/dependencies.js";
@@ -20,6 +21,7 @@ export interface TasksSystems {
   events: EventsSystem;
   attachments: AttachmentsSystem;
   followers: FollowersSystem;
+  comments: CommentsSystem;
 }
 
 /** The ETag travels in the reply's headers, so the gateway sends both without parsing the task. */
@@ -38,6 +40,7 @@ export function tasksHandlers({
   events,
   attachments: att,
   followers,
+  comments,
 }: TasksSystems): Handlers<typeof tasksRpc> {
   return {
     createTask: async (i, ctx, meta) => tagged(meta, await tasks.createTask(callerOf(ctx), i)),
@@ -58,6 +61,11 @@ export function tasksHandlers({
     followTask: (i, ctx) => followers.follow(callerOf(ctx), i.task_id, i.user_id),
     unfollowTask: (i, ctx) => followers.unfollow(callerOf(ctx), i.task_id, i.user_id),
     followersOf: (i) => followers.followersOf(i.organization_id, i.task_number, i.limit, i.after),
+    createComment: (i, ctx) => comments.create(callerOf(ctx), i.task_id, i.body),
+    listComments: (i, ctx) => comments.list(callerOf(ctx), i.task_id, i.limit, i.after),
+    getComment: (i, ctx) => comments.get(callerOf(ctx), i.task_id, i.comment_id),
+    updateComment: (i, ctx) => comments.update(callerOf(ctx), i.task_id, i.comment_id, i.patch.body),
+    deleteComment: (i, ctx) => comments.remove(callerOf(ctx), i.task_id, i.comment_id),
     getDependencies: (i, ctx) => dependencies.dependencies(callerOf(ctx), i.task_id),
     addDependency: (i, ctx) => dependencies.addDependency(callerOf(ctx), i.task_id, i.blocker_task_id),
     removeDependency: (i, ctx) => dependencies.removeDependency(callerOf(ctx), i.task_id, i.blocker_task_id),

@@ -1,3 +1,4 @@
+import { isAppError } from "@tasksvc/errors";
 import { TASK_BACKFILLS } from "./repo/backfills.js";
 import { TASK_INDEXES } from "./repo/indexes.js";
 import { fileURLToPath } from "node:url";
@@ -25,6 +26,7 @@ import { customFieldsSystem } from "./domain/custom-fields.js";
 import { dependenciesSystem } from "./domain/dependencies.js";
 import { dueDatesSystem } from "./domain/due-dates.js";
 import { eventsSystem } from "./domain/events/system.js";
+import { commentsSystem } from "./domain/comments.js";
 import { followersSystem } from "./domain/followers.js";
 import { labelsSystem } from "./domain/labels.js";
 import { membersCache } from "./domain/members-cache.js";
@@ -125,6 +127,16 @@ export const service = defineService({
       },
       log,
       members: members.port,
+      roles: {
+        async roleOf(ctx, organizationId, userId) {
+          try {
+            return (await keys.call("getMember", { user_id: userId }, { ...ctx, organization_id: organizationId })).role;
+          } catch (e) {
+            if (isAppError(e) && e.code === "resource_not_found") return null;
+            throw e;
+          }
+        },
+      },
     });
     const events = eventsSystem(res);
     // Taken into this outbox, they reach the feed, the live stream and the fan-out in one order. The
@@ -237,6 +249,7 @@ export const service = defineService({
         events,
         attachments,
         followers: followersSystem(res),
+        comments: commentsSystem(res),
       }),
     );
   },

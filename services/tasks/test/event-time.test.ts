@@ -55,7 +55,7 @@ describe("an event's time", () => {
       await eventually(async () => (await t<{ past: boolean }[]>`select clock_timestamp() > now() + interval '5 ms' as past`)[0]?.past === true, {
         intervalMs: 1,
       });
-      await eventsRepo(t).emit(org, "task.updated", task);
+      await eventsRepo(t).emit(org, c.userId, "task.updated", task);
       return now?.at;
     });
     const [event] = await db.sql<{ at: string }[]>`

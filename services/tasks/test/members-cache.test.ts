@@ -26,7 +26,10 @@ describe("members cache", () => {
     expect([...(await c.port.current(ctx, "org", ["ann", "eve"]))]).toEqual(["ann"]);
     expect([...(await c.port.current(ctx, "org", ["ann", "bob", "eve"]))].sort()).toEqual(["ann", "bob"]);
     expect(await c.port.current(ctx, "org", ["ann", "bob"])).toEqual(new Set(["ann", "bob"]));
-    expect(s.asked).toEqual([["ann", "eve"], ["bob", "eve"]]);
+    expect(s.asked).toEqual([
+      ["ann", "eve"],
+      ["bob", "eve"],
+    ]);
     // Another organization's membership is its own question.
     expect(await c.port.current(ctx, "other", ["ann"])).toEqual(new Set(["ann"]));
     expect(s.asked.at(-1)).toEqual(["ann"]);

@@ -35,8 +35,8 @@ describe("the sync order read by a connection not named like the service's", () 
       parent_number: null,
     };
     await tasksRepo(sql).create(org, [
-      { owner, content, versionId: newId("ver"), eventId: newId("evt"), credentialId: null, key: null },
-      { owner, content, versionId: newId("ver"), eventId: newId("evt"), credentialId: null, key: null },
+      { owner, content, versionId: newId("ver"), eventId: newId("evt"), credentialId: null, actor: owner, key: null },
+      { owner, content, versionId: newId("ver"), eventId: newId("evt"), credentialId: null, actor: owner, key: null },
     ]);
     const search = taskSearch(sql);
     for (let round = 0; round < 3; round++) {

@@ -1,9 +1,9 @@
-import { Task, TASK_ID_PATTERN, TaskEventType, taskNumber, webhookBody } from "@tasksvc/contracts";
+import { CommentEvent, CommentEventType, Task, TASK_ID_PATTERN, TaskEventType, taskNumber, webhookBody } from "@tasksvc/contracts";
 import { newSigningSecret } from "@tasksvc/outbound";
 import { DEV_SECRET_KEY, secretBox } from "@tasksvc/secrets";
 import { Webhook } from "standardwebhooks";
 import { describe, expect, it } from "vitest";
-import { sampleTask } from "../src/domain/endpoints-service.js";
+import { sampleComment, sampleTask } from "../src/domain/endpoints-service.js";
 import { signer } from "../src/domain/signer.js";
 
 // Pure logic of the probes (test event, verify) and of signing across a rotation: no database,
@@ -17,6 +17,18 @@ describe("test event sample", () => {
       const parsed = Task.safeParse(sample);
       expect(parsed.success, JSON.stringify(parsed.error?.issues)).toBe(true);
       expect(sample.archived).toBe(type === "task.archived");
+    });
+  }
+
+  for (const type of CommentEventType.options) {
+    it(`when the sample for ${type} is built, then it is what a real ${type} event carries, on the sample task`, () => {
+      const at = new Date("2026-11-23T10:00:00.123Z");
+      const sample = sampleComment(type, at);
+      const event = { id: "evt_1", type, organization_id: "org_1", created_at: at.toISOString(), data: sample };
+      const parsed = CommentEvent.safeParse(event);
+      expect(parsed.success, JSON.stringify(parsed.error?.issues)).toBe(true);
+      expect(sample.task_id).toBe("T-0");
+      expect(Object.keys(sample)).toEqual(type === "comment.deleted" ? ["id", "task_id"] : expect.arrayContaining(["body", "mention_ids"]));
     });
   }
 

@@ -40,6 +40,9 @@ export const REQUEST_EXAMPLES: Record<string, Record<string, unknown>> = {
     ],
   },
   addTaskDependency: { blocker_task_id: "T-2" },
+  // A mention names a member by id, which a new organization's example cannot know.
+  createComment: { body: "Ready for review: the draft is in the shared folder." },
+  updateComment: { body: "Ready for review: the draft is in the shared folder (second version)." },
   startAttachmentUpload: { file_name: "notes.txt", content_type: "text/plain", size: 12 },
   registerAttachment: { file_name: "notes.txt", file_key: "att/org_3kTM…/upl_…", content_type: "text/plain", size: 12 },
   createProject: { name: "Launch", description: "Everything for the November launch." },

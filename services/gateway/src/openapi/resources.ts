@@ -16,6 +16,8 @@ import {
   EndpointFeedEvent,
   Event,
   Follower,
+  Comment,
+  CommentFeedEvent,
   Invitation,
   Member,
   Notification,
@@ -49,6 +51,7 @@ export const RESOURCES: ReadonlyArray<[z.ZodType, string]> = [
   [TaskVersion, "TaskVersion"],
   [Follower, "Follower"],
   [Notification, "Notification"],
+  [Comment, "Comment"],
   [Recurrence, "Recurrence"],
   [DependencyItem, "DependencyItem"],
   [DependencyView, "DependencyView"],
@@ -68,6 +71,7 @@ export const RESOURCES: ReadonlyArray<[z.ZodType, string]> = [
   [WebhookDelivery, "WebhookDelivery"],
   [Event, "Event"],
   [TaskFeedEvent, "TaskEvent"],
+  [CommentFeedEvent, "CommentEvent"],
   [EndpointFeedEvent, "EndpointEvent"],
   [DeliveryAttempt, "WebhookDeliveryAttempt"],
   [ProbeResult, "WebhookProbeResult"],
@@ -87,6 +91,10 @@ export const TAGS: Record<string, { name: string; description: string }> = {
     name: "Notifications",
     description: "Your inbox: assigned, mentioned, commented, due soon and overdue, for tasks you are on; kept 90 days.",
   },
+  comments: {
+    name: "Comments",
+    description: "A task's conversation, oldest first: mention members with `<@usr_…>`; comments are not task content (no version, no ETag).",
+  },
   attachments: { name: "Attachments", description: "Files on tasks: start an upload, send the bytes, register, download." },
   projects: { name: "Projects", description: "Groups of tasks; a task may belong to several." },
   labels: { name: "Labels", description: "The organization's labels, by name; a task may carry several." },
@@ -98,7 +106,7 @@ export const TAGS: Record<string, { name: string; description: string }> = {
   events: {
     name: "Events",
     description:
-      "Task events and webhook endpoints' operational events of the last 30 days, exactly as webhooks deliver them, as pages or live: catch up on missed deliveries or rebuild state.",
+      "Task events, comment events and webhook endpoints' operational events of the last 30 days, exactly as webhooks deliver them, as pages or live: catch up on missed deliveries or rebuild state.",
   },
   "webhook-endpoints": {
     name: "Webhook endpoints",

@@ -1,6 +1,7 @@
 import type { Operation, Resource } from "../pipeline/operation.js";
 import { apiKeys } from "./api-keys.js";
 import { attachments } from "./attachments.js";
+import { comments } from "./comments.js";
 import { dailyPlan } from "./daily-plan.js";
 import { customFields } from "./custom-fields.js";
 import { dependencies } from "./dependencies.js";
@@ -29,6 +30,7 @@ export const resources: readonly Resource[] = [
   dependencies,
   followers,
   notifications,
+  comments,
   attachments,
   projects,
   labels,

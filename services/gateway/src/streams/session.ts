@@ -1,5 +1,5 @@
 import type { ServerResponse } from "node:http";
-import { isTaskEventType, sseMessage } from "@tasksvc/contracts";
+import { isEndpointEventType, sseMessage } from "@tasksvc/contracts";
 import { eventStreamMessages, eventStreamsEnded } from "@tasksvc/telemetry";
 import type { FanInListener, LiveEvent } from "./fan-in.js";
 
@@ -43,7 +43,7 @@ export class Session implements FanInListener {
   }
 
   get seesEndpointEvents(): boolean {
-    return this.o.types === null || [...this.o.types].some((t) => !isTaskEventType(t));
+    return this.o.types === null || [...this.o.types].some(isEndpointEventType);
   }
 
   deliver(e: LiveEvent): void {

@@ -92,6 +92,7 @@ export function createBatcher(res: TasksResources, prepare: Prepare) {
       try {
         const items = accepted.map((a) => ({
           owner: a.p.caller.userId,
+          actor: a.p.caller.userId,
           content: a.content,
           versionId: newId("ver"),
           eventId: newId("evt"),

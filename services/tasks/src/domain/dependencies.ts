@@ -34,7 +34,7 @@ export function dependenciesSystem(res: TasksResources) {
         }
         const created = await r.dependencies.insert(org, blocked, blocker);
         // Nothing the task shows changed: its dependency view did.
-        if (created) await r.events.emit(org, "task.updated", toTask(row), {});
+        if (created) await r.events.emit(org, c.userId, "task.updated", toTask(row), {});
         return { created, view: await r.dependencies.view(org, blocked) };
       });
     },
@@ -47,7 +47,7 @@ export function dependenciesSystem(res: TasksResources) {
         const blocked = Number(row.number);
         const blocker = taskNumber(blockerRef);
         if (blocker === null || !(await r.dependencies.remove(org, blocked, blocker))) throw notFound("dependency");
-        await r.events.emit(org, "task.updated", toTask(row), {});
+        await r.events.emit(org, c.userId, "task.updated", toTask(row), {});
         return r.dependencies.view(org, blocked);
       });
     },

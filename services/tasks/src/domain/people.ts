@@ -1,4 +1,4 @@
-import { type Caller, ME, type RpcContext } from "@tasksvc/contracts";
+import { type Caller, ME, type Role, type RpcContext } from "@tasksvc/contracts";
 import { fieldError } from "@tasksvc/errors";
 import { notFound } from "./refs.js";
 
@@ -6,6 +6,12 @@ import { notFound } from "./refs.js";
 export interface MembersPort {
   /** Which of the ids are members of the organization now. */
   current(ctx: RpcContext, organizationId: string, userIds: readonly string[]): Promise<ReadonlySet<string>>;
+}
+
+/** Asked anew each time (never cached): a demotion must hold from the next request. */
+export interface RolesPort {
+  /** The user's role in the organization now; null when they are not a member. */
+  roleOf(ctx: RpcContext, organizationId: string, userId: string): Promise<Role | null>;
 }
 
 /** Every id a current member, else 400 at the first one that is not (members who leave later stay on tasks). */

@@ -45,7 +45,7 @@ export function projectsSystem(res: TasksResources) {
         for (const t of tasks) {
           const after = toTask(t);
           const before = { ...after, version: after.version - 1, project_ids: t.old_project_ids };
-          await r.events.emit(c.organizationId, "task.updated", after, changesOf(before, after));
+          await r.events.emit(c.organizationId, c.userId, "task.updated", after, changesOf(before, after));
         }
         return { id, deleted: true as const };
       });

@@ -2,7 +2,7 @@ import type { RemovalJob } from "@tasksvc/contracts";
 import { type Database, DEFAULT_PAGE_BYTES, type ScanGate, scanGate } from "@tasksvc/db";
 import { createLogger, type Logger } from "@tasksvc/logger";
 import { type Repositories, repositories } from "../repo/repositories.js";
-import type { MembersPort } from "./people.js";
+import type { MembersPort, RolesPort } from "./people.js";
 import { type TaskCache, taskCache } from "./task-cache.js";
 
 /** A test builds its own with the parts it wants to see (a clock, a cache, a lost broadcast). */
@@ -27,6 +27,7 @@ export interface TasksResources {
   now(): Date;
   log: Logger;
   members: MembersPort;
+  roles: RolesPort;
 }
 
 export interface TasksResourceOptions {
@@ -40,10 +41,14 @@ export interface TasksResourceOptions {
   now?: () => Date;
   log?: Logger;
   members?: MembersPort;
+  roles?: RolesPort;
 }
 
 const noMembersPort: MembersPort = {
   current: () => Promise.reject(new Error("these tasks resources were built without a members port (the keys service)")),
+};
+const noRolesPort: RolesPort = {
+  roleOf: () => Promise.reject(new Error("these tasks resources were built without a roles port (the keys service)")),
 };
 
 export function tasksResources(db: Database, o: TasksResourceOptions = {}): TasksResources {
@@ -61,5 +66,6 @@ export function tasksResources(db: Database, o: TasksResourceOptions = {}): Task
     now: o.now ?? (() => new Date()),
     log: o.log ?? createLogger({ service: "tasks", level: "silent" }),
     members: o.members ?? noMembersPort,
+    roles: o.roles ?? noRolesPort,
   };
 }

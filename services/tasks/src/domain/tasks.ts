@@ -176,7 +176,7 @@ export function tasksSystem(res: TasksResources) {
         const updated = await r.tasks.updateContent(org, number, after, newId("ver"), projectsChanged);
         const task = toTask(updated);
         w.touched.push(number);
-        await r.events.emit(org, "task.updated", task, changesOf(toTask(row), task));
+        await r.events.emit(org, c.userId, "task.updated", task, changesOf(toTask(row), task));
         // Completing a series' latest occurrence shows its next one at once (decision 0021).
         if (before.status !== "COMPLETED" && after.status === "COMPLETED" && (await occurAfterDone(r, org, updated, res.now()))) w.occurred++;
         return task;
@@ -193,7 +193,7 @@ export function tasksSystem(res: TasksResources) {
         if (!changed) return toTask(row);
         w.touched.push(Number(row.number));
         const task = toTask(changed);
-        await r.events.emit(org, archived ? "task.archived" : "task.updated", task, changesOf(toTask(row), task));
+        await r.events.emit(org, c.userId, archived ? "task.archived" : "task.updated", task, changesOf(toTask(row), task));
         // Archiving a series' latest occurrence counts as done; archiving the head ends the series instead.
         if (archived && (await occurAfterDone(r, org, changed, res.now()))) w.occurred++;
         return task;

@@ -1,4 +1,15 @@
-import type { EndpointEvent, Event, EventEnvelope, EventType, Task, TaskChanges, TaskEventType } from "@tasksvc/contracts";
+import type {
+  Comment,
+  CommentEventType,
+  DeletedCommentData,
+  EndpointEvent,
+  Event,
+  EventEnvelope,
+  EventType,
+  Task,
+  TaskChanges,
+  TaskEventType,
+} from "@tasksvc/contracts";
 import { EVENT_RETENTION_DAYS, eventBody } from "@tasksvc/contracts";
 import {
   type Budgeted,
@@ -17,10 +28,11 @@ import {
 import { ISO_SQL } from "./sql-time.js";
 
 /**
- * Every event is written through it. Its time is the writing transaction's `now()`, the time the
+ * Every event the tasks service writes goes through it. `actor_id` is the message's, like
+ * `organization_id`: the bodies (eventBody) never show it. Its time is the writing transaction's `now()`, the time the
  * change's rows carry, on the clock the webhook fan-out compares with its endpoints' creation.
  */
-export const EVENT_ENVELOPE = `(jsonb_build_object('id', event_id, 'type', type, 'organization_id', organization_id,
+export const EVENT_ENVELOPE = `(jsonb_build_object('id', event_id, 'type', type, 'organization_id', organization_id, 'actor_id', actor_id,
   'created_at', to_char(now() at time zone 'UTC', ${ISO_SQL}), 'data', data)
   || case when changes is null then '{}'::jsonb else jsonb_build_object('changes', changes) end)`;
 
@@ -47,23 +59,32 @@ export function eventsRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
   const envelope = sql.unsafe(EVENT_ENVELOPE);
   const eventColumns = sql.unsafe(EVENT_COLUMNS);
   const keysetTime = sql.unsafe(KEYSET_TIME);
+  const insertEvent = async (org: string, actor: string | null, type: EventType, data: unknown, changes: TaskChanges | undefined) => {
+    await sql`
+      insert into outbox (event_id, type, organization_id, payload)
+      select event_id, type, organization_id, ${envelope}
+      from (select ${newId("evt")}::text as event_id, ${type}::text as type, ${org}::text as organization_id, ${actor}::text as actor_id,
+        ${jsonb(sql, data)}::jsonb as data, ${changes === undefined ? null : jsonb(sql, changes)}::jsonb as changes) e`;
+  };
   return {
-    async emit(org: string, type: TaskEventType, task: Task, changes?: TaskChanges): Promise<void> {
-      await sql`
-        insert into outbox (event_id, type, organization_id, payload)
-        select event_id, type, organization_id, ${envelope}
-        from (select ${newId("evt")}::text as event_id, ${type}::text as type, ${org}::text as organization_id,
-          ${jsonb(sql, task)}::jsonb as data, ${changes === undefined ? null : jsonb(sql, changes)}::jsonb as changes) e`;
+    /** `actor`: the user whose credential made the change, null for the service's own work. */
+    async emit(org: string, actor: string | null, type: TaskEventType, task: Task, changes?: TaskChanges): Promise<void> {
+      await insertEvent(org, actor, type, task, changes);
     },
 
-    /** Many events of one statement, in the order given, none with `changes`. */
+    /** In the comment's transaction, like a task's events. */
+    async emitComment(org: string, actor: string, type: CommentEventType, data: Comment | DeletedCommentData): Promise<void> {
+      await insertEvent(org, actor, type, data, undefined);
+    },
+
+    /** Many events of one statement, in the order given, none with `changes`: the service's own work, so no actor. */
     async emitEach(items: ReadonlyArray<{ organization_id: string; type: TaskEventType; task: Task }>): Promise<void> {
       if (items.length === 0) return;
       const input = items.map((i, ord) => ({ ord, event_id: newId("evt"), type: i.type, organization_id: i.organization_id, data: i.task }));
       await sql`
         insert into outbox (event_id, type, organization_id, payload)
         select event_id, type, organization_id, ${envelope}
-        from (select x.*, null::jsonb as changes
+        from (select x.*, null::text as actor_id, null::jsonb as changes
           from jsonb_to_recordset(${jsonb(sql, input)}) as x(ord int, event_id text, type text, organization_id text, data jsonb)) e
         order by ord`;
     },

@@ -40,6 +40,20 @@ export function followersRepo(sql: Sql) {
       return toFollower(row);
     },
 
+    /**
+     * Automatic follows (a commenter, the users a comment mentions): a user who follows stays as they
+     * are, and one who unfollowed is not brought back (their row stays, with unfollowed_at).
+     */
+    async followAutomatically(org: string, number: number, follows: ReadonlyArray<{ user: string; reason: FollowReason }>): Promise<void> {
+      if (follows.length === 0) return;
+      await sql`
+        insert into task_followers (organization_id, task_number, user_id, reason)
+        select ${org}, ${number}, f.user_id, f.reason
+        from unnest(${follows.map((f) => f.user)}::text[], ${follows.map((f) => f.reason)}::text[]) with ordinality as f(user_id, reason, ord)
+        order by f.ord
+        on conflict (organization_id, task_number, user_id) do nothing`;
+    },
+
     /** Also for a user who never followed: they have said they do not want to, so no automatic follow adds them. */
     async unfollow(org: string, number: number, user: string): Promise<void> {
       await sql`

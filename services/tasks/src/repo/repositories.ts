@@ -1,5 +1,6 @@
 import { DEFAULT_PAGE_BYTES, idempotencyRecords, type Sql } from "@tasksvc/db";
 import { attachmentsRepo } from "./attachments-repo.js";
+import { commentsRepo } from "./comments-repo.js";
 import { customFieldsRepo } from "./custom-fields-repo.js";
 import { dependenciesRepo } from "./dependencies-repo.js";
 import { dueRepo } from "./due-repo.js";
@@ -20,6 +21,7 @@ export function repositories(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
     search: taskSearch(sql, pageBytes),
     dependencies: dependenciesRepo(sql),
     followers: followersRepo(sql),
+    comments: commentsRepo(sql, pageBytes),
     projects: projectsRepo(sql, pageBytes),
     labels: labelsRepo(sql, pageBytes),
     customFields: customFieldsRepo(sql, pageBytes),

@@ -22,6 +22,8 @@ export interface NewTask {
   versionId: string;
   eventId: string;
   credentialId: string | null;
+  /** The user whose credential created it; null for an occurrence the service made. */
+  actor: string | null;
   key: string | null;
   /** Creates of several traces share the statement. */
   traceparent?: string | null;
@@ -48,6 +50,7 @@ export async function createTasks(sql: Sql, org: string, items: NewTask[]): Prom
     version_id: it.versionId,
     event_id: it.eventId,
     credential_id: it.credentialId,
+    actor_id: it.actor,
     key: it.key,
     traceparent: it.traceparent ?? null,
     template: taskTemplate(it.owner, it.content, it.series ?? null),
@@ -89,7 +92,7 @@ export async function createTasks(sql: Sql, org: string, items: NewTask[]): Prom
     ), x as (
       select c.last_number - ${items.length} + i.ord as number, i.*
       from c, jsonb_to_recordset(${jsonb(sql, input)}) as i(ord int, owner_user_id text, version_id text, event_id text,
-        credential_id text, key text, traceparent text, template jsonb, parent_number bigint, title text, description text, status text,
+        credential_id text, actor_id text, key text, traceparent text, template jsonb, parent_number bigint, title text, description text, status text,
         priority text, start_date timestamptz, due_date timestamptz, notes text, story_points numeric, recurrence jsonb, project_ids jsonb,
         assignee_ids jsonb, label_ids jsonb, custom_fields jsonb, series_head bigint, series_slot date)
     ), t as (
@@ -118,8 +121,8 @@ export async function createTasks(sql: Sql, org: string, items: NewTask[]): Prom
       insert into task_projects (organization_id, task_number, project_id)
       select organization_id, number, unnest(project_ids) from t
     ), api as (
-      select x.event_id, 'task.created'::text as type, ${org}::text as organization_id, x.template || ${templateCompletion} as data, null::jsonb as changes,
-        x.credential_id, x.key, x.traceparent, t.number
+      select x.event_id, 'task.created'::text as type, ${org}::text as organization_id, x.actor_id, x.template || ${templateCompletion} as data,
+        null::jsonb as changes, x.credential_id, x.key, x.traceparent, t.number
       from t join x on x.number = t.number
     ), o as (
       insert into outbox (event_id, type, organization_id, payload, traceparent)

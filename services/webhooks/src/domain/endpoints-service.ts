@@ -13,6 +13,10 @@ import {
   type TaskEventType,
   type EndpointEventType,
   type EventType,
+  type Comment,
+  type CommentEventType,
+  type DeletedCommentData,
+  isCommentEventType,
   isTaskEventType,
   type UpdateWebhookEndpointBody,
   type VerifyResult,
@@ -87,6 +91,23 @@ export function sampleTask(type: TaskEventType, at: Date): Task {
     occurrence_date: null,
     created_at: now,
     updated_at: now,
+  };
+}
+
+/** A comment on the sample task, by the sample user; comment.deleted carries only where it was, as a real one does. */
+export function sampleComment(type: CommentEventType, at: Date): Comment | DeletedCommentData {
+  const now = at.toISOString();
+  const id = "cmt_0";
+  if (type === "comment.deleted") return { id, task_id: SAMPLE_TASK_ID };
+  return {
+    id,
+    task_id: SAMPLE_TASK_ID,
+    author_id: SAMPLE_USER_ID,
+    body: "A sample comment sent by the test-event operation; it does not exist.",
+    mention_ids: [],
+    created_at: now,
+    updated_at: now,
+    edited_at: type === "comment.updated" ? now : null,
   };
 }
 
@@ -238,6 +259,7 @@ export function endpointsService(res: WebhooksResources, o: EndpointsOptions) {
     async sendTestEvent(c: Caller, id: string, eventType: EventType | undefined): Promise<ProbeResult> {
       const type = eventType ?? "task.created";
       if (isTaskEventType(type)) return probeResult((await probe(c, id, { type, data: (at) => sampleTask(type, at) })).result);
+      if (isCommentEventType(type)) return probeResult((await probe(c, id, { type, data: (at) => sampleComment(type, at) })).result);
       const endpoint = await repo.get(c.organizationId, id);
       if (!endpoint) throw notFound();
       const { result } = await probe(c, id, { type, data: () => sampleEndpoint(type, endpoint) });

@@ -43,6 +43,8 @@ export async function makeOccurrences(r: Repositories, org: string, list: Occurr
       versionId: newId("ver"),
       eventId: newId("evt"),
       credentialId: null,
+      // Made by the service (a tick, or the write that completed the series' latest one): nobody acted.
+      actor: null,
       key: null,
       series: { head, slot },
       fieldsSeen,
