@@ -436,6 +436,86 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/notifications": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your notifications in this organization, newest first (`unread=true`: only unread ones)
+         * @description Requires scope `tasks:read` and plan entitlement `public_api`. Costs 1 API call.
+         */
+        get: operations["listNotifications"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/notifications/unread-count": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How many of your notifications are unread
+         * @description Requires scope `tasks:read` and plan entitlement `public_api`. Costs 1 API call.
+         */
+        get: operations["countUnreadNotifications"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/notifications/read-all": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mark every unread notification read, or those created before `before`
+         * @description Requires scope `tasks:read` and plan entitlement `public_api`. Costs 1 API call.
+         */
+        post: operations["readAllNotifications"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/notifications/{notification_id}/read": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mark a notification read (reading it again keeps the first read time)
+         * @description Requires scope `tasks:read` and plan entitlement `public_api`. Costs 1 API call.
+         */
+        post: operations["readNotification"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tasks/{task_id}/comments": {
         parameters: {
             query?: never;
@@ -1816,6 +1896,50 @@ export interface components {
              */
             created_at: string;
         };
+        Notification: {
+            /**
+             * @description The notification's id.
+             * @example ntf_6pK3xQ8mT2vL9nD4bR7sW1
+             */
+            id: string;
+            /**
+             * @description Why it came: `assigned` (you were assigned the task), `mentioned` (a comment names you), `commented` (a comment on a task you follow), `due_soon` or `overdue` (a task you are assigned, or own without assignees, is due soon or past due).
+             * @example assigned
+             * @enum {string}
+             */
+            type: "assigned" | "mentioned" | "commented" | "due_soon" | "overdue";
+            /**
+             * @description The task it is about (T-\<n\>).
+             * @example T-42
+             */
+            task_id: string;
+            /**
+             * @description The comment it is about, for `mentioned` and `commented`; null otherwise.
+             * @example null
+             */
+            comment_id: string | null;
+            /**
+             * @description The user whose change caused it; null when the system did (due dates) or the event did not say.
+             * @example usr_7hQ2mD9xK3pL5nB8vR4tW1
+             */
+            actor_id: string | null;
+            /**
+             * @description The event it comes from, as in the events feed (`GET /v1/events/{event_id}`).
+             * @example evt_2nK7xQ4mT9pL3vD6bR8sW5
+             */
+            event_id: string;
+            /**
+             * Format: date-time
+             * @description When its event happened (UTC, ISO 8601).
+             * @example 2026-11-23T09:30:00.000Z
+             */
+            created_at: string;
+            /**
+             * @description When it was first marked read; null while unread.
+             * @example null
+             */
+            read_at: string | null;
+        };
         Comment: {
             /**
              * @description The comment's id.
@@ -2269,7 +2393,7 @@ export interface components {
              *       "task.updated"
              *     ]
              */
-            event_types: ("task.created" | "task.updated" | "task.archived" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
+            event_types: ("task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
             /**
              * @description Whether the endpoint answered a verification probe with a 2xx.
              * @example true
@@ -2336,7 +2460,7 @@ export interface components {
              *       "task.updated"
              *     ]
              */
-            event_types: ("task.created" | "task.updated" | "task.archived" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
+            event_types: ("task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
             /**
              * @description Whether the endpoint answered a verification probe with a 2xx.
              * @example true
@@ -2408,7 +2532,7 @@ export interface components {
              *       "task.updated"
              *     ]
              */
-            event_types: ("task.created" | "task.updated" | "task.archived" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
+            event_types: ("task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
             /**
              * @description Whether the endpoint answered a verification probe with a 2xx.
              * @example true
@@ -2515,11 +2639,11 @@ export interface components {
              */
             id: string;
             /**
-             * @description What happened: task.created, task.updated or task.archived.
+             * @description What happened: task.created, task.updated or task.archived; task.due_soon when an open task's due date came within the due-soon window (24 hours by default), task.overdue when it passed. Each of the last two comes once per due date value of a task that is neither COMPLETED nor archived, at most one check late (checks come every minute by default); a task whose due date is already past when it is first checked gets task.overdue alone. Moving the due date makes both come again for the new date.
              * @example task.updated
              * @enum {string}
              */
-            type: "task.created" | "task.updated" | "task.archived";
+            type: "task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue";
             /**
              * Format: date-time
              * @description When it happened (UTC, ISO 8601): the time of the change's transaction.
@@ -2527,7 +2651,7 @@ export interface components {
              */
             timestamp: string;
             /**
-             * @description The task after the change, in its API shape.
+             * @description The task after the change, in its API shape; for task.due_soon and task.overdue, the task as it was when its due date came near or passed.
              * @example {
              *       "id": "T-42",
              *       "version": 3,
@@ -2686,7 +2810,7 @@ export interface components {
                 updated_at: string;
             };
             /**
-             * @description On task.updated and task.archived: each field of the task that changed, with its value before (`from`) and after (`to`); empty when nothing the task shows changed. Absent on task.created and on events from before it was added. When both values would make the event larger than 256 KiB, each free-text field (title, description, notes) that changed is given as `{ from_length, to_length, truncated: true }` instead: the lengths in characters (null for a null value); the new value is in `data`.
+             * @description On task.updated and task.archived: each field of the task that changed, with its value before (`from`) and after (`to`); empty when nothing the task shows changed. Absent on task.created, task.due_soon and task.overdue, and on events from before it was added. When both values would make the event larger than 256 KiB, each free-text field (title, description, notes) that changed is given as `{ from_length, to_length, truncated: true }` instead: the lengths in characters (null for a null value); the new value is in `data`.
              * @example {
              *       "status": {
              *         "from": "TODO",
@@ -3230,6 +3354,37 @@ export interface components {
              * @example usr_7hQ2mD9xK3pL5nB8vR4tW1
              */
             user_id: string;
+        };
+        ListNotificationsResponse: {
+            /**
+             * @description The items of this page, in the list's order.
+             * @example []
+             */
+            data: components["schemas"]["Notification"][];
+            /**
+             * @description Whether another page follows: ask for it with `after=<next_cursor>`.
+             * @example false
+             */
+            has_more: boolean;
+            /**
+             * @description Opaque cursor of the next page (pass as `after`), or null on the last page.
+             * @example null
+             */
+            next_cursor: string | null;
+        };
+        CountUnreadNotificationsResponse: {
+            /**
+             * @description How many of your notifications in this organization are unread.
+             * @example 3
+             */
+            count: number;
+        };
+        ReadAllNotificationsResponse: {
+            /**
+             * @description How many unread notifications this marked read (already read ones are not counted).
+             * @example 12
+             */
+            marked_count: number;
         };
         ListCommentsResponse: {
             /**
@@ -4077,6 +4232,14 @@ export interface components {
              */
             blocker_task_id: string;
         };
+        ReadAllNotificationsRequest: {
+            /**
+             * Format: date-time
+             * @description Only notifications created before this time (exclusive; ISO 8601): pass the `created_at` of the newest one you have shown. All unread ones when omitted.
+             * @example 2026-11-23T09:30:00.000Z
+             */
+            before?: string;
+        };
         CreateCommentRequest: {
             /**
              * @description The comment's text, trimmed (1-20000 characters; line breaks kept). `<@usr_…>` mentions a member of the organization.
@@ -4342,7 +4505,7 @@ export interface components {
              *       "task.updated"
              *     ]
              */
-            event_types?: ("task.created" | "task.updated" | "task.archived" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
+            event_types?: ("task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
             /**
              * @description At most this many deliveries start per second, counted over any one-second window and across every delivery worker; deliveries past it wait their turn (they never fail because of it). null: no limit.
              * @example 50
@@ -4362,7 +4525,7 @@ export interface components {
              *       "task.updated"
              *     ]
              */
-            event_types?: ("task.created" | "task.updated" | "task.archived" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
+            event_types?: ("task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
             /**
              * @description Whether deliveries are sent (false after auto-disable or by choice).
              * @example true
@@ -4380,7 +4543,7 @@ export interface components {
              * @example task.created
              * @enum {string}
              */
-            event_type?: "task.created" | "task.updated" | "task.archived" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled";
+            event_type?: "task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled";
         };
         ReplayFailedWebhookDeliveriesRequest: {
             /**
@@ -8460,6 +8623,487 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UnfollowTaskResponse"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `resource_not_found`: Resource not found */
+            404: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listNotifications: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Items per page, 1-100 (default 25).
+                 * @example 25
+                 */
+                limit?: number;
+                /** @description The `next_cursor` of the previous page; the other parameters must be the same as for that page. */
+                after?: string;
+                /**
+                 * @description `true`: only unread notifications (default false: all of them).
+                 * @example true
+                 */
+                unread?: boolean | ("true" | "false");
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Your notifications in this organization, newest first (`unread=true`: only unread ones) */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListNotificationsResponse"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    countUnreadNotifications: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description How many of your notifications are unread */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CountUnreadNotificationsResponse"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    readAllNotifications: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "before": "2026-11-23T09:30:00.000Z"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ReadAllNotificationsRequest"];
+            };
+        };
+        responses: {
+            /** @description Mark every unread notification read, or those created before `before` */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReadAllNotificationsResponse"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `payload_too_large`: Payload too large */
+            413: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: Unsupported media type */
+            415: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    readNotification: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The notification's id.
+                 * @example ntf_6pK3xQ8mT2vL9nD4bR7sW1
+                 */
+                notification_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Mark a notification read (reading it again keeps the first read time) */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Notification"];
                 };
             };
             /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
@@ -14561,7 +15205,7 @@ export interface operations {
                  * @description Only events of this type. The webhook_endpoint.* types need the scope webhooks:read; without it they are left out.
                  * @example task.updated
                  */
-                type?: "task.created" | "task.updated" | "task.archived" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled";
+                type?: "task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled";
                 /** @description Only the task.* events of this task, T-\<n\> (404 when no task has this id); its comments' events are not matched. */
                 task_id?: string;
                 /**
@@ -14684,7 +15328,7 @@ export interface operations {
                  * @description Only events of these types, comma-separated (`task.created,task.updated`). The webhook_endpoint.* types need the scope webhooks:read; without it they are left out.
                  * @example task.updated
                  */
-                type?: string | ("task.created" | "task.updated" | "task.archived" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
+                type?: string | ("task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
                 /** @description Resume after this event (its id, the `id:` of a message or a webhook-id): first every later event of the last 30 days, then live ones. The `Last-Event-ID` header does the same and wins over it. */
                 after?: string;
             };
