@@ -119,7 +119,15 @@ describe("health", () => {
     expect(r.status, r.text).toBe(200);
     expect(r.body).toEqual({
       status: "ready",
-      checks: { postgres: "ok", nats: "ok", "service:keys": "ok", "service:tasks": "ok", "service:boards": "ok", "service:webhooks": "ok" },
+      checks: {
+        postgres: "ok",
+        nats: "ok",
+        "service:keys": "ok",
+        "service:tasks": "ok",
+        "service:boards": "ok",
+        "service:webhooks": "ok",
+        "service:notifications": "ok",
+      },
     });
   });
 });

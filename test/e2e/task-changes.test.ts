@@ -75,7 +75,7 @@ describe("changes on task events", () => {
         const xs = (await events.since(mark)).filter((e: TaskEvent) => e.data.id === created.id);
         return xs.length === 4 ? xs : false;
       },
-      { what: "the task's four events on the stream", timeoutMs: 20_000 },
+      { what: "the task's four events on the stream", timeoutMs: 40_000 },
     );
     expect((streamed ?? []).map((e) => ({ id: e.id, changes: e.changes }))).toEqual(fed.slice(1).map((e) => ({ id: e.id, changes: e.changes })));
 
@@ -90,9 +90,9 @@ describe("changes on task events", () => {
         const mine = rows.filter((r) => r.payload.data.id === created.id);
         return mine.length === 5 ? mine : false;
       },
-      { what: "the task's five deliveries", timeoutMs: 20_000 },
+      { what: "the task's five deliveries", timeoutMs: 40_000 },
     );
     for (const e of fed) expect((bodies ?? []).find((b) => b.event_id === e.id)?.payload.changes, e.type).toEqual(e.changes);
     // Past its two waits of 20 s each, so that a slow stream or fan-out is named by the wait, not by the test's timeout.
-  }, 60_000);
+  }, 100_000);
 });
