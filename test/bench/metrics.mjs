@@ -71,9 +71,9 @@ export function printMetricsSnapshot(rows) {
   console.log("\nMetrics after the run (each process's /metrics; tasksvc_ families with samples, headline figures)");
   for (const r of rows) {
     if (r.error) {
-      console.log(`  ${r.name.padEnd(9)} ${r.url}/metrics  unreachable: ${r.error}`);
+      console.log(`  ${r.name.padEnd(13)} ${r.url}/metrics  unreachable: ${r.error}`);
       continue;
     }
-    console.log(`  ${r.name.padEnd(9)} ${r.url}/metrics  ${r.families.length} families · ${r.headline.join(" · ")}`);
+    console.log(`  ${r.name.padEnd(13)} ${r.url}/metrics  ${r.families.length} families · ${r.headline.join(" · ")}`);
   }
 }

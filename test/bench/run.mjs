@@ -18,6 +18,7 @@ import autocannon from "autocannon";
 import postgres from "postgres";
 import { connectNats, deleteNamespaceStreams, jetstreamManager } from "@tasksvc/nats";
 import { metricsSnapshot, printMetricsSnapshot } from "./metrics.mjs";
+import { commentTarget, notificationScenarios, printNotifications } from "./notifications.mjs";
 import { recurrenceScenarios } from "./recurrence.mjs";
 import { FIELDS, printSearch, searchScenarios } from "./search.mjs";
 import { printStreams, streamScenarios } from "./streams.mjs";
@@ -29,6 +30,9 @@ import { adminCli } from "./admin-cli.mjs";
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 2);
+// The notification latency scenario's own durations (a smoke run shortens them alone).
+const NOTIFY_SECONDS = Number(process.env.BENCH_NOTIFY_SECONDS ?? DURATION);
+const NOTIFY_WARMUP = Number(process.env.BENCH_NOTIFY_WARMUP ?? WARMUP);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 // The steady offered rates (open-loop), well under capacity: reads and writes.
 const STEADY_READS = Number(process.env.BENCH_STEADY_READS ?? 400);
@@ -317,7 +321,7 @@ function runAutocannon(url, req, duration, connections = CONNECTIONS) {
   });
 }
 
-/** Waits (at most 5 min) until the outbox is relayed and the webhook fan-out has every event. */
+/** Waits (at most 5 min) until the outbox is relayed and the webhook fan-out and the notifications consumer have every event. */
 async function settleEvents() {
   const started = Date.now();
   const sql = postgres(DATABASE_URL, { max: 1, onnotice: () => {} });
@@ -325,12 +329,15 @@ async function settleEvents() {
   try {
     const jsm = await jetstreamManager(nc);
     await until(
-      "the outbox and the webhook fan-out to catch up",
+      "the outbox, the webhook fan-out and the notifications consumer to catch up",
       async () => {
         const [{ n }] = await sql`select count(*)::int as n from tasks.outbox`;
         if (n > 0) return false;
-        const info = await jsm.consumers.info(`${NAMESPACE}_task_events`, `${NAMESPACE}_webhooks_fanout`);
-        return info.num_pending === 0 && info.num_ack_pending === 0;
+        for (const durable of ["webhooks_fanout", "notifications"]) {
+          const info = await jsm.consumers.info(`${NAMESPACE}_task_events`, `${NAMESPACE}_${durable}`);
+          if (info.num_pending !== 0 || info.num_ack_pending !== 0) return false;
+        }
+        return true;
       },
       300_000,
     );
@@ -576,6 +583,8 @@ let uploads = null;
 let recurrence = null;
 let search = null;
 let streams = null;
+let notifications = null;
+let comments = null;
 let metrics = null;
 try {
   const bare = start("bare fastify", "test/bench/bare-server.mjs", { PORT: "18301" });
@@ -587,7 +596,7 @@ try {
 
   const stackEnv = { DATABASE_URL, PORT: "18303" };
   // Ops ports of the bench's own (not the defaults a `make run` on this host may hold).
-  const OPS = { gateway: 18310, keys: 18311, tasks: 18312, boards: 18313, webhooks: 18314, delivery: 18315 };
+  const OPS = { gateway: 18310, keys: 18311, tasks: 18312, boards: 18313, webhooks: 18314, delivery: 18315, notifications: 18316 };
   const ops = (name) => ({ OPS_PORT: String(OPS[name]) });
   start("keys", "services/keys/dist/main.js", { ...stackEnv, ...ops("keys") });
   await until("keys schema", async () => {
@@ -608,6 +617,8 @@ try {
     }
   });
   start("boards", "services/boards/dist/main.js", { ...stackEnv, ...ops("boards") });
+  // A service of the stack like the others: every task event passes its consumer, whatever the scenario.
+  start("notifications", "services/notifications/dist/main.js", { ...stackEnv, ...ops("notifications") });
   // Webhooks: the receiver is on 127.0.0.1 over http, so the guard is relaxed as for local use.
   const webhookEnv = {
     ...stackEnv,
@@ -722,6 +733,47 @@ try {
       warmup: WARMUP,
       log: (m) => process.stderr.write(`${m}\n`),
     });
+  }
+  if (!only || only.split("|").includes("notifications")) {
+    await settleEvents();
+    notifications = await notificationScenarios({
+      gateway: "http://127.0.0.1:18303",
+      databaseUrl: DATABASE_URL,
+      natsUrl: NATS_URL,
+      namespace: NAMESPACE,
+      duration: NOTIFY_SECONDS,
+      warmup: NOTIFY_WARMUP,
+      log: (m) => process.stderr.write(`${m}\n`),
+    });
+    await settleEvents();
+  }
+  if (!only || only.split("|").includes("comments")) {
+    // A comment with one mention beside the plain create, in the same run: saturated and at the
+    // steady write rate, CPU per request of every process until the events are settled.
+    const target = await commentTarget({
+      gateway: "http://127.0.0.1:18303",
+      key: ctx.key,
+      organizationId: ctx.organizationId,
+      natsUrl: NATS_URL,
+      namespace: NAMESPACE,
+    });
+    const create = SCENARIOS.find((x) => x.name === "POST /v1/tasks + Idempotency-Key").request(ctx);
+    const comment = {
+      method: "POST",
+      path: `/v1/tasks/${target.taskId}/comments`,
+      headers: { authorization: `Bearer ${ctx.key}`, "content-type": "application/json" },
+      body: JSON.stringify({ body: target.body }),
+      freshIdempotencyKey: true,
+    };
+    const cost = async (name, req) => {
+      const saturated = await measure(name, "http://127.0.0.1:18303", req, CONNECTIONS, { cpu: true });
+      const { cpu, ...steadyFigures } = await steady(name, "http://127.0.0.1:18303", req, STEADY_WRITES);
+      return { saturated, steady: { ...steadyFigures, rate: STEADY_WRITES, cpu } };
+    };
+    comments = {
+      create: await cost("comments: POST /v1/tasks + Idempotency-Key", create),
+      comment: await cost("comments: POST /v1/tasks/{id}/comments + Idempotency-Key", comment),
+    };
   }
   // After the webhook scenarios, which delete their endpoints (and backlog) when done: the
   // object store's writes here would otherwise weigh on their latency.
@@ -876,10 +928,11 @@ if (recurrence) {
 }
 if (search) printSearch(search);
 if (streams) printStreams(streams);
+if (notifications || comments) printNotifications(notifications, comments);
 if (metrics) printMetricsSnapshot(metrics);
 if (explainList) console.log(`\nEXPLAIN ANALYZE, GET /v1/tasks on 100,000 tasks in one organization:\n\n${explainList}`);
 mkdirSync(new URL("./results", import.meta.url), { recursive: true });
 writeFileSync(
   new URL("./results/latest.json", import.meta.url),
-  `${JSON.stringify({ at: new Date().toISOString(), tool, node: process.version, cores: cpus().length, connections: CONNECTIONS, duration: DURATION, results: rows, steady_floors: floors, webhooks, uploads, recurrence, search, streams, metrics, explain: explainList }, null, 2)}\n`,
+  `${JSON.stringify({ at: new Date().toISOString(), tool, node: process.version, cores: cpus().length, connections: CONNECTIONS, duration: DURATION, results: rows, steady_floors: floors, webhooks, uploads, recurrence, search, streams, notifications, comments, metrics, explain: explainList }, null, 2)}\n`,
 );
