@@ -18,7 +18,7 @@ import { startProcessStack, type ProcessStack } from "./processes.js";
  * suite then runs over it: every acknowledged write stored once, one event per change, no 5xx.
  */
 const POOL = 3;
-const DB_SERVICES = ["keys", "tasks", "boards", "webhooks", "gateway"] as const;
+const DB_SERVICES = ["keys", "tasks", "boards", "webhooks", "notifications", "gateway"] as const;
 const REPLICAS = { gateway: 2, tasks: 2 } as const;
 
 let bouncer: PrivatePgBouncer;
