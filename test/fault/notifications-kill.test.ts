@@ -6,8 +6,8 @@ import { seconds, startProcessStack, type ProcessStack } from "./processes.js";
 
 /**
  * The notifications service killed with SIGKILL while task events flow: tasks are created at a
- * steady rate, each assigning two members, and the service's only replica dies mid-stream and is
- * started again. Events it had written but not acknowledged come back and must add nothing;
+ * steady rate, each assigning two members; the service's only replica is paused until 100 tasks
+ * wait, resumed, and killed as soon as it has written part of them, then started again. Events it had written but not acknowledged come back and must add nothing;
  * events it had not written must still be written. In the end every member holds exactly one
  * `assigned` notification per task, and the unread counters equal the unread rows.
  */
@@ -73,9 +73,22 @@ describe("the notifications service killed while events flow", () => {
 
     const w = writer(url, owner.apiKey, [...members.map((m) => m.userId), owner.userId], 25);
     await eventually(async () => (await unread(members[0]?.apiKey ?? "")) >= 30, { timeoutMs: 60_000, what: "notifications to flow" });
+    // Paused, so a backlog waits in the stream; resumed, and killed once it has written part of it:
+    // the kill lands in the middle of the consumer's work, never between two quiet moments.
+    const rows = async () =>
+      Number((await sql`select count(*)::int as n from notifications.notifications where organization_id = ${owner.organizationId}`)[0]?.["n"]);
+    stack.signal("notifications", 0, "SIGSTOP");
+    const pausedAt = w.created.length;
+    await eventually(() => w.created.length >= pausedAt + 100, { timeoutMs: 60_000, what: "a backlog while the service is paused" });
+    const before = await rows();
+    stack.signal("notifications", 0, "SIGCONT");
+    let atKill = before;
+    await eventually(async () => (atKill = await rows()) > before, { timeoutMs: 30_000, intervalMs: 5, what: "the backlog's first notifications" });
     const killedAt = Date.now();
     await stack.kill("notifications", 0, "SIGKILL");
     const writtenAtKill = w.created.length;
+    // At least 100 tasks × 2 members were owed when the kill came: it was mid-stream.
+    expect(atKill - before, "notifications written between the resume and the kill").toBeLessThan(200);
     // Events pile up in the stream while no replica runs.
     await eventually(() => w.created.length >= writtenAtKill + 40, { timeoutMs: 60_000, what: "more tasks while the service is down" });
     stack.restart("notifications", 0);
@@ -112,7 +125,7 @@ describe("the notifications service killed while events flow", () => {
       group by c.user_id, c.unread having c.unread <> count(n.id)`;
     expect(drift).toEqual([]);
     console.log(
-      `notifications kill -9: ${tasks.length} tasks (${writtenAtKill} before the kill), ${tasks.length * members.length} notifications, lost 0, doubled 0; caught up ${seconds(caughtUpAt - killedAt)} after the kill`,
+      `notifications kill -9: ${tasks.length} tasks (${writtenAtKill} before the kill; ${atKill - before} of the backlog's notifications written when it came), ${tasks.length * members.length} notifications, lost 0, doubled 0; caught up ${seconds(caughtUpAt - killedAt)} after the kill`,
     );
     expect(stack.unexpectedExits).toEqual([]);
   });

@@ -205,6 +205,10 @@ export async function startProcessStack(opts: ProcessStackOptions = {}) {
       r.child.kill(signal);
       await gone;
     },
+    /** Sends a signal that leaves the process alive (SIGSTOP pauses it, SIGCONT resumes it). */
+    signal(service: ServiceName, index: number, signal: "SIGSTOP" | "SIGCONT"): void {
+      find(service, index).child.kill(signal);
+    },
     /** Starts a killed replica again with the same settings (a gateway on the same port). */
     restart(service: ServiceName, index = 0): void {
       const i = replicas.findIndex((x) => x.service === service && x.index === index);
