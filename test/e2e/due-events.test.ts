@@ -1,8 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { parseConfig } from "@tasksvc/config";
-import { createLogger } from "@tasksvc/logger";
-import { startService } from "@tasksvc/runtime";
-import { type Api, api, eventually, factories, gatewayUrl, loadService, openSse, type StartedStack, startStack, type Tenant } from "@tasksvc/testing";
+import { type Api, api, eventually, factories, gatewayUrl, openSse, startExtraReplicas, type StartedStack, startStack, type Tenant } from "@tasksvc/testing";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -11,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // new ones as a restart does. A due date five seconds ahead is within the window at once and passes
 // while the test polls.
 const SETTINGS = { DUE_TICK: "100ms", DUE_SOON_WINDOW: "1h" };
-type Replica = Awaited<ReturnType<typeof startService>>;
+type Replica = Awaited<ReturnType<typeof startExtraReplicas>>[number];
 let stack: StartedStack;
 let f: ReturnType<typeof factories>;
 let gw: Api;
@@ -19,17 +16,7 @@ let db: postgres.Sql;
 let replicas: Replica[] = [];
 
 async function startTasks(n: number): Promise<void> {
-  const def = await loadService("tasks");
-  const env = {
-    ...SETTINGS,
-    DATABASE_URL: stack.databaseUrl,
-    NATS_URL: stack.natsUrl,
-    NATS_NAMESPACE: stack.namespace,
-    OPS_PORT: "0",
-    DATABASE_POOL_SIZE: "5",
-  };
-  const log = createLogger({ service: "tasks", level: "silent" });
-  replicas = await Promise.all(Array.from({ length: n }, () => startService(def, parseConfig(def.config, env, { service: "tasks" }), log)));
+  replicas = await startExtraReplicas(stack, "tasks", n, SETTINGS);
 }
 const stopTasks = async () => void (await Promise.all(replicas.map((r) => r.stop())));
 

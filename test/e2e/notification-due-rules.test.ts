@@ -1,9 +1,6 @@
-import { parseConfig } from "@tasksvc/config";
 import { Notification, page, taskEventsStream } from "@tasksvc/contracts";
-import { createLogger } from "@tasksvc/logger";
 import { connectNats, jetstreamManager, type NatsConnection } from "@tasksvc/nats";
-import { startService } from "@tasksvc/runtime";
-import { type Api, api, bodyOf, eventually, factories, gatewayUrl, loadService, type StartedStack, startStack } from "@tasksvc/testing";
+import { type Api, api, bodyOf, eventually, factories, gatewayUrl, type StartedStack, startExtraReplicas, startStack } from "@tasksvc/testing";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -16,20 +13,11 @@ let f: ReturnType<typeof factories>;
 let gw: Api;
 let db: postgres.Sql;
 let nc: NatsConnection;
-let tasks: Awaited<ReturnType<typeof startService>> | undefined;
+let tasks: { stop(): Promise<void> } | undefined;
 
 beforeAll(async () => {
   stack = await startStack({ replicas: { gateway: 1, tasks: 0 } });
-  const def = await loadService("tasks");
-  const env = {
-    ...SETTINGS,
-    DATABASE_URL: stack.databaseUrl,
-    NATS_URL: stack.natsUrl,
-    NATS_NAMESPACE: stack.namespace,
-    OPS_PORT: "0",
-    DATABASE_POOL_SIZE: "5",
-  };
-  tasks = await startService(def, parseConfig(def.config, env, { service: "tasks" }), createLogger({ service: "tasks", level: "silent" }));
+  [tasks] = await startExtraReplicas(stack, "tasks", 1, SETTINGS);
   f = factories(stack);
   gw = api(gatewayUrl(stack));
   db = postgres(stack.databaseUrl, { max: 2, onnotice: () => {} });
