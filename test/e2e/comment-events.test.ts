@@ -88,6 +88,28 @@ describe("comment events", () => {
     expect(Object.fromEntries(rows.map((r) => [r.id, r.actor_id]))).toEqual(Object.fromEntries(mine.map((e) => [e.id, e.actor_id])));
   });
 
+  it("when the service changes a task on its own (a deleted label taken off it), then the message's actor_id is null, never the user who deleted the label", async () => {
+    const t = await f.tenant();
+    const label = await gw.post("/v1/labels", { name: "going away" }, { token: t.apiKey, headers: { "idempotency-key": randomUUID() } });
+    expect(label.status, label.text).toBe(201);
+    const made = await gw.post("/v1/tasks", { title: "labelled", label_ids: [label.body.id] }, { token: t.apiKey });
+    expect(made.status, made.text).toBe(201);
+    const mark = await events.mark();
+    expect((await gw.delete(`/v1/labels/${label.body.id}`, { token: t.apiKey })).status).toBe(200);
+    const [removed] = await eventually(
+      async () => {
+        const all = (await events.allSince(mark)).filter((e): e is TaskEvent => e.organization_id === t.organizationId && e.type === "task.updated");
+        return all.length === 1 ? all : false;
+      },
+      { what: "the removal's task.updated message", timeoutMs: 30_000 },
+    );
+    expect(removed?.data.label_ids).toEqual([]);
+    expect(removed && "actor_id" in removed).toBe(true);
+    expect(removed?.actor_id).toBeNull();
+    const [row] = await db<Array<{ actor_id: string | null }>>`select actor_id from tasks.events where id = ${removed?.id ?? ""}`;
+    expect(row).toEqual({ actor_id: null });
+  });
+
   it("when a comment is written, then the live stream sends its event as the feed has it", async () => {
     const t = await f.tenant();
     const task = await newTask(t);
