@@ -1,7 +1,7 @@
 import { type Caller, type Comment, mentionsIn, type Page } from "@tasksvc/contracts";
 import { AppError, fieldError } from "@tasksvc/errors";
 import type { Repositories } from "../repo/repositories.js";
-import { existingTask, notFound, pathNumber } from "./refs.js";
+import { existingTaskNumber, notFound } from "./refs.js";
 import type { TasksResources } from "./resources.js";
 import { keyedWrites } from "./writes.js";
 
@@ -42,8 +42,7 @@ export function commentsSystem(res: TasksResources) {
 
   /** 404 for an unknown task before anything about the comment is said. */
   async function existing(c: Caller, ref: string, id: string): Promise<{ number: number; comment: Comment }> {
-    const number = pathNumber(ref);
-    await existingTask(repos, c.organizationId, ref);
+    const number = await existingTaskNumber(repos, c.organizationId, ref);
     const comment = await repos.comments.get(c.organizationId, number, id);
     if (!comment) throw noComment();
     return { number, comment };
@@ -52,12 +51,11 @@ export function commentsSystem(res: TasksResources) {
   return {
     async create(c: Caller, ref: string, body: string): Promise<Comment> {
       const org = c.organizationId;
-      const number = pathNumber(ref);
-      await existingTask(repos, org, ref);
+      const number = await existingTaskNumber(repos, org, ref);
       const mentions = await mentionsOf(c, body);
       return write(c, "createComment", async (r) => {
         // Again in the transaction: the insert's foreign key then holds the task until the commit.
-        await existingTask(r, org, ref);
+        await existingTaskNumber(r, org, ref);
         const comment = await r.comments.insert(org, number, { author: c.userId, body, mentions });
         await follow(r, org, number, c.userId, mentions);
         await r.events.emitComment(org, c.userId, "comment.created", comment);
@@ -66,8 +64,8 @@ export function commentsSystem(res: TasksResources) {
     },
 
     async list(c: Caller, ref: string, limit: number, after: string | undefined): Promise<Page<Comment>> {
-      const task = await existingTask(repos, c.organizationId, ref);
-      return repos.comments.list(c.organizationId, Number(task.number), limit, after);
+      const number = await existingTaskNumber(repos, c.organizationId, ref);
+      return repos.comments.list(c.organizationId, number, limit, after);
     },
 
     async get(c: Caller, ref: string, id: string): Promise<Comment> {

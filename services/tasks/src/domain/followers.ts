@@ -1,6 +1,6 @@
 import type { Caller, Follower, Page } from "@tasksvc/contracts";
 import { memberInPath } from "./people.js";
-import { existingTask, pathNumber } from "./refs.js";
+import { existingTaskNumber } from "./refs.js";
 import type { TasksResources } from "./resources.js";
 
 /** Following is not task content: no version, no event, no ETag change. */
@@ -8,8 +8,8 @@ export function followersSystem(res: TasksResources) {
   const { repos, members } = res;
   return {
     async list(c: Caller, ref: string, limit: number, after: string | undefined): Promise<Page<Follower>> {
-      const task = await existingTask(repos, c.organizationId, ref);
-      return repos.followers.list(c.organizationId, Number(task.number), limit, after);
+      const number = await existingTaskNumber(repos, c.organizationId, ref);
+      return repos.followers.list(c.organizationId, number, limit, after);
     },
 
     /** For the notifications service, asking as the system: no caller, no check that the task still exists (a purged task has no rows). */
@@ -18,15 +18,13 @@ export function followersSystem(res: TasksResources) {
     },
 
     async follow(c: Caller, ref: string, userRef: string): Promise<Follower> {
-      const number = pathNumber(ref);
-      await existingTask(repos, c.organizationId, ref);
+      const number = await existingTaskNumber(repos, c.organizationId, ref);
       const user = await memberInPath(members, c, userRef);
       return repos.followers.follow(c.organizationId, number, user);
     },
 
     async unfollow(c: Caller, ref: string, userRef: string): Promise<{ user_id: string }> {
-      const number = pathNumber(ref);
-      await existingTask(repos, c.organizationId, ref);
+      const number = await existingTaskNumber(repos, c.organizationId, ref);
       const user = await memberInPath(members, c, userRef);
       await repos.followers.unfollow(c.organizationId, number, user);
       return { user_id: user };

@@ -13,6 +13,13 @@ export function pathNumber(ref: string): number {
   return n;
 }
 
+/** For what hangs off a task and needs only that it exists: its row (notes of up to 100,000 characters) is not read. */
+export async function existingTaskNumber(r: Repositories, org: string, ref: string): Promise<number> {
+  const number = pathNumber(ref);
+  if (!(await r.tasks.exists(org, number))) throw noTask();
+  return number;
+}
+
 export async function existingTask(r: Repositories, org: string, ref: string, lock = false): Promise<TaskRow> {
   const row = await r.tasks.get(org, pathNumber(ref), lock);
   if (!row) throw noTask();
