@@ -16,6 +16,7 @@ import http from "node:http";
 import postgres from "postgres";
 import { keysRpc, systemContext } from "@tasksvc/contracts";
 import { client, connectNats } from "@tasksvc/nats";
+import { openLoop } from "./open-loop.mjs";
 
 const RATE = Number(process.env.BENCH_NOTIFY_RATE ?? 200);
 /** Members the assignments go round; each task takes the next 3, so each member gets RATE × 3 / MEMBERS a second. */
@@ -92,24 +93,20 @@ export async function commentTarget({ gateway, key, organizationId, natsUrl, nam
   return { taskId: task.body.id, userId, body: `Looks good to me, <@${userId}>; merging after lunch.` };
 }
 
-/** Open-loop creates: each 10 ms tick sends what the elapsed time owes; task i takes the next 3 members. */
-async function steadyCreates({ gateway, writer, users, rate, seconds, onDone }) {
-  let sent = 0;
-  const inFlight = new Set();
-  const start = Date.now();
-  const end = start + seconds * 1000;
-  for (let now = start; now < end; now = Date.now()) {
-    const owed = Math.floor(((now - start) / 1000) * rate) - sent;
-    for (let i = 0; i < owed; i++, sent++) {
-      const assignees = Array.from({ length: ASSIGNEES }, (_, k) => users[(sent * ASSIGNEES + k) % users.length].userId);
-      const p = request(`${gateway}/v1/tasks`, { method: "POST", key: writer.apiKey, body: { title: "Notification benchmark task", assignee_ids: assignees } })
-        .then((r) => onDone(r.status, assignees))
-        .finally(() => inFlight.delete(p));
-      inFlight.add(p);
-    }
-    await sleep(10);
-  }
-  await Promise.all(inFlight);
+/** Open-loop creates (openLoop); task i takes the next 3 members. */
+function steadyCreates({ gateway, writer, users, rate, seconds, onDone }) {
+  return openLoop({
+    rate,
+    seconds,
+    send: (n) => {
+      const assignees = Array.from({ length: ASSIGNEES }, (_, k) => users[(n * ASSIGNEES + k) % users.length].userId);
+      return request(`${gateway}/v1/tasks`, {
+        method: "POST",
+        key: writer.apiKey,
+        body: { title: "Notification benchmark task", assignee_ids: assignees },
+      }).then((r) => onDone(r.status, assignees));
+    },
+  });
 }
 
 /** Polls each sampled user's newest page every POLL_MS; records each notification's first sighting. */

@@ -16,6 +16,7 @@ import { readFileSync } from "node:fs";
 import http from "node:http";
 import { keysRpc, systemContext } from "@tasksvc/contracts";
 import { client, connectNats } from "@tasksvc/nats";
+import { openLoop } from "./open-loop.mjs";
 
 const ORGS = Number(process.env.BENCH_STREAM_ORGS ?? 100);
 const RATE = Number(process.env.BENCH_STREAM_RATE ?? 200);
@@ -123,26 +124,20 @@ function openStream(url, key, onEvent, onEnd) {
   });
 }
 
-/** Open-loop writes: each 10 ms tick sends what the elapsed time owes, round-robin over the organizations. */
-async function steadyWrites({ gateway, tenants, rate, seconds, onDone }) {
-  let sent = 0;
-  const inFlight = new Set();
-  const start = Date.now();
-  const end = start + seconds * 1000;
-  for (let now = start; now < end; now = Date.now()) {
-    const owed = Math.floor(((now - start) / 1000) * rate) - sent;
-    for (let i = 0; i < owed; i++, sent++) {
-      const t = tenants[sent % tenants.length];
+/** Open-loop writes (openLoop), round-robin over the organizations. */
+function steadyWrites({ gateway, tenants, rate, seconds, onDone }) {
+  return openLoop({
+    rate,
+    seconds,
+    send: (n) => {
+      const t = tenants[n % tenants.length];
       const t0 = performance.now();
       const startedAt = Date.now();
-      const p = request(`${gateway}/v1/tasks`, { method: "POST", key: t.apiKey, body: { title: "Stream benchmark task" } })
-        .then((r) => onDone({ status: r.status, id: r.body?.id, org: t, startedAt, ms: performance.now() - t0 }))
-        .finally(() => inFlight.delete(p));
-      inFlight.add(p);
-    }
-    await sleep(10);
-  }
-  await Promise.all(inFlight);
+      return request(`${gateway}/v1/tasks`, { method: "POST", key: t.apiKey, body: { title: "Stream benchmark task" } }).then((r) =>
+        onDone({ status: r.status, id: r.body?.id, org: t, startedAt, ms: performance.now() - t0 }),
+      );
+    },
+  });
 }
 
 /**

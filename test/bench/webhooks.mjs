@@ -12,6 +12,7 @@
 //     deliveries/s, so its backlog grows): the ten's figures as a ratio of (a)'s, which ran
 //     just before; the limited one's deliveries/s, and the attempts the workers deferred.
 import http from "node:http";
+import { openLoop } from "./open-loop.mjs";
 
 // 200 tasks/s × 10 endpoints: the 2,000 deliveries/s of the target, due steadily.
 const RATE = Number(process.env.BENCH_WEBHOOK_RATE ?? 200);
@@ -43,31 +44,19 @@ function createTask(gateway, key) {
 
 const quantile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 
-/**
- * Creates tasks at `rate` per second for `seconds`: each 10 ms tick sends what the elapsed time
- * owes (timers drift; the rate does not). Answers how many were created and how many failed.
- */
+/** Creates tasks at `rate` per second for `seconds` (openLoop). Answers how many were created and how many failed. */
 async function steadyTasks(gateway, key, rate, seconds) {
-  let sent = 0;
   let created = 0;
   let failed = 0;
-  const inFlight = new Set();
-  const start = Date.now();
-  const end = start + seconds * 1000;
-  for (let now = start; now < end; now = Date.now()) {
-    const owed = Math.floor(((now - start) / 1000) * rate) - sent;
-    for (let i = 0; i < owed; i++, sent++) {
-      const p = createTask(gateway, key)
-        .then((status) => {
-          if (status === 201) created += 1;
-          else failed += 1;
-        })
-        .finally(() => inFlight.delete(p));
-      inFlight.add(p);
-    }
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  await Promise.all(inFlight);
+  await openLoop({
+    rate,
+    seconds,
+    send: () =>
+      createTask(gateway, key).then((status) => {
+        if (status === 201) created += 1;
+        else failed += 1;
+      }),
+  });
   return { created, failed };
 }
 
