@@ -76,7 +76,13 @@ async function organization({ natsUrl, namespace, members, tag }) {
   }
 }
 
-/** For the comment scenario: a task of the bench tenant and a member of its organization for the comments to mention. */
+/** Tasks the spread comment scenario takes in turn. */
+export const SPREAD_TASKS = Number(process.env.BENCH_COMMENT_TASKS ?? 100);
+
+/**
+ * For the comment scenarios: a task of the bench tenant, SPREAD_TASKS more for the comments spread
+ * over many tasks, and a member of its organization for the comments to mention.
+ */
 export async function commentTarget({ gateway, key, organizationId, natsUrl, namespace }) {
   const nc = await connectNats({ url: natsUrl, name: "bench-comments" });
   let userId;
@@ -90,7 +96,13 @@ export async function commentTarget({ gateway, key, organizationId, natsUrl, nam
   }
   const task = await request(`${gateway}/v1/tasks`, { method: "POST", key, body: { title: "Discussed by the benchmark" } });
   if (task.status !== 201) throw new Error(`the comment scenario's task: ${task.status} ${JSON.stringify(task.body)}`);
-  return { taskId: task.body.id, userId, body: `Looks good to me, <@${userId}>; merging after lunch.` };
+  const spread = [];
+  for (let i = 0; i < SPREAD_TASKS; i++) {
+    const t = await request(`${gateway}/v1/tasks`, { method: "POST", key, body: { title: `Discussed by the benchmark, ${i + 1}` } });
+    if (t.status !== 201) throw new Error(`the spread comment scenario's task: ${t.status} ${JSON.stringify(t.body)}`);
+    spread.push(t.body.id);
+  }
+  return { taskId: task.body.id, spreadIds: spread, userId, body: `Looks good to me, <@${userId}>; merging after lunch.` };
 }
 
 /** Open-loop creates (openLoop); task i takes the next 3 members. */
@@ -243,11 +255,12 @@ export function printNotifications(latency, comments) {
   }
   if (comments) {
     console.log(
-      `\nThe cost of a comment · POST /v1/tasks/{id}/comments (one mention) beside POST /v1/tasks, both with Idempotency-Key, one run · CPU: user + system ms per request, every process, events settled`,
+      `\nThe cost of a comment · POST /v1/tasks/{id}/comments (one mention) on one task and spread over ${fmt(SPREAD_TASKS)} tasks in turn, beside POST /v1/tasks, all with Idempotency-Key, one run · CPU: user + system ms per request, every process, events settled`,
     );
     const rows = [
       ["POST /v1/tasks", comments.create],
       ["POST /v1/tasks/{id}/comments", comments.comment],
+      ...(comments.spread ? [[`POST …/comments, ${fmt(SPREAD_TASKS)} tasks`, comments.spread]] : []),
     ];
     const head = ["scenario", "req/s", "p50 ms", "p99 ms", "non-2xx", "steady req/s", "steady p50 ms", "steady p99 ms", "CPU ms/req", "steady CPU ms/req"];
     const body = rows.map(([name, r]) => [
@@ -269,18 +282,20 @@ export function printNotifications(latency, comments) {
     const c = (o, k) => (o[k] === undefined ? "-" : fmt(o[k], 3));
     console.log("");
     table(
-      ["process", "create saturated", "create steady", "comment saturated", "comment steady"],
+      ["process", "create saturated", "create steady", "comment saturated", "comment steady", "spread saturated", "spread steady"],
       procs.map((k) => [
         k,
         c(comments.create.saturated.cpu, k),
         c(comments.create.steady.cpu, k),
         c(comments.comment.saturated.cpu, k),
         c(comments.comment.steady.cpu, k),
+        comments.spread ? c(comments.spread.saturated.cpu, k) : "-",
+        comments.spread ? c(comments.spread.steady.cpu, k) : "-",
       ]),
     );
     const ratio = (a, b) => `${(a.total / b.total).toFixed(2)}×`;
     console.log(
-      `a comment's CPU per request: ${ratio(comments.comment.saturated.cpu, comments.create.saturated.cpu)} a create's saturated, ${ratio(comments.comment.steady.cpu, comments.create.steady.cpu)} steady`,
+      `a comment's CPU per request: ${ratio(comments.comment.saturated.cpu, comments.create.saturated.cpu)} a create's saturated, ${ratio(comments.comment.steady.cpu, comments.create.steady.cpu)} steady${comments.spread ? `; spread over tasks ${ratio(comments.spread.saturated.cpu, comments.create.saturated.cpu)} saturated, ${ratio(comments.spread.steady.cpu, comments.create.steady.cpu)} steady` : ""}`,
     );
   }
 }

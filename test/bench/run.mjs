@@ -275,8 +275,10 @@ function wrkScript(req) {
   lua.push("local n = 0", "function setup(thread) n = n + 1; thread:set('tid', n) end", "local counter = 0");
   // Unique per wrk run (warm-up and measurement, every scenario): keys are scoped to the credential,
   // and one reused on another path would be answered 422 idempotency_key_reused.
-  const fresh = req.freshIdempotencyKey ? `counter = counter + 1; wrk.headers["idempotency-key"] = "${randomUUID()}-" .. tid .. "-" .. counter; ` : "";
-  lua.push(`function request() ${fresh}return wrk.format(nil, ${JSON.stringify(req.path)}) end`);
+  const fresh = req.freshIdempotencyKey ? `wrk.headers["idempotency-key"] = "${randomUUID()}-" .. tid .. "-" .. counter; ` : "";
+  // `paths`: requests take them in turn (a load spread over many resources).
+  lua.push(`local paths = { ${(req.paths ?? [req.path]).map((x) => JSON.stringify(x)).join(", ")} }`);
+  lua.push(`function request() counter = counter + 1; ${fresh}return wrk.format(nil, paths[(counter % #paths) + 1]) end`);
   return lua.join("\n");
 }
 
@@ -304,7 +306,13 @@ function runWrk(url, req, duration, connections = CONNECTIONS) {
 
 function runAutocannon(url, req, duration, connections = CONNECTIONS) {
   const request = { method: req.method, path: req.path, headers: req.headers ?? {}, ...(req.body === undefined ? {} : { body: req.body }) };
-  if (req.freshIdempotencyKey) request.setupRequest = (r) => ({ ...r, headers: { ...r.headers, "idempotency-key": randomUUID() } });
+  let turn = 0;
+  const paths = req.paths ?? [req.path];
+  request.setupRequest = (r) => ({
+    ...r,
+    path: paths[turn++ % paths.length],
+    ...(req.freshIdempotencyKey ? { headers: { ...r.headers, "idempotency-key": randomUUID() } } : {}),
+  });
   return new Promise((resolve, reject) => {
     autocannon({ url, connections, duration, requests: [request] }, (err, res) =>
       err
@@ -770,9 +778,11 @@ try {
       const { cpu, ...steadyFigures } = await steady(name, "http://127.0.0.1:18303", req, STEADY_WRITES);
       return { saturated, steady: { ...steadyFigures, rate: STEADY_WRITES, cpu } };
     };
+    const spread = { ...comment, path: undefined, paths: target.spreadIds.map((id) => `/v1/tasks/${id}/comments`) };
     comments = {
       create: await cost("comments: POST /v1/tasks + Idempotency-Key", create),
       comment: await cost("comments: POST /v1/tasks/{id}/comments + Idempotency-Key", comment),
+      spread: await cost("comments: POST /v1/tasks/{id}/comments over many tasks + Idempotency-Key", spread),
     };
   }
   // After the webhook scenarios, which delete their endpoints (and backlog) when done: the

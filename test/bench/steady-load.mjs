@@ -1,7 +1,8 @@
 // Open-loop load at a steady rate: request i is due at start + i/rate whatever the answers before
 // it did, and its latency counts from when it was due, so a stall shows in the figures instead of
 // slowing the sender (no coordinated omission). Run as a process of its own; prints one JSON line.
-// Argument: {"url","rate","seconds","warmup","request":{method,path,headers,body,freshIdempotencyKey}}.
+// Argument: {"url","rate","seconds","warmup","request":{method,path,paths,headers,body,freshIdempotencyKey}};
+// `paths`, when given, are taken in turn.
 import { randomUUID } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import http from "node:http";
@@ -22,7 +23,8 @@ function send(dueAt, measured) {
   if (request.freshIdempotencyKey) headers["idempotency-key"] = randomUUID();
   if (request.body !== undefined) headers["content-length"] = Buffer.byteLength(request.body);
   inFlight++;
-  const req = http.request({ host: target.hostname, port: target.port, method: request.method, path: request.path, headers, agent }, (res) => {
+  const path = request.paths ? request.paths[sent % request.paths.length] : request.path;
+  const req = http.request({ host: target.hostname, port: target.port, method: request.method, path, headers, agent }, (res) => {
     res.resume();
     res.on("end", () => {
       inFlight--;

@@ -1,9 +1,11 @@
+import { SCOPES, tasksRpc } from "@tasksvc/contracts";
+import { client, connectNats } from "@tasksvc/nats";
 import { e2eContext, pointersOf, type Tenant } from "@tasksvc/testing";
 import { describe, expect, it } from "vitest";
 
 // Comments on tasks through the gateway: what they store, who may change them, mentions, who
 // follows, and what a task of another organization or an archived task answers.
-const { gw, f, db } = e2eContext();
+const { gw, f, db, stack } = e2eContext();
 
 type Caller = Pick<Tenant, "apiKey">;
 const newTask = async (t: Caller, body: Record<string, unknown> = { title: "talk about it" }) => {
@@ -82,6 +84,31 @@ describe("comments", () => {
     expect(replay.status, replay.text).toBe(201);
     expect(replay.body).toEqual(first.body);
     expect(await commentRows(t.organizationId)).toBe(1);
+  });
+
+  it("when executions of one keyed create reach the tasks service at once (twins, as a retry after a timeout makes), then all answer the same comment and one comment, one follow and one event are stored", async () => {
+    const t = await f.tenant();
+    const task = await newTask(t);
+    const nc = await connectNats({ url: stack.natsUrl, name: "test-comment-twins" });
+    try {
+      const tasks = client(nc, tasksRpc, { namespace: stack.namespace, timeoutMs: 10_000 });
+      const ctx = {
+        request_id: "req_comment_twins",
+        organization_id: t.organizationId,
+        user_id: t.userId,
+        credential_id: `key_twin_${t.organizationId}`,
+        scopes: [...SCOPES],
+        plan: "pro" as const,
+        idempotency_key: "twin-comment",
+      };
+      const answers = await Promise.all(Array.from({ length: 6 }, () => tasks.call("createComment", { task_id: task, body: "Twice?" }, ctx)));
+      expect(new Set(answers.map((a) => JSON.stringify(a))).size, JSON.stringify(answers)).toBe(1);
+      expect(await commentRows(t.organizationId)).toBe(1);
+      const events = await db`select count(*)::int as n from tasks.events where organization_id = ${t.organizationId} and type = 'comment.created'`;
+      expect(events[0]?.["n"]).toBe(1);
+    } finally {
+      await nc.close();
+    }
   });
 
   it("when a body is empty after trimming, too long after trimming, missing or not text, then 400 at /body and nothing is written", async () => {

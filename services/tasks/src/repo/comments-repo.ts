@@ -1,5 +1,7 @@
 import { type Comment, taskId } from "@tasksvc/contracts";
 import { type Budgeted, DEFAULT_PAGE_BYTES, KEYSET_TIME, keyset, keysetAfter, newId, pageOf, type Sql, withinBudget } from "@tasksvc/db";
+import { EVENT_ENVELOPE } from "./events-repo.js";
+import { ISO_SQL } from "./sql-time.js";
 import { iso } from "./task-json.js";
 
 interface CommentRow {
@@ -14,6 +16,9 @@ interface CommentRow {
 }
 
 const COLUMNS = "id, task_number, author_id, body, mention_ids, created_at, updated_at, edited_at";
+/** What one statement of `create` did: no task, a key another execution holds, or the comment. */
+export type CreatedComment = { outcome: "no_task" } | { outcome: "key_taken" } | { outcome: "created"; comment: Comment };
+
 const COMMENT_PAGES = keyset("asc", ["created_at", "timestamp"], ["id", "text"]);
 
 const toComment = (r: CommentRow): Comment => ({
@@ -31,14 +36,59 @@ const toComment = (r: CommentRow): Comment => ({
 export function commentsRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
   const cols = sql.unsafe(COLUMNS);
   const keysetTime = sql.unsafe(KEYSET_TIME);
+  const envelope = sql.unsafe(EVENT_ENVELOPE);
+  const isoFormat = sql.unsafe(ISO_SQL);
   return {
-    async insert(org: string, number: number, c: { author: string; body: string; mentions: readonly string[] }): Promise<Comment> {
-      const [row] = await sql<CommentRow[]>`
-        insert into comments (id, organization_id, task_number, author_id, body, mention_ids)
-        values (${newId("cmt")}, ${org}, ${number}, ${c.author}, ${c.body}, ${[...c.mentions]}::text[])
-        returning ${cols}`;
-      if (!row) throw new Error("insert returned no row");
-      return toComment(row);
+    /**
+     * The whole create in one statement, so one round trip (decision 0037): the comment, its
+     * author's and mentioned users' follows, its event and its Idempotency-Key record. The key goes
+     * first and the rest only when it went in, so a key recorded by another execution (one still in
+     * flight is waited for) writes nothing. The foreign key to the task holds it to the end.
+     */
+    async create(
+      org: string,
+      number: number,
+      c: { author: string; body: string; mentions: readonly string[]; credentialId: string; key: string | undefined },
+    ): Promise<CreatedComment> {
+      const follows = [{ user: c.author, reason: "commenter" }, ...c.mentions.filter((m) => m !== c.author).map((user) => ({ user, reason: "mentioned" }))];
+      const [row] = await sql<(CommentRow & { task_found: boolean; key_taken: boolean })[]>`
+        with v as (
+          select ${newId("cmt")}::text as id, ${newId("evt")}::text as event_id, t.organization_id, t.number as task_number,
+            ${c.author}::text as author_id, ${c.body}::text as body, ${[...c.mentions]}::text[] as mention_ids, now() as at
+          from tasks t where t.organization_id = ${org} and t.number = ${number}
+        ), j as (
+          select v.*, jsonb_build_object('id', v.id, 'task_id', ${taskId(number)}::text, 'author_id', v.author_id, 'body', v.body,
+            'mention_ids', to_jsonb(v.mention_ids), 'created_at', to_char(v.at at time zone 'UTC', ${isoFormat}),
+            'updated_at', to_char(v.at at time zone 'UTC', ${isoFormat}), 'edited_at', null) as data
+          from v
+        ), k as (
+          insert into idempotency as i (credential_id, key, operation, result)
+          select ${c.credentialId}, ${c.key ?? null}::text, 'createComment', j.data from j where ${c.key ?? null}::text is not null
+          on conflict (credential_id, key) do update set operation = excluded.operation, result = excluded.result, created_at = now()
+            where i.created_at <= now() - interval '24 hours'
+          returning 1
+        ), w as (
+          select j.* from j where ${c.key ?? null}::text is null or exists (select 1 from k)
+        ), made as (
+          insert into comments (id, organization_id, task_number, author_id, body, mention_ids, created_at, updated_at)
+          select id, organization_id, task_number, author_id, body, mention_ids, at, at from w
+          returning ${cols}
+        ), followed as (
+          insert into task_followers (organization_id, task_number, user_id, reason)
+          select w.organization_id, w.task_number, f.user_id, f.reason
+          from w, unnest(${follows.map((f) => f.user)}::text[], ${follows.map((f) => f.reason)}::text[]) as f(user_id, reason)
+          order by f.user_id
+          on conflict (organization_id, task_number, user_id) do nothing
+        ), evented as (
+          insert into outbox (event_id, type, organization_id, payload)
+          select event_id, type, organization_id, ${envelope}
+          from (select w.event_id, 'comment.created'::text as type, w.organization_id, w.author_id as actor_id, w.data, null::jsonb as changes from w) e
+        )
+        select made.*, exists (select 1 from v) as task_found, not exists (select 1 from w) as key_taken
+        from (select 1) one left join made on true`;
+      if (!row?.task_found) return { outcome: "no_task" };
+      if (row.key_taken) return { outcome: "key_taken" };
+      return { outcome: "created", comment: toComment(row) };
     },
 
     /** `lock`: held to the transaction's end, so an edit and a delete of one comment take turns. */
