@@ -317,7 +317,6 @@ const EVENT_TASK: Task = {
 /** Only on the samples of a test event and verify, so real events' bodies stay what they were. */
 /** What is left of an erased task in the events feed: its id. */
 export const ErasedTask = z.object({ id: z.string().meta({ description: "The erased task's id (T-<n>).", examples: ["T-42"] }) });
-export type ErasedTask = z.infer<typeof ErasedTask>;
 
 export const TEST_EVENT = z
   .literal(true)

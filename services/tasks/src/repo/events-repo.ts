@@ -3,7 +3,6 @@ import type {
   CommentEventType,
   DeletedCommentData,
   EndpointEvent,
-  ErasedTask,
   Event,
   EventEnvelope,
   EventType,
@@ -81,7 +80,7 @@ export function eventsRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
 
     /** Many events of one statement, in the order given, none with `changes`; no actor unless named (the service's own work). */
     async emitEach(
-      items: ReadonlyArray<{ organization_id: string; type: TaskEventType | PurgeEventType; task: Task | ErasedTask; actor?: string | null }>,
+      items: ReadonlyArray<{ organization_id: string; type: TaskEventType | PurgeEventType; task: Task | { id: string }; actor?: string | null }>,
     ): Promise<void> {
       if (items.length === 0) return;
       const input = items.map((i, ord) => ({
