@@ -60,5 +60,8 @@ function kept(schema: string, table: string, row: Record<string, unknown>, id: s
   const payload = row["payload"] as { type?: string; data?: Record<string, unknown>; changes?: unknown } | undefined;
   if (payload === undefined || payload.changes !== undefined) return false;
   const data = JSON.stringify(payload.data);
-  return data === JSON.stringify({ id }) || (payload.type?.startsWith("comment.") === true && Object.keys(payload.data ?? {}).length === 2 && payload.data?.["task_id"] === id);
+  return (
+    data === JSON.stringify({ id }) ||
+    (payload.type?.startsWith("comment.") === true && Object.keys(payload.data ?? {}).length === 2 && payload.data?.["task_id"] === id)
+  );
 }

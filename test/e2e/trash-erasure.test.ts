@@ -46,15 +46,28 @@ async function fullTask(t: Tenant, marker: string) {
   const blocked = await ok(gw.post("/v1/tasks", { title: "blocked by it" }, as(t)), 201);
   await ok(gw.post(`/v1/tasks/${task.id}/dependencies`, { blocker_task_id: blocker.id }, as(t)), 201);
   await ok(gw.post(`/v1/tasks/${blocked.id}/dependencies`, { blocker_task_id: task.id }, as(t)), 201);
-  const comment = await ok(gw.post(`/v1/tasks/${task.id}/comments`, { body: `hi <@${member.userId}> ${marker}` }, as(t, { "idempotency-key": `c-${marker}` })), 201);
+  const comment = await ok(
+    gw.post(`/v1/tasks/${task.id}/comments`, { body: `hi <@${member.userId}> ${marker}` }, as(t, { "idempotency-key": `c-${marker}` })),
+    201,
+  );
   await ok(gw.patch(`/v1/tasks/${task.id}/comments/${comment.id}`, { body: `edited ${marker}` }, as(t)));
   await ok(gw.put(`/v1/tasks/${task.id}/followers/me`, undefined, as(member)));
   await ok(gw.post("/v1/daily-plan/entries", { date: "2026-11-23", task_id: task.id, section: "TODO" }, as(member)), 201);
   const body = `file ${marker}`;
-  const ticket = await ok(gw.post(`/v1/tasks/${task.id}/attachments/uploads`, { file_name: `${marker}.txt`, content_type: "text/plain", size: body.length }, as(t)), 201);
+  const ticket = await ok(
+    gw.post(`/v1/tasks/${task.id}/attachments/uploads`, { file_name: `${marker}.txt`, content_type: "text/plain", size: body.length }, as(t)),
+    201,
+  );
   const put = await fetch(ticket.upload_url, { method: "PUT", body, headers: { "content-type": "text/plain" } });
   expect(put.status).toBe(200);
-  await ok(gw.post(`/v1/tasks/${task.id}/attachments`, { file_name: `${marker}.txt`, file_key: ticket.file_key, content_type: "text/plain", size: body.length }, as(t)), 201);
+  await ok(
+    gw.post(
+      `/v1/tasks/${task.id}/attachments`,
+      { file_name: `${marker}.txt`, file_key: ticket.file_key, content_type: "text/plain", size: body.length },
+      as(t),
+    ),
+    201,
+  );
   // The member hears of the assignment and the mention.
   await eventually(async () => ((await gw.get("/v1/notifications/unread-count", as(member))).body.count >= 2 ? true : false), { what: "notifications" });
   return { task, sub, member, comment, fileKey: ticket.file_key as string, blocker, blocked };
@@ -72,10 +85,13 @@ describe("erasure", () => {
     expect(await ok(gw.delete(`/v1/trash/${task.id}`, as(t)))).toEqual({ id: task.id });
 
     for (const n of [number, Number(sub.id.slice(2))]) {
-      const left = await eventually(async () => {
-        const l = await leftovers(db, t.organizationId, n, marker);
-        return l.length === 0 ? l : false;
-      }, { what: `nothing left of T-${n}`, timeoutMs: 15_000 }).catch(async () => leftovers(db, t.organizationId, n, marker));
+      const left = await eventually(
+        async () => {
+          const l = await leftovers(db, t.organizationId, n, marker);
+          return l.length === 0 ? l : false;
+        },
+        { what: `nothing left of T-${n}`, timeoutMs: 15_000 },
+      ).catch(async () => leftovers(db, t.organizationId, n, marker));
       expect(left).toEqual([]);
     }
     const mentions = await db`select count(*)::int as n from notifications.comment_mentions where comment_id = ${comment.id}`;

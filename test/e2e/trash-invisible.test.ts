@@ -39,7 +39,11 @@ const NAMING: Record<string, { path: (i: Ids) => string; body?: (i: Ids) => unkn
   "POST /v1/tasks": { path: () => "/v1/tasks", body: (i) => ({ title: "under the trash", parent_task_id: i.task_id }), status: 400 },
   "PATCH /v1/tasks/:task_id": { path: (i) => `/v1/tasks/${i.live}`, body: (i) => ({ parent_task_id: i.task_id }), status: 400 },
   "POST /v1/tasks/:task_id/dependencies": { path: (i) => `/v1/tasks/${i.live}/dependencies`, body: (i) => ({ blocker_task_id: i.task_id }), status: 404 },
-  "POST /v1/daily-plan/entries": { path: () => "/v1/daily-plan/entries", body: (i) => ({ date: "2026-11-23", task_id: i.task_id, section: "TODO" }), status: 404 },
+  "POST /v1/daily-plan/entries": {
+    path: () => "/v1/daily-plan/entries",
+    body: (i) => ({ date: "2026-11-23", task_id: i.task_id, section: "TODO" }),
+    status: 404,
+  },
   "GET /v1/tasks": { path: (i) => `/v1/tasks?parent_task_id=${i.task_id}`, status: 404 },
   // The feed keeps a trashed task's events, and its filter still names the task (until it is erased).
   "GET /v1/events": { path: (i) => `/v1/events?task_id=${i.task_id}`, status: 200 },

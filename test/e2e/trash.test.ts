@@ -50,7 +50,13 @@ describe("trash", () => {
     expect(search.body.data).toEqual([]);
     expect(new Set(await trashIds(t))).toEqual(new Set([root.id, child.id, grandchild.id]));
     const items = (await gw.get("/v1/trash", as(t))).body.data;
-    expect(items[0]).toEqual({ id: expect.any(String), title: expect.any(String), deleted_at: r.body.deleted_at, purge_at: r.body.purge_at, deleted_by: t.userId });
+    expect(items[0]).toEqual({
+      id: expect.any(String),
+      title: expect.any(String),
+      deleted_at: r.body.deleted_at,
+      purge_at: r.body.purge_at,
+      deleted_by: t.userId,
+    });
     const deleted = await eventually(async () => {
       const e = await feed(t, "task.deleted");
       return e.length === 3 ? e : false;

@@ -242,7 +242,7 @@ export const service = defineService({
       downloadTtlMs: cfg.DOWNLOAD_LINK_TTL,
     });
     every(60_000, "attachment sweep", () => attachments.sweep());
-    // Every replica ticks; each chunk of an erasure holds the task's row, skipped by the others (decision 0040).
+    // Every replica ticks; each chunk of an erasure holds the task's row, skipped by the others.
     const purge = purgeSystem(res, { store });
     every(cfg.PURGE_TICK, "trash purge", () => purge.tick());
     const tasks = tasksSystem(res);

@@ -16,7 +16,7 @@ export interface PurgedTasksConsumerOptions {
 export const purgedTasksDurable = (namespace: string) => `${namespace}_boards_purged_tasks`;
 
 /**
- * task.purged from the tasks service's event stream (decision 0040): the erased task's entries go
+ * task.purged from the tasks service's event stream: the erased task's entries go
  * from every board. A delete is idempotent, so a redelivery removes nothing more; a database error
  * throws, so the consumer naks and the event comes back.
  */

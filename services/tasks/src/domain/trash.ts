@@ -18,7 +18,7 @@ export interface TrashOptions {
 const ANSWER_MARGIN_MS = 1_000;
 
 /**
- * The trash (decision 0040). A deleted task keeps its rows, marked, and every read leaves it out;
+ * The trash. A deleted task keeps its rows, marked, and every read leaves it out;
  * its subtasks go with it, each with its own task.deleted, and come back with it (each a new
  * version and a task.restored). Writes that change the tree take the organization's hierarchy
  * lock, so a subtask is never made or moved under a task going to the trash.
