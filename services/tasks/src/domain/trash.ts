@@ -14,6 +14,8 @@ export interface TrashOptions {
   purge: Pick<PurgeSystem, "purgeTree">;
 }
 
+const TRASH_SCAN = { operation: "trash", narrow: "use a smaller limit" } as const;
+
 /** Left of the caller's deadline for the answer once an erasure ran inline; the purge scheduler finishes what did not fit. */
 const ANSWER_MARGIN_MS = 1_000;
 
@@ -76,7 +78,9 @@ export function trashSystem(res: TasksResources, o: TrashOptions) {
       return inTaskOrder(answer);
     },
 
-    listTrash: (c: Caller, limit: number, after: string | undefined): Promise<Page<TrashItem>> => repos.trash.list(c.organizationId, limit, after),
+    /** A walk of the organization's trash, so it takes its share of the scan connections like every list. */
+    listTrash: (c: Caller, limit: number, after: string | undefined): Promise<Page<TrashItem>> =>
+      res.scans.run(c.organizationId, c.deadline, TRASH_SCAN, () => repos.trash.list(c.organizationId, limit, after)),
 
     /** At once, by an owner or admin: the task and every task below it, all in the trash. */
     async purgeTask(c: Caller, ref: string): Promise<PurgedTask> {
