@@ -155,7 +155,7 @@ describe("GET /v1/events/stream", () => {
     replayed.close();
     expect(replayed.messages.map((m) => m.event)).toEqual(["task.archived"]);
 
-    const bad = await openSse(streamUrl("?type=task.deleted"), { token: t.apiKey });
+    const bad = await openSse(streamUrl("?type=task.erased"), { token: t.apiKey });
     expect(bad.status).toBe(400);
     expect(bad.problem).toMatchObject({ code: "validation_failed", errors: [{ pointer: "/type" }] });
   });

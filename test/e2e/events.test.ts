@@ -115,7 +115,7 @@ describe("GET /v1/events", () => {
   it("when the query is bad, then 400 names the parameter and nothing is read", async () => {
     const t = await f.tenant();
     for (const [query, pointer] of [
-      ["type=task.deleted", "/type"],
+      ["type=task.erased", "/type"],
       ["created_gte=yesterday", "/created_gte"],
       ["created_lt=2026-13-01T00:00:00Z", "/created_lt"],
       ["limit=0", "/limit"],

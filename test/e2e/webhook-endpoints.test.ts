@@ -105,7 +105,7 @@ describe("webhook endpoints", () => {
       [{ url: "not a url" }, "/url"],
       [{ url: `https://hooks.example.com/${"a".repeat(2048)}` }, "/url"],
       [{}, "/url"],
-      [{ url: "https://hooks.example.com/", event_types: ["task.deleted"] }, "/event_types/0"],
+      [{ url: "https://hooks.example.com/", event_types: ["task.erased"] }, "/event_types/0"],
       [{ url: "https://hooks.example.com/", event_types: ["task.created", "task.created"] }, "/event_types"],
       [{ url: "https://hooks.example.com/", secret: "whsec_mine" }, "/secret"],
     ];

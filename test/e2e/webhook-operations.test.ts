@@ -189,7 +189,7 @@ describe("test event and verify", () => {
       expect(r.status, r.text).toBe(200);
       expect(r.body.outcome).toBe("blocked");
     }
-    for (const body of [{ event_type: "task.deleted" }, { event_type: "task.created", extra: 1 }]) {
+    for (const body of [{ event_type: "task.erased" }, { event_type: "task.created", extra: 1 }]) {
       const r = await gw.post(path, body, { token: t.apiKey });
       expect(r.status, r.text).toBe(400);
       expect(r.body.code).toBe("validation_failed");

@@ -1,6 +1,7 @@
 // Generated from docs/openapi.json by scripts/idempotent-operations.mjs: do not edit.
 /** The operations that take an Idempotency-Key ("METHOD /path/{param}"): a retry of one of them makes no twin. */
 export const IDEMPOTENT_OPERATIONS: ReadonlySet<string> = new Set([
+  "DELETE /v1/tasks/{task_id}",
   "PATCH /v1/tasks/{task_id}",
   "POST /v1/api-keys",
   "POST /v1/custom-fields",
@@ -15,6 +16,7 @@ export const IDEMPOTENT_OPERATIONS: ReadonlySet<string> = new Set([
   "POST /v1/tasks/{task_id}/attachments/uploads",
   "POST /v1/tasks/{task_id}/comments",
   "POST /v1/tasks/{task_id}/dependencies",
+  "POST /v1/tasks/{task_id}/restore",
   "POST /v1/tasks/{task_id}/unarchive",
   "POST /v1/webhook-endpoints",
   "POST /v1/webhook-endpoints/{endpoint_id}/rotate-secret",

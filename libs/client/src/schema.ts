@@ -258,7 +258,11 @@ export interface paths {
         get: operations["getTask"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete a task: it and its subtasks go to the trash (each a task.deleted event), answer 404 everywhere, and are erased at purge_at unless restored
+         * @description Requires scope `tasks:write` and plan entitlement `public_api`. Costs 1 API call (an idempotent replay costs nothing).
+         */
+        delete: operations["deleteTask"];
         options?: never;
         head?: never;
         /**
@@ -323,6 +327,66 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tasks/{task_id}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore a task from the trash with the subtasks deleted with it (each a new version and a task.restored event); 409 parent_in_trash while its parent is still there
+         * @description Requires scope `tasks:write` and plan entitlement `public_api`. Costs 1 API call (an idempotent replay costs nothing).
+         */
+        post: operations["restoreTask"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/trash": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The organization's trash: deleted tasks (subtasks too), newest deletion first, with when each will be erased
+         * @description Requires scope `tasks:read` and plan entitlement `public_api`. Costs 1 API call.
+         */
+        get: operations["listTrash"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/trash/{task_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Erase a task in the trash now, with every task below it (an owner or admin only, else 403 insufficient_scope): versions, comments, attachments, links, board entries, notifications; emits task.purged
+         * @description Requires scope `tasks:write` and plan entitlement `public_api`. Costs 1 API call.
+         */
+        delete: operations["purgeTask"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2137,6 +2201,59 @@ export interface components {
              */
             updated_at: string;
         };
+        TrashItem: {
+            /**
+             * @description The task's id (T-\<n\>).
+             * @example T-42
+             */
+            id: string;
+            /**
+             * @description The task's title.
+             * @example Write the announcement
+             */
+            title: string;
+            /**
+             * Format: date-time
+             * @description When it went to the trash (UTC, ISO 8601).
+             * @example 2026-11-23T09:30:00.000Z
+             */
+            deleted_at: string;
+            /**
+             * Format: date-time
+             * @description When it is erased for good unless restored before (UTC, ISO 8601): its deletion plus the trash retention (30 days by default); within a minute of it.
+             * @example 2026-12-23T09:30:00.000Z
+             */
+            purge_at: string;
+            /**
+             * @description The user whose credential deleted it (or deleted the parent it went to the trash with).
+             * @example usr_7hQ2mD9xK3pL5nB8vR4tW1
+             */
+            deleted_by: string;
+        };
+        DeletedTask: {
+            /**
+             * @description The task's id (T-\<n\>).
+             * @example T-42
+             */
+            id: string;
+            /**
+             * Format: date-time
+             * @description When it went to the trash (UTC, ISO 8601).
+             * @example 2026-11-23T09:30:00.000Z
+             */
+            deleted_at: string;
+            /**
+             * Format: date-time
+             * @description When it is erased for good unless restored before (UTC, ISO 8601): its deletion plus the trash retention (30 days by default); within a minute of it.
+             * @example 2026-12-23T09:30:00.000Z
+             */
+            purge_at: string;
+            /**
+             * @description The user whose credential deleted it (or deleted the parent it went to the trash with).
+             * @example usr_7hQ2mD9xK3pL5nB8vR4tW1
+             */
+            deleted_by: string;
+        };
         Label: {
             /**
              * @description The label's id.
@@ -2387,13 +2504,13 @@ export interface components {
              */
             enabled: boolean;
             /**
-             * @description The event types delivered; every task.* type when absent or empty. The comment.* types are delivered only when listed. The webhook_endpoint.* types (another endpoint of the organization disabled or enabled) are delivered only when listed, and never to the endpoint they describe.
+             * @description The event types delivered; every task.* type but task.purged when absent or empty. task.purged and the comment.* types are delivered only when listed. The webhook_endpoint.* types (another endpoint of the organization disabled or enabled) are delivered only when listed, and never to the endpoint they describe.
              * @example [
              *       "task.created",
              *       "task.updated"
              *     ]
              */
-            event_types: ("task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
+            event_types: ("task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "task.deleted" | "task.restored" | "task.purged" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
             /**
              * @description Whether the endpoint answered a verification probe with a 2xx.
              * @example true
@@ -2454,13 +2571,13 @@ export interface components {
              */
             enabled: boolean;
             /**
-             * @description The event types delivered; every task.* type when absent or empty. The comment.* types are delivered only when listed. The webhook_endpoint.* types (another endpoint of the organization disabled or enabled) are delivered only when listed, and never to the endpoint they describe.
+             * @description The event types delivered; every task.* type but task.purged when absent or empty. task.purged and the comment.* types are delivered only when listed. The webhook_endpoint.* types (another endpoint of the organization disabled or enabled) are delivered only when listed, and never to the endpoint they describe.
              * @example [
              *       "task.created",
              *       "task.updated"
              *     ]
              */
-            event_types: ("task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
+            event_types: ("task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "task.deleted" | "task.restored" | "task.purged" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
             /**
              * @description Whether the endpoint answered a verification probe with a 2xx.
              * @example true
@@ -2526,13 +2643,13 @@ export interface components {
              */
             enabled: boolean;
             /**
-             * @description The event types delivered; every task.* type when absent or empty. The comment.* types are delivered only when listed. The webhook_endpoint.* types (another endpoint of the organization disabled or enabled) are delivered only when listed, and never to the endpoint they describe.
+             * @description The event types delivered; every task.* type but task.purged when absent or empty. task.purged and the comment.* types are delivered only when listed. The webhook_endpoint.* types (another endpoint of the organization disabled or enabled) are delivered only when listed, and never to the endpoint they describe.
              * @example [
              *       "task.created",
              *       "task.updated"
              *     ]
              */
-            event_types: ("task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
+            event_types: ("task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "task.deleted" | "task.restored" | "task.purged" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
             /**
              * @description Whether the endpoint answered a verification probe with a 2xx.
              * @example true
@@ -2631,7 +2748,7 @@ export interface components {
              */
             created_at: string;
         };
-        Event: components["schemas"]["TaskEvent"] | components["schemas"]["CommentEvent"] | components["schemas"]["EndpointEvent"];
+        Event: components["schemas"]["TaskEvent"] | components["schemas"]["TaskPurgedEvent"] | components["schemas"]["CommentEvent"] | components["schemas"]["EndpointEvent"];
         TaskEvent: {
             /**
              * @description The event's id: the `webhook-id` header of every delivery of it.
@@ -2639,11 +2756,11 @@ export interface components {
              */
             id: string;
             /**
-             * @description What happened: task.created, task.updated or task.archived; task.due_soon when an open task's due date came within the due-soon window (24 hours by default), task.overdue when it passed. Each of the last two comes once per due date value of a task that is neither COMPLETED nor archived, at most one check late (checks come every minute by default); a task whose due date is already past when it is first checked gets task.overdue alone. Moving the due date makes both come again for the new date.
+             * @description What happened: task.created, task.updated or task.archived; task.deleted when it went to the trash (with its subtasks, each its own event), task.restored when it came back from it; task.due_soon when an open task's due date came within the due-soon window (24 hours by default), task.overdue when it passed. Each of the last two comes once per due date value of a task that is neither COMPLETED nor archived, at most one check late (checks come every minute by default); a task whose due date is already past when it is first checked gets task.overdue alone. Moving the due date makes both come again for the new date.
              * @example task.updated
              * @enum {string}
              */
-            type: "task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue";
+            type: "task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "task.deleted" | "task.restored";
             /**
              * Format: date-time
              * @description When it happened (UTC, ISO 8601): the time of the change's transaction.
@@ -2651,7 +2768,7 @@ export interface components {
              */
             timestamp: string;
             /**
-             * @description The task after the change, in its API shape; for task.due_soon and task.overdue, the task as it was when its due date came near or passed.
+             * @description The task after the change, in its API shape; for task.due_soon and task.overdue, the task as it was when its due date came near or passed; for task.deleted, the task as it went to the trash. Once the task is erased (task.purged), its earlier events keep only `{ id }` here and lose `changes`.
              * @example {
              *       "id": "T-42",
              *       "version": 3,
@@ -2808,9 +2925,15 @@ export interface components {
                  * @example 2026-11-23T09:30:00.000Z
                  */
                 updated_at: string;
+            } | {
+                /**
+                 * @description The erased task's id (T-\<n\>).
+                 * @example T-42
+                 */
+                id: string;
             };
             /**
-             * @description On task.updated and task.archived: each field of the task that changed, with its value before (`from`) and after (`to`); empty when nothing the task shows changed. Absent on task.created, task.due_soon and task.overdue, and on events from before it was added. When both values would make the event larger than 256 KiB, each free-text field (title, description, notes) that changed is given as `{ from_length, to_length, truncated: true }` instead: the lengths in characters (null for a null value); the new value is in `data`.
+             * @description On task.updated and task.archived: each field of the task that changed, with its value before (`from`) and after (`to`); empty when nothing the task shows changed. Absent on task.created, task.due_soon, task.overdue, task.deleted and task.restored, on events of an erased task, and on events from before it was added. When both values would make the event larger than 256 KiB, each free-text field (title, description, notes) that changed is given as `{ from_length, to_length, truncated: true }` instead: the lengths in characters (null for a null value); the new value is in `data`.
              * @example {
              *       "status": {
              *         "from": "TODO",
@@ -2832,6 +2955,45 @@ export interface components {
                     from: unknown;
                     to: unknown;
                 };
+            };
+            /**
+             * @description Only on a sample sent to a webhook endpoint by its test-event or verify operation, never on a real event (which omits it, here and in deliveries): `true`. A sample task event's task is `T-0`, an id no task has.
+             * @example true
+             * @constant
+             */
+            test?: true;
+        };
+        /** @description A task left the trash for good: its versions, comments, attachments, links, followers, board entries and notifications are gone, and its earlier events keep only `{ id }`. Delivered to a webhook endpoint only when its event_types name the type (an empty list means every other task.* type). */
+        TaskPurgedEvent: {
+            /**
+             * @description The event's id: the `webhook-id` header of every delivery of it.
+             * @example evt_3nQ7xK2mT8vL4pD9bR5sW1
+             */
+            id: string;
+            /**
+             * @description What happened: task.purged, the task was erased for good.
+             * @example task.purged
+             * @enum {string}
+             */
+            type: "task.purged";
+            /**
+             * Format: date-time
+             * @description When it was erased (UTC, ISO 8601).
+             * @example 2026-11-23T09:30:00.000Z
+             */
+            timestamp: string;
+            /**
+             * @description Only the erased task's id.
+             * @example {
+             *       "id": "T-42"
+             *     }
+             */
+            data: {
+                /**
+                 * @description The erased task's id (T-\<n\>).
+                 * @example T-42
+                 */
+                id: string;
             };
             /**
              * @description Only on a sample sent to a webhook endpoint by its test-event or verify operation, never on a real event (which omits it, here and in deliveries): `true`. A sample task event's task is `T-0`, an id no task has.
@@ -3095,7 +3257,7 @@ export interface components {
              * @example validation_failed
              * @enum {string}
              */
-            code: "validation_failed" | "malformed_request" | "query_too_expensive" | "missing_credentials" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "feature_not_enabled" | "link_invalid" | "resource_not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "idempotency_in_progress" | "delivery_already_pending" | "delivery_not_pending" | "dependency_cycle" | "upload_already_received" | "limit_reached" | "last_owner" | "already_member" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "quota_exhausted" | "headers_too_large" | "not_permitted" | "internal_error" | "service_unavailable";
+            code: "validation_failed" | "malformed_request" | "query_too_expensive" | "missing_credentials" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "feature_not_enabled" | "link_invalid" | "resource_not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "idempotency_in_progress" | "delivery_already_pending" | "delivery_not_pending" | "dependency_cycle" | "upload_already_received" | "limit_reached" | "last_owner" | "already_member" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "quota_exhausted" | "headers_too_large" | "not_permitted" | "parent_in_trash" | "internal_error" | "service_unavailable";
             /**
              * @description What went wrong with this request, for a person.
              * @example The request body is invalid: /name is required
@@ -3266,6 +3428,30 @@ export interface components {
              */
             next_cursor: string | null;
         };
+        ListTrashResponse: {
+            /**
+             * @description The items of this page, in the list's order.
+             * @example []
+             */
+            data: components["schemas"]["TrashItem"][];
+            /**
+             * @description Whether another page follows: ask for it with `after=<next_cursor>`.
+             * @example false
+             */
+            has_more: boolean;
+            /**
+             * @description Opaque cursor of the next page (pass as `after`), or null on the last page.
+             * @example null
+             */
+            next_cursor: string | null;
+        };
+        PurgeTaskResponse: {
+            /**
+             * @description The erased task's id.
+             * @example T-42
+             */
+            id: string;
+        };
         BatchTasksResponse: {
             /** @description One result per operation, in the same order. */
             results: {
@@ -3301,7 +3487,7 @@ export interface components {
                      * @example resource_not_found
                      * @enum {string}
                      */
-                    code: "validation_failed" | "malformed_request" | "query_too_expensive" | "missing_credentials" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "feature_not_enabled" | "link_invalid" | "resource_not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "idempotency_in_progress" | "delivery_already_pending" | "delivery_not_pending" | "dependency_cycle" | "upload_already_received" | "limit_reached" | "last_owner" | "already_member" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "quota_exhausted" | "headers_too_large" | "not_permitted" | "internal_error" | "service_unavailable";
+                    code: "validation_failed" | "malformed_request" | "query_too_expensive" | "missing_credentials" | "invalid_api_key" | "invalid_token" | "insufficient_scope" | "feature_not_enabled" | "link_invalid" | "resource_not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "idempotency_in_progress" | "delivery_already_pending" | "delivery_not_pending" | "dependency_cycle" | "upload_already_received" | "limit_reached" | "last_owner" | "already_member" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "quota_exhausted" | "headers_too_large" | "not_permitted" | "parent_in_trash" | "internal_error" | "service_unavailable";
                     /**
                      * @description What went wrong with this item, for a person.
                      * @example No task with that id exists in this organization.
@@ -4499,13 +4685,13 @@ export interface components {
              */
             url: string;
             /**
-             * @description The event types delivered; every task.* type when absent or empty. The comment.* types are delivered only when listed. The webhook_endpoint.* types (another endpoint of the organization disabled or enabled) are delivered only when listed, and never to the endpoint they describe.
+             * @description The event types delivered; every task.* type but task.purged when absent or empty. task.purged and the comment.* types are delivered only when listed. The webhook_endpoint.* types (another endpoint of the organization disabled or enabled) are delivered only when listed, and never to the endpoint they describe.
              * @example [
              *       "task.created",
              *       "task.updated"
              *     ]
              */
-            event_types?: ("task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
+            event_types?: ("task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "task.deleted" | "task.restored" | "task.purged" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
             /**
              * @description At most this many deliveries start per second, counted over any one-second window and across every delivery worker; deliveries past it wait their turn (they never fail because of it). null: no limit.
              * @example 50
@@ -4519,13 +4705,13 @@ export interface components {
              */
             url?: string;
             /**
-             * @description The event types delivered; every task.* type when absent or empty. The comment.* types are delivered only when listed. The webhook_endpoint.* types (another endpoint of the organization disabled or enabled) are delivered only when listed, and never to the endpoint they describe.
+             * @description The event types delivered; every task.* type but task.purged when absent or empty. task.purged and the comment.* types are delivered only when listed. The webhook_endpoint.* types (another endpoint of the organization disabled or enabled) are delivered only when listed, and never to the endpoint they describe.
              * @example [
              *       "task.created",
              *       "task.updated"
              *     ]
              */
-            event_types?: ("task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
+            event_types?: ("task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "task.deleted" | "task.restored" | "task.purged" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
             /**
              * @description Whether deliveries are sent (false after auto-disable or by choice).
              * @example true
@@ -4543,7 +4729,7 @@ export interface components {
              * @example task.created
              * @enum {string}
              */
-            event_type?: "task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled";
+            event_type?: "task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "task.deleted" | "task.restored" | "task.purged" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled";
         };
         ReplayFailedWebhookDeliveriesRequest: {
             /**
@@ -6993,6 +7179,172 @@ export interface operations {
             };
         };
     };
+    deleteTask: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Change the task only if it is still at this version: its ETag (`"3"`), several separated by commas, or `*`. Otherwise 412 precondition_failed with the current ETag, and nothing changes. */
+                "If-Match"?: string;
+                /** @description Change the task only if it is not at this version: its ETag (`"3"`), several separated by commas, or `*` (which any existing task matches). On a match, 412 precondition_failed with the current ETag, and nothing changes. */
+                "If-None-Match"?: string;
+                /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response. Use a new key for each new request, a UUID for example (`3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20`). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /**
+                 * @description The task's id (T-\<n\>).
+                 * @example T-1
+                 */
+                task_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Delete a task: it and its subtasks go to the trash (each a task.deleted event), answer 404 everywhere, and are erased at purge_at unless restored */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key (the rate-limit headers then show the current counters: a replay costs nothing) */
+                    "Idempotency-Replayed"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletedTask"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `resource_not_found`: Resource not found */
+            404: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `idempotency_in_progress`: Idempotent request in progress */
+            409: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `precondition_failed`: Precondition failed */
+            412: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description The task's current ETag */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: Idempotency key reused */
+            422: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     updateTask: {
         parameters: {
             query?: never;
@@ -7593,6 +7945,390 @@ export interface operations {
                 };
             };
             /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `resource_not_found`: Resource not found */
+            404: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    restoreTask: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response. Use a new key for each new request, a UUID for example (`3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20`). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /**
+                 * @description The task's id (T-\<n\>).
+                 * @example T-1
+                 */
+                task_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Restore a task from the trash with the subtasks deleted with it (each a new version and a task.restored event); 409 parent_in_trash while its parent is still there */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key (the rate-limit headers then show the current counters: a replay costs nothing) */
+                    "Idempotency-Replayed"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Task"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `resource_not_found`: Resource not found */
+            404: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `parent_in_trash`: Parent in trash; `idempotency_in_progress`: Idempotent request in progress */
+            409: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: Idempotency key reused */
+            422: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listTrash: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Items per page, 1-100 (default 25).
+                 * @example 25
+                 */
+                limit?: number;
+                /** @description The `next_cursor` of the previous page; the other parameters must be the same as for that page. */
+                after?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The organization's trash: deleted tasks (subtasks too), newest deletion first, with when each will be erased */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListTrashResponse"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    purgeTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The task's id (T-\<n\>).
+                 * @example T-1
+                 */
+                task_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Erase a task in the trash now, with every task below it (an owner or admin only, else 403 insufficient_scope): versions, comments, attachments, links, board entries, notifications; emits task.purged */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PurgeTaskResponse"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -15205,8 +15941,8 @@ export interface operations {
                  * @description Only events of this type. The webhook_endpoint.* types need the scope webhooks:read; without it they are left out.
                  * @example task.updated
                  */
-                type?: "task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled";
-                /** @description Only the task.* events of this task, T-\<n\> (404 when no task has this id); its comments' events are not matched. */
+                type?: "task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "task.deleted" | "task.restored" | "task.purged" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled";
+                /** @description Only the task.* events of this task, T-\<n\>, also while it is in the trash (404 when no task has this id, or once it was erased); its comments' events are not matched. */
                 task_id?: string;
                 /**
                  * @description Only events that occurred at or after this time (ISO 8601).
@@ -15328,7 +16064,7 @@ export interface operations {
                  * @description Only events of these types, comma-separated (`task.created,task.updated`). The webhook_endpoint.* types need the scope webhooks:read; without it they are left out.
                  * @example task.updated
                  */
-                type?: string | ("task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
+                type?: string | ("task.created" | "task.updated" | "task.archived" | "task.due_soon" | "task.overdue" | "task.deleted" | "task.restored" | "task.purged" | "comment.created" | "comment.updated" | "comment.deleted" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled")[];
                 /** @description Resume after this event (its id, the `id:` of a message or a webhook-id): first every later event of the last 30 days, then live ones. The `Last-Event-ID` header does the same and wins over it. */
                 after?: string;
             };

@@ -33,6 +33,8 @@ export const ERROR_CATALOG = {
   headers_too_large: { status: 431, title: "Request header fields too large" },
   // The scope is there; the user's relation to the object is not (another's comment).
   not_permitted: { status: 403, title: "Not permitted" },
+  // Restore the parent first: a subtask never comes back under a task still in the trash.
+  parent_in_trash: { status: 409, title: "Parent in trash" },
   internal_error: { status: 500, title: "Internal error" },
   service_unavailable: { status: 503, title: "Service unavailable" },
 } as const satisfies Record<string, { status: number; title: string }>;

@@ -1,8 +1,17 @@
 import { z } from "zod";
 import { EXAMPLE_INSTANT, Timestamp } from "./common.js";
 import { Comment, COMMENT_EXAMPLE, DeletedCommentData } from "./comments.js";
-import { CommentEventType, EndpointEventType, EventActorId, EventType, isCommentEventType, isEndpointEventType } from "./event-types.js";
-import { TaskEvent, TaskFeedEvent, TEST_EVENT } from "./tasks.js";
+import {
+  CommentEventType,
+  EndpointEventType,
+  EventActorId,
+  EventType,
+  isCommentEventType,
+  isEndpointEventType,
+  isPurgeEventType,
+  PurgeEventType,
+} from "./event-types.js";
+import { ErasedTask, TaskEvent, TaskFeedEvent, TEST_EVENT } from "./tasks.js";
 import { WebhookEndpoint } from "./webhooks.js";
 
 // Task events, comment events and the webhook endpoints' operational events travel as one envelope.
@@ -28,11 +37,23 @@ export const EndpointEvent = z.object({
 });
 export type EndpointEvent = z.infer<typeof EndpointEvent>;
 
-export const OrgEvent = z.union([TaskEvent, CommentEvent, EndpointEvent]);
+/** Written by the tasks service in the transaction that erases the task's last row. */
+export const PurgeEvent = z.object({
+  id: z.string().min(1),
+  type: PurgeEventType,
+  organization_id: z.string().min(1),
+  actor_id: EventActorId,
+  created_at: Timestamp,
+  data: ErasedTask,
+});
+export type PurgeEvent = z.infer<typeof PurgeEvent>;
+
+export const OrgEvent = z.union([TaskEvent, CommentEvent, EndpointEvent, PurgeEvent]);
 export type OrgEvent = z.infer<typeof OrgEvent>;
 
 export const isEndpointEvent = (e: OrgEvent): e is EndpointEvent => isEndpointEventType(e.type);
 export const isCommentEvent = (e: OrgEvent): e is CommentEvent => isCommentEventType(e.type);
+export const isPurgeEvent = (e: OrgEvent): e is PurgeEvent => isPurgeEventType(e.type);
 
 const ENDPOINT_EXAMPLE: WebhookEndpoint = {
   id: "whe_8kQ3mT6pL2vX9nD4bR7sW1",
@@ -86,8 +107,22 @@ export const CommentFeedEvent = z
   });
 export type CommentFeedEvent = z.infer<typeof CommentFeedEvent>;
 
+export const PurgeFeedEvent = z
+  .object({
+    id: z.string().meta({ description: "The event's id: the `webhook-id` header of every delivery of it.", examples: ["evt_3nQ7xK2mT8vL4pD9bR5sW1"] }),
+    type: PurgeEventType.meta({ description: "What happened: task.purged, the task was erased for good.", examples: ["task.purged"] }),
+    timestamp: Timestamp.meta({ description: "When it was erased (UTC, ISO 8601).", examples: [EXAMPLE_INSTANT] }),
+    data: ErasedTask.meta({ description: "Only the erased task's id.", examples: [{ id: "T-42" }] }),
+    test: TEST_EVENT,
+  })
+  .meta({
+    description:
+      "A task left the trash for good: its versions, comments, attachments, links, followers, board entries and notifications are gone, and its earlier events keep only `{ id }`. Delivered to a webhook endpoint only when its event_types name the type (an empty list means every other task.* type).",
+  });
+export type PurgeFeedEvent = z.infer<typeof PurgeFeedEvent>;
+
 /** The feed's item, the stream's message and the webhook body (without the id): told apart by `type`. */
-export const Event = z.union([TaskFeedEvent, CommentFeedEvent, EndpointFeedEvent]);
+export const Event = z.union([TaskFeedEvent, PurgeFeedEvent, CommentFeedEvent, EndpointFeedEvent]);
 export type Event = z.infer<typeof Event>;
 
 /** The endpoints' events need webhooks:read. */

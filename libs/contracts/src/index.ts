@@ -22,6 +22,7 @@ export * from "./projects.js";
 export * from "./labels.js";
 export * from "./custom-fields.js";
 export * from "./task-jobs.js";
+export * from "./trash.js";
 export * from "./tasks-rpc.js";
 export * from "./boards.js";
 export * from "./rollovers.js";

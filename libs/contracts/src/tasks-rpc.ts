@@ -13,6 +13,7 @@ import { ListTasksQuery, SearchTasksBody } from "./task-search.js";
 import { Event } from "./events.js";
 import { Follower, FollowerParams, ListFollowersInput, UnfollowedTask } from "./followers.js";
 import { EventType } from "./event-types.js";
+import { trashOps } from "./trash.js";
 import { CreateTaskBody, EventParams, ListEventsQuery, Task, TaskParams, TaskSummary, TaskVersion, UpdateTaskBody } from "./tasks.js";
 
 const Upserted = <T extends z.ZodType>(t: T) => z.object({ created: z.boolean(), view: t });
@@ -69,5 +70,6 @@ export const tasksRpc = {
     },
     ...attachmentOps,
     ...commentOps,
+    ...trashOps,
   },
 } as const satisfies RpcCatalog;

@@ -315,6 +315,9 @@ const EVENT_TASK: Task = {
 };
 
 /** Only on the samples of a test event and verify, so real events' bodies stay what they were. */
+/** What is left of an erased task in the events feed: its id. */
+export const ErasedTask = z.object({ id: z.string().meta({ description: "The erased task's id (T-<n>).", examples: ["T-42"] }) });
+
 export const TEST_EVENT = z
   .literal(true)
   .optional()
@@ -329,21 +332,27 @@ export const TaskFeedEvent = z.object({
   id: z.string().meta({ description: "The event's id: the `webhook-id` header of every delivery of it.", examples: [EVENT_ID] }),
   type: TaskEventType.meta({
     description:
-      "What happened: task.created, task.updated or task.archived; task.due_soon when an open task's due date came within the due-soon window (24 hours by default), task.overdue when it passed. Each of the last two comes once per due date value of a task that is neither COMPLETED nor archived, at most one check late (checks come every minute by default); a task whose due date is already past when it is first checked gets task.overdue alone. Moving the due date makes both come again for the new date.",
+      "What happened: task.created, task.updated or task.archived; task.deleted when it went to the trash (with its subtasks, each its own event), task.restored when it came back from it; task.due_soon when an open task's due date came within the due-soon window (24 hours by default), task.overdue when it passed. Each of the last two comes once per due date value of a task that is neither COMPLETED nor archived, at most one check late (checks come every minute by default); a task whose due date is already past when it is first checked gets task.overdue alone. Moving the due date makes both come again for the new date.",
     examples: ["task.updated"],
   }),
   timestamp: Timestamp.meta({ description: "When it happened (UTC, ISO 8601): the time of the change's transaction.", examples: [EXAMPLE_INSTANT] }),
-  data: Task.extend({
-    version: Task.shape.version
-      .optional()
-      .meta({ description: "The task's version after the change; absent on events from before tasks showed it.", examples: [3] }),
-  }).meta({
-    description: "The task after the change, in its API shape; for task.due_soon and task.overdue, the task as it was when its due date came near or passed.",
-    examples: [EVENT_TASK],
-  }),
+  data: z
+    .union([
+      Task.extend({
+        version: Task.shape.version
+          .optional()
+          .meta({ description: "The task's version after the change; absent on events from before tasks showed it.", examples: [3] }),
+      }),
+      ErasedTask,
+    ])
+    .meta({
+      description:
+        "The task after the change, in its API shape; for task.due_soon and task.overdue, the task as it was when its due date came near or passed; for task.deleted, the task as it went to the trash. Once the task is erased (task.purged), its earlier events keep only `{ id }` here and lose `changes`.",
+      examples: [EVENT_TASK],
+    }),
   changes: TaskChanges.optional().meta({
     description:
-      "On task.updated and task.archived: each field of the task that changed, with its value before (`from`) and after (`to`); empty when nothing the task shows changed. Absent on task.created, task.due_soon and task.overdue, and on events from before it was added. When both values would make the event larger than 256 KiB, each free-text field (title, description, notes) that changed is given as `{ from_length, to_length, truncated: true }` instead: the lengths in characters (null for a null value); the new value is in `data`.",
+      "On task.updated and task.archived: each field of the task that changed, with its value before (`from`) and after (`to`); empty when nothing the task shows changed. Absent on task.created, task.due_soon, task.overdue, task.deleted and task.restored, on events of an erased task, and on events from before it was added. When both values would make the event larger than 256 KiB, each free-text field (title, description, notes) that changed is given as `{ from_length, to_length, truncated: true }` instead: the lengths in characters (null for a null value); the new value is in `data`.",
     examples: [{ status: { from: "TODO", to: "IN_PROGRESS" }, version: { from: 2, to: 3 } }],
   }),
   test: TEST_EVENT,
@@ -360,7 +369,8 @@ export const ListEventsQuery = PageQuery.extend({
   }),
   // No example: an id the caller's organization lacks is a 404.
   task_id: TaskRef.optional().meta({
-    description: "Only the task.* events of this task, T-<n> (404 when no task has this id); its comments' events are not matched.",
+    description:
+      "Only the task.* events of this task, T-<n>, also while it is in the trash (404 when no task has this id, or once it was erased); its comments' events are not matched.",
   }),
   created_gte: EventTime.optional().meta({ description: "Only events that occurred at or after this time (ISO 8601).", examples: ["2026-11-01T00:00:00Z"] }),
   created_lt: EventTime.optional().meta({ description: "Only events that occurred before this time (ISO 8601).", examples: ["2026-11-24T00:00:00Z"] }),

@@ -14,7 +14,7 @@ const EXAMPLE_URL = "https://hooks.example.com/tasksvc";
 const ENABLED = { description: "Whether deliveries are sent (false after auto-disable or by choice).", examples: [true] };
 const EVENT_TYPES = {
   description:
-    "The event types delivered; every task.* type when absent or empty. The comment.* types are delivered only when listed. The webhook_endpoint.* types (another endpoint of the organization disabled or enabled) are delivered only when listed, and never to the endpoint they describe.",
+    "The event types delivered; every task.* type but task.purged when absent or empty. task.purged and the comment.* types are delivered only when listed. The webhook_endpoint.* types (another endpoint of the organization disabled or enabled) are delivered only when listed, and never to the endpoint they describe.",
   examples: [["task.created", "task.updated"]],
 };
 const VERIFIED = { description: "Whether the endpoint answered a verification probe with a 2xx.", examples: [true] };

@@ -3,6 +3,7 @@ import { serviceSettings, settings } from "@tasksvc/config";
 import { boardsRpc, tasksRpc } from "@tasksvc/contracts";
 import { defineService } from "@tasksvc/runtime";
 import { z } from "zod";
+import { startPurgedTasksConsumer } from "./consumers/purged-tasks.js";
 import { startRolloversConsumer } from "./consumers/rollovers.js";
 import { boardsService } from "./domain/boards-service.js";
 import { boardsResources } from "./domain/resources.js";
@@ -16,7 +17,7 @@ export type BoardsConfig = z.output<typeof BoardsConfig>;
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL("../migrations", import.meta.url));
 
-/** Depends on the tasks service (RPC and its rollover stream); the tasks service never calls it. */
+/** Depends on the tasks service (RPC, its rollover stream, its task.purged events); the tasks service never calls it. */
 export const service = defineService({
   name: "boards",
   schema: "boards",
@@ -41,5 +42,8 @@ export const service = defineService({
     serve(boardsRpc, boardsHandlers(svc));
     const rollovers = await startRolloversConsumer({ nc, namespace, log, boards: svc, health });
     onStop(() => rollovers.stop());
+    // The tasks service erases a task's rows; its board entries are this service's to remove.
+    const purged = await startPurgedTasksConsumer({ nc, namespace, log, repo, health });
+    onStop(() => purged.stop());
   },
 });

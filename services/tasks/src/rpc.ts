@@ -10,6 +10,7 @@ import type { FollowersSystem } from "./domain/followers.js";
 import type { LabelsSystem } from "./domain/labels.js";
 import type { ProjectsSystem } from "./domain/projects.js";
 import type { TasksSystem } from "./domain/tasks.js";
+import type { TrashSystem } from "./domain/trash.js";
 
 export interface TasksSystems {
   tasks: TasksSystem;
@@ -22,6 +23,7 @@ export interface TasksSystems {
   attachments: AttachmentsSystem;
   followers: FollowersSystem;
   comments: CommentsSystem;
+  trash: TrashSystem;
 }
 
 /** The ETag travels in the reply's headers, so the gateway sends both without parsing the task. */
@@ -41,6 +43,7 @@ export function tasksHandlers({
   attachments: att,
   followers,
   comments,
+  trash,
 }: TasksSystems): Handlers<typeof tasksRpc> {
   return {
     createTask: async (i, ctx, meta) => tagged(meta, await tasks.createTask(callerOf(ctx), i)),
@@ -95,5 +98,9 @@ export function tasksHandlers({
     completeUpload: (i, ctx) => att.completeUpload(i.file_key, ctx.organization_id),
     openDownload: (i) => att.openDownload(i.capability),
     storageUsage: (_i, ctx) => att.storageUsage(callerOf(ctx)),
+    deleteTask: (i, ctx) => trash.deleteTask(callerOf(ctx), i.task_id),
+    restoreTask: async (i, ctx, meta) => tagged(meta, await trash.restoreTask(callerOf(ctx), i.task_id)),
+    listTrash: (i, ctx) => trash.listTrash(callerOf(ctx), i.limit, i.after),
+    purgeTask: (i, ctx) => trash.purgeTask(callerOf(ctx), i.task_id),
   };
 }

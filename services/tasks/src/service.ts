@@ -31,11 +31,13 @@ import { followersSystem } from "./domain/followers.js";
 import { labelsSystem } from "./domain/labels.js";
 import { membersCache } from "./domain/members-cache.js";
 import { projectsSystem } from "./domain/projects.js";
+import { purgeSystem } from "./domain/purge.js";
 import { recurrenceSystem } from "./domain/recurrence/system.js";
 import { removalsSystem } from "./domain/removals.js";
 import { tasksResources } from "./domain/resources.js";
 import { taskCache } from "./domain/task-cache.js";
 import { tasksSystem } from "./domain/tasks.js";
+import { trashSystem } from "./domain/trash.js";
 import { startRelay } from "./relay.js";
 import { tasksHandlers } from "./rpc.js";
 
@@ -51,6 +53,10 @@ export const TasksConfig = z.object({
   /** How often due dates are checked: an event comes at most this late. */
   DUE_TICK: settings.duration("60s").refine((ms) => ms >= 100 && ms <= 3600_000, "expected a duration between 100ms and 1h"),
   DOWNLOAD_LINK_TTL: settings.duration("5m"),
+  /** How long a deleted task stays restorable before it is erased. */
+  TRASH_RETENTION: settings.duration("30d").refine((ms) => ms >= 1000 && ms <= 3650 * 24 * 3600_000, "expected a duration between 1s and 3650d"),
+  /** How often the trash is checked for tasks to erase: one is erased at most this late. */
+  PURGE_TICK: settings.duration("30s").refine((ms) => ms >= 100 && ms <= 60_000, "expected a duration between 100ms and 1m"),
   /** Never kept in the database. */
   LINK_SIGNING_KEYS: linkSigningKeysSetting,
   RPC_TIMEOUT_MS: settings.RPC_TIMEOUT_MS,
@@ -236,6 +242,9 @@ export const service = defineService({
       downloadTtlMs: cfg.DOWNLOAD_LINK_TTL,
     });
     every(60_000, "attachment sweep", () => attachments.sweep());
+    // Every replica ticks; each chunk of an erasure holds the task's row, skipped by the others.
+    const purge = purgeSystem(res, { store });
+    every(cfg.PURGE_TICK, "trash purge", () => purge.tick());
     const tasks = tasksSystem(res);
     serve(
       tasksRpc,
@@ -250,6 +259,7 @@ export const service = defineService({
         attachments,
         followers: followersSystem(res),
         comments: commentsSystem(res),
+        trash: trashSystem(res, { retentionMs: cfg.TRASH_RETENTION, purge }),
       }),
     );
   },

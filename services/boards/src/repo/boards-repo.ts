@@ -122,6 +122,15 @@ export function boardsRepo(sql: Sql) {
     },
 
     idempotency,
+
+    /** Everything of an erased task, on every user's boards; answers how many entries went. */
+    async forgetTask(org: string, number: number): Promise<number> {
+      const [row] = await sql<{ n: number }[]>`
+        with e as (delete from entries where organization_id = ${org} and task_number = ${number} returning 1),
+        r as (delete from rollovers where organization_id = ${org} and task_number = ${number})
+        select count(*)::int as n from e`;
+      return row?.n ?? 0;
+    },
   };
 }
 export type BoardsRepo = ReturnType<typeof boardsRepo>;

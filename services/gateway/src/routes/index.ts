@@ -15,6 +15,7 @@ import { organizations } from "./organizations.js";
 import { projects } from "./projects.js";
 import { taskBatches } from "./task-batches.js";
 import { tasks } from "./tasks.js";
+import { trash } from "./trash.js";
 import { usage } from "./usage.js";
 import { webhookEndpoints } from "./webhook-endpoints.js";
 
@@ -26,6 +27,7 @@ export const resources: readonly Resource[] = [
   apiKeys,
   usage,
   tasks,
+  trash,
   taskBatches,
   dependencies,
   followers,

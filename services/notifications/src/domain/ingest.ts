@@ -1,6 +1,10 @@
+import { deleteInBatches } from "@tasksvc/db";
 import type { NotifiableEvent } from "@tasksvc/contracts";
 import { planOf, recipientsOf } from "./recipients.js";
 import type { NotificationsResources } from "./resources.js";
+
+/** Notifications deleted per statement when a task is erased. */
+const FORGET_BATCH = 1_000;
 
 /**
  * One event in, its notifications written in one statement. The followers are asked before it,
@@ -8,8 +12,18 @@ import type { NotificationsResources } from "./resources.js";
  * Answers how many notifications were new (0 for a redelivery).
  */
 export function ingestSystem(res: NotificationsResources) {
+  /** An erased task takes its notifications (and what they count unread) with it; a redelivery finds none left. */
+  async function forget(event: NotifiableEvent): Promise<number> {
+    const data = event.data as { id?: unknown } | null;
+    if (typeof data?.id !== "string") return 0;
+    const id = data.id;
+    await deleteInBatches(FORGET_BATCH, () => res.repo.forgetTaskBatch(event.organization_id, id, FORGET_BATCH));
+    return 0;
+  }
+
   return {
     async ingest(event: NotifiableEvent): Promise<number> {
+      if (event.type === "task.purged") return forget(event);
       const plan = planOf(event);
       if (!plan) return 0;
       const followers = plan.toFollowers && plan.taskNumber !== null ? await res.tasks.followers(event.organization_id, plan.taskNumber) : [];

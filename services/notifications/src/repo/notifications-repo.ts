@@ -159,6 +159,30 @@ export function notificationsRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
       return row?.n ?? 0;
     },
 
+    /**
+     * Up to `batch` notifications of an erased task, with the unread counters of their users and the
+     * mention records of their comments; answers how many went.
+     */
+    async forgetTaskBatch(org: string, taskId: string, batch: number): Promise<number> {
+      const [row] = await sql<{ n: number }[]>`
+        with gone as (
+          delete from notifications where id in (
+            select id from notifications where organization_id = ${org} and task_id = ${taskId}
+            limit ${batch}
+            for update skip locked
+          )
+          returning organization_id, user_id, read_at, comment_id
+        ), counted as (
+          update unread_counts c set unread = greatest(c.unread - g.n, 0)
+          from (select organization_id, user_id, count(*) as n from gone where read_at is null group by 1, 2) g
+          where c.organization_id = g.organization_id and c.user_id = g.user_id
+        ), mentions as (
+          delete from comment_mentions where organization_id = ${org} and comment_id in (select comment_id from gone where comment_id is not null)
+        )
+        select count(*)::int as n from gone`;
+      return row?.n ?? 0;
+    },
+
     /** A comment's mention records go with the same retention: an edit that late tells a mentioned user again. */
     async sweepMentions(days: number, batch: number): Promise<number> {
       const rows = await sql`

@@ -42,7 +42,8 @@ export function projectsSystem(res: TasksResources) {
         w.touched.push(...tasks.map((t) => Number(t.number)));
         if (!deleted) throw notFound("project");
         // Unlinking is not an edit of the task (no new version), but its project_ids changed.
-        for (const t of tasks) {
+        // A task in the trash changes too (restored, it shows no deleted project) but tells no one: it is in no read.
+        for (const t of tasks.filter((t) => !t.deleted_at)) {
           const after = toTask(t);
           const before = { ...after, version: after.version - 1, project_ids: t.old_project_ids };
           await r.events.emit(c.organizationId, c.userId, "task.updated", after, changesOf(before, after));

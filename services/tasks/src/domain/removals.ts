@@ -24,8 +24,8 @@ export function removalsSystem(res: TasksResources) {
         const updated = await r.tasks.updateContent(org, Number(row.number), contentOf(row), newId("ver"), false);
         const task = toTask(updated);
         const before = { ...toTask(row), label_ids: row.stored_label_ids, custom_fields: row.stored_custom_fields };
-        // The service's own work: nobody acted.
-        await r.events.emit(org, null, "task.updated", task, changesOf(before, task));
+        // The service's own work: nobody acted. A task in the trash is in no read, so its change tells no one.
+        if (!row.deleted_at) await r.events.emit(org, null, "task.updated", task, changesOf(before, task));
       }
       return rows.map((row) => Number(row.number));
     });

@@ -44,7 +44,9 @@ export function attachmentsRepo(sql: Sql) {
   const upl = sql.unsafe(UPLOAD_COLUMNS);
   return {
     async taskVersion(org: string, number: number): Promise<number | undefined> {
-      const [row] = await sql<{ version_count: number }[]>`select version_count from tasks where organization_id = ${org} and number = ${number}`;
+      const [row] = await sql<
+        { version_count: number }[]
+      >`select version_count from tasks where organization_id = ${org} and number = ${number} and deleted_at is null`;
       return row?.version_count;
     },
 

@@ -55,7 +55,7 @@ export function commentsRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
         with v as (
           select ${newId("cmt")}::text as id, ${newId("evt")}::text as event_id, t.organization_id, t.number as task_number,
             ${c.author}::text as author_id, ${c.body}::text as body, ${[...c.mentions]}::text[] as mention_ids, now() as at
-          from tasks t where t.organization_id = ${org} and t.number = ${number}
+          from tasks t where t.organization_id = ${org} and t.number = ${number} and t.deleted_at is null
         ), j as (
           select v.*, jsonb_build_object('id', v.id, 'task_id', ${taskId(number)}::text, 'author_id', v.author_id, 'body', v.body,
             'mention_ids', to_jsonb(v.mention_ids), 'created_at', to_char(v.at at time zone 'UTC', ${isoFormat}),

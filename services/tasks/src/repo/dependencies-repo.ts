@@ -36,11 +36,11 @@ export function dependenciesRepo(sql: Sql) {
     async view(org: string, number: number): Promise<DependencyView> {
       const rows = await sql<{ side: "blocked_by" | "blocking"; number: string; title: string; status: TaskStatus }[]>`
         select 'blocked_by' as side, t.number, t.title, t.status, d.created_at
-        from dependencies d join tasks t on t.organization_id = d.organization_id and t.number = d.blocker_number
+        from dependencies d join tasks t on t.organization_id = d.organization_id and t.number = d.blocker_number and t.deleted_at is null
         where d.organization_id = ${org} and d.blocked_number = ${number}
         union all
         select 'blocking', t.number, t.title, t.status, d.created_at
-        from dependencies d join tasks t on t.organization_id = d.organization_id and t.number = d.blocked_number
+        from dependencies d join tasks t on t.organization_id = d.organization_id and t.number = d.blocked_number and t.deleted_at is null
         where d.organization_id = ${org} and d.blocker_number = ${number}
         order by created_at, number`;
       const item = (r: (typeof rows)[number]) => ({ task_id: taskId(r.number), title: r.title, status: r.status, open: r.status !== "COMPLETED" });

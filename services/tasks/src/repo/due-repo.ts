@@ -27,7 +27,7 @@ export function dueRepo(sql: Sql) {
       return sql<DueRow[]>`
         with c as (
           select organization_id as org, number as n from tasks
-          where ${overdueOwed} and due_date <= ${now}
+          where ${overdueOwed} and due_date <= ${now} and deleted_at is null
           order by due_date
           limit ${limit}
           for no key update skip locked
@@ -44,7 +44,7 @@ export function dueRepo(sql: Sql) {
       return sql<DueRow[]>`
         with c as (
           select organization_id as org, number as n from tasks
-          where ${soonOwed} and due_date > ${now} and due_date <= ${until}
+          where ${soonOwed} and due_date > ${now} and due_date <= ${until} and deleted_at is null
           order by due_date
           limit ${limit}
           for no key update skip locked

@@ -6,6 +6,7 @@ import type {
   Event,
   EventEnvelope,
   EventType,
+  PurgeEventType,
   Task,
   TaskChanges,
   TaskEventType,
@@ -77,15 +78,24 @@ export function eventsRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
       await insertEvent(org, actor, type, data, undefined);
     },
 
-    /** Many events of one statement, in the order given, none with `changes`: the service's own work, so no actor. */
-    async emitEach(items: ReadonlyArray<{ organization_id: string; type: TaskEventType; task: Task }>): Promise<void> {
+    /** Many events of one statement, in the order given, none with `changes`; no actor unless named (the service's own work). */
+    async emitEach(
+      items: ReadonlyArray<{ organization_id: string; type: TaskEventType | PurgeEventType; task: Task | { id: string }; actor?: string | null }>,
+    ): Promise<void> {
       if (items.length === 0) return;
-      const input = items.map((i, ord) => ({ ord, event_id: newId("evt"), type: i.type, organization_id: i.organization_id, data: i.task }));
+      const input = items.map((i, ord) => ({
+        ord,
+        event_id: newId("evt"),
+        type: i.type,
+        organization_id: i.organization_id,
+        actor_id: i.actor ?? null,
+        data: i.task,
+      }));
       await sql`
         insert into outbox (event_id, type, organization_id, payload)
         select event_id, type, organization_id, ${envelope}
-        from (select x.*, null::text as actor_id, null::jsonb as changes
-          from jsonb_to_recordset(${jsonb(sql, input)}) as x(ord int, event_id text, type text, organization_id text, data jsonb)) e
+        from (select x.*, null::jsonb as changes
+          from jsonb_to_recordset(${jsonb(sql, input)}) as x(ord int, event_id text, type text, organization_id text, actor_id text, data jsonb)) e
         order by ord`;
     },
 

@@ -39,7 +39,7 @@ export function recurrenceRepo(sql: Sql) {
           where rs.organization_id = t.organization_id and rs.head_number = t.number
           order by rs.slot desc limit 1
         ) o on true
-        where t.recurrence is not null and not t.archived and t.recurrence_wake <= ${now}`;
+        where t.recurrence is not null and not t.archived and t.recurrence_wake <= ${now} and t.deleted_at is null`;
     },
 
     /**

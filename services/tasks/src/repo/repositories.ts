@@ -9,16 +9,20 @@ import { eventsRepo } from "./events-repo.js";
 import { followersRepo } from "./followers-repo.js";
 import { labelsRepo } from "./labels-repo.js";
 import { projectsRepo } from "./projects-repo.js";
+import { purgeRepo } from "./purge-repo.js";
 import { recurrenceRepo } from "./recurrence-repo.js";
 import { removalsRepo } from "./removals-repo.js";
 import { taskSearch } from "./task-search.js";
 import { tasksRepo } from "./tasks-repo.js";
+import { trashRepo } from "./trash-repo.js";
 
 /** Bound to one connection, the pool or one transaction, so whatever a write does through any of them commits or rolls back together. */
 export function repositories(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
   return {
     tasks: tasksRepo(sql, pageBytes),
     search: taskSearch(sql, pageBytes),
+    trash: trashRepo(sql, pageBytes),
+    purge: purgeRepo(sql),
     dependencies: dependenciesRepo(sql),
     followers: followersRepo(sql),
     comments: commentsRepo(sql, pageBytes),

@@ -72,6 +72,7 @@ export async function createTasks(sql: Sql, org: string, items: NewTask[]): Prom
     custom_fields: it.content.custom_fields,
   }));
   const labels = [...new Set(items.flatMap((it) => it.content.label_ids))];
+  const parents = [...new Set(items.flatMap((it) => (it.content.parent_number === null ? [] : [it.content.parent_number])))];
   const seen = [...new Map(items.flatMap((it) => it.fieldsSeen ?? []).map((f) => [f.id, f])).values()];
   const templateCompletion = sql.unsafe(TEMPLATE_COMPLETION);
   const envelope = sql.unsafe(EVENT_ENVELOPE);
@@ -84,9 +85,14 @@ export async function createTasks(sql: Sql, org: string, items: NewTask[]): Prom
       select f.id from custom_fields f join jsonb_to_recordset(${jsonb(sql, seen)}) as s(id text, stamp text) on s.id = f.id
       where f.organization_id = ${org} and f.xmin::text = s.stamp
       for share of f
+    ), lp as (
+      -- A parent sent to the trash since the domain's check: the trash holds its row (for update) to
+      -- its commit, and this lock then reads the row again, trashed.
+      select number from tasks where organization_id = ${org} and number = any(${parents}::bigint[]) and deleted_at is null for key share
     ), c as (
       insert into org_counters as c (organization_id, last_number)
       select ${org}, ${items.length} where (select count(*) from lk) = ${labels.length} and (select count(*) from lf) = ${seen.length}
+        and (select count(*) from lp) = ${parents.length}
       on conflict (organization_id) do update set last_number = c.last_number + ${items.length}
       returning last_number
     ), x as (
@@ -132,6 +138,6 @@ export async function createTasks(sql: Sql, org: string, items: NewTask[]): Prom
       select credential_id, key, 'createTask', data from api where key is not null
     )
     select ${cols} from t order by t.number`.catch((e: unknown) => mapPgError(e, CREATE_RULES));
-  if (rows.length === 0 && items.length > 0) throw new ReferenceVanished(labels.length > 0 ? "label" : "custom field");
+  if (rows.length === 0 && items.length > 0) throw new ReferenceVanished(parents.length > 0 ? "parent" : labels.length > 0 ? "label" : "custom field");
   return rows;
 }

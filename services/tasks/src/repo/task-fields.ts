@@ -38,6 +38,8 @@ export interface TaskRow extends ContentColumns {
   series_slot: string | null;
   created_at: Date;
   updated_at: Date;
+  /** Set while the task is in the trash: rows read for the service's own work (removals, project deletes) may be. */
+  deleted_at?: Date | null;
   cursor_at: string;
 }
 

@@ -8,7 +8,7 @@ import type { Fragment, Sql } from "@tasksvc/db";
 export const TEXT_VECTOR = `to_tsvector('task_search'::regconfig, title || ' ' || coalesce(description, '') || ' ' || coalesce(notes, ''))`;
 export const TEXT_QUERY = `websearch_to_tsquery('task_search'::regconfig, `;
 const IS_BLOCKED = `exists (select 1 from dependencies d join tasks b on b.organization_id = d.organization_id and b.number = d.blocker_number
-  where d.organization_id = tasks.organization_id and d.blocked_number = tasks.number and b.status <> 'COMPLETED')`;
+  where d.organization_id = tasks.organization_id and d.blocked_number = tasks.number and b.status <> 'COMPLETED' and b.deleted_at is null)`;
 
 type Scalar = string | number | boolean;
 type Column = { kind: "column"; col: string; cast: string; nullable: boolean; param?: (v: Scalar) => Scalar; like?: true };

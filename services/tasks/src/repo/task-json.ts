@@ -20,7 +20,7 @@ export { type ContentColumns, iso, type TaskRow } from "./task-fields.js";
 export const TASK_COLUMNS = `number::text as number, owner_user_id, parent_number::text as parent_number, archived,
   current_version_id, version_count, version, title, description, status, priority, start_date,
   due_date, notes, story_points::text as story_points, recurrence, project_ids, assignee_ids,
-  ${shownLabelsSql("")} as label_ids, ${shownCustomSql("")} as custom_fields, series_head::text as series_head, series_slot::text as series_slot, created_at, updated_at, to_char(updated_at at time zone 'UTC', ${KEYSET_TIME}) as cursor_at`;
+  ${shownLabelsSql("")} as label_ids, ${shownCustomSql("")} as custom_fields, series_head::text as series_head, series_slot::text as series_slot, created_at, updated_at, deleted_at, to_char(updated_at at time zone 'UTC', ${KEYSET_TIME}) as cursor_at`;
 
 export interface Content {
   title: string;

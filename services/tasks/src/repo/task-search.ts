@@ -167,7 +167,8 @@ export function taskSearch(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
         if (h === undefined) throw new Error("the sync horizon query answered no row");
         horizon = sql`and updated_at < ${h.horizon}::timestamptz`;
       }
-      const base = sql`${archived} ${q.series === undefined ? sql`` : sql`and series_head = ${q.series}`} ${horizon}`;
+      // A task in the trash is in no list (trashed rows are few: a filter on the rows the order's index yields).
+      const base = sql`and deleted_at is null ${archived} ${q.series === undefined ? sql`` : sql`and series_head = ${q.series}`} ${horizon}`;
       const matched = sql`true ${textIndex} and ${filter}`;
       const where = sql`true ${base} and ${matched}`;
       const raw =

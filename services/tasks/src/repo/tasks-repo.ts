@@ -52,25 +52,25 @@ export function tasksRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
      */
     async get(org: string, number: number, lock = false): Promise<TaskRow | undefined> {
       const [row] = await sql<TaskRow[]>`
-        select ${cols} from tasks where organization_id = ${org} and number = ${number}
+        select ${cols} from tasks where organization_id = ${org} and number = ${number} and deleted_at is null
         ${lock ? sql`for no key update` : sql``}`;
       return row;
     },
 
     /** The row's `xmin`: every UPDATE writes a new tuple, so any change moves it, and a row lock does not (decision 0017). */
     async rowVersion(org: string, number: number): Promise<string | undefined> {
-      const [row] = await sql<{ v: string }[]>`select xmin::text as v from tasks where organization_id = ${org} and number = ${number}`;
+      const [row] = await sql<{ v: string }[]>`select xmin::text as v from tasks where organization_id = ${org} and number = ${number} and deleted_at is null`;
       return row?.v;
     },
 
     async getForCache(org: string, number: number): Promise<(TaskRow & { row_version: string }) | undefined> {
       const [row] = await sql<(TaskRow & { row_version: string })[]>`
-        select ${cols}, xmin::text as row_version from tasks where organization_id = ${org} and number = ${number}`;
+        select ${cols}, xmin::text as row_version from tasks where organization_id = ${org} and number = ${number} and deleted_at is null`;
       return row;
     },
 
     async exists(org: string, number: number): Promise<boolean> {
-      const rows = await sql`select 1 from tasks where organization_id = ${org} and number = ${number}`;
+      const rows = await sql`select 1 from tasks where organization_id = ${org} and number = ${number} and deleted_at is null`;
       return rows.length === 1;
     },
 
@@ -165,7 +165,7 @@ export function tasksRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
       if (numbers.length === 0) return [];
       const rows = await sql<SummaryRow[]>`
         select number, title, status, archived, owner_user_id, assignee_ids, parent_number from tasks
-        where organization_id = ${org} and number = any(${numbers}::bigint[])`;
+        where organization_id = ${org} and number = any(${numbers}::bigint[]) and deleted_at is null`;
       return rows.map(toSummary);
     },
 
@@ -175,14 +175,14 @@ export function tasksRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
         only.owner === undefined ? sql`` : sql`and (owner_user_id = ${only.owner} or assignee_ids @> array[${only.owner}]::text[]) and not archived`;
       const rows = await sql<SummaryRow[]>`
         select number, title, status, archived, owner_user_id, assignee_ids, parent_number from tasks
-        where organization_id = ${org} and parent_number = ${parent} ${owned} order by tasks.number
+        where organization_id = ${org} and parent_number = ${parent} and deleted_at is null ${owned} order by tasks.number
         ${only.limit === undefined ? sql`` : sql`limit ${only.limit}`}`;
       return rows.map(toSummary);
     },
 
     async byNumber(org: string, numbers: number[]): Promise<TaskRow[]> {
       if (numbers.length === 0) return [];
-      return sql<TaskRow[]>`select ${cols} from tasks where organization_id = ${org} and number = any(${numbers}::bigint[])`;
+      return sql<TaskRow[]>`select ${cols} from tasks where organization_id = ${org} and number = any(${numbers}::bigint[]) and deleted_at is null`;
     },
 
     /** Tasks that still carry something being removed, locked; those a writer holds are left for a later batch. */

@@ -17,6 +17,7 @@ import {
   type CommentEventType,
   type DeletedCommentData,
   isCommentEventType,
+  isPurgeEventType,
   isTaskEventType,
   type UpdateWebhookEndpointBody,
   type VerifyResult,
@@ -63,6 +64,8 @@ const SAMPLE_DUE_IN: Record<TaskEventType, number> = {
   "task.archived": 7 * 24 * 3600_000,
   "task.due_soon": 12 * 3600_000,
   "task.overdue": -3600_000,
+  "task.deleted": 7 * 24 * 3600_000,
+  "task.restored": 7 * 24 * 3600_000,
 };
 
 /** A representative task, so a receiver exercises a real event's code path; archived only for task.archived. */
@@ -260,6 +263,8 @@ export function endpointsService(res: WebhooksResources, o: EndpointsOptions) {
       const type = eventType ?? "task.created";
       if (isTaskEventType(type)) return probeResult((await probe(c, id, { type, data: (at) => sampleTask(type, at) })).result);
       if (isCommentEventType(type)) return probeResult((await probe(c, id, { type, data: (at) => sampleComment(type, at) })).result);
+      // An erased task's event carries only its id, as a real one does.
+      if (isPurgeEventType(type)) return probeResult((await probe(c, id, { type, data: () => ({ id: SAMPLE_TASK_ID }) })).result);
       const endpoint = await repo.get(c.organizationId, id);
       if (!endpoint) throw notFound();
       const { result } = await probe(c, id, { type, data: () => sampleEndpoint(type, endpoint) });

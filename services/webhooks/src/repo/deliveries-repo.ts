@@ -1,4 +1,4 @@
-import { EVENT_RETENTION_DAYS, type EventType, type WebhookEnvelope, webhookBody } from "@tasksvc/contracts";
+import { DEFAULT_ENDPOINT_EVENT_TYPES, EVENT_RETENTION_DAYS, type EventType, type WebhookEnvelope, webhookBody } from "@tasksvc/contracts";
 import { deleteInBatches, jsonb, type Sql } from "@tasksvc/db";
 
 export interface FanOutEvent {
@@ -107,7 +107,7 @@ export function deliveriesRepo(sql: Sql) {
               row_number() over (order by ev.event_id, e.id, ev.ord) as n
             from ev join endpoints e on e.organization_id = ev.organization_id
               and e.enabled
-              and (ev.event_type = any (e.event_types) or (cardinality(e.event_types) = 0 and ev.event_type like 'task.%'))
+              and (ev.event_type = any (e.event_types) or (cardinality(e.event_types) = 0 and ev.event_type = any (${DEFAULT_ENDPOINT_EVENT_TYPES as string[]}::text[])))
               and e.id is distinct from ev.about_endpoint
               and date_trunc('milliseconds', e.created_at) <= ev.occurred_at
           ), made as (

@@ -1,5 +1,14 @@
-import { type Caller, type EndpointEvent, type Event, type Page, type ReplayEventsInput, type ReplayEventsOutput, taskId } from "@tasksvc/contracts";
-import { filterTask, notFound } from "../refs.js";
+import {
+  type Caller,
+  type EndpointEvent,
+  type Event,
+  type Page,
+  type ReplayEventsInput,
+  type ReplayEventsOutput,
+  taskId,
+  taskNumber,
+} from "@tasksvc/contracts";
+import { notFound } from "../refs.js";
 import type { TasksResources } from "../resources.js";
 
 const FEED_SCAN = { operation: "events feed", narrow: "narrow it with type, created_gte/created_lt or a smaller limit" } as const;
@@ -20,8 +29,9 @@ export function eventsSystem(res: TasksResources) {
   const { repos, scans } = res;
   return {
     async listEvents(c: Caller, q: FeedQuery): Promise<Page<Event>> {
-      // A task whose events are all past the 30 days answers an empty page, not a 404.
-      const n = await filterTask(repos, c.organizationId, q.task_id, "task");
+      // A task whose events are all past the 30 days answers an empty page, not a 404; one in the trash keeps its events.
+      const n = q.task_id === undefined ? undefined : taskNumber(q.task_id);
+      if (n === null || (n !== undefined && !(await repos.trash.known(c.organizationId, n)))) throw notFound("task");
       // Matched as events carry it (`T-<n>`), whatever spelling the query used.
       return scans.run(c.organizationId, c.deadline, FEED_SCAN, (until) =>
         repos.events.list(c.organizationId, { ...q, task_id: n === undefined ? undefined : taskId(n) }, until),
