@@ -97,9 +97,9 @@ export function exportsRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
       return rows.length === 1;
     },
 
-    async succeed(id: string, attempt: number, f: { fileKey: string; size: number; done: number; ttlMs: number }): Promise<boolean> {
+    async succeed(id: string, attempt: number, f: { fileKey: string; size: number; done: number; total: number; ttlMs: number }): Promise<boolean> {
       const rows = await sql`
-        update exports set status = 'succeeded', done = ${f.done}, file_key = ${f.fileKey}, file_size = ${f.size}, lease_until = null,
+        update exports set status = 'succeeded', done = ${f.done}, total = ${f.total}, file_key = ${f.fileKey}, file_size = ${f.size}, lease_until = null,
           completed_at = now(), expires_at = now() + ${ms(f.ttlMs)}::interval
         where id = ${id} and attempts = ${attempt} and status = 'running'
         returning 1`;

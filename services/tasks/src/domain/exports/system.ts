@@ -14,7 +14,7 @@ import { idempotentWrite, newId } from "@tasksvc/db";
 import { AppError, isAppError } from "@tasksvc/errors";
 import type { z } from "zod";
 import type { ExportRow } from "../../repo/exports-repo.js";
-import type { Capabilities } from "../attachments/capabilities.js";
+import { type Capabilities, linkInvalid } from "../attachments/capabilities.js";
 import type { TasksResources } from "../resources.js";
 import { concatenated, removeFiles } from "./files.js";
 import { type WriterDeps, type Written, writeExport } from "./writer.js";
@@ -125,7 +125,7 @@ export function exportsSystem(res: TasksResources, o: ExportsOptions) {
       await tick(written.tasks, progress.total);
       const fileKey = exportFileKey(row.organization_id, row.id, row.format);
       await o.store.put(fileKey, concatenated(written.paths), { size: written.size, contentType: CONTENT_TYPES[row.format] });
-      const ok = await repo.succeed(row.id, attempt, { fileKey, size: written.size, done: written.tasks, ttlMs: o.ttlMs });
+      const ok = await repo.succeed(row.id, attempt, { fileKey, size: written.size, done: written.tasks, total: progress.total, ttlMs: o.ttlMs });
       // Lost meanwhile: the run that took over writes the same key and records it.
       return ok ? "succeeded" : "lease lost";
     } finally {
@@ -210,6 +210,8 @@ export function exportsSystem(res: TasksResources, o: ExportsOptions) {
       const cap = o.caps.verify(capability, "export");
       const row = await repo.get(cap.organization_id, cap.export_id);
       if (row?.status !== "succeeded" || row.file_key !== cap.file_key || row.file_size === null) throw notFound();
+      // Shortened by an operator, or about to be swept: the row's expiry is the one that counts.
+      if ((row.expires_at?.getTime() ?? 0) <= Date.now()) throw linkInvalid();
       return { file_key: row.file_key, file_name: fileNameOf(row), content_type: CONTENT_TYPES[row.format], size: Number(row.file_size) };
     },
 
