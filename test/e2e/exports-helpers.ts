@@ -22,17 +22,18 @@ export async function startExport(gw: Api, token: string, body: Record<string, u
   return r.body as ExportBody;
 }
 
-/** Polls the export until it succeeded (a failure fails the test with its error). */
+/** Polls the export until it is over; a failure fails the test with its error. */
 export async function finished(gw: Api, token: string, id: string, timeoutMs = 60_000): Promise<ExportBody> {
-  return eventually(
+  const over = await eventually(
     async () => {
       const r = await gw.get(`/v1/exports/${id}`, { token });
-      expect(r.status, r.text).toBe(200);
-      expect(r.body.status, r.text).not.toBe("failed");
-      return r.body.status === "succeeded" ? (r.body as ExportBody) : false;
+      if (r.status !== 200) throw new Error(`GET /v1/exports/${id}: ${r.status} ${r.text}`);
+      return r.body.status === "succeeded" || r.body.status === "failed" ? (r.body as ExportBody) : false;
     },
-    { timeoutMs, intervalMs: 100, what: `export ${id} to succeed` },
+    { timeoutMs, intervalMs: 100, what: `export ${id} to finish` },
   );
+  expect(over.status, JSON.stringify(over)).toBe("succeeded");
+  return over;
 }
 
 /** The link, asked of this stack's gateway (its public origin may be another address of the same process). */

@@ -126,7 +126,7 @@ export function exportReads(sql: Sql) {
 
     /** Comments after (task, created_at, id), oldest first per task, as the comments route shows them. */
     async comments(org: string, after: CommentPosition | null, limit: number): Promise<{ items: Comment[]; last: CommentPosition | null }> {
-      const position = after === null ? sql`` : sql`and (c.task_number, c.created_at, c.id) > (${after.task}::bigint, ${after.at}::timestamptz, ${after.id})`;
+      const position = after === null ? sql`` : sql`and (c.task_number, c.created_at, c.id) > (${after.task}::bigint, ${after.at}::text::timestamptz, ${after.id})`;
       const page = sql`
         select c.id, c.task_number, c.author_id, c.body, c.mention_ids, c.created_at, c.updated_at, c.edited_at,
           c.created_at::text as at, octet_length(row_to_json(c)::text) as bytes
@@ -157,7 +157,11 @@ export function exportReads(sql: Sql) {
 }
 export type ExportReads = ReturnType<typeof exportReads>;
 
-/** A comment's place in the export's order; `at` is the timestamp as Postgres writes it, to the microsecond. */
+/**
+ * A comment's place in the export's order; `at` is the timestamp as Postgres writes it, to the
+ * microsecond, and goes back as text: a parameter typed timestamptz would pass through a Date and
+ * lose the microseconds, and the keyset would return the same row for ever.
+ */
 export interface CommentPosition {
   task: number;
   at: string;

@@ -1,0 +1,13 @@
+import postgres from "postgres";
+import { exportReads } from "/work/wtb/services/tasks/dist/repo/export-reads.js";
+const sql = postgres("postgres://127.0.0.1:5432/postgres", { max: 1, onnotice: () => {}, debug: (c, q, p) => console.log(q.replace(/\s+/g, " ").slice(0, 900), p) });
+await sql`create temp table tasks (organization_id text, number bigint)`;
+await sql`create temp table comments (id text, organization_id text, task_number bigint, author_id text, body text, mention_ids text[], created_at timestamptz, updated_at timestamptz, edited_at timestamptz)`;
+await sql`insert into tasks values ('o', 1)`;
+await sql`insert into comments values ('c1', 'o', 1, 'u', 'b', '{}', now(), now(), null)`;
+const r = exportReads(sql);
+const p1 = await r.comments("o", null, 500);
+console.log(p1.last, p1.items.length);
+const p2 = await r.comments("o", p1.last, 500);
+console.log(p2.last, p2.items.length);
+await sql.end();
