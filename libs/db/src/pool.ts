@@ -209,6 +209,7 @@ export function createDb(opts: DbOptions): Database {
             spanAttributes: { "db.namespace": opts.schema, "db.operation.name": "snapshot" },
             waitMs: slotWaitMs(opts),
             begin: "begin isolation level repeatable read, read only",
+            readOnly: true,
             measured: false,
           },
         );

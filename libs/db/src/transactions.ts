@@ -49,6 +49,8 @@ export interface TransactionPoolOptions {
   waitMs: number;
   /** What each transaction begins with (default `begin read write`). */
   begin?: string;
+  /** Its transactions begin read only: a 25006 is then the function's own attempt to write, not a statement sent outside BEGIN. */
+  readOnly?: boolean;
   /** Whether waits and durations count in the slot metrics (default true; a snapshot of minutes would swamp them). */
   measured?: boolean;
 }
@@ -172,7 +174,7 @@ export function transactionPool(size: number, connect: (onclose: () => void) => 
         throw new DatabaseReadOnly(refused);
       }
       // 25006 otherwise is a statement the driver re-sent outside our BEGIN after losing the connection, not always with an onclose: the same as a close.
-      const resentOutside = isPgError(e) && e.code === READ_ONLY_SQL_TRANSACTION;
+      const resentOutside = !opts.readOnly && isPgError(e) && e.code === READ_ONLY_SQL_TRANSACTION;
       if (slot.closes !== closes || resentOutside) trusted = false;
       else {
         try {
