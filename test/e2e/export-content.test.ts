@@ -216,6 +216,8 @@ describe("export content", () => {
     }
     const tasks = lines.filter((l) => l.object === "task");
     expect(tasks).toHaveLength(total);
+    const versionIds = lines.filter((l) => l.object === "task_version").map((l) => l["id"]);
+    expect(new Set(versionIds).size, "each version once").toBe(versionIds.length);
     const lastVersion = new Map<unknown, Line>();
     for (const l of lines) if (l.object === "task_version") lastVersion.set(l["task_id"], l);
     const torn = tasks.filter((x) => lastVersion.get(x["id"])?.["version"] !== x["version"] || lastVersion.get(x["id"])?.["title"] !== x["title"]);

@@ -85,14 +85,17 @@ export function exportReads(sql: Sql) {
       >`select ${cols} from tasks t where t.organization_id = ${org} and t.number = any(${numbers as number[]}::bigint[]) order by t.number`;
     },
 
-    /** Versions after (task, seq), oldest first per task, as the history route shows them (the owner is the task's). */
+    /**
+     * Versions after (task, seq), oldest first per task, as the history route shows them (the owner
+     * is the task's). task_number stays a number in the statement: the byte budget's window orders by it.
+     */
     async versions(
       org: string,
       after: readonly [number, number],
       limit: number,
     ): Promise<{ items: Array<TaskVersion & { task_number: number; seq: number }> }> {
       const page = sql`
-        select v.id, v.task_number::text as task_number, v.seq, v.version, v.title, v.description, v.status, v.priority, v.start_date, v.due_date,
+        select v.id, v.task_number, v.seq, v.version, v.title, v.description, v.status, v.priority, v.start_date, v.due_date,
           v.notes, v.story_points::text as story_points, v.recurrence, v.project_ids, v.assignee_ids, v.label_ids, v.custom_fields, v.created_at,
           t.owner_user_id, octet_length(row_to_json(v)::text) as bytes
         from task_versions v join tasks t on t.organization_id = v.organization_id and t.number = v.task_number
@@ -126,7 +129,8 @@ export function exportReads(sql: Sql) {
 
     /** Comments after (task, created_at, id), oldest first per task, as the comments route shows them. */
     async comments(org: string, after: CommentPosition | null, limit: number): Promise<{ items: Comment[]; last: CommentPosition | null }> {
-      const position = after === null ? sql`` : sql`and (c.task_number, c.created_at, c.id) > (${after.task}::bigint, ${after.at}::text::timestamptz, ${after.id})`;
+      const position =
+        after === null ? sql`` : sql`and (c.task_number, c.created_at, c.id) > (${after.task}::bigint, ${after.at}::text::timestamptz, ${after.id})`;
       const page = sql`
         select c.id, c.task_number, c.author_id, c.body, c.mention_ids, c.created_at, c.updated_at, c.edited_at,
           c.created_at::text as at, octet_length(row_to_json(c)::text) as bytes
