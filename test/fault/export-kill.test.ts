@@ -13,7 +13,7 @@ import { seconds, startProcessStack, type ProcessStack } from "./processes.js";
  * lease lets the new process take it over, and it runs again from a new snapshot: it must succeed
  * once, with every task exactly once in the file, and leave no temporary file behind.
  */
-const TASKS = Number(process.env["FAULT_EXPORT_TASKS"] ?? 40_000);
+const TASKS = Number(process.env["FAULT_EXPORT_TASKS"] ?? 60_000);
 let stack: ProcessStack;
 let sql: postgres.Sql;
 let dir: string;
