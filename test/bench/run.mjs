@@ -18,6 +18,7 @@ import autocannon from "autocannon";
 import postgres from "postgres";
 import { connectNats, deleteNamespaceStreams, jetstreamManager } from "@tasksvc/nats";
 import { metricsSnapshot, printMetricsSnapshot } from "./metrics.mjs";
+import { exportScenarios, printExports } from "./exports.mjs";
 import { commentTarget, notificationScenarios, printNotifications } from "./notifications.mjs";
 import { recurrenceScenarios } from "./recurrence.mjs";
 import { FIELDS, printSearch, searchScenarios } from "./search.mjs";
@@ -593,6 +594,7 @@ let search = null;
 let streams = null;
 let notifications = null;
 let comments = null;
+let exportsResult = null;
 let metrics = null;
 try {
   const bare = start("bare fastify", "test/bench/bare-server.mjs", { PORT: "18301" });
@@ -809,6 +811,15 @@ try {
       log: (m) => process.stderr.write(`bench: ${m}\n`),
     });
   }
+  if (!only || only.split("|").includes("exports")) {
+    exportsResult = await exportScenarios({
+      databaseUrl: DATABASE_URL,
+      gateway: "http://127.0.0.1:18303",
+      admin,
+      tasksPid: children.find((c) => c.benchName === "tasks").pid,
+      log: (m) => process.stderr.write(`bench: ${m}\n`),
+    });
+  }
   // Every process's ops port, the gateway's included (its public port has no /metrics).
   metrics = await metricsSnapshot(Object.entries(OPS).map(([name, port]) => ({ name, url: `http://127.0.0.1:${port}` })));
   if (!only) {
@@ -937,6 +948,7 @@ if (recurrence) {
   }
 }
 if (search) printSearch(search);
+if (exportsResult) printExports(exportsResult);
 if (streams) printStreams(streams);
 if (notifications || comments) printNotifications(notifications, comments);
 if (metrics) printMetricsSnapshot(metrics);
@@ -944,5 +956,5 @@ if (explainList) console.log(`\nEXPLAIN ANALYZE, GET /v1/tasks on 100,000 tasks 
 mkdirSync(new URL("./results", import.meta.url), { recursive: true });
 writeFileSync(
   new URL("./results/latest.json", import.meta.url),
-  `${JSON.stringify({ at: new Date().toISOString(), tool, node: process.version, cores: cpus().length, connections: CONNECTIONS, duration: DURATION, results: rows, steady_floors: floors, webhooks, uploads, recurrence, search, streams, notifications, comments, metrics, explain: explainList }, null, 2)}\n`,
+  `${JSON.stringify({ at: new Date().toISOString(), tool, node: process.version, cores: cpus().length, connections: CONNECTIONS, duration: DURATION, results: rows, steady_floors: floors, webhooks, uploads, recurrence, search, exports: exportsResult, streams, notifications, comments, metrics, explain: explainList }, null, 2)}\n`,
 );

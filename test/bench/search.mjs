@@ -66,8 +66,10 @@ export const FIELDS = [
 ];
 /** `estimate` is on 80% of the tasks, spread evenly over 0-160: at least 150 on 5% of them. */
 const ESTIMATE_BOUND = 150;
-const labelIds = (t) => Array.from({ length: LABELS }, (_, i) => `lbl_bench_${t.size}_${i + 1}`);
-const optionIds = (t, f) => Array.from({ length: FIELDS[f - 1].options ?? 0 }, (_, i) => `opt_bench_${t.size}_${f}_${i + 1}`);
+// Row ids are tagged with the size, or with `tag` for another scenario's organization of the same size (exports.mjs).
+const tagOf = (t) => t.tag ?? t.size;
+const labelIds = (t) => Array.from({ length: LABELS }, (_, i) => `lbl_bench_${tagOf(t)}_${i + 1}`);
+const optionIds = (t, f) => Array.from({ length: FIELDS[f - 1].options ?? 0 }, (_, i) => `opt_bench_${tagOf(t)}_${f}_${i + 1}`);
 
 const FILTER_TREE = {
   and: [
@@ -370,7 +372,7 @@ async function addDefinitions(sql, t) {
   const labels = labelIds(t).map((id, i) => ({ id, organization_id: t.org, name: `Label ${i + 1}`, color: colors[i % colors.length] }));
   await sql`insert into tasks.labels ${sql(labels)}`;
   const fields = FIELDS.map((f, i) => ({
-    id: `fld_bench_${t.size}_${i + 1}`,
+    id: `fld_bench_${tagOf(t)}_${i + 1}`,
     organization_id: t.org,
     key: f.key,
     name: f.name,

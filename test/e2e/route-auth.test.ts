@@ -37,6 +37,7 @@ const SAMPLE_BODIES: Record<string, (ids: Ids) => unknown> = {
   "POST /v1/webhook-endpoints/:endpoint_id/replay-failed": () => ({ since: "2026-01-01T00:00:00Z" }),
   "POST /v1/tasks/:task_id/attachments/uploads": () => ({ file_name: "route-auth.txt", content_type: "text/plain", size: 4 }),
   "POST /v1/tasks/:task_id/attachments": () => ({ file_name: "route-auth.txt", file_key: "att/org_x/upl_x", content_type: "text/plain", size: 4 }),
+  "POST /v1/exports": () => ({ format: "jsonl" }),
 };
 const SAMPLE_QUERIES: Record<string, string> = {
   "GET /v1/daily-plan": "?date=2026-11-23",
@@ -61,6 +62,7 @@ interface Ids {
   user_id: string;
   invitation_id: string;
   notification_id: string;
+  export_id: string;
 }
 const PLACEHOLDER_IDS: Ids = {
   organization_id: "org_x",
@@ -79,6 +81,7 @@ const PLACEHOLDER_IDS: Ids = {
   user_id: "usr_x",
   invitation_id: "inv_x",
   notification_id: "ntf_x",
+  export_id: "exp_x",
 };
 
 const nameOf = (op: { method: string; url: string }) => `${op.method} ${op.url}`;
@@ -171,6 +174,8 @@ describe("every operation on a named resource answers 404 to another organizatio
     expect(attachment.status, attachment.text).toBe(201);
     const comment = await gw.post(`/v1/tasks/${task.body.id}/comments`, { body: "owned" }, as);
     expect(comment.status, comment.text).toBe(201);
+    const exported = await gw.post("/v1/exports", { format: "jsonl" }, as);
+    expect(exported.status, exported.text).toBe(202);
     // An event of the owner's (the feed has it once its change committed).
     const feed = await gw.get("/v1/events?limit=1", as);
     expect(feed.status, feed.text).toBe(200);
@@ -195,6 +200,7 @@ describe("every operation on a named resource answers 404 to another organizatio
       comment_id: comment.body.id,
       user_id: member.userId,
       invitation_id: invitation.body.id,
+      export_id: exported.body.id,
     };
     // Task numbers are per organization: the other one must have none, so "T-1" is not its own.
     expect((await gw.get("/v1/tasks", { token: other.apiKey })).body.data).toEqual([]);

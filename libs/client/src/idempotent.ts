@@ -6,6 +6,7 @@ export const IDEMPOTENT_OPERATIONS: ReadonlySet<string> = new Set([
   "POST /v1/api-keys",
   "POST /v1/custom-fields",
   "POST /v1/daily-plan/entries",
+  "POST /v1/exports",
   "POST /v1/invitations",
   "POST /v1/labels",
   "POST /v1/projects",

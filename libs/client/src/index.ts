@@ -2,10 +2,12 @@ import createFetchClient, { type Client, type Middleware } from "openapi-fetch";
 import pRetry, { AbortError } from "p-retry";
 import { type EventStreamOptions, streamEvents as openEventStream } from "./event-stream.js";
 import { IDEMPOTENT_OPERATIONS } from "./idempotent.js";
+import { type JobLike, type JobStatus, pollJob, type WaitForJobOptions } from "./jobs.js";
 import type { components, operations, paths } from "./schema.js";
 
 export type { components, operations, paths };
 export type { EventStreamOptions, EventType } from "./event-stream.js";
+export { JobTimeoutError, type JobStatus, type WaitForJobOptions } from "./jobs.js";
 export {
   type CustomCondition,
   type CustomValue,
@@ -271,7 +273,19 @@ export function createClient(opts: ClientOptions) {
     return openEventStream({ ...ctx, retryAfterMs, sleep, problemError }, options);
   }
 
-  return Object.assign(client, { pages, searchAll, batchTasks, uploadAttachment, streamEvents, unwrap });
+  /**
+   * Looks at a job (an export, an import) until it succeeded or failed and answers it then; past the deadline, a JobTimeoutError:
+   * `const done = await api.waitForJob("/v1/exports/{export_id}", { export_id: e.id }, { onProgress: (j) => … })`.
+   */
+  function waitForJob<P extends JobPath>(path: P, params: JobPathParams<P>, options: WaitForJobOptions<JobOf<P>> = {}): Promise<JobOf<P>> {
+    const signal = options.signal;
+    // The path is one of the job operations; openapi-fetch's overloads cannot see through the generic.
+    const get = client.GET as (p: string, i: unknown) => Promise<{ data?: unknown; error?: unknown; response: Response }>;
+    const look = async () => unwrap(await get(path, { params: { path: params }, ...(signal ? { signal } : {}) })) as JobOf<P>;
+    return pollJob(look, sleep, options);
+  }
+
+  return Object.assign(client, { pages, searchAll, batchTasks, uploadAttachment, streamEvents, waitForJob, unwrap });
 }
 
 /** The data of a successful answer, or a TasksvcError carrying the problem. */
@@ -291,6 +305,11 @@ export type PageQueryOf<P extends PaginatedPath> = Omit<GetOp<P> extends { param
 
 export type PathParamsOf<P extends PaginatedPath> =
   GetOp<P> extends { parameters: { path: infer T } } ? (T extends undefined ? Record<string, never> : NonNullable<T>) : Record<string, never>;
+
+/** The operations that answer a job: their 200 answer has a `status` and a `progress`. */
+export type JobPath = { [P in GetPaths]: Ok<P> extends { status: JobStatus; progress: JobLike["progress"] } ? P : never }[GetPaths];
+export type JobOf<P extends JobPath> = Ok<P> & JobLike;
+export type JobPathParams<P extends JobPath> = GetOp<P> extends { parameters: { path: infer T } } ? NonNullable<T> : never;
 
 /** The body of a search without its cursor: a filter (required); sort and limit may be left out (`-updated_at`, 25). */
 export type SearchAllBody = Omit<Schemas["SearchTasksRequest"], "after">;

@@ -31,3 +31,4 @@ export * from "./webhook-messages.js";
 export * from "./services.js";
 export * from "./caller.js";
 export * from "./attachments.js";
+export * from "./exports.js";

@@ -120,6 +120,11 @@ export const keysRpc = {
       input: z.object({ organization_id: Label, user_ids: z.array(Label).max(200) }),
       output: z.object({ user_ids: z.array(z.string()) }),
     },
+    /** The emails of the given users, members or not (an export names former members too); unknown ids are absent. */
+    userEmails: {
+      input: z.object({ user_ids: z.array(Label).max(200) }),
+      output: z.object({ users: z.array(z.object({ id: z.string(), email: z.string() })) }),
+    },
     listOrganizations: { input: PageQuery, output: page(Organization) },
     getOrganization: { input: OrganizationIdParams, output: Organization },
     listMembers: { input: PageQuery, output: page(Member) },

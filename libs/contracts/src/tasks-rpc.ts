@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { attachmentOps } from "./attachments.js";
 import { commentOps } from "./comments.js";
+import { exportOps } from "./exports.js";
 import { OpaqueId, PageQuery, page } from "./common.js";
 import { AddDependencyBody, DependencyParams, DependencyView } from "./dependencies.js";
 import { CreateCustomFieldBody, CustomField, CustomFieldParams, DeletedCustomField, UpdateCustomFieldBody } from "./custom-fields.js";
@@ -71,5 +72,6 @@ export const tasksRpc = {
     ...attachmentOps,
     ...commentOps,
     ...trashOps,
+    ...exportOps,
   },
 } as const satisfies RpcCatalog;

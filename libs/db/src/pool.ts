@@ -56,6 +56,8 @@ export interface DbOptions {
   schema: string;
   max?: number;
   txMax?: number;
+  /** Connections for long read-only snapshots (exports), taken from the autocommit share of `max` (default 0: none). */
+  snapshots?: number;
   /** PgBouncer in transaction mode: no prepared statements, no session settings (decision 0030). */
   poolMode?: "session" | "transaction";
   statementTimeoutMs?: number;
@@ -69,6 +71,14 @@ export interface Database {
   /** Autocommit only; `sql.begin()` and `sql.reserve()` throw. */
   readonly sql: PoolSql;
   tx<T>(fn: (t: TxSql) => Promise<T>, opts?: TxOptions): Promise<T>;
+  /**
+   * One `repeatable read, read only` transaction on a connection of its own, for reads that must see
+   * one moment for minutes (an export): it never holds a write slot, and its connection's name ends
+   * in READ_SUFFIX, so the sync horizon does not wait for it. Each statement keeps the statement timeout.
+   */
+  snapshot<T>(fn: (t: TxSql) => Promise<T>): Promise<T>;
+  /** How many snapshots may be open at once. */
+  readonly snapshotConnections: number;
   end(opts?: { timeout?: number }): Promise<void>;
   readonly connections: number;
 }
@@ -132,6 +142,9 @@ export function createDb(opts: DbOptions): Database {
   // One budget per process, so that splitting it changes no deployment's connection count.
   const max = Math.max(2, opts.max ?? 10);
   const txMax = Math.min(max - 1, Math.max(1, opts.txMax ?? Math.floor(max / 3)));
+  // One at least when asked for, else at most a third of what is left for autocommit reads, which every request needs.
+  const asked = opts.snapshots ?? 0;
+  const snapshotMax = asked <= 0 ? 0 : Math.min(max - txMax - 1, Math.max(1, Math.min(asked, Math.floor((max - txMax) / 3))));
   const autocommit = connectionOptions(opts, instance);
   // After a failover the URL may lead to a standby. Slots are read-only on purpose, so theirs test `primary` (decision 0032).
   const sessionMode = opts.poolMode !== "transaction";
@@ -142,7 +155,7 @@ export function createDb(opts: DbOptions): Database {
       {
         ...autocommit,
         connection: { ...autocommit.connection, application_name: `${autocommit.connection.application_name}${READ_SUFFIX}` },
-        max: max - txMax,
+        max: max - txMax - snapshotMax,
       },
       sessionMode ? { target_session_attrs: "read-write" as const } : {},
       { socket: openSocket },
@@ -172,6 +185,35 @@ export function createDb(opts: DbOptions): Database {
     { spanAttributes: { "db.namespace": opts.schema }, waitMs: slotWaitMs(opts) },
   );
 
+  // Read only from BEGIN: nothing in it can write, so a re-sent statement has nothing to commit alone.
+  const snapshots =
+    snapshotMax === 0
+      ? undefined
+      : transactionPool(
+          snapshotMax,
+          (onclose) => {
+            const base = connectionOptions(opts, instance);
+            const named = { ...base.connection, application_name: `${base.connection.application_name}-snapshot${READ_SUFFIX}` };
+            const slotOptions = {
+              ...base,
+              connection: opts.poolMode === "transaction" ? named : { ...named, default_transaction_read_only: true },
+              max: 1,
+              max_pipeline: 100,
+              max_lifetime: null,
+              onclose,
+              ...(sessionMode ? { target_session_attrs: "primary" as const } : {}),
+            };
+            return postgres(url, Object.assign(slotOptions, { socket: oneConnection(onclose) }));
+          },
+          {
+            spanAttributes: { "db.namespace": opts.schema, "db.operation.name": "snapshot" },
+            waitMs: slotWaitMs(opts),
+            begin: "begin isolation level repeatable read, read only",
+            readOnly: true,
+            measured: false,
+          },
+        );
+
   const unregister = [
     sampled.dbTransactionSlots(() => {
       const s = transactions.stats();
@@ -184,7 +226,8 @@ export function createDb(opts: DbOptions): Database {
     sampled.dbConnections(async () => {
       const rows = await sql<Array<{ state: string | null; n: number }>>`
         select coalesce(state, 'unknown') as state, count(*)::int as n from pg_stat_activity
-        where application_name in (${`tasksvc-${opts.schema}-${instance}`}, ${`tasksvc-${opts.schema}-${instance}${READ_SUFFIX}`}) group by 1`;
+        where application_name in (${`tasksvc-${opts.schema}-${instance}`}, ${`tasksvc-${opts.schema}-${instance}${READ_SUFFIX}`},
+          ${`tasksvc-${opts.schema}-${instance}-snapshot${READ_SUFFIX}`}) group by 1`;
       return rows.map((r) => ({ labels: { state: r.state ?? "unknown" }, value: r.n }));
     }),
   ];
@@ -192,10 +235,13 @@ export function createDb(opts: DbOptions): Database {
   return {
     sql,
     tx: transactions.tx,
+    snapshot: (fn) =>
+      snapshots ? snapshots.tx(fn, { attempts: 1 }) : Promise.reject(new Error("this database pool has no snapshot connections (DbOptions.snapshots)")),
     connections: max,
+    snapshotConnections: snapshotMax,
     async end(endOpts = {}) {
       for (const u of unregister) u();
-      await Promise.all([sql.end(endOpts), transactions.end(endOpts)]);
+      await Promise.all([sql.end(endOpts), transactions.end(endOpts), snapshots?.end(endOpts)]);
     },
   };
 }

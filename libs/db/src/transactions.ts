@@ -47,6 +47,12 @@ interface Slot {
 export interface TransactionPoolOptions {
   spanAttributes?: Record<string, string>;
   waitMs: number;
+  /** What each transaction begins with (default `begin read write`). */
+  begin?: string;
+  /** Its transactions begin read only: a 25006 is then the function's own attempt to write, not a statement sent outside BEGIN. */
+  readOnly?: boolean;
+  /** Whether waits and durations count in the slot metrics (default true; a snapshot of minutes would swamp them). */
+  measured?: boolean;
 }
 
 /**
@@ -56,6 +62,8 @@ export interface TransactionPoolOptions {
  */
 export function transactionPool(size: number, connect: (onclose: () => void) => Sql, opts: TransactionPoolOptions) {
   const spanAttributes = opts.spanAttributes ?? {};
+  const beginStatement = opts.begin ?? "begin read write";
+  const measured = opts.measured ?? true;
   const make = (): Slot => {
     const slot: Slot = { sql: undefined as unknown as Sql, closes: 0 };
     slot.sql = connect(() => {
@@ -117,7 +125,7 @@ export function transactionPool(size: number, connect: (onclose: () => void) => 
     // Its driver instance never reconnects, so one whose connection closed while idle is replaced.
     if (slot.closes > 0) slot = replace(slot);
     const started = performance.now();
-    dbTransactionWait.observe((started - asked) / 1000);
+    if (measured) dbTransactionWait.observe((started - asked) / 1000);
     const closes = slot.closes;
     // Settles only when the connection is lost; every await races it, so nothing waits on a statement the driver will never settle.
     let abandon = () => {};
@@ -140,7 +148,7 @@ export function transactionPool(size: number, connect: (onclose: () => void) => 
     let refused: unknown;
     try {
       // BEGIN and the first statement go out together. READ WRITE: slots are read-only outside it, so a statement re-sent after a loss cannot commit alone.
-      const begun = slot.sql`begin read write`.execute();
+      const begun = slot.sql.unsafe(beginStatement).execute();
       // Noted first, so the catch below can tell a BEGIN a standby refused.
       begun.catch((e: unknown) => {
         refused = e;
@@ -166,7 +174,7 @@ export function transactionPool(size: number, connect: (onclose: () => void) => 
         throw new DatabaseReadOnly(refused);
       }
       // 25006 otherwise is a statement the driver re-sent outside our BEGIN after losing the connection, not always with an onclose: the same as a close.
-      const resentOutside = isPgError(e) && e.code === READ_ONLY_SQL_TRANSACTION;
+      const resentOutside = !opts.readOnly && isPgError(e) && e.code === READ_ONLY_SQL_TRANSACTION;
       if (slot.closes !== closes || resentOutside) trusted = false;
       else {
         try {
@@ -178,7 +186,7 @@ export function transactionPool(size: number, connect: (onclose: () => void) => 
       const lostConnection = slot.closes !== closes || resentOutside;
       throw lostConnection && !(e instanceof TransactionConnectionLost) && !isConnectionError(e) ? new TransactionConnectionLost() : e;
     } finally {
-      dbTransactionDuration.observe({ outcome }, secondsSince(started));
+      if (measured) dbTransactionDuration.observe({ outcome }, secondsSince(started));
       slot.lost = undefined;
       active.delete(slot);
       if (!trusted && !ended) slot = replace(slot);

@@ -54,7 +54,7 @@ export interface DbServiceDefinition<C extends DbConfig = DbConfig, R = void> ex
   readonly indexes?: readonly ConcurrentIndex[];
   /** Filled for older rows, then made not null, before the service serves. */
   readonly backfills?: readonly Backfill[];
-  readonly db?: Pick<DbOptions, "max" | "txMax">;
+  readonly db?: Pick<DbOptions, "max" | "txMax" | "snapshots">;
   start(ctx: DbServiceContext<C>): Promise<R>;
 }
 

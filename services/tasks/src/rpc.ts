@@ -1,11 +1,13 @@
 import { callerOf, type Task, taskEtag, type tasksRpc } from "@tasksvc/contracts";
 import type { HandlerMeta, Handlers } from "@tasksvc/nats";
+import { claimedKind } from "./domain/attachments/capabilities.js";
 import type { AttachmentsSystem } from "./domain/attachments/system.js";
 import type { CommentsSystem } from "./domain/comments.js";
 import type { TaskBatches } from "./domain/batches.js";
 import type { CustomFieldsSystem } from "./domain/custom-fields.js";
 import type { DependenciesSystem } from "./domain/dependencies.js";
 import type { EventsSystem } from "./domain/events/system.js";
+import type { ExportsSystem } from "./domain/exports/system.js";
 import type { FollowersSystem } from "./domain/followers.js";
 import type { LabelsSystem } from "./domain/labels.js";
 import type { ProjectsSystem } from "./domain/projects.js";
@@ -24,6 +26,7 @@ export interface TasksSystems {
   followers: FollowersSystem;
   comments: CommentsSystem;
   trash: TrashSystem;
+  exports: ExportsSystem;
 }
 
 /** The ETag travels in the reply's headers, so the gateway sends both without parsing the task. */
@@ -44,6 +47,7 @@ export function tasksHandlers({
   followers,
   comments,
   trash,
+  exports,
 }: TasksSystems): Handlers<typeof tasksRpc> {
   return {
     createTask: async (i, ctx, meta) => tagged(meta, await tasks.createTask(callerOf(ctx), i)),
@@ -96,11 +100,15 @@ export function tasksHandlers({
     claimUpload: (i) => att.claimUpload(i.capability),
     releaseUpload: (i, ctx) => att.releaseUpload(i.file_key, ctx.organization_id),
     completeUpload: (i, ctx) => att.completeUpload(i.file_key, ctx.organization_id),
-    openDownload: (i) => att.openDownload(i.capability),
+    // One route serves every file a link names; the link says whose it is, and that system verifies it.
+    openDownload: (i) => (claimedKind(i.capability) === "export" ? exports.openDownload(i.capability) : att.openDownload(i.capability)),
     storageUsage: (_i, ctx) => att.storageUsage(callerOf(ctx)),
     deleteTask: (i, ctx) => trash.deleteTask(callerOf(ctx), i.task_id),
     restoreTask: async (i, ctx, meta) => tagged(meta, await trash.restoreTask(callerOf(ctx), i.task_id)),
     listTrash: (i, ctx) => trash.listTrash(callerOf(ctx), i.limit, i.after),
     purgeTask: (i, ctx) => trash.purgeTask(callerOf(ctx), i.task_id),
+    createExport: (i, ctx) => exports.create(callerOf(ctx), i),
+    getExport: (i, ctx) => exports.get(callerOf(ctx), i.export_id),
+    listExports: (i, ctx) => exports.list(callerOf(ctx), i.limit, i.after),
   };
 }

@@ -38,6 +38,7 @@ import { tasksResources } from "./domain/resources.js";
 import { taskCache } from "./domain/task-cache.js";
 import { tasksSystem } from "./domain/tasks.js";
 import { trashSystem } from "./domain/trash.js";
+import { exportSettings, exportStream, startExports } from "./exports.js";
 import { startRelay } from "./relay.js";
 import { tasksHandlers } from "./rpc.js";
 
@@ -62,6 +63,7 @@ export const TasksConfig = z.object({
   RPC_TIMEOUT_MS: settings.RPC_TIMEOUT_MS,
   /** How long a membership the keys service confirmed is trusted here, as the gateways trust an identity. */
   AUTH_CACHE_TTL_MS: settings.AUTH_CACHE_TTL_MS,
+  ...exportSettings,
 });
 export type TasksConfig = z.output<typeof TasksConfig>;
 
@@ -74,7 +76,8 @@ export const service = defineService({
   indexes: TASK_INDEXES,
   backfills: TASK_BACKFILLS,
   config: TasksConfig,
-  db: { max: 10 },
+  // Two connections hold exports' snapshots, so an export never takes a write's slot.
+  db: { max: 10, snapshots: 2 },
   streams: (namespace) => [
     {
       name: taskEventsStream(namespace),
@@ -98,6 +101,7 @@ export const service = defineService({
       max_age: nanos(7 * 24 * 3600_000),
       duplicate_window: nanos(10 * 60_000),
     },
+    exportStream(namespace),
   ],
   async start({ db, nc, namespace, log, serve, every, onStop, cfg, client }) {
     const relay = startRelay({ db, js: jetstream(nc), nc, namespace, log });
@@ -232,12 +236,13 @@ export const service = defineService({
     if (cfg.LINK_SIGNING_KEYS.isDevKey) {
       log.warn("LINK_SIGNING_KEYS is not set: upload and download links are signed with the public development key; set it outside development");
     }
+    const caps = capabilities({
+      keys: cfg.LINK_SIGNING_KEYS.keys,
+      lifetimeMs: { upload: cfg.UPLOAD_TICKET_TTL, download: cfg.DOWNLOAD_LINK_TTL, export: cfg.EXPORT_TTL },
+    });
     const attachments = attachmentsSystem(res, {
       store,
-      caps: capabilities({
-        keys: cfg.LINK_SIGNING_KEYS.keys,
-        lifetimeMs: { upload: cfg.UPLOAD_TICKET_TTL, download: cfg.DOWNLOAD_LINK_TTL },
-      }),
+      caps,
       uploadTtlMs: cfg.UPLOAD_TICKET_TTL,
       downloadTtlMs: cfg.DOWNLOAD_LINK_TTL,
     });
@@ -245,6 +250,7 @@ export const service = defineService({
     // Every replica ticks; each chunk of an erasure holds the task's row, skipped by the others.
     const purge = purgeSystem(res, { store });
     every(cfg.PURGE_TICK, "trash purge", () => purge.tick());
+    const exports = await startExports({ db, nc, namespace, log, cfg, res, store, caps, keys, onStop, every });
     const tasks = tasksSystem(res);
     serve(
       tasksRpc,
@@ -260,6 +266,7 @@ export const service = defineService({
         followers: followersSystem(res),
         comments: commentsSystem(res),
         trash: trashSystem(res, { retentionMs: cfg.TRASH_RETENTION, purge }),
+        exports,
       }),
     );
   },

@@ -22,7 +22,7 @@ const BUCKET_NS = `${stack.namespace}_att_test`;
 const log = createLogger({ service: "attachments-test", level: "silent" });
 const db = createDb({ url: stack.databaseUrl, schema: SCHEMA, max: 8 });
 const sql = db.sql;
-const lifetimeMs = { upload: 15 * 60_000, download: 5 * 60_000 };
+const lifetimeMs = { upload: 15 * 60_000, download: 5 * 60_000, export: 24 * 3600_000 };
 const caps = capabilities({ keys: [{ kid: "k1", key: randomBytes(32) }], lifetimeMs });
 let nc: NatsConnection;
 let store: BlobStore;

@@ -2,13 +2,20 @@ import { createHmac, randomBytes } from "node:crypto";
 import { parseConfig } from "@tasksvc/config";
 import { AppError } from "@tasksvc/errors";
 import { describe, expect, it } from "vitest";
-import { type Capability, capabilities, CLOCK_SKEW_MS, DEV_LINK_SIGNING_KEYS, parseLinkSigningKeys } from "../src/domain/attachments/capabilities.js";
+import {
+  type Capability,
+  capabilities,
+  claimedKind,
+  CLOCK_SKEW_MS,
+  DEV_LINK_SIGNING_KEYS,
+  parseLinkSigningKeys,
+} from "../src/domain/attachments/capabilities.js";
 import { TasksConfig } from "../src/service.js";
 
 // Link signing keys and the checks a link passes, at the unit level: the whole path through HTTP
 // is test/e2e/attachment-links.test.ts.
 const NOW = 1_700_000_000_000;
-const lifetimeMs = { upload: 15 * 60_000, download: 5 * 60_000 };
+const lifetimeMs = { upload: 15 * 60_000, download: 5 * 60_000, export: 24 * 3600_000 };
 const k1 = { kid: "k1", key: randomBytes(32) };
 const k2 = { kid: "k2", key: randomBytes(32) };
 const caps = (keys = [k1]) => capabilities({ keys, lifetimeMs, now: () => NOW });
@@ -111,5 +118,23 @@ describe("capabilities", () => {
     const text = Buffer.from(JSON.stringify(download(NOW + 60_000))).toString("base64url");
     const legacy = `${text}.${createHmac("sha256", dbKey).update(text).digest("base64url")}`;
     expect(refused(() => caps([{ kid: "k1", key: dbKey }]).verify(legacy, "download"))).toBe("link_invalid");
+  });
+
+  it("when an export's link is minted, then it opens as an export for its 24 hours, never as an attachment's download, and its kind is told before verifying", () => {
+    const file: Capability = {
+      kind: "export",
+      organization_id: "org_a",
+      file_key: "exp/org_a/exp_1.jsonl",
+      export_id: "exp_1",
+      expires_at: NOW + 24 * 3600_000,
+    };
+    const link = caps().mint(file);
+    expect(caps().verify(link, "export")).toEqual(file);
+    expect(refused(() => caps().verify(link, "download"))).toBe("link_invalid");
+    expect(refused(() => caps().verify(caps().mint({ ...file, expires_at: NOW + 25 * 3600_000 }), "export"))).toBe("link_invalid");
+    expect(claimedKind(link)).toBe("export");
+    expect(claimedKind(caps().mint(download(NOW + 60_000)))).toBe("download");
+    expect(claimedKind("k1.bm90IGpzb24.sig")).toBeUndefined();
+    expect(claimedKind("nothing")).toBeUndefined();
   });
 });

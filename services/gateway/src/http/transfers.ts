@@ -93,7 +93,7 @@ export function registerTransfers(app: FastifyInstance, o: TransferOptions): voi
     scope.get<{ Params: { capability: string } }>("/v1/downloads/:capability", async (req, reply) => {
       const d = await o.clients.tasks.call("openDownload", { capability: capabilityOf(req) }, linkCtx(req));
       const got = await store.get(d.file_key);
-      if (!got) throw new AppError("resource_not_found", "The attachment's bytes are gone.");
+      if (!got) throw new AppError("resource_not_found", "The file's bytes are gone.");
       return reply
         .header("content-type", d.content_type)
         .header("content-length", String(got.info.size))

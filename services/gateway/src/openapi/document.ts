@@ -10,6 +10,9 @@ import { RESOURCES, TAGS } from "./resources.js";
 import { codesWithStatus, header, METHOD_NOT_ALLOWED_REF, methodNotAllowed, Problem, problemResponse, RATE_HEADERS, REQUEST_ID } from "./responses.js";
 import { COMPONENT_REF, componentsOf, type Json, pascal } from "./schemas.js";
 
+const scopesText = (def: Operation) =>
+  def.alsoScopes.length === 0 ? `scope \`${def.scope}\`` : `scopes ${[def.scope, ...def.alsoScopes].map((s) => `\`${s}\``).join(" and ")}`;
+
 export interface ServerEntry {
   url: string;
   description?: string;
@@ -87,8 +90,8 @@ export function buildOpenApi(operations: readonly Operation[], server: ServerEnt
       operationId: def.operationId,
       tags: [TAGS[def.resource]?.name ?? def.resource],
       summary: def.summary,
-      description: `Requires scope \`${def.scope}\` and plan entitlement \`${def.entitlement}\`. Costs ${def.cost}${def.idempotent ? " (an idempotent replay costs nothing)" : ""}.`,
-      security: [{ bearer: [def.scope] }],
+      description: `Requires ${scopesText(def)} and plan entitlement \`${def.entitlement}\`. Costs ${def.cost}${def.idempotent ? " (an idempotent replay costs nothing)" : ""}.`,
+      security: [{ bearer: [def.scope, ...def.alsoScopes] }],
       "x-required-scope": def.scope,
       "x-entitlement": def.entitlement,
       parameters: parametersOf(def),

@@ -45,6 +45,7 @@ export const REQUEST_EXAMPLES: Record<string, Record<string, unknown>> = {
   updateComment: { body: "Ready for review: the draft is in the shared folder (second version)." },
   startAttachmentUpload: { file_name: "notes.txt", content_type: "text/plain", size: 12 },
   registerAttachment: { file_name: "notes.txt", file_key: "att/org_3kTM…/upl_…", content_type: "text/plain", size: 12 },
+  createExport: { format: "jsonl", include: ["tasks", "history", "comments", "projects", "labels", "custom_fields"] },
   createProject: { name: "Launch", description: "Everything for the November launch." },
   updateProject: { name: "Launch v2" },
   createLabel: { name: "bug", color: "#d73a4a", description: "Something is not working." },

@@ -15,6 +15,7 @@ import {
   DownloadLink,
   EndpointFeedEvent,
   Event,
+  Export,
   Follower,
   Comment,
   CommentFeedEvent,
@@ -67,6 +68,7 @@ export const RESOURCES: ReadonlyArray<[z.ZodType, string]> = [
   [Attachment, "Attachment"],
   [UploadTicket, "UploadTicket"],
   [DownloadLink, "DownloadLink"],
+  [Export, "Export"],
   [Board, "DailyPlan"],
   [BoardSection, "DailyPlanSection"],
   [BoardEntry, "DailyPlanEntry"],
@@ -106,6 +108,11 @@ export const TAGS: Record<string, { name: string; description: string }> = {
     description: "A task's conversation, oldest first: mention members with `<@usr_…>`; comments are not task content (no version, no ETag).",
   },
   attachments: { name: "Attachments", description: "Files on tasks: start an upload, send the bytes, register, download." },
+  exports: {
+    name: "Exports",
+    description:
+      "The organization's content as one file at one moment, JSONL (every object, in an order an importer can stream) or CSV (a row a task), made by a job; the file lasts 24 hours behind a signed link.",
+  },
   projects: { name: "Projects", description: "Groups of tasks; a task may belong to several." },
   labels: { name: "Labels", description: "The organization's labels, by name; a task may carry several." },
   "custom-fields": {

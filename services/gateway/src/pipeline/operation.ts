@@ -15,6 +15,8 @@ export interface Operation {
   operationId: string;
   resource: string;
   scope: Scope;
+  /** Scopes needed besides `scope` (an export reads projects as well as tasks). */
+  alsoScopes: readonly Scope[];
   entitlement: Entitlement;
   /** "stream": an upload the operation reads itself. */
   kind: "json" | "stream";

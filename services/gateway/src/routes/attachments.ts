@@ -13,7 +13,7 @@ import {
 } from "@tasksvc/contracts";
 import { resource } from "../pipeline/resource.js";
 
-function linkTo(target: UploadTarget, origin: string, path: "/v1/uploads/" | "/v1/downloads/"): string {
+export function linkTo(target: UploadTarget, origin: string, path: "/v1/uploads/" | "/v1/downloads/"): string {
   return target.kind === "direct" ? target.url : `${origin}${path}${target.capability}`;
 }
 

@@ -6,6 +6,7 @@ import { dailyPlan } from "./daily-plan.js";
 import { customFields } from "./custom-fields.js";
 import { dependencies } from "./dependencies.js";
 import { events } from "./events.js";
+import { exports } from "./exports.js";
 import { followers } from "./followers.js";
 import { invitations } from "./invitations.js";
 import { labels } from "./labels.js";
@@ -34,6 +35,7 @@ export const resources: readonly Resource[] = [
   notifications,
   comments,
   attachments,
+  exports,
   projects,
   labels,
   customFields,

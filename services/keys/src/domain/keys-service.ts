@@ -131,6 +131,10 @@ export function keysService(res: KeysResources, { issuer }: { issuer: DevIssuer 
       return { user_ids: userIds.length === 0 ? [] : await repo.currentMembers(orgId, [...new Set(userIds)]) };
     },
 
+    async userEmails(userIds: string[]): Promise<{ users: Array<{ id: string; email: string }> }> {
+      return { users: userIds.length === 0 ? [] : await repo.userEmails([...new Set(userIds)]) };
+    },
+
     async listOrganizations(t: Caller): Promise<Page<Organization>> {
       const org = await orgOrThrow(t.organizationId);
       return { data: [toOrganization(org)], has_more: false, next_cursor: null };

@@ -114,6 +114,11 @@ export function keysRepo(sql: Sql) {
       return rows.map((r) => r.user_id);
     },
 
+    /** One lookup a user on the users primary key. */
+    async userEmails(userIds: readonly string[]): Promise<Array<{ id: string; email: string }>> {
+      return sql<{ id: string; email: string }[]>`select id, email from users where id = any(${array(sql, userIds)})`;
+    },
+
     async organization(orgId: string): Promise<OrgRow | undefined> {
       const [row] = await sql<OrgRow[]>`select * from organizations where id = ${orgId}`;
       return row;

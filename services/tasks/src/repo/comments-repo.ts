@@ -4,7 +4,7 @@ import { EVENT_ENVELOPE } from "./events-repo.js";
 import { ISO_SQL } from "./sql-time.js";
 import { iso } from "./task-json.js";
 
-interface CommentRow {
+export interface CommentRow {
   id: string;
   task_number: string;
   author_id: string;
@@ -21,7 +21,7 @@ export type CreatedComment = { outcome: "no_task" } | { outcome: "key_taken" } |
 
 const COMMENT_PAGES = keyset("asc", ["created_at", "timestamp"], ["id", "text"]);
 
-const toComment = (r: CommentRow): Comment => ({
+export const toComment = (r: CommentRow): Comment => ({
   id: r.id,
   task_id: taskId(r.task_number),
   author_id: r.author_id,

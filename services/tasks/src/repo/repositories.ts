@@ -6,6 +6,7 @@ import { dependenciesRepo } from "./dependencies-repo.js";
 import { dueRepo } from "./due-repo.js";
 import { eventStreamRepo } from "./event-stream-repo.js";
 import { eventsRepo } from "./events-repo.js";
+import { exportsRepo } from "./exports-repo.js";
 import { followersRepo } from "./followers-repo.js";
 import { labelsRepo } from "./labels-repo.js";
 import { projectsRepo } from "./projects-repo.js";
@@ -33,6 +34,7 @@ export function repositories(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
     due: dueRepo(sql),
     removals: removalsRepo(sql),
     attachments: attachmentsRepo(sql),
+    exports: exportsRepo(sql, pageBytes),
     events: eventsRepo(sql, pageBytes),
     stream: eventStreamRepo(sql, pageBytes),
     idempotency: idempotencyRecords(sql),

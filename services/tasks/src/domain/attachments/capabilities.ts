@@ -11,9 +11,22 @@ import { z } from "zod";
 const Payload = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("upload"), organization_id: z.string(), file_key: z.string(), expires_at: z.number().int() }),
   z.object({ kind: z.literal("download"), organization_id: z.string(), file_key: z.string(), attachment_id: z.string(), expires_at: z.number().int() }),
+  z.object({ kind: z.literal("export"), organization_id: z.string(), file_key: z.string(), export_id: z.string(), expires_at: z.number().int() }),
 ]);
 export type Capability = z.infer<typeof Payload>;
 export type CapabilityKind = Capability["kind"];
+
+/** Which kind a token claims to be, unverified: only to pick who verifies it. */
+export function claimedKind(token: string): CapabilityKind | undefined {
+  const text = token.split(".")[1];
+  if (text === undefined) return undefined;
+  try {
+    const kind: unknown = JSON.parse(Buffer.from(text, "base64url").toString("utf8"))?.kind;
+    return kind === "upload" || kind === "download" || kind === "export" ? kind : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 export const linkInvalid = () => new AppError("link_invalid", "This link is invalid or has expired; ask for a new one.");
 
