@@ -115,6 +115,9 @@ async function generate(t: Tenant) {
   // A task moved under a parent made after it: the export must still put the parent first.
   const late = await ok(gw.post("/v1/tasks", { title: "Made last, parent of an older one" }, { token: t.apiKey }));
   await ok(gw.patch(`/v1/tasks/${roots[1]}`, { parent_task_id: late.id }, { token: t.apiKey }), 200);
+  // A task in the trash is in no export.
+  const trashed = await ok(gw.post("/v1/tasks", { title: "Thrown away" }, { token: t.apiKey }));
+  await ok(gw.delete(`/v1/tasks/${trashed.id}`, { token: t.apiKey }), 200);
   // History and archived tasks.
   for (let i = 0; i < 40; i++) await ok(gw.patch(`/v1/tasks/${roots[i + 10]}`, { title: `Renamed ${i}`, priority: "LOW" }, { token: t.apiKey }), 200);
   for (let i = 0; i < 10; i++) await ok(gw.post(`/v1/tasks/${roots[i + 100]}/archive`, undefined, { token: t.apiKey }), 200);
