@@ -30,3 +30,4 @@ export * from "./webhook-messages.js";
 export * from "./services.js";
 export * from "./caller.js";
 export * from "./attachments.js";
+export * from "./imports.js";

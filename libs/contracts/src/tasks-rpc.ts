@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { attachmentOps } from "./attachments.js";
 import { commentOps } from "./comments.js";
+import { importOps } from "./imports.js";
 import { OpaqueId, PageQuery, page } from "./common.js";
 import { AddDependencyBody, DependencyParams, DependencyView } from "./dependencies.js";
 import { CreateCustomFieldBody, CustomField, CustomFieldParams, DeletedCustomField, UpdateCustomFieldBody } from "./custom-fields.js";
@@ -69,5 +70,6 @@ export const tasksRpc = {
     },
     ...attachmentOps,
     ...commentOps,
+    ...importOps,
   },
 } as const satisfies RpcCatalog;

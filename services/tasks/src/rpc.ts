@@ -7,6 +7,7 @@ import type { CustomFieldsSystem } from "./domain/custom-fields.js";
 import type { DependenciesSystem } from "./domain/dependencies.js";
 import type { EventsSystem } from "./domain/events/system.js";
 import type { FollowersSystem } from "./domain/followers.js";
+import type { ImportsSystem } from "./domain/imports/system.js";
 import type { LabelsSystem } from "./domain/labels.js";
 import type { ProjectsSystem } from "./domain/projects.js";
 import type { TasksSystem } from "./domain/tasks.js";
@@ -22,6 +23,7 @@ export interface TasksSystems {
   attachments: AttachmentsSystem;
   followers: FollowersSystem;
   comments: CommentsSystem;
+  imports: ImportsSystem;
 }
 
 /** The ETag travels in the reply's headers, so the gateway sends both without parsing the task. */
@@ -41,6 +43,7 @@ export function tasksHandlers({
   attachments: att,
   followers,
   comments,
+  imports,
 }: TasksSystems): Handlers<typeof tasksRpc> {
   return {
     createTask: async (i, ctx, meta) => tagged(meta, await tasks.createTask(callerOf(ctx), i)),
@@ -95,5 +98,9 @@ export function tasksHandlers({
     completeUpload: (i, ctx) => att.completeUpload(i.file_key, ctx.organization_id),
     openDownload: (i) => att.openDownload(i.capability),
     storageUsage: (_i, ctx) => att.storageUsage(callerOf(ctx)),
+    startImportUpload: (i, ctx) => imports.startUpload(callerOf(ctx), i),
+    createImport: (i, ctx) => imports.createImport(callerOf(ctx), i),
+    getImport: (i, ctx) => imports.getImport(callerOf(ctx), i.import_id),
+    listImports: (i, ctx) => imports.listImports(callerOf(ctx), i.limit, i.after),
   };
 }

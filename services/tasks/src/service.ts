@@ -36,6 +36,7 @@ import { removalsSystem } from "./domain/removals.js";
 import { tasksResources } from "./domain/resources.js";
 import { taskCache } from "./domain/task-cache.js";
 import { tasksSystem } from "./domain/tasks.js";
+import { importSettings, importStream, startImports } from "./import-jobs.js";
 import { startRelay } from "./relay.js";
 import { tasksHandlers } from "./rpc.js";
 
@@ -56,6 +57,7 @@ export const TasksConfig = z.object({
   RPC_TIMEOUT_MS: settings.RPC_TIMEOUT_MS,
   /** How long a membership the keys service confirmed is trusted here, as the gateways trust an identity. */
   AUTH_CACHE_TTL_MS: settings.AUTH_CACHE_TTL_MS,
+  ...importSettings,
 });
 export type TasksConfig = z.output<typeof TasksConfig>;
 
@@ -92,6 +94,7 @@ export const service = defineService({
       max_age: nanos(7 * 24 * 3600_000),
       duplicate_window: nanos(10 * 60_000),
     },
+    importStream(namespace),
   ],
   async start({ db, nc, namespace, log, serve, every, onStop, cfg, client }) {
     const relay = startRelay({ db, js: jetstream(nc), nc, namespace, log });
@@ -226,16 +229,15 @@ export const service = defineService({
     if (cfg.LINK_SIGNING_KEYS.isDevKey) {
       log.warn("LINK_SIGNING_KEYS is not set: upload and download links are signed with the public development key; set it outside development");
     }
+    const caps = capabilities({ keys: cfg.LINK_SIGNING_KEYS.keys, lifetimeMs: { upload: cfg.UPLOAD_TICKET_TTL, download: cfg.DOWNLOAD_LINK_TTL } });
     const attachments = attachmentsSystem(res, {
       store,
-      caps: capabilities({
-        keys: cfg.LINK_SIGNING_KEYS.keys,
-        lifetimeMs: { upload: cfg.UPLOAD_TICKET_TTL, download: cfg.DOWNLOAD_LINK_TTL },
-      }),
+      caps,
       uploadTtlMs: cfg.UPLOAD_TICKET_TTL,
       downloadTtlMs: cfg.DOWNLOAD_LINK_TTL,
     });
     every(60_000, "attachment sweep", () => attachments.sweep());
+    const imports = await startImports({ nc, namespace, log, cfg, every, onStop }, { res, store, caps, keys });
     const tasks = tasksSystem(res);
     serve(
       tasksRpc,
@@ -250,6 +252,7 @@ export const service = defineService({
         attachments,
         followers: followersSystem(res),
         comments: commentsSystem(res),
+        imports,
       }),
     );
   },

@@ -21,6 +21,10 @@ export const LOCAL_SERVER: ServerEntry = {
   description: "A gateway running on this machine with its default port; use your deployment's base URL instead.",
 };
 
+/** Every scope the operation requires, as its description says them. */
+const scopesText = (def: Operation) =>
+  def.extraScopes.length === 0 ? `scope \`${def.scope}\`` : `scopes ${[def.scope, ...def.extraScopes].map((s) => `\`${s}\``).join(" and ")}`;
+
 export function buildOpenApi(operations: readonly Operation[], server: ServerEntry = LOCAL_SERVER): Json {
   // zod converts each registry for one direction: responses are outputs, request bodies inputs.
   const outputs = z.registry<{ id?: string | undefined }>();
@@ -87,8 +91,8 @@ export function buildOpenApi(operations: readonly Operation[], server: ServerEnt
       operationId: def.operationId,
       tags: [TAGS[def.resource]?.name ?? def.resource],
       summary: def.summary,
-      description: `Requires scope \`${def.scope}\` and plan entitlement \`${def.entitlement}\`. Costs ${def.cost}${def.idempotent ? " (an idempotent replay costs nothing)" : ""}.`,
-      security: [{ bearer: [def.scope] }],
+      description: `Requires ${scopesText(def)} and plan entitlement \`${def.entitlement}\`. Costs ${def.cost}${def.idempotent ? " (an idempotent replay costs nothing)" : ""}.`,
+      security: [{ bearer: [def.scope, ...def.extraScopes] }],
       "x-required-scope": def.scope,
       "x-entitlement": def.entitlement,
       parameters: parametersOf(def),

@@ -49,8 +49,8 @@ export interface PipelineOptions {
 }
 
 function authorize(op: Operation, identity: Identity): void {
-  if (!identity.scopes.includes(op.scope)) {
-    throw new AppError("insufficient_scope", `This operation requires the scope ${op.scope}, which the credential lacks.`);
+  for (const scope of [op.scope, ...op.extraScopes]) {
+    if (!identity.scopes.includes(scope)) throw new AppError("insufficient_scope", `This operation requires the scope ${scope}, which the credential lacks.`);
   }
   if (!identity.entitlements.includes(op.entitlement)) {
     throw new AppError("feature_not_enabled", `The ${identity.plan} plan does not include ${op.entitlement}; upgrade the plan to use this operation.`);

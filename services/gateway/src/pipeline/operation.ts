@@ -15,6 +15,8 @@ export interface Operation {
   operationId: string;
   resource: string;
   scope: Scope;
+  /** Required as well as `scope`, by an operation that writes across families (an import makes tasks and projects). */
+  extraScopes: readonly Scope[];
   entitlement: Entitlement;
   /** "stream": an upload the operation reads itself. */
   kind: "json" | "stream";

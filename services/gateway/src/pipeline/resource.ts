@@ -73,6 +73,7 @@ function operationOf(spec: OperationSpec, defaults: ResourceDefaults): Operation
     otherStatuses: {},
     resource: defaults.name,
     scope: scopeOf(defaults, spec.method),
+    extraScopes: [],
     entitlement: defaults.entitlement ?? "public_api",
     ...spec,
   };

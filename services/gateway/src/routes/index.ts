@@ -7,6 +7,7 @@ import { customFields } from "./custom-fields.js";
 import { dependencies } from "./dependencies.js";
 import { events } from "./events.js";
 import { followers } from "./followers.js";
+import { imports } from "./imports.js";
 import { invitations } from "./invitations.js";
 import { labels } from "./labels.js";
 import { members } from "./members.js";
@@ -35,6 +36,7 @@ export const resources: readonly Resource[] = [
   projects,
   labels,
   customFields,
+  imports,
   dailyPlan,
   webhookEndpoints,
   events,

@@ -131,6 +131,10 @@ export function keysService(res: KeysResources, { issuer }: { issuer: DevIssuer 
       return { user_ids: userIds.length === 0 ? [] : await repo.currentMembers(orgId, [...new Set(userIds)]) };
     },
 
+    async membersByEmail(orgId: string, emails: string[]): Promise<{ members: Array<{ email: string; user_id: string }> }> {
+      return { members: emails.length === 0 ? [] : await repo.membersByEmail(orgId, [...new Set(emails.map((e) => e.toLowerCase()))]) };
+    },
+
     async listOrganizations(t: Caller): Promise<Page<Organization>> {
       const org = await orgOrThrow(t.organizationId);
       return { data: [toOrganization(org)], has_more: false, next_cursor: null };

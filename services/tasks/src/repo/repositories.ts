@@ -7,6 +7,8 @@ import { dueRepo } from "./due-repo.js";
 import { eventStreamRepo } from "./event-stream-repo.js";
 import { eventsRepo } from "./events-repo.js";
 import { followersRepo } from "./followers-repo.js";
+import { importMapsRepo } from "./import-maps-repo.js";
+import { importsRepo } from "./imports-repo.js";
 import { labelsRepo } from "./labels-repo.js";
 import { projectsRepo } from "./projects-repo.js";
 import { recurrenceRepo } from "./recurrence-repo.js";
@@ -29,6 +31,8 @@ export function repositories(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
     due: dueRepo(sql),
     removals: removalsRepo(sql),
     attachments: attachmentsRepo(sql),
+    imports: importsRepo(sql, pageBytes),
+    importMaps: importMapsRepo(sql),
     events: eventsRepo(sql, pageBytes),
     stream: eventStreamRepo(sql, pageBytes),
     idempotency: idempotencyRecords(sql),
