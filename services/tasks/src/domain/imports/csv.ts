@@ -163,7 +163,10 @@ export function csvReader(run: ImportRun, deps: { members: MemberLookup; now: ()
         async write(r, tally) {
           const org = run.org;
           const projectNames = [...new Set([...ready.values()].flatMap((c) => (c.project === undefined ? [] : [c.project])))];
-          const labelNames = [...new Map([...ready.values()].flatMap((c) => c.labels.map((l) => [l.toLowerCase(), l] as const))).values()];
+          // The first spelling of a label names it when it is made.
+          const firstSpelling = new Map<string, string>();
+          for (const l of [...ready.values()].flatMap((c) => c.labels)) if (!firstSpelling.has(l.toLowerCase())) firstSpelling.set(l.toLowerCase(), l);
+          const labelNames = [...firstSpelling.values()];
           let projects = await r.importMaps.projectsNamed(org, projectNames);
           let labels = await r.importMaps.labelsNamed(org, labelNames);
           if (!run.dryRun) {

@@ -163,9 +163,10 @@ export function catalogHandlers(deps: JsonlDeps): Record<"member" | "custom_fiel
             const ok = all.filter(isOk).map((c) => c.ok);
             const names = ok.map((c) => c.body.name);
             let found = await lookup(r, names);
-            const missing = [...new Map(ok.filter((c) => !found.has(keyOf(c.body.name))).map((c) => [keyOf(c.body.name), c.body])).values()];
-            if (!run.dryRun && missing.length > 0) {
-              await make(r, missing);
+            const missing = new Map<string, B>();
+            for (const c of ok) if (!found.has(keyOf(c.body.name)) && !missing.has(keyOf(c.body.name))) missing.set(keyOf(c.body.name), c.body);
+            if (!run.dryRun && missing.size > 0) {
+              await make(r, [...missing.values()]);
               found = await lookup(r, names);
             }
             for (const c of all) if (!isOk(c)) tally.fail(c.line, c.problems);
