@@ -17,9 +17,13 @@ export interface ImportOptions {
 export async function uploadFile(gw: Api, t: Tenant, text: string | Buffer, o: ImportOptions = {}): Promise<string> {
   const bytes = typeof text === "string" ? Buffer.from(text) : text;
   const contentType = o.contentType ?? (o.format === "jsonl" ? "application/x-ndjson" : "text/csv");
-  const ticket = await gw.post("/v1/imports/uploads", { file_name: `tasks.${o.format ?? "csv"}`, content_type: contentType, size: bytes.length }, {
-    token: o.token ?? t.apiKey,
-  });
+  const ticket = await gw.post(
+    "/v1/imports/uploads",
+    { file_name: `tasks.${o.format ?? "csv"}`, content_type: contentType, size: bytes.length },
+    {
+      token: o.token ?? t.apiKey,
+    },
+  );
   expect(ticket.status, ticket.text).toBe(201);
   const put = await fetch(ticket.body.upload_url, { method: "PUT", body: bytes, headers: { "content-type": contentType } });
   expect(put.status, await put.text()).toBe(200);
