@@ -2385,7 +2385,13 @@ export interface components {
              * @example false
              */
             dry_run: boolean;
-            /** @description How far the worker is, in bytes of the file. */
+            /**
+             * @description How far the worker is, in bytes of the file.
+             * @example {
+             *       "done": 524288,
+             *       "total": 1048576
+             *     }
+             */
             progress: {
                 /**
                  * @description Bytes of the file read and dealt with.
@@ -2398,7 +2404,13 @@ export interface components {
                  */
                 total: number;
             };
-            /** @description What the lines read so far came to. */
+            /**
+             * @description What the lines read so far came to.
+             * @example {
+             *       "created": 4210,
+             *       "failed": 3
+             *     }
+             */
             counts: {
                 /**
                  * @description Tasks created (in a dry run: tasks that would be).

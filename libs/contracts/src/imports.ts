@@ -96,7 +96,7 @@ export const Import = z.object({
         .int()
         .meta({ description: "The file's size in bytes.", examples: [1048576] }),
     })
-    .meta({ description: "How far the worker is, in bytes of the file." }),
+    .meta({ description: "How far the worker is, in bytes of the file.", examples: [{ done: 524288, total: 1048576 }] }),
   counts: z
     .object({
       created: z
@@ -108,7 +108,7 @@ export const Import = z.object({
         .int()
         .meta({ description: "Lines that failed and were left out.", examples: [3] }),
     })
-    .meta({ description: "What the lines read so far came to." }),
+    .meta({ description: "What the lines read so far came to.", examples: [{ created: 4210, failed: 3 }] }),
   errors: z.array(ImportLineError).meta({ description: `The first ${MAX_IMPORT_ERRORS} problems found, in the file's order.`, examples: [[]] }),
   created_at: CreatedAt,
   completed_at: Timestamp.nullable().meta({ description: "When it succeeded or failed (UTC, ISO 8601); null before.", examples: [EXAMPLE_INSTANT] }),
