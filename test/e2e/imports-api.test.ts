@@ -27,14 +27,23 @@ describe("import uploads", () => {
     }
     const ok = await ticket(t.apiKey, { content_type: "application/x-ndjson; charset=utf-8", size: 1024 ** 3 });
     expect(ok.status, ok.text).toBe(201);
-    expect(ok.body).toEqual({ upload_url: expect.stringContaining("/v1/uploads/"), upload_method: "PUT", file_key: expect.any(String), expires_at: expect.any(String) });
+    expect(ok.body).toEqual({
+      upload_url: expect.stringContaining("/v1/uploads/"),
+      upload_method: "PUT",
+      file_key: expect.any(String),
+      expires_at: expect.any(String),
+    });
   });
 
   it("when an upload start is sent again with its Idempotency-Key, then the same ticket", async () => {
     const t = await f.tenant();
     const key = randomUUID();
     const first = await ticket(t.apiKey, {}, { "idempotency-key": key });
-    const again = await gw2.post("/v1/imports/uploads", { file_name: "tasks.csv", content_type: "text/csv", size: 100 }, { token: t.apiKey, headers: { "idempotency-key": key } });
+    const again = await gw2.post(
+      "/v1/imports/uploads",
+      { file_name: "tasks.csv", content_type: "text/csv", size: 100 },
+      { token: t.apiKey, headers: { "idempotency-key": key } },
+    );
     expect(first.status, first.text).toBe(201);
     expect(again.body).toEqual(first.body);
   });
