@@ -60,11 +60,15 @@ export function taskHandler(deps: JsonlDeps): LineHandler {
       const good = parsed.flatMap((p) => (p.t.success ? [p.t.data] : []));
       const strings = (f: (t: TaskLine) => unknown[]) => good.flatMap(f).filter((v): v is string => typeof v === "string");
       const customKeys = [...new Set(good.flatMap((t) => Object.keys(t.custom_fields ?? {})))];
-      const [users, labels, projects, fieldRefs, optionRefs, known] = await Promise.all([
+      const fieldRefs = await maps.refsNamed(run.id, "field", customKeys);
+      // Only the values of user fields name people.
+      const userKeys = new Set(fieldRefs.flatMap((f) => (f.field_type === "user" && f.name !== null ? [f.name] : [])));
+      const userValues = (t: TaskLine) => Object.entries(t.custom_fields ?? {}).flatMap(([k, v]) => (userKeys.has(k) ? [v] : []));
+      const [users, labels, projects, optionRefs, known] = await Promise.all([
         maps.refs(
           run.id,
           "user",
-          strings((t) => [t.owner_id, ...(t.assignee_ids ?? []), ...Object.values(t.custom_fields ?? {})]),
+          strings((t) => [t.owner_id, ...(t.assignee_ids ?? []), ...userValues(t)]),
         ),
         maps.refs(
           run.id,
@@ -76,7 +80,6 @@ export function taskHandler(deps: JsonlDeps): LineHandler {
           "project",
           strings((t) => t.project_ids ?? []),
         ),
-        maps.refsNamed(run.id, "field", customKeys),
         maps.refsNamed(run.id, "option", customKeys),
         maps.tasks(
           run.id,

@@ -14,6 +14,7 @@ const LF = 0x0a;
 const CR = 0x0d;
 const QUOTE = 0x22;
 const COMMA = 0x2c;
+const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 
 /** Where a CSV scan stands between two bytes. */
 enum Csv {
@@ -104,7 +105,6 @@ export async function* splitRecords(stream: AsyncIterable<Buffer | string>, form
   let overflow = false;
   let line = 0;
   let offset = 0;
-  let first = true;
   const emit = (end: number): RawRecord => {
     line++;
     const why = s.finish();
@@ -113,20 +113,12 @@ export async function* splitRecords(stream: AsyncIterable<Buffer | string>, form
       s.reset();
       return { line, end, bytes: null };
     }
-    let bytes = parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, held);
+    // Always a copy: records are kept past the chunk they came in, whose buffer the stream may reuse.
+    let bytes = Buffer.concat(parts, held);
     if (bytes.length > 0 && bytes[bytes.length - 1] === CR) bytes = bytes.subarray(0, bytes.length - 1);
     return why === undefined ? { line, end, bytes } : { line, end, bytes, malformed: why };
   };
-  for await (const chunk of stream) {
-    let buf = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
-    if (first && buf.length > 0) {
-      first = false;
-      // A byte order mark is not part of the first line.
-      if (buf[0] === 0xef && buf[1] === 0xbb && buf[2] === 0xbf) {
-        buf = buf.subarray(3);
-        offset += 3;
-      }
-    }
+  function* feed(buf: Buffer): Generator<RawRecord> {
     let from = 0;
     while (from < buf.length) {
       const stop = overflow ? buf.indexOf(LF, from) : s.scan(buf, from);
@@ -137,14 +129,14 @@ export async function* splitRecords(stream: AsyncIterable<Buffer | string>, form
           parts = [];
           held = 0;
         } else if (until > from) {
-          parts.push(buf.subarray(from, until));
+          // Copied when the record goes on past this chunk: the stream may reuse its buffer.
+          parts.push(stop < 0 ? Buffer.from(buf.subarray(from, until)) : buf.subarray(from, until));
           held += until - from;
         }
       }
       if (stop < 0) {
-        // The bytes are copied: the stream may reuse its buffer.
-        if (parts.length > 0 && parts[parts.length - 1]?.buffer === buf.buffer) parts[parts.length - 1] = Buffer.from(parts[parts.length - 1] as Buffer);
-        break;
+        offset += buf.length - from;
+        return;
       }
       offset += stop + 1 - from;
       yield emit(offset);
@@ -152,7 +144,25 @@ export async function* splitRecords(stream: AsyncIterable<Buffer | string>, form
       held = 0;
       from = stop + 1;
     }
-    if (from < buf.length) offset += buf.length - from;
   }
+  // A byte order mark is not part of the first line: the first bytes are held until it is known whether they are one.
+  let head: Buffer | null = Buffer.alloc(0);
+  for await (const chunk of stream) {
+    let buf = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
+    if (head !== null) {
+      buf = Buffer.concat([head, buf]);
+      if (buf.length < BOM.length && BOM.subarray(0, buf.length).equals(buf)) {
+        head = buf;
+        continue;
+      }
+      head = null;
+      if (buf.subarray(0, BOM.length).equals(BOM)) {
+        buf = buf.subarray(BOM.length);
+        offset += BOM.length;
+      }
+    }
+    yield* feed(buf);
+  }
+  if (head !== null && head.length > 0) yield* feed(head);
   if (held > 0 || overflow) yield emit(offset);
 }

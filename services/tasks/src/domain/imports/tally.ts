@@ -19,6 +19,16 @@ export type Problem = Omit<ImportLineError, "line">;
 
 /** A line's own problems: a handful is enough to fix it. */
 const MAX_PER_LINE = 5;
+/** A pointer or detail quotes the file (a key, a parser's message): kept short, so a hundred errors stay small. */
+const MAX_POINTER = 200;
+const MAX_DETAIL = 500;
+const cut = (s: string, max: number) => (s.length <= max ? s : `${s.slice(0, max - 1)}…`);
+const bounded = (line: number, p: Problem): ImportLineError => ({
+  line,
+  pointer: cut(p.pointer, MAX_POINTER),
+  code: p.code,
+  detail: cut(p.detail, MAX_DETAIL),
+});
 
 /** What a chunk's lines came to; built anew each time its transaction runs (a deadlock runs it again). */
 export class Tally {
@@ -30,12 +40,12 @@ export class Tally {
 
   fail(line: number, problems: readonly Problem[]): void {
     this.failed++;
-    for (const p of problems.slice(0, MAX_PER_LINE)) this.errors.push({ line, ...p });
+    for (const p of problems.slice(0, MAX_PER_LINE)) this.errors.push(bounded(line, p));
   }
 
   /** Said about a line that does not fail. */
   note(line: number, p: Problem): void {
-    this.errors.push({ line, ...p });
+    this.errors.push(bounded(line, p));
   }
 }
 
