@@ -253,4 +253,36 @@ describe("JSONL imports", () => {
     const deps = await get(t, `/v1/tasks/${first?.id}/dependencies`);
     expect(deps.blocked_by.map((d: { task_id: string }) => d.task_id)).toEqual([second?.id]);
   });
+
+  it("when the export is a dry run, then every line is checked and nothing is made: no task, project, label or custom field", async () => {
+    const t = await f.tenant();
+    const member = await f.user(t.organizationId);
+    const done = await importFile(gw, t, exportOf({ member: member.email, owner: t.email }), { format: "jsonl", dryRun: true });
+    expect(done).toMatchObject({ status: "succeeded", dry_run: true, counts: { created: 4, failed: 0 }, errors: [] });
+    expect(await allTasks(gw, t)).toEqual([]);
+    for (const path of ["/v1/projects", "/v1/labels", "/v1/custom-fields"]) expect((await get(t, path)).data, path).toEqual([]);
+  });
+
+  it("when a line is longer than the longest an import reads, or a task repeats a rule, then that line fails and the lines after it are read", async () => {
+    const t = await f.tenant();
+    const rule = { frequency: "WEEKLY", interval: 2, by_weekday: [1, 4], by_month_day: null, basis: "SCHEDULE", timezone: "Europe/Paris" };
+    const recurrence = {
+      ...rule,
+      start_date: null,
+      end_date: null,
+      max_occurrences: null,
+      rollover_enabled: false,
+      active: true,
+      rrule: "FREQ=WEEKLY;INTERVAL=2;BYDAY=MO,TH",
+    };
+    const lines = [
+      JSON.stringify(task("T-1", { title: "x".repeat(400), notes: "n".repeat(1024 * 1024) })),
+      JSON.stringify(task("T-2", { title: "repeats", due_date: "2026-11-30T09:00:00.000Z", recurrence })),
+    ];
+    const done = await importFile(gw, t, lines.join("\n"), { format: "jsonl" });
+    expect(done).toMatchObject({ status: "succeeded", counts: { created: 1, failed: 1 } });
+    expect(done.errors).toEqual([{ line: 1, pointer: "", code: "line_too_long", detail: expect.any(String) }]);
+    const [made] = await allTasks(gw, t);
+    expect(made).toMatchObject({ title: "repeats", due_date: "2026-11-30T09:00:00.000Z", recurrence });
+  });
 });
