@@ -2439,11 +2439,11 @@ export interface components {
                  */
                 pointer: string;
                 /**
-                 * @description `invalid_json`, `invalid_csv` (quoting, number of columns), `line_too_long`, `unknown_object`, `validation_failed` (as the create route would refuse it), `unknown_reference` (a task, project, label, custom field or option the file does not define before the line, or whose line failed), `not_a_member` (an email of nobody in this organization), `conflict` (a custom field of that key and another type exists, or no room for another field), `dependency_cycle`, `missing_column` (the whole file fails), `unknown_column` (a CSV column the import ignores: a notice, the file goes on) or `file_unreadable` (the whole file fails).
+                 * @description `invalid_json`, `invalid_csv` (quoting, number of columns), `line_too_long`, `unknown_object`, `validation_failed` (as the create route would refuse it), `unknown_reference` (a task, project, label, custom field or option the file does not define before the line, or whose line failed), `not_a_member` (an email of nobody in this organization), `conflict` (a custom field of that key and another type exists, or no room for another field), `dependency_cycle`, `missing_column` (the whole file fails), `unknown_column` (a CSV column the import ignores: a notice, the file goes on), `file_unreadable` (the whole file fails) or `stopped` (a chunk of lines kept failing for reasons of the service's own; the lines before it are imported).
                  * @example validation_failed
                  * @enum {string}
                  */
-                code: "invalid_json" | "invalid_csv" | "line_too_long" | "unknown_object" | "validation_failed" | "unknown_reference" | "not_a_member" | "conflict" | "dependency_cycle" | "missing_column" | "unknown_column" | "file_unreadable";
+                code: "invalid_json" | "invalid_csv" | "line_too_long" | "unknown_object" | "validation_failed" | "unknown_reference" | "not_a_member" | "conflict" | "dependency_cycle" | "missing_column" | "unknown_column" | "file_unreadable" | "stopped";
                 /**
                  * @description What is wrong, in a sentence.
                  * @example must be at most 500 characters

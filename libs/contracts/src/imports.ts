@@ -49,6 +49,7 @@ export const IMPORT_ERROR_CODES = [
   "missing_column",
   "unknown_column",
   "file_unreadable",
+  "stopped",
 ] as const;
 export const ImportErrorCode = z.enum(IMPORT_ERROR_CODES);
 export type ImportErrorCode = z.infer<typeof ImportErrorCode>;
@@ -70,7 +71,7 @@ export const ImportLineError = z.object({
   }),
   code: ImportErrorCode.meta({
     description:
-      "`invalid_json`, `invalid_csv` (quoting, number of columns), `line_too_long`, `unknown_object`, `validation_failed` (as the create route would refuse it), `unknown_reference` (a task, project, label, custom field or option the file does not define before the line, or whose line failed), `not_a_member` (an email of nobody in this organization), `conflict` (a custom field of that key and another type exists, or no room for another field), `dependency_cycle`, `missing_column` (the whole file fails), `unknown_column` (a CSV column the import ignores: a notice, the file goes on) or `file_unreadable` (the whole file fails).",
+      "`invalid_json`, `invalid_csv` (quoting, number of columns), `line_too_long`, `unknown_object`, `validation_failed` (as the create route would refuse it), `unknown_reference` (a task, project, label, custom field or option the file does not define before the line, or whose line failed), `not_a_member` (an email of nobody in this organization), `conflict` (a custom field of that key and another type exists, or no room for another field), `dependency_cycle`, `missing_column` (the whole file fails), `unknown_column` (a CSV column the import ignores: a notice, the file goes on), `file_unreadable` (the whole file fails) or `stopped` (a chunk of lines kept failing for reasons of the service's own; the lines before it are imported).",
     examples: ["validation_failed"],
   }),
   detail: z.string().meta({ description: "What is wrong, in a sentence.", examples: ["must be at most 500 characters"] }),

@@ -84,7 +84,7 @@ export async function startImports(
     confirmAcks: false,
     log: ctx.log,
     async handle(job, meta) {
-      const outcome = await imports.run(job, () => meta.working());
+      const outcome = await imports.run(job, () => meta.working(), meta.deliveries);
       return outcome === "done" ? "ack" : { nak: outcome.again };
     },
   });

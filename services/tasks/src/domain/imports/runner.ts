@@ -151,6 +151,16 @@ export function importRunner(res: TasksResources, o: RunnerOptions) {
   return {
     run,
     cleanup,
+    async giveUp(job: ImportJob, attempts: number): Promise<void> {
+      const row = await repo.get(job.organization_id, job.import_id);
+      if (!row || finished(row)) return;
+      const line = Number(row.lines_done) + 1;
+      await fail(row.id, {
+        line,
+        ...problem("", "stopped", `the import stopped at this line after ${attempts} failed attempts; the lines before it are imported`),
+      });
+      await cleanup(row);
+    },
     /** Unfinished imports nobody moved for two minutes (a job lost before its publish) are queued again; finished ones are cleaned. */
     async sweep(queue: (job: ImportJob) => Promise<void>): Promise<number> {
       const stalled = await repo.stalled(2 * 60_000, 100);

@@ -21,6 +21,9 @@ import type { TasksResources } from "../resources.js";
 import type { MemberLookup } from "./tally.js";
 import { importRunner, Stopping, Superseded } from "./runner.js";
 
+/** Deliveries of a job whose run fails (about half an hour with the queue's backoff). */
+const MAX_ATTEMPTS = 30;
+
 /** The sweep of attachments lists only its own prefix; an import's file goes when its import is done. */
 export const IMPORT_PREFIX = "imp/";
 
@@ -127,15 +130,22 @@ export function importsSystem(res: TasksResources, o: ImportsOptions) {
 
     listImports: (c: Caller, limit: number, after: string | undefined): Promise<Page<Import>> => res.repos.imports.list(c.organizationId, limit, after),
 
-    /** The job's answer: "again" when it should come back later (another worker has it, or this process stops). */
-    async run(job: ImportJob, working: () => void): Promise<"done" | { again: number }> {
+    /**
+     * The job's answer: "again" when it should come back later (another worker has it, or this
+     * process stops). A failure is retried by the queue, until its `deliveries`-th: then the import
+     * fails where it stands, so a chunk that can never be written does not hold its place for ever.
+     */
+    async run(job: ImportJob, working: () => void, deliveries: number): Promise<"done" | { again: number }> {
       try {
         await runner.run(job, working, () => stopping);
         return "done";
       } catch (e) {
         if (e instanceof Stopping) return { again: 0 };
         if (e instanceof Superseded) return { again: 30_000 };
-        throw e;
+        if (deliveries < MAX_ATTEMPTS) throw e;
+        res.log.error({ err: e, ...job }, "an import failed on its last attempt; it is marked failed");
+        await runner.giveUp(job, MAX_ATTEMPTS);
+        return "done";
       }
     },
 
