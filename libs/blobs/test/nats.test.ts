@@ -68,7 +68,12 @@ describe("the JetStream object store", () => {
     await store.put("org_d/big", pieces(bytes), { size: bytes.length, contentType: "text/csv" });
     const got = await store.get("org_d/big");
     const body = got?.body ?? Readable.from([]);
-    const first: Buffer = await new Promise((resolve) => body.once("data", (c: Buffer) => (body.pause(), resolve(c))));
+    const first: Buffer = await new Promise((resolve) =>
+      body.once("data", (c: Buffer) => {
+        body.pause();
+        resolve(c);
+      }),
+    );
     expect(first.length).toBeGreaterThan(0);
     // What a reader that stopped has cost: the chunks still waiting on the server for its pulls (the object is 100).
     await new Promise((r) => setTimeout(r, 300));
