@@ -21,6 +21,7 @@ import { metricsSnapshot, printMetricsSnapshot } from "./metrics.mjs";
 import { exportScenarios, printExports } from "./exports.mjs";
 import { commentTarget, notificationScenarios, printNotifications } from "./notifications.mjs";
 import { recurrenceScenarios } from "./recurrence.mjs";
+import { importScenarios, printImports } from "./imports.mjs";
 import { FIELDS, printSearch, searchScenarios } from "./search.mjs";
 import { printStreams, streamScenarios } from "./streams.mjs";
 import { uploadScenarios } from "./uploads.mjs";
@@ -589,6 +590,7 @@ const floors = [];
 let explainList = null;
 let webhooks = null;
 let uploads = null;
+let imports = null;
 let recurrence = null;
 let search = null;
 let streams = null;
@@ -617,7 +619,7 @@ try {
       await sql.end({ timeout: 1 });
     }
   });
-  start("tasks", "services/tasks/dist/main.js", { ...stackEnv, ...ops("tasks") });
+  const tasksProcess = start("tasks", "services/tasks/dist/main.js", { ...stackEnv, ...ops("tasks") });
   await until("tasks schema", async () => {
     const sql = postgres(DATABASE_URL, { max: 1, onnotice: () => {} });
     try {
@@ -799,6 +801,15 @@ try {
       log: (m) => process.stderr.write(`${m}\n`),
     });
   }
+  if (!only || only.split("|").includes("imports")) {
+    imports = await importScenarios({
+      gateway: "http://127.0.0.1:18303",
+      key: ctx.key,
+      tasksPid: tasksProcess.pid,
+      settle: settleEvents,
+      log: (m) => process.stderr.write(`${m}\n`),
+    });
+  }
   if (!only || only.split("|").includes("recurrence")) {
     recurrence = await recurrenceScenarios({ databaseUrl: DATABASE_URL, log: (m) => process.stderr.write(`bench: ${m}\n`) });
   }
@@ -939,6 +950,7 @@ if (uploads) {
     `one 200 MiB file: ${fmt(b.seconds, 1)} s (${fmt(b.mibPerSecond, 1)} MiB/s); gateway RSS idle ${fmt(b.idle, 1)} MiB, peak ${fmt(b.peak, 1)} MiB (+${fmt(b.peak - b.idle, 1)} MiB)`,
   );
 }
+if (imports) printImports(imports);
 if (recurrence) {
   console.log("\nRecurrence scheduler (issue 16)");
   for (const r of recurrence) {
@@ -956,5 +968,5 @@ if (explainList) console.log(`\nEXPLAIN ANALYZE, GET /v1/tasks on 100,000 tasks 
 mkdirSync(new URL("./results", import.meta.url), { recursive: true });
 writeFileSync(
   new URL("./results/latest.json", import.meta.url),
-  `${JSON.stringify({ at: new Date().toISOString(), tool, node: process.version, cores: cpus().length, connections: CONNECTIONS, duration: DURATION, results: rows, steady_floors: floors, webhooks, uploads, recurrence, search, exports: exportsResult, streams, notifications, comments, metrics, explain: explainList }, null, 2)}\n`,
+  `${JSON.stringify({ at: new Date().toISOString(), tool, node: process.version, cores: cpus().length, connections: CONNECTIONS, duration: DURATION, results: rows, steady_floors: floors, webhooks, uploads, imports, recurrence, search, exports: exportsResult, streams, notifications, comments, metrics, explain: explainList }, null, 2)}\n`,
 );

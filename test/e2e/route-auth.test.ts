@@ -38,6 +38,8 @@ const SAMPLE_BODIES: Record<string, (ids: Ids) => unknown> = {
   "POST /v1/tasks/:task_id/attachments/uploads": () => ({ file_name: "route-auth.txt", content_type: "text/plain", size: 4 }),
   "POST /v1/tasks/:task_id/attachments": () => ({ file_name: "route-auth.txt", file_key: "att/org_x/upl_x", content_type: "text/plain", size: 4 }),
   "POST /v1/exports": () => ({ format: "jsonl" }),
+  "POST /v1/imports/uploads": () => ({ file_name: "route-auth.csv", content_type: "text/csv", size: 6 }),
+  "POST /v1/imports": () => ({ file_key: "imp/org_x/upl_x", format: "csv" }),
 };
 const SAMPLE_QUERIES: Record<string, string> = {
   "GET /v1/daily-plan": "?date=2026-11-23",
@@ -63,6 +65,7 @@ interface Ids {
   invitation_id: string;
   notification_id: string;
   export_id: string;
+  import_id: string;
 }
 const PLACEHOLDER_IDS: Ids = {
   organization_id: "org_x",
@@ -82,6 +85,7 @@ const PLACEHOLDER_IDS: Ids = {
   invitation_id: "inv_x",
   notification_id: "ntf_x",
   export_id: "exp_x",
+  import_id: "imp_x",
 };
 
 const nameOf = (op: { method: string; url: string }) => `${op.method} ${op.url}`;
@@ -172,6 +176,12 @@ describe("every operation on a named resource answers 404 to another organizatio
       as,
     );
     expect(attachment.status, attachment.text).toBe(201);
+    // An import of the owner's, from an uploaded file.
+    const file = await gw.post("/v1/imports/uploads", { file_name: "owned.csv", content_type: "text/csv", size: 12 }, as);
+    expect(file.status, file.text).toBe(201);
+    expect((await fetch(file.body.upload_url, { method: "PUT", body: "title\nowned\n" })).status).toBe(200);
+    const imported = await gw.post("/v1/imports", { file_key: file.body.file_key, format: "csv", dry_run: true }, as);
+    expect(imported.status, imported.text).toBe(202);
     const comment = await gw.post(`/v1/tasks/${task.body.id}/comments`, { body: "owned" }, as);
     expect(comment.status, comment.text).toBe(201);
     const exported = await gw.post("/v1/exports", { format: "jsonl" }, as);
@@ -201,6 +211,7 @@ describe("every operation on a named resource answers 404 to another organizatio
       user_id: member.userId,
       invitation_id: invitation.body.id,
       export_id: exported.body.id,
+      import_id: imported.body.id,
     };
     // Task numbers are per organization: the other one must have none, so "T-1" is not its own.
     expect((await gw.get("/v1/tasks", { token: other.apiKey })).body.data).toEqual([]);

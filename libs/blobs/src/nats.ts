@@ -1,5 +1,6 @@
+import { createHash } from "node:crypto";
 import { Readable } from "node:stream";
-import type { ReadableStream as WebReadableStream } from "node:stream/web";
+import { jetstream } from "@nats-io/jetstream";
 import { Objm, type ObjectInfo, type ObjectStore } from "@nats-io/obj";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { BlobSizeMismatch, exactly, type BlobInfo, type BlobStore, type PutOptions } from "./store.js";
@@ -14,6 +15,18 @@ export interface NatsBlobStoreOptions {
 
 function infoOf(o: ObjectInfo): BlobInfo {
   return { size: o.size, contentType: o.metadata?.[CONTENT_TYPE] ?? null, createdAt: new Date(o.mtime) };
+}
+
+/** Chunks (128 KiB each) pulled at a time by a read. */
+const PULL_CHUNKS = 8;
+const PULL_WAIT_MS = 10_000;
+
+/** `SHA-256=` then hex or base64 (either alphabet), as object stores write it; null when it is neither. */
+function digestBytes(digest: string): Buffer | null {
+  if (!digest.startsWith("SHA-256=")) return null;
+  const text = digest.slice("SHA-256=".length);
+  const bytes = /^[0-9a-fA-F]{64}$/.test(text) ? Buffer.from(text, "hex") : Buffer.from(text, "base64");
+  return bytes.length === 32 ? bytes : null;
 }
 
 /**
@@ -42,6 +55,43 @@ export async function natsBlobStore(nc: NatsConnection, namespace: string, opts:
     return o && !o.deleted ? o : null;
   }
 
+  /**
+   * The object's chunks, pulled a few at a time as the reader takes them: the library's own get()
+   * takes in every chunk as fast as the server sends it, so a slow reader (an import writing each
+   * chunk to the database) would hold the whole file in memory. Its size and digest are checked at
+   * the end, so a chunk missing ends with an error rather than a silent short file.
+   */
+  async function* chunksOf(o: ObjectInfo): AsyncGenerator<Uint8Array> {
+    if (o.size === 0) return;
+    // One subject as a string, not a list: NATS 2.9 servers take no list of filters.
+    const consumer = await jetstream(nc).consumers.get(`OBJ_${o.bucket}`, { filter_subjects: `$O.${o.bucket}.C.${o.nuid}` });
+    const sha = createHash("sha256");
+    let received = 0;
+    try {
+      for (;;) {
+        // Taken whole before any is handed on, so a reader that pauses never outlives the pull.
+        const pulled: Array<{ data: Uint8Array; last: boolean }> = [];
+        for await (const m of await consumer.fetch({ max_messages: PULL_CHUNKS, expires: PULL_WAIT_MS })) {
+          pulled.push({ data: m.data, last: m.info.pending === 0 });
+          if (m.info.pending === 0) break;
+        }
+        if (pulled.length === 0) throw new Error(`no chunk of ${o.name} arrived within ${PULL_WAIT_MS} ms`);
+        for (const c of pulled) {
+          received += c.data.length;
+          sha.update(c.data);
+          if (c.data.length > 0) yield c.data;
+          if (!c.last) continue;
+          const expected = digestBytes(o.digest);
+          if (received !== o.size || (expected !== null && !expected.equals(sha.digest())))
+            throw new Error(`${o.name} read back differs from what was stored (size or digest)`);
+          return;
+        }
+      }
+    } finally {
+      await consumer.delete().catch(() => undefined);
+    }
+  }
+
   return {
     kind: "nats",
     async put(key: string, body: Readable, o: PutOptions): Promise<void> {
@@ -65,17 +115,9 @@ export async function natsBlobStore(nc: NatsConnection, namespace: string, opts:
     },
 
     async get(key: string): Promise<{ body: Readable; info: BlobInfo } | null> {
-      const r = await os.get(key);
-      if (!r || r.info.deleted) return null;
-      const body = Readable.fromWeb(r.data as unknown as WebReadableStream<Uint8Array>);
-      // A chunk missing ends with an error rather than a silent short file.
-      r.error.then(
-        (err) => {
-          if (err) body.destroy(err);
-        },
-        (err: unknown) => body.destroy(err instanceof Error ? err : new Error(String(err))),
-      );
-      return { body, info: infoOf(r.info) };
+      const o = await info(key);
+      if (!o) return null;
+      return { body: Readable.from(chunksOf(o)), info: infoOf(o) };
     },
 
     async delete(key: string): Promise<void> {

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { Readable } from "node:stream";
+import { jetstreamManager } from "@nats-io/jetstream";
 import { Objm } from "@nats-io/obj";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { pieces, read, sha } from "./bodies.js";
@@ -60,5 +61,30 @@ describe("the JetStream object store", () => {
     expect(await store.get("org_b/x")).toBeNull();
     expect(await store.get("nothing/here")).toBeNull();
     expect(await store.presignPut("org_b/y", { size: 6, contentType: "text/plain", expiresInSeconds: 60 })).toBeNull();
+  });
+
+  it("when a reader takes one chunk and pauses, then only a few chunks have been pulled from the server, not the whole object", async () => {
+    const bytes = randomBytes(100 * 128 * 1024);
+    await store.put("org_d/big", pieces(bytes), { size: bytes.length, contentType: "text/csv" });
+    const got = await store.get("org_d/big");
+    const body = got?.body ?? Readable.from([]);
+    const first: Buffer = await new Promise((resolve) =>
+      body.once("data", (c: Buffer) => {
+        body.pause();
+        resolve(c);
+      }),
+    );
+    expect(first.length).toBeGreaterThan(0);
+    // What a reader that stopped has cost: the chunks still waiting on the server for its pulls (the object is 100).
+    await new Promise((r) => setTimeout(r, 300));
+    const nuid = (await (await new Objm(nc).open(attachmentsBucket(namespace))).info("org_d/big"))?.nuid;
+    const pending = [];
+    for await (const c of (await jetstreamManager(nc)).consumers.list(`OBJ_${attachmentsBucket(namespace)}`)) {
+      if (c.config.filter_subject === `$O.${attachmentsBucket(namespace)}.C.${nuid}`) pending.push(c.num_pending);
+    }
+    expect(pending.length).toBeGreaterThan(0);
+    expect(Math.min(...pending)).toBeGreaterThanOrEqual(100 - 24);
+    body.resume();
+    expect(sha(Buffer.concat([first, await read(body)]))).toBe(sha(bytes));
   });
 });

@@ -7,6 +7,8 @@ export const IDEMPOTENT_OPERATIONS: ReadonlySet<string> = new Set([
   "POST /v1/custom-fields",
   "POST /v1/daily-plan/entries",
   "POST /v1/exports",
+  "POST /v1/imports",
+  "POST /v1/imports/uploads",
   "POST /v1/invitations",
   "POST /v1/labels",
   "POST /v1/projects",

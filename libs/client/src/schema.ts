@@ -916,6 +916,70 @@ export interface paths {
         patch: operations["updateCustomField"];
         trace?: never;
     };
+    "/v1/imports/uploads": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start the upload of a file to import (JSONL or CSV): answers where to PUT its bytes
+         * @description Requires scope `tasks:write` and plan entitlement `public_api`. Costs 1 API call (an idempotent replay costs nothing).
+         */
+        post: operations["startImportUpload"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/imports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the organization's imports, newest first
+         * @description Requires scope `tasks:read` and plan entitlement `public_api`. Costs 1 API call.
+         */
+        get: operations["listImports"];
+        put?: never;
+        /**
+         * Import an uploaded file: a job reads it line by line; follow it with GET /v1/imports/{import_id}
+         * @description Requires scopes `tasks:write` and `projects:write` and plan entitlement `public_api`. Costs 1 API call (an idempotent replay costs nothing).
+         */
+        post: operations["createImport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/imports/{import_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an import: its status, progress, counts and the first line errors
+         * @description Requires scope `tasks:read` and plan entitlement `public_api`. Costs 1 API call.
+         */
+        get: operations["getImport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/daily-plan": {
         parameters: {
             query?: never;
@@ -2552,6 +2616,100 @@ export interface components {
              */
             completed_at: string | null;
         };
+        Import: {
+            /**
+             * @description The import's id.
+             * @example imp_6yH3nK8pQ2mT5vL9xD4rW7
+             */
+            id: string;
+            /**
+             * @description `queued` until a worker takes it, `running`, then `succeeded` (every line read; some may have failed, see counts and errors) or `failed` (the file as a whole could not be imported, see errors).
+             * @example running
+             * @enum {string}
+             */
+            status: "queued" | "running" | "succeeded" | "failed";
+            /**
+             * @description Whether the file is only checked: nothing is created, not even projects or labels.
+             * @example false
+             */
+            dry_run: boolean;
+            /**
+             * @description How far the worker is, in bytes of the file.
+             * @example {
+             *       "done": 524288,
+             *       "total": 1048576
+             *     }
+             */
+            progress: {
+                /**
+                 * @description Bytes of the file read and dealt with.
+                 * @example 524288
+                 */
+                done: number;
+                /**
+                 * @description The file's size in bytes.
+                 * @example 1048576
+                 */
+                total: number;
+            };
+            /**
+             * @description What the lines read so far came to.
+             * @example {
+             *       "created": 4210,
+             *       "failed": 3
+             *     }
+             */
+            counts: {
+                /**
+                 * @description Tasks created (in a dry run: tasks that would be).
+                 * @example 4210
+                 */
+                created: number;
+                /**
+                 * @description Lines that failed and were left out.
+                 * @example 3
+                 */
+                failed: number;
+            };
+            /**
+             * @description The first 100 problems found, in the file's order.
+             * @example []
+             */
+            errors: {
+                /**
+                 * @description The line of the file, from 1; in a CSV file, the row (the header is line 1; a quoted line break does not start a row).
+                 * @example 3
+                 */
+                line: number;
+                /**
+                 * @description A JSON pointer into the line's object (JSONL), or `/<column>` (CSV); empty when the whole line is at fault.
+                 * @example /title
+                 */
+                pointer: string;
+                /**
+                 * @description `invalid_json`, `invalid_csv` (quoting, number of columns), `line_too_long`, `unknown_object`, `validation_failed` (as the create route would refuse it), `unknown_reference` (a task, project, label, custom field or option the file does not define before the line, or whose line failed), `not_a_member` (an email of nobody in this organization), `conflict` (a custom field of that key and another type exists, or no room for another field), `dependency_cycle`, `missing_column` (the whole file fails), `unknown_column` (a CSV column the import ignores: a notice, the file goes on), `file_unreadable` (the whole file fails) or `stopped` (a chunk of lines kept failing for reasons of the service's own; the lines before it are imported).
+                 * @example validation_failed
+                 * @enum {string}
+                 */
+                code: "invalid_json" | "invalid_csv" | "line_too_long" | "unknown_object" | "validation_failed" | "unknown_reference" | "not_a_member" | "conflict" | "dependency_cycle" | "missing_column" | "unknown_column" | "file_unreadable" | "stopped";
+                /**
+                 * @description What is wrong, in a sentence.
+                 * @example must be at most 500 characters
+                 */
+                detail: string;
+            }[];
+            /**
+             * Format: date-time
+             * @description When it was created (UTC, ISO 8601).
+             * @example 2026-11-23T09:30:00.000Z
+             */
+            created_at: string;
+            /**
+             * @description When it succeeded or failed (UTC, ISO 8601); null before.
+             * @example 2026-11-23T09:30:00.000Z
+             */
+            completed_at: string | null;
+        };
         DailyPlan: {
             /**
              * @description The UTC day (YYYY-MM-DD).
@@ -3852,6 +4010,23 @@ export interface components {
              */
             id: string;
         };
+        ListImportsResponse: {
+            /**
+             * @description The items of this page, in the list's order.
+             * @example []
+             */
+            data: components["schemas"]["Import"][];
+            /**
+             * @description Whether another page follows: ask for it with `after=<next_cursor>`.
+             * @example false
+             */
+            has_more: boolean;
+            /**
+             * @description Opaque cursor of the next page (pass as `after`), or null on the last page.
+             * @example null
+             */
+            next_cursor: string | null;
+        };
         SetDailyPlanSectionResponse: {
             /**
              * @description The UTC day (YYYY-MM-DD).
@@ -4810,6 +4985,41 @@ export interface components {
                  */
                 color?: string;
             }[];
+        };
+        StartImportUploadRequest: {
+            /**
+             * @description The file's name (one line).
+             * @example tasks.csv
+             */
+            file_name: string;
+            /**
+             * @description The file's media type, one of application/x-ndjson, application/jsonl, application/x-jsonlines, text/csv, application/csv, application/vnd.ms-excel, text/plain; a charset, if given, must be UTF-8.
+             * @example text/csv
+             */
+            content_type: string;
+            /**
+             * @description The file's size in bytes (the service's largest import file or less).
+             * @example 1048576
+             */
+            size: number;
+        };
+        CreateImportRequest: {
+            /**
+             * @description The uploaded file's key, from `POST /v1/imports/uploads`, after the PUT of its bytes.
+             * @example imp/org_3kTM…/upl_…
+             */
+            file_key: string;
+            /**
+             * @description `jsonl`: this API's own export, one object a line; `csv`: a header row naming some of title, description, status, priority, due_date, project, labels, assignee (title required), then one task a row.
+             * @example csv
+             * @enum {string}
+             */
+            format: "jsonl" | "csv";
+            /**
+             * @description Only check every line and report what would fail; nothing is created (default false).
+             * @example false
+             */
+            dry_run?: boolean;
         };
         SetDailyPlanSectionRequest: {
             /**
@@ -13971,6 +14181,562 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    startImportUpload: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response. Use a new key for each new request, a UUID for example (`3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20`). */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "file_name": "tasks.csv",
+                 *       "content_type": "text/csv",
+                 *       "size": 1048576
+                 *     }
+                 */
+                "application/json": components["schemas"]["StartImportUploadRequest"];
+            };
+        };
+        responses: {
+            /** @description Start the upload of a file to import (JSONL or CSV): answers where to PUT its bytes */
+            201: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key (the rate-limit headers then show the current counters: a replay costs nothing) */
+                    "Idempotency-Replayed"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UploadTicket"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `idempotency_in_progress`: Idempotent request in progress */
+            409: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: Payload too large */
+            413: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: Unsupported media type */
+            415: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: Idempotency key reused */
+            422: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listImports: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Items per page, 1-100 (default 25).
+                 * @example 25
+                 */
+                limit?: number;
+                /** @description The `next_cursor` of the previous page; the other parameters must be the same as for that page. */
+                after?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description List the organization's imports, newest first */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListImportsResponse"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createImport: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response. Use a new key for each new request, a UUID for example (`3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20`). */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateImportRequest"];
+            };
+        };
+        responses: {
+            /** @description Import an uploaded file: a job reads it line by line; follow it with GET /v1/imports/{import_id} */
+            202: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key (the rate-limit headers then show the current counters: a replay costs nothing) */
+                    "Idempotency-Replayed"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Import"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `idempotency_in_progress`: Idempotent request in progress */
+            409: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: Payload too large */
+            413: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: Unsupported media type */
+            415: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: Idempotency key reused */
+            422: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limited`: Rate limited */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getImport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The import's id.
+                 * @example imp_6yH3nK8pQ2mT5vL9xD4rW7
+                 */
+                import_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Get an import: its status, progress, counts and the first line errors */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Import"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `resource_not_found`: Resource not found */
+            404: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
             /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
             429: {
                 headers: {

@@ -32,3 +32,4 @@ export * from "./services.js";
 export * from "./caller.js";
 export * from "./attachments.js";
 export * from "./exports.js";
+export * from "./imports.js";

@@ -125,6 +125,11 @@ export const keysRpc = {
       input: z.object({ user_ids: z.array(Label).max(200) }),
       output: z.object({ users: z.array(z.object({ id: z.string(), email: z.string() })) }),
     },
+    /** The members of the organization with these emails, compared ignoring case (imports map people by email). */
+    membersByEmail: {
+      input: z.object({ organization_id: Label, emails: z.array(Label.max(320)).max(200) }),
+      output: z.object({ members: z.array(z.object({ email: z.string(), user_id: z.string() })) }),
+    },
     listOrganizations: { input: PageQuery, output: page(Organization) },
     getOrganization: { input: OrganizationIdParams, output: Organization },
     listMembers: { input: PageQuery, output: page(Member) },

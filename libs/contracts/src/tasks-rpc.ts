@@ -2,6 +2,7 @@ import { z } from "zod";
 import { attachmentOps } from "./attachments.js";
 import { commentOps } from "./comments.js";
 import { exportOps } from "./exports.js";
+import { importOps } from "./imports.js";
 import { OpaqueId, PageQuery, page } from "./common.js";
 import { AddDependencyBody, DependencyParams, DependencyView } from "./dependencies.js";
 import { CreateCustomFieldBody, CustomField, CustomFieldParams, DeletedCustomField, UpdateCustomFieldBody } from "./custom-fields.js";
@@ -73,5 +74,6 @@ export const tasksRpc = {
     ...commentOps,
     ...trashOps,
     ...exportOps,
+    ...importOps,
   },
 } as const satisfies RpcCatalog;

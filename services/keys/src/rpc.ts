@@ -9,6 +9,7 @@ export function keysHandlers(svc: KeysService): Handlers<typeof keysRpc> {
     devJwks: () => svc.devJwks(),
     currentMembers: (i) => svc.currentMembers(i.organization_id, i.user_ids),
     userEmails: (i) => svc.userEmails(i.user_ids),
+    membersByEmail: (i) => svc.membersByEmail(i.organization_id, i.emails),
     listOrganizations: (_i, ctx) => svc.listOrganizations(callerOf(ctx)),
     getOrganization: (i, ctx) => svc.getOrganization(callerOf(ctx), i.organization_id),
     listMembers: (i, ctx) => svc.listMembers(callerOf(ctx), i.limit, i.after),

@@ -9,6 +9,7 @@ import type { DependenciesSystem } from "./domain/dependencies.js";
 import type { EventsSystem } from "./domain/events/system.js";
 import type { ExportsSystem } from "./domain/exports/system.js";
 import type { FollowersSystem } from "./domain/followers.js";
+import type { ImportsSystem } from "./domain/imports/system.js";
 import type { LabelsSystem } from "./domain/labels.js";
 import type { ProjectsSystem } from "./domain/projects.js";
 import type { TasksSystem } from "./domain/tasks.js";
@@ -27,6 +28,7 @@ export interface TasksSystems {
   comments: CommentsSystem;
   trash: TrashSystem;
   exports: ExportsSystem;
+  imports: ImportsSystem;
 }
 
 /** The ETag travels in the reply's headers, so the gateway sends both without parsing the task. */
@@ -48,6 +50,7 @@ export function tasksHandlers({
   comments,
   trash,
   exports,
+  imports,
 }: TasksSystems): Handlers<typeof tasksRpc> {
   return {
     createTask: async (i, ctx, meta) => tagged(meta, await tasks.createTask(callerOf(ctx), i)),
@@ -110,5 +113,9 @@ export function tasksHandlers({
     createExport: (i, ctx) => exports.create(callerOf(ctx), i),
     getExport: (i, ctx) => exports.get(callerOf(ctx), i.export_id),
     listExports: (i, ctx) => exports.list(callerOf(ctx), i.limit, i.after),
+    startImportUpload: (i, ctx) => imports.startUpload(callerOf(ctx), i),
+    createImport: (i, ctx) => imports.createImport(callerOf(ctx), i),
+    getImport: (i, ctx) => imports.getImport(callerOf(ctx), i.import_id),
+    listImports: (i, ctx) => imports.listImports(callerOf(ctx), i.limit, i.after),
   };
 }

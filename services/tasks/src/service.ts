@@ -39,6 +39,7 @@ import { taskCache } from "./domain/task-cache.js";
 import { tasksSystem } from "./domain/tasks.js";
 import { trashSystem } from "./domain/trash.js";
 import { exportSettings, exportStream, startExports } from "./exports.js";
+import { importSettings, importStream, startImports } from "./import-jobs.js";
 import { startRelay } from "./relay.js";
 import { tasksHandlers } from "./rpc.js";
 
@@ -64,6 +65,7 @@ export const TasksConfig = z.object({
   /** How long a membership the keys service confirmed is trusted here, as the gateways trust an identity. */
   AUTH_CACHE_TTL_MS: settings.AUTH_CACHE_TTL_MS,
   ...exportSettings,
+  ...importSettings,
 });
 export type TasksConfig = z.output<typeof TasksConfig>;
 
@@ -102,6 +104,7 @@ export const service = defineService({
       duplicate_window: nanos(10 * 60_000),
     },
     exportStream(namespace),
+    importStream(namespace),
   ],
   async start({ db, nc, namespace, log, serve, every, onStop, cfg, client }) {
     const relay = startRelay({ db, js: jetstream(nc), nc, namespace, log });
@@ -251,6 +254,7 @@ export const service = defineService({
     const purge = purgeSystem(res, { store });
     every(cfg.PURGE_TICK, "trash purge", () => purge.tick());
     const exports = await startExports({ db, nc, namespace, log, cfg, res, store, caps, keys, onStop, every });
+    const imports = await startImports({ nc, namespace, log, cfg, every, onStop }, { res, store, caps, keys });
     const tasks = tasksSystem(res);
     serve(
       tasksRpc,
@@ -267,6 +271,7 @@ export const service = defineService({
         comments: commentsSystem(res),
         trash: trashSystem(res, { retentionMs: cfg.TRASH_RETENTION, purge }),
         exports,
+        imports,
       }),
     );
   },

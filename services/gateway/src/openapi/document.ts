@@ -10,9 +10,6 @@ import { RESOURCES, TAGS } from "./resources.js";
 import { codesWithStatus, header, METHOD_NOT_ALLOWED_REF, methodNotAllowed, Problem, problemResponse, RATE_HEADERS, REQUEST_ID } from "./responses.js";
 import { COMPONENT_REF, componentsOf, type Json, pascal } from "./schemas.js";
 
-const scopesText = (def: Operation) =>
-  def.alsoScopes.length === 0 ? `scope \`${def.scope}\`` : `scopes ${[def.scope, ...def.alsoScopes].map((s) => `\`${s}\``).join(" and ")}`;
-
 export interface ServerEntry {
   url: string;
   description?: string;
@@ -23,6 +20,10 @@ export const LOCAL_SERVER: ServerEntry = {
   url: "http://localhost:8080",
   description: "A gateway running on this machine with its default port; use your deployment's base URL instead.",
 };
+
+/** Every scope the operation requires, as its description says them. */
+const scopesText = (def: Operation) =>
+  def.alsoScopes.length === 0 ? `scope \`${def.scope}\`` : `scopes ${[def.scope, ...def.alsoScopes].map((s) => `\`${s}\``).join(" and ")}`;
 
 export function buildOpenApi(operations: readonly Operation[], server: ServerEntry = LOCAL_SERVER): Json {
   // zod converts each registry for one direction: responses are outputs, request bodies inputs.

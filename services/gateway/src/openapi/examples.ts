@@ -46,6 +46,8 @@ export const REQUEST_EXAMPLES: Record<string, Record<string, unknown>> = {
   startAttachmentUpload: { file_name: "notes.txt", content_type: "text/plain", size: 12 },
   registerAttachment: { file_name: "notes.txt", file_key: "att/org_3kTM…/upl_…", content_type: "text/plain", size: 12 },
   createExport: { format: "jsonl", include: ["tasks", "history", "comments", "projects", "labels", "custom_fields"] },
+  startImportUpload: { file_name: "tasks.csv", content_type: "text/csv", size: 1048576 },
+  createImport: { file_key: "imp/org_3kTM…/upl_…", format: "csv", dry_run: true },
   createProject: { name: "Launch", description: "Everything for the November launch." },
   updateProject: { name: "Launch v2" },
   createLabel: { name: "bug", color: "#d73a4a", description: "Something is not working." },
@@ -71,6 +73,14 @@ export const REQUEST_EXAMPLES: Record<string, Record<string, unknown>> = {
 };
 
 export const REQUEST_EXAMPLE_NOTES: Record<string, { name: string; text: { summary: string; description: string } }> = {
+  createImport: {
+    name: "afterUpload",
+    text: {
+      summary: "After an upload: put its file_key here",
+      description:
+        "Not sendable as is: `file_key` must come from a finished upload. Start one (POST /v1/imports/uploads), PUT the file's bytes to its `upload_url`, then send its `file_key` here.",
+    },
+  },
   registerAttachment: {
     name: "afterUpload",
     text: {

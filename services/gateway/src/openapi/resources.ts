@@ -17,6 +17,7 @@ import {
   Event,
   Export,
   Follower,
+  Import,
   Comment,
   CommentFeedEvent,
   DeletedTask,
@@ -69,6 +70,7 @@ export const RESOURCES: ReadonlyArray<[z.ZodType, string]> = [
   [UploadTicket, "UploadTicket"],
   [DownloadLink, "DownloadLink"],
   [Export, "Export"],
+  [Import, "Import"],
   [Board, "DailyPlan"],
   [BoardSection, "DailyPlanSection"],
   [BoardEntry, "DailyPlanEntry"],
@@ -118,6 +120,11 @@ export const TAGS: Record<string, { name: string; description: string }> = {
   "custom-fields": {
     name: "Custom fields",
     description: "The organization's own task fields, each with a key and a type; tasks hold their values in `custom_fields` by key.",
+  },
+  imports: {
+    name: "Imports",
+    description:
+      "Bring tasks in from a file: this API's own JSONL export or a CSV file. Upload the file as for attachments, then an import job reads it line by line; a dry run only checks it.",
   },
   "daily-plan": { name: "Daily plan", description: "Each user's board for a day: a TODO and a PROGRESS section." },
   events: {

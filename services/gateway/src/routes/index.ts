@@ -8,6 +8,7 @@ import { dependencies } from "./dependencies.js";
 import { events } from "./events.js";
 import { exports } from "./exports.js";
 import { followers } from "./followers.js";
+import { imports } from "./imports.js";
 import { invitations } from "./invitations.js";
 import { labels } from "./labels.js";
 import { members } from "./members.js";
@@ -39,6 +40,7 @@ export const resources: readonly Resource[] = [
   projects,
   labels,
   customFields,
+  imports,
   dailyPlan,
   webhookEndpoints,
   events,

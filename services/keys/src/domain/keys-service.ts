@@ -135,6 +135,10 @@ export function keysService(res: KeysResources, { issuer }: { issuer: DevIssuer 
       return { users: userIds.length === 0 ? [] : await repo.userEmails([...new Set(userIds)]) };
     },
 
+    async membersByEmail(orgId: string, emails: string[]): Promise<{ members: Array<{ email: string; user_id: string }> }> {
+      return { members: emails.length === 0 ? [] : await repo.membersByEmail(orgId, [...new Set(emails.map((e) => e.toLowerCase()))]) };
+    },
+
     async listOrganizations(t: Caller): Promise<Page<Organization>> {
       const org = await orgOrThrow(t.organizationId);
       return { data: [toOrganization(org)], has_more: false, next_cursor: null };

@@ -119,6 +119,13 @@ export function keysRepo(sql: Sql) {
       return sql<{ id: string; email: string }[]>`select id, email from users where id = any(${array(sql, userIds)})`;
     },
 
+    /** On users_email_key; `emails` lower-cased. Each answer carries the email as stored. */
+    async membersByEmail(orgId: string, emails: readonly string[]): Promise<Array<{ email: string; user_id: string }>> {
+      return sql<{ email: string; user_id: string }[]>`
+        select u.email, u.id as user_id from users u join memberships m on m.user_id = u.id and m.organization_id = ${orgId}
+        where lower(u.email) = any(${array(sql, emails)})`;
+    },
+
     async organization(orgId: string): Promise<OrgRow | undefined> {
       const [row] = await sql<OrgRow[]>`select * from organizations where id = ${orgId}`;
       return row;

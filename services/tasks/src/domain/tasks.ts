@@ -22,9 +22,9 @@ import { checkAssignees } from "./people.js";
 import { checkIfMatch } from "./preconditions.js";
 import { occurAfterDone } from "./recurrence/occurrences.js";
 import { normalizeRecurrence, withRecurrenceRule } from "./recurrence/rrule.js";
-import { firstSlot, localDay } from "./recurrence/slots.js";
 import { existingTask, filterTask, noTask, notFound, pathNumber } from "./refs.js";
 import type { TasksResources } from "./resources.js";
+import { createdContent } from "./task-content.js";
 import { LIST_SCAN, listFilter, SEARCH_SCAN, withMe } from "./task-queries.js";
 import { keyedWrites } from "./writes.js";
 
@@ -62,25 +62,7 @@ export function tasksSystem(res: TasksResources) {
     await checkLabels(r, org, b.label_ids);
     const defs = b.custom_fields === undefined ? [] : await r.customFields.definitions(org, Object.keys(b.custom_fields), false);
     const custom = await mergedValues(defs, {}, b.custom_fields, { members: res.members, caller: c });
-    const recurrence = b.recurrence ? normalizeRecurrence(b.recurrence) : null;
-    // A recurring task heads its series as its first occurrence: without a due date of its own it is due on its slot.
-    const firstDay = recurrence === null ? null : firstSlot(recurrence, localDay(res.now(), recurrence.timezone));
-    const content: Content = {
-      title: b.title,
-      description: b.description ?? null,
-      status: b.status ?? "TODO",
-      priority: b.priority ?? null,
-      start_date: toIsoOrNull(b.start_date ?? null),
-      due_date: toIsoOrNull(b.due_date ?? firstDay),
-      notes: b.notes ?? null,
-      story_points: b.story_points ?? null,
-      recurrence,
-      project_ids: projectIds,
-      assignee_ids: b.assignee_ids ?? [],
-      label_ids: b.label_ids ?? [],
-      custom_fields: custom,
-      parent_number: parent,
-    };
+    const content = createdContent(b, { projectIds, parent, custom }, res.now());
     return { content, fieldsSeen: defs.map((d) => ({ id: d.id, stamp: d.stamp })) };
   });
 

@@ -58,7 +58,7 @@ export function attachmentsRepo(sql: Sql) {
         returning used_bytes::text as used`;
       const [res] = await sql<{ reserved: string }[]>`
         select coalesce(sum(size), 0)::text as reserved from uploads
-        where organization_id = ${org} and state <> 'registered' and expires_at > now()`;
+        where organization_id = ${org} and purpose = 'attachment' and state <> 'registered' and expires_at > now()`;
       return { used: Number(row?.used ?? 0), reserved: Number(res?.reserved ?? 0) };
     },
 

@@ -8,6 +8,8 @@ import { eventStreamRepo } from "./event-stream-repo.js";
 import { eventsRepo } from "./events-repo.js";
 import { exportsRepo } from "./exports-repo.js";
 import { followersRepo } from "./followers-repo.js";
+import { importMapsRepo } from "./import-maps-repo.js";
+import { importsRepo } from "./imports-repo.js";
 import { labelsRepo } from "./labels-repo.js";
 import { projectsRepo } from "./projects-repo.js";
 import { purgeRepo } from "./purge-repo.js";
@@ -35,6 +37,8 @@ export function repositories(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
     removals: removalsRepo(sql),
     attachments: attachmentsRepo(sql),
     exports: exportsRepo(sql, pageBytes),
+    imports: importsRepo(sql, pageBytes),
+    importMaps: importMapsRepo(sql),
     events: eventsRepo(sql, pageBytes),
     stream: eventStreamRepo(sql, pageBytes),
     idempotency: idempotencyRecords(sql),
