@@ -19,6 +19,7 @@ import postgres from "postgres";
 import { connectNats, deleteNamespaceStreams, jetstreamManager } from "@tasksvc/nats";
 import { metricsSnapshot, printMetricsSnapshot } from "./metrics.mjs";
 import { exportScenarios, printExports } from "./exports.mjs";
+import { startAutovacuum } from "./autovacuum.mjs";
 import { commentTarget, notificationScenarios, printNotifications } from "./notifications.mjs";
 import { recurrenceScenarios } from "./recurrence.mjs";
 import { importScenarios, printImports } from "./imports.mjs";
@@ -236,8 +237,11 @@ const ready = (child) => until(`${child.benchName} to be ready`, async () => chi
 const scratch = join(tmpdir(), `tasksvc-bench-${suffix}`);
 mkdirSync(scratch, { recursive: true });
 
+/** The autovacuum stand-in, once the stack runs. */
+let autovacuum = null;
 async function cleanup() {
   cleaningUp = true;
+  await autovacuum?.stop();
   for (const c of children) c.kill("SIGTERM");
   // A child ended by a signal has a signalCode and no exitCode.
   await Promise.all(children.map((c) => (c.exitCode !== null || c.signalCode !== null ? null : new Promise((r) => c.once("exit", r)))));
@@ -646,6 +650,8 @@ try {
   // The upload scenario's clients all come from 127.0.0.1: the link routes' per-address limit is off.
   const gatewayProcess = start("gateway", "services/gateway/dist/main.js", { ...stackEnv, ...ops("gateway"), LINK_RATE_LIMIT: "off" });
   await until("gateway /readyz", async () => (await fetch("http://127.0.0.1:18303/readyz")).ok);
+  // What autovacuum would do on a production server (this machine's has it off): BENCH_AUTOVACUUM=off measures without it.
+  if (process.env.BENCH_AUTOVACUUM !== "off") autovacuum = startAutovacuum(DATABASE_URL, { log: (m) => process.stderr.write(`bench: ${m}\n`) });
   const tenant = admin("bootstrap", "--org", "Bench", "--plan", "team", "--email", "bench@example.test");
   // The benchmark measures throughput, not the limiter's refusals.
   admin("set-limits", "--org", tenant.organization_id, "--burst", "1000000000", "--quota", "2000000000");

@@ -28,8 +28,10 @@ type VersionRow = ContentColumns & Budgeted & { id: string; task_number: string;
 export function exportReads(sql: Sql) {
   const cols = sql.unsafe(TASK_COLUMNS);
   const live = sql.unsafe(NOT_IN_TRASH);
-  const liveTask = (org: string, number: ReturnType<typeof sql.unsafe>) =>
-    sql`exists (select 1 from tasks t where t.organization_id = ${org} and t.number = ${number} and ${live})`;
+  // `from`: the chunk's first task number, also said of the tasks side. Without it the planner may
+  // merge-join from the organization's first task at every chunk: at a million tasks, 2 s a chunk.
+  const liveTask = (org: string, number: ReturnType<typeof sql.unsafe>, from = 0) =>
+    sql`exists (select 1 from tasks t where t.organization_id = ${org} and t.number = ${number} and t.number >= ${from}::bigint and ${live})`;
   return {
     /** Counted once, at the start: the export's progress total. */
     async taskCount(org: string): Promise<number> {
@@ -99,7 +101,8 @@ export function exportReads(sql: Sql) {
           v.notes, v.story_points::text as story_points, v.recurrence, v.project_ids, v.assignee_ids, v.label_ids, v.custom_fields, v.created_at,
           t.owner_user_id, octet_length(row_to_json(v)::text) as bytes
         from task_versions v join tasks t on t.organization_id = v.organization_id and t.number = v.task_number
-        where v.organization_id = ${org} and (v.task_number, v.seq) > (${after[0]}::bigint, ${after[1]}::int) and ${live}
+        where v.organization_id = ${org} and (v.task_number, v.seq) > (${after[0]}::bigint, ${after[1]}::int)
+          and t.number >= ${after[0]}::bigint and ${live}
         order by v.task_number, v.seq
         limit ${limit}`;
       const rows = await sql<VersionRow[]>`${withinBudget(sql, page, "item.bytes", "item.task_number, item.seq", CHUNK_BYTES)}`;
@@ -121,7 +124,7 @@ export function exportReads(sql: Sql) {
       const rows = await sql<{ blocked: string; blocker: string }[]>`
         select d.blocked_number::text as blocked, d.blocker_number::text as blocker from dependencies d
         where d.organization_id = ${org} and (d.blocked_number, d.blocker_number) > (${after[0]}::bigint, ${after[1]}::bigint)
-          and ${liveTask(org, sql.unsafe("d.blocked_number"))} and ${liveTask(org, sql.unsafe("d.blocker_number"))}
+          and ${liveTask(org, sql.unsafe("d.blocked_number"), after[0])} and ${liveTask(org, sql.unsafe("d.blocker_number"))}
         order by d.blocked_number, d.blocker_number
         limit ${limit}`;
       return rows.map((r) => ({ blocked: Number(r.blocked), blocker: Number(r.blocker) }));
@@ -135,7 +138,7 @@ export function exportReads(sql: Sql) {
         select c.id, c.task_number, c.author_id, c.body, c.mention_ids, c.created_at, c.updated_at, c.edited_at,
           c.created_at::text as at, octet_length(row_to_json(c)::text) as bytes
         from comments c
-        where c.organization_id = ${org} ${position} and ${liveTask(org, sql.unsafe("c.task_number"))}
+        where c.organization_id = ${org} ${position} and ${liveTask(org, sql.unsafe("c.task_number"), after?.task ?? 0)}
         order by c.task_number, c.created_at, c.id
         limit ${limit}`;
       const rows = await sql<(CommentRow & Budgeted & { at: string })[]>`${withinBudget(
