@@ -23,21 +23,21 @@ const allowOf = (h: string | number | string[] | undefined) =>
     .filter(Boolean);
 
 describe("a method the path does not serve", () => {
-  it("when PUT /v1/tasks/T-1 is sent without credentials, then 405 method_not_allowed as a problem, Allow naming GET, HEAD and PATCH", async () => {
+  it("when PUT /v1/tasks/T-1 is sent without credentials, then 405 method_not_allowed as a problem, Allow naming GET, HEAD, PATCH and DELETE", async () => {
     const r = await app.inject({ method: "PUT", url: "/v1/tasks/T-1", payload: { title: "x" } });
     expect(r.statusCode, r.body).toBe(405);
     expect(r.headers["content-type"]).toContain("application/problem+json");
     expect(r.headers["x-request-id"]).toMatch(/^req_/);
     expect(r.json()).toMatchObject({ status: 405, code: "method_not_allowed", title: "Method not allowed" });
-    expect(r.json().detail).toBe("PUT is not served at /v1/tasks/T-1; it serves GET, HEAD, PATCH.");
-    expect(allowOf(r.headers.allow)).toEqual(["GET", "HEAD", "PATCH"]);
+    expect(r.json().detail).toBe("PUT is not served at /v1/tasks/T-1; it serves GET, HEAD, PATCH, DELETE.");
+    expect(allowOf(r.headers.allow)).toEqual(["GET", "HEAD", "PATCH", "DELETE"]);
   });
 
   it("when the same request carries a credential (valid or not), then the same 405: the route table is public, so it is answered before authentication", async () => {
     const r = await app.inject({ method: "PUT", url: "/v1/tasks/T-1?x=1", headers: { authorization: "Bearer svc_live_whatever" } });
     expect(r.statusCode, r.body).toBe(405);
     expect(r.json().code).toBe("method_not_allowed");
-    expect(allowOf(r.headers.allow)).toEqual(["GET", "HEAD", "PATCH"]);
+    expect(allowOf(r.headers.allow)).toEqual(["GET", "HEAD", "PATCH", "DELETE"]);
     expect(r.headers["www-authenticate"]).toBeUndefined();
   });
 
@@ -71,7 +71,7 @@ describe("a method the path does not serve", () => {
   it("when CORS is on, then Allow names OPTIONS too (preflights are answered), and an unknown path stays 404", async () => {
     const r = await withCors.inject({ method: "PUT", url: "/v1/tasks/T-1" });
     expect(r.statusCode).toBe(405);
-    expect(allowOf(r.headers.allow)).toEqual(["GET", "HEAD", "PATCH", "OPTIONS"]);
+    expect(allowOf(r.headers.allow)).toEqual(["GET", "HEAD", "PATCH", "DELETE", "OPTIONS"]);
     const unknown = await withCors.inject({ method: "GET", url: "/v1/nothing-here" });
     expect(unknown.statusCode).toBe(404);
     expect(unknown.headers.allow).toBeUndefined();

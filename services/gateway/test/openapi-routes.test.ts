@@ -32,11 +32,11 @@ describe("the document beside the operations' schemas", () => {
     expect(Object.keys(shared?.content?.["application/problem+json"]?.["examples"] as Json)).toEqual(["method_not_allowed"]);
   });
 
-  it("when an operation creates a resource (201), then its 201 documents Location; only an upload's start, whose link is a secret, has none", () => {
+  it("when an operation creates a resource (201), then its 201 documents Location; only the starts of uploads, whose link is a secret, have none", () => {
     const creations = operations.filter((o) => o.status === 201);
     expect(creations.length).toBeGreaterThanOrEqual(8);
     const without = creations.filter((o) => o.location === undefined).map((o) => o.operationId);
-    expect(without).toEqual(["startAttachmentUpload"]);
+    expect(without).toEqual(["startAttachmentUpload", "startImportUpload"]);
     for (const o of creations.filter((c) => c.location !== undefined)) {
       const location = byId(o.operationId).responses["201"]?.headers?.["Location"];
       expect(location?.["description"], o.operationId).toContain(o.location);
