@@ -166,53 +166,37 @@ export function createDb(opts: DbOptions): Database {
   };
   Object.assign(sql, { begin: refuse, reserve: refuse });
 
-  // No lifetime recycling mid-transaction; read-only outside our BEGIN READ WRITE, so a statement re-sent after a reconnect cannot commit alone.
-  const transactions = transactionPool(
-    txMax,
-    (onclose) => {
-      const base = connectionOptions(opts, instance);
-      const slotOptions = {
-        ...base,
-        connection: opts.poolMode === "transaction" ? base.connection : { ...base.connection, default_transaction_read_only: true },
-        max: 1,
-        max_pipeline: 100,
-        max_lifetime: null,
-        onclose,
-        ...(sessionMode ? { target_session_attrs: "primary" as const } : {}),
-      };
-      return postgres(url, Object.assign(slotOptions, { socket: oneConnection(onclose) }));
-    },
-    { spanAttributes: { "db.namespace": opts.schema }, waitMs: slotWaitMs(opts) },
-  );
+  /**
+   * One connection a slot, never recycled mid-transaction, read-only outside our BEGIN (a statement
+   * re-sent after a reconnect cannot commit alone). `suffix` names the connection's role.
+   */
+  const slot = (suffix: string) => (onclose: () => void) => {
+    const base = connectionOptions(opts, instance);
+    const named = suffix === "" ? base.connection : { ...base.connection, application_name: `${base.connection.application_name}${suffix}` };
+    const slotOptions = {
+      ...base,
+      connection: opts.poolMode === "transaction" ? named : { ...named, default_transaction_read_only: true },
+      max: 1,
+      max_pipeline: 100,
+      max_lifetime: null,
+      onclose,
+      ...(sessionMode ? { target_session_attrs: "primary" as const } : {}),
+    };
+    return postgres(url, Object.assign(slotOptions, { socket: oneConnection(onclose) }));
+  };
+  const transactions = transactionPool(txMax, slot(""), { spanAttributes: { "db.namespace": opts.schema }, waitMs: slotWaitMs(opts) });
 
   // Read only from BEGIN: nothing in it can write, so a re-sent statement has nothing to commit alone.
   const snapshots =
     snapshotMax === 0
       ? undefined
-      : transactionPool(
-          snapshotMax,
-          (onclose) => {
-            const base = connectionOptions(opts, instance);
-            const named = { ...base.connection, application_name: `${base.connection.application_name}-snapshot${READ_SUFFIX}` };
-            const slotOptions = {
-              ...base,
-              connection: opts.poolMode === "transaction" ? named : { ...named, default_transaction_read_only: true },
-              max: 1,
-              max_pipeline: 100,
-              max_lifetime: null,
-              onclose,
-              ...(sessionMode ? { target_session_attrs: "primary" as const } : {}),
-            };
-            return postgres(url, Object.assign(slotOptions, { socket: oneConnection(onclose) }));
-          },
-          {
-            spanAttributes: { "db.namespace": opts.schema, "db.operation.name": "snapshot" },
-            waitMs: slotWaitMs(opts),
-            begin: "begin isolation level repeatable read, read only",
-            readOnly: true,
-            measured: false,
-          },
-        );
+      : transactionPool(snapshotMax, slot(`-snapshot${READ_SUFFIX}`), {
+          spanAttributes: { "db.namespace": opts.schema, "db.operation.name": "snapshot" },
+          waitMs: slotWaitMs(opts),
+          begin: "begin isolation level repeatable read, read only",
+          readOnly: true,
+          measured: false,
+        });
 
   const unregister = [
     sampled.dbTransactionSlots(() => {
