@@ -69,7 +69,7 @@ async function fullTask(t: Tenant, marker: string) {
     201,
   );
   // The member hears of the assignment and the mention.
-  await eventually(async () => ((await gw.get("/v1/notifications/unread-count", as(member))).body.count >= 2), { what: "notifications" });
+  await eventually(async () => (await gw.get("/v1/notifications/unread-count", as(member))).body.count >= 2, { what: "notifications" });
   return { task, sub, member, comment, fileKey: ticket.file_key as string, blocker, blocked };
 }
 
