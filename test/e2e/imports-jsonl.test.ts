@@ -1,4 +1,4 @@
-import { e2eContext, type Tenant } from "@tasksvc/testing";
+import { apiTask, e2eContext, type Tenant } from "@tasksvc/testing";
 import { describe, expect, it } from "vitest";
 import { allTasks, importFile } from "./import-steps.js";
 
@@ -10,28 +10,7 @@ const { gw, f } = e2eContext();
 const AT = "2026-01-05T10:00:00.000Z";
 const task = (id: string, fields: Record<string, unknown>) => ({
   object: "task",
-  id,
-  version: 3,
-  title: `Task ${id}`,
-  description: null,
-  status: "TODO",
-  priority: null,
-  start_date: null,
-  due_date: null,
-  notes: null,
-  story_points: null,
-  project_ids: [],
-  owner_id: "usr_srcOwner",
-  assignee_ids: [],
-  label_ids: [],
-  custom_fields: {},
-  recurrence: null,
-  parent_task_id: null,
-  archived: false,
-  series_task_id: null,
-  occurrence_date: null,
-  created_at: AT,
-  updated_at: AT,
+  ...apiTask(`Task ${id}`, { id, version: 3, owner_id: "usr_srcOwner", created_at: AT, updated_at: AT }),
   ...fields,
 });
 
