@@ -13,6 +13,7 @@
 import { readFileSync } from "node:fs";
 import postgres from "postgres";
 import { seedSearchData } from "./search.mjs";
+import { cpuPerRequest } from "./yardsticks.mjs";
 
 const SIZE = Number(process.env.BENCH_EXPORT_TASKS ?? 1_000_000);
 /** An export of a million tasks with their history writes gigabytes; generous. */
@@ -52,7 +53,8 @@ async function call(gateway, key, method, path, body) {
   return JSON.parse(text);
 }
 
-async function oneExport({ gateway, key, tasksPid, databaseUrl, format, log }) {
+async function oneExport({ gateway, key, tasksPid, databaseUrl, format, cpu, log }) {
+  const cpuBefore = cpu();
   const before = memoryOf(tasksPid);
   const stop = sampler(tasksPid);
   const t0 = performance.now();
@@ -71,6 +73,7 @@ async function oneExport({ gateway, key, tasksPid, databaseUrl, format, log }) {
   }
   const seconds = (performance.now() - t0) / 1000;
   const peak = stop();
+  const cpuPer1000 = cpuPerRequest(cpuBefore, cpu(), e.progress.done / 1000);
   const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} });
   try {
     const [row] =
@@ -86,6 +89,7 @@ async function oneExport({ gateway, key, tasksPid, databaseUrl, format, log }) {
       rss_peak_mib: peak,
       rss_growth_mib: peak - before.rss,
       hwm_mib: memoryOf(tasksPid).hwm,
+      cpu_ms_per_1000_tasks: cpuPer1000,
     };
   } finally {
     await sql.end({ timeout: 1 });
@@ -118,7 +122,8 @@ async function cursorBaseline(databaseUrl, org) {
   return { rows, seconds, rows_per_second: rows / seconds, bytes };
 }
 
-export async function exportScenarios({ databaseUrl, gateway, admin, tasksPid, log }) {
+/** `cpu()`: CPU ms so far by process (yardsticks' cpuSnapshot). */
+export async function exportScenarios({ databaseUrl, gateway, admin, tasksPid, cpu, log }) {
   const t = admin("bootstrap", "--org", `Export ${SIZE}`, "--plan", "team", "--email", `export-${SIZE}@example.test`);
   admin("set-limits", "--org", t.organization_id, "--burst", "1000000000", "--quota", "2000000000");
   const tenant = { size: SIZE, tag: `export${SIZE}`, key: t.api_key, org: t.organization_id, user: t.user_id };
@@ -135,7 +140,7 @@ export async function exportScenarios({ databaseUrl, gateway, admin, tasksPid, l
   const runs = [];
   for (const format of ["jsonl", "csv"]) {
     log(`exports: exporting ${SIZE.toLocaleString("en-US")} tasks as ${format} …`);
-    runs.push(await oneExport({ gateway, key: tenant.key, tasksPid, databaseUrl, format, log }));
+    runs.push(await oneExport({ gateway, key: tenant.key, tasksPid, databaseUrl, format, cpu, log }));
   }
   return { size: SIZE, seeding, baseline, runs };
 }
@@ -162,4 +167,10 @@ export function printExports(r) {
   console.log(line(head));
   console.log(w.map((n) => "-".repeat(n)).join("  "));
   for (const row of rows) console.log(line(row));
+  for (const x of r.runs)
+    console.log(
+      `${x.format}: CPU ms per 1,000 tasks: ${Object.entries(x.cpu_ms_per_1000_tasks)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(", ")}`,
+    );
 }

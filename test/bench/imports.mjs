@@ -9,6 +9,7 @@
 // BENCH_IMPORT_ROWS sets the size (default 100,000; a smoke run takes 2,000).
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { cpuPerRequest } from "./yardsticks.mjs";
 
 const ROWS = Number(process.env.BENCH_IMPORT_ROWS ?? 100_000);
 const CLIENTS = Number(process.env.BENCH_IMPORT_BATCH_CLIENTS ?? 8);
@@ -89,16 +90,29 @@ async function viaImport(gateway, key, rows, tasksPid) {
   }
 }
 
-export async function importScenarios({ gateway, key, tasksPid, settle, log }) {
+/**
+ * `cpu()`: CPU ms so far by process (yardsticks' cpuSnapshot). Each way's CPU per task counts from
+ * its start until its events are worked off (relay, fan-out, consumers), which both ways cause alike.
+ */
+export async function importScenarios({ gateway, key, tasksPid, settle, cpu, log }) {
   log(`bench: imports (a) ${ROWS} tasks through POST /v1/tasks/batch, ${CLIENTS} clients …`);
+  let before = cpu();
   const batches = await viaBatches(gateway, key, ROWS);
   // The batches' events are worked off first: (b) would otherwise share the machine with their relay.
   await settle();
+  batches.cpu = cpuPerRequest(before, cpu(), ROWS);
   log(`bench: imports (b) a CSV file of ${ROWS} rows …`);
+  before = cpu();
   const imported = await viaImport(gateway, key, ROWS, tasksPid);
   await settle();
+  imported.cpu = cpuPerRequest(before, cpu(), ROWS);
   return { rows: ROWS, clients: CLIENTS, batches, imported };
 }
+
+const cpuText = (c) =>
+  Object.entries(c)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(", ");
 
 export function printImports({ rows, clients, batches, imported }) {
   const fmt = (n, d = 0) => n.toLocaleString("en-US", { minimumFractionDigits: d, maximumFractionDigits: d });
@@ -107,6 +121,8 @@ export function printImports({ rows, clients, batches, imported }) {
   console.log(
     `(b) CSV import of ${fmt(imported.bytes / 1024 / 1024, 1)} MiB: ${fmt(imported.perSecond)} tasks/s (${fmt(imported.seconds, 1)} s from POST /v1/imports to succeeded; upload ${fmt(imported.uploadSeconds, 1)} s) · ${(imported.perSecond / batches.perSecond).toFixed(2)}× (a) (target ≥ 2×)`,
   );
+  console.log(`CPU ms per task, until its events were worked off: (a) ${cpuText(batches.cpu)}`);
+  console.log(`CPU ms per task, until its events were worked off: (b) ${cpuText(imported.cpu)}`);
   console.log(
     `tasks service RSS during the import: idle ${fmt(imported.rssIdle, 1)} MiB, peak ${fmt(imported.rssPeak, 1)} MiB (+${fmt(imported.rssPeak - imported.rssIdle, 1)} MiB)`,
   );

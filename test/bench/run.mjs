@@ -813,6 +813,7 @@ try {
       key: ctx.key,
       tasksPid: tasksProcess.pid,
       settle: settleEvents,
+      cpu: () => cpuSnapshot(liveProcesses()),
       log: (m) => process.stderr.write(`${m}\n`),
     });
   }
@@ -834,6 +835,7 @@ try {
       gateway: "http://127.0.0.1:18303",
       admin,
       tasksPid: children.find((c) => c.benchName === "tasks").pid,
+      cpu: () => cpuSnapshot(liveProcesses()),
       log: (m) => process.stderr.write(`bench: ${m}\n`),
     });
   }

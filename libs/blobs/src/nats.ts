@@ -1,9 +1,13 @@
 import { createHash } from "node:crypto";
 import { Readable } from "node:stream";
 import { jetstream } from "@nats-io/jetstream";
-import { Objm, type ObjectInfo, type ObjectStore } from "@nats-io/obj";
+import { Objm, type ObjectInfo, type ObjectStore, setSha256Backend } from "@nats-io/obj";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { BlobSizeMismatch, exactly, type BlobInfo, type BlobStore, type PutOptions } from "./store.js";
+
+// The library hashes every upload with a pure-JS SHA-256 unless told otherwise: node:crypto's is
+// several times faster, and a large export spent a good part of its upload there.
+setSha256Backend("native");
 
 export const attachmentsBucket = (namespace: string) => `${namespace}_attachments`;
 
@@ -17,8 +21,13 @@ function infoOf(o: ObjectInfo): BlobInfo {
   return { size: o.size, contentType: o.metadata?.[CONTENT_TYPE] ?? null, createdAt: new Date(o.mtime) };
 }
 
-/** Chunks (128 KiB each) pulled at a time by a read. */
-const PULL_CHUNKS = 8;
+/**
+ * Objects are written in chunks of 512 KiB, well under a 1 MiB max_payload: a chunk is one awaited
+ * publish, and 128 KiB chunks (the library's default) held a large upload to about half the rate.
+ */
+const CHUNK_BYTES = 512 * 1024;
+/** Chunks pulled at a time by a read: 1 MiB of 512 KiB chunks (objects written before have 128 KiB ones). */
+const PULL_CHUNKS = 2;
 const PULL_WAIT_MS = 10_000;
 
 /** `SHA-256=` then hex or base64 (either alphabet), as object stores write it; null when it is neither. */
@@ -44,8 +53,8 @@ async function createBucket(nc: NatsConnection, bucket: string, replicas: number
 }
 
 /**
- * Written in 128 KiB chunks, each publish awaited before the next read, so a large upload holds one
- * chunk in memory. `replicas` applies when the bucket is created only.
+ * Each chunk's publish is awaited before the next read, so a large upload holds one chunk in
+ * memory. `replicas` applies when the bucket is created only.
  */
 export async function natsBlobStore(nc: NatsConnection, namespace: string, opts: NatsBlobStoreOptions = {}): Promise<BlobStore> {
   const os = await createBucket(nc, attachmentsBucket(namespace), opts.replicas ?? 1);
@@ -99,7 +108,10 @@ export async function natsBlobStore(nc: NatsConnection, namespace: string, opts:
       // pipe does not forward errors.
       body.once("error", (err) => counted.destroy(err));
       try {
-        await os.put({ name: key, metadata: { [CONTENT_TYPE]: o.contentType } }, Readable.toWeb(counted) as unknown as ReadableStream<Uint8Array>);
+        await os.put(
+          { name: key, metadata: { [CONTENT_TYPE]: o.contentType }, options: { max_chunk_size: CHUNK_BYTES } },
+          Readable.toWeb(counted) as unknown as ReadableStream<Uint8Array>,
+        );
       } catch (e) {
         // os.put purged its chunks; the size check's own error is the one to answer.
         if (e instanceof BlobSizeMismatch) throw e;
@@ -117,7 +129,8 @@ export async function natsBlobStore(nc: NatsConnection, namespace: string, opts:
     async get(key: string): Promise<{ body: Readable; info: BlobInfo } | null> {
       const o = await info(key);
       if (!o) return null;
-      return { body: Readable.from(chunksOf(o)), info: infoOf(o) };
+      // Two chunks buffered ahead of the reader (Readable.from's default is 16, 8 MiB of chunks).
+      return { body: Readable.from(chunksOf(o), { highWaterMark: 2 }), info: infoOf(o) };
     },
 
     async delete(key: string): Promise<void> {

@@ -64,7 +64,7 @@ describe("the JetStream object store", () => {
   });
 
   it("when a reader takes one chunk and pauses, then only a few chunks have been pulled from the server, not the whole object", async () => {
-    const bytes = randomBytes(100 * 128 * 1024);
+    const bytes = randomBytes(40 * 512 * 1024);
     await store.put("org_d/big", pieces(bytes), { size: bytes.length, contentType: "text/csv" });
     const got = await store.get("org_d/big");
     const body = got?.body ?? Readable.from([]);
@@ -75,15 +75,18 @@ describe("the JetStream object store", () => {
       }),
     );
     expect(first.length).toBeGreaterThan(0);
-    // What a reader that stopped has cost: the chunks still waiting on the server for its pulls (the object is 100).
+    // What a reader that stopped has cost: the chunks still waiting on the server for its pulls (the object is 40).
     await new Promise((r) => setTimeout(r, 300));
-    const nuid = (await (await new Objm(nc).open(attachmentsBucket(namespace))).info("org_d/big"))?.nuid;
+    const stored = await (await new Objm(nc).open(attachmentsBucket(namespace))).info("org_d/big");
+    // Written in 512 KiB chunks: the library's 128 KiB ones made a large upload half as fast.
+    expect(stored?.chunks).toBe(40);
+    const nuid = stored?.nuid;
     const pending = [];
     for await (const c of (await jetstreamManager(nc)).consumers.list(`OBJ_${attachmentsBucket(namespace)}`)) {
       if (c.config.filter_subject === `$O.${attachmentsBucket(namespace)}.C.${nuid}`) pending.push(c.num_pending);
     }
     expect(pending.length).toBeGreaterThan(0);
-    expect(Math.min(...pending)).toBeGreaterThanOrEqual(100 - 24);
+    expect(Math.min(...pending)).toBeGreaterThanOrEqual(40 - 8);
     body.resume();
     expect(sha(Buffer.concat([first, await read(body)]))).toBe(sha(bytes));
   });

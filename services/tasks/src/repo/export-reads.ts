@@ -27,6 +27,13 @@ type VersionRow = ContentColumns & Budgeted & { id: string; task_number: string;
  */
 export function exportReads(sql: Sql) {
   const cols = sql.unsafe(TASK_COLUMNS);
+  // A row's size from its values' headers, never by rendering it: measuring a version as JSON cost
+  // an export more than reading it. The stored size of the JSON and array columns (compressed when
+  // large) is close enough for a bound on memory; 256 stands for the fixed columns.
+  const VERSION_BYTES = sql.unsafe(
+    "(256 + octet_length(v.title) + coalesce(octet_length(v.description), 0) + coalesce(octet_length(v.notes), 0) + coalesce(pg_column_size(v.custom_fields), 0) + coalesce(pg_column_size(v.recurrence), 0) + coalesce(pg_column_size(v.project_ids), 0) + coalesce(pg_column_size(v.assignee_ids), 0) + coalesce(pg_column_size(v.label_ids), 0))",
+  );
+  const COMMENT_BYTES = sql.unsafe("(256 + octet_length(c.body) + coalesce(pg_column_size(c.mention_ids), 0))");
   const live = sql.unsafe(NOT_IN_TRASH);
   // `from`: the chunk's first task number, also said of the tasks side. Without it the planner may
   // merge-join from the organization's first task at every chunk: at a million tasks, 2 s a chunk.
@@ -88,26 +95,29 @@ export function exportReads(sql: Sql) {
     },
 
     /**
-     * Versions after (task, seq), oldest first per task, as the history route shows them (the owner
-     * is the task's). task_number stays a number in the statement: the byte budget's window orders by it.
+     * Versions after (task, seq) of tasks numbered below `before`, oldest first per task, as the
+     * history route shows them (the owner is the task's); `more` when the page was cut by its limit
+     * or its bytes. task_number stays a number in the statement: the byte budget's window orders by it.
      */
     async versions(
       org: string,
       after: readonly [number, number],
+      before: number,
       limit: number,
-    ): Promise<{ items: Array<TaskVersion & { task_number: number; seq: number }> }> {
+    ): Promise<{ items: Array<TaskVersion & { task_number: number; seq: number }>; more: boolean }> {
       const page = sql`
         select v.id, v.task_number, v.seq, v.version, v.title, v.description, v.status, v.priority, v.start_date, v.due_date,
           v.notes, v.story_points::text as story_points, v.recurrence, v.project_ids, v.assignee_ids, v.label_ids, v.custom_fields, v.created_at,
-          t.owner_user_id, octet_length(row_to_json(v)::text) as bytes
+          t.owner_user_id, ${VERSION_BYTES} as bytes
         from task_versions v join tasks t on t.organization_id = v.organization_id and t.number = v.task_number
         where v.organization_id = ${org} and (v.task_number, v.seq) > (${after[0]}::bigint, ${after[1]}::int)
-          and t.number >= ${after[0]}::bigint and ${live}
+          and v.task_number < ${before}::bigint and t.number >= ${after[0]}::bigint and t.number < ${before}::bigint and ${live}
         order by v.task_number, v.seq
         limit ${limit}`;
       const rows = await sql<VersionRow[]>`${withinBudget(sql, page, "item.bytes", "item.task_number, item.seq", CHUNK_BYTES)}`;
       const kept = rows.filter((r, i) => i === 0 || r.fits);
       return {
+        more: rows.length === limit || kept.length < rows.length,
         items: kept.map((r) => ({
           task_number: Number(r.task_number),
           seq: r.seq,
@@ -136,7 +146,7 @@ export function exportReads(sql: Sql) {
         after === null ? sql`` : sql`and (c.task_number, c.created_at, c.id) > (${after.task}::bigint, ${after.at}::text::timestamptz, ${after.id})`;
       const page = sql`
         select c.id, c.task_number, c.author_id, c.body, c.mention_ids, c.created_at, c.updated_at, c.edited_at,
-          c.created_at::text as at, octet_length(row_to_json(c)::text) as bytes
+          c.created_at::text as at, ${COMMENT_BYTES} as bytes
         from comments c
         where c.organization_id = ${org} ${position} and ${liveTask(org, sql.unsafe("c.task_number"), after?.task ?? 0)}
         order by c.task_number, c.created_at, c.id

@@ -121,11 +121,17 @@ export function exportsSystem(res: TasksResources, o: ExportsOptions) {
         if (stopping.aborted) ended ??= new RunEnded("stopping");
         if (ended) throw ended;
       };
+      const began = performance.now();
       written = await writeExport(o, { org: row.organization_id, id: row.id, format: row.format, parts: new Set(row.include), tick });
       await tick(written.tasks, progress.total);
+      const wrote = performance.now();
       const fileKey = exportFileKey(row.organization_id, row.id, row.format);
       await o.store.put(fileKey, concatenated(written.paths), { size: written.size, contentType: CONTENT_TYPES[row.format] });
       const ok = await repo.succeed(row.id, attempt, { fileKey, size: written.size, done: written.tasks, total: progress.total, ttlMs: o.ttlMs });
+      res.log.info(
+        { export_id: row.id, tasks: written.tasks, bytes: written.size, write_ms: Math.round(wrote - began), upload_ms: Math.round(performance.now() - wrote) },
+        "export file stored",
+      );
       // Lost meanwhile: the run that took over writes the same key and records it.
       return ok ? "succeeded" : "lease lost";
     } finally {

@@ -1,10 +1,10 @@
 import type { CustomField, ExportFormat, ExportPart, Page, Task } from "@tasksvc/contracts";
 import { taskId } from "@tasksvc/contracts";
 import { stringify } from "csv-stringify/sync";
-import { CHUNK_BYTES, type CommentPosition, type ExportReads, type Numbered } from "../../repo/export-reads.js";
+import type { CommentPosition, ExportReads } from "../../repo/export-reads.js";
 import type { Repositories } from "../../repo/repositories.js";
-import { toTask } from "../../repo/task-json.js";
 import { type FileSink, fileSink, removeFiles, tempName } from "./files.js";
+import { tasksInOrder, versionsInOrder } from "./chunks.js";
 import {
   commentLine,
   csvHeader,
@@ -23,8 +23,6 @@ import {
   versionLine,
 } from "./format.js";
 
-/** Numbers looked at per statement when walking the task trees. */
-const WINDOW = 2000;
 /** Rows per statement at most, whatever their size. */
 const ROWS = 500;
 /** Users per request to the keys service. */
@@ -57,37 +55,6 @@ export interface Written {
   paths: string[];
   size: number;
   tasks: number;
-}
-
-/** Every task in the export's order: by depth in the parent tree, then number, so a parent always comes before its subtasks. */
-async function* tasksInOrder(reads: ExportReads, org: string): AsyncGenerator<Task[]> {
-  const last = await reads.lastNumber(org);
-  const deep = await reads.anySubtask(org);
-  for (let depth = 0; ; depth++) {
-    let found = false;
-    for (let from = 1; from <= last; from += WINDOW) {
-      const numbered = await reads.atDepth(org, depth, from, from + WINDOW);
-      if (numbered.length > 0) found = true;
-      for (const group of byBytes(numbered)) yield (await reads.tasks(org, group)).map(toTask);
-    }
-    if (!found || !deep) return;
-  }
-}
-
-/** Consecutive groups of at most ROWS tasks and CHUNK_BYTES of their text (one large task alone). */
-function* byBytes(numbered: readonly Numbered[]): Generator<number[]> {
-  let group: number[] = [];
-  let bytes = 0;
-  for (const n of numbered) {
-    if (group.length > 0 && (group.length >= ROWS || bytes + n.bytes > CHUNK_BYTES)) {
-      yield group;
-      group = [];
-      bytes = 0;
-    }
-    group.push(n.number);
-    bytes += n.bytes;
-  }
-  if (group.length > 0) yield group;
 }
 
 async function allPages<T>(page: (after: string | undefined) => Promise<Page<T>>, each: (item: T) => Promise<void>): Promise<void> {
@@ -199,25 +166,24 @@ async function writeJsonl(reads: ExportReads, repos: Repositories, run: ExportRu
     );
   if (parts.has("tasks")) {
     for await (const chunk of tasksInOrder(reads, org)) {
+      let text = "";
       for (const t of chunk) {
         usersOf(t, userKeys, people);
-        await out.write(line(taskLine(t)));
+        text += line(taskLine(t));
       }
+      await out.write(text);
       done += chunk.length;
       await run.tick(done, total);
     }
   }
   if (parts.has("history")) {
-    let after: [number, number] = [0, 0];
-    for (;;) {
-      const { items } = await reads.versions(org, after, ROWS);
-      const last = items[items.length - 1];
-      if (last === undefined) break;
+    for await (const items of versionsInOrder(reads, org)) {
+      let text = "";
       for (const { task_number, seq: _seq, ...v } of items) {
         usersOf(v, userKeys, people);
-        await out.write(line(versionLine(taskId(task_number), v)));
+        text += line(versionLine(taskId(task_number), v));
       }
-      after = [last.task_number, last.seq];
+      await out.write(text);
       await run.tick(done, total);
     }
   }

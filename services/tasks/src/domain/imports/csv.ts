@@ -141,6 +141,8 @@ export function csvReader(run: ImportRun, deps: { members: MemberLookup; now: ()
 
   const reader: FormatReader & { header(rec: RawRecord): Problem[] } = {
     header,
+    // Parsing and the member lookup: projects and labels are matched inside the write.
+    preparesAhead: true,
     async prepare(records): Promise<ChunkWork> {
       const rows = parseRows(records);
       const ready = new Map<Row, Candidate>();

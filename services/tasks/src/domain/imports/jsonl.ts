@@ -47,6 +47,8 @@ export function jsonlReader(deps: JsonlDeps) {
   };
 
   const reader: FormatReader & { kindOf(rec: RawRecord): string | null } = {
+    // A chunk's tasks name parents and ids mapped by the chunks before it.
+    preparesAhead: false,
     /** Null for a line that fails on its own (it joins whatever chunk is open). */
     kindOf(rec) {
       const p = parsedOf(rec);

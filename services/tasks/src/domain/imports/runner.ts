@@ -5,7 +5,7 @@ import type { TasksResources } from "../resources.js";
 import { csvReader } from "./csv.js";
 import { jsonlReader } from "./jsonl.js";
 import { type RawRecord, splitRecords } from "./records.js";
-import { FileRefused, type FormatReader, type ImportRun, type MemberLookup, type Problem, problem, Tally } from "./tally.js";
+import { type ChunkWork, FileRefused, type FormatReader, type ImportRun, type MemberLookup, type Problem, problem, Tally } from "./tally.js";
 
 /** Lines a transaction takes (the create statement's rows), and the bytes a chunk may hold, lines of up to `maxLineBytes` each. */
 export const CHUNK_LINES = 250;
@@ -84,19 +84,17 @@ export function importRunner(res: TasksResources, o: RunnerOptions) {
     let kind: string | null = null;
     let last: RawRecord | undefined;
 
-    const flush = async () => {
-      const upTo = last;
-      if (upTo === undefined || upTo.line <= mark) return;
-      const records = buffer;
-      buffer = [];
-      bufferBytes = 0;
-      kind = null;
-      const work = await reader.prepare(records);
+    /** The chunk being committed, if any: chunks commit one after another, each from the line the one before reached. */
+    let committing: Promise<void> | undefined;
+    /** The last line handed to a commit. */
+    let handedOn = mark;
+
+    const commit = async (upTo: RawRecord, work: ChunkWork, said: Problem[]) => {
       const tally = await res.tx(async (r) => {
         const at = await r.imports.lockMark(run.id);
         if (!at || finished(at) || at.lines_done !== mark) throw new Superseded();
         const t = new Tally();
-        for (const n of notes) t.note(1, n);
+        for (const n of said) t.note(1, n);
         await work.write(r, t);
         t.errors.sort((a, b) => a.line - b.line);
         const room = Math.max(0, MAX_IMPORT_ERRORS - at.errors_kept);
@@ -109,7 +107,6 @@ export function importRunner(res: TasksResources, o: RunnerOptions) {
         });
         return t;
       });
-      notes = [];
       mark = upTo.line;
       res.written();
       if (tally.touched.length > 0) {
@@ -120,6 +117,23 @@ export function importRunner(res: TasksResources, o: RunnerOptions) {
       if (stopping()) throw new Stopping();
     };
 
+    const flush = async () => {
+      const upTo = last;
+      if (upTo === undefined || upTo.line <= handedOn) return;
+      const records = buffer;
+      buffer = [];
+      bufferBytes = 0;
+      kind = null;
+      const said = notes;
+      notes = [];
+      const work = await reader.prepare(records);
+      if (committing) await committing;
+      committing = commit(upTo, work, said);
+      handedOn = upTo.line;
+      // Awaited by the next flush or at the end; a failure meanwhile is not unhandled.
+      committing.catch(() => undefined);
+      if (!reader.preparesAhead) await committing;
+    };
     try {
       for await (const rec of splitRecords(opened.body, row.format, o.maxLineBytes)) {
         if (csv && rec.line === 1) {
@@ -138,8 +152,11 @@ export function importRunner(res: TasksResources, o: RunnerOptions) {
         last = rec;
       }
       await flush();
+      await committing;
       await repo.finish(run.id, "succeeded");
     } catch (e) {
+      // A chunk still committing ends first: its line mark decides where the next run starts.
+      await committing?.catch(() => undefined);
       if (!(e instanceof FileRefused)) throw e;
       await fail(run.id, e.problem);
     } finally {

@@ -79,6 +79,11 @@ export interface ChunkWork {
 export interface FormatReader {
   /** May ask other services; never holds a lock. */
   prepare(records: readonly RawRecord[]): Promise<ChunkWork>;
+  /**
+   * True when prepare() reads nothing an earlier chunk writes: the next chunk is then prepared
+   * while the current one commits.
+   */
+  readonly preparesAhead: boolean;
 }
 
 /** The whole file cannot be imported: the import fails with this. */
