@@ -461,7 +461,7 @@ async function insertTasks(sql, t) {
   await sql`select setseed(${seed})`;
   await sql`
     insert into tasks.tasks (organization_id, number, owner_user_id, assignee_ids, label_ids, custom_fields, current_version_id, version_count,
-      title, description, status, priority, due_date, notes, story_points, created_at, updated_at, archived, archived_at)
+      title, description, status, priority, due_date, due_soon_sent, due_overdue_sent, notes, story_points, created_at, updated_at, archived, archived_at)
     select ${org}, g.n,
       case when g.r_own < 0.05 then m.ids[1] else m.ids[2 + floor(g.v_own * ${others})::int] end,
       (case when ${ME} then array[m.ids[1]] else '{}'::text[] end)
@@ -489,14 +489,16 @@ async function insertTasks(sql, t) {
            when g.r_status < 0.60 then 'BLOCKED' else 'COMPLETED' end,
       case when g.r_pri < 0.30 then null when g.r_pri < 0.50 then 'LOW' when g.r_pri < 0.75 then 'MEDIUM'
            when g.r_pri < 0.90 then 'HIGH' else 'URGENT' end,
-      case when g.r_due < 0.40 then null else current_date - 365 + floor(g.d_due * 730)::int end,
+      -- Each due date's events count as sent, as in an organization that has run for a while: the
+      -- scheduler would otherwise send hundreds of thousands of task.overdue during the measurements.
+      g.due, g.due, g.due,
       case when g.r_notes < 0.80 then null else nt.s end,
       case when g.r_sp < 0.35 then null else (array[0.5, 1, 2, 3, 5, 8, 13]::numeric[])[1 + floor(g.v_sp * 7)::int] end,
       g.created, g.created + g.r_upd * (now() - g.created),
       g.archived, case when g.archived then g.created + g.r_upd * (now() - g.created) end
     from (
       select n, n % ${step} = 0 and n / ${step} <= ${NEEDLES} as needle, random() as r_desc, random() as r_status,
-        random() as r_pri, random() as r_due, random() as d_due, random() as r_notes, random() as r_sp, random() as v_sp,
+        random() as r_pri, case when random() < 0.40 then null else (current_date - 365 + floor(random() * 730)::int)::timestamptz end as due, random() as r_notes, random() as r_sp, random() as v_sp,
         now() - random() * interval '730 days' as created, random() as r_upd,
         n % ${step} <> 0 and random() < 0.05 as archived,
         floor(random() * 10007)::int as ka, floor(random() * 10007)::int as kb, floor(random() * 10007)::int as kn,

@@ -1,7 +1,7 @@
 import { createDb, migrate, newId } from "@tasksvc/db";
 import { createLogger } from "@tasksvc/logger";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { tasksInOrder, versionsInOrder } from "../src/domain/exports/chunks.js";
+import { tasksInOrder, versionLinesInOrder } from "../src/domain/exports/chunks.js";
 import { readAhead } from "../src/domain/exports/read-ahead.js";
 import { CHUNK_BYTES, exportReads } from "../src/repo/export-reads.js";
 import { MIGRATIONS_DIR } from "../src/service.js";
@@ -40,9 +40,10 @@ describe("an export's chunked reads", () => {
     const seen: number[] = [];
     const sizes: number[] = [];
     await db.snapshot(async (t) => {
-      for await (const chunk of tasksInOrder(exportReads(t), org)) {
+      const reads = exportReads(t);
+      for await (const chunk of tasksInOrder(reads, org, (numbers) => reads.taskLines(org, numbers, []))) {
         sizes.push(chunk.length);
-        for (const task of chunk) seen.push(Number(task.id.slice(2)));
+        for (const line of chunk) seen.push(Number(JSON.parse(line.json).id.slice(2)));
       }
     });
     const live = Array.from({ length: TASKS }, (_x, i) => i + 1).filter((n) => n !== 900);
@@ -56,9 +57,10 @@ describe("an export's chunked reads", () => {
     const seen: string[] = [];
     const chunkBytes: number[] = [];
     await db.snapshot(async (t) => {
-      for await (const items of versionsInOrder(exportReads(t), org)) {
+      for await (const lines of versionLinesInOrder(exportReads(t), org, [])) {
+        const items = lines.map((l) => JSON.parse(l.json) as { task_id: string; version: number; notes: string | null });
         chunkBytes.push(items.reduce((a, v) => a + (v.notes?.length ?? 0), 0));
-        for (const v of items) seen.push(`${v.task_number}.${v.seq}`);
+        for (const v of items) seen.push(`${v.task_id.slice(2)}.${v.version}`);
       }
     });
     const expected: string[] = [];

@@ -1,4 +1,4 @@
-import type { Caller, CreateTaskBody, RpcContext, Task } from "@tasksvc/contracts";
+import type { Caller, RpcContext, Task } from "@tasksvc/contracts";
 import { CreateTaskBody as CreateTaskBodySchema, page as pageOf, Task as TaskSchema } from "@tasksvc/contracts";
 import { createDb, newId } from "@tasksvc/db";
 import { afterAll, describe, expect, inject, it } from "vitest";
@@ -7,6 +7,7 @@ import { projectsSystem } from "../src/domain/projects.js";
 import { tasksResources } from "../src/domain/resources.js";
 import { tasksSystem } from "../src/domain/tasks.js";
 import { inTaskOrder, toTask } from "../src/repo/task-json.js";
+import { edgeBodies } from "./edge-bodies.js";
 
 // Lists send each task as JSON that Postgres builds (TASK_JSON), while every other read and each
 // write's answer and event build it in TypeScript (toTask). Two renderings of one shape: this
@@ -48,32 +49,7 @@ describe("a task as a list renders it (Postgres) and as toTask() renders it", ()
     const project = await projects.createProject(c, { name: "p" });
     const other = await projects.createProject(c, { name: "q" });
     const parent = await svc.createTask(c, { title: "parent" });
-    const bodies: CreateTaskBody[] = [
-      { title: "bare" },
-      {
-        title: 'Quotes " \\ and 🚀 ünïcode',
-        description: "d",
-        status: "IN_PROGRESS",
-        priority: "HIGH",
-        start_date: "2026-03-29T01:30:00.5+02:00",
-        due_date: "2026-12-31",
-        notes: "line one\nline two \u2028 \t tab </script> \u0001 \u001f \u007f \b\f\r ': '",
-        story_points: 0.5,
-        project_ids: [project.id, other.id],
-        parent_task_id: parent.id,
-        recurrence: { frequency: "WEEKLY", interval: 2, by_weekday: [1, 3], timezone: "Europe/Berlin" },
-      },
-      { title: "points", story_points: 13, priority: "LOW", status: "COMPLETED", due_date: "2024-02-29" },
-      { title: "one project", project_id: project.id, start_date: "1999-12-31T23:59:59.999Z", due_date: "2030-01-01T23:59:59.999-05:00" },
-      // Story points JavaScript writes in exponent form, at the edge of it, and plain.
-      { title: "tiny", story_points: 1e-7 },
-      { title: "tinier", story_points: 2.5e-10 },
-      { title: "edge", story_points: 0.000001 },
-      { title: "zero", story_points: 0 },
-      { title: "most", story_points: 1000 },
-      { title: "long fraction", story_points: 0.1 + 0.2 },
-      { title: "daily", recurrence: { frequency: "DAILY" } },
-    ].map((b) => CreateTaskBodySchema.parse(b));
+    const bodies = edgeBodies(project.id, other.id, parent.id);
     const created: Task[] = [];
     for (const b of bodies) created.push(await svc.createTask(c, b));
     // Microseconds that milliseconds must cut the same way on both sides (truncation, not rounding).

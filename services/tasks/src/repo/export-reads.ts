@@ -1,7 +1,8 @@
-import type { Comment, TaskVersion } from "@tasksvc/contracts";
+import type { Comment } from "@tasksvc/contracts";
 import { type Budgeted, type Sql, withinBudget } from "@tasksvc/db";
 import { type CommentRow, toComment } from "./comments-repo.js";
-import { type ContentColumns, iso, shownVersion, TASK_COLUMNS, type TaskRow } from "./task-json.js";
+import { shownCustomSql } from "./task-fields.js";
+import { TASK_COLUMNS, TASK_JSON, TASK_JSON_REENCODE, type TaskRow, versionJsonReencodeSql, versionJsonSql } from "./task-json.js";
 
 /**
  * The one place where an export leaves out the tasks in the trash, as SQL on a task row named `t`:
@@ -13,13 +14,23 @@ export const NOT_IN_TRASH = "t.deleted_at is null";
 /** A statement reads at most this many rows' worth of free text (titles, notes, bodies), so no chunk holds much in memory. */
 export const CHUNK_BYTES = 1024 * 1024;
 
+/**
+ * One object of the file as Postgres writes it: `json` is byte for byte what JSON.stringify writes
+ * for the API's object once the rows marked `reencode` are parsed and written again (jsonb spaces
+ * its nested objects); `users` are the people it names, who get member lines.
+ */
+export interface ExportLine {
+  json: string;
+  reencode: boolean;
+  users: string[];
+}
+
 export interface Numbered {
   number: number;
   /** The task's free text in bytes, read from the values' headers. */
   bytes: number;
 }
 
-type VersionRow = ContentColumns & Budgeted & { id: string; task_number: string; seq: number; version: number; owner_user_id: string; created_at: Date };
 
 /**
  * Reads of an export, each one statement of bounded size on the snapshot's transaction: keyset
@@ -34,6 +45,14 @@ export function exportReads(sql: Sql) {
     "(256 + octet_length(v.title) + coalesce(octet_length(v.description), 0) + coalesce(octet_length(v.notes), 0) + coalesce(pg_column_size(v.custom_fields), 0) + coalesce(pg_column_size(v.recurrence), 0) + coalesce(pg_column_size(v.project_ids), 0) + coalesce(pg_column_size(v.assignee_ids), 0) + coalesce(pg_column_size(v.label_ids), 0))",
   );
   const COMMENT_BYTES = sql.unsafe("(256 + octet_length(c.body) + coalesce(pg_column_size(c.mention_ids), 0))");
+  const taskJson = sql.unsafe(TASK_JSON);
+  const taskReencode = sql.unsafe(TASK_JSON_REENCODE);
+  const versionJson = sql.unsafe(versionJsonSql("v.", "t."));
+  const versionReencode = sql.unsafe(versionJsonReencodeSql("v."));
+  /** The owner, the assignees and the values of the `user` fields named by userKeys. */
+  const usersOf = (x: string, custom: string, userKeys: readonly string[], owner = `${x}owner_user_id`) =>
+    sql`(array[${sql.unsafe(owner)}] || ${sql.unsafe(`${x}assignee_ids`)} || array(select ${sql.unsafe(custom)} ->> k from unnest(${userKeys as string[]}::text[]) k
+      where jsonb_typeof(${sql.unsafe(custom)} -> k) = 'string'))`;
   const live = sql.unsafe(NOT_IN_TRASH);
   // `from`: the chunk's first task number, also said of the tasks side. Without it the planner may
   // merge-join from the organization's first task at every chunk: at a million tasks, 2 s a chunk.
@@ -94,38 +113,48 @@ export function exportReads(sql: Sql) {
       >`select ${cols} from tasks t where t.organization_id = ${org} and t.number = any(${numbers as number[]}::bigint[]) order by t.number`;
     },
 
+    /** JSON lines of tasks, built by Postgres (see ExportLine), in number order. */
+    async taskLines(org: string, numbers: readonly number[], userKeys: readonly string[]): Promise<ExportLine[]> {
+      if (numbers.length === 0) return [];
+      return sql<ExportLine[]>`
+        select ${taskJson} as json, ${taskReencode} as reencode, ${usersOf("", shownCustomSql(""), userKeys)} as users
+        from tasks t where t.organization_id = ${org} and t.number = any(${numbers as number[]}::bigint[]) order by t.number`;
+    },
+
     /**
-     * Versions after (task, seq) of tasks numbered below `before`, oldest first per task, as the
-     * history route shows them (the owner is the task's); `more` when the page was cut by its limit
-     * or its bytes. task_number stays a number in the statement: the byte budget's window orders by it.
+     * JSON lines of the versions after (task, seq) of tasks numbered below `before`, oldest first per
+     * task, as the history route shows them (the owner is the task's); `more` when the page was cut
+     * by its limit or its bytes, `last` where it ended. task_number stays a number in the
+     * statement: the byte budget's window orders by it.
      */
-    async versions(
+    async versionLines(
       org: string,
       after: readonly [number, number],
       before: number,
       limit: number,
-    ): Promise<{ items: Array<TaskVersion & { task_number: number; seq: number }>; more: boolean }> {
+      userKeys: readonly string[],
+    ): Promise<{ lines: ExportLine[]; more: boolean; last: [number, number] | null }> {
       const page = sql`
-        select v.id, v.task_number, v.seq, v.version, v.title, v.description, v.status, v.priority, v.start_date, v.due_date,
-          v.notes, v.story_points::text as story_points, v.recurrence, v.project_ids, v.assignee_ids, v.label_ids, v.custom_fields, v.created_at,
-          t.owner_user_id, ${VERSION_BYTES} as bytes
+        select v.task_number, v.seq, ${versionJson} as json, ${versionReencode} as reencode,
+          ${usersOf("v.", "v.custom_fields", userKeys, "t.owner_user_id")} as users, ${VERSION_BYTES} as bytes
         from task_versions v join tasks t on t.organization_id = v.organization_id and t.number = v.task_number
         where v.organization_id = ${org} and (v.task_number, v.seq) > (${after[0]}::bigint, ${after[1]}::int)
           and v.task_number < ${before}::bigint and t.number >= ${after[0]}::bigint and t.number < ${before}::bigint and ${live}
         order by v.task_number, v.seq
         limit ${limit}`;
-      const rows = await sql<VersionRow[]>`${withinBudget(sql, page, "item.bytes", "item.task_number, item.seq", CHUNK_BYTES)}`;
+      const rows = await sql<(ExportLine & Budgeted & { task_number: string; seq: number })[]>`${withinBudget(
+        sql,
+        page,
+        "item.bytes",
+        "item.task_number, item.seq",
+        CHUNK_BYTES,
+      )}`;
       const kept = rows.filter((r, i) => i === 0 || r.fits);
+      const end = kept[kept.length - 1];
       return {
+        lines: kept,
         more: rows.length === limit || kept.length < rows.length,
-        items: kept.map((r) => ({
-          task_number: Number(r.task_number),
-          seq: r.seq,
-          id: r.id,
-          version: r.version,
-          ...shownVersion(r),
-          created_at: iso(r.created_at),
-        })),
+        last: end === undefined ? null : [Number(end.task_number), end.seq],
       };
     },
 

@@ -70,6 +70,25 @@ const VERSION_RENDERINGS: { [K in VersionField]: FieldRendering<K, VersionColumn
 };
 const VERSION_FIELDS = TASK_FIELDS.filter((k): k is VersionField => k in VERSION_RENDERINGS);
 
+/**
+ * A history item as JSON built by Postgres, byte for byte JSON.stringify of the history route's
+ * item once the rows `VERSION_JSON_REENCODE` names are re-encoded; `task_id` first. `v` prefixes
+ * the version's columns, `t` its task's (the owner). Labels and values are the stored ones, as
+ * the history route shows them: a version records what was.
+ */
+export function versionJsonSql(v: string, t: string): string {
+  const stored: Partial<Record<VersionField, string>> = { label_ids: `${v}label_ids`, custom_fields: `${v}custom_fields` };
+  const fields = VERSION_FIELDS.map((k) => `${stored[k] ?? VERSION_RENDERINGS[k].sql(k === "owner_id" ? t : v)} as "${k}"`);
+  return `(select row_to_json(j)::text from (select 'T-' || ${v}task_number as task_id, ${v}id as id, ${v}version as version, ${fields.join(", ")}, ${TASK_RENDERINGS.created_at.sql(v)} as created_at) j)`;
+}
+
+export function versionJsonReencodeSql(v: string): string {
+  return `(${VERSION_FIELDS.flatMap((k) => {
+    const when = VERSION_RENDERINGS[k].reencodeWhen;
+    return when ? [when(v)] : [];
+  }).join(" or ")})`;
+}
+
 /** A history item's fields but its id, version and time, in the task's order. */
 export function shownVersion(r: VersionColumns): Pick<Task, VersionField> {
   return render(VERSION_FIELDS, VERSION_RENDERINGS, r) as Pick<Task, VersionField>;

@@ -1,6 +1,4 @@
-import type { Task } from "@tasksvc/contracts";
-import { CHUNK_BYTES, type ExportReads, type Numbered } from "../../repo/export-reads.js";
-import { toTask } from "../../repo/task-json.js";
+import { CHUNK_BYTES, type ExportLine, type ExportReads, type Numbered } from "../../repo/export-reads.js";
 import { readAhead } from "./read-ahead.js";
 
 // The export's reads of tasks and versions, in chunks bounded in rows and bytes, in the file's order.
@@ -13,9 +11,12 @@ const ROWS = 500;
 const VERSION_WINDOW = 500;
 const VERSION_ROWS = 1000;
 
-/** Every task in the export's order: by depth in the parent tree, then number, so a parent always comes before its subtasks. */
-export function tasksInOrder(reads: ExportReads, org: string): AsyncGenerator<Task[]> {
-  return readAhead(taskGroups(reads, org), async (group) => (await reads.tasks(org, group)).map(toTask));
+/**
+ * Every task in the export's order, read by `read` a chunk at a time: by depth in the parent tree,
+ * then number, so a parent always comes before its subtasks.
+ */
+export function tasksInOrder<T>(reads: ExportReads, org: string, read: (numbers: number[]) => Promise<T[]>): AsyncGenerator<T[]> {
+  return readAhead(taskGroups(reads, org), read);
 }
 
 async function* taskGroups(reads: ExportReads, org: string): AsyncGenerator<number[]> {
@@ -32,25 +33,23 @@ async function* taskGroups(reads: ExportReads, org: string): AsyncGenerator<numb
   }
 }
 
-type VersionItem = Awaited<ReturnType<ExportReads["versions"]>>["items"][number];
-
 /**
- * Every version, by task number then sequence, read by windows of task numbers: a window's first
- * page does not depend on the page before it, so it is read ahead; a window with more versions
- * than a page goes on from its last row.
+ * Every version's line, by task number then sequence, read by windows of task numbers: a window's
+ * first page does not depend on the page before it, so it is read ahead; a window with more
+ * versions than a page goes on from its last row.
  */
-export async function* versionsInOrder(reads: ExportReads, org: string): AsyncGenerator<VersionItem[]> {
+export async function* versionLinesInOrder(reads: ExportReads, org: string, userKeys: readonly string[]): AsyncGenerator<ExportLine[]> {
   const last = await reads.lastNumber(org);
   async function* windows() {
     for (let from = 1; from <= last; from += VERSION_WINDOW) yield from;
   }
-  for await (const first of readAhead(windows(), (from) => reads.versions(org, [from, 0], from + VERSION_WINDOW, VERSION_ROWS).then((p) => ({ from, p })))) {
-    let page = first.p;
+  const page = (after: readonly [number, number], from: number) => reads.versionLines(org, after, from + VERSION_WINDOW, VERSION_ROWS, userKeys);
+  for await (const first of readAhead(windows(), async (from) => ({ from, p: await page([from, 0], from) }))) {
+    let p = first.p;
     for (;;) {
-      if (page.items.length > 0) yield page.items;
-      const end = page.items[page.items.length - 1];
-      if (!page.more || end === undefined) break;
-      page = await reads.versions(org, [end.task_number, end.seq], first.from + VERSION_WINDOW, VERSION_ROWS);
+      if (p.lines.length > 0) yield p.lines;
+      if (!p.more || p.last === null) break;
+      p = await page(p.last, first.from);
     }
   }
 }

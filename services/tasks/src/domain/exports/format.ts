@@ -1,7 +1,9 @@
-import { type Comment, type CustomField, type CustomFieldValue, type Task, type TaskVersion, taskId } from "@tasksvc/contracts";
+import type { ExportLine } from "../../repo/export-reads.js";
+import { type Comment, type CustomField, type CustomFieldValue, type Task, taskId } from "@tasksvc/contracts";
 
 // What the lines and rows of an export hold: the one builder of each, beside the rule that says
-// which users a line names (they get member lines, before everything else).
+// which users a line names (they get member lines, before everything else). Task and version
+// lines are built by Postgres (export-reads.ts), from the same field table as the API's answers.
 
 export type Line = { object: string } & Record<string, unknown>;
 
@@ -9,8 +11,17 @@ export const memberLine = (id: string, email: string): Line => ({ object: "membe
 export const fieldLine = (f: CustomField): Line => ({ object: "custom_field", ...f });
 export const labelLine = (l: object): Line => ({ object: "label", ...l });
 export const projectLine = (p: object): Line => ({ object: "project", ...p });
-export const taskLine = (t: Task): Line => ({ object: "task", ...t });
-export const versionLine = (task: string, v: TaskVersion): Line => ({ object: "task_version", task_id: task, ...v });
+/** Lines Postgres built, with their `object` put first; the people they name join `people`. */
+export function exportLines(object: "task" | "task_version", lines: readonly ExportLine[], people: Set<string>): string {
+  let text = "";
+  for (const l of lines) {
+    for (const u of l.users) people.add(u);
+    const json = l.reencode ? JSON.stringify(JSON.parse(l.json)) : l.json;
+    text += `{"object":"${object}",${json.slice(1)}\n`;
+  }
+  return text;
+}
+
 /** The dependencies API's names: `task_id` is blocked by `blocker_task_id`. */
 export const dependencyLine = (blocked: number, blocker: number): Line => ({
   object: "dependency",

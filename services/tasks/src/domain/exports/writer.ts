@@ -1,26 +1,24 @@
-import type { CustomField, ExportFormat, ExportPart, Page, Task } from "@tasksvc/contracts";
-import { taskId } from "@tasksvc/contracts";
+import type { CustomField, ExportFormat, ExportPart, Page } from "@tasksvc/contracts";
 import { stringify } from "csv-stringify/sync";
 import type { CommentPosition, ExportReads } from "../../repo/export-reads.js";
+import { toTask } from "../../repo/task-json.js";
 import type { Repositories } from "../../repo/repositories.js";
 import { type FileSink, fileSink, removeFiles, tempName } from "./files.js";
-import { tasksInOrder, versionsInOrder } from "./chunks.js";
+import { tasksInOrder, versionLinesInOrder } from "./chunks.js";
 import {
   commentLine,
   csvHeader,
   csvRefs,
   csvRow,
   dependencyLine,
+  exportLines,
   fieldLine,
   labelLine,
   type Line,
   memberLine,
   projectLine,
-  taskLine,
   userFieldKeys,
-  usersOf,
   usersOfComment,
-  versionLine,
 } from "./format.js";
 
 /** Rows per statement at most, whatever their size. */
@@ -164,26 +162,17 @@ async function writeJsonl(reads: ExportReads, repos: Repositories, run: ExportRu
       (after) => repos.projects.list(org, 100, after),
       (p) => out.write(line(projectLine(p))),
     );
+  const keys = [...userKeys];
   if (parts.has("tasks")) {
-    for await (const chunk of tasksInOrder(reads, org)) {
-      let text = "";
-      for (const t of chunk) {
-        usersOf(t, userKeys, people);
-        text += line(taskLine(t));
-      }
-      await out.write(text);
+    for await (const chunk of tasksInOrder(reads, org, (numbers) => reads.taskLines(org, numbers, keys))) {
+      await out.write(exportLines("task", chunk, people));
       done += chunk.length;
       await run.tick(done, total);
     }
   }
   if (parts.has("history")) {
-    for await (const items of versionsInOrder(reads, org)) {
-      let text = "";
-      for (const { task_number, seq: _seq, ...v } of items) {
-        usersOf(v, userKeys, people);
-        text += line(versionLine(taskId(task_number), v));
-      }
-      await out.write(text);
+    for await (const lines of versionLinesInOrder(reads, org, keys)) {
+      await out.write(exportLines("task_version", lines, people));
       await run.tick(done, total);
     }
   }
@@ -221,7 +210,7 @@ async function writeCsv(reads: ExportReads, repos: Repositories, run: ExportRun,
   await run.tick(done, total);
   const fields = parts.has("custom_fields") ? await definitions(repos, org) : [];
   await out.write(stringify([csvHeader(fields)]));
-  for await (const chunk of tasksInOrder(reads, org)) {
+  for await (const chunk of tasksInOrder(reads, org, async (numbers) => (await reads.tasks(org, numbers)).map(toTask))) {
     const refs = csvRefs(chunk, fields);
     await look.need({
       projects: parts.has("projects") ? refs.projects : [],
