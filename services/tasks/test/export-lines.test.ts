@@ -26,7 +26,14 @@ const OWNER = "usr_export_lines";
 
 function caller(): Caller {
   const org = newId("org");
-  const ctx: RpcContext = { request_id: "req_export_lines", organization_id: org, user_id: OWNER, credential_id: "key_x", scopes: ["tasks:write"], plan: "pro" };
+  const ctx: RpcContext = {
+    request_id: "req_export_lines",
+    organization_id: org,
+    user_id: OWNER,
+    credential_id: "key_x",
+    scopes: ["tasks:write"],
+    plan: "pro",
+  };
   return { organizationId: org, userId: OWNER, credentialId: "key_x", idempotencyKey: undefined, ctx };
 }
 

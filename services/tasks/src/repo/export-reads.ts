@@ -31,7 +31,6 @@ export interface Numbered {
   bytes: number;
 }
 
-
 /**
  * Reads of an export, each one statement of bounded size on the snapshot's transaction: keyset
  * chunks, never OFFSET, and no statement that grows with the organization.
