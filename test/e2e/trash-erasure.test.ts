@@ -141,6 +141,22 @@ describe("erasure", () => {
     expect(await deliveries(all.id)).toBe(0);
   }, 60_000);
 
+  it("when another organization's task has the same number and creation time, then erasing a task leaves that organization's Idempotency-Key record, and its retry answers its first task", async () => {
+    const [a, b] = [await f.tenant(), await f.tenant()];
+    const keyB = `twin-${randomBytes(6).toString("hex")}`;
+    const taskA = await ok(gw.post("/v1/tasks", { title: "erased" }, as(a, { "idempotency-key": `twin-${randomBytes(6).toString("hex")}` })), 201);
+    const taskB = await ok(gw.post("/v1/tasks", { title: "kept" }, as(b, { "idempotency-key": keyB })), 201);
+    expect(taskB.id).toBe(taskA.id);
+    // The same millisecond, as two organizations' first tasks may share.
+    await db`update tasks.idempotency set result = jsonb_set(result, '{created_at}', to_jsonb(${taskA.created_at}::text)) where key = ${keyB}`;
+    await ok(gw.delete(`/v1/tasks/${taskA.id}`, as(a)));
+    expect(await ok(gw.delete(`/v1/trash/${taskA.id}`, as(a)))).toEqual({ id: taskA.id });
+    expect(await db`select 1 from tasks.idempotency where key = ${keyB}`).toHaveLength(1);
+    const retried = await ok(gw.post("/v1/tasks", { title: "kept" }, as(b, { "idempotency-key": keyB })), 201);
+    expect(retried.id).toBe(taskB.id);
+    expect((await ok(gw.get("/v1/tasks", as(b)))).data).toHaveLength(1);
+  });
+
   it("when an erasure is asked for a task in the trash of another organization, or by a member, then nothing of it goes", async () => {
     const t = await f.tenant();
     const task = await ok(gw.post("/v1/tasks", { title: "kept" }, as(t)), 201);

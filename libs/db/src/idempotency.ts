@@ -39,12 +39,19 @@ export function idempotencyRecords(sql: Sql) {
       return replay<T>(credentialId, key, operation);
     },
 
-    /** Throws KeyRecordedMeanwhile. */
-    async recordOnce(credentialId: string, key: string | undefined, operation: string, result: unknown): Promise<void> {
+    /**
+     * Throws KeyRecordedMeanwhile. `organizationId` goes to a table that has the column (the tasks
+     * service's, which erases a task's records by organization).
+     */
+    async recordOnce(credentialId: string, key: string | undefined, operation: string, result: unknown, organizationId?: string): Promise<void> {
       if (key === undefined) return;
+      const org = organizationId === undefined ? sql`` : sql`, organization_id`;
+      const orgValue = organizationId === undefined ? sql`` : sql`, ${organizationId}`;
       const rows = await sql`
-        insert into idempotency as i (credential_id, key, operation, result) values (${credentialId}, ${key}, ${operation}, ${jsonb(sql, result)})
-        on conflict (credential_id, key) do update set operation = excluded.operation, result = excluded.result, created_at = now()
+        insert into idempotency as i (credential_id, key, operation, result ${org}) values (${credentialId}, ${key}, ${operation}, ${jsonb(sql, result)} ${orgValue})
+        on conflict (credential_id, key) do update set operation = excluded.operation, result = excluded.result, created_at = now() ${
+          organizationId === undefined ? sql`` : sql`, organization_id = excluded.organization_id`
+        }
           where i.created_at <= now() - interval '24 hours'
         returning 1`;
       if (rows.length !== 1) throw new KeyRecordedMeanwhile();
@@ -81,6 +88,8 @@ interface KeyedWrite<R extends WithIdempotency, T> {
   credentialId: string;
   key: string | undefined;
   operation: string;
+  /** Stored with the record where the table has the column (see recordOnce). */
+  organizationId?: string;
   /** Effects outside the database, after commit; not run for a replayed result (its execution ran its own). */
   afterCommit?(result: T): Promise<void> | void;
 }
@@ -111,7 +120,7 @@ export async function idempotentWrite<R extends WithIdempotency, P, T>(w: Idempo
       const twin = await r.idempotency.replayLocked<T>(credentialId, key, operation);
       if (twin !== undefined) return { result: twin, ran: false };
       const result = await work(r);
-      await r.idempotency.recordOnce(credentialId, key, operation, result);
+      await r.idempotency.recordOnce(credentialId, key, operation, result, w.organizationId);
       return { result, ran: true };
     });
   } catch (e) {

@@ -19,6 +19,7 @@ export function keyedWrites(res: TasksResources) {
       credentialId: c.credentialId,
       key: c.idempotencyKey,
       operation,
+      organizationId: c.organizationId,
       work: (r) => {
         // A deadlock runs the work again.
         w.touched = [];

@@ -62,9 +62,10 @@ export function commentsRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
             'updated_at', to_char(v.at at time zone 'UTC', ${isoFormat}), 'edited_at', null) as data
           from v
         ), k as (
-          insert into idempotency as i (credential_id, key, operation, result)
-          select ${c.credentialId}, ${c.key ?? null}::text, 'createComment', j.data from j where ${c.key ?? null}::text is not null
-          on conflict (credential_id, key) do update set operation = excluded.operation, result = excluded.result, created_at = now()
+          insert into idempotency as i (credential_id, key, operation, result, organization_id)
+          select ${c.credentialId}, ${c.key ?? null}::text, 'createComment', j.data, j.organization_id from j where ${c.key ?? null}::text is not null
+          on conflict (credential_id, key) do update set operation = excluded.operation, result = excluded.result, created_at = now(),
+            organization_id = excluded.organization_id
             where i.created_at <= now() - interval '24 hours'
           returning 1
         ), w as (

@@ -33,6 +33,8 @@ export const TASK_INDEXES: readonly ConcurrentIndex[] = [
   { name: "tasks_custom_fields_idx", definition: "on tasks using gin (custom_fields)" },
   { name: "tasks_owner_idx", definition: "on tasks (organization_id, owner_user_id, archived, updated_at desc, number desc)" },
   { name: "tasks_title_trgm_idx", definition: "on tasks using gin (title gin_trgm_ops)" },
+  // Erasing a task takes its Idempotency-Key records, found by organization and result id.
+  { name: "idempotency_result_idx", definition: "on idempotency (organization_id, (result->>'id'))" },
   // Erasing a task reduces the events of its comments, which name it as data.task_id.
   { name: "events_comment_task_idx", definition: "on events (organization_id, (payload->'data'->>'task_id')) where type like 'comment.%'" },
 ];

@@ -21,6 +21,8 @@ export interface GoneFiles {
  * storage counted back, task.purged) rides on a row this statement itself deleted.
  */
 export function purgeRepo(sql: Sql) {
+  /** Idempotency records of the organization, and those from before records named theirs (ids of attachments and comments are unique). */
+  const ofOrg = (org: string) => sql`(organization_id = ${org} or organization_id is null)`;
   return {
     /** Tasks in the trash whose time has come, oldest first. */
     async due(limit: number): Promise<DueTask[]> {
@@ -62,7 +64,7 @@ export function purgeRepo(sql: Sql) {
             select id from attachments where organization_id = ${org} and task_number = ${number} limit ${limit})
           returning id, file_key, size
         ), k as (
-          delete from idempotency where (result->>'id') in (select id from a)
+          delete from idempotency where ${ofOrg(org)} and (result->>'id') in (select id from a)
         ), u as (
           delete from uploads where file_key in (
             select file_key from uploads where organization_id = ${org} and task_number = ${number} limit ${limit})
@@ -92,7 +94,7 @@ export function purgeRepo(sql: Sql) {
             select id from comments where organization_id = ${org} and task_number = ${number} limit ${limit})
           returning id
         ), k as (
-          delete from idempotency where (result->>'id') in (select id from c)
+          delete from idempotency where ${ofOrg(org)} and (result->>'id') in (select id from c)
         )
         select count(*)::int as n from c`;
       return row?.n ?? 0;
@@ -146,7 +148,9 @@ export function purgeRepo(sql: Sql) {
       const [created] = await sql<{ at: string }[]>`
         select to_char(created_at at time zone 'UTC', ${sql.unsafe(ISO_SQL)}) as at from tasks
         where organization_id = ${org} and number = ${number}`;
-      if (created !== undefined) await sql`delete from idempotency where (result->>'id') = ${id} and result->>'created_at' = ${created.at}`;
+      // A record from before records named their organization is told apart by the task's creation time.
+      await sql`delete from idempotency where (result->>'id') = ${id}
+        and (organization_id = ${org} or (organization_id is null and result->>'created_at' = ${created?.at ?? null}::text))`;
       const rows = await sql`delete from tasks where organization_id = ${org} and number = ${number} and deleted_at is not null returning 1`;
       return rows.length === 1;
     },

@@ -134,8 +134,8 @@ export async function createTasks(sql: Sql, org: string, items: NewTask[]): Prom
       insert into outbox (event_id, type, organization_id, payload, traceparent)
       select event_id, type, organization_id, ${envelope}, traceparent from api order by number
     ), r as (
-      insert into idempotency (credential_id, key, operation, result)
-      select credential_id, key, 'createTask', data from api where key is not null
+      insert into idempotency (credential_id, key, operation, result, organization_id)
+      select credential_id, key, 'createTask', data, organization_id from api where key is not null
     )
     select ${cols} from t order by t.number`.catch((e: unknown) => mapPgError(e, CREATE_RULES));
   if (rows.length === 0 && items.length > 0) throw new ReferenceVanished(parents.length > 0 ? "parent" : labels.length > 0 ? "label" : "custom field");

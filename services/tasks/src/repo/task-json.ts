@@ -166,3 +166,57 @@ export const TASK_JSON_REENCODE = `(${TASK_FIELDS.flatMap((k) => {
   const when = TASK_RENDERINGS[k].reencodeWhen;
   return when ? [when("")] : [];
 }).join(" or ")})`;
+
+const QUOTE = 34;
+const BACKSLASH = 92;
+
+/** The quote at `at` is escaped: an odd number of backslashes stands before it. */
+function escapedAt(text: string, at: number): boolean {
+  let k = at - 1;
+  while (text.charCodeAt(k) === BACKSLASH) k--;
+  return (at - 1 - k) % 2 === 1;
+}
+
+const isSpace = (c: number) => c === 32 || c === 10 || c === 13 || c === 9;
+const startsNumber = (c: number) => c === 45 || (c >= 48 && c <= 57);
+/** Digits, sign, point and exponent. */
+const inNumber = (c: number) => (c >= 48 && c <= 57) || c === 45 || c === 43 || c === 46 || c === 101 || c === 69;
+
+/**
+ * JSON as Postgres writes it (row_to_json around jsonb values), written as JSON.stringify writes
+ * it: jsonb puts a space after `:` and `,`, and numeric writes 0.0000001 or 1.50 where JavaScript
+ * writes 1e-7 and 1.5. Strings are escaped alike by both and are copied as they are. One pass,
+ * where JSON.parse and JSON.stringify took a third of an export's time.
+ */
+export function compactJson(text: string): string {
+  let out = "";
+  let from = 0;
+  let i = 0;
+  const n = text.length;
+  while (i < n) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      let end = text.indexOf('"', i + 1);
+      while (end !== -1 && escapedAt(text, end)) end = text.indexOf('"', end + 1);
+      i = end === -1 ? n : end + 1;
+    } else if (isSpace(c)) {
+      out += text.slice(from, i);
+      i++;
+      from = i;
+    } else if (startsNumber(c)) {
+      let end = i + 1;
+      while (end < n && inNumber(text.charCodeAt(end))) end++;
+      const token = text.slice(i, end);
+      // Integers of up to 15 characters are exact doubles, written back the same.
+      if (end - i > 15 || token.includes(".") || token.includes("e") || token.includes("E")) {
+        const shown = String(Number(token));
+        if (shown !== token) {
+          out += text.slice(from, i) + shown;
+          from = end;
+        }
+      }
+      i = end;
+    } else i++;
+  }
+  return from === 0 ? text : out + text.slice(from);
+}

@@ -15,7 +15,7 @@ import { type CustomSortType, customSortedRows } from "./custom-sort-sql.js";
 
 export type { CustomSortType };
 import { compileFilter, hasCustom, indexedText, namesArchived, TEXT_QUERY, TEXT_VECTOR, textConditions } from "./task-filter-sql.js";
-import { TASK_JSON, TASK_JSON_REENCODE } from "./task-json.js";
+import { compactJson, TASK_JSON, TASK_JSON_REENCODE } from "./task-json.js";
 
 const rank = (missing: number) => `(case priority when 'LOW' then 1 when 'MEDIUM' then 2 when 'HIGH' then 3 when 'URGENT' then 4 else ${missing} end)`;
 
@@ -204,7 +204,7 @@ export function taskSearch(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
         )}`,
         q.until,
       );
-      for (const r of rows) if (r.reencode) r.json = JSON.stringify(JSON.parse(r.json));
+      for (const r of rows) if (r.reencode) r.json = compactJson(r.json);
       return rawPageOf<Task, (typeof rows)[number]>(rows, q.limit, (r) => [r.cursor_at, r.cursor_number]);
     },
   };

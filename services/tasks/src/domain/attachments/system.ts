@@ -46,6 +46,7 @@ export function attachmentsSystem(res: TasksResources, o: AttachmentsOptions) {
       records: res.repos.idempotency,
       tx: res.tx,
       credentialId: c.credentialId,
+      organizationId: c.organizationId,
       key: c.idempotencyKey,
       operation,
       work: (r) => work(r.attachments),

@@ -1,4 +1,5 @@
 import type { ExportLine } from "../../repo/export-reads.js";
+import { compactJson } from "../../repo/task-json.js";
 import { type Comment, type CustomField, type CustomFieldValue, type Task, taskId } from "@tasksvc/contracts";
 
 // What the lines and rows of an export hold: the one builder of each, beside the rule that says
@@ -16,7 +17,7 @@ export function exportLines(object: "task" | "task_version", lines: readonly Exp
   let text = "";
   for (const l of lines) {
     for (const u of l.users) people.add(u);
-    const json = l.reencode ? JSON.stringify(JSON.parse(l.json)) : l.json;
+    const json = l.reencode ? compactJson(l.json) : l.json;
     text += `{"object":"${object}",${json.slice(1)}\n`;
   }
   return text;

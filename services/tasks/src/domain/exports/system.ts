@@ -185,6 +185,7 @@ export function exportsSystem(res: TasksResources, o: ExportsOptions) {
         records: res.repos.idempotency,
         tx: res.tx,
         credentialId: c.credentialId,
+        organizationId: c.organizationId,
         key: c.idempotencyKey,
         operation: "createExport",
         async work(r) {

@@ -54,6 +54,7 @@ export function importsSystem(res: TasksResources, o: ImportsOptions) {
       records: res.repos.idempotency,
       tx: res.tx,
       credentialId: c.credentialId,
+      organizationId: c.organizationId,
       key: c.idempotencyKey,
       operation,
       work,
