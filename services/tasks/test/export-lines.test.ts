@@ -59,8 +59,9 @@ describe("an export's lines as Postgres builds them", () => {
     let text = "";
     await db.snapshot(async (t) => {
       const reads = exportReads(t);
-      for await (const chunk of tasksInOrder(reads, org, (numbers) => reads.taskLines(org, numbers, ["reviewer"]))) text += exportLines("task", chunk, people);
-      for await (const lines of versionLinesInOrder(reads, org, ["reviewer"])) text += exportLines("task_version", lines, people);
+      for await (const chunk of tasksInOrder(reads, org, (numbers) => reads.taskLines(org, numbers, ["reviewer"])))
+        text += exportLines("task", chunk, people).join("");
+      for await (const lines of versionLinesInOrder(reads, org, ["reviewer"])) text += exportLines("task_version", lines, people).join("");
     });
     const lines = text.trimEnd().split("\n");
 

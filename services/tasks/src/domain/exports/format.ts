@@ -13,14 +13,12 @@ export const fieldLine = (f: CustomField): Line => ({ object: "custom_field", ..
 export const labelLine = (l: object): Line => ({ object: "label", ...l });
 export const projectLine = (p: object): Line => ({ object: "project", ...p });
 /** Lines Postgres built, with their `object` put first; the people they name join `people`. */
-export function exportLines(object: "task" | "task_version", lines: readonly ExportLine[], people: Set<string>): string {
-  let text = "";
-  for (const l of lines) {
+export function exportLines(object: "task" | "task_version", lines: readonly ExportLine[], people: Set<string>): string[] {
+  return lines.map((l) => {
     for (const u of l.users) people.add(u);
     const json = l.reencode ? compactJson(l.json) : l.json;
-    text += `{"object":"${object}",${json.slice(1)}\n`;
-  }
-  return text;
+    return `{"object":"${object}",${json.slice(1)}\n`;
+  });
 }
 
 /** The dependencies API's names: `task_id` is blocked by `blocker_task_id`. */

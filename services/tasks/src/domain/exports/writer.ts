@@ -165,14 +165,14 @@ async function writeJsonl(reads: ExportReads, repos: Repositories, run: ExportRu
   const keys = [...userKeys];
   if (parts.has("tasks")) {
     for await (const chunk of tasksInOrder(reads, org, (numbers) => reads.taskLines(org, numbers, keys))) {
-      await out.write(exportLines("task", chunk, people));
+      await out.writeLines(exportLines("task", chunk, people));
       done += chunk.length;
       await run.tick(done, total);
     }
   }
   if (parts.has("history")) {
     for await (const lines of versionLinesInOrder(reads, org, keys)) {
-      await out.write(exportLines("task_version", lines, people));
+      await out.writeLines(exportLines("task_version", lines, people));
       await run.tick(done, total);
     }
   }
