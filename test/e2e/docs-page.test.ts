@@ -16,6 +16,8 @@ const byAddress = `http://127.0.0.1:${port}`;
 const f = factories(stack);
 const CHROMIUM = process.env["CHROMIUM_PATH"] ?? ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p) => existsSync(p));
 let browser: Browser;
+/** A page's own waits (the reference drawn, up to 15 s; the live answer, up to 10 s) outlast the suite's 20 s default on a busy machine. */
+const BROWSER_TEST_MS = 60_000;
 
 beforeAll(async () => {
   if (!CHROMIUM) throw new Error("Chromium is not installed: `make tools` installs it (apt-get install chromium), or set CHROMIUM_PATH");
@@ -90,7 +92,7 @@ describe("/docs", () => {
     } finally {
       await page.close();
     }
-  });
+  }, BROWSER_TEST_MS);
 
   it("when opened, then placeholders such as T-<n> show as written, the Servers box names this gateway, and createTask's example body is the document's", async () => {
     const doc = (await (await fetch(`${gateway}/v1/openapi.json`)).json()) as {
@@ -117,7 +119,7 @@ describe("/docs", () => {
     } finally {
       await page.close();
     }
-  });
+  }, BROWSER_TEST_MS);
 
   it("when opened by address instead of name (127.0.0.1, as through a tunnel or a port mapping), then Try it out calls that same origin and answers 200, not a cross-origin failure", async () => {
     const t = await f.tenant();
@@ -134,7 +136,7 @@ describe("/docs", () => {
     } finally {
       await page.close();
     }
-  });
+  }, BROWSER_TEST_MS);
 
   it("when a problem's type is followed, then the errors page has that code's row", async () => {
     const r = await fetch(`${gateway}/v1/tasks`);
