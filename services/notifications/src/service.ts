@@ -20,6 +20,8 @@ export const MIGRATIONS_DIR = fileURLToPath(new URL("../migrations", import.meta
 /** Followers asked per request, and at most this many pages: a comment tells at most 10,000 followers. */
 const FOLLOWER_PAGE = 100;
 const FOLLOWER_PAGES = 100;
+/** An erasure is remembered a day past the task event stream's age (7 days). */
+const ERASED_KEPT_DAYS = 8;
 /** Rows deleted per statement by the retention sweep. */
 const SWEEP_BATCH = 1_000;
 
@@ -53,12 +55,16 @@ export const service = defineService({
         },
       },
     });
+    const ingest = ingestSystem(res);
     every(60 * 60_000, "notification retention sweep", async () => {
       await deleteInBatches(SWEEP_BATCH, () => res.repo.sweepBatch(NOTIFICATION_RETENTION_DAYS, SWEEP_BATCH));
       await deleteInBatches(SWEEP_BATCH, () => res.repo.sweepMentions(NOTIFICATION_RETENTION_DAYS, SWEEP_BATCH));
+      await deleteInBatches(SWEEP_BATCH, () => res.repo.sweepErased(ERASED_KEPT_DAYS, SWEEP_BATCH));
     });
+    // Every minute, the tasks erased in the last two: a notification an event left at the moment of an erasure is gone within a minute.
+    every(60_000, "erased tasks' stragglers", () => ingest.forgetStragglers(120).then(() => undefined));
     // Stopped after serving stops (reverse order), before NATS drains and the pool ends.
-    const consumer = await startTaskEventsConsumer({ nc, namespace, log, ingest: ingestSystem(res), health });
+    const consumer = await startTaskEventsConsumer({ nc, namespace, log, ingest, health });
     onStop(() => consumer.stop());
     serve(notificationsRpc, notificationsHandlers(inboxSystem(res)));
   },

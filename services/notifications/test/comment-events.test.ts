@@ -1,14 +1,18 @@
 import { randomUUID } from "node:crypto";
 import { taskEventSubject, taskEventsStream } from "@tasksvc/contracts";
 import { connectNats, encodeJson, jetstream, jetstreamManager, type NatsConnection } from "@tasksvc/nats";
+import { createDb } from "@tasksvc/db";
+import { createLogger } from "@tasksvc/logger";
 import { e2eContext, eventually, type Tenant } from "@tasksvc/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ingestSystem } from "../src/domain/ingest.js";
+import { notificationsResources } from "../src/domain/resources.js";
 
 // Messages the other producers are adding (comments with mentions, due dates, actor_id), published
 // onto the task events stream in their announced shapes, read back through the inbox routes: the
 // consumer's statement with its mention records, the followers asked of the tasks service, and a
 // redelivered message adding nothing.
-const { stack, gw, f } = e2eContext();
+const { stack, gw, f, db } = e2eContext();
 let nc: NatsConnection;
 
 beforeAll(async () => {
@@ -100,5 +104,42 @@ describe("due-date events", () => {
     await drained();
     expect(await kinds(bob)).toEqual([`assigned:-:${t.userId}`, "due_soon:-:-"].sort());
     expect(await kinds(t)).toEqual(["overdue:-:-"]);
+  });
+});
+
+describe("erased tasks", () => {
+  it("when an event of a task comes after its erasure (delivered again, or late), then it makes no notification of the task again", async () => {
+    const t = await f.tenant();
+    const bob = await f.user(t.organizationId);
+    const made = await gw.post("/v1/tasks", { title: "to be erased", assignee_ids: [bob.userId] }, auth(t));
+    const taskId = made.body.id as string;
+    await eventually(async () => (await kinds(bob)).length === 1, { what: "bob's assignment" });
+    await publish(t.organizationId, "task.purged", { id: taskId }, t.userId);
+    await drained();
+    expect(await kinds(bob)).toEqual([]);
+    await publish(t.organizationId, "comment.created", comment("cmt_late", taskId, t.userId, [bob.userId]), t.userId);
+    await drained();
+    expect(await kinds(bob)).toEqual([]);
+    expect((await gw.get("/v1/notifications/unread-count", auth(bob))).body).toEqual({ count: 0 });
+  });
+
+  it("when a notification of a task was committed just after the task's erasure took its notifications, then the next pass over recent erasures takes it", async () => {
+    const t = await f.tenant();
+    const bob = await f.user(t.organizationId);
+    await publish(t.organizationId, "task.purged", { id: "T-1" }, t.userId);
+    await drained();
+    // What an event's statement, begun before the erasure was recorded, leaves behind.
+    await db`insert into notifications.notifications (id, organization_id, user_id, type, task_id, actor_id, event_id, created_at)
+      values (${`ntf_${randomUUID()}`}, ${t.organizationId}, ${bob.userId}, 'assigned', 'T-1', ${t.userId}, ${`evt_${randomUUID()}`}, now())`;
+    expect(await kinds(bob)).toHaveLength(1);
+    const own = createDb({ url: stack.databaseUrl, schema: "notifications", max: 2 });
+    try {
+      const log = createLogger({ service: "erased-test", level: "silent" });
+      const ingest = ingestSystem(notificationsResources(own, { log, tasks: { followers: async () => [] } }));
+      expect(await ingest.forgetStragglers(120)).toBeGreaterThanOrEqual(1);
+    } finally {
+      await own.end({ timeout: 1 });
+    }
+    expect(await kinds(bob)).toEqual([]);
   });
 });

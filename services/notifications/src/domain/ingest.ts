@@ -5,6 +5,8 @@ import type { NotificationsResources } from "./resources.js";
 
 /** Notifications deleted per statement when a task is erased. */
 const FORGET_BATCH = 1_000;
+/** Recently erased tasks looked at again per pass. */
+const STRAGGLER_TASKS = 1_000;
 
 /**
  * One event in, its notifications written in one statement. The followers are asked before it,
@@ -12,16 +14,34 @@ const FORGET_BATCH = 1_000;
  * Answers how many notifications were new (0 for a redelivery).
  */
 export function ingestSystem(res: NotificationsResources) {
-  /** An erased task takes its notifications (and what they count unread) with it; a redelivery finds none left. */
+  /**
+   * An erased task takes its notifications (and what they count unread) with it; a redelivery finds
+   * none left. It is recorded first, so an event of the task that comes later makes none again.
+   */
   async function forget(event: NotifiableEvent): Promise<number> {
     const data = event.data as { id?: unknown } | null;
     if (typeof data?.id !== "string") return 0;
     const id = data.id;
+    await res.repo.markErased(event.organization_id, id);
     await deleteInBatches(FORGET_BATCH, () => res.repo.forgetTaskBatch(event.organization_id, id, FORGET_BATCH));
     return 0;
   }
 
   return {
+    /**
+     * An event taken at the moment of an erasure, its statement begun before the erasure was
+     * recorded, may commit a notification after the erasure's deletes: the tasks erased in the last
+     * `seconds` are forgotten again.
+     */
+    async forgetStragglers(seconds: number): Promise<number> {
+      let tasks = 0;
+      for (const t of await res.repo.recentlyErased(seconds, STRAGGLER_TASKS)) {
+        await deleteInBatches(FORGET_BATCH, () => res.repo.forgetTaskBatch(t.organization_id, t.task_id, FORGET_BATCH));
+        tasks++;
+      }
+      return tasks;
+    },
+
     async ingest(event: NotifiableEvent): Promise<number> {
       if (event.type === "task.purged") return forget(event);
       const plan = planOf(event);

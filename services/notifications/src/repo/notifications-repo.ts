@@ -64,7 +64,8 @@ export function notificationsRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
           returning user_id
         ), wanted as (
           select * from unnest(${ids}::text[], ${users}::text[], ${types}::text[]) as w(id, user_id, type)
-          where w.type <> 'mentioned' or w.user_id in (select user_id from first_mentions)
+          where (w.type <> 'mentioned' or w.user_id in (select user_id from first_mentions))
+            and not exists (select 1 from erased_tasks x where x.organization_id = ${e.organizationId} and x.task_id = ${e.taskId})
         ), inserted as (
           insert into notifications (id, organization_id, user_id, type, task_id, comment_id, actor_id, event_id, created_at)
           select id, ${e.organizationId}, user_id, type, ${e.taskId}, ${e.commentId}, ${e.actorId}, ${e.eventId}, ${e.createdAt}::timestamptz from wanted
@@ -163,6 +164,28 @@ export function notificationsRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
      * Up to `batch` notifications of an erased task, with the unread counters of their users and the
      * mention records of their comments; answers how many went.
      */
+    /** Recorded before the task's notifications go, so no later event of it makes one again. */
+    async markErased(org: string, taskId: string): Promise<void> {
+      await sql`insert into erased_tasks (organization_id, task_id) values (${org}, ${taskId}) on conflict do nothing`;
+    },
+
+    /** Tasks erased within `seconds`: an event taken in the same moment as the erasure may have left a notification. */
+    async recentlyErased(seconds: number, limit: number): Promise<Array<{ organization_id: string; task_id: string }>> {
+      return sql<{ organization_id: string; task_id: string }[]>`
+        select organization_id, task_id from erased_tasks where erased_at > now() - make_interval(secs => ${seconds})
+        order by erased_at limit ${limit}`;
+    },
+
+    /** Records past the stream's age: no event of theirs can come any more. */
+    async sweepErased(days: number, batch: number): Promise<number> {
+      const rows = await sql`
+        delete from erased_tasks where (organization_id, task_id) in (
+          select organization_id, task_id from erased_tasks where erased_at < now() - make_interval(days => ${days})
+          limit ${batch} for update skip locked)
+        returning 1`;
+      return rows.length;
+    },
+
     async forgetTaskBatch(org: string, taskId: string, batch: number): Promise<number> {
       const [row] = await sql<{ n: number }[]>`
         with gone as (
