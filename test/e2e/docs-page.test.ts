@@ -64,79 +64,91 @@ async function tryListOrganizations(page: Page, token: string): Promise<string> 
 }
 
 describe("/docs", () => {
-  it("when opened, then the reference loads from the gateway alone, shows the Task schema and the operations, and Try it out calls the gateway", async () => {
-    const t = await f.tenant();
-    const page = await browser.newPage();
-    const elsewhere = await onlyFrom(page, gateway);
-    const errors: string[] = [];
-    page.on("pageerror", (e) => errors.push(e.message));
-    try {
-      await page.goto(`${gateway}/docs`, { waitUntil: "load" });
-      // The operations of the Tasks tag, and the schemas section naming Task.
-      const create = page.locator("#operations-Tasks-createTask");
-      await create.waitFor({ timeout: 15_000 });
-      await expect(create.textContent()).resolves.toContain("/v1/tasks");
-      await expect(page.locator("#operations-Tasks-listTasks").count()).resolves.toBe(1);
-      // OpenAPI 3.1 schemas render as JSON Schema 2020-12 articles under "Schemas", titled by name.
-      const taskModel = page.locator(".models article.json-schema-2020-12", {
-        has: page.locator(".json-schema-2020-12__title", { hasText: /^Task$/ }),
-      });
-      await taskModel.first().waitFor({ timeout: 10_000 });
-      await taskModel.first().locator("button.json-schema-2020-12-accordion").first().click();
-      await expect(taskModel.first().textContent()).resolves.toContain("story_points");
+  it(
+    "when opened, then the reference loads from the gateway alone, shows the Task schema and the operations, and Try it out calls the gateway",
+    async () => {
+      const t = await f.tenant();
+      const page = await browser.newPage();
+      const elsewhere = await onlyFrom(page, gateway);
+      const errors: string[] = [];
+      page.on("pageerror", (e) => errors.push(e.message));
+      try {
+        await page.goto(`${gateway}/docs`, { waitUntil: "load" });
+        // The operations of the Tasks tag, and the schemas section naming Task.
+        const create = page.locator("#operations-Tasks-createTask");
+        await create.waitFor({ timeout: 15_000 });
+        await expect(create.textContent()).resolves.toContain("/v1/tasks");
+        await expect(page.locator("#operations-Tasks-listTasks").count()).resolves.toBe(1);
+        // OpenAPI 3.1 schemas render as JSON Schema 2020-12 articles under "Schemas", titled by name.
+        const taskModel = page.locator(".models article.json-schema-2020-12", {
+          has: page.locator(".json-schema-2020-12__title", { hasText: /^Task$/ }),
+        });
+        await taskModel.first().waitFor({ timeout: 10_000 });
+        await taskModel.first().locator("button.json-schema-2020-12-accordion").first().click();
+        await expect(taskModel.first().textContent()).resolves.toContain("story_points");
 
-      await expect(tryListOrganizations(page, t.apiKey)).resolves.toContain(t.organizationId);
+        await expect(tryListOrganizations(page, t.apiKey)).resolves.toContain(t.organizationId);
 
-      expect(elsewhere).toEqual([]);
-      expect(errors).toEqual([]);
-    } finally {
-      await page.close();
-    }
-  }, BROWSER_TEST_MS);
+        expect(elsewhere).toEqual([]);
+        expect(errors).toEqual([]);
+      } finally {
+        await page.close();
+      }
+    },
+    BROWSER_TEST_MS,
+  );
 
-  it("when opened, then placeholders such as T-<n> show as written, the Servers box names this gateway, and createTask's example body is the document's", async () => {
-    const doc = (await (await fetch(`${gateway}/v1/openapi.json`)).json()) as {
-      paths: Record<string, Record<string, { requestBody?: { content: Record<string, { example?: unknown }> } }>>;
-    };
-    const page = await browser.newPage();
-    try {
-      await page.goto(`${gateway}/docs`, { waitUntil: "load" });
-      const create = page.locator("#operations-Tasks-createTask");
-      await create.waitFor({ timeout: 15_000 });
-      // Markdown would take <n> for an HTML tag and drop it: the tag's description and the 201's.
-      await expect(page.locator("#operations-tag-Tasks").textContent()).resolves.toContain("Tasks numbered T-<n> per organization");
-      // The origin the page came from: "/", which the browser resolves against the page's URL.
-      await expect(page.locator(".servers select option").first().getAttribute("value")).resolves.toBe("/");
-      await expect(page.locator(".servers select option").count()).resolves.toBe(1);
-      await create.locator(".opblock-summary").first().click();
-      const created = create.locator(".responses-table tr.response[data-code='201']");
-      await created.waitFor({ timeout: 10_000 });
-      await expect(created.locator(".response-col_description").first().textContent()).resolves.toContain("numbered T-<n> per organization");
-      // The example body shown (and prefilled by Try it out) is the one a test sends as is.
-      const example = create.locator(".opblock-section-request-body .body-param__example, .opblock-section-request-body .highlight-code").first();
-      await example.waitFor({ timeout: 10_000 });
-      expect(JSON.parse((await example.textContent()) ?? "")).toEqual(doc.paths["/v1/tasks"]?.["post"]?.requestBody?.content["application/json"]?.example);
-    } finally {
-      await page.close();
-    }
-  }, BROWSER_TEST_MS);
+  it(
+    "when opened, then placeholders such as T-<n> show as written, the Servers box names this gateway, and createTask's example body is the document's",
+    async () => {
+      const doc = (await (await fetch(`${gateway}/v1/openapi.json`)).json()) as {
+        paths: Record<string, Record<string, { requestBody?: { content: Record<string, { example?: unknown }> } }>>;
+      };
+      const page = await browser.newPage();
+      try {
+        await page.goto(`${gateway}/docs`, { waitUntil: "load" });
+        const create = page.locator("#operations-Tasks-createTask");
+        await create.waitFor({ timeout: 15_000 });
+        // Markdown would take <n> for an HTML tag and drop it: the tag's description and the 201's.
+        await expect(page.locator("#operations-tag-Tasks").textContent()).resolves.toContain("Tasks numbered T-<n> per organization");
+        // The origin the page came from: "/", which the browser resolves against the page's URL.
+        await expect(page.locator(".servers select option").first().getAttribute("value")).resolves.toBe("/");
+        await expect(page.locator(".servers select option").count()).resolves.toBe(1);
+        await create.locator(".opblock-summary").first().click();
+        const created = create.locator(".responses-table tr.response[data-code='201']");
+        await created.waitFor({ timeout: 10_000 });
+        await expect(created.locator(".response-col_description").first().textContent()).resolves.toContain("numbered T-<n> per organization");
+        // The example body shown (and prefilled by Try it out) is the one a test sends as is.
+        const example = create.locator(".opblock-section-request-body .body-param__example, .opblock-section-request-body .highlight-code").first();
+        await example.waitFor({ timeout: 10_000 });
+        expect(JSON.parse((await example.textContent()) ?? "")).toEqual(doc.paths["/v1/tasks"]?.["post"]?.requestBody?.content["application/json"]?.example);
+      } finally {
+        await page.close();
+      }
+    },
+    BROWSER_TEST_MS,
+  );
 
-  it("when opened by address instead of name (127.0.0.1, as through a tunnel or a port mapping), then Try it out calls that same origin and answers 200, not a cross-origin failure", async () => {
-    const t = await f.tenant();
-    const page = await browser.newPage();
-    const elsewhere = await onlyFrom(page, byAddress);
-    const errors: string[] = [];
-    page.on("pageerror", (e) => errors.push(e.message));
-    try {
-      await page.goto(`${byAddress}/docs`, { waitUntil: "load" });
-      await page.locator("#operations-Organizations-listOrganizations").waitFor({ timeout: 15_000 });
-      await expect(tryListOrganizations(page, t.apiKey)).resolves.toContain(t.organizationId);
-      expect(elsewhere).toEqual([]);
-      expect(errors).toEqual([]);
-    } finally {
-      await page.close();
-    }
-  }, BROWSER_TEST_MS);
+  it(
+    "when opened by address instead of name (127.0.0.1, as through a tunnel or a port mapping), then Try it out calls that same origin and answers 200, not a cross-origin failure",
+    async () => {
+      const t = await f.tenant();
+      const page = await browser.newPage();
+      const elsewhere = await onlyFrom(page, byAddress);
+      const errors: string[] = [];
+      page.on("pageerror", (e) => errors.push(e.message));
+      try {
+        await page.goto(`${byAddress}/docs`, { waitUntil: "load" });
+        await page.locator("#operations-Organizations-listOrganizations").waitFor({ timeout: 15_000 });
+        await expect(tryListOrganizations(page, t.apiKey)).resolves.toContain(t.organizationId);
+        expect(elsewhere).toEqual([]);
+        expect(errors).toEqual([]);
+      } finally {
+        await page.close();
+      }
+    },
+    BROWSER_TEST_MS,
+  );
 
   it("when a problem's type is followed, then the errors page has that code's row", async () => {
     const r = await fetch(`${gateway}/v1/tasks`);
