@@ -18,7 +18,7 @@ export interface Leftover {
  * searched too) that still names the task: its organization with its number in a number column or
  * its id anywhere in the row's text, or the marker text anywhere at all. What the feed is meant to
  * keep is not a leftover: an event reduced to `{ id }` (`{ id, task_id }` for a comment's) without
- * `changes`, and a stream position (ids only).
+ * `changes`, a stream position (ids only), and the notifications service's record of the erasure.
  */
 export async function leftovers(db: postgres.Sql, org: string, number: number, marker: string): Promise<Leftover[]> {
   const id = `T-${number}`;
@@ -54,6 +54,9 @@ export async function leftovers(db: postgres.Sql, org: string, number: number, m
 
 function kept(schema: string, table: string, row: Record<string, unknown>, id: string, marker: string): boolean {
   if (JSON.stringify(row).includes(marker)) return false;
+  // The notifications service's record that the task was erased (organization, id, time), so that
+  // no later event of it makes a notification again; like the feed's `{ id }`, nothing of the task.
+  if (schema === "notifications" && table === "erased_tasks") return Object.keys(row).sort().join() === "erased_at,organization_id,task_id";
   if (schema !== "tasks") return false;
   if (table === "event_stream") return true;
   if (table !== "events" && table !== "outbox") return false;
