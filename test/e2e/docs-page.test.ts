@@ -63,17 +63,31 @@ async function tryListOrganizations(page: Page, token: string): Promise<string> 
   return answered;
 }
 
+/**
+ * Opens /docs from `origin` as a new organization's user would, letting the page reach that origin
+ * only; runs `check`, then expects nothing tried elsewhere and no error in the page.
+ */
+async function onDocsPage(origin: string, check: (page: Page, t: Awaited<ReturnType<typeof f.tenant>>) => Promise<void>): Promise<void> {
+  const t = await f.tenant();
+  const page = await browser.newPage();
+  const elsewhere = await onlyFrom(page, origin);
+  const errors: string[] = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  try {
+    await page.goto(`${origin}/docs`, { waitUntil: "load" });
+    await check(page, t);
+    expect(elsewhere).toEqual([]);
+    expect(errors).toEqual([]);
+  } finally {
+    await page.close();
+  }
+}
+
 describe("/docs", () => {
   it(
     "when opened, then the reference loads from the gateway alone, shows the Task schema and the operations, and Try it out calls the gateway",
     async () => {
-      const t = await f.tenant();
-      const page = await browser.newPage();
-      const elsewhere = await onlyFrom(page, gateway);
-      const errors: string[] = [];
-      page.on("pageerror", (e) => errors.push(e.message));
-      try {
-        await page.goto(`${gateway}/docs`, { waitUntil: "load" });
+      await onDocsPage(gateway, async (page, t) => {
         // The operations of the Tasks tag, and the schemas section naming Task.
         const create = page.locator("#operations-Tasks-createTask");
         await create.waitFor({ timeout: 15_000 });
@@ -88,12 +102,7 @@ describe("/docs", () => {
         await expect(taskModel.first().textContent()).resolves.toContain("story_points");
 
         await expect(tryListOrganizations(page, t.apiKey)).resolves.toContain(t.organizationId);
-
-        expect(elsewhere).toEqual([]);
-        expect(errors).toEqual([]);
-      } finally {
-        await page.close();
-      }
+      });
     },
     BROWSER_TEST_MS,
   );
@@ -132,20 +141,10 @@ describe("/docs", () => {
   it(
     "when opened by address instead of name (127.0.0.1, as through a tunnel or a port mapping), then Try it out calls that same origin and answers 200, not a cross-origin failure",
     async () => {
-      const t = await f.tenant();
-      const page = await browser.newPage();
-      const elsewhere = await onlyFrom(page, byAddress);
-      const errors: string[] = [];
-      page.on("pageerror", (e) => errors.push(e.message));
-      try {
-        await page.goto(`${byAddress}/docs`, { waitUntil: "load" });
+      await onDocsPage(byAddress, async (page, t) => {
         await page.locator("#operations-Organizations-listOrganizations").waitFor({ timeout: 15_000 });
         await expect(tryListOrganizations(page, t.apiKey)).resolves.toContain(t.organizationId);
-        expect(elsewhere).toEqual([]);
-        expect(errors).toEqual([]);
-      } finally {
-        await page.close();
-      }
+      });
     },
     BROWSER_TEST_MS,
   );
