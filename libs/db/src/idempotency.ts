@@ -45,13 +45,13 @@ export function idempotencyRecords(sql: Sql) {
      */
     async recordOnce(credentialId: string, key: string | undefined, operation: string, result: unknown, organizationId?: string): Promise<void> {
       if (key === undefined) return;
-      const org = organizationId === undefined ? sql`` : sql`, organization_id`;
-      const orgValue = organizationId === undefined ? sql`` : sql`, ${organizationId}`;
+      const [column, value, update] =
+        organizationId === undefined
+          ? [sql``, sql``, sql``]
+          : [sql`, organization_id`, sql`, ${organizationId}`, sql`, organization_id = excluded.organization_id`];
       const rows = await sql`
-        insert into idempotency as i (credential_id, key, operation, result ${org}) values (${credentialId}, ${key}, ${operation}, ${jsonb(sql, result)} ${orgValue})
-        on conflict (credential_id, key) do update set operation = excluded.operation, result = excluded.result, created_at = now() ${
-          organizationId === undefined ? sql`` : sql`, organization_id = excluded.organization_id`
-        }
+        insert into idempotency as i (credential_id, key, operation, result ${column}) values (${credentialId}, ${key}, ${operation}, ${jsonb(sql, result)} ${value})
+        on conflict (credential_id, key) do update set operation = excluded.operation, result = excluded.result, created_at = now() ${update}
           where i.created_at <= now() - interval '24 hours'
         returning 1`;
       if (rows.length !== 1) throw new KeyRecordedMeanwhile();

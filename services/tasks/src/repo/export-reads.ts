@@ -16,8 +16,8 @@ export const CHUNK_BYTES = 1024 * 1024;
 
 /**
  * One object of the file as Postgres writes it: `json` is byte for byte what JSON.stringify writes
- * for the API's object once the rows marked `reencode` are parsed and written again (jsonb spaces
- * its nested objects); `users` are the people it names, who get member lines.
+ * for the API's object once the rows marked `reencode` go through compactJson (jsonb spaces its
+ * nested objects); `users` are the people it names, who get member lines.
  */
 export interface ExportLine {
   json: string;

@@ -72,7 +72,7 @@ const VERSION_FIELDS = TASK_FIELDS.filter((k): k is VersionField => k in VERSION
 
 /**
  * A history item as JSON built by Postgres, byte for byte JSON.stringify of the history route's
- * item once the rows `VERSION_JSON_REENCODE` names are re-encoded; `task_id` first. `v` prefixes
+ * item once the rows `versionJsonReencodeSql` names go through compactJson; `task_id` first. `v` prefixes
  * the version's columns, `t` its task's (the owner). Labels and values are the stored ones, as
  * the history route shows them: a version records what was.
  */
@@ -82,12 +82,7 @@ export function versionJsonSql(v: string, t: string): string {
   return `(select row_to_json(j)::text from (select 'T-' || ${v}task_number as task_id, ${v}id as id, ${v}version as version, ${fields.join(", ")}, ${TASK_RENDERINGS.created_at.sql(v)} as created_at) j)`;
 }
 
-export function versionJsonReencodeSql(v: string): string {
-  return `(${VERSION_FIELDS.flatMap((k) => {
-    const when = VERSION_RENDERINGS[k].reencodeWhen;
-    return when ? [when(v)] : [];
-  }).join(" or ")})`;
-}
+export const versionJsonReencodeSql = (v: string): string => reencodeWhen(VERSION_FIELDS, VERSION_RENDERINGS, v);
 
 /** A history item's fields but its id, version and time, in the task's order. */
 export function shownVersion(r: VersionColumns): Pick<Task, VersionField> {
@@ -161,11 +156,18 @@ export const TEMPLATE_COMPLETION = `jsonb_build_object(${STATEMENT_FIELDS.map((k
  */
 export const TASK_JSON = `(select row_to_json(j)::text from (select ${TASK_FIELDS.map((k) => `${TASK_RENDERINGS[k].sql("")} as "${k}"`).join(", ")}) j)`;
 
+/** The rows whose Postgres JSON differs from JSON.stringify's (see compactJson), as SQL on columns prefixed `t`. */
+function reencodeWhen<F extends keyof Task>(fields: readonly F[], renderings: { [K in F]: { reencodeWhen?: (t: string) => string } }, t: string): string {
+  return `(${fields
+    .flatMap((k) => {
+      const when = renderings[k].reencodeWhen;
+      return when ? [when(t)] : [];
+    })
+    .join(" or ")})`;
+}
+
 /** Most rows are none of them, and cost nothing. */
-export const TASK_JSON_REENCODE = `(${TASK_FIELDS.flatMap((k) => {
-  const when = TASK_RENDERINGS[k].reencodeWhen;
-  return when ? [when("")] : [];
-}).join(" or ")})`;
+export const TASK_JSON_REENCODE = reencodeWhen(TASK_FIELDS, TASK_RENDERINGS, "");
 
 const QUOTE = 34;
 const BACKSLASH = 92;

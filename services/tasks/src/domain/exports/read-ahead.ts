@@ -5,20 +5,12 @@
  */
 export async function* readAhead<A, T>(source: AsyncIterable<A>, read: (a: A) => Promise<T>): AsyncGenerator<T> {
   let pending: Promise<T> | undefined;
-  try {
-    for await (const a of source) {
-      const next = read(a);
-      // Awaited in turn below; a failure meanwhile must not count as unhandled and stop the process.
-      next.catch(() => undefined);
-      if (pending !== undefined) yield await pending;
-      pending = next;
-    }
-    if (pending !== undefined) {
-      const last = pending;
-      pending = undefined;
-      yield await last;
-    }
-  } finally {
-    pending = undefined;
+  for await (const a of source) {
+    const next = read(a);
+    // Awaited in turn below; a failure meanwhile must not count as unhandled and stop the process.
+    next.catch(() => undefined);
+    if (pending !== undefined) yield await pending;
+    pending = next;
   }
+  if (pending !== undefined) yield await pending;
 }
