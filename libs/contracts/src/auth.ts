@@ -97,5 +97,7 @@ export const Identity = z.object({
   limits: Limits,
   /** Caches must not outlive it. */
   expires_at: z.iso.datetime().nullable(),
+  /** The OAuth client's id (`oac_…`) when the access token was issued by this service's own token endpoint. */
+  client_id: z.string().optional(),
 });
 export type Identity = z.infer<typeof Identity>;

@@ -1,3 +1,4 @@
+import { ADMIN_CLI_CREDENTIAL, type Actor, SYSTEM_ACTOR } from "./actor.js";
 import type { RpcContext } from "./rpc.js";
 
 export interface Caller {
@@ -10,8 +11,19 @@ export interface Caller {
   ifNoneMatch?: string[] | undefined;
   /** Unix milliseconds. */
   deadline?: number | undefined;
+  /** Which credential acts, as task versions and audit events record it. */
+  actor: Actor;
   /** For calls to another service on the caller's behalf. */
   ctx: RpcContext;
+}
+
+/** The gateway names the actor; a context without one (the admin CLI, a worker, an older gateway) is derived from its credential. */
+export function actorOf(ctx: RpcContext): Actor {
+  if (ctx.actor) return ctx.actor;
+  if (!ctx.credential_id) return SYSTEM_ACTOR;
+  if (ctx.credential_id === ADMIN_CLI_CREDENTIAL) return { type: "system", id: ADMIN_CLI_CREDENTIAL, user_id: null };
+  if (ctx.credential_id.startsWith("key_")) return { type: "api_key", id: ctx.credential_id, user_id: ctx.user_id };
+  return { type: "user", id: ctx.user_id ?? ctx.credential_id, user_id: ctx.user_id };
 }
 
 /**
@@ -28,6 +40,7 @@ export function callerOf(ctx: RpcContext): Caller {
     ifMatch: ctx.if_match,
     ifNoneMatch: ctx.if_none_match,
     deadline: ctx.deadline_at,
+    actor: actorOf(ctx),
     ctx,
   };
 }

@@ -1,5 +1,6 @@
 export * from "./codes.js";
 export * from "./auth.js";
+export * from "./actor.js";
 export * from "./common.js";
 export * from "./rpc.js";
 export * from "./keys.js";

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { ERROR_CODES, type ErrorCode } from "./codes.js";
 import { FieldError, IdempotencyKey } from "./common.js";
 import { Plan, Scope } from "./auth.js";
+import { Actor } from "./actor.js";
 
 /** Administrative calls (the admin CLI) carry no organization: they run with the trust of NATS itself. */
 export const RpcContext = z.object({
@@ -15,6 +16,11 @@ export const RpcContext = z.object({
   /** `*`, or each tag as sent, quotes included. */
   if_match: z.array(z.string()).optional(),
   if_none_match: z.array(z.string()).optional(),
+  /** Who acts: set by the gateway from the credential; derived from `credential_id` when absent (an older gateway, the admin CLI). */
+  actor: Actor.optional(),
+  /** The HTTP client's address and User-Agent, for the audit log. */
+  ip: z.string().max(64).optional(),
+  user_agent: z.string().max(512).optional(),
   /** Unix ms, set by the RPC client from its timeout: a request received later is not started. */
   deadline_at: z.number().int().optional(),
 });

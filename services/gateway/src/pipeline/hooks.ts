@@ -1,4 +1,4 @@
-import { systemContext, type Identity, type RpcContext } from "@tasksvc/contracts";
+import { identityActor, systemContext, type Identity, type RpcContext } from "@tasksvc/contracts";
 import { AppError, isAppError } from "@tasksvc/errors";
 import { httpEdgeRefused } from "@tasksvc/telemetry";
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from "fastify";
@@ -98,6 +98,7 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
       // Before the operation runs: a malformed one is a 400, not a read.
       const ifMatch = op.preconditions === "if-match" ? parseEntityTags(req.headers["if-match"], "If-Match") : undefined;
       const ifNoneMatch = op.preconditions === undefined ? undefined : parseEntityTags(req.headers["if-none-match"], "If-None-Match");
+      const userAgent = req.headers["user-agent"]?.slice(0, 512);
       const ctx: RpcContext = {
         request_id: String(req.id),
         organization_id: identity.organization_id,
@@ -105,6 +106,9 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
         credential_id: identity.credential_id,
         scopes: identity.scopes,
         plan: identity.plan,
+        actor: identityActor(identity),
+        ip: req.ip,
+        ...(userAgent === undefined ? {} : { user_agent: userAgent }),
         ...(state.key === undefined ? {} : { idempotency_key: state.key }),
         ...(ifMatch === undefined ? {} : { if_match: ifMatch }),
         // On a write, If-None-Match is the service's to check under the row lock, as If-Match is.
