@@ -2048,6 +2048,32 @@ export interface components {
              * @example 2026-11-23T09:30:00.000Z
              */
             created_at: string;
+            /**
+             * @description Who wrote this version: the credential (`api_key`, `oauth_client`, `user` for an access token of another issuer), `system` for the service's own work (an occurrence of a recurring task, a deleted label or custom field taken off the task) or an administrator's command, `rewind` for an undo. Null when not recorded: versions written before the service recorded actors.
+             * @example {
+             *       "type": "api_key",
+             *       "id": "key_2bN8xQ4mT7pL1vD9kR3sW6",
+             *       "user_id": "usr_7hQ2mD9xK3pL5nB8vR4tW1"
+             *     }
+             */
+            actor: {
+                /**
+                 * @description What kind of credential acted: `api_key`, `oauth_client` (a token of one of the organization's OAuth clients), `user` (an access token of another issuer), `system` (an administrator's command or the service itself) or `rewind` (an undo).
+                 * @example api_key
+                 * @enum {string}
+                 */
+                type: "user" | "api_key" | "oauth_client" | "system" | "rewind";
+                /**
+                 * @description The credential's id: the API key's, the OAuth client's, the user's for a user token, the rewind's; `system` for the service.
+                 * @example key_2bN8xQ4mT7pL1vD9kR3sW6
+                 */
+                id: string;
+                /**
+                 * @description The member the credential acts as; null for the system.
+                 * @example usr_7hQ2mD9xK3pL5nB8vR4tW1
+                 */
+                user_id: string | null;
+            } | null;
         };
         Follower: {
             /**

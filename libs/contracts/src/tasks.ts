@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { Actor } from "./actor.js";
 import { CreatedAt, EXAMPLE_INSTANT, inKeyOrder, OpaqueId, PageQuery, Text, Timestamp, TrimmedLabel, UpdatedAt } from "./common.js";
 import { DateTimeInput } from "./dates.js";
 import { EventActorId, EventType, TaskEventType } from "./event-types.js";
@@ -145,6 +146,11 @@ export const TaskVersion = z.object({
   }),
   recurrence: Recurrence.nullable().meta({ description: "How the task repeated in this version; null when it did not.", examples: [null] }),
   created_at: CreatedAt,
+  actor: Actor.nullable().meta({
+    description:
+      "Who wrote this version: the credential (`api_key`, `oauth_client`, `user` for an access token of another issuer), `system` for the service's own work (an occurrence of a recurring task, a deleted label or custom field taken off the task) or an administrator's command, `rewind` for an undo. Null when not recorded: versions written before the service recorded actors.",
+    examples: [{ type: "api_key", id: "key_2bN8xQ4mT7pL1vD9kR3sW6", user_id: "usr_7hQ2mD9xK3pL5nB8vR4tW1" }],
+  }),
 });
 export type TaskVersion = z.infer<typeof TaskVersion>;
 

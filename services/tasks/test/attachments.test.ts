@@ -3,6 +3,7 @@ import { Readable } from "node:stream";
 import { Objm } from "@nats-io/obj";
 import { attachmentsBucket, natsBlobStore, type BlobStore } from "@tasksvc/blobs";
 import type { Caller, RpcContext } from "@tasksvc/contracts";
+import { actorOf } from "@tasksvc/contracts";
 import { createDb, migrate, newId } from "@tasksvc/db";
 import { AppError } from "@tasksvc/errors";
 import { createLogger } from "@tasksvc/logger";
@@ -62,7 +63,7 @@ const caller = (org: string, key?: string): Caller => {
     plan: "pro",
     ...(key === undefined ? {} : { idempotency_key: key }),
   };
-  return { organizationId: org, userId: "usr_t", credentialId: "key_att_test", idempotencyKey: key, ctx };
+  return { organizationId: org, userId: "usr_t", credentialId: "key_att_test", idempotencyKey: key, actor: actorOf(ctx), ctx };
 };
 
 const limits = (max_file_size: number, storage: number) => ({ max_file_size, storage });

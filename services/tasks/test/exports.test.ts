@@ -6,6 +6,7 @@ import { Readable } from "node:stream";
 import { Objm } from "@nats-io/obj";
 import { attachmentsBucket, natsBlobStore, type BlobStore } from "@tasksvc/blobs";
 import type { Caller, ExportJob, RpcContext } from "@tasksvc/contracts";
+import { actorOf } from "@tasksvc/contracts";
 import { createDb, migrate, newId } from "@tasksvc/db";
 import { createLogger } from "@tasksvc/logger";
 import { connectNats, type NatsConnection } from "@tasksvc/nats";
@@ -76,7 +77,7 @@ async function organization(n = 3): Promise<string> {
 
 const caller = (org: string): Caller => {
   const ctx: RpcContext = { request_id: newId("req"), organization_id: org, user_id: "usr_t", credential_id: "key_t", scopes: ["tasks:read"], plan: "pro" };
-  return { organizationId: org, userId: "usr_t", credentialId: "key_t", idempotencyKey: undefined, ctx };
+  return { organizationId: org, userId: "usr_t", credentialId: "key_t", idempotencyKey: undefined, actor: actorOf(ctx), ctx };
 };
 const row = async (id: string) => (await sql`select status, attempts, lease_until < now() as lapsed, file_key, error_code from exports where id = ${id}`)[0];
 const never = new AbortController().signal;

@@ -1,6 +1,7 @@
 import { newId } from "@tasksvc/db";
 import postgres from "postgres";
 import { afterAll, describe, expect, inject, it } from "vitest";
+import { SERVICE_STAMP } from "../src/domain/stamps.js";
 import { taskSearch } from "../src/repo/task-search.js";
 import { tasksRepo } from "../src/repo/tasks-repo.js";
 
@@ -35,8 +36,8 @@ describe("the sync order read by a connection not named like the service's", () 
       parent_number: null,
     };
     await tasksRepo(sql).create(org, [
-      { owner, content, versionId: newId("ver"), eventId: newId("evt"), credentialId: null, actor: owner, key: null },
-      { owner, content, versionId: newId("ver"), eventId: newId("evt"), credentialId: null, actor: owner, key: null },
+      { owner, content, versionId: newId("ver"), eventId: newId("evt"), credentialId: null, actor: owner, by: SERVICE_STAMP, key: null },
+      { owner, content, versionId: newId("ver"), eventId: newId("evt"), credentialId: null, actor: owner, by: SERVICE_STAMP, key: null },
     ]);
     const search = taskSearch(sql);
     for (let round = 0; round < 3; round++) {

@@ -2,6 +2,7 @@ import { inChangesOrder, inDataOrder, Task, TASK_FIELDS, TaskVersion } from "@ta
 import { describe, expect, it } from "vitest";
 import { changesOf } from "../src/domain/events/changes.js";
 import type { TaskRow } from "../src/repo/task-fields.js";
+import { actorOfRow } from "../src/repo/version-stamp.js";
 import { shownVersion, TASK_JSON, TEMPLATE_COMPLETION, taskTemplate, toTask } from "../src/repo/task-json.js";
 
 // One table of a task's fields: the contract's shape gives them and their order, and every
@@ -79,8 +80,11 @@ describe("a task's field table", () => {
     expect(JSON.stringify(inChangesOrder(asJsonb(changes)))).toBe(JSON.stringify(changes));
   });
 
-  it("when a version is shown, then its fields are in its contract's order: id, version, the content and the owner in the task's order, created_at", () => {
-    const item = { id: "ver_fields", version: 4, ...shownVersion(row), created_at: "2026-03-01T10:00:00.000Z" };
+  it("when a version is shown, then its fields are in its contract's order: id, version, the content and the owner in the task's order, created_at, actor", () => {
+    const actor = actorOfRow({ actor_type: "api_key", actor_id: "key_fields", actor_user_id: "usr_fields" });
+    expect(actor).toEqual({ type: "api_key", id: "key_fields", user_id: "usr_fields" });
+    expect(actorOfRow({ actor_type: null, actor_id: null, actor_user_id: null })).toBeNull();
+    const item = { id: "ver_fields", version: 4, ...shownVersion(row), created_at: "2026-03-01T10:00:00.000Z", actor };
     expect(Object.keys(TaskVersion.shape)).toEqual(Object.keys(item));
     expect(Object.keys(shownVersion(row))).toEqual(TASK_FIELDS.filter((k) => k in shownVersion(row)));
     expect(shownVersion(row)).toMatchObject({ owner_id: "usr_fields", assignee_ids: ["usr_b", "usr_a"] });

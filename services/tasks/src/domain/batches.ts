@@ -2,6 +2,7 @@ import { type Caller, CreateTaskBody, type Task, type TaskBatchOutcome, type Tas
 import { type AppError, isAppError, validationError } from "@tasksvc/errors";
 import type { z } from "zod";
 import type { TasksResources } from "./resources.js";
+import type { WriteCaller } from "./stamps.js";
 import type { TasksSystem } from "./tasks.js";
 
 type Item = TaskBatchRpcInput["operations"][number];
@@ -48,9 +49,10 @@ function groupable(item: Item | undefined): boolean {
 export function taskBatches(res: TasksResources, { tasks }: { tasks: TasksSystem }) {
   const { replyBytes } = res;
   async function runItem(c: Caller, item: Item, index: number): Promise<{ status: number; task: Task }> {
-    const caller: Caller = {
+    const caller: WriteCaller = {
       ...c,
       idempotencyKey: c.idempotencyKey === undefined ? undefined : itemKey(c.idempotencyKey, index),
+      batchKey: c.idempotencyKey,
       ifMatch: item.if_match,
     };
     switch (item.method) {

@@ -6,12 +6,13 @@ import type { Repositories } from "../repo/repositories.js";
 import { type Content, type TaskRow, toTask } from "../repo/task-json.js";
 import { type FieldStamp, ReferenceVanished } from "../repo/task-create.js";
 import type { TasksResources } from "./resources.js";
+import { stampOf, type WriteCaller } from "./stamps.js";
 
 /** The content, and the custom field definitions its values were checked against (held unchanged to the insert). */
 export type Prepare = (r: Repositories, c: Caller, b: CreateTaskBody) => Promise<{ content: Content; fieldsSeen: FieldStamp[] }>;
 
 interface Pending {
-  caller: Caller;
+  caller: WriteCaller;
   body: CreateTaskBody;
   traceparent: string | null;
   resolve(t: Task): void;
@@ -93,6 +94,7 @@ export function createBatcher(res: TasksResources, prepare: Prepare) {
         const items = accepted.map((a) => ({
           owner: a.p.caller.userId,
           actor: a.p.caller.userId,
+          by: stampOf(a.p.caller),
           content: a.content,
           versionId: newId("ver"),
           eventId: newId("evt"),
@@ -136,7 +138,7 @@ export function createBatcher(res: TasksResources, prepare: Prepare) {
   }
 
   return {
-    submit(caller: Caller, body: CreateTaskBody): Promise<Task> {
+    submit(caller: WriteCaller, body: CreateTaskBody): Promise<Task> {
       return new Promise<Task>((resolve, reject) => {
         const org = caller.organizationId;
         const queue = queues.get(org);

@@ -4,6 +4,7 @@ import type { Carried } from "../repo/tasks-repo.js";
 import { contentOf, toTask } from "../repo/task-json.js";
 import { changesOf } from "./events/changes.js";
 import type { TasksResources } from "./resources.js";
+import { SERVICE_STAMP } from "./stamps.js";
 
 /** A transaction of this many tasks: each a version and an event, well under a second. */
 const BATCH = 100;
@@ -21,7 +22,7 @@ export function removalsSystem(res: TasksResources) {
       const rows = await r.tasks.carrying(org, what, BATCH);
       for (const row of rows) {
         // The row shows its labels and values without those being removed, so its content is already the new one.
-        const updated = await r.tasks.updateContent(org, Number(row.number), contentOf(row), newId("ver"), false);
+        const updated = await r.tasks.updateContent(org, Number(row.number), contentOf(row), newId("ver"), false, SERVICE_STAMP);
         const task = toTask(updated);
         const before = { ...toTask(row), label_ids: row.stored_label_ids, custom_fields: row.stored_custom_fields };
         // The service's own work: nobody acted. A task in the trash is in no read, so its change tells no one.

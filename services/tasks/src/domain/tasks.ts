@@ -24,6 +24,7 @@ import { occurAfterDone } from "./recurrence/occurrences.js";
 import { normalizeRecurrence, withRecurrenceRule } from "./recurrence/rrule.js";
 import { existingTask, filterTask, noTask, notFound, pathNumber } from "./refs.js";
 import type { TasksResources } from "./resources.js";
+import { stampOf, type WriteCaller } from "./stamps.js";
 import { createdContent } from "./task-content.js";
 import { LIST_SCAN, listFilter, SEARCH_SCAN, withMe } from "./task-queries.js";
 import { keyedWrites } from "./writes.js";
@@ -71,7 +72,7 @@ export function tasksSystem(res: TasksResources) {
      * A replay answers the record kept as jsonb (keys sorted by length), put back in toTask()'s order
      * so it is byte for byte the answer it repeats; so do updateTask and setArchived.
      */
-    createTask: async (c: Caller, b: CreateTaskBody): Promise<Task> => inTaskOrder(await creates.submit(c, withRecurrenceRule(b))),
+    createTask: async (c: WriteCaller, b: CreateTaskBody): Promise<Task> => inTaskOrder(await creates.submit(c, withRecurrenceRule(b))),
 
     async getTask(c: Caller, ref: string): Promise<Task> {
       const org = c.organizationId;
@@ -109,7 +110,7 @@ export function tasksSystem(res: TasksResources) {
       );
     },
 
-    async updateTask(c: Caller, ref: string, patch: UpdateTaskBody): Promise<Task> {
+    async updateTask(c: WriteCaller, ref: string, patch: UpdateTaskBody): Promise<Task> {
       const p = withRecurrenceRule(patch);
       // Asked before the transaction, so no row lock waits on another service.
       await checkAssignees(res.members, c, p.assignee_ids);
@@ -155,7 +156,7 @@ export function tasksSystem(res: TasksResources) {
         await checkLabels(r, org, p.label_ids);
         if (sameContent(before, after)) return toTask(row);
         const projectsChanged = JSON.stringify(before.project_ids) !== JSON.stringify(after.project_ids);
-        const updated = await r.tasks.updateContent(org, number, after, newId("ver"), projectsChanged);
+        const updated = await r.tasks.updateContent(org, number, after, newId("ver"), projectsChanged, stampOf(c));
         const task = toTask(updated);
         w.touched.push(number);
         await r.events.emit(org, c.userId, "task.updated", task, changesOf(toTask(row), task));

@@ -6,6 +6,7 @@ import { checkIfMatch } from "./preconditions.js";
 import type { PurgeSystem } from "./purge.js";
 import { existingTask, noTask, pathNumber } from "./refs.js";
 import type { TasksResources } from "./resources.js";
+import { stampOf } from "./stamps.js";
 import { keyedWrites } from "./writes.js";
 
 export interface TrashOptions {
@@ -67,6 +68,7 @@ export function trashSystem(res: TasksResources, o: TrashOptions) {
           org,
           numbers,
           numbers.map(() => newId("ver")),
+          stampOf(c),
         );
         const tasks = restored.map(toTask);
         await r.events.emitEach(tasks.map((task) => ({ organization_id: org, type: "task.restored" as const, task, actor: c.userId })));

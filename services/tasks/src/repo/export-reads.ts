@@ -41,7 +41,7 @@ export function exportReads(sql: Sql) {
   // an export more than reading it. The stored size of the JSON and array columns (compressed when
   // large) is close enough for a bound on memory; 256 stands for the fixed columns.
   const VERSION_BYTES = sql.unsafe(
-    "(256 + octet_length(v.title) + coalesce(octet_length(v.description), 0) + coalesce(octet_length(v.notes), 0) + coalesce(pg_column_size(v.custom_fields), 0) + coalesce(pg_column_size(v.recurrence), 0) + coalesce(pg_column_size(v.project_ids), 0) + coalesce(pg_column_size(v.assignee_ids), 0) + coalesce(pg_column_size(v.label_ids), 0))",
+    "(256 + octet_length(v.title) + coalesce(octet_length(v.description), 0) + coalesce(octet_length(v.notes), 0) + coalesce(pg_column_size(v.custom_fields), 0) + coalesce(pg_column_size(v.recurrence), 0) + coalesce(pg_column_size(v.project_ids), 0) + coalesce(pg_column_size(v.assignee_ids), 0) + coalesce(pg_column_size(v.label_ids), 0) + coalesce(octet_length(v.actor_id), 0) + coalesce(octet_length(v.actor_user_id), 0))",
   );
   const COMMENT_BYTES = sql.unsafe("(256 + octet_length(c.body) + coalesce(pg_column_size(c.mention_ids), 0))");
   const taskJson = sql.unsafe(TASK_JSON);
@@ -122,7 +122,8 @@ export function exportReads(sql: Sql) {
 
     /**
      * JSON lines of the versions after (task, seq) of tasks numbered below `before`, oldest first per
-     * task, as the history route shows them (the owner is the task's); `more` when the page was cut
+     * task, as the history route shows them (the owner is the task's; the users a line names include
+     * its actor's); `more` when the page was cut
      * by its limit or its bytes, `last` where it ended. task_number stays a number in the
      * statement: the byte budget's window orders by it.
      */
@@ -135,7 +136,7 @@ export function exportReads(sql: Sql) {
     ): Promise<{ lines: ExportLine[]; more: boolean; last: [number, number] | null }> {
       const page = sql`
         select v.task_number, v.seq, ${versionJson} as json, ${versionReencode} as reencode,
-          ${usersOf("v.", "v.custom_fields", userKeys, "t.owner_user_id")} as users, ${VERSION_BYTES} as bytes
+          (${usersOf("v.", "v.custom_fields", userKeys, "t.owner_user_id")} || array_remove(array[v.actor_user_id], null)) as users, ${VERSION_BYTES} as bytes
         from task_versions v join tasks t on t.organization_id = v.organization_id and t.number = v.task_number
         where v.organization_id = ${org} and (v.task_number, v.seq) > (${after[0]}::bigint, ${after[1]}::int)
           and v.task_number < ${before}::bigint and t.number >= ${after[0]}::bigint and t.number < ${before}::bigint and ${live}

@@ -1,4 +1,4 @@
-import { type Import, type ImportFormat, type ImportLineError, type ImportStatus, MAX_IMPORT_ERRORS } from "@tasksvc/contracts";
+import { type Actor, type Import, type ImportFormat, type ImportLineError, type ImportStatus, MAX_IMPORT_ERRORS } from "@tasksvc/contracts";
 import { type Budgeted, DEFAULT_PAGE_BYTES, jsonb, KEYSET_TIME, keyset, keysetAfter, pageOf, type Sql, withinBudget } from "@tasksvc/db";
 import { iso } from "./task-json.js";
 
@@ -18,6 +18,9 @@ export interface ImportRow {
   errors: ImportLineError[];
   created_at: Date;
   completed_at: Date | null;
+  /** Who started it and by which request; null for an import queued before they were recorded. */
+  actor: Actor | null;
+  request_id: string | null;
 }
 
 export function toImport(r: ImportRow): Import {
@@ -34,7 +37,8 @@ export function toImport(r: ImportRow): Import {
 }
 
 const COLUMNS = `id, organization_id, user_id, file_key, format, dry_run, status, bytes_total::text as bytes_total, bytes_done::text as bytes_done,
-  lines_done::text as lines_done, created_count::text as created_count, failed_count::text as failed_count, errors, created_at, completed_at`;
+  lines_done::text as lines_done, created_count::text as created_count, failed_count::text as failed_count, errors, created_at, completed_at,
+  actor, request_id`;
 const IMPORT_PAGES = keyset("desc", ["created_at", "timestamp"], ["id", "text"]);
 
 export interface Cleanable {
@@ -80,10 +84,20 @@ export function importsRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
       return row?.n ?? 0;
     },
 
-    async insert(i: { id: string; org: string; user: string; fileKey: string; format: ImportFormat; dryRun: boolean; bytes: number }): Promise<ImportRow> {
+    async insert(i: {
+      id: string;
+      org: string;
+      user: string;
+      actor: Actor;
+      requestId: string;
+      fileKey: string;
+      format: ImportFormat;
+      dryRun: boolean;
+      bytes: number;
+    }): Promise<ImportRow> {
       const [row] = await sql<ImportRow[]>`
-        insert into imports (id, organization_id, user_id, file_key, format, dry_run, bytes_total)
-        values (${i.id}, ${i.org}, ${i.user}, ${i.fileKey}, ${i.format}, ${i.dryRun}, ${i.bytes})
+        insert into imports (id, organization_id, user_id, actor, request_id, file_key, format, dry_run, bytes_total)
+        values (${i.id}, ${i.org}, ${i.user}, ${jsonb(sql, i.actor)}, ${i.requestId}, ${i.fileKey}, ${i.format}, ${i.dryRun}, ${i.bytes})
         returning ${cols}`;
       if (!row) throw new Error("insert returned no row");
       await sql`update uploads set state = 'registered' where file_key = ${i.fileKey}`;

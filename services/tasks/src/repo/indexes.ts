@@ -35,6 +35,12 @@ export const TASK_INDEXES: readonly ConcurrentIndex[] = [
   { name: "tasks_title_trgm_idx", definition: "on tasks using gin (title gin_trgm_ops)" },
   // Erasing a task takes its Idempotency-Key records, found by organization and result id.
   { name: "idempotency_result_idx", definition: "on idempotency (organization_id, (result->>'id'))" },
+  // An undo finds the versions a credential, a request or a batch wrote within a time window
+  // (decision 0044). Each predicate is implied by an equality on its column, so the planner takes it;
+  // versions written before actors were recorded are in none.
+  { name: "task_versions_actor_idx", definition: "on task_versions (organization_id, actor_id, created_at) where actor_id is not null" },
+  { name: "task_versions_request_idx", definition: "on task_versions (organization_id, request_id) where request_id is not null" },
+  { name: "task_versions_batch_idx", definition: "on task_versions (organization_id, batch_key, created_at) where batch_key is not null" },
   // Erasing a task reduces the events of its comments, which name it as data.task_id.
   { name: "events_comment_task_idx", definition: "on events (organization_id, (payload->'data'->>'task_id')) where type like 'comment.%'" },
 ];

@@ -1,6 +1,7 @@
 import { jsonb, KeyRecordedMeanwhile, mapPgError, PG, type PgErrorRule, type Sql } from "@tasksvc/db";
 import { EVENT_ENVELOPE } from "./events-repo.js";
 import { type Content, type SeriesLink, TASK_COLUMNS, type TaskRow, taskTemplate, TEMPLATE_COMPLETION } from "./task-json.js";
+import { stampColumns, type VersionStamp } from "./version-stamp.js";
 
 export class ReferenceVanished extends Error {
   constructor(readonly what: "project" | "parent" | "label" | "custom field") {
@@ -24,6 +25,8 @@ export interface NewTask {
   credentialId: string | null;
   /** The user whose credential created it; null for an occurrence the service made. */
   actor: string | null;
+  /** What its first version records of the write. */
+  by: VersionStamp;
   key: string | null;
   /** Creates of several traces share the statement. */
   traceparent?: string | null;
@@ -35,6 +38,18 @@ export interface NewTask {
 export interface FieldStamp {
   id: string;
   stamp: string;
+}
+
+/** Prefixed: the recordset's `actor_id` is the event's (the user). */
+function versionColumns(by: VersionStamp) {
+  const s = stampColumns(by);
+  return {
+    v_actor_type: s.actor_type,
+    v_actor_id: s.actor_id,
+    v_actor_user_id: s.actor_user_id,
+    v_request_id: s.request_id,
+    v_batch_key: s.batch_key,
+  };
 }
 
 /**
@@ -51,6 +66,7 @@ export async function createTasks(sql: Sql, org: string, items: NewTask[]): Prom
     event_id: it.eventId,
     credential_id: it.credentialId,
     actor_id: it.actor,
+    ...versionColumns(it.by),
     key: it.key,
     traceparent: it.traceparent ?? null,
     template: taskTemplate(it.owner, it.content, it.series ?? null),
@@ -100,7 +116,8 @@ export async function createTasks(sql: Sql, org: string, items: NewTask[]): Prom
       from c, jsonb_to_recordset(${jsonb(sql, input)}) as i(ord int, owner_user_id text, version_id text, event_id text,
         credential_id text, actor_id text, key text, traceparent text, template jsonb, parent_number bigint, title text, description text, status text,
         priority text, start_date timestamptz, due_date timestamptz, notes text, story_points numeric, recurrence jsonb, project_ids jsonb,
-        assignee_ids jsonb, label_ids jsonb, custom_fields jsonb, series_head bigint, series_slot date)
+        assignee_ids jsonb, label_ids jsonb, custom_fields jsonb, series_head bigint, series_slot date, v_actor_type text, v_actor_id text,
+        v_actor_user_id text, v_request_id text, v_batch_key text)
     ), t as (
       insert into tasks (organization_id, number, owner_user_id, parent_number, current_version_id, version_count, version,
         title, description, status, priority, start_date, due_date, notes, story_points, recurrence, project_ids, assignee_ids,
@@ -114,9 +131,12 @@ export async function createTasks(sql: Sql, org: string, items: NewTask[]): Prom
       returning *
     ), v as (
       insert into task_versions (id, organization_id, task_number, seq, version, title, description, status, priority, start_date,
-        due_date, notes, story_points, recurrence, project_ids, assignee_ids, label_ids, custom_fields, created_at)
-      select current_version_id, organization_id, number, 1, version, title, description, status, priority, start_date, due_date,
-        notes, story_points, recurrence, project_ids, assignee_ids, label_ids, custom_fields, created_at from t
+        due_date, notes, story_points, recurrence, project_ids, assignee_ids, label_ids, custom_fields, created_at,
+        actor_type, actor_id, actor_user_id, request_id, batch_key)
+      select t.current_version_id, t.organization_id, t.number, 1, t.version, t.title, t.description, t.status, t.priority, t.start_date,
+        t.due_date, t.notes, t.story_points, t.recurrence, t.project_ids, t.assignee_ids, t.label_ids, t.custom_fields, t.created_at,
+        x.v_actor_type, x.v_actor_id, x.v_actor_user_id, x.v_request_id, x.v_batch_key
+      from t join x on x.number = t.number
     ), f as (
       -- The owner, then each assignee, follow the task (an assignee who owns it, once).
       insert into task_followers (organization_id, task_number, user_id, reason)

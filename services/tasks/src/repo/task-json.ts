@@ -11,6 +11,7 @@ import {
   TASK_RENDERINGS,
   type TaskRow,
 } from "./task-fields.js";
+import { actorJsonSql } from "./version-stamp.js";
 
 export { inTaskOrder } from "@tasksvc/contracts";
 export { type ContentColumns, iso, type TaskRow } from "./task-fields.js";
@@ -73,13 +74,13 @@ const VERSION_FIELDS = TASK_FIELDS.filter((k): k is VersionField => k in VERSION
 /**
  * A history item as JSON built by Postgres, byte for byte JSON.stringify of the history route's
  * item once the rows `versionJsonReencodeSql` names go through compactJson; `task_id` first. `v` prefixes
- * the version's columns, `t` its task's (the owner). Labels and values are the stored ones, as
+ * the version's columns, `t` its task's (the owner); `actor` last. Labels and values are the stored ones, as
  * the history route shows them: a version records what was.
  */
 export function versionJsonSql(v: string, t: string): string {
   const stored: Partial<Record<VersionField, string>> = { label_ids: `${v}label_ids`, custom_fields: `${v}custom_fields` };
   const fields = VERSION_FIELDS.map((k) => `${stored[k] ?? VERSION_RENDERINGS[k].sql(k === "owner_id" ? t : v)} as "${k}"`);
-  return `(select row_to_json(j)::text from (select 'T-' || ${v}task_number as task_id, ${v}id as id, ${v}version as version, ${fields.join(", ")}, ${TASK_RENDERINGS.created_at.sql(v)} as created_at) j)`;
+  return `(select row_to_json(j)::text from (select 'T-' || ${v}task_number as task_id, ${v}id as id, ${v}version as version, ${fields.join(", ")}, ${TASK_RENDERINGS.created_at.sql(v)} as created_at, ${actorJsonSql(v)} as actor) j)`;
 }
 
 export const versionJsonReencodeSql = (v: string): string => reencodeWhen(VERSION_FIELDS, VERSION_RENDERINGS, v);

@@ -3,6 +3,7 @@ import { taskId } from "@tasksvc/contracts";
 import { type Budgeted, DEFAULT_PAGE_BYTES, jsonb, keyset, keysetAfter, pageOf, type Sql, withinBudget } from "@tasksvc/db";
 import { createTasks, type NewTask } from "./task-create.js";
 import { type Content, type ContentColumns, iso, shownVersion, TASK_COLUMNS, type TaskRow } from "./task-json.js";
+import { type ActorColumns, actorOfRow, stampColumns, type VersionStamp } from "./version-stamp.js";
 
 type SummaryRow = {
   number: string;
@@ -76,7 +77,8 @@ export function tasksRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
 
     create: (org: string, items: NewTask[]): Promise<TaskRow[]> => createTasks(sql, org, items),
 
-    async updateContent(org: string, number: number, c: Content, versionId: string, projectsChanged: boolean): Promise<TaskRow> {
+    async updateContent(org: string, number: number, c: Content, versionId: string, projectsChanged: boolean, by: VersionStamp): Promise<TaskRow> {
+      const s = stampColumns(by);
       const [row] = await sql<TaskRow[]>`
         with t as (
           update tasks set parent_number = ${c.parent_number}, current_version_id = ${versionId}, version_count = version_count + 1,
@@ -91,9 +93,11 @@ export function tasksRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
           returning *
         ), v as (
           insert into task_versions (id, organization_id, task_number, seq, version, title, description, status, priority, start_date,
-            due_date, notes, story_points, recurrence, project_ids, assignee_ids, label_ids, custom_fields, created_at)
+            due_date, notes, story_points, recurrence, project_ids, assignee_ids, label_ids, custom_fields, created_at,
+            actor_type, actor_id, actor_user_id, request_id, batch_key)
           select ${versionId}, organization_id, number, version_count, version, title, description, status, priority, start_date, due_date, notes,
-            story_points, recurrence, project_ids, assignee_ids, label_ids, custom_fields, updated_at from t
+            story_points, recurrence, project_ids, assignee_ids, label_ids, custom_fields, updated_at,
+            ${s.actor_type}::text, ${s.actor_id}::text, ${s.actor_user_id}::text, ${s.request_id}::text, ${s.batch_key}::text from t
         ), f as (
           insert into task_followers (organization_id, task_number, user_id, reason)
           select organization_id, number, unnest(assignee_ids), 'assignee' from t
@@ -123,14 +127,14 @@ export function tasksRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
       const page = sql`
         select id, seq, version, title, description, status, priority, start_date, due_date, notes,
           story_points::text as story_points, recurrence, project_ids, assignee_ids, label_ids, custom_fields, created_at,
-          octet_length(row_to_json(task_versions)::text) as bytes
+          actor_type, actor_id, actor_user_id, octet_length(row_to_json(task_versions)::text) as bytes
         from task_versions
         where organization_id = ${org} and task_number = ${number}
           ${keysetAfter(sql, after, VERSION_PAGES)}
         order by seq desc
         limit ${limit + 1}`;
       const [owner] = await sql<{ owner_user_id: string }[]>`select owner_user_id from tasks where organization_id = ${org} and number = ${number}`;
-      const rows = await sql<(ContentColumns & Budgeted & { id: string; seq: number; version: number; created_at: Date })[]>`${withinBudget(
+      const rows = await sql<(ContentColumns & ActorColumns & Budgeted & { id: string; seq: number; version: number; created_at: Date })[]>`${withinBudget(
         sql,
         page,
         "item.bytes",
@@ -145,6 +149,7 @@ export function tasksRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
           version: r.version,
           ...shownVersion({ ...r, owner_user_id: owner?.owner_user_id ?? "" }),
           created_at: iso(r.created_at),
+          actor: actorOfRow(r),
         }),
         (r) => [r.seq],
       );

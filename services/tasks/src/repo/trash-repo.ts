@@ -2,6 +2,7 @@ import type { TrashItem } from "@tasksvc/contracts";
 import { taskId } from "@tasksvc/contracts";
 import { type Budgeted, DEFAULT_PAGE_BYTES, KEYSET_TIME, keyset, keysetAfter, pageOf, type Sql, withinBudget } from "@tasksvc/db";
 import { iso, TASK_COLUMNS, type TaskRow } from "./task-json.js";
+import { stampColumns, type VersionStamp } from "./version-stamp.js";
 
 export type TrashedRow = TaskRow & { deleted_at: Date; deleted_by: string; purge_at: Date; trash_root: string };
 
@@ -87,7 +88,8 @@ export function trashRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
     },
 
     /** Out of the trash, each a new version of the same content (`ids`: one version id per number, in order). */
-    async restore(org: string, numbers: readonly string[], ids: readonly string[]): Promise<TaskRow[]> {
+    async restore(org: string, numbers: readonly string[], ids: readonly string[], by: VersionStamp): Promise<TaskRow[]> {
+      const s = stampColumns(by);
       return sql<TaskRow[]>`
         with x as (
           select * from unnest(${numbers as string[]}::bigint[], ${ids as string[]}::text[]) with ordinality as x(number, version_id, ord)
@@ -99,9 +101,11 @@ export function trashRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
           returning t.*, x.ord
         ), v as (
           insert into task_versions (id, organization_id, task_number, seq, version, title, description, status, priority, start_date,
-            due_date, notes, story_points, recurrence, project_ids, assignee_ids, label_ids, custom_fields, created_at)
+            due_date, notes, story_points, recurrence, project_ids, assignee_ids, label_ids, custom_fields, created_at,
+            actor_type, actor_id, actor_user_id, request_id, batch_key)
           select current_version_id, organization_id, number, version_count, version, title, description, status, priority, start_date,
-            due_date, notes, story_points, recurrence, project_ids, assignee_ids, label_ids, custom_fields, updated_at from t
+            due_date, notes, story_points, recurrence, project_ids, assignee_ids, label_ids, custom_fields, updated_at,
+            ${s.actor_type}::text, ${s.actor_id}::text, ${s.actor_user_id}::text, ${s.request_id}::text, ${s.batch_key}::text from t
         )
         select ${sql.unsafe(TASK_COLUMNS)} from t order by ord`;
     },

@@ -203,7 +203,16 @@ export function csvReader(run: ImportRun, deps: { members: MemberLookup; now: ()
             const assignees = c.emails.map((e) => members.get(e.toLowerCase()) as string);
             const body = { ...c.body, label_ids: labelIds, assignee_ids: assignees };
             const content = createdContent(body, { projectIds, parent: null, custom: {} }, deps.now());
-            items.push({ owner: run.userId, actor: run.userId, content, versionId: newId("ver"), eventId: newId("evt"), credentialId: null, key: null });
+            items.push({
+              owner: run.userId,
+              actor: run.userId,
+              by: run.stamp,
+              content,
+              versionId: newId("ver"),
+              eventId: newId("evt"),
+              credentialId: null,
+              key: null,
+            });
           }
           if (run.dryRun) tally.created += items.length;
           else if (items.length > 0) tally.created += (await r.tasks.create(org, items)).length;

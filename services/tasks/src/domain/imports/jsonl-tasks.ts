@@ -232,6 +232,7 @@ export function taskHandler(deps: JsonlDeps): LineHandler {
             const item: NewTask = {
               owner: o.owner,
               actor: run.userId,
+              by: run.stamp,
               content,
               versionId: newId("ver"),
               eventId: newId("evt"),

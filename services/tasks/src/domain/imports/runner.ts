@@ -67,6 +67,7 @@ export function importRunner(res: TasksResources, o: RunnerOptions) {
       org: row.organization_id,
       userId: row.user_id,
       dryRun: row.dry_run,
+      stamp: { actor: row.actor, requestId: row.request_id, batchKey: null },
       ctx: { ...systemContext(`import_${row.id}`), organization_id: row.organization_id },
     };
     const opened = await o.store.get(row.file_key);

@@ -112,6 +112,8 @@ export function importsSystem(res: TasksResources, o: ImportsOptions) {
             id: newId("imp"),
             org,
             user: c.userId,
+            actor: c.actor,
+            requestId: c.ctx.request_id,
             fileKey: b.file_key,
             format: b.format,
             dryRun: b.dry_run ?? false,

@@ -2,6 +2,7 @@ import type { ImportErrorCode, ImportLineError, RpcContext } from "@tasksvc/cont
 import { isAppError, zodFieldErrors } from "@tasksvc/errors";
 import type { z } from "zod";
 import type { Repositories } from "../../repo/repositories.js";
+import type { VersionStamp } from "../../repo/version-stamp.js";
 import type { RawRecord } from "./records.js";
 
 /** The import a chunk belongs to, as its worker knows it. */
@@ -11,6 +12,8 @@ export interface ImportRun {
   /** The importing user: the actor of every write, and the owner or author where the file's person is not a member here. */
   userId: string;
   dryRun: boolean;
+  /** What the versions it writes record: the credential that started it and that request. */
+  stamp: VersionStamp;
   /** For the keys service, asked as the system about this organization. */
   ctx: RpcContext;
 }

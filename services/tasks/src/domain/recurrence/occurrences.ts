@@ -2,6 +2,7 @@ import { newId } from "@tasksvc/db";
 import type { Repositories } from "../../repo/repositories.js";
 import { type Content, contentOf, type TaskRow, toIsoOrNull } from "../../repo/task-json.js";
 import { ReferenceVanished } from "../../repo/task-create.js";
+import { SERVICE_STAMP } from "../stamps.js";
 import { type Day, firstSlot, localDay, slotAtDone } from "./slots.js";
 
 // Shared by the scheduler's ticks and the writes that complete or archive a series' latest occurrence, so both make them alike.
@@ -45,6 +46,7 @@ export async function makeOccurrences(r: Repositories, org: string, list: Occurr
       credentialId: null,
       // Made by the service (a tick, or the write that completed the series' latest one): nobody acted.
       actor: null,
+      by: SERVICE_STAMP,
       key: null,
       series: { head, slot },
       fieldsSeen,
