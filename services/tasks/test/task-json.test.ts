@@ -6,7 +6,7 @@ import { eventsSystem } from "../src/domain/events/system.js";
 import { projectsSystem } from "../src/domain/projects.js";
 import { tasksResources } from "../src/domain/resources.js";
 import { tasksSystem } from "../src/domain/tasks.js";
-import { inTaskOrder, toTask } from "../src/repo/task-json.js";
+import { compactJson, inTaskOrder, toTask, versionJsonReencodeSql, versionJsonSql } from "../src/repo/task-json.js";
 import { edgeBodies } from "./edge-bodies.js";
 
 // Lists send each task as JSON that Postgres builds (TASK_JSON), while every other read and each
@@ -118,5 +118,23 @@ describe("a task as a list renders it (Postgres) and as toTask() renders it", ()
       after = page.next_cursor;
     }
     expect(seen.sort()).toEqual(["t0", "t1", "t2", "t3", "t4", "t5", "t6"]);
+  });
+});
+
+describe("a history item as the history route renders it (TypeScript) and as exports render it (Postgres)", () => {
+  it("when versions name their actor, or none (written before actors were recorded), then the two renderings are byte for byte equal", async () => {
+    const c = caller();
+    const created = await svc.createTask(c, { title: "actor", story_points: 1.5, custom_fields: {}, recurrence: { frequency: "DAILY" } });
+    await svc.updateTask({ ...c, actor: { type: "user", id: "usr_task_json", user_id: "usr_task_json" } }, created.id, { title: "actor, patched" });
+    await svc.updateTask({ ...c, actor: { type: "system", id: "admin-cli", user_id: null } }, created.id, { title: "actor, by the system" });
+    const number = Number(created.id.slice(2));
+    await db.sql`update task_versions set actor_type = null, actor_id = null, actor_user_id = null where organization_id = ${c.organizationId} and task_number = ${number} and seq = 1`;
+    const items = (await repo.history(c.organizationId, number, 10, undefined)).data;
+    expect(items.map((v) => v.actor)).toEqual([{ type: "system", id: "admin-cli", user_id: null }, { type: "user", id: "usr_task_json", user_id: "usr_task_json" }, null]);
+    const rows = await db.sql<{ json: string; reencode: boolean }[]>`
+      select ${db.sql.unsafe(versionJsonSql("v.", "t."))} as json, ${db.sql.unsafe(versionJsonReencodeSql("v."))} as reencode
+      from task_versions v join tasks t on t.organization_id = v.organization_id and t.number = v.task_number
+      where v.organization_id = ${c.organizationId} and v.task_number = ${number} order by v.seq desc`;
+    expect(rows.map((r) => (r.reencode ? compactJson(r.json) : r.json))).toEqual(items.map((v) => `{"task_id":"${created.id}",${JSON.stringify(v).slice(1)}`));
   });
 });
