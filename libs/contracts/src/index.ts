@@ -9,6 +9,7 @@ export * from "./dates.js";
 export * from "./recurrence.js";
 export * from "./event-types.js";
 export * from "./tasks.js";
+export * from "./task-versions.js";
 export * from "./followers.js";
 export * from "./notifications.js";
 export * from "./comments.js";

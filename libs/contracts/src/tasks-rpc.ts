@@ -16,7 +16,8 @@ import { Event } from "./events.js";
 import { Follower, FollowerParams, ListFollowersInput, UnfollowedTask } from "./followers.js";
 import { EventType } from "./event-types.js";
 import { trashOps } from "./trash.js";
-import { CreateTaskBody, EventParams, ListEventsQuery, Task, TaskParams, TaskSummary, TaskVersion, UpdateTaskBody } from "./tasks.js";
+import { TaskVersion } from "./task-versions.js";
+import { CreateTaskBody, EventParams, ListEventsQuery, Task, TaskParams, TaskSummary, UpdateTaskBody } from "./tasks.js";
 
 const Upserted = <T extends z.ZodType>(t: T) => z.object({ created: z.boolean(), view: t });
 
