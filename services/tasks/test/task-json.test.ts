@@ -130,7 +130,11 @@ describe("a history item as the history route renders it (TypeScript) and as exp
     const number = Number(created.id.slice(2));
     await db.sql`update task_versions set actor_type = null, actor_id = null, actor_user_id = null where organization_id = ${c.organizationId} and task_number = ${number} and seq = 1`;
     const items = (await repo.history(c.organizationId, number, 10, undefined)).data;
-    expect(items.map((v) => v.actor)).toEqual([{ type: "system", id: "admin-cli", user_id: null }, { type: "user", id: "usr_task_json", user_id: "usr_task_json" }, null]);
+    expect(items.map((v) => v.actor)).toEqual([
+      { type: "system", id: "admin-cli", user_id: null },
+      { type: "user", id: "usr_task_json", user_id: "usr_task_json" },
+      null,
+    ]);
     const rows = await db.sql<{ json: string; reencode: boolean }[]>`
       select ${db.sql.unsafe(versionJsonSql("v.", "t."))} as json, ${db.sql.unsafe(versionJsonReencodeSql("v."))} as reencode
       from task_versions v join tasks t on t.organization_id = v.organization_id and t.number = v.task_number
