@@ -50,10 +50,18 @@ export type CreateOAuthClientBody = z.infer<typeof CreateOAuthClientBody>;
 
 export const OAuthClientIdParams = z.object({ oauth_client_id: OpaqueId.meta({ description: "The OAuth client's id (`oac_…`).", examples: [CLIENT_ID] }) });
 
-export const DeletedOAuthClient = z.object({ id: z.string().meta({ description: "The deleted client's id: its tokens no longer work.", examples: [CLIENT_ID] }) });
+export const DeletedOAuthClient = z.object({
+  id: z.string().meta({ description: "The deleted client's id: its tokens no longer work.", examples: [CLIENT_ID] }),
+});
 
 /** What the token endpoint needs to know of a client whose secret checked out. */
-export const AuthenticatedClient = z.object({ id: z.string(), client_id: z.string(), organization_id: z.string(), user_id: z.string(), scopes: z.array(Scope) });
+export const AuthenticatedClient = z.object({
+  id: z.string(),
+  client_id: z.string(),
+  organization_id: z.string(),
+  user_id: z.string(),
+  scopes: z.array(Scope),
+});
 export type AuthenticatedClient = z.infer<typeof AuthenticatedClient>;
 
 const SHA256_HEX = z.string().regex(/^[0-9a-f]{64}$/);
@@ -67,7 +75,14 @@ export const oauthClientOps = {
   authenticateClient: { input: z.object({ client_id: Label.min(1).max(100), secret_hash: SHA256_HEX }), output: AuthenticatedClient.nullable() },
   /** Claims of one of our verified tokens: null when its client is gone, it was revoked, or its creator is no member. */
   resolveClientToken: {
-    input: z.object({ client_id: Label.min(1).max(100), organization_id: Label, user_id: Label, jti: Label.min(1).max(100), scopes: z.array(Scope), expires_at: Timestamp }),
+    input: z.object({
+      client_id: Label.min(1).max(100),
+      organization_id: Label,
+      user_id: Label,
+      jti: Label.min(1).max(100),
+      scopes: z.array(Scope),
+      expires_at: Timestamp,
+    }),
     output: Identity.nullable(),
   },
   /** Kept until the token's own expiry. */

@@ -63,7 +63,8 @@ export function parseSigningKeys(text: string): SigningKey[] | string {
     if (jwk["alg"] !== undefined && jwk["alg"] !== a) return `key "${kid}" says alg ${String(jwk["alg"])}, but its key type signs ${a}`;
     for (const member of REQUIRED[a]) {
       const v = jwk[member];
-      if (typeof v !== "string" || !B64URL.test(v)) return `key "${kid}" lacks the member "${member}"${member === "d" ? " (a private key is needed: the first one signs)" : ""}`;
+      if (typeof v !== "string" || !B64URL.test(v))
+        return `key "${kid}" lacks the member "${member}"${member === "d" ? " (a private key is needed: the first one signs)" : ""}`;
     }
     const fields: Record<string, string> = {};
     for (const [k, v] of Object.entries(jwk)) if (typeof v === "string") fields[k] = v;

@@ -44,7 +44,11 @@ export function registerOAuthServer(app: FastifyInstance, o: OAuthServerOptions)
   async function authenticateClient(req: FastifyRequest, form: Map<string, string>): Promise<AuthenticatedClient> {
     const creds = clientCredentials(req.headers.authorization, form);
     // Hashed here, as API keys are: the secret never crosses NATS.
-    const client = await o.clients.keys.call("authenticateClient", { client_id: creds.clientId.slice(0, 100), secret_hash: hashApiKey(creds.secret) }, ctxOf(req));
+    const client = await o.clients.keys.call(
+      "authenticateClient",
+      { client_id: creds.clientId.slice(0, 100), secret_hash: hashApiKey(creds.secret) },
+      ctxOf(req),
+    );
     if (!client) throw new OAuthError("invalid_client", "The client is unknown, its secret is wrong, or it was deleted.", creds.basic);
     return client;
   }

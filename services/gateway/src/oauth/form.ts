@@ -54,7 +54,8 @@ export function clientCredentials(authorization: string | undefined, form: Map<s
   const inBody = form.has("client_id") || form.has("client_secret");
   if (authorization !== undefined) {
     const m = /^Basic[ ]+([A-Za-z0-9+/=]+)\s*$/i.exec(authorization);
-    if (inBody) throw new OAuthError("invalid_request", "Authenticate the client one way only: HTTP Basic or client_id and client_secret in the form, not both.");
+    if (inBody)
+      throw new OAuthError("invalid_request", "Authenticate the client one way only: HTTP Basic or client_id and client_secret in the form, not both.");
     if (!m?.[1]) throw new OAuthError("invalid_client", "Authenticate the client with HTTP Basic (client_id:client_secret).", true);
     const decoded = Buffer.from(m[1], "base64").toString("utf8");
     const colon = decoded.indexOf(":");
@@ -81,6 +82,7 @@ export function grantedScopes<S extends string>(requested: string | undefined, a
   const asked = requested.split(" ").filter((s) => s !== "");
   if (asked.length === 0) throw new OAuthError("invalid_scope", "The scope parameter names no scope; omit it to get every scope of the client.");
   const outside = asked.filter((s) => !(allowed as readonly string[]).includes(s));
-  if (outside.length > 0) throw new OAuthError("invalid_scope", `The client may not ask for ${outside.map((s) => `'${s}'`).join(", ")}: its scopes are ${allowed.join(" ")}.`);
+  if (outside.length > 0)
+    throw new OAuthError("invalid_scope", `The client may not ask for ${outside.map((s) => `'${s}'`).join(", ")}: its scopes are ${allowed.join(" ")}.`);
   return [...new Set(asked)] as S[];
 }

@@ -40,7 +40,9 @@ export async function createOAuthIssuer(o: { keys: readonly SigningKey[]; issuer
         const publicJwk: JWK = { ...(await exportJWK(await importJWK({ ...pub, alg: k.alg }, k.alg))), kid: k.kid, alg: k.alg, use: "sig" };
         return { ...k, privateKey, publicJwk };
       } catch (e) {
-        throw new StartupError(`OAUTH_SIGNING_KEYS: key "${k.kid}" could not be imported as a ${k.alg} private key (${e instanceof Error ? e.message : String(e)})`);
+        throw new StartupError(
+          `OAUTH_SIGNING_KEYS: key "${k.kid}" could not be imported as a ${k.alg} private key (${e instanceof Error ? e.message : String(e)})`,
+        );
       }
     }),
   );

@@ -2,19 +2,10 @@ import type { Sql } from "@tasksvc/db";
 import { array, idempotencyRecords, jsonb, KEYSET_TIME, keyset, keysetAfter, pageOf } from "@tasksvc/db";
 import type { ApiKey, Member, Organization, Page, Plan, Role, Scope } from "@tasksvc/contracts";
 import { membersRepo } from "./members-repo.js";
+import type { OrgRow } from "./org-row.js";
 import { oauthClientsRepo } from "./oauth-clients-repo.js";
 
-export interface OrgRow {
-  id: string;
-  name: string;
-  plan: Plan;
-  burst: number | null;
-  quota: number | null;
-  max_file_size: string | null;
-  storage: string | null;
-  webhook_endpoints: number | null;
-  created_at: Date;
-}
+export type { OrgRow } from "./org-row.js";
 
 export interface KeyIdentityRow extends OrgRow {
   key_id: string;

@@ -1,7 +1,7 @@
 import type { OAuthClient, Page, Role, Scope } from "@tasksvc/contracts";
 import type { Sql } from "@tasksvc/db";
 import { array, KEYSET_TIME, keyset, keysetAfter, pageOf } from "@tasksvc/db";
-import type { OrgRow } from "./keys-repo.js";
+import type { OrgRow } from "./org-row.js";
 
 interface ClientRow {
   id: string;
