@@ -57,7 +57,13 @@ describe("the issuer of our own tokens", () => {
     expect(decodeProtectedHeader(fresh.token)).toMatchObject({ kid: "next", alg: "EdDSA", typ: "at+jwt" });
     expect(fresh.expiresIn).toBe(3600);
     for (const t of [fresh.token, signedByOld.token]) {
-      expect(await rotating.verify(t)).toMatchObject({ sub: "usr_1", org_id: "org_1", client_id: "cli_1", scopes: ["tasks:read"], iss: "https://api.example.com" });
+      expect(await rotating.verify(t)).toMatchObject({
+        sub: "usr_1",
+        org_id: "org_1",
+        client_id: "cli_1",
+        scopes: ["tasks:read"],
+        iss: "https://api.example.com",
+      });
     }
     expect(rotating.jwks.keys.map((k) => k.kid)).toEqual(["next", "old"]);
     for (const k of rotating.jwks.keys) expect(Object.keys(k).filter((m) => ["d", "p", "q", "dp", "dq", "qi"].includes(m))).toEqual([]);
