@@ -112,7 +112,11 @@ describe("logs", () => {
 describe("logs of OAuth clients", () => {
   it("when a client is made, gets a token by Basic and by form, uses, inspects and revokes it, and is refused, then no line holds its secret or a token", async () => {
     const t = await f.tenant();
-    const made = await gw.post("/v1/oauth-clients", { name: "logged", scopes: ["tasks:read"] }, { token: t.apiKey, headers: { "idempotency-key": "log-client" } });
+    const made = await gw.post(
+      "/v1/oauth-clients",
+      { name: "logged", scopes: ["tasks:read"] },
+      { token: t.apiKey, headers: { "idempotency-key": "log-client" } },
+    );
     expect(made.status, made.text).toBe(201);
     const { client_id, client_secret } = made.body as { client_id: string; client_secret: string };
     const form = (body: Record<string, string>, authorization?: string) =>
