@@ -51,6 +51,9 @@ describe("POST /oauth/token", () => {
     const unknown = await postForm(gw, "/oauth/token", { ...GRANT, client_id: "cli_unknown", client_secret: c.client_secret });
     expectOAuthError(unknown, 401, "invalid_client");
     expect(unknown.headers.get("www-authenticate")).toBeNull();
+    for (const client_id of ["cli_\u0000nul", "x".repeat(101), "cli_ space"]) {
+      expectOAuthError(await postForm(gw, "/oauth/token", { ...GRANT, client_id, client_secret: c.client_secret }), 401, "invalid_client");
+    }
     const none = await postForm(gw, "/oauth/token", GRANT);
     expectOAuthError(none, 401, "invalid_client");
     // Another client's secret.

@@ -21,6 +21,7 @@ export interface OAuthServerOptions {
 }
 
 const FORM = "application/x-www-form-urlencoded";
+const CLIENT_ID_SHAPE = /^[\x21-\x7E]{1,100}$/;
 /** RFC 6749 5.1: token answers are never cached; Pragma for HTTP/1.0 caches. */
 const NO_STORE = { "cache-control": "no-store", pragma: "no-cache" };
 /** Public and the same for everyone, but it changes during a key rotation: minutes, not days. */
@@ -43,13 +44,12 @@ export function registerOAuthServer(app: FastifyInstance, o: OAuthServerOptions)
 
   async function authenticateClient(req: FastifyRequest, form: Map<string, string>): Promise<AuthenticatedClient> {
     const creds = clientCredentials(req.headers.authorization, form);
+    const refused = new OAuthError("invalid_client", "The client is unknown, its secret is wrong, or it was deleted.", creds.basic);
+    // No client id has other characters: such a one is refused here, never sent on as text.
+    if (!CLIENT_ID_SHAPE.test(creds.clientId)) throw refused;
     // Hashed here, as API keys are: the secret never crosses NATS.
-    const client = await o.clients.keys.call(
-      "authenticateClient",
-      { client_id: creds.clientId.slice(0, 100), secret_hash: hashApiKey(creds.secret) },
-      ctxOf(req),
-    );
-    if (!client) throw new OAuthError("invalid_client", "The client is unknown, its secret is wrong, or it was deleted.", creds.basic);
+    const client = await o.clients.keys.call("authenticateClient", { client_id: creds.clientId, secret_hash: hashApiKey(creds.secret) }, ctxOf(req));
+    if (!client) throw refused;
     return client;
   }
 
