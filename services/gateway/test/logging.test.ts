@@ -140,6 +140,9 @@ describe("logs of OAuth clients", () => {
     expect((await form({ grant_type: "client_credentials", client_id, client_secret: `${client_secret}x` })).status).toBe(401);
     await accessLines([made, byBasic, byForm, revoked].map((r) => r.headers.get("x-request-id") ?? ""));
     const all = JSON.stringify(lines);
+    // Started without OAUTH_SIGNING_KEYS: it said so, once, as a warning.
+    const warned = lines.filter((l) => l["service"] === "gateway" && String(l["msg"]).startsWith("OAUTH_SIGNING_KEYS is not set"));
+    expect(warned.map((l) => l["level"])).toEqual([40]);
     expect(all).not.toContain(client_secret);
     expect(all).not.toContain(token);
     expect(all).not.toContain(String(byForm.body.access_token));
