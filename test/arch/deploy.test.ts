@@ -240,7 +240,12 @@ describe.each(OVERLAYS)("deploy/k8s/overlays/%s", (overlay) => {
         c.envFrom?.some((e: Obj) => e.secretRef),
         `${nameOf(d)}: secrets by key, never a whole Secret`,
       ).toBeFalsy();
-      const sealing: Record<string, string> = { webhooks: "WEBHOOK_SECRET_KEY", keys: "KEYS_SECRET_KEY", tasks: "LINK_SIGNING_KEYS" };
+      const sealing: Record<string, string> = {
+        webhooks: "WEBHOOK_SECRET_KEY",
+        keys: "KEYS_SECRET_KEY",
+        tasks: "LINK_SIGNING_KEYS",
+        gateway: "OAUTH_SIGNING_KEYS",
+      };
       const own = sealing[String(d.metadata.name)];
       // A service with a schema: the database, and two optional keys (its own database, the migrations' connection).
       const database = ["DATABASE_URL", `${String(d.metadata.name).toUpperCase()}_DATABASE_URL`, "DATABASE_MIGRATION_URL"];
@@ -372,6 +377,7 @@ describe("docker-compose.yml", () => {
       expect("WEBHOOK_SECRET_KEY" in (s.environment ?? {}), `${name}: only the webhooks service gets WEBHOOK_SECRET_KEY`).toBe(processOf(s) === "webhooks");
       expect("KEYS_SECRET_KEY" in (s.environment ?? {}), `${name}: only the keys service gets KEYS_SECRET_KEY`).toBe(processOf(s) === "keys");
       expect("LINK_SIGNING_KEYS" in (s.environment ?? {}), `${name}: only the tasks service gets LINK_SIGNING_KEYS`).toBe(processOf(s) === "tasks");
+      expect("OAUTH_SIGNING_KEYS" in (s.environment ?? {}), `${name}: only the gateway gets OAUTH_SIGNING_KEYS`).toBe(processOf(s) === "gateway");
     }
     expect(existsSync(join(root, "deploy/healthcheck.mjs"))).toBe(true);
   });

@@ -54,7 +54,10 @@ describe("the OpenAPI document's quality", () => {
     });
     const problems = await lintFromString({ source: read("openapi.json"), absoluteRef: "openapi.json", config });
     const lines = problems.map((p) => `${p.severity} ${p.ruleId}: ${p.message} at ${p.location[0]?.pointer ?? "?"}`);
-    expect(lines).toEqual([]);
+    // The OAuth endpoints answer invalid_client in OAuth's own shape (RFC 6749 5.2), which client
+    // libraries read; no problem+json 401 exists there to document.
+    const oauth401 = /^error operation-4xx-problem-details-rfc7807: .* at #\/paths\/~1oauth~1[a-z]+\/post\/responses\/401$/;
+    expect(lines.filter((l) => !oauth401.test(l))).toEqual([]);
   });
 
   it("when read, then every field of every schema and every parameter has a description and an example, and every operation a tag, summary and description", () => {

@@ -86,6 +86,7 @@ const MAKERS: Record<string, (t: Tenant) => Promise<string>> = {
   label_id: async (t) => (await must(gw.post("/v1/labels", { name: "Example's label" }, { token: t.apiKey }), 201)).id,
   field_id: async (t) => (await must(gw.post("/v1/custom-fields", { key: "example", name: "Example's field", type: "text" }, { token: t.apiKey }), 201)).id,
   endpoint_id: async (t) => (await must(gw.post("/v1/webhook-endpoints", { url: "https://hooks.example.com/example" }, { token: t.apiKey }), 201)).id,
+  oauth_client_id: async (t) => (await must(gw.post("/v1/oauth-clients", { name: "Example's client", scopes: ["tasks:read"] }, { token: t.apiKey }), 201)).id,
   // On T-1 (the task_id example, made first), by the tenant, who may then edit it.
   comment_id: async (t) => (await must(gw.post("/v1/tasks/T-1/comments", { body: "Example's comment" }, { token: t.apiKey }), 201)).id,
   // Another member than the tenant's only owner, whom no role change may touch.

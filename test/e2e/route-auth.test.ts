@@ -18,6 +18,7 @@ const SAMPLE_BODIES: Record<string, (ids: Ids) => unknown> = {
   "POST /v1/api-keys": () => ({ name: "route-auth" }),
   "PATCH /v1/members/:user_id": () => ({ role: "admin" }),
   "POST /v1/invitations": () => ({ email: "route-auth@example.com", role: "member" }),
+  "POST /v1/oauth-clients": () => ({ name: "route-auth", scopes: ["tasks:read"] }),
   "POST /v1/tasks": () => ({ title: "route-auth" }),
   "PATCH /v1/tasks/:task_id": () => ({ title: "changed by another organization" }),
   "POST /v1/tasks/:task_id/dependencies": (ids) => ({ blocker_task_id: ids.blocker_task_id }),
@@ -66,6 +67,7 @@ interface Ids {
   notification_id: string;
   export_id: string;
   import_id: string;
+  oauth_client_id: string;
 }
 const PLACEHOLDER_IDS: Ids = {
   organization_id: "org_x",
@@ -86,6 +88,7 @@ const PLACEHOLDER_IDS: Ids = {
   notification_id: "ntf_x",
   export_id: "exp_x",
   import_id: "imp_x",
+  oauth_client_id: "oac_x",
 };
 
 const nameOf = (op: { method: string; url: string }) => `${op.method} ${op.url}`;
@@ -147,6 +150,7 @@ describe("every operation on a named resource answers 404 to another organizatio
     const key = await gw.post("/v1/api-keys", { name: "owned" }, as);
     const member = await f.user(owner.organizationId, "member");
     const invitation = await gw.post("/v1/invitations", { email: f.email(), role: "member" }, as);
+    const oauthClient = await gw.post("/v1/oauth-clients", { name: "owned", scopes: ["tasks:read"] }, as);
     const task = await gw.post("/v1/tasks", { title: "owned", assignee_ids: [member.userId] }, as);
     const blocker = await gw.post("/v1/tasks", { title: "owned blocker" }, as);
     const project = await gw.post("/v1/projects", { name: "owned" }, as);
@@ -154,7 +158,7 @@ describe("every operation on a named resource answers 404 to another organizatio
     const field = await gw.post("/v1/custom-fields", { key: "owned", name: "owned", type: "text" }, as);
     // Tenants default to the pro plan, which has outbound_webhooks.
     const endpoint = await gw.post("/v1/webhook-endpoints", { url: "https://hooks.example.com/owned" }, as);
-    for (const r of [key, task, blocker, project, label, field, endpoint, invitation]) expect(r.status, r.text).toBe(201);
+    for (const r of [key, task, blocker, project, label, field, endpoint, invitation, oauthClient]) expect(r.status, r.text).toBe(201);
     const linked = await gw.post(`/v1/tasks/${task.body.id}/dependencies`, { blocker_task_id: blocker.body.id }, as);
     expect(linked.status, linked.text).toBe(201);
     const entry = await gw.post("/v1/daily-plan/entries", { date: "2026-11-23", task_id: task.body.id, section: "TODO" }, as);
@@ -212,6 +216,7 @@ describe("every operation on a named resource answers 404 to another organizatio
       invitation_id: invitation.body.id,
       export_id: exported.body.id,
       import_id: imported.body.id,
+      oauth_client_id: oauthClient.body.id,
     };
     // Task numbers are per organization: the other one must have none, so "T-1" is not its own.
     expect((await gw.get("/v1/tasks", { token: other.apiKey })).body.data).toEqual([]);

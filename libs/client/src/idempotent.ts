@@ -11,6 +11,7 @@ export const IDEMPOTENT_OPERATIONS: ReadonlySet<string> = new Set([
   "POST /v1/imports/uploads",
   "POST /v1/invitations",
   "POST /v1/labels",
+  "POST /v1/oauth-clients",
   "POST /v1/projects",
   "POST /v1/tasks",
   "POST /v1/tasks/batch",

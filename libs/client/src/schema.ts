@@ -180,6 +180,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/oauth-clients": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List OAuth clients, newest first (never a secret)
+         * @description Requires scope `api-keys:manage` and plan entitlement `public_api`. Costs 1 API call.
+         */
+        get: operations["listOAuthClients"];
+        put?: never;
+        /**
+         * Create an OAuth client for machine-to-machine tokens (the secret is shown once)
+         * @description Requires scope `api-keys:manage` and plan entitlement `public_api`. Costs 1 API call (an idempotent replay costs nothing).
+         */
+        post: operations["createOAuthClient"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/oauth-clients/{oauth_client_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an OAuth client (never its secret)
+         * @description Requires scope `api-keys:manage` and plan entitlement `public_api`. Costs 1 API call.
+         */
+        get: operations["getOAuthClient"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an OAuth client: its tokens stop working on the next request
+         * @description Requires scope `api-keys:manage` and plan entitlement `public_api`. Costs 1 API call.
+         */
+        delete: operations["deleteOAuthClient"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/usage": {
         parameters: {
             query?: never;
@@ -1516,6 +1564,106 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/oauth/token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Get an access token for an OAuth client (client credentials grant)
+         * @description No bearer credential: the client authenticates with HTTP Basic (client_id:client_secret) or with client_id and client_secret in the form, never both. The token is a JWT acting as the member who created the client, valid 60 minutes; its scopes are the ones asked for, or all of the client's.
+         */
+        post: operations["createOAuthToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/oauth/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Revoke an access token (RFC 7009)
+         * @description With the client's credentials, as for a token. The token stops working on the next request, on every replica. A token that is unknown, expired, already revoked or another client's is answered 200 as well, and nothing changes.
+         */
+        post: operations["revokeOAuthToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/oauth/introspect": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Inspect an access token (RFC 7662)
+         * @description With the credentials of any client of the same organization. Whether the token would be accepted now, and what it may do.
+         */
+        post: operations["introspectOAuthToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/oauth-authorization-server": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The OAuth server's metadata (RFC 8414)
+         * @description No credential. Where the token, revocation and introspection endpoints and the keys are.
+         */
+        get: operations["getOAuthServerMetadata"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/jwks.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The public keys that verify our access tokens
+         * @description No credential. During a key rotation the old and the new key are both listed, so tokens signed by either verify.
+         */
+        get: operations["getOAuthKeys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1741,6 +1889,83 @@ export interface components {
              * @example svc_live_4f9a…
              */
             key: string;
+        };
+        OAuthClient: {
+            /**
+             * @description The client's id: use it to read or delete the client.
+             * @example oac_6hT2nQ8rW4mK9pL3vB7sX1
+             */
+            id: string;
+            /**
+             * @description What the client is for, as its creator named it.
+             * @example Nightly sync
+             */
+            name: string;
+            /**
+             * @description The OAuth client identifier: send it with the secret to the token endpoint (HTTP Basic or the form's `client_id`).
+             * @example cli_3pR7kW2mQ9xT5nL8vB4dS6
+             */
+            client_id: string;
+            /**
+             * @description What the client's tokens may do: one or more scopes; a token asks for some of them or gets all.
+             * @example [
+             *       "tasks:read",
+             *       "tasks:write"
+             *     ]
+             */
+            scopes: ("workspaces:read" | "tasks:read" | "tasks:write" | "members:read" | "members:write" | "projects:read" | "projects:write" | "usage:read" | "api-keys:manage" | "webhooks:read" | "webhooks:write")[];
+            /**
+             * @description The member who created the client: its tokens act as this member, with their current role, and stop when they leave.
+             * @example usr_7hQ2mD9xK3pL5nB8vR4tW1
+             */
+            created_by: string;
+            /**
+             * Format: date-time
+             * @description When it was created (UTC, ISO 8601).
+             * @example 2026-11-23T09:30:00.000Z
+             */
+            created_at: string;
+        };
+        CreatedOAuthClient: {
+            /**
+             * @description The client's id: use it to read or delete the client.
+             * @example oac_6hT2nQ8rW4mK9pL3vB7sX1
+             */
+            id: string;
+            /**
+             * @description What the client is for, as its creator named it.
+             * @example Nightly sync
+             */
+            name: string;
+            /**
+             * @description The OAuth client identifier: send it with the secret to the token endpoint (HTTP Basic or the form's `client_id`).
+             * @example cli_3pR7kW2mQ9xT5nL8vB4dS6
+             */
+            client_id: string;
+            /**
+             * @description What the client's tokens may do: one or more scopes; a token asks for some of them or gets all.
+             * @example [
+             *       "tasks:read",
+             *       "tasks:write"
+             *     ]
+             */
+            scopes: ("workspaces:read" | "tasks:read" | "tasks:write" | "members:read" | "members:write" | "projects:read" | "projects:write" | "usage:read" | "api-keys:manage" | "webhooks:read" | "webhooks:write")[];
+            /**
+             * @description The member who created the client: its tokens act as this member, with their current role, and stop when they leave.
+             * @example usr_7hQ2mD9xK3pL5nB8vR4tW1
+             */
+            created_by: string;
+            /**
+             * Format: date-time
+             * @description When it was created (UTC, ISO 8601).
+             * @example 2026-11-23T09:30:00.000Z
+             */
+            created_at: string;
+            /**
+             * @description The client secret: shown only in this answer (and to a retry with the same Idempotency-Key), store it now.
+             * @example oacs_8Wq2Lm4Xr7Tn1Kp9Vb3Zs6Hd5Jf0Gc2Ya8Ue4Io7Pk1
+             */
+            client_secret: string;
         };
         Usage: {
             /**
@@ -3692,6 +3917,30 @@ export interface components {
              */
             legacy: boolean;
         };
+        ListOAuthClientsResponse: {
+            /**
+             * @description The items of this page, in the list's order.
+             * @example []
+             */
+            data: components["schemas"]["OAuthClient"][];
+            /**
+             * @description Whether another page follows: ask for it with `after=<next_cursor>`.
+             * @example false
+             */
+            has_more: boolean;
+            /**
+             * @description Opaque cursor of the next page (pass as `after`), or null on the last page.
+             * @example null
+             */
+            next_cursor: string | null;
+        };
+        DeleteOAuthClientResponse: {
+            /**
+             * @description The deleted client's id: its tokens no longer work.
+             * @example oac_6hT2nQ8rW4mK9pL3vB7sX1
+             */
+            id: string;
+        };
         ListTasksResponse: {
             /**
              * @description The items of this page, in the list's order.
@@ -4311,6 +4560,21 @@ export interface components {
              * @example 30
              */
             expires_in_days?: number;
+        };
+        CreateOAuthClientRequest: {
+            /**
+             * @description What the client is for.
+             * @example Nightly sync
+             */
+            name: string;
+            /**
+             * @description What the client's tokens may do: one or more scopes; a token asks for some of them or gets all.
+             * @example [
+             *       "tasks:read",
+             *       "tasks:write"
+             *     ]
+             */
+            scopes: ("workspaces:read" | "tasks:read" | "tasks:write" | "members:read" | "members:write" | "projects:read" | "projects:write" | "usage:read" | "api-keys:manage" | "webhooks:read" | "webhooks:write")[];
         };
         CreateTaskRequest: {
             /**
@@ -5208,6 +5472,223 @@ export interface components {
              * @example svc_live_4f9a…
              */
             api_key: string;
+        };
+        /** @description A form (application/x-www-form-urlencoded); each parameter at most once. */
+        OAuthTokenRequest: {
+            /**
+             * @description Always `client_credentials`.
+             * @example client_credentials
+             * @enum {string}
+             */
+            grant_type: "client_credentials";
+            /**
+             * @description Space-separated scopes, a subset of the client's; omitted: all of them.
+             * @example tasks:read
+             */
+            scope?: string;
+            /**
+             * @description The client's `client_id`, when it is not sent with HTTP Basic.
+             * @example cli_3pR7kW2mQ9xT5nL8vB4dS6
+             */
+            client_id?: string;
+            /**
+             * @description The client's secret, when it is not sent with HTTP Basic (never both ways at once).
+             * @example oacs_8Wq2Lm4Xr7Tn1Kp9Vb3Zs6Hd5Jf0Gc2Ya8Ue4Io7Pk1
+             */
+            client_secret?: string;
+        };
+        /** @description A new access token (RFC 6749 5.1). */
+        OAuthToken: {
+            /**
+             * @description The access token: send it as `Authorization: Bearer <token>`.
+             * @example eyJhbGciOiJFUzI1NiIsImtpZCI6InNpZ24tMjAyNi0xMSIsInR5cCI6ImF0K2p3dCJ9.eyJzdWIiOiJ1c3JfN2hRMm1EOXhLM3BMNW5COHZSNHRXMSJ9.c2lnbmF0dXJl
+             */
+            access_token: string;
+            /**
+             * @description Always `Bearer`.
+             * @example Bearer
+             * @enum {string}
+             */
+            token_type: "Bearer";
+            /**
+             * @description Seconds the token is valid for; then ask for a new one.
+             * @example 3600
+             */
+            expires_in: number;
+            /**
+             * @description The token's scopes, space-separated.
+             * @example tasks:read
+             */
+            scope: string;
+        };
+        /** @description An OAuth error (RFC 6749 5.2). */
+        OAuthError: {
+            /**
+             * @description The OAuth error code (RFC 6749 5.2).
+             * @example invalid_scope
+             * @enum {string}
+             */
+            error: "invalid_request" | "invalid_client" | "invalid_scope" | "unsupported_grant_type";
+            /**
+             * @description What is wrong, for the developer.
+             * @example The client may not ask for 'tasks:write': its scopes are tasks:read.
+             */
+            error_description: string;
+        };
+        /** @description A form (application/x-www-form-urlencoded) naming a token; each parameter at most once. */
+        OAuthTokenParameter: {
+            /**
+             * @description The access token.
+             * @example eyJhbGciOiJFUzI1NiIsImtpZCI6InNpZ24tMjAyNi0xMSIsInR5cCI6ImF0K2p3dCJ9.eyJzdWIiOiJ1c3JfN2hRMm1EOXhLM3BMNW5COHZSNHRXMSJ9.c2lnbmF0dXJl
+             */
+            token: string;
+            /**
+             * @description Optional; only access tokens exist here.
+             * @example access_token
+             */
+            token_type_hint?: string;
+            /**
+             * @description The client's `client_id`, when it is not sent with HTTP Basic.
+             * @example cli_3pR7kW2mQ9xT5nL8vB4dS6
+             */
+            client_id?: string;
+            /**
+             * @description The client's secret, when it is not sent with HTTP Basic (never both ways at once).
+             * @example oacs_8Wq2Lm4Xr7Tn1Kp9Vb3Zs6Hd5Jf0Gc2Ya8Ue4Io7Pk1
+             */
+            client_secret?: string;
+        };
+        /** @description RFC 7662 2.2. Only `{ "active": false }` for a token that is unknown, expired, revoked, another organization's, of a deleted client or of a creator who left. */
+        OAuthIntrospection: {
+            /**
+             * @description Whether the token would be accepted now; every other member is present only when true.
+             * @example true
+             */
+            active: boolean;
+            /**
+             * @description Its scopes in effect: the token's, within its client's current scopes.
+             * @example tasks:read
+             */
+            scope?: string;
+            /**
+             * @description The `client_id` of the client it was issued to.
+             * @example cli_3pR7kW2mQ9xT5nL8vB4dS6
+             */
+            client_id?: string;
+            /**
+             * @description The member it acts as: the client's creator.
+             * @example usr_7hQ2mD9xK3pL5nB8vR4tW1
+             */
+            sub?: string;
+            /**
+             * @description The organization it acts in.
+             * @example org_3kTMd92jf7Qw1xYp8LmN2a
+             */
+            org_id?: string;
+            /**
+             * @description Always `Bearer`.
+             * @example Bearer
+             */
+            token_type?: string;
+            /**
+             * @description When it expires (seconds since the epoch).
+             * @example 1795426200
+             */
+            exp?: number;
+            /**
+             * @description When it was issued (seconds since the epoch).
+             * @example 1795422600
+             */
+            iat?: number;
+            /**
+             * @description Its issuer: this server's.
+             * @example https://api.example.com
+             */
+            iss?: string;
+            /**
+             * @description Its audience: this API.
+             * @example tasksvc-api
+             */
+            aud?: string;
+            /**
+             * @description The token's own id.
+             * @example oat_5Qe8TzL2wRk9mXb4NcV7pJ
+             */
+            jti?: string;
+        };
+        /** @description RFC 8414 authorization server metadata. */
+        OAuthServerMetadata: {
+            /**
+             * @description The `iss` of this server's tokens.
+             * @example https://api.example.com
+             */
+            issuer: string;
+            /**
+             * @description Where to get tokens.
+             * @example https://api.example.com/oauth/token
+             */
+            token_endpoint: string;
+            /**
+             * @description Where to revoke them (RFC 7009).
+             * @example https://api.example.com/oauth/revoke
+             */
+            revocation_endpoint?: string;
+            /**
+             * @description Where to inspect them (RFC 7662).
+             * @example https://api.example.com/oauth/introspect
+             */
+            introspection_endpoint?: string;
+            /**
+             * @description The public keys that verify them.
+             * @example https://api.example.com/.well-known/jwks.json
+             */
+            jwks_uri: string;
+            /**
+             * @description Only the client credentials grant.
+             * @example [
+             *       "client_credentials"
+             *     ]
+             */
+            grant_types_supported: string[];
+            /**
+             * @description Every scope a client may hold.
+             * @example [
+             *       "workspaces:read",
+             *       "tasks:read",
+             *       "tasks:write",
+             *       "members:read",
+             *       "members:write",
+             *       "projects:read",
+             *       "projects:write",
+             *       "usage:read",
+             *       "api-keys:manage",
+             *       "webhooks:read",
+             *       "webhooks:write"
+             *     ]
+             */
+            scopes_supported?: string[];
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description A JSON Web Key Set (RFC 7517). */
+        JsonWebKeySet: {
+            /**
+             * @description The public keys, by `kid`: the signing one and, during a rotation, the ones still verifying.
+             * @example [
+             *       {
+             *         "kty": "EC",
+             *         "crv": "P-256",
+             *         "x": "S4tTDNrpJvr3yf0_xIWcZ27VOSUdW34qB-IEB4oBOlA",
+             *         "y": "UM4WwJ5bn5fT0nT8_6sqCbWDz47oe5AtZVarLyBrP-Q",
+             *         "kid": "sign-2026-11",
+             *         "alg": "ES256",
+             *         "use": "sig"
+             *       }
+             *     ]
+             */
+            keys: {
+                [key: string]: unknown;
+            }[];
         };
     };
     responses: {
@@ -6717,6 +7198,532 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RevokeApiKeyResponse"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `resource_not_found`: Resource not found */
+            404: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listOAuthClients: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Items per page, 1-100 (default 25).
+                 * @example 25
+                 */
+                limit?: number;
+                /** @description The `next_cursor` of the previous page; the other parameters must be the same as for that page. */
+                after?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description List OAuth clients, newest first (never a secret) */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListOAuthClientsResponse"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createOAuthClient: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response. Use a new key for each new request, a UUID for example (`3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20`). */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Nightly sync",
+                 *       "scopes": [
+                 *         "tasks:read",
+                 *         "tasks:write"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateOAuthClientRequest"];
+            };
+        };
+        responses: {
+            /** @description Create an OAuth client for machine-to-machine tokens (the secret is shown once) */
+            201: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key (the rate-limit headers then show the current counters: a replay costs nothing) */
+                    "Idempotency-Replayed"?: string;
+                    /** @description The created resource's path, `/v1/oauth-clients/{id}`, filled in from the answer (and the request where the answer lacks a value) */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedOAuthClient"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `limit_reached`: Limit reached; `idempotency_in_progress`: Idempotent request in progress */
+            409: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: Payload too large */
+            413: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: Unsupported media type */
+            415: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: Idempotency key reused */
+            422: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getOAuthClient: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The OAuth client's id (`oac_…`).
+                 * @example oac_6hT2nQ8rW4mK9pL3vB7sX1
+                 */
+                oauth_client_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Get an OAuth client (never its secret) */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthClient"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `resource_not_found`: Resource not found */
+            404: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteOAuthClient: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The OAuth client's id (`oac_…`).
+                 * @example oac_6hT2nQ8rW4mK9pL3vB7sX1
+                 */
+                oauth_client_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Delete an OAuth client: its tokens stop working on the next request */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteOAuthClientResponse"];
                 };
             };
             /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
@@ -18245,6 +19252,400 @@ export interface operations {
             };
             /** @description `service_unavailable`: Service unavailable */
             503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createOAuthToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["OAuthTokenRequest"];
+            };
+        };
+        responses: {
+            /** @description The access token */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description `no-store` */
+                    "Cache-Control"?: string;
+                    /** @description `no-cache` */
+                    Pragma?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthToken"];
+                };
+            };
+            /** @description `invalid_request`, `unsupported_grant_type` or `invalid_scope` */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description `no-store` */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `invalid_client`: no client credentials, an unknown client, a wrong secret, or a deleted client */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description `no-store` */
+                    "Cache-Control"?: string;
+                    /** @description `Basic` when the client tried HTTP Basic */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `payload_too_large`: Payload too large */
+            413: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limited`: Rate limited */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    revokeOAuthToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["OAuthTokenParameter"];
+            };
+        };
+        responses: {
+            /** @description Revoked (or nothing to revoke) */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description `no-store` */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `invalid_request`: no token */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description `no-store` */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `invalid_client`: no client credentials, an unknown client, a wrong secret, or a deleted client */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description `no-store` */
+                    "Cache-Control"?: string;
+                    /** @description `Basic` when the client tried HTTP Basic */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `payload_too_large`: Payload too large */
+            413: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limited`: Rate limited */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    introspectOAuthToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["OAuthTokenParameter"];
+            };
+        };
+        responses: {
+            /** @description The token's state */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description `no-store` */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthIntrospection"];
+                };
+            };
+            /** @description `invalid_request`: no token */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description `no-store` */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `invalid_client`: no client credentials, an unknown client, a wrong secret, or a deleted client */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description `no-store` */
+                    "Cache-Control"?: string;
+                    /** @description `Basic` when the client tried HTTP Basic */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `payload_too_large`: Payload too large */
+            413: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limited`: Rate limited */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getOAuthServerMetadata: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The metadata */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description `public, max-age=300` */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthServerMetadata"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `rate_limited`: Rate limited */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getOAuthKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key set */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description `public, max-age=300` */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonWebKeySet"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `rate_limited`: Rate limited */
+            429: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;

@@ -5,6 +5,7 @@ export * from "./common.js";
 export * from "./rpc.js";
 export * from "./keys.js";
 export * from "./members.js";
+export * from "./oauth-clients.js";
 export * from "./dates.js";
 export * from "./recurrence.js";
 export * from "./event-types.js";

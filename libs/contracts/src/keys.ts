@@ -14,6 +14,7 @@ import {
   UpdateMemberBody,
   UserIdParams,
 } from "./members.js";
+import { oauthClientOps } from "./oauth-clients.js";
 import type { RpcCatalog } from "./rpc.js";
 
 /** Every path that mints a key counts against it, the admin CLI's included. */
@@ -190,6 +191,7 @@ export const keysRpc = {
       input: z.object({ org: OpaqueId, user: OpaqueId, scopes: z.array(Scope).min(1), ttl: z.number().int().min(1).max(86_400).default(3600) }),
       output: z.object({ access_token: z.string(), expires_at: Timestamp }),
     },
+    ...oauthClientOps,
   },
 } as const satisfies RpcCatalog;
 

@@ -3,3 +3,4 @@
 export * from "./hash.js";
 export * from "./random.js";
 export * from "./seal.js";
+export * from "./signing-keys.js";

@@ -126,6 +126,9 @@ export async function startStack(opts: StackOptions = {}): Promise<StartedStack>
     // Due-date events would join the exact event lists other tests expect, on a date that depends on
     // the day the suite runs: the scheduler checks once at start, then hourly. Their tests set their own.
     DUE_TICK: "1h",
+    // Gateways on port 0 each have their own address: one issuer for our OAuth clients' tokens, as
+    // replicas behind one PUBLIC_BASE_URL have, so a token from one replica is accepted by the others.
+    OAUTH_TOKEN_ISSUER: "http://tasksvc.test",
     ...opts.env,
     DATABASE_URL: databaseUrl,
     NATS_URL: natsUrl,

@@ -10,11 +10,13 @@ import { edgeHandling } from "./http/edge.js";
 import { registerInvitationAccept } from "./http/invitation-accept.js";
 import { jsonBodies } from "./http/json-bodies.js";
 import type { LinkRate } from "./http/link-limits.js";
+import { registerOAuthServer } from "./http/oauth-server.js";
 import { observeRequests } from "./http/observe.js";
 import { frameworkErrors, registerProblemHandling, sendProblem } from "./http/problems.js";
 import { bodyTimeoutOptions, emptyPathParameter, MAX_PARAM_LENGTH } from "./http/requests.js";
 import { type LinkRouteOptions, registerTransfers } from "./http/transfers.js";
 import { registerDocs } from "./openapi/docs-page.js";
+import type { OAuthIssuer } from "./oauth/issuer.js";
 import { installPipeline, type PipelineOptions } from "./pipeline/hooks.js";
 import type { Resource } from "./pipeline/operation.js";
 import { resourcePlugin } from "./pipeline/serve.js";
@@ -41,6 +43,8 @@ export interface BuildOptions extends PipelineOptions, LinkRouteOptions {
   anonRate?: LinkRate | null | undefined;
   /** Per client address on POST /v1/invitations/accept; null or absent: no limit. */
   acceptRate?: LinkRate | null | undefined;
+  /** Signs and checks the access tokens of the organizations' own OAuth clients. */
+  oauthIssuer: OAuthIssuer;
 }
 
 /**
@@ -118,6 +122,7 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
   for (const r of served) app.register(resourcePlugin(r), { clients: opts.clients, eventStreams: opts.eventStreams });
   registerTransfers(app, { store: opts.blobs ?? null, clients: opts.clients, linkRate: opts.linkRate });
   registerInvitationAccept(app, { clients: opts.clients, rate: opts.acceptRate });
+  registerOAuthServer(app, { clients: opts.clients, auth: opts.auth, issuer: opts.oauthIssuer });
   // PUBLIC_BASE_URL, else `/` (the origin the document was fetched from), not the base links use (docs-page.ts says why).
   registerDocs(
     app,

@@ -4,7 +4,8 @@ import { hashApiKey } from "@tasksvc/secrets";
 import { AppError } from "@tasksvc/errors";
 import type { Logger } from "@tasksvc/logger";
 import { decodeJson, type NatsConnection, type RpcClient } from "@tasksvc/nats";
-import { createLocalJWKSet, createRemoteJWKSet, errors as joseErrors, importSPKI, jwtVerify, type JWTVerifyGetKey, type JWTPayload } from "jose";
+import { createLocalJWKSet, createRemoteJWKSet, decodeJwt, errors as joseErrors, importSPKI, jwtVerify, type JWTVerifyGetKey, type JWTPayload } from "jose";
+import type { OAuthIssuer, OurClaims } from "./oauth/issuer.js";
 
 export interface AuthOptions {
   nc: NatsConnection;
@@ -16,6 +17,8 @@ export interface AuthOptions {
   jwksUrl?: string | undefined;
   publicKeyPem?: string | undefined;
   cacheTtlMs: number;
+  /** Our own token endpoint's issuer: tokens naming it are verified with its keys, any other with the external issuer's. */
+  ours: OAuthIssuer;
 }
 
 interface CacheEntry {
@@ -103,7 +106,38 @@ export function createAuthenticator(opts: AuthOptions) {
 
   const verificationKey = buildKeyGetter(opts);
 
+  /** The identity comes from the keys service, so a deleted client, a revoked token or a departed creator stop it (decision 0043). */
+  function resolveOurs(claims: OurClaims, ctx: RpcContext): Promise<Identity | null> {
+    return cached(`oat:${claims.jti}`, () =>
+      opts.keys.call(
+        "resolveClientToken",
+        {
+          client_id: claims.client_id,
+          organization_id: claims.org_id,
+          user_id: claims.sub,
+          jti: claims.jti,
+          scopes: claims.scopes,
+          expires_at: new Date(claims.exp * 1000).toISOString(),
+        },
+        ctx,
+      ),
+    );
+  }
+
+  function isOurs(token: string): boolean {
+    try {
+      return decodeJwt(token).iss === opts.ours.issuer();
+    } catch {
+      return false;
+    }
+  }
+
   async function verifyAccessToken(token: string, ctx: RpcContext): Promise<Identity> {
+    if (isOurs(token)) {
+      const identity = await resolveOurs(await opts.ours.verify(token), ctx);
+      if (!identity) throw badToken("it was revoked, its client was deleted, or the member who created the client left");
+      return identity;
+    }
     let payload: JWTPayload;
     try {
       ({ payload } = await jwtVerify(token, await verificationKey(ctx), { issuer: opts.issuer, audience: opts.audience, requiredClaims: ["sub", "exp"] }));
@@ -153,6 +187,18 @@ export function createAuthenticator(opts: AuthOptions) {
         return identity;
       }
       return verifyAccessToken(token, ctx);
+    },
+    /** For introspection: null for anything that would not authenticate now, or that is not one of our own tokens. */
+    async inspect(token: string, ctx: RpcContext): Promise<{ claims: OurClaims; identity: Identity } | null> {
+      if (!isOurs(token)) return null;
+      let claims: OurClaims;
+      try {
+        claims = await opts.ours.verify(token);
+      } catch {
+        return null;
+      }
+      const identity = await resolveOurs(claims, ctx);
+      return identity ? { claims, identity } : null;
     },
     /** What holds a credential beyond one request (a live event stream) checks it again then; undefined after a reconnect: any may have changed. */
     onChange(fn: (orgId: string | undefined) => void): () => void {

@@ -1,5 +1,6 @@
 import { blobStoreSetting } from "@tasksvc/blobs";
 import { duration, serviceSettings, settings } from "@tasksvc/config";
+import { signingKeysSetting } from "@tasksvc/secrets";
 import { z } from "zod";
 import { linkRateLimitSetting, rateLimitSetting, trustProxySetting } from "./http/link-limits.js";
 
@@ -71,5 +72,14 @@ export const GatewayConfig = z.object({
   ANON_RATE_LIMIT: linkRateLimitSetting,
   /** Accepting an invitation takes no credential: per client address, far below the other anonymous routes. */
   INVITATION_ACCEPT_RATE_LIMIT: rateLimitSetting("10/1m"),
+  /** The keys that sign our own OAuth clients' tokens, the signing one first (decision 0043). */
+  OAUTH_SIGNING_KEYS: signingKeysSetting,
+  /** The `iss` of those tokens; unset: PUBLIC_BASE_URL (else this gateway's own address). Never OAUTH_ISSUER's. */
+  OAUTH_TOKEN_ISSUER: z
+    .string()
+    .min(1)
+    .max(200)
+    .optional()
+    .transform((v) => v?.replace(/\/+$/, "")),
 });
 export type GatewayConfig = z.output<typeof GatewayConfig>;

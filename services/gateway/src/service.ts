@@ -6,6 +6,7 @@ import { ping } from "@tasksvc/nats";
 import { defineService } from "@tasksvc/runtime";
 import { buildGateway } from "./app.js";
 import { createAuthenticator } from "./auth.js";
+import { createOAuthIssuer } from "./oauth/issuer.js";
 import { createClients } from "./clients.js";
 import { GatewayConfig } from "./config.js";
 import { createCharger } from "./pipeline/charger.js";
@@ -26,6 +27,28 @@ export const service = defineService({
   async start({ cfg, log, db, nc, namespace, every, onStop, health }) {
     const repo = gatewayRepo(db.sql);
     const cursors = cursorCodec(await repo.secret("cursor"));
+    if (cfg.OAUTH_SIGNING_KEYS.isDevKey) {
+      log.warn(
+        "OAUTH_SIGNING_KEYS is not set: the tokens of OAuth clients are signed with the public development key, so anyone can forge them; set OAUTH_SIGNING_KEYS outside development",
+      );
+    }
+    const ownIssuer = cfg.OAUTH_TOKEN_ISSUER ?? cfg.PUBLIC_BASE_URL;
+    if (ownIssuer !== undefined && ownIssuer === cfg.OAUTH_ISSUER) {
+      throw new StartupError(
+        "OAUTH_TOKEN_ISSUER (or PUBLIC_BASE_URL) equals OAUTH_ISSUER: the tokens of our own OAuth clients need an issuer of their own; set OAUTH_TOKEN_ISSUER to another value",
+      );
+    }
+    // With PORT 0 and no PUBLIC_BASE_URL the address is known once the gateway listens, before any request.
+    let gateway: { publicBaseUrl: string } | undefined;
+    const oauthIssuer = await createOAuthIssuer({
+      keys: cfg.OAUTH_SIGNING_KEYS.keys,
+      audience: cfg.OAUTH_AUDIENCE,
+      issuer: () => {
+        const iss = ownIssuer ?? gateway?.publicBaseUrl;
+        if (iss === undefined) throw new Error("the gateway's own OAuth issuer is known only once it listens");
+        return iss;
+      },
+    });
     const clients = createClients(nc, { namespace, timeoutMs: cfg.RPC_TIMEOUT_MS, checkReplies: cfg.RPC_CHECK_REPLIES });
     const auth = createAuthenticator({
       nc,
@@ -37,6 +60,7 @@ export const service = defineService({
       jwksUrl: cfg.OAUTH_JWKS_URL,
       publicKeyPem: cfg.OAUTH_PUBLIC_KEY,
       cacheTtlMs: cfg.AUTH_CACHE_TTL_MS,
+      ours: oauthIssuer,
     });
     onStop(() => auth.stop());
     const charger = createCharger({ repo, log });
@@ -73,9 +97,11 @@ export const service = defineService({
       bodyTimeoutMs: cfg.BODY_TIMEOUT,
       anonRate: cfg.ANON_RATE_LIMIT,
       acceptRate: cfg.INVITATION_ACCEPT_RATE_LIMIT,
+      oauthIssuer,
       // The service answers a second execution from its own record, so a claim only has to outlive this replica's own wait (decision 0011).
       idempotencyLeaseMs: cfg.RPC_TIMEOUT_MS + 1_000,
     });
+    gateway = app;
     every(60_000, "sweep", () => repo.sweep());
     // Registered last, so closed first: no new request reaches the charger or auth once they stop.
     onStop(() => app.close());

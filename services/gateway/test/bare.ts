@@ -12,6 +12,7 @@ export function bareOptions(over: Partial<BuildOptions> = {}): BuildOptions {
   return {
     log: createLogger({ service: "gateway-test", level: "silent" }),
     auth: unused,
+    oauthIssuer: unused,
     clients: unused,
     health: unused,
     repo: unused,

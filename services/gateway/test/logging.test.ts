@@ -109,6 +109,46 @@ describe("logs", () => {
   });
 });
 
+describe("logs of OAuth clients", () => {
+  it("when a client is made, gets a token by Basic and by form, uses, inspects and revokes it, and is refused, then no line holds its secret or a token", async () => {
+    const t = await f.tenant();
+    const made = await gw.post(
+      "/v1/oauth-clients",
+      { name: "logged", scopes: ["tasks:read"] },
+      { token: t.apiKey, headers: { "idempotency-key": "log-client" } },
+    );
+    expect(made.status, made.text).toBe(201);
+    const { client_id, client_secret } = made.body as { client_id: string; client_secret: string };
+    const form = (body: Record<string, string>, authorization?: string) =>
+      gw.request("POST", body["token"] === undefined ? "/oauth/token" : "/oauth/introspect", {
+        rawBody: new URLSearchParams(body).toString(),
+        headers: { "content-type": "application/x-www-form-urlencoded", ...(authorization ? { authorization } : {}) },
+      });
+    const basic = `Basic ${Buffer.from(`${client_id}:${client_secret}`).toString("base64")}`;
+    const byBasic = await form({ grant_type: "client_credentials" }, basic);
+    const byForm = await form({ grant_type: "client_credentials", client_id, client_secret });
+    expect([byBasic.status, byForm.status], byBasic.text).toEqual([200, 200]);
+    const token = String(byBasic.body.access_token);
+    expect((await gw.get("/v1/tasks", { token })).status).toBe(200);
+    expect((await form({ token }, basic)).body.active).toBe(true);
+    const revoked = await gw.request("POST", "/oauth/revoke", {
+      rawBody: new URLSearchParams({ token }).toString(),
+      headers: { "content-type": "application/x-www-form-urlencoded", authorization: basic },
+    });
+    expect(revoked.status, revoked.text).toBe(200);
+    expect((await gw.get("/v1/tasks", { token })).status).toBe(401);
+    expect((await form({ grant_type: "client_credentials", client_id, client_secret: `${client_secret}x` })).status).toBe(401);
+    await accessLines([made, byBasic, byForm, revoked].map((r) => r.headers.get("x-request-id") ?? ""));
+    const all = JSON.stringify(lines);
+    // Started without OAUTH_SIGNING_KEYS: it said so, once, as a warning.
+    const warned = lines.filter((l) => l["service"] === "gateway" && String(l["msg"]).startsWith("OAUTH_SIGNING_KEYS is not set"));
+    expect(warned.map((l) => l["level"])).toEqual([40]);
+    expect(all).not.toContain(client_secret);
+    expect(all).not.toContain(token);
+    expect(all).not.toContain(String(byForm.body.access_token));
+  });
+});
+
 /** Waits until the gateway has written the access line of every request named (it follows the response). */
 async function accessLines(ids: string[]): Promise<Array<Record<string, unknown>>> {
   return eventually(() => {

@@ -283,6 +283,27 @@ describe("real responses match the document", () => {
     expect(validate(wrong.body), ajv.errorsText(validate.errors)).toBe(true);
   });
 
+  it("when the OAuth client operations and endpoints answer, then their bodies fit the document (OAuth's errors in their own shape)", async () => {
+    const t = await f.tenant();
+    const created = await gw.post("/v1/oauth-clients", { name: "doc", scopes: ["tasks:read"] }, { token: t.apiKey });
+    expectMatches("/v1/oauth-clients", "post", created);
+    expectMatches("/v1/oauth-clients", "get", await gw.get("/v1/oauth-clients", { token: t.apiKey }));
+    expectMatches("/v1/oauth-clients/{oauth_client_id}", "get", await gw.get(`/v1/oauth-clients/${created.body.id}`, { token: t.apiKey }));
+    const form = (path: string, body: Record<string, string>) =>
+      gw.request("POST", path, { rawBody: new URLSearchParams(body).toString(), headers: { "content-type": "application/x-www-form-urlencoded" } });
+    const creds = { client_id: created.body.client_id, client_secret: created.body.client_secret };
+    const token = await form("/oauth/token", { grant_type: "client_credentials", ...creds });
+    expect(token.status, token.text).toBe(200);
+    expectMatches("/oauth/token", "post", token);
+    expectMatches("/oauth/token", "post", await form("/oauth/token", { grant_type: "client_credentials", scope: "tasks:write", ...creds }));
+    expectMatches("/oauth/token", "post", await form("/oauth/token", { grant_type: "client_credentials", client_id: "cli_x", client_secret: "x" }));
+    expectMatches("/oauth/introspect", "post", await form("/oauth/introspect", { token: token.body.access_token, ...creds }));
+    expectMatches("/oauth/introspect", "post", await form("/oauth/introspect", { token: "x", ...creds }));
+    expectMatches("/.well-known/oauth-authorization-server", "get", await gw.get("/.well-known/oauth-authorization-server"));
+    expectMatches("/.well-known/jwks.json", "get", await gw.get("/.well-known/jwks.json"));
+    expectMatches("/v1/oauth-clients/{oauth_client_id}", "delete", await gw.delete(`/v1/oauth-clients/${created.body.id}`, { token: t.apiKey }));
+  });
+
   it("when a body breaks its schema, then the check fails (the validator is not vacuous)", () => {
     const validate = validatorFor("/v1/organizations", "get", 200);
     expect(validate({ data: [{ id: 1 }], has_more: "no" })).toBe(false);

@@ -14,6 +14,7 @@ import { createAuthenticator } from "../src/auth.js";
 import { cursorCodec, signNextCursor } from "../src/pipeline/cursors.js";
 import { createCharger } from "../src/pipeline/charger.js";
 import { gatewayRepo } from "../src/repo/gateway-repo.js";
+import { ownIssuer } from "./own-issuer.js";
 
 const stack = inject("stack");
 const f = factories(stack);
@@ -65,6 +66,7 @@ const uploads = resource({ name: "test-only-uploads", scopes: "tasks" }, (r) => 
 });
 
 beforeAll(async () => {
+  const oauthIssuer = await ownIssuer();
   nc = await connectNats({ url: stack.natsUrl, name: "gateway-pipeline-test" });
   const make = (namespace: string, timeoutMs: number, storeFails = false) => {
     const keys = client(nc, keysRpc, { namespace, timeoutMs });
@@ -72,7 +74,7 @@ beforeAll(async () => {
     const boards = client(nc, boardsRpc, { namespace, timeoutMs });
     const webhooks = client(nc, webhooksRpc, { namespace, timeoutMs });
     const notifications = client(nc, notificationsRpc, { namespace, timeoutMs });
-    const auth = createAuthenticator({ nc, namespace, keys, log, issuer: "tasksvc-dev", audience: "tasksvc-api", cacheTtlMs: 5000 });
+    const auth = createAuthenticator({ nc, namespace, keys, log, issuer: "tasksvc-dev", audience: "tasksvc-api", cacheTtlMs: 5000, ours: oauthIssuer });
     const real = gatewayRepo(sql);
     // The gateway's database going away just as an outcome is stored (seen in the fault suite).
     const lost = () => Promise.reject(Object.assign(new Error("connection closed"), { code: "CONNECTION_CLOSED" }));
@@ -88,6 +90,7 @@ beforeAll(async () => {
       cursors: cursorCodec("pipeline-test-secret"),
       idempotencyLeaseMs: 10_000,
       port: 8080,
+      oauthIssuer,
       resources: [...resources, gated, uploads],
     });
   };

@@ -10,6 +10,7 @@ import { createAuthenticator } from "../src/auth.js";
 import { gatewayRepo } from "../src/repo/gateway-repo.js";
 import { createEventStreams, type EventStreams } from "../src/streams/event-streams.js";
 import { createFanIn } from "../src/streams/fan-in.js";
+import { ownIssuer } from "./own-issuer.js";
 
 // A live event stream's head (status, Content-Type text/event-stream) goes out before any byte of
 // its body, however long the replay of a resuming client takes to start: a keep-alive written
@@ -39,11 +40,12 @@ const atGate = new Promise<void>((r) => {
 });
 
 beforeAll(async () => {
+  const oauthIssuer = await ownIssuer();
   nc = await connectNats({ url: stack.natsUrl, name: "stream-head-test" });
   const { namespace } = stack;
   const keys = client(nc, keysRpc, { namespace, timeoutMs: 5000 });
   const tasks = client(nc, tasksRpc, { namespace, timeoutMs: 5000 });
-  const auth = createAuthenticator({ nc, namespace, keys, log, issuer: "tasksvc-dev", audience: "tasksvc-api", cacheTtlMs: 5000 });
+  const auth = createAuthenticator({ nc, namespace, keys, log, issuer: "tasksvc-dev", audience: "tasksvc-api", cacheTtlMs: 5000, ours: oauthIssuer });
   streams = createEventStreams({
     fanIn: createFanIn({ nc, namespace, log }),
     tasks: {

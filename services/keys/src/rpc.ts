@@ -31,5 +31,12 @@ export function keysHandlers(svc: KeysService): Handlers<typeof keysRpc> {
     setLimits: (i) => svc.setLimits(i),
     legacyKey: (i) => svc.legacyKey(i),
     issueToken: (i) => svc.issueToken(i),
+    createOAuthClient: (i, ctx) => svc.createOAuthClient(callerOf(ctx), i),
+    listOAuthClients: (i, ctx) => svc.listOAuthClients(callerOf(ctx), i.limit, i.after),
+    getOAuthClient: (i, ctx) => svc.getOAuthClient(callerOf(ctx), i.oauth_client_id),
+    deleteOAuthClient: (i, ctx) => svc.deleteOAuthClient(callerOf(ctx), i.oauth_client_id),
+    authenticateClient: (i) => svc.authenticateClient(i.client_id, i.secret_hash),
+    resolveClientToken: (i) => svc.resolveClientToken(i),
+    revokeClientToken: (i) => svc.revokeClientToken(i),
   };
 }

@@ -56,6 +56,8 @@ export const service = defineService({
     if (sealed > 0) log.info({ sealed }, "sealed the development issuer's signing key under KEYS_SECRET_KEY");
     const svc = keysService(res, { issuer });
     every(60 * 60_000, "idempotency sweep", () => res.repo.idempotency.sweep());
+    // A revoked token's record is needed only until the token expires on its own.
+    every(10 * 60_000, "revoked token sweep", () => res.repo.sweepRevokedTokens());
     serve(keysRpc, keysHandlers(svc));
   },
 });

@@ -120,7 +120,12 @@ export function buildOpenApi(operations: readonly Operation[], server: ServerEnt
     },
     servers: [server],
     security: [{ bearer: [] }],
-    tags: [...Object.values(TAGS).filter((t) => operations.some((o) => TAGS[o.resource]?.name === t.name)), ROUTE_TAGS.health, ROUTE_TAGS.documentation],
+    tags: [
+      ...Object.values(TAGS).filter((t) => operations.some((o) => TAGS[o.resource]?.name === t.name)),
+      ROUTE_TAGS.oauth,
+      ROUTE_TAGS.health,
+      ROUTE_TAGS.documentation,
+    ],
     paths: { ...paths, ...routePaths({ problem: problemResponse, header, requestId: REQUEST_ID, methodNotAllowed: METHOD_NOT_ALLOWED_REF }) },
     components: {
       schemas: { ...componentsOf(outputs, "output"), ...componentsOf(inputs, "input"), ...ROUTE_SCHEMAS },
@@ -132,6 +137,12 @@ export function buildOpenApi(operations: readonly Operation[], server: ServerEnt
           description:
             "An API key (`svc_live_…`, sandbox `svc_test_…`) or an OAuth 2.1 access token (JWT with sub, org_id, scope). " +
             `Each operation names the scope it needs; the scopes are ${SCOPES.map((s) => `\`${s}\``).join(", ")}.`,
+        },
+        clientBasic: {
+          type: "http",
+          scheme: "basic",
+          description:
+            "An OAuth client's `client_id` and `client_secret` as HTTP Basic user and password (form-encoded first, RFC 6749 2.3.1): for the /oauth endpoints only.",
         },
       },
     },

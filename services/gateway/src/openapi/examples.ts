@@ -9,6 +9,7 @@ export const REQUEST_EXAMPLES: Record<string, Record<string, unknown>> = {
   createApiKey: { name: "CI deploys", scopes: ["tasks:read", "tasks:write"], expires_in_days: 30 },
   updateMember: { role: "admin" },
   createInvitation: { email: "ada@example.com", role: "member" },
+  createOAuthClient: { name: "Nightly sync", scopes: ["tasks:read", "tasks:write"] },
   createTask: {
     title: "Write the announcement",
     description: "Everything for the November launch.",

@@ -1,5 +1,6 @@
 import type { ErrorCode } from "@tasksvc/contracts";
 import { ACCEPT_SCHEMAS, acceptRoutePath } from "./accept-route.js";
+import { OAUTH_SCHEMAS, OAUTH_TAG, oauthRoutePaths } from "./oauth-routes.js";
 
 // Documented as each answers, so the document names every route the router has.
 
@@ -22,6 +23,7 @@ export const DOCS_ASSETS: Readonly<Record<string, string>> = {
 export const ROUTE_TAGS = {
   health: { name: "Health", description: "Whether this gateway replica is up, and ready to serve: for load balancers and probes." },
   documentation: { name: "Documentation", description: "This reference, the OpenAPI document it is built from, and the page of error codes." },
+  oauth: OAUTH_TAG,
 } as const;
 
 const text = (description: string, example: unknown, schema: Json = { type: "string" }) => ({ ...schema, description, examples: [example] });
@@ -57,6 +59,7 @@ export const ROUTE_SCHEMAS: Record<string, Json> = {
     additionalProperties: false,
   },
   ...ACCEPT_SCHEMAS,
+  ...OAUTH_SCHEMAS,
 };
 
 const NO_CREDENTIAL = { security: [] };
@@ -259,5 +262,6 @@ export function routePaths(h: RouteDocHelpers): Record<string, Record<string, Js
       ),
     },
     ...acceptRoutePath(h),
+    ...oauthRoutePaths(h),
   };
 }

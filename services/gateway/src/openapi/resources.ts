@@ -8,6 +8,7 @@ import {
   BoardSection,
   CreatedApiKey,
   CreatedInvitation,
+  CreatedOAuthClient,
   CreatedWebhookEndpoint,
   DeliveryAttempt,
   DependencyItem,
@@ -24,6 +25,7 @@ import {
   PurgeFeedEvent,
   TrashItem,
   Invitation,
+  OAuthClient,
   Member,
   Notification,
   Organization,
@@ -51,6 +53,8 @@ export const RESOURCES: ReadonlyArray<[z.ZodType, string]> = [
   [CreatedInvitation, "CreatedInvitation"],
   [ApiKey, "ApiKey"],
   [CreatedApiKey, "CreatedApiKey"],
+  [OAuthClient, "OAuthClient"],
+  [CreatedOAuthClient, "CreatedOAuthClient"],
   [Usage, "Usage"],
   [Task, "Task"],
   [TaskVersion, "TaskVersion"],
@@ -93,6 +97,11 @@ export const TAGS: Record<string, { name: string; description: string }> = {
   members: { name: "Members", description: "The organization's users and their roles." },
   invitations: { name: "Invitations", description: "Invite people by email: the invited person accepts with the token and gets an API key." },
   "api-keys": { name: "API keys", description: "Keys for servers and CI jobs: scoped, expiring, revocable; the secret is shown once." },
+  "oauth-clients": {
+    name: "OAuth clients",
+    description:
+      "Clients for the OAuth client credentials grant: a machine trades its client id and secret for a short-lived access token at /oauth/token. Tokens act as the member who created the client; the secret is shown once.",
+  },
   usage: { name: "Usage", description: "API calls and storage used in the current billing period." },
   tasks: { name: "Tasks", description: "Tasks numbered T-<n> per organization, each change an immutable version." },
   trash: {

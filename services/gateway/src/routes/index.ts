@@ -13,6 +13,7 @@ import { invitations } from "./invitations.js";
 import { labels } from "./labels.js";
 import { members } from "./members.js";
 import { notifications } from "./notifications.js";
+import { oauthClients } from "./oauth-clients.js";
 import { organizations } from "./organizations.js";
 import { projects } from "./projects.js";
 import { taskBatches } from "./task-batches.js";
@@ -27,6 +28,7 @@ export const resources: readonly Resource[] = [
   members,
   invitations,
   apiKeys,
+  oauthClients,
   usage,
   tasks,
   trash,

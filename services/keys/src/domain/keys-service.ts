@@ -21,6 +21,7 @@ import { AppError } from "@tasksvc/errors";
 import { toApiKey, toOrganization, type KeysRepo, type NewKey, type OrgRow } from "../repo/keys-repo.js";
 import type { DevIssuer } from "./dev-issuer.js";
 import { lastOwner, membersSystem } from "./members.js";
+import { oauthClientsSystem } from "./oauth-clients.js";
 import type { KeysResources } from "./resources.js";
 import { hashKey, keyPrefix, mintKeySecret } from "./secrets.js";
 
@@ -112,6 +113,7 @@ export function keysService(res: KeysResources, { issuer }: { issuer: DevIssuer 
 
   return {
     ...members,
+    ...oauthClientsSystem(res),
 
     async authenticateKey(keyHash: string): Promise<Identity | null> {
       const row = await repo.identityByKeyHash(keyHash);
@@ -125,6 +127,21 @@ export function keysService(res: KeysResources, { issuer }: { issuer: DevIssuer 
       const m = await repo.membership(a.organization_id, a.user_id);
       if (!m) return null;
       return identity("access_token", a.credential_id, m.org, a.user_id, m.role, a.scopes, new Date(a.expires_at));
+    },
+
+    /** Effective scopes are the token's within the client's now: narrowing a client narrows its live tokens. */
+    async resolveClientToken(a: {
+      client_id: string;
+      organization_id: string;
+      user_id: string;
+      jti: string;
+      scopes: Scope[];
+      expires_at: string;
+    }): Promise<Identity | null> {
+      const row = await repo.clientToken({ clientId: a.client_id, orgId: a.organization_id, userId: a.user_id, jti: a.jti });
+      if (!row) return null;
+      const scopes = a.scopes.filter((s) => row.client_scopes.includes(s));
+      return { ...identity("access_token", row.client_key, row, a.user_id, row.role, scopes, new Date(a.expires_at)), client_id: row.client_key };
     },
 
     async currentMembers(orgId: string, userIds: string[]): Promise<{ user_ids: string[] }> {

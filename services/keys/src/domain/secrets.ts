@@ -10,6 +10,16 @@ export function mintInvitationToken(): string {
   return `invite_${randomBase62(43)}`;
 }
 
+/** An OAuth client's public identifier: not a secret, but unguessable so that it tells nothing about other clients. */
+export function mintClientId(): string {
+  return `cli_${randomBase62(22)}`;
+}
+
+/** At least 256 random bits, with a prefix that secret scanners can recognise. */
+export function mintClientSecret(): string {
+  return `oacs_${randomBase62(43)}`;
+}
+
 export { hashApiKey as hashKey } from "@tasksvc/secrets";
 
 /**

@@ -2,18 +2,10 @@ import type { Sql } from "@tasksvc/db";
 import { array, idempotencyRecords, jsonb, KEYSET_TIME, keyset, keysetAfter, pageOf } from "@tasksvc/db";
 import type { ApiKey, Member, Organization, Page, Plan, Role, Scope } from "@tasksvc/contracts";
 import { membersRepo } from "./members-repo.js";
+import type { OrgRow } from "./org-row.js";
+import { oauthClientsRepo } from "./oauth-clients-repo.js";
 
-export interface OrgRow {
-  id: string;
-  name: string;
-  plan: Plan;
-  burst: number | null;
-  quota: number | null;
-  max_file_size: string | null;
-  storage: string | null;
-  webhook_endpoints: number | null;
-  created_at: Date;
-}
+export type { OrgRow } from "./org-row.js";
 
 export interface KeyIdentityRow extends OrgRow {
   key_id: string;
@@ -75,6 +67,7 @@ const MEMBER_PAGES = keyset("asc", ["m.created_at", "timestamp"], ["m.user_id", 
 export function keysRepo(sql: Sql) {
   return {
     ...membersRepo(sql),
+    ...oauthClientsRepo(sql),
     idempotency: idempotencyRecords(sql),
 
     async identityByKeyHash(keyHash: string): Promise<KeyIdentityRow | undefined> {
@@ -183,6 +176,8 @@ export function keysRepo(sql: Sql) {
         update api_keys set revoked_at = now()
         where organization_id = ${orgId} and user_id = ${userId} and legacy and revoked_at is null`;
       const hard = await sql`delete from api_keys where organization_id = ${orgId} and user_id = ${userId} and not legacy`;
+      // Their OAuth clients act as them, so they go too.
+      await sql`delete from oauth_clients where organization_id = ${orgId} and created_by = ${userId}`;
       return { removed: true, revokedKeys: soft.count + hard.count };
     },
 

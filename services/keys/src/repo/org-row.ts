@@ -1,0 +1,14 @@
+import type { Plan } from "@tasksvc/contracts";
+
+/** An organization as stored: a file of its own, since every repository that builds an identity reads it. */
+export interface OrgRow {
+  id: string;
+  name: string;
+  plan: Plan;
+  burst: number | null;
+  quota: number | null;
+  max_file_size: string | null;
+  storage: string | null;
+  webhook_endpoints: number | null;
+  created_at: Date;
+}
