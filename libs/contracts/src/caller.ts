@@ -23,6 +23,7 @@ export function actorOf(ctx: RpcContext): Actor {
   if (!ctx.credential_id) return SYSTEM_ACTOR;
   if (ctx.credential_id === ADMIN_CLI_CREDENTIAL) return { type: "system", id: ADMIN_CLI_CREDENTIAL, user_id: null };
   if (ctx.credential_id.startsWith("key_")) return { type: "api_key", id: ctx.credential_id, user_id: ctx.user_id };
+  if (ctx.credential_id.startsWith("oac_")) return { type: "oauth_client", id: ctx.credential_id, user_id: ctx.user_id };
   return { type: "user", id: ctx.user_id ?? ctx.credential_id, user_id: ctx.user_id };
 }
 
