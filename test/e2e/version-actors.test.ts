@@ -3,6 +3,7 @@ import { type Actor, CreatedApiKey, page, Task, TaskVersion } from "@tasksvc/con
 import { bodyOf, e2eContext, eventually, type Tenant } from "@tasksvc/testing";
 import { describe, expect, it } from "vitest";
 import { importFile } from "./import-steps.js";
+import { makeClient, tokenFor } from "./oauth-helpers.js";
 
 // Every task version and history item names the credential that wrote it (`actor`): an API key,
 // an access token (its user), the service itself (`system`); a batch's items each as their batch's
@@ -57,6 +58,15 @@ describe("the actor of task versions", () => {
     const requests = [created, patched, restored].map((r) => r.headers.get("x-request-id"));
     expect(requests.every((r) => typeof r === "string" && r.length > 0)).toBe(true);
     expect(history.map((v) => stored.get(v.id))).toEqual(requests.map((request_id) => ({ request_id, batch_key: null })));
+  });
+
+  it("when a token of one of the organization's OAuth clients writes, then the version names the client (its id, not its client_id) and the member who created it", async () => {
+    const t = await f.tenant();
+    const client = await makeClient(gw, t);
+    const r = await gw.post("/v1/tasks", { title: "Written by a machine" }, { token: await tokenFor(gw, client) });
+    expect(r.status, r.text).toBe(201);
+    const [made] = await historyOf(t, bodyOf(r, Task).id);
+    expect(made?.actor).toEqual({ type: "oauth_client", id: client.id, user_id: t.userId });
   });
 
   it("when a batch writes, then each item's version names the batch's credential, and keeps the batch's Idempotency-Key", async () => {
