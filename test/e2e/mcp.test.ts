@@ -207,6 +207,18 @@ describe("the MCP endpoint over HTTP", () => {
     }
   });
 
+  it("when the transport refuses a POST (no text/event-stream in Accept, no JSON-RPC message), then 400 malformed_request as a problem", async () => {
+    const t = await f.tenant();
+    const auth = { authorization: `Bearer ${t.apiKey}` };
+    const accept = await post(initialize, { ...auth, accept: "application/json" });
+    expect(accept.status).toBe(400);
+    expect(accept.headers.get("content-type")).toMatch(/^application\/problem\+json/);
+    expect(await accept.json()).toMatchObject({ code: "malformed_request", detail: expect.stringContaining("text/event-stream") });
+    const notRpc = await post({ hello: "world" }, auth);
+    expect(notRpc.status).toBe(400);
+    expect(await notRpc.json()).toMatchObject({ code: "malformed_request" });
+  });
+
   it("when a POST carries more JSON-RPC messages than allowed, then 400 naming the body; a batch within the bound is answered", async () => {
     const t = await f.tenant();
     const auth = { authorization: `Bearer ${t.apiKey}`, "mcp-protocol-version": "2025-06-18" };

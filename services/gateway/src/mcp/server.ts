@@ -15,12 +15,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { InnerRequests } from "../http/inner-requests.js";
 import type { Operation } from "../pipeline/operation.js";
 import { type Caller, refusedArguments, restRequest, toolResult } from "./calls.js";
+import { MCP_MAX_MESSAGES, MCP_PATH, PROTECTED_RESOURCE_PATH } from "./paths.js";
 import { buildTools } from "./tools.js";
-
-export const MCP_PATH = "/mcp";
-export const PROTECTED_RESOURCE_PATH = "/.well-known/oauth-protected-resource";
-/** JSON-RPC messages in one POST: an agent sends one at a time; a batch is bounded like the REST batch's items, much lower. */
-export const MCP_MAX_MESSAGES = 10;
 
 export interface McpOptions {
   operations: readonly Operation[];
@@ -45,6 +41,23 @@ export function protectedResource(base: string) {
     resource_name: "Task Service MCP server",
     resource_documentation: `${base}/docs`,
   };
+}
+
+/**
+ * The transport's own refusals (a missing Accept, a message that is no JSON-RPC, an unsupported
+ * protocol version) as problems like every other 4xx of this API; the MCP spec leaves the body of
+ * such an answer free.
+ */
+function transportRefusal(status: number, body: string): AppError {
+  let message = "The request is not a valid MCP message.";
+  try {
+    const parsed = JSON.parse(body) as { error?: { message?: unknown } };
+    if (typeof parsed.error?.message === "string") message = parsed.error.message;
+  } catch {
+    // Not JSON: the generic message stands.
+  }
+  if (status === 415) return new AppError("unsupported_media_type", message);
+  return new AppError("malformed_request", `The MCP request was refused: ${message}`);
 }
 
 /**
@@ -108,6 +121,7 @@ export function registerMcp(app: FastifyInstance, o: McpOptions): void {
         if (typeof v === "string") headers[name] = v;
       }
       const answer = await transport.handleRequest(new Request(`http://gateway${MCP_PATH}`, { method: "POST", headers }), { parsedBody: req.body });
+      if (answer.status >= 400) throw transportRefusal(answer.status, await answer.text());
       reply.code(answer.status);
       const type = answer.headers.get("content-type");
       if (type !== null) reply.type(type);

@@ -1,5 +1,5 @@
 import { IDEMPOTENCY_KEY_PATTERN } from "@tasksvc/contracts";
-import { type Json, schemaOf } from "../openapi/schemas.js";
+import { COMPONENT_REF, type Json, NAMED_INPUTS, schemaOf } from "../openapi/schemas.js";
 import type { Operation } from "../pipeline/operation.js";
 
 /**
@@ -45,6 +45,38 @@ type ObjectSchema = { properties?: Record<string, Json>; required?: string[]; $d
 
 const READS = new Set(["searchTasks"]);
 
+const COMPONENT_PREFIX = COMPONENT_REF("");
+
+/** A copy whose references to the OpenAPI document's components point into the tool's own `$defs`, naming each it found. */
+function localRefs(node: unknown, found: Set<string>): unknown {
+  if (Array.isArray(node)) return node.map((n) => localRefs(n, found));
+  if (typeof node !== "object" || node === null) return node;
+  const out: Json = {};
+  for (const [k, v] of Object.entries(node)) {
+    if (k === "$ref" && typeof v === "string" && v.startsWith(COMPONENT_PREFIX)) {
+      const name = v.slice(COMPONENT_PREFIX.length);
+      found.add(name);
+      out[k] = `#/$defs/${name}`;
+    } else out[k] = localRefs(v, found);
+  }
+  return out;
+}
+
+/** The components a schema refers to, each with its own references made local too, until none is left out. */
+function definitionsFor(found: Set<string>, tool: string): Record<string, Json> {
+  const defs: Record<string, Json> = {};
+  for (let pending = [...found]; pending.length > 0; ) {
+    const name = pending.pop() ?? "";
+    if (name in defs) continue;
+    const schema = NAMED_INPUTS[name];
+    if (schema === undefined) throw new Error(`tool ${tool}: its schema refers to ${name}, which is no named input schema`);
+    const more = new Set<string>();
+    defs[name] = localRefs(schemaOf(schema, "input"), more) as Json;
+    pending = [...pending, ...more];
+  }
+  return defs;
+}
+
 function describe(op: Operation): string {
   const scopes = [op.scope, ...op.alsoScopes].join(" and ");
   const extras = [
@@ -62,12 +94,13 @@ export function toolOf(row: (typeof TOOL_TABLE)[number], op: Operation): McpTool
   const properties: Record<string, Json> = {};
   const required: string[] = [];
   const $defs: Record<string, Json> = {};
+  const components = new Set<string>();
   const take = (schema: unknown, where: string): string[] => {
     if (schema === undefined) return [];
     const js = schemaOf(schema as Parameters<typeof schemaOf>[0], "input") as ObjectSchema;
     for (const [name, s] of Object.entries(js.properties ?? {})) {
       if (name in properties) throw new Error(`tool ${row.name}: the ${where} field ${name} is also elsewhere in the request`);
-      properties[name] = s;
+      properties[name] = localRefs(s, components) as Json;
     }
     required.push(...(js.required ?? []));
     for (const [name, d] of Object.entries(js.$defs ?? {})) {
@@ -92,6 +125,10 @@ export function toolOf(row: (typeof TOOL_TABLE)[number], op: Operation): McpTool
       minimum: 1,
       description: "The task's version you last read: when the task is at another version, nothing changes and the call fails with precondition_failed.",
     };
+  for (const [name, d] of Object.entries(definitionsFor(components, row.name))) {
+    if (name in $defs) throw new Error(`tool ${row.name}: two definitions named ${name}`);
+    $defs[name] = d;
+  }
   const read = op.method === "GET" || READS.has(op.operationId);
   return {
     name: row.name,

@@ -1,5 +1,6 @@
 import type { ErrorCode } from "@tasksvc/contracts";
 import { ACCEPT_SCHEMAS, acceptRoutePath } from "./accept-route.js";
+import { MCP_SCHEMAS, mcpRoutePaths } from "./mcp-route.js";
 
 // Documented as each answers, so the document names every route the router has.
 
@@ -57,6 +58,7 @@ export const ROUTE_SCHEMAS: Record<string, Json> = {
     additionalProperties: false,
   },
   ...ACCEPT_SCHEMAS,
+  ...MCP_SCHEMAS,
 };
 
 const NO_CREDENTIAL = { security: [] };
@@ -259,5 +261,6 @@ export function routePaths(h: RouteDocHelpers): Record<string, Record<string, Js
       ),
     },
     ...acceptRoutePath(h),
+    ...mcpRoutePaths(h),
   };
 }
