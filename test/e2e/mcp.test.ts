@@ -179,7 +179,7 @@ describe("the MCP endpoint over HTTP", () => {
     });
 
   it("when no credential or a refused one is sent, then 401 with WWW-Authenticate pointing at the protected resource metadata", async () => {
-    for (const headers of [{}, { authorization: "Bearer svc_live_not_a_key_at_all_0000000000000000" }]) {
+    for (const headers of [{}, { authorization: "Bearer svc_live_not_a_key_at_all_0000000000000000" }] as Array<Record<string, string>>) {
       const r = await post(initialize, headers);
       expect(r.status).toBe(401);
       expect(r.headers.get("www-authenticate")).toBe(`Bearer resource_metadata="${publicBase}/.well-known/oauth-protected-resource"`);
