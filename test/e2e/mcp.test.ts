@@ -219,6 +219,32 @@ describe("the MCP endpoint over HTTP", () => {
     expect(await notRpc.json()).toMatchObject({ code: "malformed_request" });
   });
 
+  it("when two clients send requests with the same JSON-RPC ids at once, then each gets its own answers under its own ids", async () => {
+    const [a, b] = [await f.tenant(), await f.tenant()];
+    const call = (t: Tenant, id: number, title: string) => ({
+      jsonrpc: "2.0",
+      id,
+      method: "tools/call",
+      params: { name: "create_task", arguments: { title } },
+    });
+    const headersOf = (t: Tenant) => ({ authorization: `Bearer ${t.apiKey}`, "mcp-protocol-version": "2025-06-18" });
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => {
+        const t = i % 2 === 0 ? a : b;
+        return post([call(t, 1, `${i} first`), call(t, 2, `${i} second`)], headersOf(t)).then((r) => r.json());
+      }),
+    );
+    answers.forEach((batch, i) => {
+      expect(
+        batch.map((m: { id: number }) => m.id),
+        shown(batch),
+      ).toEqual([1, 2]);
+      expect(batch.map((m: { result: { structuredContent: { title: string } } }) => m.result.structuredContent.title)).toEqual([`${i} first`, `${i} second`]);
+    });
+    expect((await gw.get("/v1/tasks?limit=100", as(a))).body.data).toHaveLength(6);
+    expect((await gw.get("/v1/tasks?limit=100", as(b))).body.data).toHaveLength(6);
+  });
+
   it("when a POST carries more JSON-RPC messages than allowed, then 400 naming the body; a batch within the bound is answered", async () => {
     const t = await f.tenant();
     const auth = { authorization: `Bearer ${t.apiKey}`, "mcp-protocol-version": "2025-06-18" };

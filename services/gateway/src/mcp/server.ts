@@ -1,5 +1,4 @@
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import {
   CallToolRequestSchema,
   type CallToolResult,
@@ -8,15 +7,15 @@ import {
   type ListToolsResult,
   McpError,
 } from "@modelcontextprotocol/sdk/types.js";
-import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv-provider.js";
 import { SCOPES } from "@tasksvc/contracts";
 import { AppError, isAppError } from "@tasksvc/errors";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { InnerRequests } from "../http/inner-requests.js";
 import type { Operation } from "../pipeline/operation.js";
 import { type Caller, refusedArguments, restRequest, toolResult } from "./calls.js";
-import { MCP_MAX_MESSAGES, MCP_PATH, PROTECTED_RESOURCE_PATH } from "./paths.js";
+import { MCP_PATH, PROTECTED_RESOURCE_PATH } from "./paths.js";
 import { buildTools } from "./tools.js";
+import { StatelessTransport } from "./transport.js";
 
 export interface McpOptions {
   operations: readonly Operation[];
@@ -44,25 +43,8 @@ export function protectedResource(base: string) {
 }
 
 /**
- * The transport's own refusals (a missing Accept, a message that is no JSON-RPC, an unsupported
- * protocol version) as problems like every other 4xx of this API; the MCP spec leaves the body of
- * such an answer free.
- */
-function transportRefusal(status: number, body: string): AppError {
-  let message = "The request is not a valid MCP message.";
-  try {
-    const parsed = JSON.parse(body) as { error?: { message?: unknown } };
-    if (typeof parsed.error?.message === "string") message = parsed.error.message;
-  } catch {
-    // Not JSON: the generic message stands.
-  }
-  if (status === 415) return new AppError("unsupported_media_type", message);
-  return new AppError("malformed_request", `The MCP request was refused: ${message}`);
-}
-
-/**
- * Stateless Streamable HTTP (decision 0046): every POST gets its own protocol object and
- * transport, and nothing of a session lives in a replica, so any replica answers any message.
+ * Stateless Streamable HTTP (decision 0046): nothing of a session lives in a replica, so any
+ * replica answers any message; the SDK's protocol object answers initialize, ping and the tools.
  * Each tool call is the REST request it mirrors, injected through the whole pipeline with the
  * caller's credential: scopes, plans, limits, charging and idempotency are REST's by construction.
  */
@@ -72,8 +54,6 @@ export function registerMcp(app: FastifyInstance, o: McpOptions): void {
   const listed: ListToolsResult = {
     tools: tools.map((t) => ({ name: t.name, title: t.title, description: t.description, inputSchema: t.inputSchema, annotations: t.annotations })),
   };
-  // The SDK builds an Ajv per server otherwise: compiled once here, not per request.
-  const jsonSchemaValidator = new AjvJsonSchemaValidator();
   const serverInfo = { name: "tasksvc", title: "Task Service", version: "1.0.0" };
   const instructions =
     "Tools over this organization's tasks, acting as the credential you connected with: each tool call is one REST API call, with its scopes, limits and cost. A refused call is a tool error whose structured content is the API's problem (code, detail, errors).";
@@ -97,38 +77,26 @@ export function registerMcp(app: FastifyInstance, o: McpOptions): void {
     }
   }
 
-  function serverFor(req: FastifyRequest): Server {
-    const server = new Server(serverInfo, { capabilities: { tools: { listChanged: false } }, instructions, jsonSchemaValidator });
-    server.setRequestHandler(ListToolsRequestSchema, () => listed);
-    server.setRequestHandler(CallToolRequestSchema, (call) => callTool(req, call.params.name, call.params.arguments ?? {}));
-    return server;
-  }
+  // One protocol object for the process: the transport keeps each POST's requests apart.
+  const server = new Server(serverInfo, { capabilities: { tools: { listChanged: false } }, instructions });
+  const transport = new StatelessTransport();
+  server.setRequestHandler(ListToolsRequestSchema, () => listed);
+  server.setRequestHandler(CallToolRequestSchema, (call, extra) => {
+    const req = transport.contextOf(extra.requestId) as FastifyRequest | undefined;
+    if (!req) throw new McpError(ErrorCode.InternalError, "The request's HTTP context is gone.");
+    return callTool(req, call.params.name, call.params.arguments ?? {});
+  });
+  void server.connect(transport);
 
   async function handle(req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
-    if (Array.isArray(req.body) && req.body.length > MCP_MAX_MESSAGES) {
-      throw new AppError("validation_failed", `A POST carries at most ${MCP_MAX_MESSAGES} JSON-RPC messages.`, {
-        errors: [{ pointer: "/", message: `holds ${req.body.length} messages; at most ${MCP_MAX_MESSAGES}` }],
-      });
-    }
-    const server = serverFor(req);
-    // JSON answers, not SSE: a stateless server never speaks first, so one answer per POST is all there is.
-    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    try {
-      await server.connect(transport);
-      const headers: Record<string, string> = {};
-      for (const name of ["accept", "content-type", "mcp-protocol-version"]) {
-        const v = req.headers[name];
-        if (typeof v === "string") headers[name] = v;
-      }
-      const answer = await transport.handleRequest(new Request(`http://gateway${MCP_PATH}`, { method: "POST", headers }), { parsedBody: req.body });
-      if (answer.status >= 400) throw transportRefusal(answer.status, await answer.text());
-      reply.code(answer.status);
-      const type = answer.headers.get("content-type");
-      if (type !== null) reply.type(type);
-      return reply.send(answer.status === 202 ? undefined : await answer.text());
-    } finally {
-      await server.close();
-    }
+    const protocolVersion = req.headers["mcp-protocol-version"];
+    const answer = await transport.handle(
+      req.body,
+      { accept: req.headers.accept, protocolVersion: typeof protocolVersion === "string" ? protocolVersion : undefined },
+      req,
+    );
+    if (answer.status === 202) return reply.code(202).send();
+    return reply.code(200).type("application/json; charset=utf-8").send(answer.body);
   }
 
   app.register(async (scope) => {
