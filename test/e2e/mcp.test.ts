@@ -221,7 +221,7 @@ describe("the MCP endpoint over HTTP", () => {
 
   it("when two clients send requests with the same JSON-RPC ids at once, then each gets its own answers under its own ids", async () => {
     const [a, b] = [await f.tenant(), await f.tenant()];
-    const call = (t: Tenant, id: number, title: string) => ({
+    const call = (id: number, title: string) => ({
       jsonrpc: "2.0",
       id,
       method: "tools/call",
@@ -231,15 +231,15 @@ describe("the MCP endpoint over HTTP", () => {
     const answers = await Promise.all(
       Array.from({ length: 6 }, (_, i) => {
         const t = i % 2 === 0 ? a : b;
-        return post([call(t, 1, `${i} first`), call(t, 2, `${i} second`)], headersOf(t)).then((r) => r.json());
+        return post([call(1, `${i} first`), call(2, `${i} second`)], headersOf(t)).then((r) => r.json() as Promise<Array<Record<string, unknown>>>);
       }),
     );
     answers.forEach((batch, i) => {
       expect(
-        batch.map((m: { id: number }) => m.id),
+        batch.map((m) => m["id"]),
         shown(batch),
       ).toEqual([1, 2]);
-      expect(batch.map((m: { result: { structuredContent: { title: string } } }) => m.result.structuredContent.title)).toEqual([`${i} first`, `${i} second`]);
+      expect(batch.map((m) => (m["result"] as { structuredContent: { title: string } }).structuredContent.title)).toEqual([`${i} first`, `${i} second`]);
     });
     expect((await gw.get("/v1/tasks?limit=100", as(a))).body.data).toHaveLength(6);
     expect((await gw.get("/v1/tasks?limit=100", as(b))).body.data).toHaveLength(6);

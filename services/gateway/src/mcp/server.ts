@@ -8,7 +8,7 @@ import {
   McpError,
 } from "@modelcontextprotocol/sdk/types.js";
 import { SCOPES } from "@tasksvc/contracts";
-import { AppError, isAppError } from "@tasksvc/errors";
+import { isAppError } from "@tasksvc/errors";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { InnerRequests } from "../http/inner-requests.js";
 import type { Operation } from "../pipeline/operation.js";
