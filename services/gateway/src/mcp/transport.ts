@@ -19,9 +19,9 @@ interface Waiting {
  * transport for the whole process: one SDK protocol object serves every POST. Each request's id
  * is swapped for one unique in this process on the way in and back on the way out, so requests
  * of different clients that share an id never meet in the protocol object's tables. The SDK's
- * own transport would need a protocol object and a transport per POST, and converts each request
- * to a web Request and back: most of what an MCP call costs beyond its REST request
- * (decision 0046 has the figures).
+ * own transport needs a protocol object and a transport per POST, and converts each request to a
+ * web Request and back; decision 0046 has what that cost and what an MCP call costs beyond its
+ * REST request.
  */
 export class StatelessTransport implements Transport {
   onclose?: () => void;
