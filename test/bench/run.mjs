@@ -17,6 +17,7 @@ import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import postgres from "postgres";
 import { connectNats, deleteNamespaceStreams, jetstreamManager } from "@tasksvc/nats";
+import { mcpScenarios, printMcp } from "./mcp.mjs";
 import { metricsSnapshot, printMetricsSnapshot } from "./metrics.mjs";
 import { exportScenarios, printExports } from "./exports.mjs";
 import { startAutovacuum } from "./autovacuum.mjs";
@@ -600,6 +601,7 @@ let search = null;
 let streams = null;
 let notifications = null;
 let comments = null;
+let mcp = null;
 let exportsResult = null;
 let metrics = null;
 try {
@@ -795,6 +797,14 @@ try {
       spread: await cost("comments: POST /v1/tasks/{id}/comments over many tasks + Idempotency-Key", spread),
     };
   }
+  if (!only || only.split("|").includes("mcp")) {
+    mcp = await mcpScenarios({
+      gateway: "http://127.0.0.1:18303",
+      key: ctx.key,
+      measure: (name, req, connections) => measure(name, "http://127.0.0.1:18303", req, connections, { cpu: true }),
+      log: (m) => process.stderr.write(`${m}\n`),
+    });
+  }
   // After the webhook scenarios, which delete their endpoints (and backlog) when done: the
   // object store's writes here would otherwise weigh on their latency.
   if (!only || only.split("|").includes("uploads")) {
@@ -971,10 +981,11 @@ if (search) printSearch(search);
 if (exportsResult) printExports(exportsResult);
 if (streams) printStreams(streams);
 if (notifications || comments) printNotifications(notifications, comments);
+if (mcp) printMcp(mcp);
 if (metrics) printMetricsSnapshot(metrics);
 if (explainList) console.log(`\nEXPLAIN ANALYZE, GET /v1/tasks on 100,000 tasks in one organization:\n\n${explainList}`);
 mkdirSync(new URL("./results", import.meta.url), { recursive: true });
 writeFileSync(
   new URL("./results/latest.json", import.meta.url),
-  `${JSON.stringify({ at: new Date().toISOString(), tool, node: process.version, cores: cpus().length, connections: CONNECTIONS, duration: DURATION, results: rows, steady_floors: floors, webhooks, uploads, imports, recurrence, search, exports: exportsResult, streams, notifications, comments, metrics, explain: explainList }, null, 2)}\n`,
+  `${JSON.stringify({ at: new Date().toISOString(), tool, node: process.version, cores: cpus().length, connections: CONNECTIONS, duration: DURATION, results: rows, steady_floors: floors, webhooks, uploads, imports, recurrence, search, exports: exportsResult, streams, notifications, comments, mcp, metrics, explain: explainList }, null, 2)}\n`,
 );

@@ -1664,6 +1664,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send MCP messages (Streamable HTTP, stateless)
+         * @description The Model Context Protocol's Streamable HTTP transport, stateless: every POST carries JSON-RPC messages (at most 10) and gets their answers as one JSON document; no session id, no server-sent stream (GET and DELETE answer 405). Send `Accept: application/json, text/event-stream`. `initialize`, `tools/list` and `ping` cost nothing; each `tools/call` runs the REST operation its tool names, with this request's credential: its scope, plan entitlement and cost (1 API call; a repeated `idempotency_key` costs nothing), and a refusal is a tool result with `isError: true` whose structured content is the problem.
+         */
+        post: operations["postMcpMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/oauth-protected-resource": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The MCP endpoint's protected resource metadata (RFC 9728)
+         * @description No credential. Names the MCP endpoint as the resource and this service's own authorization server as the one that issues tokens for it.
+         */
+        get: operations["getProtectedResourceMetadata"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -5689,6 +5729,103 @@ export interface components {
             keys: {
                 [key: string]: unknown;
             }[];
+        };
+        /**
+         * @description A JSON-RPC 2.0 request, notification or response of the Model Context Protocol.
+         * @example {
+         *       "jsonrpc": "2.0",
+         *       "id": 1,
+         *       "method": "tools/call",
+         *       "params": {
+         *         "name": "get_task",
+         *         "arguments": {
+         *           "task_id": "T-42"
+         *         }
+         *       }
+         *     }
+         */
+        JsonRpcMessage: {
+            /**
+             * @description Always `2.0`.
+             * @example 2.0
+             * @constant
+             */
+            jsonrpc: "2.0";
+            /**
+             * @description The request's id, echoed in its response; absent on a notification.
+             * @example 1
+             */
+            id?: string | number;
+            /**
+             * @description The MCP method: `initialize`, `tools/list`, `tools/call`, `ping`, or a notification.
+             * @example tools/call
+             */
+            method?: string;
+            /**
+             * @description The method's parameters.
+             * @example {
+             *       "name": "get_task",
+             *       "arguments": {
+             *         "task_id": "T-42"
+             *       }
+             *     }
+             */
+            params?: Record<string, never>;
+            /**
+             * @description A response's result.
+             * @example {}
+             */
+            result?: Record<string, never>;
+            /**
+             * @description A response's JSON-RPC error (a refused tool call is a result with `isError: true` instead).
+             * @example {
+             *       "code": -32602,
+             *       "message": "Unknown tool: x"
+             *     }
+             */
+            error?: Record<string, never>;
+        };
+        /** @description OAuth 2.0 Protected Resource Metadata (RFC 9728) of the MCP endpoint. */
+        ProtectedResourceMetadata: {
+            /**
+             * Format: uri
+             * @description The MCP endpoint's URL, the resource a token is for.
+             * @example https://tasks.example.com/mcp
+             */
+            resource: string;
+            /**
+             * @description The issuers whose access tokens the endpoint accepts: this service's own authorization server.
+             * @example [
+             *       "https://tasks.example.com"
+             *     ]
+             */
+            authorization_servers: string[];
+            /**
+             * @description Every scope a credential may hold.
+             * @example [
+             *       "tasks:read",
+             *       "tasks:write"
+             *     ]
+             */
+            scopes_supported: string[];
+            /**
+             * @description How to send the token: the Authorization header only.
+             * @example [
+             *       "header"
+             *     ]
+             */
+            bearer_methods_supported: "header"[];
+            /**
+             * @description A name to show.
+             * @example Task Service MCP server
+             */
+            resource_name?: string;
+            /**
+             * Format: uri
+             * @description Where people read about the API.
+             * @example https://tasks.example.com/docs
+             */
+            resource_documentation?: string;
         };
     };
     responses: {
@@ -19641,6 +19778,161 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["JsonWebKeySet"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `rate_limited`: Rate limited */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    postMcpMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["JsonRpcMessage"] | components["schemas"]["JsonRpcMessage"][];
+            };
+        };
+        responses: {
+            /** @description The answers to the requests among the messages */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonRpcMessage"] | components["schemas"]["JsonRpcMessage"][];
+                };
+            };
+            /** @description Only notifications or responses were sent: accepted, nothing to answer */
+            202: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description `Bearer resource_metadata="<base URL>/.well-known/oauth-protected-resource"`: where to find how to get a token */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `payload_too_large`: Payload too large */
+            413: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: Unsupported media type */
+            415: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limited`: Rate limited */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getProtectedResourceMetadata: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The metadata */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProtectedResourceMetadata"];
                 };
             };
             405: components["responses"]["MethodNotAllowed"];

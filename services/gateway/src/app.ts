@@ -12,12 +12,14 @@ import { jsonBodies } from "./http/json-bodies.js";
 import type { LinkRate } from "./http/link-limits.js";
 import { registerOAuthServer } from "./http/oauth-server.js";
 import { observeRequests } from "./http/observe.js";
+import { innerRequests } from "./http/inner-requests.js";
 import { frameworkErrors, registerProblemHandling, sendProblem } from "./http/problems.js";
 import { bodyTimeoutOptions, emptyPathParameter, MAX_PARAM_LENGTH } from "./http/requests.js";
 import { type LinkRouteOptions, registerTransfers } from "./http/transfers.js";
+import { registerMcp } from "./mcp/server.js";
 import { registerDocs } from "./openapi/docs-page.js";
 import type { OAuthIssuer } from "./oauth/issuer.js";
-import { installPipeline, type PipelineOptions } from "./pipeline/hooks.js";
+import { authenticateHook, installPipeline, type PipelineOptions } from "./pipeline/hooks.js";
 import type { Resource } from "./pipeline/operation.js";
 import { resourcePlugin } from "./pipeline/serve.js";
 import { resources } from "./routes/index.js";
@@ -70,13 +72,14 @@ function publicBaseUrlOf(opts: Pick<BuildOptions, "publicBaseUrl" | "port">, app
 export function buildGateway(opts: BuildOptions): FastifyInstance {
   const publicBaseUrl = publicBaseUrlOf(opts, () => app);
   const edge = edgeHandling(opts.log, publicBaseUrl);
+  const inner = innerRequests();
   const { requestTimeout, headersTimeout, connectionsCheckingInterval } = bodyTimeoutOptions(opts.bodyTimeoutMs);
   const app: FastifyInstance = Fastify({
     loggerInstance: opts.log as FastifyBaseLogger,
     // One access line per request is written by our onResponse hook instead of fastify's two.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: "request_id" }),
     // A caller-supplied request id is not trusted to be unique (spec 7).
-    genReqId: edge.requestId,
+    genReqId: (raw) => inner.requestIdOf(raw) ?? edge.requestId(raw),
     requestIdHeader: false,
     bodyLimit: opts.bodyLimit,
     // Requests arriving while the replica closes get a 503 problem from the edge, not fastify's bare JSON.
@@ -117,12 +120,14 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
     return sendProblem(reply, err);
   });
 
-  installPipeline(app, { ...opts, ...(refusedCredential ? { refusedCredential } : {}) });
+  const credentials = { ...opts, ...(refusedCredential ? { refusedCredential } : {}) };
+  installPipeline(app, credentials);
   const served = opts.resources ?? resources;
   for (const r of served) app.register(resourcePlugin(r), { clients: opts.clients, eventStreams: opts.eventStreams });
   registerTransfers(app, { store: opts.blobs ?? null, clients: opts.clients, linkRate: opts.linkRate });
   registerInvitationAccept(app, { clients: opts.clients, rate: opts.acceptRate });
   registerOAuthServer(app, { clients: opts.clients, auth: opts.auth, issuer: opts.oauthIssuer });
+  registerMcp(app, { operations: served.flatMap((r) => r.operations), authenticate: authenticateHook(credentials), inner });
   // PUBLIC_BASE_URL, else `/` (the origin the document was fetched from), not the base links use (docs-page.ts says why).
   registerDocs(
     app,

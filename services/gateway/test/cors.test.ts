@@ -59,7 +59,7 @@ describe("CORS_ORIGINS a list of origins", () => {
     expect(r.headers["access-control-allow-credentials"]).toBeUndefined();
     expect(list(r.headers["access-control-allow-methods"])).toEqual(["get", "head", "post", "put", "patch", "delete"]);
     expect(list(r.headers["access-control-allow-headers"])).toEqual(
-      expect.arrayContaining(["authorization", "content-type", "idempotency-key", "if-match", "if-none-match", "traceparent"]),
+      expect.arrayContaining(["authorization", "content-type", "idempotency-key", "if-match", "if-none-match", "traceparent", "mcp-protocol-version"]),
     );
     expect(Number(r.headers["access-control-max-age"])).toBeGreaterThan(0);
     expect(r.headers.vary).toContain("Origin");

@@ -13,8 +13,9 @@ const INTERNAL: Array<[RegExp, string]> = [
   [/\bissues?\s*#?\d+|(?:^|[\s(])#\d+\b/i, "an issue number"],
   [/\bdecisions?\s+\d+|\bdecisions\/|\bADR[- ]?\d/i, "a decision"],
   [/\bmigrations?\s+\d{4}/i, "a migration"],
-  // A repository path; a URL path such as /docs/errors is preceded by "/" and is public.
-  [/(?<![\w/.-])(?:services|libs|scripts|tools|deploy|test|docs)\/[\w.-]/, "a source path"],
+  // A repository path; a URL path such as /docs/errors is preceded by "/" and is public, and so are
+  // the MCP methods tools/list and tools/call.
+  [/(?<![\w/.-])(?:services|libs|scripts|tools(?!\/(?:list|call)\b)|deploy|test|docs)\/[\w.-]/, "a source path"],
   [/\b[\w-]+\.(?:ts|tsx|mts|mjs|cjs|sql|md)\b/, "a source file"],
 ];
 

@@ -13,7 +13,7 @@ export function limitAnonymous(app: FastifyInstance, rate: LinkRate | null | und
   // The routes that need no credential cost their caller nothing, so they are counted per client
   // address instead, before any work; the operations are charged per credential.
   app.addHook("onRequest", async (req) => {
-    const routed = req.routeOptions.config?.operation || req.routeOptions.url?.includes("/:capability");
+    const routed = req.routeOptions.config?.operation || req.routeOptions.config?.credentialed || req.routeOptions.url?.includes("/:capability");
     // A path with an empty parameter names no route: counted like any unknown path.
     if (routed && emptyPathParameter(req) === undefined) return;
     const wait = limiter.take(req.ip);

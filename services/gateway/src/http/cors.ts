@@ -11,6 +11,8 @@ export const CORS_REQUEST_HEADERS: readonly string[] = [
   "If-None-Match",
   "traceparent",
   "tracestate",
+  // A browser-based MCP client (an inspector) sends it on every message after initialize.
+  "MCP-Protocol-Version",
 ];
 /** A page's script may read only the response headers listed. */
 export const CORS_EXPOSED_HEADERS: readonly string[] = [

@@ -1,14 +1,15 @@
-import { ERROR_CATALOG, type ErrorCode, SCOPES, TaskFilterSchema } from "@tasksvc/contracts";
+import { ERROR_CATALOG, type ErrorCode, SCOPES } from "@tasksvc/contracts";
 import { z } from "zod";
 import type { Operation } from "../pipeline/operation.js";
 import { addConditionalResponses } from "./conditional.js";
 import { REQUEST_EXAMPLES, REQUEST_EXAMPLE_NOTES } from "./examples.js";
 import { escapeDescriptions } from "./markdown.js";
 import { parametersOf } from "./parameters.js";
+import { MCP_TAG } from "./mcp-route.js";
 import { ROUTE_SCHEMAS, ROUTE_TAGS, routePaths } from "./plain-routes.js";
 import { RESOURCES, TAGS } from "./resources.js";
 import { codesWithStatus, header, METHOD_NOT_ALLOWED_REF, methodNotAllowed, Problem, problemResponse, RATE_HEADERS, REQUEST_ID } from "./responses.js";
-import { COMPONENT_REF, componentsOf, type Json, pascal } from "./schemas.js";
+import { COMPONENT_REF, componentsOf, type Json, NAMED_INPUTS, pascal } from "./schemas.js";
 
 export interface ServerEntry {
   url: string;
@@ -31,8 +32,7 @@ export function buildOpenApi(operations: readonly Operation[], server: ServerEnt
   const inputs = z.registry<{ id?: string | undefined }>();
   for (const [schema, id] of RESOURCES) outputs.add(schema, { id });
   outputs.add(Problem, { id: "Problem" });
-  // Recursive: named, so that it can refer to itself.
-  inputs.add(TaskFilterSchema, { id: "TaskFilter" });
+  for (const [id, schema] of Object.entries(NAMED_INPUTS)) inputs.add(schema, { id });
   const ref = (registry: typeof outputs, schema: z.ZodType, fallback: string): Json => {
     const existing = registry.get(schema)?.id;
     if (existing) return { $ref: COMPONENT_REF(existing) };
@@ -123,6 +123,7 @@ export function buildOpenApi(operations: readonly Operation[], server: ServerEnt
     tags: [
       ...Object.values(TAGS).filter((t) => operations.some((o) => TAGS[o.resource]?.name === t.name)),
       ROUTE_TAGS.oauth,
+      MCP_TAG,
       ROUTE_TAGS.health,
       ROUTE_TAGS.documentation,
     ],

@@ -1,6 +1,7 @@
 import type { ErrorCode } from "@tasksvc/contracts";
 import { ACCEPT_SCHEMAS, acceptRoutePath } from "./accept-route.js";
 import { OAUTH_SCHEMAS, OAUTH_TAG, oauthRoutePaths } from "./oauth-routes.js";
+import { MCP_SCHEMAS, mcpRoutePaths } from "./mcp-route.js";
 
 // Documented as each answers, so the document names every route the router has.
 
@@ -60,6 +61,7 @@ export const ROUTE_SCHEMAS: Record<string, Json> = {
   },
   ...ACCEPT_SCHEMAS,
   ...OAUTH_SCHEMAS,
+  ...MCP_SCHEMAS,
 };
 
 const NO_CREDENTIAL = { security: [] };
@@ -263,5 +265,6 @@ export function routePaths(h: RouteDocHelpers): Record<string, Record<string, Js
     },
     ...acceptRoutePath(h),
     ...oauthRoutePaths(h),
+    ...mcpRoutePaths(h),
   };
 }

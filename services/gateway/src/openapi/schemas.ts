@@ -1,6 +1,10 @@
+import { TaskFilterSchema } from "@tasksvc/contracts";
 import { z } from "zod";
 
 export type Json = Record<string, unknown>;
+
+/** Input schemas that are components of their own: recursive, so that they can refer to themselves (their JSON Schema names them by component). */
+export const NAMED_INPUTS: Readonly<Record<string, z.ZodType>> = { TaskFilter: TaskFilterSchema };
 
 export const pascal = (id: string) => id.charAt(0).toUpperCase() + id.slice(1);
 export const COMPONENT_REF = (id: string) => `#/components/schemas/${id}`;

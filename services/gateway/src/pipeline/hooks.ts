@@ -58,17 +58,12 @@ function authorize(op: Operation, identity: Identity): void {
 }
 
 /**
- * `onRoute` gives each operation's route only the hooks it needs, each a closure over its
- * operation, so no hook looks the route's config up per request. The order is the contract:
- * authenticate → Idempotency-Key (a replay is answered before charging, spec 8) → charge → scope
- * and entitlement → input → the operation → sign the next cursor → store the outcome; an
- * anonymous caller therefore learns nothing about an operation's input rules. Only the input step
- * reads a body, so a stream route brings its own parser and runs through the same hooks.
+ * Checked from the headers before any body is read, so an anonymous client costs no body buffer;
+ * its refusal closes the connection (the edge's lingering close drops the unread body). Every
+ * credentialed route takes this one hook, the operations' and the MCP endpoint's alike.
  */
-export function installPipeline(app: FastifyInstance, opts: PipelineOptions): void {
-  // Checked from the headers before any body is read, so an anonymous client costs no body buffer;
-  // its refusal closes the connection (the edge's lingering close drops the unread body).
-  async function authenticate(req: FastifyRequest, reply: FastifyReply): Promise<void> {
+export function authenticateHook(opts: Pick<PipelineOptions, "auth" | "refusedCredential">): (req: FastifyRequest, reply: FastifyReply) => Promise<void> {
+  return async function authenticate(req: FastifyRequest, reply: FastifyReply): Promise<void> {
     const base = systemContext(String(req.id));
     try {
       req.pipeline = { identity: await opts.auth.authenticate(req.headers.authorization, base) };
@@ -84,7 +79,19 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
       }
       throw e;
     }
-  }
+  };
+}
+
+/**
+ * `onRoute` gives each operation's route only the hooks it needs, each a closure over its
+ * operation, so no hook looks the route's config up per request. The order is the contract:
+ * authenticate → Idempotency-Key (a replay is answered before charging, spec 8) → charge → scope
+ * and entitlement → input → the operation → sign the next cursor → store the outcome; an
+ * anonymous caller therefore learns nothing about an operation's input rules. Only the input step
+ * reads a body, so a stream route brings its own parser and runs through the same hooks.
+ */
+export function installPipeline(app: FastifyInstance, opts: PipelineOptions): void {
+  const authenticate = authenticateHook(opts);
 
   const admit = (op: ServedOperation) =>
     async function admit(req: FastifyRequest, reply: FastifyReply): Promise<void> {
