@@ -187,12 +187,14 @@ describe("the MCP endpoint over HTTP", () => {
     }
   });
 
-  it("when the protected resource metadata is read, then it names /mcp as the resource and the gateway as its authorization server (RFC 9728)", async () => {
+  it("when the protected resource metadata is read, then it names /mcp as the resource and this service's own OAuth issuer as its authorization server (RFC 9728)", async () => {
     const r = await gw.get("/.well-known/oauth-protected-resource");
     expect(r.status, r.text).toBe(200);
+    const issuer = (await gw.get("/.well-known/oauth-authorization-server")).body.issuer;
+    expect(typeof issuer).toBe("string");
     expect(r.body).toMatchObject({
       resource: `${publicBase}/mcp`,
-      authorization_servers: [publicBase],
+      authorization_servers: [issuer],
       bearer_methods_supported: ["header"],
       scopes_supported: expect.arrayContaining(["tasks:read", "tasks:write"]),
     });

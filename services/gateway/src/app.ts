@@ -127,7 +127,12 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
   registerTransfers(app, { store: opts.blobs ?? null, clients: opts.clients, linkRate: opts.linkRate });
   registerInvitationAccept(app, { clients: opts.clients, rate: opts.acceptRate });
   registerOAuthServer(app, { clients: opts.clients, auth: opts.auth, issuer: opts.oauthIssuer });
-  registerMcp(app, { operations: served.flatMap((r) => r.operations), authenticate: authenticateHook(credentials), inner });
+  registerMcp(app, {
+    operations: served.flatMap((r) => r.operations),
+    authenticate: authenticateHook(credentials),
+    inner,
+    authorizationServer: () => opts.oauthIssuer.issuer(),
+  });
   // PUBLIC_BASE_URL, else `/` (the origin the document was fetched from), not the base links use (docs-page.ts says why).
   registerDocs(
     app,

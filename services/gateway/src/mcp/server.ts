@@ -21,6 +21,8 @@ export interface McpOptions {
   operations: readonly Operation[];
   authenticate: (req: FastifyRequest, reply: FastifyReply) => Promise<void>;
   inner: InnerRequests;
+  /** Our OAuth authorization server's issuer, which RFC 9728 names (by default the public base URL). */
+  authorizationServer: () => string;
 }
 
 declare module "fastify" {
@@ -31,10 +33,10 @@ declare module "fastify" {
 }
 
 /** RFC 9728: where an MCP client that got a 401 finds how to get a token. */
-export function protectedResource(base: string) {
+export function protectedResource(base: string, authorizationServer: string) {
   return {
     resource: `${base}${MCP_PATH}`,
-    authorization_servers: [base],
+    authorization_servers: [authorizationServer],
     scopes_supported: [...SCOPES],
     bearer_methods_supported: ["header"],
     resource_name: "Task Service MCP server",
@@ -106,5 +108,5 @@ export function registerMcp(app: FastifyInstance, o: McpOptions): void {
     });
     scope.post(MCP_PATH, { config: { credentialed: true }, onRequest: o.authenticate }, handle);
   });
-  app.get(PROTECTED_RESOURCE_PATH, async (req) => protectedResource(req.server.publicBaseUrl));
+  app.get(PROTECTED_RESOURCE_PATH, async (req) => protectedResource(req.server.publicBaseUrl, o.authorizationServer()));
 }
