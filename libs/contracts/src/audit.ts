@@ -100,7 +100,10 @@ export const AuditEvent = z
     request_id: z
       .string()
       .nullable()
-      .meta({ description: "The id of the request that made the change (its `X-Request-Id`); null for the service's own work.", examples: ["req_8mT2pL7vX3nD9bR6sW1kQ4"] }),
+      .meta({
+        description: "The id of the request that made the change (its `X-Request-Id`); null for the service's own work.",
+        examples: ["req_8mT2pL7vX3nD9bR6sW1kQ4"],
+      }),
     ip: z
       .string()
       .nullable()

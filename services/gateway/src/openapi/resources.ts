@@ -3,6 +3,7 @@ import {
   CustomFieldOption,
   ApiKey,
   Attachment,
+  AuditEvent,
   Board,
   BoardEntry,
   BoardSection,
@@ -51,6 +52,7 @@ export const RESOURCES: ReadonlyArray<[z.ZodType, string]> = [
   [CreatedInvitation, "CreatedInvitation"],
   [ApiKey, "ApiKey"],
   [CreatedApiKey, "CreatedApiKey"],
+  [AuditEvent, "AuditEvent"],
   [Usage, "Usage"],
   [Task, "Task"],
   [TaskVersion, "TaskVersion"],
@@ -93,6 +95,11 @@ export const TAGS: Record<string, { name: string; description: string }> = {
   members: { name: "Members", description: "The organization's users and their roles." },
   invitations: { name: "Invitations", description: "Invite people by email: the invited person accepts with the token and gets an API key." },
   "api-keys": { name: "API keys", description: "Keys for servers and CI jobs: scoped, expiring, revocable; the secret is shown once." },
+  "audit-events": {
+    name: "Audit log",
+    description:
+      "Who changed what: keys, members, invitations, webhook endpoints, plans and limits, deletions, exports and erasures, each with its actor, request, address and User-Agent; kept one year, numbered per organization and hash-chained so that a client can check offline that nothing was altered, removed or inserted.",
+  },
   usage: { name: "Usage", description: "API calls and storage used in the current billing period." },
   tasks: { name: "Tasks", description: "Tasks numbered T-<n> per organization, each change an immutable version." },
   trash: {

@@ -23,7 +23,9 @@ export function servedWithoutHash(m: AuditMessage, sequence: number, prevHash: s
 export function chainHash(prevHash: string, event: Omit<AuditEvent, "hash">): string {
   const canonical = canonicalize(event);
   if (canonical === undefined) throw new Error("an audit event has no canonical form");
-  return createHash("sha256").update(prevHash + canonical, "utf8").digest("hex");
+  return createHash("sha256")
+    .update(prevHash + canonical, "utf8")
+    .digest("hex");
 }
 
 /** The stored text is exactly what is served, so a client hashes what was hashed. */

@@ -24,7 +24,16 @@ export function auditSystem(db: Pick<Database, "sql" | "tx">, res: Pick<KeysReso
         const sequence = head.sequence + 1;
         const { hash, body } = sealedEvent(m, sequence, head.hash);
         await r.append(
-          { organizationId: m.organization_id, sequence, id: m.id, action: m.action, actorId: m.actor.id, targetId: m.target.id, createdAt: m.created_at, body },
+          {
+            organizationId: m.organization_id,
+            sequence,
+            id: m.id,
+            action: m.action,
+            actorId: m.actor.id,
+            targetId: m.target.id,
+            createdAt: m.created_at,
+            body,
+          },
           hash,
         );
         return "stored";
@@ -35,7 +44,10 @@ export function auditSystem(db: Pick<Database, "sql" | "tx">, res: Pick<KeysReso
     async list(c: Caller, q: ListAuditEventsQuery) {
       const role = (await res.repo.member(c.organizationId, c.userId))?.role;
       if (role !== "owner" && role !== "admin") {
-        throw new AppError("insufficient_scope", `Reading the audit log requires an owner or admin membership; the calling user is ${role ? `a ${role}` : "not a member"}.`);
+        throw new AppError(
+          "insufficient_scope",
+          `Reading the audit log requires an owner or admin membership; the calling user is ${role ? `a ${role}` : "not a member"}.`,
+        );
       }
       return repo.list(c.organizationId, q);
     },

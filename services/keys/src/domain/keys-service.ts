@@ -236,7 +236,13 @@ export function keysService(res: KeysResources, { issuer }: { issuer: DevIssuer 
         if (!live) return undefined;
         // Legacy rows are kept for audit; of two concurrent revokes, the one that changed nothing is a 404.
         if (!(live.legacy ? await r.softRevokeKey(live.id) : await r.deleteKey(live.id))) return undefined;
-        await r.audit.write({ organizationId: t.organizationId, action: "api_key.revoked", actor: t.actor, ctx: t.ctx, target: { type: "api_key", id: live.id } });
+        await r.audit.write({
+          organizationId: t.organizationId,
+          action: "api_key.revoked",
+          actor: t.actor,
+          ctx: t.ctx,
+          target: { type: "api_key", id: live.id },
+        });
         return live;
       });
       if (!key) throw notFound("API key", keyId);
@@ -271,7 +277,13 @@ export function keysService(res: KeysResources, { issuer }: { issuer: DevIssuer 
         await r.insertOrganization(orgId, a.org, a.plan);
         const userId = await r.upsertUser(newId("usr"), a.email);
         await r.upsertMembership(orgId, userId, "owner");
-        await r.audit.write({ organizationId: orgId, action: "member.added", ...by, target: { type: "member", id: userId }, changes: { role: { from: null, to: "owner" } } });
+        await r.audit.write({
+          organizationId: orgId,
+          action: "member.added",
+          ...by,
+          target: { type: "member", id: userId },
+          changes: { role: { from: null, to: "owner" } },
+        });
         const key = await mintKey(r, { orgId, userId, name: "bootstrap", scopes: SCOPES, kind: "live", expiresAt: null }, by);
         return { organization_id: orgId, user_id: userId, api_key: key.key };
       });
@@ -290,8 +302,10 @@ export function keysService(res: KeysResources, { issuer }: { issuer: DevIssuer 
         const was = await r.lockMember(a.org, userId);
         await r.upsertMembership(a.org, userId, a.role);
         const target = { type: "member", id: userId } as const;
-        if (was === undefined) await r.audit.write({ organizationId: a.org, action: "member.added", ...by, target, changes: { role: { from: null, to: a.role } } });
-        else if (was !== a.role) await r.audit.write({ organizationId: a.org, action: "member.role_changed", ...by, target, changes: { role: { from: was, to: a.role } } });
+        if (was === undefined)
+          await r.audit.write({ organizationId: a.org, action: "member.added", ...by, target, changes: { role: { from: null, to: a.role } } });
+        else if (was !== a.role)
+          await r.audit.write({ organizationId: a.org, action: "member.role_changed", ...by, target, changes: { role: { from: was, to: a.role } } });
         const key = await mintKey(r, { orgId: a.org, userId, name: a.email, scopes: DEFAULT_KEY_SCOPES, kind: "live", expiresAt: null }, by);
         return { user_id: userId, api_key: key.key };
       });
@@ -307,7 +321,13 @@ export function keysService(res: KeysResources, { issuer }: { issuer: DevIssuer 
         if (before.plan === a.plan) return false;
         await r.setPlan(a.org, a.plan);
         const target = { type: "organization", id: a.org } as const;
-        await r.audit.write({ organizationId: a.org, action: "organization.plan_changed", ...system(ctx), target, changes: { plan: { from: before.plan, to: a.plan } } });
+        await r.audit.write({
+          organizationId: a.org,
+          action: "organization.plan_changed",
+          ...system(ctx),
+          target,
+          changes: { plan: { from: before.plan, to: a.plan } },
+        });
         return true;
       });
       if (changed) res.written();

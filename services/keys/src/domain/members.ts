@@ -82,7 +82,13 @@ export function membersSystem(res: KeysResources, mint: MintKey) {
       const was = await checkChange(r, orgId, actor, userId, { kind: "role", role });
       if (was !== role) {
         await r.setRole(orgId, userId, role);
-        await r.audit.write({ organizationId: orgId, action: "member.role_changed", ...by, target: { type: "member", id: userId }, changes: { role: { from: was, to: role } } });
+        await r.audit.write({
+          organizationId: orgId,
+          action: "member.role_changed",
+          ...by,
+          target: { type: "member", id: userId },
+          changes: { role: { from: was, to: role } },
+        });
       }
       return { before: was, member: await r.member(orgId, userId) };
     });
@@ -98,7 +104,13 @@ export function membersSystem(res: KeysResources, mint: MintKey) {
       const was = await checkChange(r, orgId, actor, userId, { kind: "remove" });
       const gone = await r.removeMembership(orgId, userId);
       if (gone.removed) {
-        await r.audit.write({ organizationId: orgId, action: "member.removed", ...by, target: { type: "member", id: userId }, changes: { role: { from: was, to: null } } });
+        await r.audit.write({
+          organizationId: orgId,
+          action: "member.removed",
+          ...by,
+          target: { type: "member", id: userId },
+          changes: { role: { from: was, to: null } },
+        });
       }
       return gone;
     });
@@ -236,7 +248,13 @@ export function membersSystem(res: KeysResources, mint: MintKey) {
         const by: By = { actor: { type: "user", id: userId, user_id: userId }, ctx };
         const orgId = inv.organization_id;
         await r.audit.write(
-          { organizationId: orgId, action: "invitation.accepted", ...by, target: { type: "invitation", id: inv.id }, changes: { status: { from: "pending", to: "accepted" } } },
+          {
+            organizationId: orgId,
+            action: "invitation.accepted",
+            ...by,
+            target: { type: "invitation", id: inv.id },
+            changes: { status: { from: "pending", to: "accepted" } },
+          },
           { organizationId: orgId, action: "member.added", ...by, target: { type: "member", id: userId }, changes: { role: { from: null, to: inv.role } } },
         );
         const apiKey = await mint(r, { orgId, userId, name: body.key_name, scopes: DEFAULT_KEY_SCOPES }, by);

@@ -57,7 +57,9 @@ export function auditRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
           ${keysetAfter(sql, q.after, AUDIT_PAGES)}
         order by sequence desc
         limit ${q.limit + 1}`;
-      const rows = await sql<({ sequence: string; json: string } & Budgeted)[]>`${withinBudget(sql, page, "item.bytes", "item.sequence::bigint desc", pageBytes)}`;
+      const rows = await sql<
+        ({ sequence: string; json: string } & Budgeted)[]
+      >`${withinBudget(sql, page, "item.bytes", "item.sequence::bigint desc", pageBytes)}`;
       return rawPageOf<AuditEvent, { sequence: string; json: string }>(rows, q.limit, (r) => [r.sequence]);
     },
 
