@@ -1780,7 +1780,14 @@ export interface components {
              * @enum {string}
              */
             action: "api_key.created" | "api_key.revoked" | "member.added" | "member.role_changed" | "member.removed" | "invitation.created" | "invitation.accepted" | "invitation.revoked" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.deleted" | "webhook_endpoint.secret_rotated" | "organization.plan_changed" | "organization.limits_changed" | "label.deleted" | "custom_field.deleted" | "export.created" | "task.purged" | "oauth_client.created" | "oauth_client.deleted";
-            /** @description Who made the change: which credential, acting as which member. */
+            /**
+             * @description Who made the change: which credential, acting as which member; `system` for an administrator's command or the service's own work.
+             * @example {
+             *       "type": "api_key",
+             *       "id": "key_9vR3sW6bN8xQ4mT7pL1kD2",
+             *       "user_id": "usr_7hQ2mD9xK3pL5nB8vR4tW1"
+             *     }
+             */
             actor: {
                 /**
                  * @description What kind of credential acted: `api_key`, `oauth_client` (a token of one of the organization's OAuth clients), `user` (an access token of another issuer), `system` (an administrator's command or the service itself) or `rewind` (an undo).
@@ -1799,7 +1806,13 @@ export interface components {
                  */
                 user_id: string | null;
             };
-            /** @description What the action touched. */
+            /**
+             * @description What the action touched.
+             * @example {
+             *       "type": "api_key",
+             *       "id": "key_2bN8xQ4mT7pL1vD9kR3sW6"
+             *     }
+             */
             target: {
                 /**
                  * @description The kind of resource the action touched.
@@ -6929,9 +6942,15 @@ export interface operations {
                  * @example api_key.created,api_key.revoked
                  */
                 action?: string | ("api_key.created" | "api_key.revoked" | "member.added" | "member.role_changed" | "member.removed" | "invitation.created" | "invitation.accepted" | "invitation.revoked" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.deleted" | "webhook_endpoint.secret_rotated" | "organization.plan_changed" | "organization.limits_changed" | "label.deleted" | "custom_field.deleted" | "export.created" | "task.purged" | "oauth_client.created" | "oauth_client.deleted")[];
-                /** @description Only events whose `actor.id` is this (an API key's, OAuth client's or user's id, or `system`). */
+                /**
+                 * @description Only events whose `actor.id` is this (an API key's, OAuth client's or user's id, `admin-cli` or `system`).
+                 * @example key_9vR3sW6bN8xQ4mT7pL1kD2
+                 */
                 actor_id?: string;
-                /** @description Only events whose `target.id` is this. */
+                /**
+                 * @description Only events whose `target.id` is this.
+                 * @example usr_7hQ2mD9xK3pL5nB8vR4tW1
+                 */
                 target_id?: string;
                 /**
                  * @description Only events created at or after this time (ISO 8601).

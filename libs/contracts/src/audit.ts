@@ -57,7 +57,7 @@ export const AuditTarget = z
     type: AuditTargetType.meta({ description: "The kind of resource the action touched.", examples: ["api_key"] }),
     id: z.string().meta({ description: "The resource's `id` (a member's user id).", examples: ["key_2bN8xQ4mT7pL1vD9kR3sW6"] }),
   })
-  .meta({ description: "What the action touched." });
+  .meta({ description: "What the action touched.", examples: [{ type: "api_key", id: "key_2bN8xQ4mT7pL1vD9kR3sW6" }] });
 export type AuditTarget = z.infer<typeof AuditTarget>;
 
 export const AuditChange = z.object({ from: z.unknown(), to: z.unknown() });
@@ -90,7 +90,10 @@ export const AuditEvent = z
       .min(1)
       .meta({ description: "The event's place in the organization's audit log: 1, 2, 3 … with no gap.", examples: [42] }),
     action: AuditAction.meta({ description: "What was done.", examples: ["api_key.created"] }),
-    actor: Actor,
+    actor: Actor.meta({
+      description: "Who made the change: which credential, acting as which member; `system` for an administrator's command or the service's own work.",
+      examples: [{ type: "api_key", id: "key_9vR3sW6bN8xQ4mT7pL1kD2", user_id: "usr_7hQ2mD9xK3pL5nB8vR4tW1" }],
+    }),
     target: AuditTarget,
     changes: AuditChanges.meta({
       description:
@@ -148,9 +151,12 @@ export const ListAuditEventsQuery = PageQuery.extend({
     description: "Only events of these actions, comma-separated (`member.added,member.removed`).",
     examples: ["api_key.created,api_key.revoked"],
   }),
-  // No examples for ids: one the organization lacks simply matches nothing.
-  actor_id: OpaqueId.optional().meta({ description: "Only events whose `actor.id` is this (an API key's, OAuth client's or user's id, or `system`)." }),
-  target_id: OpaqueId.optional().meta({ description: "Only events whose `target.id` is this." }),
+  // An id the organization lacks simply matches nothing, so examples are safe to try.
+  actor_id: OpaqueId.optional().meta({
+    description: "Only events whose `actor.id` is this (an API key's, OAuth client's or user's id, `admin-cli` or `system`).",
+    examples: ["key_9vR3sW6bN8xQ4mT7pL1kD2"],
+  }),
+  target_id: OpaqueId.optional().meta({ description: "Only events whose `target.id` is this.", examples: ["usr_7hQ2mD9xK3pL5nB8vR4tW1"] }),
   created_gte: AuditTime.optional().meta({ description: "Only events created at or after this time (ISO 8601).", examples: ["2026-11-01T00:00:00Z"] }),
   created_lt: AuditTime.optional().meta({ description: "Only events created before this time (ISO 8601).", examples: ["2026-12-01T00:00:00Z"] }),
 }).strict();
