@@ -52,6 +52,15 @@ describe("the audit chain", () => {
     expect(paged.map((e) => e.sequence)).toEqual([5, 4, 3, 2, 1]);
   });
 
+  it("when the log holds more than a page, then the pages give every event once, newest first, and the whole chain verifies", async () => {
+    const t = await f.tenant();
+    for (let i = 0; i < 130; i++) await f.admin("setLimits", { org: t.organizationId, burst: 1000 + i });
+    await awaitAuditEvents(gw, t.apiKey, "", 132);
+    const events = await allAuditEvents(gw, t.apiKey);
+    expect(events.map((e) => e.sequence)).toEqual(Array.from({ length: 132 }, (_, i) => 132 - i));
+    expect(firstBroken(oldestFirst(events))).toBeNull();
+  });
+
   it("when one stored event is altered in the database, then verification breaks exactly at that event", async () => {
     const t = await f.tenant();
     await someChanges(t);

@@ -46,7 +46,7 @@ export function auditRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
     /** Newest first; the page is the stored texts joined, never parsed again, and cut at the byte budget. */
     async list(orgId: string, q: ListAuditEventsQuery): Promise<RawJson<Page<AuditEvent>>> {
       const page = sql`
-        select sequence::text as sequence, body as json, octet_length(body) + 1 as bytes
+        select sequence, sequence::text as cursor_sequence, body as json, octet_length(body) + 1 as bytes
         from audit_events
         where organization_id = ${orgId}
           ${q.action === undefined ? sql`` : sql`and action = any(${q.action}::text[])`}
