@@ -1,3 +1,4 @@
+import { actorOf } from "@tasksvc/contracts";
 import { randomBytes } from "node:crypto";
 import { Readable } from "node:stream";
 import { Objm } from "@nats-io/obj";
@@ -62,7 +63,7 @@ const caller = (org: string, key?: string): Caller => {
     plan: "pro",
     ...(key === undefined ? {} : { idempotency_key: key }),
   };
-  return { organizationId: org, userId: "usr_t", credentialId: "key_att_test", idempotencyKey: key, ctx };
+  return { organizationId: org, userId: "usr_t", credentialId: "key_att_test", idempotencyKey: key, actor: actorOf(ctx), ctx };
 };
 
 const limits = (max_file_size: number, storage: number) => ({ max_file_size, storage });

@@ -1,3 +1,4 @@
+import { actorOf } from "@tasksvc/contracts";
 import type { Caller, RpcContext } from "@tasksvc/contracts";
 import { createDb, newId } from "@tasksvc/db";
 import { eventually } from "@tasksvc/testing";
@@ -24,7 +25,7 @@ const events = eventsSystem(resources);
 function caller(): Caller {
   const org = newId("org");
   const ctx: RpcContext = { request_id: "req_evt_time", organization_id: org, user_id: "usr_evt_time", credential_id: "key_evt_time", scopes: [], plan: "pro" };
-  return { organizationId: org, userId: "usr_evt_time", credentialId: "key_evt_time", idempotencyKey: undefined, ctx };
+  return { organizationId: org, userId: "usr_evt_time", credentialId: "key_evt_time", idempotencyKey: undefined, actor: actorOf(ctx), ctx };
 }
 
 describe("an event's time", () => {

@@ -1,3 +1,4 @@
+import { actorOf } from "@tasksvc/contracts";
 import type { Caller, RpcContext } from "@tasksvc/contracts";
 import { createDb, newId } from "@tasksvc/db";
 import { afterAll, describe, expect, inject, it } from "vitest";
@@ -34,7 +35,7 @@ function caller(): Caller {
     scopes: ["tasks:write"],
     plan: "pro",
   };
-  return { organizationId: org, userId: OWNER, credentialId: "key_x", idempotencyKey: undefined, ctx };
+  return { organizationId: org, userId: OWNER, credentialId: "key_x", idempotencyKey: undefined, actor: actorOf(ctx), ctx };
 }
 
 describe("an export's lines as Postgres builds them", () => {

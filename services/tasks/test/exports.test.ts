@@ -1,3 +1,4 @@
+import { actorOf } from "@tasksvc/contracts";
 import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -76,7 +77,7 @@ async function organization(n = 3): Promise<string> {
 
 const caller = (org: string): Caller => {
   const ctx: RpcContext = { request_id: newId("req"), organization_id: org, user_id: "usr_t", credential_id: "key_t", scopes: ["tasks:read"], plan: "pro" };
-  return { organizationId: org, userId: "usr_t", credentialId: "key_t", idempotencyKey: undefined, ctx };
+  return { organizationId: org, userId: "usr_t", credentialId: "key_t", idempotencyKey: undefined, actor: actorOf(ctx), ctx };
 };
 const row = async (id: string) => (await sql`select status, attempts, lease_until < now() as lapsed, file_key, error_code from exports where id = ${id}`)[0];
 const never = new AbortController().signal;

@@ -1,3 +1,4 @@
+import { actorOf } from "@tasksvc/contracts";
 import type { Caller, CreateTaskBody, RollOverInput, RpcContext } from "@tasksvc/contracts";
 import { createDb, migrate, newId } from "@tasksvc/db";
 import { createLogger } from "@tasksvc/logger";
@@ -53,7 +54,7 @@ export function schedulerFixture(schema: string) {
   function caller(): Caller {
     const org = newId("org");
     const ctx: RpcContext = { request_id: "req_sched", organization_id: org, user_id: "usr_sched", credential_id: "key_sched", scopes: [], plan: "pro" };
-    return { organizationId: org, userId: "usr_sched", credentialId: "key_sched", idempotencyKey: undefined, ctx };
+    return { organizationId: org, userId: "usr_sched", credentialId: "key_sched", idempotencyKey: undefined, actor: actorOf(ctx), ctx };
   }
 
   /** The organization's tasks other than the head, oldest first, as the API shows them. */

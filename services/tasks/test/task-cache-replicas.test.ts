@@ -1,3 +1,4 @@
+import { actorOf } from "@tasksvc/contracts";
 import type { Caller, RpcContext } from "@tasksvc/contracts";
 import { createDb, newId } from "@tasksvc/db";
 import { afterAll, describe, expect, inject, it } from "vitest";
@@ -60,7 +61,7 @@ function caller(): Caller {
     scopes: ["tasks:read", "tasks:write"],
     plan: "pro",
   };
-  return { organizationId: org, userId: "usr_cache_test", credentialId: "key_cache_test", idempotencyKey: undefined, ctx };
+  return { organizationId: org, userId: "usr_cache_test", credentialId: "key_cache_test", idempotencyKey: undefined, actor: actorOf(ctx), ctx };
 }
 
 describe("the read cache across replicas whose broadcasts are lost", () => {

@@ -1,5 +1,5 @@
 import type { Caller, RpcContext, Task } from "@tasksvc/contracts";
-import { CreateTaskBody as CreateTaskBodySchema, page as pageOf, Task as TaskSchema } from "@tasksvc/contracts";
+import { actorOf, CreateTaskBody as CreateTaskBodySchema, page as pageOf, Task as TaskSchema } from "@tasksvc/contracts";
 import { createDb, newId } from "@tasksvc/db";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { eventsSystem } from "../src/domain/events/system.js";
@@ -40,7 +40,7 @@ function caller(): Caller {
     scopes: ["tasks:read", "tasks:write"],
     plan: "pro",
   };
-  return { organizationId: org, userId: "usr_task_json", credentialId: "key_task_json", idempotencyKey: undefined, ctx };
+  return { organizationId: org, userId: "usr_task_json", credentialId: "key_task_json", idempotencyKey: undefined, actor: actorOf(ctx), ctx };
 }
 
 describe("a task as a list renders it (Postgres) and as toTask() renders it", () => {
