@@ -1,4 +1,7 @@
+import { spawnSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import type { AuditEvent } from "@tasksvc/contracts";
 import { e2eContext, eventually, startExtraReplicas, type Tenant } from "@tasksvc/testing";
 import { afterAll, describe, expect, it } from "vitest";
@@ -9,6 +12,16 @@ import { allAuditEvents, awaitAuditEvents, firstBroken, GENESIS } from "./audit-
 // get 1, 2, 3 … with no gap; the retention sweep deletes only a prefix, which the oldest kept
 // event's prev_hash anchors.
 const { gw, f, db, stack } = e2eContext();
+const root = fileURLToPath(new URL("../..", import.meta.url));
+
+/** The script of docs/api.md's "Checking the chain offline", as a reader would copy it. */
+function docsScript(): string {
+  const doc = readFileSync(`${root}/docs/api.md`, "utf8");
+  const from = doc.indexOf("### Checking the chain offline");
+  const block = /```js\n([\s\S]*?)```/.exec(doc.slice(from));
+  if (from < 0 || !block?.[1]) throw new Error("docs/api.md has no script to check the chain");
+  return block[1];
+}
 const replicas: Array<{ stop(): Promise<void> }> = [];
 afterAll(async () => {
   await Promise.all(replicas.map((r) => r.stop()));
@@ -50,6 +63,28 @@ describe("the audit chain", () => {
       after = r.body.has_more ? (r.body.next_cursor as string) : null;
     } while (after !== null);
     expect(paged.map((e) => e.sequence)).toEqual([5, 4, 3, 2, 1]);
+  });
+
+  it("when the script of the API guide checks a log, then it verifies it, and names the sequence of an altered event", async () => {
+    const t = await f.tenant();
+    await someChanges(t);
+    await awaitAuditEvents(gw, t.apiKey, "", 5);
+    const run = () =>
+      spawnSync(process.execPath, ["--input-type=module", "-e", docsScript()], {
+        cwd: root,
+        env: { PATH: process.env["PATH"], TASKSVC_URL: stack.gatewayUrls[0], TASKSVC_KEY: t.apiKey },
+        encoding: "utf8",
+        timeout: 20_000,
+      });
+    const good = run();
+    expect(good.status, good.stderr).toBe(0);
+    expect(good.stdout).toContain("5 events verified");
+    await db`
+      update keys.audit_events set body = replace(body, '"ip":null', '"ip":"198.51.100.1"')
+      where organization_id = ${t.organizationId} and sequence = 2`;
+    const bad = run();
+    expect(bad.status).not.toBe(0);
+    expect(bad.stderr).toContain("does not verify at sequence 2");
   });
 
   it("when the log holds more than a page, then the pages give every event once, newest first, and the whole chain verifies", async () => {
