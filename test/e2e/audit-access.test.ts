@@ -54,6 +54,8 @@ describe("GET /v1/audit-events: filters", () => {
   it("when filtered by actions, actor, target and time, then only the matching events come, newest first", async () => {
     const t = await f.tenant();
     const k = await ok(gw.post("/v1/api-keys", { name: "second", scopes: ["projects:write"] }, as(t)), 201);
+    // Each awaited in turn, so the log's order is the order of the changes.
+    await awaitAuditEvents(gw, t.apiKey, `target_id=${k["id"]}`, 1);
     const l = await ok(gw.post("/v1/labels", { name: `l-${randomUUID()}` }, { token: k["key"] }), 201);
     await ok(gw.delete(`/v1/labels/${l["id"]}`, { token: k["key"] }), 200);
     // Services relay on their own: the chain's order is the order events reach it, so this one is awaited first.

@@ -43,6 +43,7 @@ create table audit_events (
 create index audit_events_action_idx on audit_events (organization_id, action, sequence);
 create index audit_events_actor_idx on audit_events (organization_id, actor_id, sequence);
 create index audit_events_target_idx on audit_events (organization_id, target_id, sequence);
+create index audit_events_created_at_idx on audit_events (organization_id, created_at);
 -- For the retention sweep.
 create index audit_events_created_idx on audit_events (created_at);
 
