@@ -228,6 +228,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/audit-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The organization's audit log, newest first: who changed keys, members, invitations, webhooks, plans and data, hash-chained (owners and admins)
+         * @description Requires scope `audit:read` and plan entitlement `public_api`. Costs 1 API call.
+         */
+        get: operations["listAuditEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/usage": {
         parameters: {
             query?: never;
@@ -1856,7 +1876,7 @@ export interface components {
              *       "tasks:write"
              *     ]
              */
-            scopes: ("workspaces:read" | "tasks:read" | "tasks:write" | "members:read" | "members:write" | "projects:read" | "projects:write" | "usage:read" | "api-keys:manage" | "webhooks:read" | "webhooks:write")[];
+            scopes: ("workspaces:read" | "tasks:read" | "tasks:write" | "members:read" | "members:write" | "projects:read" | "projects:write" | "usage:read" | "api-keys:manage" | "webhooks:read" | "webhooks:write" | "audit:read")[];
             /**
              * @description When the key last authenticated a request; null when never.
              * @example 2026-11-23T09:30:00.000Z
@@ -1902,7 +1922,7 @@ export interface components {
              *       "tasks:write"
              *     ]
              */
-            scopes: ("workspaces:read" | "tasks:read" | "tasks:write" | "members:read" | "members:write" | "projects:read" | "projects:write" | "usage:read" | "api-keys:manage" | "webhooks:read" | "webhooks:write")[];
+            scopes: ("workspaces:read" | "tasks:read" | "tasks:write" | "members:read" | "members:write" | "projects:read" | "projects:write" | "usage:read" | "api-keys:manage" | "webhooks:read" | "webhooks:write" | "audit:read")[];
             /**
              * @description When the key last authenticated a request; null when never.
              * @example 2026-11-23T09:30:00.000Z
@@ -1953,7 +1973,7 @@ export interface components {
              *       "tasks:write"
              *     ]
              */
-            scopes: ("workspaces:read" | "tasks:read" | "tasks:write" | "members:read" | "members:write" | "projects:read" | "projects:write" | "usage:read" | "api-keys:manage" | "webhooks:read" | "webhooks:write")[];
+            scopes: ("workspaces:read" | "tasks:read" | "tasks:write" | "members:read" | "members:write" | "projects:read" | "projects:write" | "usage:read" | "api-keys:manage" | "webhooks:read" | "webhooks:write" | "audit:read")[];
             /**
              * @description The member who created the client: its tokens act as this member, with their current role, and stop when they leave.
              * @example usr_7hQ2mD9xK3pL5nB8vR4tW1
@@ -1989,7 +2009,7 @@ export interface components {
              *       "tasks:write"
              *     ]
              */
-            scopes: ("workspaces:read" | "tasks:read" | "tasks:write" | "members:read" | "members:write" | "projects:read" | "projects:write" | "usage:read" | "api-keys:manage" | "webhooks:read" | "webhooks:write")[];
+            scopes: ("workspaces:read" | "tasks:read" | "tasks:write" | "members:read" | "members:write" | "projects:read" | "projects:write" | "usage:read" | "api-keys:manage" | "webhooks:read" | "webhooks:write" | "audit:read")[];
             /**
              * @description The member who created the client: its tokens act as this member, with their current role, and stop when they leave.
              * @example usr_7hQ2mD9xK3pL5nB8vR4tW1
@@ -2006,6 +2026,117 @@ export interface components {
              * @example oacs_8Wq2Lm4Xr7Tn1Kp9Vb3Zs6Hd5Jf0Gc2Ya8Ue4Io7Pk1
              */
             client_secret: string;
+        };
+        /** @description One entry of the organization's tamper-evident audit log. */
+        AuditEvent: {
+            /**
+             * @description The event's id.
+             * @example aud_4kQ8mT2pL7vX3nD9bR6sW1
+             */
+            id: string;
+            /**
+             * @description The event's place in the organization's audit log: 1, 2, 3 … with no gap.
+             * @example 42
+             */
+            sequence: number;
+            /**
+             * @description What was done.
+             * @example api_key.created
+             * @enum {string}
+             */
+            action: "api_key.created" | "api_key.revoked" | "member.added" | "member.role_changed" | "member.removed" | "invitation.created" | "invitation.accepted" | "invitation.revoked" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.deleted" | "webhook_endpoint.secret_rotated" | "organization.plan_changed" | "organization.limits_changed" | "label.deleted" | "custom_field.deleted" | "export.created" | "task.purged" | "oauth_client.created" | "oauth_client.deleted";
+            /**
+             * @description Who made the change: which credential, acting as which member; `system` for an administrator's command or the service's own work.
+             * @example {
+             *       "type": "api_key",
+             *       "id": "key_9vR3sW6bN8xQ4mT7pL1kD2",
+             *       "user_id": "usr_7hQ2mD9xK3pL5nB8vR4tW1"
+             *     }
+             */
+            actor: {
+                /**
+                 * @description What kind of credential acted: `api_key`, `oauth_client` (a token of one of the organization's OAuth clients), `user` (an access token of another issuer), `system` (an administrator's command or the service itself) or `rewind` (an undo).
+                 * @example api_key
+                 * @enum {string}
+                 */
+                type: "user" | "api_key" | "oauth_client" | "system" | "rewind";
+                /**
+                 * @description The credential's id: the API key's, the OAuth client's, the user's for a user token, the rewind's; `system` for the service.
+                 * @example key_2bN8xQ4mT7pL1vD9kR3sW6
+                 */
+                id: string;
+                /**
+                 * @description The member the credential acts as; null for the system.
+                 * @example usr_7hQ2mD9xK3pL5nB8vR4tW1
+                 */
+                user_id: string | null;
+            };
+            /**
+             * @description What the action touched.
+             * @example {
+             *       "type": "api_key",
+             *       "id": "key_2bN8xQ4mT7pL1vD9kR3sW6"
+             *     }
+             */
+            target: {
+                /**
+                 * @description The kind of resource the action touched.
+                 * @example api_key
+                 * @enum {string}
+                 */
+                type: "api_key" | "member" | "invitation" | "webhook_endpoint" | "organization" | "label" | "custom_field" | "export" | "task" | "oauth_client";
+                /**
+                 * @description The resource's `id` (a member's user id).
+                 * @example key_2bN8xQ4mT7pL1vD9kR3sW6
+                 */
+                id: string;
+            };
+            /**
+             * @description Each field the action changed, with its value before (`from`) and after (`to`); null stands for none (a field of something created or removed). Never a secret.
+             * @example {
+             *       "role": {
+             *         "from": "member",
+             *         "to": "admin"
+             *       }
+             *     }
+             */
+            changes: {
+                [key: string]: {
+                    from: unknown;
+                    to: unknown;
+                };
+            };
+            /**
+             * @description The id of the request that made the change (its `X-Request-Id`); null for the service's own work.
+             * @example req_8mT2pL7vX3nD9bR6sW1kQ4
+             */
+            request_id: string | null;
+            /**
+             * @description The address the request came from, as the gateway saw it; null when no HTTP request made the change.
+             * @example 203.0.113.7
+             */
+            ip: string | null;
+            /**
+             * @description The request's User-Agent (up to 512 characters); null when there was none.
+             * @example curl/8.5.0
+             */
+            user_agent: string | null;
+            /**
+             * Format: date-time
+             * @description When the change was committed (UTC, ISO 8601).
+             * @example 2026-11-23T09:30:00.000Z
+             */
+            created_at: string;
+            /**
+             * @description The `hash` of the event before it in the organization's log; 64 zeros for the first.
+             * @example 0000000000000000000000000000000000000000000000000000000000000000
+             */
+            prev_hash: string;
+            /**
+             * @description Lowercase hex SHA-256 of `prev_hash` followed directly by this event without its `hash` member, serialized by RFC 8785 (JSON Canonicalization Scheme): recompute it to check that no event was altered, removed or inserted.
+             * @example 9f2c4e6a8b0d1f3e5a7c9b1d3f5e7a9c1b3d5f7e9a1c3b5d7f9e1a3c5b7d9f1e
+             */
+            hash: string;
         };
         Usage: {
             /**
@@ -3981,6 +4112,23 @@ export interface components {
              */
             id: string;
         };
+        ListAuditEventsResponse: {
+            /**
+             * @description The items of this page, in the list's order.
+             * @example []
+             */
+            data: components["schemas"]["AuditEvent"][];
+            /**
+             * @description Whether another page follows: ask for it with `after=<next_cursor>`.
+             * @example false
+             */
+            has_more: boolean;
+            /**
+             * @description Opaque cursor of the next page (pass as `after`), or null on the last page.
+             * @example null
+             */
+            next_cursor: string | null;
+        };
         ListTasksResponse: {
             /**
              * @description The items of this page, in the list's order.
@@ -4589,7 +4737,7 @@ export interface components {
              *       "tasks:write"
              *     ]
              */
-            scopes?: ("workspaces:read" | "tasks:read" | "tasks:write" | "members:read" | "members:write" | "projects:read" | "projects:write" | "usage:read" | "api-keys:manage" | "webhooks:read" | "webhooks:write")[];
+            scopes?: ("workspaces:read" | "tasks:read" | "tasks:write" | "members:read" | "members:write" | "projects:read" | "projects:write" | "usage:read" | "api-keys:manage" | "webhooks:read" | "webhooks:write" | "audit:read")[];
             /**
              * @description Mint a sandbox key (`svc_test_…`) instead of a live one.
              * @example false
@@ -4614,7 +4762,7 @@ export interface components {
              *       "tasks:write"
              *     ]
              */
-            scopes: ("workspaces:read" | "tasks:read" | "tasks:write" | "members:read" | "members:write" | "projects:read" | "projects:write" | "usage:read" | "api-keys:manage" | "webhooks:read" | "webhooks:write")[];
+            scopes: ("workspaces:read" | "tasks:read" | "tasks:write" | "members:read" | "members:write" | "projects:read" | "projects:write" | "usage:read" | "api-keys:manage" | "webhooks:read" | "webhooks:write" | "audit:read")[];
         };
         CreateTaskRequest: {
             /**
@@ -5703,7 +5851,8 @@ export interface components {
              *       "usage:read",
              *       "api-keys:manage",
              *       "webhooks:read",
-             *       "webhooks:write"
+             *       "webhooks:write",
+             *       "audit:read"
              *     ]
              */
             scopes_supported?: string[];
@@ -7900,6 +8049,144 @@ export interface operations {
             };
             /** @description `resource_not_found`: Resource not found */
             404: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listAuditEvents: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Items per page, 1-100 (default 25).
+                 * @example 25
+                 */
+                limit?: number;
+                /** @description The `next_cursor` of the previous page; the other parameters must be the same as for that page. */
+                after?: string;
+                /**
+                 * @description Only events of these actions, comma-separated (`member.added,member.removed`).
+                 * @example api_key.created,api_key.revoked
+                 */
+                action?: string | ("api_key.created" | "api_key.revoked" | "member.added" | "member.role_changed" | "member.removed" | "invitation.created" | "invitation.accepted" | "invitation.revoked" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.deleted" | "webhook_endpoint.secret_rotated" | "organization.plan_changed" | "organization.limits_changed" | "label.deleted" | "custom_field.deleted" | "export.created" | "task.purged" | "oauth_client.created" | "oauth_client.deleted")[];
+                /**
+                 * @description Only events whose `actor.id` is this (an API key's, OAuth client's or user's id, `admin-cli` or `system`).
+                 * @example key_9vR3sW6bN8xQ4mT7pL1kD2
+                 */
+                actor_id?: string;
+                /**
+                 * @description Only events whose `target.id` is this.
+                 * @example usr_7hQ2mD9xK3pL5nB8vR4tW1
+                 */
+                target_id?: string;
+                /**
+                 * @description Only events created at or after this time (ISO 8601).
+                 * @example 2026-11-01T00:00:00Z
+                 */
+                created_gte?: string;
+                /**
+                 * @description Only events created before this time (ISO 8601).
+                 * @example 2026-12-01T00:00:00Z
+                 */
+                created_lt?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The organization's audit log, newest first: who changed keys, members, invitations, webhooks, plans and data, hash-chained (owners and admins) */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListAuditEventsResponse"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
+            403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
                     "x-request-id"?: string;

@@ -12,12 +12,16 @@ export const SCOPES = [
   "api-keys:manage",
   "webhooks:read",
   "webhooks:write",
+  "audit:read",
 ] as const;
 export const Scope = z.enum(SCOPES);
 export type Scope = z.infer<typeof Scope>;
 
-/** Scopes that hand out power over others (minting keys, changing members) come only when asked for. */
-export const EXPLICIT_ONLY_SCOPES: readonly Scope[] = ["api-keys:manage", "members:write"];
+/**
+ * Scopes that hand out power over others (minting keys, changing members), or show what others did
+ * from where (the audit log's addresses and User-Agents), come only when asked for.
+ */
+export const EXPLICIT_ONLY_SCOPES: readonly Scope[] = ["api-keys:manage", "members:write", "audit:read"];
 export const DEFAULT_KEY_SCOPES: readonly Scope[] = SCOPES.filter((s) => !EXPLICIT_ONLY_SCOPES.includes(s));
 
 export const PLANS = ["free", "pro", "team"] as const;

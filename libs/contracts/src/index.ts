@@ -1,6 +1,7 @@
 export * from "./codes.js";
 export * from "./auth.js";
 export * from "./actor.js";
+export * from "./audit.js";
 export * from "./common.js";
 export * from "./rpc.js";
 export * from "./keys.js";

@@ -14,6 +14,7 @@ import {
   UpdateMemberBody,
   UserIdParams,
 } from "./members.js";
+import { AuditEvent, ListAuditEventsQuery } from "./audit.js";
 import { oauthClientOps } from "./oauth-clients.js";
 import type { RpcCatalog } from "./rpc.js";
 
@@ -145,6 +146,8 @@ export const keysRpc = {
     createApiKey: { input: CreateApiKeyBody, output: CreatedApiKey },
     listApiKeys: { input: PageQuery, output: page(ApiKey) },
     revokeApiKey: { input: KeyIdParams, output: RevokedApiKey },
+    /** Owners and admins only; the reply's bytes are the events as stored, which are what was hashed. */
+    listAuditEvents: { input: ListAuditEventsQuery, output: page(AuditEvent) },
     bootstrap: {
       input: z.object({
         org: OrganizationName,

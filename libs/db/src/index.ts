@@ -9,5 +9,6 @@ export * from "./keyset.js";
 export * from "./values.js";
 export * from "./idempotency.js";
 export * from "./outbox.js";
+export * from "./audit.js";
 export * from "./sweep.js";
 export * from "./scans.js";

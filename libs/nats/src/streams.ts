@@ -8,6 +8,7 @@ import {
   type StreamConfig,
 } from "@nats-io/jetstream";
 import { headers, type NatsConnection } from "@nats-io/transport-node";
+import { auditStream, auditSubjects } from "@tasksvc/contracts";
 
 export { DeliverPolicy, jetstream, jetstreamManager };
 export type { JetStreamClient, JetStreamManager };
@@ -72,4 +73,12 @@ export function outboxPublisher(js: JetStreamClient): {
       return js.publish(subject, data, { msgID: opts.msgID, headers: h });
     },
   };
+}
+
+/**
+ * Declared alike by every service that writes audit events, whichever starts first. Only a way to the
+ * chain, which keeps the events: a week outlasts any outage of the chain's consumer worth riding out.
+ */
+export function auditStreamSpec(namespace: string): Partial<StreamConfig> & { name: string; subjects: string[] } {
+  return { name: auditStream(namespace), subjects: [auditSubjects(namespace)], max_age: nanos(7 * 24 * 3600_000), duplicate_window: nanos(3600_000) };
 }

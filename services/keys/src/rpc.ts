@@ -1,8 +1,9 @@
 import { callerOf, type keysRpc } from "@tasksvc/contracts";
 import type { Handlers } from "@tasksvc/nats";
+import type { AuditSystem } from "./domain/audit.js";
 import type { KeysService } from "./domain/keys-service.js";
 
-export function keysHandlers(svc: KeysService): Handlers<typeof keysRpc> {
+export function keysHandlers(svc: KeysService, audit: AuditSystem): Handlers<typeof keysRpc> {
   return {
     authenticateKey: (i) => svc.authenticateKey(i.key_hash),
     resolveMember: (i) => svc.resolveMember(i),
@@ -19,17 +20,18 @@ export function keysHandlers(svc: KeysService): Handlers<typeof keysRpc> {
     createInvitation: (i, ctx) => svc.createInvitation(callerOf(ctx), i),
     listInvitations: (i, ctx) => svc.listInvitations(callerOf(ctx), i.limit, i.after),
     revokeInvitation: (i, ctx) => svc.revokeInvitation(callerOf(ctx), i.invitation_id),
-    acceptInvitation: (i) => svc.acceptInvitation(i),
+    acceptInvitation: (i, ctx) => svc.acceptInvitation(i, ctx),
     createApiKey: (i, ctx) => svc.createApiKey(callerOf(ctx), i),
     listApiKeys: (i, ctx) => svc.listApiKeys(callerOf(ctx), i.limit, i.after),
     revokeApiKey: (i, ctx) => svc.revokeApiKey(callerOf(ctx), i.key_id),
-    bootstrap: (i) => svc.bootstrap(i),
-    addUser: (i) => svc.addUser(i),
-    setRole: (i) => svc.setRole(i),
-    removeMember: (i) => svc.removeMember(i),
-    setPlan: (i) => svc.setPlan(i),
-    setLimits: (i) => svc.setLimits(i),
-    legacyKey: (i) => svc.legacyKey(i),
+    listAuditEvents: (i, ctx) => audit.list(callerOf(ctx), i),
+    bootstrap: (i, ctx) => svc.bootstrap(i, ctx),
+    addUser: (i, ctx) => svc.addUser(i, ctx),
+    setRole: (i, ctx) => svc.setRole(i, ctx),
+    removeMember: (i, ctx) => svc.removeMember(i, ctx),
+    setPlan: (i, ctx) => svc.setPlan(i, ctx),
+    setLimits: (i, ctx) => svc.setLimits(i, ctx),
+    legacyKey: (i, ctx) => svc.legacyKey(i, ctx),
     issueToken: (i) => svc.issueToken(i),
     createOAuthClient: (i, ctx) => svc.createOAuthClient(callerOf(ctx), i),
     listOAuthClients: (i, ctx) => svc.listOAuthClients(callerOf(ctx), i.limit, i.after),

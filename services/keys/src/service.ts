@@ -1,10 +1,12 @@
 import { fileURLToPath } from "node:url";
 import { serviceSettings, settings } from "@tasksvc/config";
-import { keysInvalidationSubject, keysRpc } from "@tasksvc/contracts";
-import { encodeJson } from "@tasksvc/nats";
+import { AuditMessage, auditStream, keysInvalidationSubject, keysRpc } from "@tasksvc/contracts";
+import { startAuditRelay } from "@tasksvc/db";
+import { auditStreamSpec, consume, encodeJson, jetstream, outboxPublisher, pageBudget } from "@tasksvc/nats";
 import { sealingKeySetting, secretBox } from "@tasksvc/secrets";
 import { defineService } from "@tasksvc/runtime";
 import { z } from "zod";
+import { auditSystem } from "./domain/audit.js";
 import { devIssuer } from "./domain/dev-issuer.js";
 import { keysService } from "./domain/keys-service.js";
 import { keysResources } from "./domain/resources.js";
@@ -20,6 +22,8 @@ export const KeysConfig = z.object({
   OAUTH_PUBLIC_KEY: settings.OAUTH_PUBLIC_KEY,
   /** The only place a new key's secret is kept, for the 24 h in which a retry gets the same key back (decision 0022). */
   KEYS_SECRET_KEY: sealingKeySetting("KEYS_SECRET_KEY", DEV_KEYS_SECRET_KEY),
+  /** How often audit events past their year are deleted. */
+  AUDIT_SWEEP_INTERVAL: settings.duration("1h").refine((ms) => ms >= 100 && ms <= 86_400_000, "expected a duration between 100ms and 1d"),
 });
 export type KeysConfig = z.output<typeof KeysConfig>;
 
@@ -30,7 +34,8 @@ export const service = defineService({
   schema: "keys",
   migrations: MIGRATIONS_DIR,
   config: KeysConfig,
-  async start({ cfg, db, nc, namespace, serve, every, log }) {
+  streams: (namespace) => [auditStreamSpec(namespace)],
+  async start({ cfg, db, nc, namespace, serve, every, onStop, log, health }) {
     if (cfg.KEYS_SECRET_KEY.isDevKey) {
       log.warn("KEYS_SECRET_KEY is not set: new API keys are sealed in their idempotency records with the public development key; set it outside development");
     }
@@ -40,7 +45,17 @@ export const service = defineService({
         "OAUTH_JWKS_URL is not set: admin issue-token signs access tokens with the development issuer, whose key is kept in the database; set OAUTH_JWKS_URL (your OAuth issuer's JWKS) or OAUTH_PUBLIC_KEY outside development",
       );
     }
+    const auditRelay = startAuditRelay({
+      db,
+      publisher: outboxPublisher(jetstream(nc)),
+      service: "keys",
+      namespace,
+      log,
+      maxPayload: () => nc.info?.max_payload,
+    });
+    onStop(() => auditRelay.stop());
     const res = keysResources(db, {
+      written: () => auditRelay.notify(),
       box: secretBox(cfg.KEYS_SECRET_KEY.keyMaterial, "KEYS_SECRET_KEY"),
       async invalidate(organizationId) {
         nc.publish(keysInvalidationSubject(namespace), encodeJson({ organization_id: organizationId }));
@@ -54,10 +69,27 @@ export const service = defineService({
     // The key comes from the environment, so no migration could seal it; safe with replicas starting together.
     const sealed = await issuer.sealStoredKeys();
     if (sealed > 0) log.info({ sealed }, "sealed the development issuer's signing key under KEYS_SECRET_KEY");
+    const audit = auditSystem(db, res, { pageBytes: pageBudget(nc) });
+    // The one place audit events are numbered and chained; its replicas share the durable consumer.
+    const chain = await consume(nc, {
+      stream: auditStream(namespace),
+      durable: "keys-audit-chain",
+      schema: AuditMessage,
+      concurrency: 4,
+      ackWaitMs: 30_000,
+      log,
+      health,
+      handle: async (m) => {
+        await audit.store(m);
+        return "ack";
+      },
+    });
+    onStop(() => chain.stop());
+    every(cfg.AUDIT_SWEEP_INTERVAL, "audit retention sweep", () => audit.sweep());
     const svc = keysService(res, { issuer });
     every(60 * 60_000, "idempotency sweep", () => res.repo.idempotency.sweep());
     // A revoked token's record is needed only until the token expires on its own.
     every(10 * 60_000, "revoked token sweep", () => res.repo.sweepRevokedTokens());
-    serve(keysRpc, keysHandlers(svc));
+    serve(keysRpc, keysHandlers(svc, audit));
   },
 });

@@ -16,7 +16,8 @@ import {
   TasksChanged,
   webhookMessages,
 } from "@tasksvc/contracts";
-import { consume, decodeJson, encodeJson, jetstream, nanos, pageBudget } from "@tasksvc/nats";
+import { auditStreamSpec, consume, decodeJson, encodeJson, jetstream, nanos, outboxPublisher, pageBudget } from "@tasksvc/nats";
+import { startAuditRelay } from "@tasksvc/db";
 import { defineService } from "@tasksvc/runtime";
 import { z } from "zod";
 import { capabilities, linkSigningKeysSetting } from "./domain/attachments/capabilities.js";
@@ -105,10 +106,21 @@ export const service = defineService({
     },
     exportStream(namespace),
     importStream(namespace),
+    auditStreamSpec(namespace),
   ],
   async start({ db, nc, namespace, log, serve, every, onStop, cfg, client }) {
     const relay = startRelay({ db, js: jetstream(nc), nc, namespace, log });
     onStop(() => relay.stop());
+    // Not woken by writes: its few actions wait at most one poll, and task writes cost nothing more.
+    const auditRelay = startAuditRelay({
+      db,
+      publisher: outboxPublisher(jetstream(nc)),
+      service: "tasks",
+      namespace,
+      log,
+      maxPayload: () => nc.info?.max_payload,
+    });
+    onStop(() => auditRelay.stop());
     const cache = taskCache();
     const changedSubject = tasksChangedSubject(namespace);
     const keys = client(keysRpc, { timeoutMs: cfg.RPC_TIMEOUT_MS });

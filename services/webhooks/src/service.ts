@@ -2,8 +2,8 @@ import { sampled } from "@tasksvc/telemetry";
 import { fileURLToPath } from "node:url";
 import { serviceSettings, settings } from "@tasksvc/config";
 import { type EndpointEventType, deliveryRpc, webhookAttemptsRpc, webhookMessages, webhooksRpc } from "@tasksvc/contracts";
-import { startOutboxRelay, type OutboxRow } from "@tasksvc/db";
-import { jetstream, nanos, outboxPublisher } from "@tasksvc/nats";
+import { startAuditRelay, startOutboxRelay, type OutboxRow } from "@tasksvc/db";
+import { auditStreamSpec, jetstream, nanos, outboxPublisher } from "@tasksvc/nats";
 import { webhookSettings } from "@tasksvc/outbound";
 import { secretBox } from "@tasksvc/secrets";
 import { defineService } from "@tasksvc/runtime";
@@ -65,6 +65,7 @@ export const service = defineService({
       max_age: nanos(7 * 24 * 3600_000),
       duplicate_window: nanos(3600_000),
     },
+    auditStreamSpec(namespace),
   ],
   async start({ cfg, db, nc, namespace, serve, client, every, onStop, log, health }) {
     if (cfg.WEBHOOK_SECRET_KEY.isDevKey) {
@@ -82,7 +83,17 @@ export const service = defineService({
       maxPayload: () => nc.info?.max_payload,
     });
     onStop(() => relay.stop());
+    const auditRelay = startAuditRelay({
+      db,
+      publisher: outboxPublisher(jetstream(nc)),
+      service: "webhooks",
+      namespace,
+      log,
+      maxPayload: () => nc.info?.max_payload,
+    });
+    onStop(() => auditRelay.stop());
     const res = webhooksResources(db, {
+      audited: () => auditRelay.notify(),
       box: secretBox(cfg.WEBHOOK_SECRET_KEY.keyMaterial, "WEBHOOK_SECRET_KEY"),
       policy: { retryDelays: cfg.WEBHOOK_RETRY_DELAYS, disableAfter: cfg.WEBHOOK_DISABLE_AFTER, disableMinAgeMs: cfg.WEBHOOK_DISABLE_MIN_AGE },
       log,

@@ -8,6 +8,7 @@ import {
   ROLES,
   SCOPES,
   systemContext,
+  ADMIN_CLI_CREDENTIAL,
   type OpInput,
   type OpName,
   type OpOutput,
@@ -342,7 +343,8 @@ export async function runCli(argv: string[], keys: () => Promise<RpcClient<Keys>
   let client: RpcClient<Keys> | undefined;
   const call: Call = async (op, opInput, ctx) => {
     client ??= await keys();
-    return client.call(op, opInput, ctx ?? systemContext(`admin_${randomUUID()}`));
+    // Named, so the audit log tells the administrator's commands from the service's own work.
+    return client.call(op, opInput, ctx ?? { ...systemContext(`admin_${randomUUID()}`), credential_id: ADMIN_CLI_CREDENTIAL });
   };
   try {
     const result = await cmd.run(input, call, flags);

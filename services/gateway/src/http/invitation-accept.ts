@@ -41,7 +41,10 @@ export function registerInvitationAccept(app: FastifyInstance, o: InvitationAcce
     scope.post(ACCEPT_INVITATION_PATH, async (req, reply) => {
       const parsed = AcceptInvitationBody.safeParse(req.body);
       if (!parsed.success) throw validationError(parsed.error, "", "The request body");
-      const accepted = await o.clients.keys.call("acceptInvitation", parsed.data, systemContext(String(req.id)));
+      // The address and User-Agent go to the audit log, as for authenticated requests.
+      const userAgent = req.headers["user-agent"]?.slice(0, 512);
+      const ctx = { ...systemContext(String(req.id)), ip: req.ip, ...(userAgent === undefined ? {} : { user_agent: userAgent }) };
+      const accepted = await o.clients.keys.call("acceptInvitation", parsed.data, ctx);
       return reply.code(201).send(accepted);
     });
   });

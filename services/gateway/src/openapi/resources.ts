@@ -3,6 +3,7 @@ import {
   CustomFieldOption,
   ApiKey,
   Attachment,
+  AuditEvent,
   Board,
   BoardEntry,
   BoardSection,
@@ -55,6 +56,7 @@ export const RESOURCES: ReadonlyArray<[z.ZodType, string]> = [
   [CreatedApiKey, "CreatedApiKey"],
   [OAuthClient, "OAuthClient"],
   [CreatedOAuthClient, "CreatedOAuthClient"],
+  [AuditEvent, "AuditEvent"],
   [Usage, "Usage"],
   [Task, "Task"],
   [TaskVersion, "TaskVersion"],
@@ -101,6 +103,11 @@ export const TAGS: Record<string, { name: string; description: string }> = {
     name: "OAuth clients",
     description:
       "Clients for the OAuth client credentials grant: a machine trades its client id and secret for a short-lived access token at /oauth/token. Tokens act as the member who created the client; the secret is shown once.",
+  },
+  "audit-events": {
+    name: "Audit log",
+    description:
+      "Who changed what: keys, members, invitations, webhook endpoints, plans and limits, deletions, exports and erasures, each with its actor, request, address and User-Agent; kept one year, numbered per organization and hash-chained so that a client can check offline that nothing was altered, removed or inserted.",
   },
   usage: { name: "Usage", description: "API calls and storage used in the current billing period." },
   tasks: { name: "Tasks", description: "Tasks numbered T-<n> per organization, each change an immutable version." },

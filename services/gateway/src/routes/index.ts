@@ -1,5 +1,6 @@
 import type { Operation, Resource } from "../pipeline/operation.js";
 import { apiKeys } from "./api-keys.js";
+import { auditEvents } from "./audit-events.js";
 import { attachments } from "./attachments.js";
 import { comments } from "./comments.js";
 import { dailyPlan } from "./daily-plan.js";
@@ -29,6 +30,7 @@ export const resources: readonly Resource[] = [
   invitations,
   apiKeys,
   oauthClients,
+  auditEvents,
   usage,
   tasks,
   trash,

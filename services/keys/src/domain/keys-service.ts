@@ -1,4 +1,5 @@
 import {
+  actorOf,
   DEFAULT_KEY_SCOPES,
   MAX_LIVE_API_KEYS,
   PLAN_DEFAULTS,
@@ -14,13 +15,14 @@ import {
   type Page,
   type Plan,
   type Role,
+  type RpcContext,
   type Scope,
 } from "@tasksvc/contracts";
-import { newId, storedResult } from "@tasksvc/db";
+import { changesOf, newId, storedResult } from "@tasksvc/db";
 import { AppError } from "@tasksvc/errors";
 import { toApiKey, toOrganization, type KeysRepo, type NewKey, type OrgRow } from "../repo/keys-repo.js";
 import type { DevIssuer } from "./dev-issuer.js";
-import { lastOwner, membersSystem } from "./members.js";
+import { type By, lastOwner, membersSystem } from "./members.js";
 import { oauthClientsSystem } from "./oauth-clients.js";
 import type { KeysResources } from "./resources.js";
 import { hashKey, keyPrefix, mintKeySecret } from "./secrets.js";
@@ -101,15 +103,31 @@ export function keysService(res: KeysResources, { issuer }: { issuer: DevIssuer 
   }
 
   /** Within the organization's limit of live keys, like POST /v1/api-keys. `r` must be a transaction's repo: the lock holds until it ends. */
-  async function mintKey(r: KeysRepo, a: KeySpec): Promise<CreatedApiKey> {
+  async function mintKey(r: KeysRepo, a: KeySpec, by: By): Promise<CreatedApiKey> {
     await r.lockOrganizationKeys(a.orgId);
     const live = await r.liveKeyCount(a.orgId);
     if (live >= MAX_LIVE_API_KEYS) throw limitReached(a.orgId, live, "list-keys and revoke-key");
     const { key, secret } = newKey(a);
+    await auditKeyCreated(r, key, by);
     return { ...toApiKey(await r.insertKey(key)), key: secret };
   }
 
-  const members = membersSystem(res, async (r, a) => (await mintKey(r, { ...a, kind: "live", expiresAt: null })).key);
+  /** What the key may do, never what it is: neither the secret nor its hash or prefix. */
+  function auditKeyCreated(r: KeysRepo, key: NewKey, by: By): Promise<void> {
+    const created = { name: key.name, scopes: [...key.scopes], expires_at: key.expiresAt?.toISOString() ?? null, test_mode: key.testMode, legacy: key.legacy };
+    const none = { name: null, scopes: null, expires_at: null, test_mode: null, legacy: null };
+    return r.audit.write({
+      organizationId: key.organizationId,
+      action: "api_key.created",
+      ...by,
+      target: { type: "api_key", id: key.id },
+      changes: changesOf<Record<string, unknown>>(none, created, ["name", "scopes", "expires_at", "test_mode", "legacy"]),
+    });
+  }
+
+  const system = (ctx: RpcContext): By => ({ actor: actorOf(ctx), ctx });
+
+  const members = membersSystem(res, async (r, a, by) => (await mintKey(r, { ...a, kind: "live", expiresAt: null }, by)).key);
 
   return {
     ...members,
@@ -198,10 +216,13 @@ export function keysService(res: KeysResources, { issuer }: { issuer: DevIssuer 
       // Concurrent mints queue on the organization's lock, each counting what the previous one committed.
       const out = await res.tx(async (r) => {
         await r.lockOrganizationKeys(t.organizationId);
-        return r.mintApiKey(key, once, MAX_LIVE_API_KEYS);
+        const minted = await r.mintApiKey(key, once, MAX_LIVE_API_KEYS);
+        if (minted.kind === "minted") await auditKeyCreated(r, key, t);
+        return minted;
       });
       switch (out.kind) {
         case "minted":
+          res.written();
           return { ...shown, key: secret };
         case "replay":
           return opened(storedResult<RecordedKey>(out, "createApiKey"));
@@ -227,11 +248,22 @@ export function keysService(res: KeysResources, { issuer }: { issuer: DevIssuer 
     },
 
     async revokeApiKey(t: Caller, keyId: string): Promise<{ id: string; legacy: boolean }> {
-      const key = await repo.liveKey(t.organizationId, keyId);
+      const key = await res.tx(async (r) => {
+        const live = await r.liveKey(t.organizationId, keyId);
+        if (!live) return undefined;
+        // Legacy rows are kept for audit; of two concurrent revokes, the one that changed nothing is a 404.
+        if (!(live.legacy ? await r.softRevokeKey(live.id) : await r.deleteKey(live.id))) return undefined;
+        await r.audit.write({
+          organizationId: t.organizationId,
+          action: "api_key.revoked",
+          actor: t.actor,
+          ctx: t.ctx,
+          target: { type: "api_key", id: live.id },
+        });
+        return live;
+      });
       if (!key) throw notFound("API key", keyId);
-      // Legacy rows are kept for audit.
-      const done = key.legacy ? await repo.softRevokeKey(key.id) : await repo.deleteKey(key.id);
-      if (!done) throw notFound("API key", keyId); // a concurrent revoke won the race
+      res.written();
       await res.invalidate(t.organizationId);
       return { id: key.id, legacy: key.legacy };
     },
@@ -240,8 +272,9 @@ export function keysService(res: KeysResources, { issuer }: { issuer: DevIssuer 
       return { issuer: issuer.issuer, keys: (await issuer.publicJwks()) as Record<string, unknown>[] };
     },
 
-    async bootstrap(a: { org: string; plan: Plan; email: string; if_exists?: "refuse" | "reuse" | undefined }) {
-      return res.tx(async (r) => {
+    async bootstrap(a: { org: string; plan: Plan; email: string; if_exists?: "refuse" | "reuse" | undefined }, ctx: RpcContext) {
+      const by = system(ctx);
+      const out = await res.tx(async (r) => {
         if (a.if_exists) {
           // Two CI jobs bootstrapping the same organization at once: the second sees the first's.
           await r.lockBootstrap(a.org, a.email);
@@ -253,7 +286,7 @@ export function keysService(res: KeysResources, { issuer }: { issuer: DevIssuer 
           }
           if (found) {
             const { organization_id, user_id } = found;
-            const key = await mintKey(r, { orgId: organization_id, userId: user_id, name: "bootstrap", scopes: SCOPES, kind: "live", expiresAt: null });
+            const key = await mintKey(r, { orgId: organization_id, userId: user_id, name: "bootstrap", scopes: SCOPES, kind: "live", expiresAt: null }, by);
             return { organization_id, user_id, api_key: key.key };
           }
         }
@@ -261,43 +294,88 @@ export function keysService(res: KeysResources, { issuer }: { issuer: DevIssuer 
         await r.insertOrganization(orgId, a.org, a.plan);
         const userId = await r.upsertUser(newId("usr"), a.email);
         await r.upsertMembership(orgId, userId, "owner");
-        const key = await mintKey(r, { orgId, userId, name: "bootstrap", scopes: SCOPES, kind: "live", expiresAt: null });
+        await r.audit.write({
+          organizationId: orgId,
+          action: "member.added",
+          ...by,
+          target: { type: "member", id: userId },
+          changes: { role: { from: null, to: "owner" } },
+        });
+        const key = await mintKey(r, { orgId, userId, name: "bootstrap", scopes: SCOPES, kind: "live", expiresAt: null }, by);
         return { organization_id: orgId, user_id: userId, api_key: key.key };
       });
+      res.written();
+      return out;
     },
 
-    async addUser(a: { org: string; email: string; role: Role }) {
+    async addUser(a: { org: string; email: string; role: Role }, ctx: RpcContext) {
       await orgOrThrow(a.org);
+      const by = system(ctx);
       const out = await res.tx(async (r) => {
         const userId = await r.upsertUser(newId("usr"), a.email);
         // Adding an existing member sets their role: the last owner keeps theirs.
         const owners = await r.lockOwners(a.org);
         if (a.role !== "owner" && owners.length === 1 && owners[0] === userId) throw lastOwner(userId);
+        const was = await r.lockMember(a.org, userId);
         await r.upsertMembership(a.org, userId, a.role);
-        const key = await mintKey(r, { orgId: a.org, userId, name: a.email, scopes: DEFAULT_KEY_SCOPES, kind: "live", expiresAt: null });
+        const target = { type: "member", id: userId } as const;
+        if (was === undefined)
+          await r.audit.write({ organizationId: a.org, action: "member.added", ...by, target, changes: { role: { from: null, to: a.role } } });
+        else if (was !== a.role)
+          await r.audit.write({ organizationId: a.org, action: "member.role_changed", ...by, target, changes: { role: { from: was, to: a.role } } });
+        const key = await mintKey(r, { orgId: a.org, userId, name: a.email, scopes: DEFAULT_KEY_SCOPES, kind: "live", expiresAt: null }, by);
         return { user_id: userId, api_key: key.key };
       });
+      res.written();
       await res.invalidate(a.org);
       return out;
     },
 
-    async setPlan(a: { org: string; plan: Plan }) {
-      if (!(await repo.setPlan(a.org, a.plan))) throw notFound("organization", a.org);
+    async setPlan(a: { org: string; plan: Plan }, ctx: RpcContext) {
+      const changed = await res.tx(async (r) => {
+        const before = await r.lockOrganization(a.org);
+        if (!before) throw notFound("organization", a.org);
+        if (before.plan === a.plan) return false;
+        await r.setPlan(a.org, a.plan);
+        const target = { type: "organization", id: a.org } as const;
+        await r.audit.write({
+          organizationId: a.org,
+          action: "organization.plan_changed",
+          ...system(ctx),
+          target,
+          changes: { plan: { from: before.plan, to: a.plan } },
+        });
+        return true;
+      });
+      if (changed) res.written();
       await res.invalidate(a.org);
       return { organization_id: a.org, plan: a.plan };
     },
 
-    async setLimits(a: { org: string; burst?: number; quota?: number; max_file_size?: number; storage?: number; webhook_endpoints?: number }) {
-      const org = await repo.setLimits(a.org, a);
-      if (!org) throw notFound("organization", a.org);
+    /** The change is recorded as the effective limits before and after, so a client need not know the plans' defaults. */
+    async setLimits(a: { org: string; burst?: number; quota?: number; max_file_size?: number; storage?: number; webhook_endpoints?: number }, ctx: RpcContext) {
+      const { org, changed } = await res.tx(async (r) => {
+        const before = await r.lockOrganization(a.org);
+        if (!before) throw notFound("organization", a.org);
+        const after = await r.setLimits(a.org, a);
+        if (!after) throw notFound("organization", a.org);
+        const changes = changesOf<Limits>(effectiveLimits(before), effectiveLimits(after), ["burst", "quota", "max_file_size", "storage", "webhook_endpoints"]);
+        const target = { type: "organization", id: a.org } as const;
+        const any = Object.keys(changes).length > 0;
+        if (any) await r.audit.write({ organizationId: a.org, action: "organization.limits_changed", ...system(ctx), target, changes });
+        return { org: after, changed: any };
+      });
+      if (changed) res.written();
       await res.invalidate(a.org);
       return { organization_id: org.id, plan: org.plan, limits: effectiveLimits(org) };
     },
 
-    async legacyKey(a: { org: string; user: string }) {
+    async legacyKey(a: { org: string; user: string }, ctx: RpcContext) {
       const m = await repo.membership(a.org, a.user);
       if (!m) throw new AppError("resource_not_found", `User ${a.user} is not a member of organization ${a.org}.`);
-      const key = await res.tx((r) => mintKey(r, { orgId: a.org, userId: a.user, name: null, scopes: DEFAULT_KEY_SCOPES, kind: "legacy", expiresAt: null }));
+      const spec: KeySpec = { orgId: a.org, userId: a.user, name: null, scopes: DEFAULT_KEY_SCOPES, kind: "legacy", expiresAt: null };
+      const key = await res.tx((r) => mintKey(r, spec, system(ctx)));
+      res.written();
       return { id: key.id, api_key: key.key };
     },
 

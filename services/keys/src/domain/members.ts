@@ -1,4 +1,6 @@
 import {
+  type Actor as AuditActor,
+  actorOf,
   DEFAULT_KEY_SCOPES,
   INVITATION_TTL_DAYS,
   MAX_PENDING_INVITATIONS,
@@ -11,6 +13,7 @@ import {
   type Member,
   type Page,
   type Role,
+  type RpcContext,
   type Scope,
 } from "@tasksvc/contracts";
 import { idempotentWrite, newId } from "@tasksvc/db";
@@ -19,8 +22,14 @@ import type { KeysRepo } from "../repo/keys-repo.js";
 import type { KeysResources } from "./resources.js";
 import { hashKey, mintInvitationToken } from "./secrets.js";
 
+/** Who asks, as the audit log records it. */
+export interface By {
+  actor: AuditActor;
+  ctx: RpcContext;
+}
+
 /** A live key without expiry, within the organization's limit of live keys; answers the secret. `r` is a transaction's repo. */
-export type MintKey = (r: KeysRepo, a: { orgId: string; userId: string; name: string; scopes: readonly Scope[] }) => Promise<string>;
+export type MintKey = (r: KeysRepo, a: { orgId: string; userId: string; name: string; scopes: readonly Scope[] }, by: By) => Promise<string>;
 
 type Change = { kind: "role"; role: Role } | { kind: "remove" };
 /** Null for the admin CLI: it acts with the trust of NATS and is held to the last-owner rule only. */
@@ -68,24 +77,45 @@ export function membersSystem(res: KeysResources, mint: MintKey) {
 
   const opened = ({ token_sealed, ...shown }: RecordedInvitation): CreatedInvitation => ({ ...shown, token: res.box.open(token_sealed) });
 
-  async function changeRole(orgId: string, actor: Actor, userId: string, role: Role): Promise<Member> {
+  async function changeRole(orgId: string, actor: Actor, userId: string, role: Role, by: By): Promise<Member> {
     const { before, member } = await res.tx(async (r) => {
       const was = await checkChange(r, orgId, actor, userId, { kind: "role", role });
-      if (was !== role) await r.setRole(orgId, userId, role);
+      if (was !== role) {
+        await r.setRole(orgId, userId, role);
+        await r.audit.write({
+          organizationId: orgId,
+          action: "member.role_changed",
+          ...by,
+          target: { type: "member", id: userId },
+          changes: { role: { from: was, to: role } },
+        });
+      }
       return { before: was, member: await r.member(orgId, userId) };
     });
     if (!member) throw notMember(userId);
+    if (before !== role) res.written();
     // A demotion must reach the gateways' cached identities on their next request.
     if (before !== role) await res.invalidate(orgId);
     return member;
   }
 
-  async function remove(orgId: string, actor: Actor, userId: string): Promise<number> {
+  async function remove(orgId: string, actor: Actor, userId: string, by: By): Promise<number> {
     const out = await res.tx(async (r) => {
-      await checkChange(r, orgId, actor, userId, { kind: "remove" });
-      return r.removeMembership(orgId, userId);
+      const was = await checkChange(r, orgId, actor, userId, { kind: "remove" });
+      const gone = await r.removeMembership(orgId, userId);
+      if (gone.removed) {
+        await r.audit.write({
+          organizationId: orgId,
+          action: "member.removed",
+          ...by,
+          target: { type: "member", id: userId },
+          changes: { role: { from: was, to: null } },
+        });
+      }
+      return gone;
     });
     if (!out.removed) throw notMember(userId);
+    res.written();
     // Their keys are gone and their tokens no longer resolve; cached identities must go too.
     await res.invalidate(orgId);
     return out.revokedKeys;
@@ -104,20 +134,20 @@ export function membersSystem(res: KeysResources, mint: MintKey) {
       return member;
     },
 
-    updateMember: (t: Caller, userId: string, role: Role) => changeRole(t.organizationId, { userId: t.userId }, userId, role),
+    updateMember: (t: Caller, userId: string, role: Role) => changeRole(t.organizationId, { userId: t.userId }, userId, role, t),
 
     async deleteMember(t: Caller, userId: string): Promise<{ user_id: string }> {
-      await remove(t.organizationId, { userId: t.userId }, userId);
+      await remove(t.organizationId, { userId: t.userId }, userId, t);
       return { user_id: userId };
     },
 
-    async setRole(a: { org: string; user: string; role: Role }) {
-      const member = await changeRole(a.org, null, a.user, a.role);
+    async setRole(a: { org: string; user: string; role: Role }, ctx: RpcContext) {
+      const member = await changeRole(a.org, null, a.user, a.role, { actor: actorOf(ctx), ctx });
       return { user_id: member.user_id, role: member.role };
     },
 
-    async removeMember(a: { org: string; user: string }) {
-      const revoked = await remove(a.org, null, a.user);
+    async removeMember(a: { org: string; user: string }, ctx: RpcContext) {
+      const revoked = await remove(a.org, null, a.user, { actor: actorOf(ctx), ctx });
       return { organization_id: a.org, user_id: a.user, revoked_keys: revoked };
     },
 
@@ -155,6 +185,14 @@ export function membersSystem(res: KeysResources, mint: MintKey) {
             expiresAt,
             createdAt,
           });
+          await r.audit.write({
+            organizationId: orgId,
+            action: "invitation.created",
+            actor: t.actor,
+            ctx: t.ctx,
+            target: { type: "invitation", id },
+            changes: { email: { from: null, to: body.email }, role: { from: null, to: body.role } },
+          });
           return {
             id,
             email: body.email,
@@ -166,24 +204,38 @@ export function membersSystem(res: KeysResources, mint: MintKey) {
           };
         },
       });
+      res.written();
       return opened(recorded);
     },
 
     listInvitations: (t: Caller, limit: number, after: string | undefined): Promise<Page<Invitation>> => repo.listInvitations(t.organizationId, limit, after),
 
     async revokeInvitation(t: Caller, id: string): Promise<Invitation> {
-      return res.tx(async (r) => {
+      const out = await res.tx(async (r) => {
         const found = await r.invitation(t.organizationId, id);
         if (!found) throw new AppError("resource_not_found", `No invitation with id ${id} exists.`);
         await requireManager(r, t, "Revoking an invitation");
-        await r.revokeInvitation(t.organizationId, id);
-        return (await r.invitation(t.organizationId, id)) ?? found;
+        const after = (await r.revokeInvitation(t.organizationId, id)) ? await r.invitation(t.organizationId, id) : undefined;
+        // Only the revocation that changed it is recorded: revoking twice, or an accepted one, changes nothing.
+        if (after) {
+          await r.audit.write({
+            organizationId: t.organizationId,
+            action: "invitation.revoked",
+            actor: t.actor,
+            ctx: t.ctx,
+            target: { type: "invitation", id },
+            changes: { status: { from: found.status, to: after.status } },
+          });
+        }
+        return after ?? found;
       });
+      res.written();
+      return out;
     },
 
     /** Every refusal of the token is the same 404, so the answer says nothing about which tokens exist or existed. */
-    async acceptInvitation(body: AcceptInvitationBody): Promise<AcceptedInvitation> {
-      return res.tx(async (r) => {
+    async acceptInvitation(body: AcceptInvitationBody, ctx: RpcContext): Promise<AcceptedInvitation> {
+      const out = await res.tx(async (r) => {
         const inv = await r.claimInvitation(hashKey(body.token));
         if (!inv) throw new AppError("resource_not_found", "No pending invitation has this token: it is unknown, used, revoked or expired.");
         const userId = await r.upsertUser(newId("usr"), inv.email);
@@ -192,9 +244,24 @@ export function membersSystem(res: KeysResources, mint: MintKey) {
           throw new AppError("already_member", "The invited email address is already a member of the organization.");
         }
         await r.recordAcceptedBy(inv.id, userId);
-        const apiKey = await mint(r, { orgId: inv.organization_id, userId, name: body.key_name, scopes: DEFAULT_KEY_SCOPES });
-        return { organization_id: inv.organization_id, user_id: userId, api_key: apiKey };
+        // The invitation's token is the credential: the one who accepts acts as the member they become.
+        const by: By = { actor: { type: "user", id: userId, user_id: userId }, ctx };
+        const orgId = inv.organization_id;
+        await r.audit.write(
+          {
+            organizationId: orgId,
+            action: "invitation.accepted",
+            ...by,
+            target: { type: "invitation", id: inv.id },
+            changes: { status: { from: "pending", to: "accepted" } },
+          },
+          { organizationId: orgId, action: "member.added", ...by, target: { type: "member", id: userId }, changes: { role: { from: null, to: inv.role } } },
+        );
+        const apiKey = await mint(r, { orgId, userId, name: body.key_name, scopes: DEFAULT_KEY_SCOPES }, by);
+        return { organization_id: orgId, user_id: userId, api_key: apiKey };
       });
+      res.written();
+      return out;
     },
   };
 }

@@ -11,6 +11,8 @@ export interface KeysResources {
   /** Resolves once sent. */
   invalidate(organizationId: string): Promise<void>;
   log: Logger;
+  /** Wakes the audit outbox's relay after a commit that wrote audit events. */
+  written(): void;
 }
 
 export function keysResources(db: Database, o: Omit<KeysResources, "repo" | "tx">): KeysResources {

@@ -1,5 +1,5 @@
 import type { Sql } from "@tasksvc/db";
-import { array, idempotencyRecords, jsonb, KEYSET_TIME, keyset, keysetAfter, pageOf } from "@tasksvc/db";
+import { array, auditOutbox, idempotencyRecords, jsonb, KEYSET_TIME, keyset, keysetAfter, pageOf } from "@tasksvc/db";
 import type { ApiKey, Member, Organization, Page, Plan, Role, Scope } from "@tasksvc/contracts";
 import { membersRepo } from "./members-repo.js";
 import type { OrgRow } from "./org-row.js";
@@ -69,6 +69,8 @@ export function keysRepo(sql: Sql) {
     ...membersRepo(sql),
     ...oauthClientsRepo(sql),
     idempotency: idempotencyRecords(sql),
+    /** Written in the transaction of the change it records. */
+    audit: auditOutbox(sql),
 
     async identityByKeyHash(keyHash: string): Promise<KeyIdentityRow | undefined> {
       // A key acts as its creator: no current membership, no identity (a removed user's keys stop).
@@ -117,6 +119,12 @@ export function keysRepo(sql: Sql) {
       return sql<{ email: string; user_id: string }[]>`
         select u.email, u.id as user_id from users u join memberships m on m.user_id = u.id and m.organization_id = ${orgId}
         where lower(u.email) = any(${array(sql, emails)})`;
+    },
+
+    /** Until the transaction ends, so a change's before and after are its own. */
+    async lockOrganization(orgId: string): Promise<OrgRow | undefined> {
+      const [row] = await sql<OrgRow[]>`select * from organizations where id = ${orgId} for update`;
+      return row;
     },
 
     async organization(orgId: string): Promise<OrgRow | undefined> {

@@ -113,10 +113,12 @@ export function membersRepo(sql: Sql) {
     },
 
     /** An accepted invitation stays accepted; a revoked one keeps its first revocation time. */
-    async revokeInvitation(orgId: string, id: string): Promise<void> {
-      await sql`
+    /** False when it was accepted or revoked already. */
+    async revokeInvitation(orgId: string, id: string): Promise<boolean> {
+      const r = await sql`
         update invitations set revoked_at = now()
         where id = ${id} and organization_id = ${orgId} and accepted_at is null and revoked_at is null`;
+      return r.count === 1;
     },
 
     /**

@@ -140,6 +140,14 @@ export function customFieldsSystem(res: TasksResources) {
         const key = await r.customFields.remove(org, id);
         if (key === undefined) throw noField();
         await r.removals.record(org, "field", id, key);
+        await r.audit.write({
+          organizationId: org,
+          action: "custom_field.deleted",
+          actor: c.actor,
+          ctx: c.ctx,
+          target: { type: "custom_field", id },
+          changes: { key: { from: key, to: null } },
+        });
       });
       await afterRemoval([{ organization_id: org, kind: "field", ref: id }]);
       return { id };

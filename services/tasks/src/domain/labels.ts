@@ -49,6 +49,7 @@ export function labelsSystem(res: TasksResources) {
       await res.tx(async (r) => {
         if (!(await r.labels.remove(org, id))) throw notFound("label");
         await r.removals.record(org, "label", id);
+        await r.audit.write({ organizationId: org, action: "label.deleted", actor: c.actor, ctx: c.ctx, target: { type: "label", id } });
       });
       // Before the answer: no replica may serve a copy that still shows the label.
       res.cache.clear();

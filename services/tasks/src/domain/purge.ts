@@ -1,5 +1,5 @@
 import type { BlobStore } from "@tasksvc/blobs";
-import { taskId } from "@tasksvc/contracts";
+import { type Actor, type RpcContext, SYSTEM_ACTOR, taskId } from "@tasksvc/contracts";
 import type { Repositories } from "../repo/repositories.js";
 import type { TasksResources } from "./resources.js";
 
@@ -15,6 +15,15 @@ const CHUNK = 500;
 const PER_TICK = 200;
 
 type Outcome = "purged" | "held" | "gone";
+
+/** Who erases: the event's actor id (null for the scheduler), and the audit log's actor and request. */
+export interface PurgedBy {
+  actorId: string | null;
+  actor: Actor;
+  ctx?: RpcContext | undefined;
+}
+
+const SCHEDULER: PurgedBy = { actorId: null, actor: SYSTEM_ACTOR };
 
 /**
  * Erasure of tasks from the trash. A task's rows go in chunks, each its own transaction that first
@@ -51,7 +60,7 @@ export function purgeSystem(res: TasksResources, o: PurgeOptions) {
     }
   }
 
-  async function purgeOne(org: string, n: number, actor: string | null): Promise<Outcome> {
+  async function purgeOne(org: string, n: number, by: PurgedBy): Promise<Outcome> {
     for (;;) {
       const files = await step(org, n, (r) => r.purge.attachments(org, n, chunk));
       if (files === null) return "held";
@@ -68,7 +77,8 @@ export function purgeSystem(res: TasksResources, o: PurgeOptions) {
     }
     const purged = await step(org, n, async (r) => {
       if (!(await r.purge.finish(org, n))) return false;
-      await r.events.emitEach([{ organization_id: org, type: "task.purged", task: { id: taskId(n) }, actor }]);
+      await r.events.emitEach([{ organization_id: org, type: "task.purged", task: { id: taskId(n) }, actor: by.actorId }]);
+      await r.audit.write({ organizationId: org, action: "task.purged", actor: by.actor, ctx: by.ctx, target: { type: "task", id: taskId(n) } });
       return true;
     });
     if (purged === null) return "held";
@@ -80,11 +90,11 @@ export function purgeSystem(res: TasksResources, o: PurgeOptions) {
   }
 
   /** Below first: a parent's row can go only once no subtask names it. */
-  async function purgeTree(org: string, root: number, actor: string | null, until?: number): Promise<number> {
+  async function purgeTree(org: string, root: number, by: PurgedBy, until?: number): Promise<number> {
     let purged = 0;
     for (const n of await res.repos.purge.subtreeDeepestFirst(org, root)) {
       if (until !== undefined && Date.now() > until) break;
-      const outcome = await purgeOne(org, n, actor);
+      const outcome = await purgeOne(org, n, by);
       if (outcome === "held") break;
       if (outcome === "purged") purged++;
     }
@@ -97,7 +107,7 @@ export function purgeSystem(res: TasksResources, o: PurgeOptions) {
     /** Every replica ticks; the time is the database's (purge_at <= now()). */
     async tick(): Promise<number> {
       let purged = 0;
-      for (const t of await res.repos.purge.due(perTick)) purged += await purgeTree(t.organization_id, t.number, null);
+      for (const t of await res.repos.purge.due(perTick)) purged += await purgeTree(t.organization_id, t.number, SCHEDULER);
       return purged;
     },
   };

@@ -97,7 +97,7 @@ export function trashSystem(res: TasksResources, o: TrashOptions) {
       if (begun.length === 0) throw noTask();
       res.cache.invalidate(org, begun);
       const until = c.deadline === undefined ? undefined : c.deadline - ANSWER_MARGIN_MS;
-      await o.purge.purgeTree(org, number, c.userId, until);
+      await o.purge.purgeTree(org, number, { actorId: c.userId, actor: c.actor, ctx: c.ctx }, until);
       return { id: taskId(number) };
     },
   };

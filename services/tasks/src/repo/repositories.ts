@@ -1,4 +1,4 @@
-import { DEFAULT_PAGE_BYTES, idempotencyRecords, type Sql } from "@tasksvc/db";
+import { auditOutbox, DEFAULT_PAGE_BYTES, idempotencyRecords, type Sql } from "@tasksvc/db";
 import { attachmentsRepo } from "./attachments-repo.js";
 import { commentsRepo } from "./comments-repo.js";
 import { customFieldsRepo } from "./custom-fields-repo.js";
@@ -42,6 +42,8 @@ export function repositories(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
     events: eventsRepo(sql, pageBytes),
     stream: eventStreamRepo(sql, pageBytes),
     idempotency: idempotencyRecords(sql),
+    /** Written in the transaction of the change it records. */
+    audit: auditOutbox(sql),
 
     /** When `fn` throws, what it wrote is undone (its task numbers given back) and the transaction goes on. */
     async savepoint<T>(fn: () => Promise<T>): Promise<T> {

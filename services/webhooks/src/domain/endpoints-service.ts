@@ -1,4 +1,5 @@
 import {
+  type AuditAction,
   WEBHOOK_URL_MAX,
   type CallResult,
   type Caller,
@@ -24,7 +25,7 @@ import {
   type WebhookEndpoint,
   webhookBody,
 } from "@tasksvc/contracts";
-import { idempotentWrite, newId } from "@tasksvc/db";
+import { changesOf, idempotentWrite, newId } from "@tasksvc/db";
 import { AppError, fieldError } from "@tasksvc/errors";
 import { checkUrl, EgressRefused, newSigningSecret } from "@tasksvc/outbound";
 import { DuplicateEndpointUrl, type EndpointsRepo, endpointsRepo } from "../repo/endpoints-repo.js";
@@ -134,6 +135,18 @@ function atCap(count: number, cap: number): AppError {
   });
 }
 
+/** What the audit log shows of an endpoint: never its secrets. */
+const AUDITED_FIELDS = ["url", "event_types", "enabled", "rate_limit"] as const;
+const auditedFields = (e: WebhookEndpoint) => ({ url: e.url, event_types: e.event_types, enabled: e.enabled, rate_limit: e.rate_limit });
+
+const audited = (c: Caller, id: string, action: AuditAction) => ({
+  organizationId: c.organizationId,
+  action,
+  actor: c.actor,
+  ctx: c.ctx,
+  target: { type: "webhook_endpoint", id } as const,
+});
+
 export function endpointsService(res: WebhooksResources, o: EndpointsOptions) {
   const { box } = res;
   const repo = endpointsRepo(res.db.sql);
@@ -206,9 +219,14 @@ export function endpointsService(res: WebhooksResources, o: EndpointsOptions) {
             )
             .catch((e: unknown) => urlTaken("/url", e));
           if ("atCap" in made) throw atCap(made.atCap, cap);
+          await r.audit.write({
+            ...audited(c, made.endpoint.id, "webhook_endpoint.created"),
+            changes: changesOf<Record<string, unknown>>({}, { ...auditedFields(made.endpoint) }, AUDITED_FIELDS),
+          });
           return { endpoint: made.endpoint, secret_sealed: secretSealed };
         },
       });
+      res.audited();
       return { ...record.endpoint, secret: box.open(record.secret_sealed) };
     },
 
@@ -227,7 +245,10 @@ export function endpointsService(res: WebhooksResources, o: EndpointsOptions) {
       const e = await tx(async (r) => {
         const wasEnabled = await r.lockEnabled(c.organizationId, id);
         if (wasEnabled === undefined) return undefined;
+        const before = await r.get(c.organizationId, id);
         const updated = await r.update(c.organizationId, id, { ...patch, url });
+        const changes = before && updated ? changesOf(auditedFields(before), auditedFields(updated), AUDITED_FIELDS) : {};
+        if (Object.keys(changes).length > 0) await r.audit.write({ ...audited(c, id, "webhook_endpoint.updated"), changes });
         const changed = updated !== undefined && updated.enabled !== wasEnabled;
         if (changed) {
           await r.events.emit(updated.enabled ? "webhook_endpoint.enabled" : "webhook_endpoint.disabled", [
@@ -238,6 +259,7 @@ export function endpointsService(res: WebhooksResources, o: EndpointsOptions) {
       }).catch((err: unknown) => urlTaken(url === undefined ? "/enabled" : "/url", err));
       if (!e) throw notFound();
       if (e.changed) res.written();
+      res.audited();
       return e.updated;
     },
 
@@ -253,9 +275,12 @@ export function endpointsService(res: WebhooksResources, o: EndpointsOptions) {
           const secretSealed = box.seal(newSigningSecret());
           const rotated = await r.rotate(c.organizationId, id, secretSealed);
           if (!rotated) throw notFound();
+          // Only that it happened: the secrets, old and new, stay out of the log.
+          await r.audit.write(audited(c, id, "webhook_endpoint.secret_rotated"));
           return { endpoint: rotated.endpoint, secret_sealed: secretSealed, previous_secret_expires_at: rotated.previousSecretExpiresAt };
         },
       });
+      res.audited();
       return { ...record.endpoint, secret: box.open(record.secret_sealed), previous_secret_expires_at: record.previous_secret_expires_at };
     },
 
@@ -281,7 +306,13 @@ export function endpointsService(res: WebhooksResources, o: EndpointsOptions) {
     /** Its deliveries go with it, so a job already on the stream finds nothing to send. */
     async remove(c: Caller, id: string): Promise<{ id: string }> {
       // In a transaction, so a deadlock with the delivery machinery (the cascade locks every delivery) is retried.
-      if (!(await tx((r) => r.remove(c.organizationId, id)))) throw notFound();
+      const removed = await tx(async (r) => {
+        if (!(await r.remove(c.organizationId, id))) return false;
+        await r.audit.write(audited(c, id, "webhook_endpoint.deleted"));
+        return true;
+      });
+      if (!removed) throw notFound();
+      res.audited();
       return { id };
     },
   };

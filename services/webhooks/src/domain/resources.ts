@@ -22,12 +22,14 @@ export interface WebhooksResources {
   now: () => Date;
   /** Wakes the outbox relay. */
   written(): void;
+  /** Wakes the audit outbox's relay. */
+  audited(): void;
   wake(): void;
 }
 
 export function webhooksResources(
   db: WebhooksResources["db"],
-  o: { box: SecretBox; policy: DeliveryPolicy; log: Logger; now?: () => Date; written?: () => void; wake?: () => void },
+  o: { box: SecretBox; policy: DeliveryPolicy; log: Logger; now?: () => Date; written?: () => void; audited?: () => void; wake?: () => void },
 ): WebhooksResources {
   const now = o.now ?? (() => new Date());
   return {
@@ -38,6 +40,7 @@ export function webhooksResources(
     log: o.log,
     now,
     written: o.written ?? (() => undefined),
+    audited: o.audited ?? (() => undefined),
     wake: o.wake ?? (() => undefined),
   };
 }

@@ -1,5 +1,5 @@
 import type { EventType, WebhookEndpoint } from "@tasksvc/contracts";
-import { idempotencyRecords, KEYSET_TIME, keyset, keysetAfter, mapPgError, PG, pageOf, type Sql } from "@tasksvc/db";
+import { idempotencyRecords, KEYSET_TIME, keyset, keysetAfter, mapPgError, PG, pageOf, type Sql, auditOutbox } from "@tasksvc/db";
 import { type EventSubject, outboxRepo } from "./outbox-repo.js";
 
 export interface SealedSecrets {
@@ -217,6 +217,8 @@ export function endpointsRepo(sql: Sql) {
 
     idempotency: idempotencyRecords(sql),
     events: outboxRepo(sql),
+    /** Written in the transaction of the change it records. */
+    audit: auditOutbox(sql),
   };
 }
 export type EndpointsRepo = ReturnType<typeof endpointsRepo>;

@@ -195,7 +195,17 @@ export function exportsSystem(res: TasksResources, o: ExportsOptions) {
               "limit_reached",
               `This organization already has ${active} exports waiting or running, the most it may; ask again once one has finished.`,
             );
-          const row = await r.exports.insert({ id: newId("exp"), org, user: c.userId, format: b.format, include: exportParts(b) });
+          const include = exportParts(b);
+          const row = await r.exports.insert({ id: newId("exp"), org, user: c.userId, format: b.format, include });
+          // An export carries the organization's data out: who asked for it, and for what, is on the record.
+          await r.audit.write({
+            organizationId: org,
+            action: "export.created",
+            actor: c.actor,
+            ctx: c.ctx,
+            target: { type: "export", id: row.id },
+            changes: { format: { from: null, to: b.format }, include: { from: null, to: include } },
+          });
           return { id: row.id };
         },
       });
