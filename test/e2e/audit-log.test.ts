@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
-import type { AuditAction, AuditEvent } from "@tasksvc/contracts";
+import { AUDIT_ACTIONS, type AuditAction, type AuditEvent } from "@tasksvc/contracts";
 import { e2eContext, type Tenant } from "@tasksvc/testing";
 import { describe, expect, it } from "vitest";
 import { allAuditEvents, awaitAuditEvents } from "./audit-helpers.js";
@@ -169,6 +169,23 @@ const ACTIONS: Array<[AuditAction, (c: Ctx) => Promise<Done>]> = [
     },
   ],
   [
+    "oauth_client.created",
+    async (c) => {
+      const headers = c.ik();
+      const send = () => gw.post("/v1/oauth-clients", { name: "nightly", scopes: ["tasks:read"] }, as(c.t, headers));
+      const client = await ok<{ id: string; client_secret: string }>(send(), 201);
+      return { target: client.id, replay: send, secrets: [client.client_secret] };
+    },
+  ],
+  [
+    "oauth_client.deleted",
+    async (c) => {
+      const client = await ok<{ id: string; client_secret: string }>(gw.post("/v1/oauth-clients", { name: "gone", scopes: ["tasks:read"] }, as(c.t)), 201);
+      await ok(gw.delete(`/v1/oauth-clients/${client.id}`, as(c.t)));
+      return { target: client.id, secrets: [client.client_secret] };
+    },
+  ],
+  [
     "label.deleted",
     async (c) => {
       const l = await ok<{ id: string }>(gw.post("/v1/labels", { name: `l-${randomUUID()}` }, as(c.t)), 201);
@@ -230,6 +247,10 @@ async function tenantCtx(): Promise<Ctx> {
 }
 
 describe("GET /v1/audit-events: what is recorded", () => {
+  it("when the contract's actions are listed, then each one is exercised below", () => {
+    expect(ACTIONS.map(([a]) => a).sort()).toEqual([...AUDIT_ACTIONS].sort());
+  });
+
   it.each(ACTIONS)("when %s is done once (and any idempotent request sent again), then exactly one event records it", async (action, act) => {
     const c = await tenantCtx();
     const done = await act(c);

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { Actor } from "./actor.js";
 import { EXAMPLE_INSTANT, OpaqueId, PageQuery, Timestamp } from "./common.js";
 
-/** What the audit log records; oauth_client.* are written by the OAuth clients' operations. */
+/** What the audit log records. */
 export const AUDIT_ACTIONS = [
   "api_key.created",
   "api_key.revoked",

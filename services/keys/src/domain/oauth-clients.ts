@@ -8,7 +8,7 @@ import {
   type Page,
   type Role,
 } from "@tasksvc/contracts";
-import { idempotentWrite, newId } from "@tasksvc/db";
+import { changesOf, idempotentWrite, newId } from "@tasksvc/db";
 import { AppError } from "@tasksvc/errors";
 import type { KeysRepo } from "../repo/keys-repo.js";
 import type { KeysResources } from "./resources.js";
@@ -68,6 +68,15 @@ export function oauthClientsSystem(res: KeysResources) {
             createdAt: new Date(),
           };
           await r.insertClient(client);
+          // What the client may do, never its secret or the secret's hash.
+          await r.audit.write({
+            organizationId: t.organizationId,
+            action: "oauth_client.created",
+            actor: t.actor,
+            ctx: t.ctx,
+            target: { type: "oauth_client", id: client.id },
+            changes: changesOf<Record<string, unknown>>({ name: null, scopes: null }, { name: client.name, scopes: client.scopes }, ["name", "scopes"]),
+          });
           return {
             id: client.id,
             name: client.name,
@@ -95,6 +104,13 @@ export function oauthClientsSystem(res: KeysResources) {
         if (!(await r.client(t.organizationId, id))) throw notFound(id);
         await requireManager(r, t, "Deleting an OAuth client");
         if (!(await r.deleteClient(t.organizationId, id))) throw notFound(id);
+        await r.audit.write({
+          organizationId: t.organizationId,
+          action: "oauth_client.deleted",
+          actor: t.actor,
+          ctx: t.ctx,
+          target: { type: "oauth_client", id },
+        });
       });
       // Its tokens are cached as identities on every gateway: they must stop on the next request.
       await res.invalidate(t.organizationId);
