@@ -155,13 +155,11 @@ export function startOutboxRelay<R extends OutboxRow>(opts: OutboxRelayOptions<R
   /** Rows handled (published or set aside), -1 when another relay holds the lock. */
   async function drainOnce(): Promise<{ n: number; aside: SetAside<R>[] }> {
     return opts.db.tx(async (t) => {
-      const rows = await t<Array<{ relay_holds_lock: boolean } & (R | { seq: null })>>`
-        select l.relay_holds_lock, o.*
-        from (select pg_try_advisory_xact_lock(hashtextextended(${opts.lock}, 0)) as relay_holds_lock) l
-        left join lateral (select * from ${t(opts.table)} where l.relay_holds_lock order by seq limit ${batch}) o on true
-        order by o.seq`;
-      if (!rows[0]?.relay_holds_lock) return { n: -1, aside: [] };
-      const found = rows.filter((r): r is typeof r & R => r.seq !== null);
+      // Two statements: a statement's snapshot is taken before it runs, so rows read in the statement
+      // that took the lock could include rows the previous holder deleted just before releasing it.
+      const [lock] = await t<Array<{ relay_holds_lock: boolean }>>`select pg_try_advisory_xact_lock(hashtextextended(${opts.lock}, 0)) as relay_holds_lock`;
+      if (!lock?.relay_holds_lock) return { n: -1, aside: [] };
+      const found = await t<R[]>`select * from ${t(opts.table)} order by seq limit ${batch}`;
       if (found.length === 0) return { n: 0, aside: [] };
       const limit = opts.maxPayload?.();
       const aside: SetAside<R>[] = [];

@@ -159,7 +159,8 @@ describe("admin CLI", () => {
     // Help wins over other flags, even wrong ones.
     expect(admin("set-plan", "--colour", "red", "--help").code).toBe(0);
     expect(admin("help", "frobnicate").code).toBe(2);
-  });
+    // Sixteen processes one after the other: on two busy cores each start can take seconds.
+  }, 120_000);
 
   it("when a flag is missing or malformed, then one line names it and exit 2 without contacting NATS", async () => {
     const env = { NATS_URL: await closedPort() };
