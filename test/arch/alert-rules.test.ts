@@ -56,7 +56,8 @@ describe(RULES, () => {
     const r = promtool("test", "rules", RULE_TESTS);
     expect(r.status, r.output).toBe(0);
     expect(r.output).toContain("SUCCESS");
-  });
+    // promtool evaluates every case's series minute by minute: seconds of CPU, more on busy cores.
+  }, 90_000);
 
   it("when an alert is defined, then a unit test case makes it fire", () => {
     const tests = readYaml(RULE_TESTS);

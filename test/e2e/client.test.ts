@@ -199,5 +199,6 @@ describe("@tasksvc/client", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  });
+    // Two code generators run as processes over the whole document: seconds of CPU, more on busy cores.
+  }, 90_000);
 });

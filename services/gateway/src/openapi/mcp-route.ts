@@ -82,7 +82,15 @@ export function mcpRoutePaths(h: Helpers): Record<string, Record<string, Json>> 
         summary: "Send MCP messages (Streamable HTTP, stateless)",
         description: `The Model Context Protocol's Streamable HTTP transport, stateless: every POST carries JSON-RPC messages (at most ${MCP_MAX_MESSAGES}) and gets their answers as one JSON document; no session id, no server-sent stream (GET and DELETE answer 405). Send \`Accept: application/json, text/event-stream\`. \`initialize\`, \`tools/list\` and \`ping\` cost nothing; each \`tools/call\` runs the REST operation its tool names, with this request's credential: its scope, plan entitlement and cost (1 API call; a repeated \`idempotency_key\` costs nothing), and a refusal is a tool result with \`isError: true\` whose structured content is the problem.`,
         security: [{ bearer: [] }],
-        requestBody: { required: true, content: { "application/json": { schema: message } } },
+        requestBody: {
+          required: true,
+          content: {
+            "application/json": {
+              schema: message,
+              example: { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "get_task", arguments: { task_id: "T-1" } } },
+            },
+          },
+        },
         responses: {
           "200": {
             description: "The answers to the requests among the messages",
