@@ -41,6 +41,7 @@ import { trashSystem } from "./domain/trash.js";
 import { exportSettings, exportStream, startExports } from "./exports.js";
 import { importSettings, importStream, startImports } from "./import-jobs.js";
 import { startRelay } from "./relay.js";
+import { rewindStream, startRewinds } from "./rewind-jobs.js";
 import { tasksHandlers } from "./rpc.js";
 
 export const TasksConfig = z.object({
@@ -105,6 +106,7 @@ export const service = defineService({
     },
     exportStream(namespace),
     importStream(namespace),
+    rewindStream(namespace),
   ],
   async start({ db, nc, namespace, log, serve, every, onStop, cfg, client }) {
     const relay = startRelay({ db, js: jetstream(nc), nc, namespace, log });
@@ -255,6 +257,7 @@ export const service = defineService({
     every(cfg.PURGE_TICK, "trash purge", () => purge.tick());
     const exports = await startExports({ db, nc, namespace, log, cfg, res, store, caps, keys, onStop, every });
     const imports = await startImports({ nc, namespace, log, cfg, every, onStop }, { res, store, caps, keys });
+    const rewinds = await startRewinds({ nc, namespace, log, every, onStop }, { res, retentionMs: cfg.TRASH_RETENTION });
     const tasks = tasksSystem(res);
     serve(
       tasksRpc,
@@ -272,6 +275,7 @@ export const service = defineService({
         trash: trashSystem(res, { retentionMs: cfg.TRASH_RETENTION, purge }),
         exports,
         imports,
+        rewinds,
       }),
     );
   },
