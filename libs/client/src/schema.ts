@@ -8263,10 +8263,7 @@ export interface operations {
                  * @example -updated_at
                  */
                 sort?: ("updated_at" | "created_at" | "due_date" | "priority" | "story_points" | "-updated_at" | "-created_at" | "-due_date" | "-priority" | "-story_points") | string;
-                /**
-                 * @description The list as it stood at this instant (date-time with an offset), from the tasks' versions. Only with `status`, `project_id`, `archived` (the state now: archiving is not recorded in versions) and `sort` `-updated_at` or `updated_at`.
-                 * @example 2026-11-23T09:30:00Z
-                 */
+                /** @description The list as it stood at this instant (date-time with an offset, such as `2026-11-23T09:30:00Z`), from the tasks' versions. Only with `status`, `project_id`, `archived` (the state now: archiving is not recorded in versions) and `sort` `-updated_at` or `updated_at`. */
                 as_of?: string;
             };
             header?: never;
@@ -8717,10 +8714,7 @@ export interface operations {
     getTask: {
         parameters: {
             query?: {
-                /**
-                 * @description The instant to read the task as it stood then (date-time with an offset), from its immutable versions: content fields as they were; `archived` and `parent_task_id` as they are now (not recorded in versions).
-                 * @example 2026-11-23T09:30:00Z
-                 */
+                /** @description The instant to read the task as it stood then (date-time with an offset, such as `2026-11-23T09:30:00Z`), from its immutable versions: content fields as they were; `archived` and `parent_task_id` as they are now (not recorded in versions). */
                 as_of?: string;
             };
             header?: {
@@ -10077,6 +10071,15 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "match": {
+                 *         "credential_id": "key_5vN5Zu6nSVCjmB2jJBpwRY",
+                 *         "since": "2026-11-23T09:00:00Z"
+                 *       },
+                 *       "dry_run": true
+                 *     }
+                 */
                 "application/json": components["schemas"]["CreateRewindRequest"];
             };
         };

@@ -11,8 +11,7 @@ export const Instant = z.iso.datetime({ offset: true, error: "must be a date-tim
 
 export const AS_OF = {
   description:
-    "The instant to read the task as it stood then (date-time with an offset), from its immutable versions: content fields as they were; `archived` and `parent_task_id` as they are now (not recorded in versions).",
-  examples: ["2026-11-23T09:30:00Z"],
+    "The instant to read the task as it stood then (date-time with an offset, such as `2026-11-23T09:30:00Z`), from its immutable versions: content fields as they were; `archived` and `parent_task_id` as they are now (not recorded in versions).",
 };
 export const GetTaskQuery = z.strictObject({ as_of: Instant.optional().meta(AS_OF) });
 

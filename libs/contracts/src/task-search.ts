@@ -127,8 +127,7 @@ export const ListTasksQuery = PageQuery.extend({
   sort: TaskSort.default("-updated_at"),
   as_of: Instant.optional().meta({
     description:
-      "The list as it stood at this instant (date-time with an offset), from the tasks' versions. Only with `status`, `project_id`, `archived` (the state now: archiving is not recorded in versions) and `sort` `-updated_at` or `updated_at`.",
-    examples: ["2026-11-23T09:30:00Z"],
+      "The list as it stood at this instant (date-time with an offset, such as `2026-11-23T09:30:00Z`), from the tasks' versions. Only with `status`, `project_id`, `archived` (the state now: archiving is not recorded in versions) and `sort` `-updated_at` or `updated_at`.",
   }),
 }).strict();
 export type ListTasksQuery = z.infer<typeof ListTasksQuery>;
