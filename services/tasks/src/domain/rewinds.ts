@@ -69,11 +69,15 @@ export function rewindsSystem(res: TasksResources, o: RewindOptions) {
     const was = contentOf({ ...p.row, ...p.restore.from });
     const after: Content = { ...now };
     for (const f of p.restore.fields) (after as unknown as Record<string, unknown>)[f] = was[f];
-    // What the earlier value names may be gone since: a deleted project or label is not put back.
+    // What the earlier value names may be gone since: a deleted project, label or custom field is not put back.
     const missing = new Set(await r.projects.missing(org, after.project_ids));
     after.project_ids = after.project_ids.filter((id) => !missing.has(id));
     const labels = await r.removals.lockLabels(org, after.label_ids);
     after.label_ids = after.label_ids.filter((id) => labels.has(id) || now.label_ids.includes(id));
+    if (p.restore.fields.includes("custom_fields")) {
+      const fields = new Set((await r.customFields.definitions(org, Object.keys(after.custom_fields), true)).map((d) => d.key));
+      after.custom_fields = Object.fromEntries(Object.entries(after.custom_fields).filter(([k]) => fields.has(k)));
+    }
     const projectsChanged = JSON.stringify(now.project_ids) !== JSON.stringify(after.project_ids);
     const updated = await r.tasks.updateContent(org, p.number, after, newId("ver"), projectsChanged, { actor, requestId: null, batchKey: null });
     const task = toTask(updated);
