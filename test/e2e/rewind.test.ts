@@ -176,6 +176,28 @@ describe("a rewind of one credential's writes", () => {
     expect((await get(t, c)).status).toBe(404);
   });
 
+  it("when the agent made a task someone else then put a subtask under, then that task is skipped; a tree the agent made alone goes to the trash", async () => {
+    const t = await f.tenant();
+    const agent = await agentOf(t);
+    const since = new Date(Date.now() - 1000).toISOString();
+    const shared = await make(agent.key, { title: "shared parent" });
+    const theirs = await make(t.apiKey, { title: "their subtask", parent_task_id: shared.id });
+    const parent = await make(agent.key, { title: "agent's parent" });
+    const child = await make(agent.key, { title: "agent's subtask", parent_task_id: parent.id });
+    const r = await rewind(t, { match: { credential_id: agent.id, since }, dry_run: false });
+    expect(r.status, r.text).toBe(202);
+    expect(bodyOf(r, Rewind).items.map((i) => [i.task_id, i.action, i.reason])).toEqual([
+      [shared.id, "skip", "has_subtasks"],
+      [parent.id, "trash", null],
+      [child.id, "trash", null],
+    ]);
+    expect((await get(t, shared.id)).status).toBe(200);
+    expect((await get(t, theirs.id)).status).toBe(200);
+    for (const id of [parent.id, child.id]) expect((await get(t, id)).status).toBe(404);
+    const deleted = await gw.get(`/v1/events?type=task.deleted`, { token: t.apiKey });
+    expect(deleted.body.data.map((e: { data: { id: string } }) => e.data.id).sort()).toEqual([parent.id, child.id].sort());
+  });
+
   it("when another organization's credential, request or batch is named, then nothing matches and nothing changes", async () => {
     const t = await f.tenant();
     const other = await f.tenant();
