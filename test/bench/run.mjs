@@ -20,6 +20,7 @@ import { connectNats, deleteNamespaceStreams, jetstreamManager } from "@tasksvc/
 import { mcpScenarios, printMcp } from "./mcp.mjs";
 import { metricsSnapshot, printMetricsSnapshot } from "./metrics.mjs";
 import { exportScenarios, printExports } from "./exports.mjs";
+import { printRewinds, rewindScenarios } from "./rewinds.mjs";
 import { startAutovacuum } from "./autovacuum.mjs";
 import { commentTarget, notificationScenarios, printNotifications } from "./notifications.mjs";
 import { recurrenceScenarios } from "./recurrence.mjs";
@@ -603,6 +604,7 @@ let notifications = null;
 let comments = null;
 let mcp = null;
 let exportsResult = null;
+let rewinds = null;
 let metrics = null;
 try {
   const bare = start("bare fastify", "test/bench/bare-server.mjs", { PORT: "18301" });
@@ -849,6 +851,15 @@ try {
       log: (m) => process.stderr.write(`bench: ${m}\n`),
     });
   }
+  if (!only || only.split("|").includes("rewinds")) {
+    rewinds = await rewindScenarios({
+      databaseUrl: DATABASE_URL,
+      gateway: "http://127.0.0.1:18303",
+      admin,
+      measure: (name, req, connections) => measure(name, "http://127.0.0.1:18303", req, connections),
+      log: (m) => process.stderr.write(`bench: ${m}\n`),
+    });
+  }
   // Every process's ops port, the gateway's included (its public port has no /metrics).
   metrics = await metricsSnapshot(Object.entries(OPS).map(([name, port]) => ({ name, url: `http://127.0.0.1:${port}` })));
   if (!only) {
@@ -979,6 +990,7 @@ if (recurrence) {
 }
 if (search) printSearch(search);
 if (exportsResult) printExports(exportsResult);
+if (rewinds) printRewinds(rewinds);
 if (streams) printStreams(streams);
 if (notifications || comments) printNotifications(notifications, comments);
 if (mcp) printMcp(mcp);
@@ -987,5 +999,5 @@ if (explainList) console.log(`\nEXPLAIN ANALYZE, GET /v1/tasks on 100,000 tasks 
 mkdirSync(new URL("./results", import.meta.url), { recursive: true });
 writeFileSync(
   new URL("./results/latest.json", import.meta.url),
-  `${JSON.stringify({ at: new Date().toISOString(), tool, node: process.version, cores: cpus().length, connections: CONNECTIONS, duration: DURATION, results: rows, steady_floors: floors, webhooks, uploads, imports, recurrence, search, exports: exportsResult, streams, notifications, comments, mcp, metrics, explain: explainList }, null, 2)}\n`,
+  `${JSON.stringify({ at: new Date().toISOString(), tool, node: process.version, cores: cpus().length, connections: CONNECTIONS, duration: DURATION, results: rows, steady_floors: floors, webhooks, uploads, imports, recurrence, search, exports: exportsResult, rewinds, streams, notifications, comments, mcp, metrics, explain: explainList }, null, 2)}\n`,
 );

@@ -41,6 +41,7 @@ const SAMPLE_BODIES: Record<string, (ids: Ids) => unknown> = {
   "POST /v1/exports": () => ({ format: "jsonl" }),
   "POST /v1/imports/uploads": () => ({ file_name: "route-auth.csv", content_type: "text/csv", size: 6 }),
   "POST /v1/imports": () => ({ file_key: "imp/org_x/upl_x", format: "csv" }),
+  "POST /v1/rewinds": () => ({ match: { credential_id: "key_x", since: "2026-01-01T00:00:00Z" } }),
 };
 const SAMPLE_QUERIES: Record<string, string> = {
   "GET /v1/daily-plan": "?date=2026-11-23",
@@ -68,6 +69,7 @@ interface Ids {
   export_id: string;
   import_id: string;
   oauth_client_id: string;
+  rewind_id: string;
 }
 const PLACEHOLDER_IDS: Ids = {
   organization_id: "org_x",
@@ -89,6 +91,7 @@ const PLACEHOLDER_IDS: Ids = {
   export_id: "exp_x",
   import_id: "imp_x",
   oauth_client_id: "oac_x",
+  rewind_id: "rwd_x",
 };
 
 const nameOf = (op: { method: string; url: string }) => `${op.method} ${op.url}`;
@@ -190,6 +193,8 @@ describe("every operation on a named resource answers 404 to another organizatio
     expect(comment.status, comment.text).toBe(201);
     const exported = await gw.post("/v1/exports", { format: "jsonl" }, as);
     expect(exported.status, exported.text).toBe(202);
+    const rewind = await gw.post("/v1/rewinds", { match: { credential_id: owner.userId, since: "2026-01-01T00:00:00Z" } }, as);
+    expect(rewind.status, rewind.text).toBe(200);
     // An event of the owner's (the feed has it once its change committed).
     const feed = await gw.get("/v1/events?limit=1", as);
     expect(feed.status, feed.text).toBe(200);
@@ -217,6 +222,7 @@ describe("every operation on a named resource answers 404 to another organizatio
       export_id: exported.body.id,
       import_id: imported.body.id,
       oauth_client_id: oauthClient.body.id,
+      rewind_id: rewind.body.id,
     };
     // Task numbers are per organization: the other one must have none, so "T-1" is not its own.
     expect((await gw.get("/v1/tasks", { token: other.apiKey })).body.data).toEqual([]);

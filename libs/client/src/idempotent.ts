@@ -13,6 +13,7 @@ export const IDEMPOTENT_OPERATIONS: ReadonlySet<string> = new Set([
   "POST /v1/labels",
   "POST /v1/oauth-clients",
   "POST /v1/projects",
+  "POST /v1/rewinds",
   "POST /v1/tasks",
   "POST /v1/tasks/batch",
   "POST /v1/tasks/{task_id}/archive",

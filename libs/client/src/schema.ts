@@ -276,7 +276,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List tasks: filters, full text and sort (filters apply to the current version)
+         * List tasks: filters, full text and sort (filters apply to the current version); with `as_of`, the list as it stood then
          * @description Requires scope `tasks:read` and plan entitlement `public_api`. Costs 1 API call.
          */
         get: operations["listTasks"];
@@ -320,7 +320,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Get a task (its current version)
+         * Get a task: its current version, or with `as_of` the task as it stood at that instant
          * @description Requires scope `tasks:read` and plan entitlement `public_api`. Costs 1 API call.
          */
         get: operations["getTask"];
@@ -455,6 +455,46 @@ export interface paths {
          * @description Requires scope `tasks:write` and plan entitlement `public_api`. Costs 1 API call.
          */
         delete: operations["purgeTask"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rewinds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Undo what one credential, request or batch wrote within a time window: a dry run (the default) answers the plan (200); otherwise the undo runs (202) and is polled by its id
+         * @description Requires scope `tasks:write` and plan entitlement `public_api`. Costs 1 API call (an idempotent replay costs nothing).
+         */
+        post: operations["createRewind"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rewinds/{rewind_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A rewind: its status, its plan or what it did, task by task, and its counts
+         * @description Requires scope `tasks:read` and plan entitlement `public_api`. Costs 1 API call.
+         */
+        get: operations["getRewind"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -3038,6 +3078,172 @@ export interface components {
              */
             completed_at: string | null;
         };
+        Rewind: {
+            /**
+             * @description The rewind's id: the `actor.id` of the versions it writes.
+             * @example rwd_3pK8xQ2mT7nL9vD4bR5sW6
+             */
+            id: string;
+            /**
+             * @description A dry run is `succeeded` at once.
+             * @example succeeded
+             * @enum {string}
+             */
+            status: "running" | "succeeded" | "failed";
+            /**
+             * @description Whether it only planned.
+             * @example true
+             */
+            dry_run: boolean;
+            /**
+             * @description Which writes to undo: all the given keys must match (at least one of the three ids), within [since, until).
+             * @example {
+             *       "credential_id": "key_5vN5Zu6nSVCjmB2jJBpwRY",
+             *       "since": "2026-11-23T09:00:00Z"
+             *     }
+             */
+            match: {
+                /**
+                 * @description The writes of this credential: an API key's id (`key_…`), an OAuth client's id (`oac_…`) or a user's id for a user token.
+                 * @example key_5vN5Zu6nSVCjmB2jJBpwRY
+                 */
+                credential_id?: string;
+                /**
+                 * @description The writes of one request: its `X-Request-Id`.
+                 * @example req_4nK8xQ2mT7pL9vD3bR5sW6
+                 */
+                request_id?: string;
+                /**
+                 * @description The items of one batch: the Idempotency-Key `POST /v1/tasks/batch` was sent with.
+                 * @example import-2026-11-23
+                 */
+                batch_key?: string;
+                /**
+                 * Format: date-time
+                 * @description Only writes at or after this instant (required).
+                 * @example 2026-11-23T09:00:00Z
+                 */
+                since: string;
+                /**
+                 * Format: date-time
+                 * @description Only writes before this instant (default: now).
+                 * @example 2026-11-23T10:00:00Z
+                 */
+                until?: string;
+            };
+            /**
+             * @description Per task, by task id: at most 1000 items and about 512 KiB; `items_truncated` says when more tasks were planned than listed (`counts` counts them all).
+             * @example [
+             *       {
+             *         "task_id": "T-42",
+             *         "action": "revert",
+             *         "reason": null,
+             *         "from_version": 7,
+             *         "to_version": 8,
+             *         "changes": {
+             *           "status": {
+             *             "from": "COMPLETED",
+             *             "to": "TODO"
+             *           }
+             *         }
+             *       }
+             *     ]
+             */
+            items: {
+                /**
+                 * @description The task's id (T-\<n\>).
+                 * @example T-42
+                 */
+                task_id: string;
+                /**
+                 * @description `revert`: a new version restores the fields the matching writes changed; `trash`: the matching writes created the task, it goes to the trash; `skip`: nothing to do (see `reason`).
+                 * @example revert
+                 * @enum {string}
+                 */
+                action: "revert" | "trash" | "skip";
+                /**
+                 * @description Why a task is skipped: `changed_since` (a write the match does not cover changed each field since), `in_trash` (the task is in the trash now), `has_subtasks` (a task to trash has subtasks the match did not create). Null otherwise.
+                 * @example null
+                 */
+                reason: ("changed_since" | "in_trash" | "has_subtasks") | null;
+                /**
+                 * @description The task's version before the undo.
+                 * @example 7
+                 */
+                from_version: number;
+                /**
+                 * @description The version the undo wrote; null for a skip, a trash or a dry run.
+                 * @example 8
+                 */
+                to_version: number | null;
+                /**
+                 * @description For each field restored: `{ from, to }` (now, and as it was before the first matching write); empty for a trash or a skip.
+                 * @example {
+                 *       "status": {
+                 *         "from": "COMPLETED",
+                 *         "to": "TODO"
+                 *       }
+                 *     }
+                 */
+                changes: {
+                    [key: string]: {
+                        from_length: number | null;
+                        to_length: number | null;
+                        /** @constant */
+                        truncated: true;
+                    } | {
+                        from: unknown;
+                        to: unknown;
+                    };
+                };
+            }[];
+            /**
+             * @description Whether `items` lists fewer tasks than the counts.
+             * @example false
+             */
+            items_truncated: boolean;
+            /**
+             * @description Every task the rewind planned or did, by action.
+             * @example {
+             *       "reverted": 3,
+             *       "trashed": 1,
+             *       "skipped": 1
+             *     }
+             */
+            counts: {
+                /**
+                 * @description Tasks given a version restoring their fields (or that would be, in a dry run).
+                 * @example 3
+                 */
+                reverted: number;
+                /**
+                 * @description Tasks sent to the trash (or that would be).
+                 * @example 1
+                 */
+                trashed: number;
+                /**
+                 * @description Tasks left alone.
+                 * @example 1
+                 */
+                skipped: number;
+            };
+            /**
+             * @description Why a rewind failed; null otherwise.
+             * @example null
+             */
+            error: string | null;
+            /**
+             * Format: date-time
+             * @description When it was created (UTC, ISO 8601).
+             * @example 2026-11-23T09:30:00.000Z
+             */
+            created_at: string;
+            /**
+             * @description When it finished (UTC, ISO 8601); null while running.
+             * @example 2026-11-23T09:30:00.000Z
+             */
+            completed_at: string | null;
+        };
         Import: {
             /**
              * @description The import's id.
@@ -3667,6 +3873,11 @@ export interface components {
                     to: unknown;
                 };
             };
+            /**
+             * @description On a task.updated an undo wrote: the rewind's id (`rwd_…`). Absent otherwise.
+             * @example rwd_3pK8xQ2mT7nL9vD4bR5sW6
+             */
+            rewind_id?: string;
             /**
              * @description Only on a sample sent to a webhook endpoint by its test-event or verify operation, never on a real event (which omits it, here and in deliveries): `true`. A sample task event's task is `T-0`, an id no task has.
              * @example true
@@ -5120,6 +5331,50 @@ export interface components {
                  */
                 rrule?: string;
             } | null;
+        };
+        CreateRewindRequest: {
+            /**
+             * @description Which writes to undo: all the given keys must match (at least one of the three ids), within [since, until).
+             * @example {
+             *       "credential_id": "key_5vN5Zu6nSVCjmB2jJBpwRY",
+             *       "since": "2026-11-23T09:00:00Z"
+             *     }
+             */
+            match: {
+                /**
+                 * @description The writes of this credential: an API key's id (`key_…`), an OAuth client's id (`oac_…`) or a user's id for a user token.
+                 * @example key_5vN5Zu6nSVCjmB2jJBpwRY
+                 */
+                credential_id?: string;
+                /**
+                 * @description The writes of one request: its `X-Request-Id`.
+                 * @example req_4nK8xQ2mT7pL9vD3bR5sW6
+                 */
+                request_id?: string;
+                /**
+                 * @description The items of one batch: the Idempotency-Key `POST /v1/tasks/batch` was sent with.
+                 * @example import-2026-11-23
+                 */
+                batch_key?: string;
+                /**
+                 * Format: date-time
+                 * @description Only writes at or after this instant (required).
+                 * @example 2026-11-23T09:00:00Z
+                 */
+                since: string;
+                /**
+                 * Format: date-time
+                 * @description Only writes before this instant (default: now).
+                 * @example 2026-11-23T10:00:00Z
+                 */
+                until?: string;
+            };
+            /**
+             * @description Only plan (the default): answer what the undo would do and change nothing.
+             * @default true
+             * @example true
+             */
+            dry_run?: boolean;
         };
         BatchTasksRequest: {
             /**
@@ -8432,6 +8687,8 @@ export interface operations {
                  * @example -updated_at
                  */
                 sort?: ("updated_at" | "created_at" | "due_date" | "priority" | "story_points" | "-updated_at" | "-created_at" | "-due_date" | "-priority" | "-story_points") | string;
+                /** @description The list as it stood at this instant (date-time with an offset, such as `2026-11-23T09:30:00Z`), from the tasks' versions. Only with `status`, `project_id`, `archived` (the state now: archiving is not recorded in versions) and `sort` `-updated_at` or `updated_at`. */
+                as_of?: string;
             };
             header?: never;
             path?: never;
@@ -8439,7 +8696,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description List tasks: filters, full text and sort (filters apply to the current version) */
+            /** @description List tasks: filters, full text and sort (filters apply to the current version); with `as_of`, the list as it stood then */
             200: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -8880,7 +9137,10 @@ export interface operations {
     };
     getTask: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The instant to read the task as it stood then (date-time with an offset, such as `2026-11-23T09:30:00Z`), from its immutable versions: content fields as they were; `archived` and `parent_task_id` as they are now (not recorded in versions). */
+                as_of?: string;
+            };
             header?: {
                 /** @description The ETag of the copy you hold (`"3"`): when the task is still at that version, 304 with no body. */
                 "If-None-Match"?: string;
@@ -8896,7 +9156,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Get a task (its current version) */
+            /** @description Get a task: its current version, or with `as_of` the task as it stood at that instant */
             200: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -10162,6 +10422,318 @@ export interface operations {
                 };
             };
             /** @description `insufficient_scope`: Insufficient scope */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `resource_not_found`: Resource not found */
+            404: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createRewind: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Retry safely: the same key and byte-identical body within 24 h replays the first response. Use a new key for each new request, a UUID for example (`3f1c9a52-6b1e-4d4a-9a57-0c2f7e8b1d20`). */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "match": {
+                 *         "credential_id": "key_5vN5Zu6nSVCjmB2jJBpwRY",
+                 *         "since": "2026-11-23T09:00:00Z"
+                 *       },
+                 *       "dry_run": true
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateRewindRequest"];
+            };
+        };
+        responses: {
+            /** @description A dry run: the plan, nothing changed */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key (the rate-limit headers then show the current counters: a replay costs nothing) */
+                    "Idempotency-Replayed"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Rewind"];
+                };
+            };
+            /** @description Undo what one credential, request or batch wrote within a time window: a dry run (the default) answers the plan (200); otherwise the undo runs (202) and is polled by its id */
+            202: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description `true` when this is a stored response replayed for a repeated Idempotency-Key (the rate-limit headers then show the current counters: a replay costs nothing) */
+                    "Idempotency-Replayed"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Rewind"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
+            403: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            /** @description `idempotency_in_progress`: Idempotent request in progress */
+            409: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: Payload too large */
+            413: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: Unsupported media type */
+            415: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused`: Idempotency key reused */
+            422: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limited`: Rate limited; `quota_exhausted`: Quota exhausted */
+            429: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal_error`: Internal error */
+            500: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: Service unavailable */
+            503: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getRewind: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The rewind's id.
+                 * @example rwd_3pK8xQ2mT7nL9vD4bR5sW6
+                 */
+                rewind_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A rewind: its status, its plan or what it did, task by task, and its counts */
+            200: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Structured field: `"burst";q=<allowance>;w=<seconds>, "api-calls";q=<allowance>;w=<seconds>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description Structured field: `"burst";r=<remaining>;t=<seconds to reset>` */
+                    RateLimit?: string;
+                    /** @description Burst allowance of the credential */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Calls left in the current burst window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix epoch seconds when the burst window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Rewind"];
+                };
+            };
+            /** @description `validation_failed`: Validation failed; `malformed_request`: Malformed request; `query_too_expensive`: Query too expensive */
+            400: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `missing_credentials`: Missing credentials; `invalid_api_key`: Invalid API key; `invalid_token`: Invalid access token */
+            401: {
+                headers: {
+                    /** @description Unique id of this request; quote it in support requests. */
+                    "x-request-id"?: string;
+                    /** @description Bearer realm="tasksvc" */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `insufficient_scope`: Insufficient scope; `feature_not_enabled`: Feature not enabled; `link_invalid`: Link invalid or expired; `not_permitted`: Not permitted */
             403: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */
@@ -20092,6 +20664,19 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "jsonrpc": "2.0",
+                 *       "id": 1,
+                 *       "method": "tools/call",
+                 *       "params": {
+                 *         "name": "get_task",
+                 *         "arguments": {
+                 *           "task_id": "T-1"
+                 *         }
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["JsonRpcMessage"] | components["schemas"]["JsonRpcMessage"][];
             };
         };

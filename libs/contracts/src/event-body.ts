@@ -12,6 +12,8 @@ export interface EventEnvelope {
   created_at: string;
   data: unknown;
   changes?: TaskChanges | null | undefined;
+  /** An undo's task.updated names its rewind. */
+  rewind_id?: string | null | undefined;
 }
 
 /** jsonb keeps no key order, so data and changes get the API's back. */
@@ -20,6 +22,7 @@ const bodyFields = (e: EventEnvelope) => ({
   timestamp: e.created_at,
   data: inDataOrder(e.type, e.data),
   ...(e.changes === undefined || e.changes === null ? {} : { changes: inChangesOrder(e.changes) }),
+  ...(e.rewind_id === undefined || e.rewind_id === null ? {} : { rewind_id: e.rewind_id }),
 });
 
 export function eventBody(e: EventEnvelope): Event {

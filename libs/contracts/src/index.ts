@@ -37,3 +37,4 @@ export * from "./caller.js";
 export * from "./attachments.js";
 export * from "./exports.js";
 export * from "./imports.js";
+export * from "./rewinds.js";

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { PageQuery } from "./common.js";
 import { FILTER_FIELDS, type FilterField, TaskFilterSchema } from "./task-filter.js";
+import { Instant } from "./rewinds.js";
 import { CUSTOM_KEY_SOURCE, TaskRef } from "./tasks.js";
 
 /** In this order in the document, the default first. */
@@ -124,6 +125,10 @@ export const ListTasksQuery = PageQuery.extend({
     examples: ["announcement"],
   }),
   sort: TaskSort.default("-updated_at"),
+  as_of: Instant.optional().meta({
+    description:
+      "The list as it stood at this instant (date-time with an offset, such as `2026-11-23T09:30:00Z`), from the tasks' versions. Only with `status`, `project_id`, `archived` (the state now: archiving is not recorded in versions) and `sort` `-updated_at` or `updated_at`.",
+  }),
 }).strict();
 export type ListTasksQuery = z.infer<typeof ListTasksQuery>;
 

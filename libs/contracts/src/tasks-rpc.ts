@@ -16,6 +16,7 @@ import { Event } from "./events.js";
 import { Follower, FollowerParams, ListFollowersInput, UnfollowedTask } from "./followers.js";
 import { EventType } from "./event-types.js";
 import { trashOps } from "./trash.js";
+import { GetTaskQuery, rewindOps } from "./rewinds.js";
 import { TaskVersion } from "./task-versions.js";
 import { CreateTaskBody, EventParams, ListEventsQuery, Task, TaskParams, TaskSummary, UpdateTaskBody } from "./tasks.js";
 
@@ -27,7 +28,7 @@ export const tasksRpc = {
     createTask: { input: CreateTaskBody, output: Task },
     listTasks: { input: ListTasksQuery, output: page(Task) },
     searchTasks: { input: SearchTasksBody, output: page(Task) },
-    getTask: { input: TaskParams, output: Task },
+    getTask: { input: TaskParams.extend(GetTaskQuery.shape), output: Task },
     updateTask: { input: z.object({ task_id: OpaqueId, patch: UpdateTaskBody }), output: Task },
     archiveTask: { input: TaskParams, output: Task },
     unarchiveTask: { input: TaskParams, output: Task },
@@ -76,5 +77,6 @@ export const tasksRpc = {
     ...trashOps,
     ...exportOps,
     ...importOps,
+    ...rewindOps,
   },
 } as const satisfies RpcCatalog;

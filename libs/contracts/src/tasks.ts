@@ -244,6 +244,7 @@ export const TaskEvent = z.object({
   // Events from before tasks showed their version lack it (the stream and the feed keep events for days).
   data: Task.extend({ version: Task.shape.version.optional() }),
   changes: TaskChanges.optional(),
+  rewind_id: z.string().optional(),
 });
 export type TaskEvent = z.infer<typeof TaskEvent>;
 
@@ -314,6 +315,10 @@ export const TaskFeedEvent = z.object({
       "On task.updated and task.archived: each field of the task that changed, with its value before (`from`) and after (`to`); empty when nothing the task shows changed. Absent on task.created, task.due_soon, task.overdue, task.deleted and task.restored, on events of an erased task, and on events from before it was added. When both values would make the event larger than 256 KiB, each free-text field (title, description, notes) that changed is given as `{ from_length, to_length, truncated: true }` instead: the lengths in characters (null for a null value); the new value is in `data`.",
     examples: [{ status: { from: "TODO", to: "IN_PROGRESS" }, version: { from: 2, to: 3 } }],
   }),
+  rewind_id: z
+    .string()
+    .optional()
+    .meta({ description: "On a task.updated an undo wrote: the rewind's id (`rwd_…`). Absent otherwise.", examples: ["rwd_3pK8xQ2mT7nL9vD4bR5sW6"] }),
   test: TEST_EVENT,
 });
 export type TaskFeedEvent = z.infer<typeof TaskFeedEvent>;

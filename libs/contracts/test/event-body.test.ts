@@ -57,6 +57,15 @@ describe("eventBody and webhookBody", () => {
     expect("changes" in item && Object.keys(item.changes ?? {})).toEqual(["title", "status"]);
   });
 
+  it("when an undo's envelope names its rewind, then the feed item and the webhook body carry rewind_id after changes; other events have none", () => {
+    const undone = { ...stored, rewind_id: "rwd_1" };
+    const item = eventBody(undone);
+    expect(Object.keys(item)).toEqual(["id", "type", "timestamp", "data", "changes", "rewind_id"]);
+    expect(JSON.parse(webhookBody(undone))).toMatchObject({ rewind_id: "rwd_1" });
+    expect(webhookBody(undone)).toBe(JSON.stringify(item).replace('{"id":"evt_1",', "{"));
+    expect("rewind_id" in eventBody(stored)).toBe(false);
+  });
+
   it("when the webhook body is built, then it is the feed item's text without its id, byte for byte, and the same every time", () => {
     const body = webhookBody(stored);
     expect(`{"id":"evt_1",${body.slice(1)}`).toBe(JSON.stringify(eventBody(stored)));

@@ -12,6 +12,7 @@ import type { FollowersSystem } from "./domain/followers.js";
 import type { ImportsSystem } from "./domain/imports/system.js";
 import type { LabelsSystem } from "./domain/labels.js";
 import type { ProjectsSystem } from "./domain/projects.js";
+import type { RewindsSystem } from "./domain/rewinds.js";
 import type { TasksSystem } from "./domain/tasks.js";
 import type { TrashSystem } from "./domain/trash.js";
 
@@ -29,6 +30,7 @@ export interface TasksSystems {
   trash: TrashSystem;
   exports: ExportsSystem;
   imports: ImportsSystem;
+  rewinds: RewindsSystem;
 }
 
 /** The ETag travels in the reply's headers, so the gateway sends both without parsing the task. */
@@ -51,12 +53,13 @@ export function tasksHandlers({
   trash,
   exports,
   imports,
+  rewinds,
 }: TasksSystems): Handlers<typeof tasksRpc> {
   return {
     createTask: async (i, ctx, meta) => tagged(meta, await tasks.createTask(callerOf(ctx), i)),
     listTasks: (i, ctx) => tasks.listTasks(callerOf(ctx), i),
     searchTasks: (i, ctx) => tasks.searchTasks(callerOf(ctx), i),
-    getTask: async (i, ctx, meta) => tagged(meta, await tasks.getTask(callerOf(ctx), i.task_id)),
+    getTask: async (i, ctx, meta) => tagged(meta, await tasks.getTask(callerOf(ctx), i.task_id, i.as_of)),
     updateTask: async (i, ctx, meta) => tagged(meta, await tasks.updateTask(callerOf(ctx), i.task_id, i.patch)),
     archiveTask: async (i, ctx, meta) => tagged(meta, await tasks.setArchived(callerOf(ctx), i.task_id, true)),
     unarchiveTask: async (i, ctx, meta) => tagged(meta, await tasks.setArchived(callerOf(ctx), i.task_id, false)),
@@ -117,5 +120,7 @@ export function tasksHandlers({
     createImport: (i, ctx) => imports.createImport(callerOf(ctx), i),
     getImport: (i, ctx) => imports.getImport(callerOf(ctx), i.import_id),
     listImports: (i, ctx) => imports.listImports(callerOf(ctx), i.limit, i.after),
+    createRewind: (i, ctx) => rewinds.create(callerOf(ctx), i),
+    getRewind: (i, ctx) => rewinds.get(callerOf(ctx), i.rewind_id),
   };
 }

@@ -42,6 +42,7 @@ import { trashSystem } from "./domain/trash.js";
 import { exportSettings, exportStream, startExports } from "./exports.js";
 import { importSettings, importStream, startImports } from "./import-jobs.js";
 import { startRelay } from "./relay.js";
+import { rewindStream, startRewinds } from "./rewind-jobs.js";
 import { tasksHandlers } from "./rpc.js";
 
 export const TasksConfig = z.object({
@@ -107,6 +108,7 @@ export const service = defineService({
     exportStream(namespace),
     importStream(namespace),
     auditStreamSpec(namespace),
+    rewindStream(namespace),
   ],
   async start({ db, nc, namespace, log, serve, every, onStop, cfg, client }) {
     const relay = startRelay({ db, js: jetstream(nc), nc, namespace, log });
@@ -267,6 +269,7 @@ export const service = defineService({
     every(cfg.PURGE_TICK, "trash purge", () => purge.tick());
     const exports = await startExports({ db, nc, namespace, log, cfg, res, store, caps, keys, onStop, every });
     const imports = await startImports({ nc, namespace, log, cfg, every, onStop }, { res, store, caps, keys });
+    const rewinds = await startRewinds({ nc, namespace, log, every, onStop }, { res, retentionMs: cfg.TRASH_RETENTION });
     const tasks = tasksSystem(res);
     serve(
       tasksRpc,
@@ -284,6 +287,7 @@ export const service = defineService({
         trash: trashSystem(res, { retentionMs: cfg.TRASH_RETENTION, purge }),
         exports,
         imports,
+        rewinds,
       }),
     );
   },

@@ -49,6 +49,7 @@ export const REQUEST_EXAMPLES: Record<string, Record<string, unknown>> = {
   createExport: { format: "jsonl", include: ["tasks", "history", "comments", "projects", "labels", "custom_fields"] },
   startImportUpload: { file_name: "tasks.csv", content_type: "text/csv", size: 1048576 },
   createImport: { file_key: "imp/org_3kTM…/upl_…", format: "csv", dry_run: true },
+  createRewind: { match: { credential_id: "key_5vN5Zu6nSVCjmB2jJBpwRY", since: "2026-11-23T09:00:00Z" }, dry_run: true },
   createProject: { name: "Launch", description: "Everything for the November launch." },
   updateProject: { name: "Launch v2" },
   createLabel: { name: "bug", color: "#d73a4a", description: "Something is not working." },

@@ -24,6 +24,7 @@ import {
   CommentFeedEvent,
   DeletedTask,
   PurgeFeedEvent,
+  Rewind,
   TrashItem,
   Invitation,
   OAuthClient,
@@ -76,6 +77,7 @@ export const RESOURCES: ReadonlyArray<[z.ZodType, string]> = [
   [UploadTicket, "UploadTicket"],
   [DownloadLink, "DownloadLink"],
   [Export, "Export"],
+  [Rewind, "Rewind"],
   [Import, "Import"],
   [Board, "DailyPlan"],
   [BoardSection, "DailyPlanSection"],
@@ -114,6 +116,11 @@ export const TAGS: Record<string, { name: string; description: string }> = {
   trash: {
     name: "Trash",
     description: "Deleted tasks and their subtasks, restorable until their purge time (30 days by default), then erased with everything hanging off them.",
+  },
+  rewinds: {
+    name: "Rewinds",
+    description:
+      "Undo what one credential, request or batch wrote within a time window: a dry run shows the plan task by task, then the undo writes new versions restoring the fields (history is never rewritten) and sends what the writes created to the trash.",
   },
   dependencies: { name: "Dependencies", description: "What blocks a task; the graph is always acyclic." },
   followers: { name: "Followers", description: "Who hears about a task: its owner, its assignees, and whoever follows it." },

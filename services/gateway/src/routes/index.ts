@@ -17,6 +17,7 @@ import { notifications } from "./notifications.js";
 import { oauthClients } from "./oauth-clients.js";
 import { organizations } from "./organizations.js";
 import { projects } from "./projects.js";
+import { rewinds } from "./rewinds.js";
 import { taskBatches } from "./task-batches.js";
 import { tasks } from "./tasks.js";
 import { trash } from "./trash.js";
@@ -34,6 +35,7 @@ export const resources: readonly Resource[] = [
   usage,
   tasks,
   trash,
+  rewinds,
   taskBatches,
   dependencies,
   followers,

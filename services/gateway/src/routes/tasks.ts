@@ -1,4 +1,15 @@
-import { CreateTaskBody, ListTasksQuery, PageQuery, SearchTasksBody, Task, TaskParams, TaskVersion, UpdateTaskBody, page } from "@tasksvc/contracts";
+import {
+  CreateTaskBody,
+  GetTaskQuery,
+  ListTasksQuery,
+  PageQuery,
+  SearchTasksBody,
+  Task,
+  TaskParams,
+  TaskVersion,
+  UpdateTaskBody,
+  page,
+} from "@tasksvc/contracts";
 import { resource } from "../pipeline/resource.js";
 
 export const tasks = resource({ name: "tasks", scopes: "tasks" }, (r) => {
@@ -22,7 +33,7 @@ export const tasks = resource({ name: "tasks", scopes: "tasks" }, (r) => {
       method: "GET",
       url: "/v1/tasks",
       operationId: "listTasks",
-      summary: "List tasks: filters, full text and sort (filters apply to the current version)",
+      summary: "List tasks: filters, full text and sort (filters apply to the current version); with `as_of`, the list as it stood then",
       query: ListTasksQuery,
       response: page(Task),
       paginated: true,
@@ -50,13 +61,14 @@ export const tasks = resource({ name: "tasks", scopes: "tasks" }, (r) => {
       method: "GET",
       url: "/v1/tasks/:task_id",
       operationId: "getTask",
-      summary: "Get a task (its current version)",
+      summary: "Get a task: its current version, or with `as_of` the task as it stood at that instant",
       params: TaskParams,
+      query: GetTaskQuery,
       response: Task,
       etag: true,
       preconditions: "if-none-match",
     },
-    ({ clients, params, ctx }) => clients.tasks.relay("getTask", params, ctx),
+    ({ clients, params, query, ctx }) => clients.tasks.relay("getTask", { ...query, ...params }, ctx),
   );
   r.op(
     {

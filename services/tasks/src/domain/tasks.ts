@@ -14,6 +14,7 @@ import { newId } from "@tasksvc/db";
 import { fieldError } from "@tasksvc/errors";
 import type { Repositories } from "../repo/repositories.js";
 import { type Content, contentOf, inTaskOrder, toIsoOrNull, toTask } from "../repo/task-json.js";
+import { asOfReads } from "./as-of.js";
 import { createBatcher } from "./creates.js";
 import { changesOf } from "./events/changes.js";
 import { resolveCustom } from "./custom-filter.js";
@@ -53,6 +54,7 @@ async function parentOf(r: Repositories, org: string, ref: string): Promise<numb
 export function tasksSystem(res: TasksResources) {
   const { repos, scans, cache } = res;
   const write = keyedWrites(res);
+  const past = asOfReads(res);
 
   const creates = createBatcher(res, async (r, c, b) => {
     const org = c.organizationId;
@@ -74,7 +76,8 @@ export function tasksSystem(res: TasksResources) {
      */
     createTask: async (c: WriteCaller, b: CreateTaskBody): Promise<Task> => inTaskOrder(await creates.submit(c, withRecurrenceRule(b))),
 
-    async getTask(c: Caller, ref: string): Promise<Task> {
+    async getTask(c: Caller, ref: string, asOf?: string): Promise<Task> {
+      if (asOf !== undefined) return past.getTask(c, ref, asOf);
       const org = c.organizationId;
       const n = pathNumber(ref);
       const hit = cache.get(org, n);
@@ -91,7 +94,8 @@ export function tasksSystem(res: TasksResources) {
       return task;
     },
 
-    async listTasks(c: Caller, q: ListTasksQuery): Promise<RawJson<Page<Task>>> {
+    async listTasks(c: Caller, q: ListTasksQuery): Promise<RawJson<Page<Task>> | Page<Task>> {
+      if (q.as_of !== undefined) return past.listTasks(c, { ...q, as_of: q.as_of });
       const org = c.organizationId;
       const parent = await filterTask(repos, org, q.parent_task_id, "parent task");
       const series = await filterTask(repos, org, q.series_task_id, "series task");

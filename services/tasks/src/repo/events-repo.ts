@@ -60,17 +60,19 @@ export function eventsRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
   const envelope = sql.unsafe(EVENT_ENVELOPE);
   const eventColumns = sql.unsafe(EVENT_COLUMNS);
   const keysetTime = sql.unsafe(KEYSET_TIME);
-  const insertEvent = async (org: string, actor: string | null, type: EventType, data: unknown, changes: TaskChanges | undefined) => {
+  const insertEvent = async (org: string, actor: string | null, type: EventType, data: unknown, changes: TaskChanges | undefined, rewindId?: string) => {
+    // An undo's events name their rewind, an additive member of the envelope that the one body builder (eventBody) carries on.
+    const rewind = rewindId === undefined ? sql`` : sql`|| jsonb_build_object('rewind_id', ${rewindId}::text)`;
     await sql`
       insert into outbox (event_id, type, organization_id, payload)
-      select event_id, type, organization_id, ${envelope}
+      select event_id, type, organization_id, ${envelope} ${rewind}
       from (select ${newId("evt")}::text as event_id, ${type}::text as type, ${org}::text as organization_id, ${actor}::text as actor_id,
         ${jsonb(sql, data)}::jsonb as data, ${changes === undefined ? null : jsonb(sql, changes)}::jsonb as changes) e`;
   };
   return {
     /** `actor`: the user whose credential made the change, null for the service's own work. */
-    async emit(org: string, actor: string | null, type: TaskEventType, task: Task, changes?: TaskChanges): Promise<void> {
-      await insertEvent(org, actor, type, task, changes);
+    async emit(org: string, actor: string | null, type: TaskEventType, task: Task, changes?: TaskChanges, rewindId?: string): Promise<void> {
+      await insertEvent(org, actor, type, task, changes, rewindId);
     },
 
     /** In the comment's transaction, like a task's events. */

@@ -41,6 +41,8 @@ export const TASK_INDEXES: readonly ConcurrentIndex[] = [
   { name: "task_versions_actor_idx", definition: "on task_versions (organization_id, actor_id, created_at) where actor_id is not null" },
   { name: "task_versions_request_idx", definition: "on task_versions (organization_id, request_id) where request_id is not null" },
   { name: "task_versions_batch_idx", definition: "on task_versions (organization_id, batch_key, created_at) where batch_key is not null" },
+  // A list as of an instant walks the versions newest first from it (decision 0047).
+  { name: "task_versions_as_of_idx", definition: "on task_versions (organization_id, created_at desc, task_number desc)" },
   // Erasing a task reduces the events of its comments, which name it as data.task_id.
   { name: "events_comment_task_idx", definition: "on events (organization_id, (payload->'data'->>'task_id')) where type like 'comment.%'" },
 ];

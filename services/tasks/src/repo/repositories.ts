@@ -15,6 +15,8 @@ import { projectsRepo } from "./projects-repo.js";
 import { purgeRepo } from "./purge-repo.js";
 import { recurrenceRepo } from "./recurrence-repo.js";
 import { removalsRepo } from "./removals-repo.js";
+import { rewindsRepo } from "./rewinds-repo.js";
+import { asOfRepo } from "./as-of-repo.js";
 import { taskSearch } from "./task-search.js";
 import { tasksRepo } from "./tasks-repo.js";
 import { trashRepo } from "./trash-repo.js";
@@ -24,6 +26,8 @@ export function repositories(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
   return {
     tasks: tasksRepo(sql, pageBytes),
     search: taskSearch(sql, pageBytes),
+    asOf: asOfRepo(sql, pageBytes),
+    rewinds: rewindsRepo(sql),
     trash: trashRepo(sql, pageBytes),
     purge: purgeRepo(sql),
     dependencies: dependenciesRepo(sql),
