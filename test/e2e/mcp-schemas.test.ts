@@ -23,6 +23,7 @@ const MIRRORS: Record<string, { method: string; path: string }> = {
   plan_task: { method: "post", path: "/v1/daily-plan/entries" },
   get_board: { method: "get", path: "/v1/daily-plan" },
   list_notifications: { method: "get", path: "/v1/notifications" },
+  rewind: { method: "post", path: "/v1/rewinds" },
 };
 
 type Json = Record<string, unknown>;

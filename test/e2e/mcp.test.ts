@@ -35,6 +35,7 @@ const TOOLS = [
   "plan_task",
   "get_board",
   "list_notifications",
+  "rewind",
 ];
 
 describe("the MCP session", () => {
@@ -110,6 +111,15 @@ describe("the MCP session", () => {
     const restBoard = await gw.get(`/v1/daily-plan?date=${DAY}`, as(t));
     expect(board.structuredContent).toEqual(restBoard.body);
     expect(JSON.stringify(restBoard.body)).toContain(String(planned.structuredContent["id"]));
+
+    // A dry run of undoing everything this key did: the plan, stored and readable like the REST one.
+    const keys = await gw.get("/v1/api-keys", as(t));
+    const since = new Date(Date.now() - 3_600_000).toISOString();
+    const rewind = await s.call("rewind", { match: { credential_id: keys.body.data[0].id, since }, idempotency_key: randomUUID() });
+    expect(rewind.isError, shown(rewind)).toBeFalsy();
+    expect(rewind.structuredContent).toMatchObject({ dry_run: true, status: "succeeded", items: [{ task_id: id, action: "trash" }] });
+    expect(rewind.structuredContent).toEqual((await gw.get(`/v1/rewinds/${rewind.structuredContent["id"]}`, as(t))).body);
+    expect((await gw.get(`/v1/tasks/${id}`, as(t))).body).toMatchObject({ version: 2, archived: false });
 
     const archived = await s.call("archive_task", { task_id: id, if_match: 2 });
     expect(archived.structuredContent).toMatchObject({ archived: true, version: 3 });

@@ -5,7 +5,7 @@ import type { Operation } from "../pipeline/operation.js";
 /**
  * The MCP tools, one row each: a tool is the REST operation it names, nothing more. Its arguments,
  * scope, plan, charge, idempotency and answer all come from that operation, so a tool can never
- * drift from the route it mirrors. A new tool (the rewind, once its route exists) is one row.
+ * drift from the route it mirrors. A new tool is one row.
  */
 export const TOOL_TABLE = [
   { name: "search_tasks", operationId: "searchTasks", title: "Search tasks" },
@@ -22,6 +22,7 @@ export const TOOL_TABLE = [
   { name: "plan_task", operationId: "addDailyPlanEntry", title: "Plan a task on a day's board" },
   { name: "get_board", operationId: "getDailyPlan", title: "Get a day's board" },
   { name: "list_notifications", operationId: "listNotifications", title: "List your notifications" },
+  { name: "rewind", operationId: "createRewind", title: "Undo what a credential, request or batch changed (a dry run unless dry_run is false)" },
 ] as const;
 
 /** Arguments that are no field of the REST request but its headers. */
