@@ -54,6 +54,8 @@ export interface Operation {
   streams: string[];
   /** A success's documented media types other than JSON (an HTML page, a file), by status. */
   otherMedia: Record<string, string[]>;
+  /** Refusals documented as plain JSON rather than a problem (OAuth's own error shape), by status. */
+  jsonErrors: Record<string, unknown>;
 }
 
 interface OpenApiOperation {
@@ -91,6 +93,11 @@ export function operationsOf(doc: unknown): Operation[] {
           Object.entries(op.responses ?? {})
             .filter(([status]) => status.startsWith("2"))
             .map(([status, r]) => [status, Object.keys(r.content ?? {}).filter((t) => t !== "application/json")]),
+        ),
+        jsonErrors: Object.fromEntries(
+          Object.entries(op.responses ?? {})
+            .filter(([status, r]) => /^[45]/.test(status) && r.content?.["application/json"] !== undefined)
+            .map(([status, r]) => [status, r.content?.["application/json"]?.schema]),
         ),
         ...(body ? { body } : {}),
       });

@@ -101,6 +101,7 @@ function contractChecker(doc: { components: unknown }, ops: Operation[]) {
   );
   const streamed = new Map(ops.map((op) => [op.id, op.streams]));
   const otherMedia = new Map(ops.map((op) => [op.id, op.otherMedia]));
+  const jsonErrors = new Map(ops.map((op) => [op.id, new Map(Object.entries(op.jsonErrors).map(([status, schema]) => [Number(status), compile(schema)]))]));
   const seenIds = new Set<string>();
 
   return function check(s: Sent): Broken {
@@ -141,6 +142,13 @@ function contractChecker(doc: { components: unknown }, ops: Operation[]) {
         const validate = schemas?.get(status);
         if (validate && !validate(body)) out.push({ kind: "success body off the document", detail: ajv.errorsText(validate.errors).slice(0, 300) });
       }
+      return out;
+    }
+    // A refusal the document gives a JSON shape of its own (the OAuth endpoints' errors) is judged by that shape.
+    const ownShape = jsonErrors.get(s.req.op)?.get(status);
+    if (ownShape && /^application\/json(;|$)/.test(ct)) {
+      if (body === undefined || !ownShape(body))
+        out.push({ kind: "error body off the document", detail: `status ${status}: ${ajv.errorsText(ownShape.errors).slice(0, 300)}` });
       return out;
     }
     if (!/^application\/problem\+json(;|$)/.test(ct)) {
