@@ -4,6 +4,7 @@ import { httpEdgeRefused } from "@tasksvc/telemetry";
 import type { FastifyInstance } from "fastify";
 import type { Clients } from "../clients.js";
 import { type LinkRate, linkLimiter } from "./link-limits.js";
+import { clientOrigin } from "./requests.js";
 
 export const ACCEPT_INVITATION_PATH = "/v1/invitations/accept";
 
@@ -42,8 +43,7 @@ export function registerInvitationAccept(app: FastifyInstance, o: InvitationAcce
       const parsed = AcceptInvitationBody.safeParse(req.body);
       if (!parsed.success) throw validationError(parsed.error, "", "The request body");
       // The address and User-Agent go to the audit log, as for authenticated requests.
-      const userAgent = req.headers["user-agent"]?.slice(0, 512);
-      const ctx = { ...systemContext(String(req.id)), ip: req.ip, ...(userAgent === undefined ? {} : { user_agent: userAgent }) };
+      const ctx = { ...systemContext(String(req.id)), ...clientOrigin(req) };
       const accepted = await o.clients.keys.call("acceptInvitation", parsed.data, ctx);
       return reply.code(201).send(accepted);
     });

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { maxHeaderSize } from "node:http";
+import { isIP } from "node:net";
 import type { FastifyRequest } from "fastify";
 
 /** Never taken from the client (decision 0002). */
@@ -63,4 +64,14 @@ export function loggedUrl(req: FastifyRequest): string {
   }
   const link = LINK_PATH.exec(path.toLowerCase().replace(/\/{2,}/g, "/"));
   return link ? `${link[1]}/:capability` : req.url;
+}
+
+/**
+ * Where a request came from, as the RPC context carries it to the audit log. Behind a trusted proxy
+ * `req.ip` is the client's X-Forwarded-For entry as sent, so anything but an address is left out
+ * rather than passed on (the context's bounds would refuse it, failing the request).
+ */
+export function clientOrigin(req: Pick<FastifyRequest, "ip" | "headers">): { ip?: string; user_agent?: string } {
+  const userAgent = req.headers["user-agent"]?.slice(0, 512);
+  return { ...(isIP(req.ip) === 0 ? {} : { ip: req.ip }), ...(userAgent === undefined ? {} : { user_agent: userAgent }) };
 }

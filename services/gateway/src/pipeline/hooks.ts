@@ -4,6 +4,7 @@ import { httpEdgeRefused } from "@tasksvc/telemetry";
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from "fastify";
 import type { Authenticator } from "../auth.js";
 import type { GatewayRepo } from "../repo/gateway-repo.js";
+import { clientOrigin } from "../http/requests.js";
 import type { Charger } from "./charger.js";
 import { type CursorCodec, cursorUnwrap, signCursor } from "./cursors.js";
 import { idempotencyHooks } from "./idempotency.js";
@@ -105,7 +106,6 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
       // Before the operation runs: a malformed one is a 400, not a read.
       const ifMatch = op.preconditions === "if-match" ? parseEntityTags(req.headers["if-match"], "If-Match") : undefined;
       const ifNoneMatch = op.preconditions === undefined ? undefined : parseEntityTags(req.headers["if-none-match"], "If-None-Match");
-      const userAgent = req.headers["user-agent"]?.slice(0, 512);
       const ctx: RpcContext = {
         request_id: String(req.id),
         organization_id: identity.organization_id,
@@ -114,8 +114,7 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
         scopes: identity.scopes,
         plan: identity.plan,
         actor: identityActor(identity),
-        ip: req.ip,
-        ...(userAgent === undefined ? {} : { user_agent: userAgent }),
+        ...clientOrigin(req),
         ...(state.key === undefined ? {} : { idempotency_key: state.key }),
         ...(ifMatch === undefined ? {} : { if_match: ifMatch }),
         // On a write, If-None-Match is the service's to check under the row lock, as If-Match is.
