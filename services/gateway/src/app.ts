@@ -19,6 +19,7 @@ import { type LinkRouteOptions, registerTransfers } from "./http/transfers.js";
 import { registerMcp } from "./mcp/server.js";
 import { registerDocs } from "./openapi/docs-page.js";
 import type { OAuthIssuer } from "./oauth/issuer.js";
+import { directRunner } from "./pipeline/direct.js";
 import { authenticateHook, installPipeline, type PipelineOptions } from "./pipeline/hooks.js";
 import type { Resource } from "./pipeline/operation.js";
 import { resourcePlugin } from "./pipeline/serve.js";
@@ -120,7 +121,7 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
     return sendProblem(reply, err);
   });
 
-  const credentials = { ...opts, ...(refusedCredential ? { refusedCredential } : {}) };
+  const credentials = { ...opts, inner, ...(refusedCredential ? { refusedCredential } : {}) };
   installPipeline(app, credentials);
   const served = opts.resources ?? resources;
   for (const r of served) app.register(resourcePlugin(r), { clients: opts.clients, eventStreams: opts.eventStreams });
@@ -131,6 +132,7 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
     operations: served.flatMap((r) => r.operations),
     authenticate: authenticateHook(credentials),
     inner,
+    direct: directRunner({ charger: opts.charger, cursors: opts.cursors, clients: opts.clients }),
     authorizationServer: () => opts.oauthIssuer.issuer(),
   });
   // PUBLIC_BASE_URL, else `/` (the origin the document was fetched from), not the base links use (docs-page.ts says why).

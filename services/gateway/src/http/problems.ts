@@ -1,7 +1,7 @@
 import { databaseErrorAsAppError } from "@tasksvc/db";
 import { AppError, isAppError, toProblem } from "@tasksvc/errors";
 import { gatewayRefusals } from "@tasksvc/telemetry";
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from "fastify";
+import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from "fastify";
 import { countIdempotencyRefusal } from "../pipeline/idempotency.js";
 import { emptyPathParameter, EVERY_ANSWER_HEADERS, loggedUrl } from "./requests.js";
 
@@ -41,8 +41,7 @@ declare module "fastify" {
 const POLICY_REFUSALS = new Set(["rate_limited", "quota_exhausted"]);
 
 export function sendProblem(reply: FastifyReply, err: AppError): FastifyReply {
-  if (POLICY_REFUSALS.has(err.code)) gatewayRefusals.inc({ code: err.code });
-  else countIdempotencyRefusal(err.code);
+  countRefusal(err);
   if (err.retryAfter !== undefined) reply.header("retry-after", String(err.retryAfter));
   if (err.etag !== undefined) reply.header("etag", err.etag);
   if (err.status === 401) reply.header("www-authenticate", 'Bearer realm="tasksvc"');
@@ -52,17 +51,28 @@ export function sendProblem(reply: FastifyReply, err: AppError): FastifyReply {
     .send(toProblem(err, String(reply.request.id), reply.server.publicBaseUrl));
 }
 
-/** Unexpected errors are logged once, here, with their stack; 4xx are not logged as errors. */
-function handleError(e: FastifyError, req: FastifyRequest, reply: FastifyReply): FastifyReply {
+/** The problem an error is answered with: unexpected errors are logged once, here, with their stack; 4xx are not logged as errors. */
+export function problemOf(e: unknown, log: Pick<FastifyBaseLogger, "warn" | "error">): AppError {
   // The gateway's own database restarting is a 503 to retry.
-  const known = isAppError(e) ? e : (fromFastify(e) ?? databaseErrorAsAppError(e));
-  if (known && known.status < 500) return sendProblem(reply, known);
+  const fromFramework = typeof e === "object" && e !== null ? fromFastify(e as FastifyError) : undefined;
+  const known = isAppError(e) ? e : (fromFramework ?? databaseErrorAsAppError(e));
+  if (known && known.status < 500) return known;
   if (known?.code === "service_unavailable") {
-    req.log.warn({ err: known.cause ?? known }, known.message);
-    return sendProblem(reply, known);
+    log.warn({ err: known.cause ?? known }, known.message);
+    return known;
   }
-  req.log.error({ err: known?.cause ?? e }, "unexpected error");
-  return sendProblem(reply, known ?? new AppError("internal_error", "An unexpected error occurred. Quote the request id when contacting support."));
+  log.error({ err: known?.cause ?? e }, "unexpected error");
+  return known ?? new AppError("internal_error", "An unexpected error occurred. Quote the request id when contacting support.");
+}
+
+/** The metrics of a refusal, counted wherever it is answered. */
+export function countRefusal(err: AppError): void {
+  if (POLICY_REFUSALS.has(err.code)) gatewayRefusals.inc({ code: err.code });
+  else countIdempotencyRefusal(err.code);
+}
+
+function handleError(e: FastifyError, req: FastifyRequest, reply: FastifyReply): FastifyReply {
+  return sendProblem(reply, problemOf(e, req.log));
 }
 
 /** The router's refusals otherwise answer bare JSON; no hook has run, so the request id header and the access line are written here. */

@@ -23,22 +23,29 @@ export class ArgumentError extends AppError {
   }
 }
 
+/** The parts of the REST request a tool call stands for: path parameters, query, body and the headers its arguments name. */
+export interface RestParts {
+  params: Record<string, string>;
+  query: Record<string, string>;
+  body: Json | undefined;
+  headers: Record<string, string>;
+}
+
 /**
  * The REST request a tool call stands for. Arguments the tool does not know go where the REST
  * contract would refuse them (the body, else the query), so the answer names them as REST does.
  */
-export function restRequest(tool: McpTool, args: Json, caller: Caller): InjectOptions {
+export function restParts(tool: McpTool, args: Json): RestParts {
   const op = tool.operation;
-  let url = op.url;
+  const params: Record<string, string> = {};
   for (const name of tool.pathArgs) {
     const value = args[name];
     if (typeof value !== "string" || value === "") throw new ArgumentError(`/${name}`, "is required (a string)");
-    url = url.replace(`:${name}`, encodeURIComponent(value));
+    params[name] = value;
   }
   const known = new Set([...tool.pathArgs, ...tool.queryArgs, ...tool.bodyArgs, IDEMPOTENCY_KEY_ARG, IF_MATCH_ARG]);
   const unknown = Object.keys(args).filter((k) => !known.has(k));
-  const headers: Record<string, string> = { authorization: caller.authorization, accept: "application/json", ...caller.inner };
-  if (caller.userAgent !== undefined) headers["user-agent"] = caller.userAgent;
+  const headers: Record<string, string> = {};
   const key = args[IDEMPOTENCY_KEY_ARG];
   if (key !== undefined && op.idempotent) {
     if (typeof key !== "string") throw new ArgumentError(`/${IDEMPOTENCY_KEY_ARG}`, "must be a string");
@@ -53,14 +60,25 @@ export function restRequest(tool: McpTool, args: Json, caller: Caller): InjectOp
   const query: Record<string, string> = {};
   const queryNames = op.body === undefined ? [...tool.queryArgs, ...unknown] : tool.queryArgs;
   for (const name of queryNames) if (args[name] !== undefined) query[name] = scalarText(args[name]);
-  const request: InjectOptions = { method: op.method, url, query, headers, remoteAddress: caller.ip };
-  if (op.body !== undefined) {
-    // In the contract's order, whatever order the client sent: a retry with the same
-    // idempotency_key must be byte for byte the same body for the REST API to replay it.
-    const body: Json = {};
-    for (const name of [...tool.bodyArgs, ...unknown]) if (args[name] !== undefined) body[name] = args[name];
+  if (op.body === undefined) return { params, query, body: undefined, headers };
+  // In the contract's order, whatever order the client sent: a retry with the same
+  // idempotency_key must be byte for byte the same body for the REST API to replay it.
+  const body: Json = {};
+  for (const name of [...tool.bodyArgs, ...unknown]) if (args[name] !== undefined) body[name] = args[name];
+  return { params, query, body, headers };
+}
+
+/** The tool call as an HTTP request to inject, under the MCP request's credential. */
+export function restRequest(tool: McpTool, parts: RestParts, caller: Caller): InjectOptions {
+  const op = tool.operation;
+  let url = op.url;
+  for (const [name, value] of Object.entries(parts.params)) url = url.replace(`:${name}`, encodeURIComponent(value));
+  const headers: Record<string, string> = { authorization: caller.authorization, accept: "application/json", ...caller.inner, ...parts.headers };
+  if (caller.userAgent !== undefined) headers["user-agent"] = caller.userAgent;
+  const request: InjectOptions = { method: op.method, url, query: parts.query, headers, remoteAddress: caller.ip };
+  if (parts.body !== undefined) {
     headers["content-type"] = "application/json";
-    request.payload = JSON.stringify(body);
+    request.payload = JSON.stringify(parts.body);
   }
   return request;
 }
@@ -87,12 +105,29 @@ function summary(tool: McpTool, answer: Json): string {
   return `${tool.title}: ${label(answer)}${version}.`;
 }
 
+/** A tool's result, and the REST body its structured content was parsed from (sent as it came, never serialized again). */
+export interface ToolAnswer {
+  result: CallToolResult;
+  raw?: string;
+}
+
 /** The REST answer as the tool's result: the same JSON as structured content, a refusal as a tool error carrying the problem. */
-export function toolResult(tool: McpTool, res: Pick<LightMyRequestResponse, "statusCode" | "body" | "headers">): CallToolResult {
+export function toolResult(tool: McpTool, res: Pick<LightMyRequestResponse, "statusCode" | "body" | "headers">): ToolAnswer {
   const parsed: unknown = res.body === "" ? {} : JSON.parse(res.body);
   const answer: Json = isRecord(parsed) ? parsed : { value: parsed };
-  if (res.statusCode < 400) return { content: [{ type: "text", text: summary(tool, answer) }], structuredContent: answer };
-  return problemResult(answer, res.headers["retry-after"]);
+  const raw = isRecord(parsed) && res.body !== "" ? res.body : undefined;
+  const result =
+    res.statusCode < 400
+      ? { content: [{ type: "text" as const, text: summary(tool, answer) }], structuredContent: answer }
+      : problemResult(answer, res.headers["retry-after"]);
+  return raw === undefined ? { result } : { result, raw };
+}
+
+/** The JSON text of a tool's result, its structured content being the REST body's own bytes. */
+export function resultText(a: ToolAnswer): string {
+  if (a.raw === undefined) return JSON.stringify(a.result);
+  const { structuredContent: _, ...rest } = a.result;
+  return `${JSON.stringify(rest).slice(0, -1)},"structuredContent":${a.raw}}`;
 }
 
 export function problemResult(problem: Json, retryAfter?: unknown): CallToolResult {
@@ -105,6 +140,6 @@ export function problemResult(problem: Json, retryAfter?: unknown): CallToolResu
   };
 }
 
-export function refusedArguments(err: AppError, requestId: string, typeBase: string): CallToolResult {
-  return problemResult(toProblem(err, requestId, typeBase) as unknown as Json);
+export function refusedArguments(err: AppError, requestId: string, typeBase: string): ToolAnswer {
+  return { result: problemResult(toProblem(err, requestId, typeBase) as unknown as Json) };
 }

@@ -1,17 +1,48 @@
 import type { Transport, TransportSendOptions } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { type JSONRPCMessage, type MessageExtraInfo, type RequestId, SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js";
+import {
+  ErrorCode,
+  type JSONRPCMessage,
+  McpError,
+  type MessageExtraInfo,
+  type RequestId,
+  SUPPORTED_PROTOCOL_VERSIONS,
+} from "@modelcontextprotocol/sdk/types.js";
 import { AppError } from "@tasksvc/errors";
 import { MCP_MAX_MESSAGES } from "./paths.js";
 
-/** What a POST is answered with: JSON-RPC responses (one, or an array for a batch), or 202 with nothing. */
-export type Answer = { status: 200; body: JSONRPCMessage | JSONRPCMessage[] } | { status: 202 };
+/** What a POST is answered with: the JSON text of the JSON-RPC responses (one, or an array for a batch), or 202 with nothing. */
+export type Answer = { status: 200; body: string } | { status: 202 };
+
+/** A tool call answered without the protocol object: the JSON text of its result. */
+export type FastCall = (name: string, args: Record<string, unknown>, context: unknown) => Promise<string>;
 
 interface Waiting {
   /** The id the client gave each request, by the id the protocol object saw. */
   clientIds: Map<number, RequestId>;
-  responses: Map<number, JSONRPCMessage>;
+  responses: Map<number, string>;
   order: number[];
   done(answer: Answer): void;
+}
+
+const isPlain = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/**
+ * A tools/call whose params are a name and plain arguments only, as the SDK's schema accepts them,
+ * is answered by the tool directly; anything else (a task, a progress token, a malformed call) goes
+ * to the protocol object, which parses and answers it as the SDK does.
+ */
+function fastParams(m: JSONRPCMessage): { name: string; args: Record<string, unknown> } | undefined {
+  if (!("method" in m) || m.method !== "tools/call" || !("id" in m) || !isPlain(m.params)) return undefined;
+  const { name, arguments: args, ...rest } = m.params as Record<string, unknown>;
+  if (typeof name !== "string" || Object.keys(rest).length > 0 || (args !== undefined && !isPlain(args))) return undefined;
+  return { name, args: args ?? {} };
+}
+
+/** A JSON-RPC error response, as the SDK's protocol object shapes one from what a handler threw. */
+function errorText(id: RequestId, e: unknown): string {
+  const code = e instanceof McpError ? e.code : ErrorCode.InternalError;
+  const message = e instanceof Error ? e.message : "Internal error";
+  return JSON.stringify({ jsonrpc: "2.0", id, error: { code, message } });
 }
 
 /**
@@ -21,7 +52,7 @@ interface Waiting {
  * of different clients that share an id never meet in the protocol object's tables. The SDK's
  * own transport needs a protocol object and a transport per POST, and converts each request to a
  * web Request and back; decision 0046 has what that cost and what an MCP call costs beyond its
- * REST request.
+ * REST request. Tool calls, the one hot path, skip the protocol object (see `fastParams`).
  */
 export class StatelessTransport implements Transport {
   onclose?: () => void;
@@ -30,6 +61,8 @@ export class StatelessTransport implements Transport {
   private next = 1;
   private readonly waiting = new Map<number, Waiting>();
   private readonly contexts = new Map<number, unknown>();
+
+  constructor(private readonly fastCall?: FastCall) {}
 
   async start(): Promise<void> {}
 
@@ -49,13 +82,16 @@ export class StatelessTransport implements Transport {
     const id = message.id;
     if (typeof id !== "number") return;
     const w = this.waiting.get(id);
-    if (!w) return;
+    if (w) this.answer(id, w, JSON.stringify({ ...message, id: w.clientIds.get(id) ?? id }));
+  }
+
+  private answer(id: number, w: Waiting, text: string): void {
     this.waiting.delete(id);
     this.contexts.delete(id);
-    w.responses.set(id, { ...message, id: w.clientIds.get(id) ?? id } as JSONRPCMessage);
+    w.responses.set(id, text);
     if (w.responses.size < w.order.length) return;
-    const all = w.order.map((i) => w.responses.get(i) as JSONRPCMessage);
-    w.done({ status: 200, body: all.length === 1 ? (all[0] as JSONRPCMessage) : all });
+    const all = w.order.map((i) => w.responses.get(i) as string);
+    w.done({ status: 200, body: all.length === 1 ? (all[0] as string) : `[${all.join(",")}]` });
   }
 
   /** One POST's body: checked as the MCP spec says, handed to the protocol object, answered once every request in it is. */
@@ -90,16 +126,32 @@ export class StatelessTransport implements Transport {
     }
     return new Promise<Answer>((resolve) => {
       const w: Waiting = { clientIds: new Map(), responses: new Map(), order: [], done: resolve };
-      const rekeyed = delivered.map((m) => {
-        if (!("id" in m)) return m;
+      const toProtocol: JSONRPCMessage[] = [];
+      const fast: { id: number; name: string; args: Record<string, unknown> }[] = [];
+      for (const m of delivered) {
+        if (!("id" in m)) {
+          toProtocol.push(m);
+          continue;
+        }
         const id = this.next++;
         w.clientIds.set(id, m.id as RequestId);
         w.order.push(id);
         this.waiting.set(id, w);
-        this.contexts.set(id, context);
-        return { ...m, id } as JSONRPCMessage;
-      });
-      for (const m of rekeyed) this.onmessage?.(m);
+        const call = this.fastCall ? fastParams(m) : undefined;
+        if (call) fast.push({ id, ...call });
+        else {
+          this.contexts.set(id, context);
+          toProtocol.push({ ...m, id } as JSONRPCMessage);
+        }
+      }
+      for (const m of toProtocol) this.onmessage?.(m);
+      for (const { id, name, args } of fast) {
+        const clientId = w.clientIds.get(id) as RequestId;
+        (this.fastCall as FastCall)(name, args, context).then(
+          (result) => this.answer(id, w, `{"jsonrpc":"2.0","id":${JSON.stringify(clientId)},"result":${result}}`),
+          (e: unknown) => this.answer(id, w, errorText(clientId, e)),
+        );
+      }
     });
   }
 }

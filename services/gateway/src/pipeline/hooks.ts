@@ -4,6 +4,7 @@ import { httpEdgeRefused } from "@tasksvc/telemetry";
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from "fastify";
 import type { Authenticator } from "../auth.js";
 import type { GatewayRepo } from "../repo/gateway-repo.js";
+import type { InnerRequests } from "../http/inner-requests.js";
 import { clientOrigin } from "../http/requests.js";
 import type { Charger } from "./charger.js";
 import { type CursorCodec, cursorUnwrap, signCursor } from "./cursors.js";
@@ -47,6 +48,8 @@ export interface PipelineOptions {
   idempotencyLeaseMs: number;
   /** Such a request is anonymous as much as one to the docs: past the limit, the seconds to wait. */
   refusedCredential?: (ip: string) => number;
+  /** A request this process injected (an MCP tool call's) comes with its identity, already authenticated. */
+  inner?: Pick<InnerRequests, "identityOf">;
 }
 
 function authorize(op: Operation, identity: Identity): void {
@@ -63,8 +66,15 @@ function authorize(op: Operation, identity: Identity): void {
  * its refusal closes the connection (the edge's lingering close drops the unread body). Every
  * credentialed route takes this one hook, the operations' and the MCP endpoint's alike.
  */
-export function authenticateHook(opts: Pick<PipelineOptions, "auth" | "refusedCredential">): (req: FastifyRequest, reply: FastifyReply) => Promise<void> {
+export function authenticateHook(
+  opts: Pick<PipelineOptions, "auth" | "refusedCredential" | "inner">,
+): (req: FastifyRequest, reply: FastifyReply) => Promise<void> {
   return async function authenticate(req: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const handed = opts.inner?.identityOf(req.raw);
+    if (handed !== undefined) {
+      req.pipeline = { identity: handed };
+      return;
+    }
     const base = systemContext(String(req.id));
     try {
       req.pipeline = { identity: await opts.auth.authenticate(req.headers.authorization, base) };
@@ -83,6 +93,60 @@ export function authenticateHook(opts: Pick<PipelineOptions, "auth" | "refusedCr
   };
 }
 
+/** What admission needs of a request: who, which, from where, and the headers it reads. */
+export interface Admission {
+  identity: Identity;
+  requestId: string;
+  origin: { ip?: string; user_agent?: string };
+  headers: Record<string, string | string[] | undefined>;
+  key: string | undefined;
+  /** A forwarded Idempotency-Key replay: not charged. */
+  forwarded: boolean;
+  publicBaseUrl: string;
+}
+
+/**
+ * Charge, then scope and entitlement, then the preconditions' syntax: the admit step of every
+ * operation, whether its request came over HTTP or from an MCP tool call in this process.
+ */
+export async function admission(
+  opts: Pick<PipelineOptions, "charger">,
+  op: Operation,
+  a: Admission,
+): Promise<{ admitted: Admitted; limits: Record<string, string> }> {
+  const { identity } = a;
+  const charge = a.forwarded ? null : await opts.charger.charge(identity, op.exactCharge);
+  // A forwarded replay is not charged, and says where the limits stand all the same.
+  const limits = rateLimitHeaders(charge ?? (await opts.charger.current(identity)));
+  authorize(op, identity);
+  // Before the operation runs: a malformed one is a 400, not a read.
+  const ifMatch = op.preconditions === "if-match" ? parseEntityTags(a.headers["if-match"], "If-Match") : undefined;
+  const ifNoneMatch = op.preconditions === undefined ? undefined : parseEntityTags(a.headers["if-none-match"], "If-None-Match");
+  const ctx: RpcContext = {
+    request_id: a.requestId,
+    organization_id: identity.organization_id,
+    user_id: identity.user_id,
+    credential_id: identity.credential_id,
+    scopes: identity.scopes,
+    plan: identity.plan,
+    actor: identityActor(identity),
+    ...a.origin,
+    ...(a.key === undefined ? {} : { idempotency_key: a.key }),
+    ...(ifMatch === undefined ? {} : { if_match: ifMatch }),
+    // On a write, If-None-Match is the service's to check under the row lock, as If-Match is.
+    ...(op.preconditions === "if-match" && ifNoneMatch !== undefined ? { if_none_match: ifNoneMatch } : {}),
+  };
+  const admitted: Admitted = {
+    ctx,
+    identity,
+    charge,
+    origin: a.publicBaseUrl,
+    charger: opts.charger,
+    ifNoneMatch: op.preconditions === "if-none-match" ? ifNoneMatch : undefined,
+  };
+  return { admitted, limits };
+}
+
 /**
  * `onRoute` gives each operation's route only the hooks it needs, each a closure over its
  * operation, so no hook looks the route's config up per request. The order is the contract:
@@ -98,36 +162,17 @@ export function installPipeline(app: FastifyInstance, opts: PipelineOptions): vo
     async function admit(req: FastifyRequest, reply: FastifyReply): Promise<void> {
       const state = req.pipeline;
       if (!state) return;
-      const { identity } = state;
-      const charge = state.forwarded ? null : await opts.charger.charge(identity, op.exactCharge);
-      // A forwarded replay is not charged, and says where the limits stand all the same.
-      reply.headers(rateLimitHeaders(charge ?? (await opts.charger.current(identity))));
-      authorize(op, identity);
-      // Before the operation runs: a malformed one is a 400, not a read.
-      const ifMatch = op.preconditions === "if-match" ? parseEntityTags(req.headers["if-match"], "If-Match") : undefined;
-      const ifNoneMatch = op.preconditions === undefined ? undefined : parseEntityTags(req.headers["if-none-match"], "If-None-Match");
-      const ctx: RpcContext = {
-        request_id: String(req.id),
-        organization_id: identity.organization_id,
-        user_id: identity.user_id,
-        credential_id: identity.credential_id,
-        scopes: identity.scopes,
-        plan: identity.plan,
-        actor: identityActor(identity),
-        ...clientOrigin(req),
-        ...(state.key === undefined ? {} : { idempotency_key: state.key }),
-        ...(ifMatch === undefined ? {} : { if_match: ifMatch }),
-        // On a write, If-None-Match is the service's to check under the row lock, as If-Match is.
-        ...(op.preconditions === "if-match" && ifNoneMatch !== undefined ? { if_none_match: ifNoneMatch } : {}),
-      };
-      req.admitted = {
-        ctx,
-        identity,
-        charge,
-        origin: req.server.publicBaseUrl,
-        charger: opts.charger,
-        ifNoneMatch: op.preconditions === "if-none-match" ? ifNoneMatch : undefined,
-      };
+      const { admitted, limits } = await admission(opts, op, {
+        identity: state.identity,
+        requestId: String(req.id),
+        origin: clientOrigin(req),
+        headers: req.headers,
+        key: state.key,
+        forwarded: state.forwarded === true,
+        publicBaseUrl: req.server.publicBaseUrl,
+      });
+      reply.headers(limits);
+      req.admitted = admitted;
     };
 
   // The steps that never wait are callback hooks: no promise per request for them.
