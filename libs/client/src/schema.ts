@@ -10590,7 +10590,7 @@ export interface operations {
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
-            /** @description `idempotency_in_progress`: Idempotent request in progress */
+            /** @description `limit_reached`: Limit reached; `idempotency_in_progress`: Idempotent request in progress */
             409: {
                 headers: {
                     /** @description Unique id of this request; quote it in support requests. */

@@ -16,6 +16,7 @@ export const rewinds = resource({ name: "rewinds", scope: "tasks:write" }, (r) =
       otherStatuses: { 200: "A dry run: the plan, nothing changed" },
       response: Rewind,
       idempotent: true,
+      errors: ["limit_reached"],
     },
     async ({ clients, body, ctx }) => {
       const r = await clients.tasks.call("createRewind", body, ctx);

@@ -1,6 +1,6 @@
 import { type Actor, type Caller, type CreateRewindBody, REWIND_MAX_TASKS, type Rewind, type RewindJob } from "@tasksvc/contracts";
 import { idempotentWrite, newId } from "@tasksvc/db";
-import { fieldError } from "@tasksvc/errors";
+import { AppError, fieldError } from "@tasksvc/errors";
 import type { Repositories } from "../repo/repositories.js";
 import type { RewindRow, StoredMatch } from "../repo/rewinds-repo.js";
 import { type Content, contentOf, toTask } from "../repo/task-json.js";
@@ -11,6 +11,11 @@ import { type PlannedTask, planTasks } from "./rewind-plan.js";
 
 /** Up to this many tasks, an undo runs inside its request; more go to a job on the work queue. */
 export const INLINE_TASKS = 100;
+/**
+ * Rewinds running as jobs per organization at once: the work queue's consumers are shared by every
+ * organization, so one that queues many large undos must not hold them all.
+ */
+export const MAX_RUNNING = 3;
 /** Tasks per transaction: each chunk locks its rows, writes, and records its items together. */
 const CHUNK = 100;
 /** A run holds its rewind this long past its last chunk; a run that stops longer is taken over. */
@@ -125,6 +130,14 @@ export function rewindsSystem(res: TasksResources, o: RewindOptions) {
             );
           }
           const inline = body.dry_run || tasks.length <= INLINE_TASKS;
+          if (!inline) {
+            const running = await r.rewinds.running(org);
+            if (running >= MAX_RUNNING)
+              throw new AppError(
+                "limit_reached",
+                `This organization already has ${running} rewinds running, the most it may at once; ask again once one has finished (GET /v1/rewinds/{id}).`,
+              );
+          }
           const id = newId("rwd");
           await r.rewinds.insert({
             id,

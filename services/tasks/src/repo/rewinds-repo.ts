@@ -52,6 +52,13 @@ export function rewindsRepo(sql: Sql) {
       await sql`update rewinds set ${r.status === "running" ? sql`lease_until = now() + interval '2 minutes'` : sql`completed_at = now()`} where id = ${r.id}`;
     },
 
+    /** Held to the commit, so two requests cannot both take the organization's last place. */
+    async running(org: string): Promise<number> {
+      await sql`select pg_advisory_xact_lock(hashtextextended(${`tasks.rewinds:${org}`}, 0))`;
+      const [row] = await sql<{ n: number }[]>`select count(*)::int as n from rewinds where organization_id = ${org} and status = 'running'`;
+      return row?.n ?? 0;
+    },
+
     async get(org: string, id: string, lock = false): Promise<RewindRow | undefined> {
       const [row] = await sql<RewindRow[]>`
         select * from rewinds where organization_id = ${org} and id = ${id} ${lock ? sql`for update` : sql``}`;
