@@ -857,6 +857,7 @@ try {
       gateway: "http://127.0.0.1:18303",
       admin,
       measure: (name, req, connections) => measure(name, "http://127.0.0.1:18303", req, connections),
+      steady: (name, req, rate) => steady(name, "http://127.0.0.1:18303", req, rate),
       log: (m) => process.stderr.write(`bench: ${m}\n`),
     });
   }
