@@ -218,12 +218,17 @@ export function keysService(res: KeysResources, { issuer }: { issuer: DevIssuer 
       });
       const once = idemKey === undefined ? null : { credentialId, key: idemKey, result: { ...shown, key_sealed: res.box.seal(secret) } satisfies RecordedKey };
       // Concurrent mints queue on the organization's lock, each counting what the previous one committed.
-      // The lock and the mint (with its audit event) go out together, in one round trip after BEGIN:
-      // the server runs them in order, so the mint's snapshot is still taken under the lock.
-      const out = await res.tx(async (r) => {
-        const [, minted] = await Promise.all([r.lockOrganizationKeys(t.organizationId), r.mintApiKey(key, once, MAX_LIVE_API_KEYS, keyCreated(key, t))]);
-        return minted;
-      });
+      // BEGIN, the lock, the mint (with its audit event) and COMMIT go out together: the server runs
+      // them in order, so the mint's snapshot is still taken under the lock, and the lock is held
+      // only while the server works, not across round trips; nothing here waits on an answer first.
+      const created = keyCreated(key, t);
+      const out = await res.tx(
+        async (r) => {
+          const [, minted] = await Promise.all([r.lockOrganizationKeys(t.organizationId), r.mintApiKey(key, once, MAX_LIVE_API_KEYS, created)]);
+          return minted;
+        },
+        { commitAhead: true },
+      );
       switch (out.kind) {
         case "minted":
           res.written();

@@ -220,7 +220,8 @@ export function keysRepo(sql: Sql) {
      * One statement (decision 0020). `limitReached` is exact only under lockOrganizationKeys()
      * taken by an earlier statement of the transaction: a statement's snapshot predates any lock it
      * takes itself. `recordedMeanwhile`: a twin recorded the key after this snapshot; its record is
-     * the answer. `created`, the key's audit event, is written only with the key.
+     * the answer. `created`, the key's audit event, is written only with the key. Sent at the call
+     * (a transaction may commit ahead).
      */
     async mintApiKey(
       k: NewKey & { createdAt: Date },
@@ -266,7 +267,7 @@ export function keysRepo(sql: Sql) {
           ${created === undefined ? sql`select` : sql`${audit.insert([created], sql`exists (select 1 from inserted)`)} returning 1`}
         )
         select (select operation from prior) as prior_operation, (select result from prior) as prior_result,
-          (select role from member) as role, (select n from live) as live, (select count(*) from inserted)::int as inserted`;
+          (select role from member) as role, (select n from live) as live, (select count(*) from inserted)::int as inserted`.execute();
       if (!row) throw new Error("the mint statement returned no row");
       if (row.prior_operation !== null) return { kind: "replay", operation: row.prior_operation, result: row.prior_result };
       if (row.role !== "owner" && row.role !== "admin") return { kind: "forbidden", role: row.role };
@@ -274,9 +275,9 @@ export function keysRepo(sql: Sql) {
       return row.inserted === 1 ? { kind: "minted" } : { kind: "recordedMeanwhile" };
     },
 
-    /** So that a count of the organization's live keys stays true until the new key is in. */
+    /** So that a count of the organization's live keys stays true until the new key is in. Sent at the call (a transaction may commit ahead). */
     async lockOrganizationKeys(orgId: string): Promise<void> {
-      await sql`select pg_advisory_xact_lock(hashtextextended(${`keys.api_keys:${orgId}`}, 0))`;
+      await sql`select pg_advisory_xact_lock(hashtextextended(${`keys.api_keys:${orgId}`}, 0))`.execute();
     },
 
     /** Keys that still authenticate (legacy and sandbox keys included). */
