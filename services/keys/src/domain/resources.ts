@@ -16,5 +16,16 @@ export interface KeysResources {
 }
 
 export function keysResources(db: Database, o: Omit<KeysResources, "repo" | "tx">): KeysResources {
-  return { repo: keysRepo(db.sql), tx: (fn, opts) => db.tx((t) => fn(keysRepo(t)), opts), ...o };
+  // One repository per transaction connection, made once: it holds nothing but the connection,
+  // and building its closures for every transaction showed in the mint's profile.
+  const repos = new WeakMap<object, KeysRepo>();
+  const repoOf = (t: Parameters<Parameters<Database["tx"]>[0]>[0]): KeysRepo => {
+    let r = repos.get(t);
+    if (!r) {
+      r = keysRepo(t);
+      repos.set(t, r);
+    }
+    return r;
+  };
+  return { repo: keysRepo(db.sql), tx: (fn, opts) => db.tx((t) => fn(repoOf(t)), opts), ...o };
 }
