@@ -291,10 +291,22 @@ function wrkScript(req) {
 }
 
 const toMs = (v, unit) => Number(v) * ({ us: 0.001, ms: 1, s: 1000 }[unit] ?? 1);
-function runWrk(url, req, duration, connections = CONNECTIONS) {
+/**
+ * Asynchronous, so the bench's own loops (the API keys' revoker, the autovacuum stand-in) keep
+ * running while wrk does: under spawnSync they stalled, the organization reached its limit of live
+ * keys in the warm-up, and the measured mints were all 409 limit_reached.
+ */
+async function runWrk(url, req, duration, connections = CONNECTIONS) {
   const script = join(scratch, `${randomUUID()}.lua`);
   writeFileSync(script, wrkScript(req));
-  const r = spawnSync(WRK, ["-t2", `-c${connections}`, `-d${duration}s`, "--latency", "-s", script, url], { encoding: "utf8" });
+  const r = await new Promise((resolve, reject) => {
+    const child = spawn(WRK, ["-t2", `-c${connections}`, `-d${duration}s`, "--latency", "-s", script, url]);
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (d) => (stdout += d));
+    child.stderr.setEncoding("utf8").on("data", (d) => (stderr += d));
+    child.on("error", reject).on("close", (status) => resolve({ status, stdout, stderr }));
+  });
   if (r.status !== 0) throw new Error(`wrk failed: ${r.stderr}`);
   const out = r.stdout;
   const pct = (p) => {

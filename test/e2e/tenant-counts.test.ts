@@ -2,6 +2,7 @@ import { isAppError } from "@tasksvc/errors";
 import { e2eContext, eventually, openSse, type SseStream, type Tenant, bodyOf, must } from "@tasksvc/testing";
 import { describe, expect, it } from "vitest";
 import { CreatedApiKey, Member, page } from "@tasksvc/contracts";
+import { awaitAuditEvents } from "./audit-helpers.js";
 
 // DESIGN.md section 20, Counts: an organization holds at most 100 live API keys (whichever path
 // mints them) and 25 open event streams across every credential and gateway replica.
@@ -83,7 +84,7 @@ describe("at most 100 live API keys per organization", () => {
     expect(await liveKeys(t.organizationId)).toBe(1);
   });
 
-  it("when 20 keys are minted at once by an organization holding 95, then exactly 5 are created and it never holds more than 100", async () => {
+  it("when 20 keys are minted at once by an organization holding 95, then exactly 5 are created, it never holds more than 100, and only the created keys are in the audit log", async () => {
     const t = await busyTenant();
     await fillTo(t, 95);
     const results = await Promise.all(Array.from({ length: 20 }, (_x, i) => mint(t, `racing ${i}`)));
@@ -97,6 +98,9 @@ describe("at most 100 live API keys per organization", () => {
       JSON.stringify(statuses),
     ).toHaveLength(15);
     expect(await liveKeys(t.organizationId)).toBe(100);
+    // The mint's statement writes its audit event: a refused mint must write none.
+    const created = await awaitAuditEvents(gw, t.apiKey, "action=api_key.created", 100);
+    expect(created).toHaveLength(100);
   });
 
   it("when the organization is full, then the admin CLI's add-user, legacy-key and bootstrap --if-exists reuse are refused with limit_reached and change nothing", async () => {

@@ -3,7 +3,7 @@ import type { Logger } from "@tasksvc/logger";
 import { newId } from "@tasksvc/secrets";
 import { type OutboxPublisher, type OutboxRelay, type OutboxRow, startOutboxRelay } from "./outbox.js";
 import type { Database, Sql } from "./pool.js";
-import { jsonb } from "./values.js";
+import { type Fragment, jsonb } from "./values.js";
 
 /** One change to record; `ctx` gives the request's id, address and User-Agent (absent for the service's own work). */
 export interface AuditEntry {
@@ -33,28 +33,38 @@ export function changesOf<T extends Record<string, unknown>>(before: T, after: T
  * `now()`, as for events.
  */
 export function auditOutbox(sql: Sql) {
+  /**
+   * The insert as a fragment, so a statement can write its record in a CTE of its own (one round
+   * trip for the change and its record); `onlyIf` is a condition on the statement's other CTEs,
+   * e.g. that the change happened.
+   */
+  function insert(entries: readonly AuditEntry[], onlyIf?: Fragment): Fragment {
+    const rows = entries.map((e) => ({
+      id: newId("aud"),
+      organization_id: e.organizationId,
+      action: e.action,
+      actor: { type: e.actor.type, id: e.actor.id, user_id: e.actor.user_id },
+      target: { type: e.target.type, id: e.target.id },
+      changes: e.changes ?? {},
+      request_id: e.ctx?.request_id ?? null,
+      ip: e.ctx?.ip ?? null,
+      user_agent: e.ctx?.user_agent ?? null,
+    }));
+    return sql`
+      insert into audit_outbox (event_id, organization_id, payload)
+      select r.id, r.organization_id,
+        jsonb_build_object('id', r.id, 'organization_id', r.organization_id, 'action', r.action, 'actor', r.actor,
+          'target', r.target, 'changes', r.changes, 'request_id', r.request_id, 'ip', r.ip, 'user_agent', r.user_agent,
+          'created_at', to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+      from jsonb_to_recordset(${jsonb(sql, rows)}) as r (id text, organization_id text, action text, actor jsonb, target jsonb,
+        changes jsonb, request_id text, ip text, user_agent text)
+      ${onlyIf === undefined ? sql`` : sql`where ${onlyIf}`}`;
+  }
   return {
+    insert,
     async write(...entries: readonly AuditEntry[]): Promise<void> {
       if (entries.length === 0) return;
-      const rows = entries.map((e) => ({
-        id: newId("aud"),
-        organization_id: e.organizationId,
-        action: e.action,
-        actor: { type: e.actor.type, id: e.actor.id, user_id: e.actor.user_id },
-        target: { type: e.target.type, id: e.target.id },
-        changes: e.changes ?? {},
-        request_id: e.ctx?.request_id ?? null,
-        ip: e.ctx?.ip ?? null,
-        user_agent: e.ctx?.user_agent ?? null,
-      }));
-      await sql`
-        insert into audit_outbox (event_id, organization_id, payload)
-        select r.id, r.organization_id,
-          jsonb_build_object('id', r.id, 'organization_id', r.organization_id, 'action', r.action, 'actor', r.actor,
-            'target', r.target, 'changes', r.changes, 'request_id', r.request_id, 'ip', r.ip, 'user_agent', r.user_agent,
-            'created_at', to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
-        from jsonb_to_recordset(${jsonb(sql, rows)}) as r (id text, organization_id text, action text, actor jsonb, target jsonb,
-          changes jsonb, request_id text, ip text, user_agent text)`;
+      await insert(entries);
     },
   };
 }

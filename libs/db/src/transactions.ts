@@ -16,6 +16,14 @@ type TxSql = postgres.TransactionSql;
 export interface TxOptions {
   /** Runs after a deadlock or serialization failure (default 5): the function must have no effect outside the transaction. */
   attempts?: number;
+  /**
+   * COMMIT goes out right behind the function's statements instead of after their answers: the
+   * transaction is one round trip, and its locks are held only while the server runs it. Only for
+   * a function that sends every statement before its first await (each with `.execute()`, in
+   * order: a plain `await` sends a statement later than the COMMIT sent here) and decides nothing
+   * from their answers. A failed statement makes the COMMIT a ROLLBACK, and its error is thrown.
+   */
+  commitAhead?: boolean;
 }
 
 const RETRYABLE = new Set<string>([PG.serializationFailure, PG.deadlockDetected]);
@@ -119,7 +127,7 @@ export function transactionPool(size: number, connect: (onclose: () => void) => 
     return fresh;
   };
 
-  async function once<T>(fn: (t: TxSql) => Promise<T>): Promise<T> {
+  async function once<T>(fn: (t: TxSql) => Promise<T>, commitAhead: boolean): Promise<T> {
     const asked = performance.now();
     let slot = await acquire();
     // Its driver instance never reconnects, so one whose connection closed while idle is replaced.
@@ -157,12 +165,18 @@ export function transactionPool(size: number, connect: (onclose: () => void) => 
       const traceparent = currentTraceparent();
       const traced = traceparent ? slot.sql`select set_config('tasksvc.traceparent', ${traceparent}, true)`.execute() : undefined;
       traced?.catch(() => undefined);
-      const result = await guarded(fn(slot.sql as unknown as TxSql));
+      const running = fn(slot.sql as unknown as TxSql);
+      const ahead = commitAhead ? slot.sql`commit`.execute() : undefined;
+      if (ahead) {
+        committing = true;
+        ahead.catch(() => undefined);
+      }
+      const result = await guarded(running);
       await guarded(begun);
       if (traced) await guarded(traced);
       if (slot.closes !== closes) throw new TransactionConnectionLost();
       committing = true;
-      const done = await guarded(slot.sql`commit`.execute());
+      const done = await guarded(ahead ?? slot.sql`commit`.execute());
       // COMMIT of a transaction aborted by an error the function swallowed answers ROLLBACK.
       if (done.command !== "COMMIT") throw new Error(`the transaction was rolled back (${done.command}): a statement in it failed`);
       outcome = "commit";
@@ -201,7 +215,7 @@ export function transactionPool(size: number, connect: (onclose: () => void) => 
         const attempts = Math.max(1, opts.attempts ?? 5);
         for (let attempt = 1; ; attempt++) {
           try {
-            return await once(fn);
+            return await once(fn, opts.commitAhead === true);
           } catch (e) {
             if (attempt >= attempts || !isPgError(e) || !RETRYABLE.has(e.code)) throw e;
             span.addEvent("retry", { "db.response.status_code": e.code });

@@ -164,6 +164,32 @@ describe("createDb", () => {
     }
   });
 
+  it("when a transaction commits ahead, then its statements run in order inside it, and one that fails rolls them all back", async () => {
+    await db.sql.unsafe(`create table if not exists ${SCHEMA}.ahead (n int primary key)`);
+    const seen = await db.tx(
+      async (t) => {
+        const [, counted] = await Promise.all([
+          t`insert into ahead (n) values (1)`.execute(),
+          t<{ c: number }[]>`select count(*)::int as c from ahead`.execute(),
+        ]);
+        return counted[0]?.c;
+      },
+      { commitAhead: true },
+    );
+    expect(seen).toBe(1);
+    const failed = db.tx(
+      async (t) => {
+        await Promise.all([t`insert into ahead (n) values (2)`.execute(), t`insert into ahead (n) values (1)`.execute()]);
+      },
+      { commitAhead: true },
+    );
+    await expect(failed).rejects.toMatchObject({ code: "23505" });
+    expect((await db.sql<{ n: number }[]>`select n from ahead order by n`).map((r) => r.n)).toEqual([1]);
+    // Every connection of the pool is out of any transaction afterwards.
+    const states = await Promise.all(Array.from({ length: 8 }, () => db.tx((t) => t<{ s: string }[]>`select to_char(now(), 'US') as s`)));
+    expect(states).toHaveLength(8);
+  });
+
   it("when two transactions deadlock, then the loser is retried and both commit", async () => {
     await db.sql.unsafe(`create table if not exists ${SCHEMA}.pair (id int primary key, v int)`);
     await db.sql.unsafe(`insert into ${SCHEMA}.pair values (1, 0), (2, 0) on conflict do nothing`);

@@ -23,23 +23,19 @@ export function auditSystem(db: Pick<Database, "sql" | "tx" | "connections">, re
       return db.tx(async (t) => {
         const r = auditRepo(t);
         const head = await r.lockHead(m.organization_id, AUDIT_GENESIS_HASH);
-        if (await r.stored(m.id)) return "duplicate";
         const sequence = head.sequence + 1;
         const { hash, body } = sealedEvent(m, sequence, head.hash);
-        await r.append(
-          {
-            organizationId: m.organization_id,
-            sequence,
-            id: m.id,
-            action: m.action,
-            actorId: m.actor.id,
-            targetId: m.target.id,
-            createdAt: m.created_at,
-            body,
-          },
-          hash,
-        );
-        return "stored";
+        const e = {
+          organizationId: m.organization_id,
+          sequence,
+          id: m.id,
+          action: m.action,
+          actorId: m.actor.id,
+          targetId: m.target.id,
+          createdAt: m.created_at,
+          body,
+        };
+        return r.appendUnlessStored(e, hash);
       });
     },
 

@@ -18,7 +18,7 @@ import {
   type RpcContext,
   type Scope,
 } from "@tasksvc/contracts";
-import { changesOf, newId, storedResult } from "@tasksvc/db";
+import { type AuditEntry, changesOf, newId, storedResult } from "@tasksvc/db";
 import { AppError } from "@tasksvc/errors";
 import { toApiKey, toOrganization, type KeysRepo, type NewKey, type OrgRow } from "../repo/keys-repo.js";
 import type { DevIssuer } from "./dev-issuer.js";
@@ -113,16 +113,20 @@ export function keysService(res: KeysResources, { issuer }: { issuer: DevIssuer 
   }
 
   /** What the key may do, never what it is: neither the secret nor its hash or prefix. */
-  function auditKeyCreated(r: KeysRepo, key: NewKey, by: By): Promise<void> {
+  function keyCreated(key: NewKey, by: By): AuditEntry {
     const created = { name: key.name, scopes: [...key.scopes], expires_at: key.expiresAt?.toISOString() ?? null, test_mode: key.testMode, legacy: key.legacy };
     const none = { name: null, scopes: null, expires_at: null, test_mode: null, legacy: null };
-    return r.audit.write({
+    return {
       organizationId: key.organizationId,
       action: "api_key.created",
       ...by,
       target: { type: "api_key", id: key.id },
       changes: changesOf<Record<string, unknown>>(none, created, ["name", "scopes", "expires_at", "test_mode", "legacy"]),
-    });
+    };
+  }
+
+  function auditKeyCreated(r: KeysRepo, key: NewKey, by: By): Promise<void> {
+    return r.audit.write(keyCreated(key, by));
   }
 
   const system = (ctx: RpcContext): By => ({ actor: actorOf(ctx), ctx });
@@ -214,12 +218,17 @@ export function keysService(res: KeysResources, { issuer }: { issuer: DevIssuer 
       });
       const once = idemKey === undefined ? null : { credentialId, key: idemKey, result: { ...shown, key_sealed: res.box.seal(secret) } satisfies RecordedKey };
       // Concurrent mints queue on the organization's lock, each counting what the previous one committed.
-      const out = await res.tx(async (r) => {
-        await r.lockOrganizationKeys(t.organizationId);
-        const minted = await r.mintApiKey(key, once, MAX_LIVE_API_KEYS);
-        if (minted.kind === "minted") await auditKeyCreated(r, key, t);
-        return minted;
-      });
+      // BEGIN, the lock, the mint (with its audit event) and COMMIT go out together: the server runs
+      // them in order, so the mint's snapshot is still taken under the lock, and the lock is held
+      // only while the server works, not across round trips; nothing here waits on an answer first.
+      const created = keyCreated(key, t);
+      const out = await res.tx(
+        async (r) => {
+          const [, minted] = await Promise.all([r.lockOrganizationKeys(t.organizationId), r.mintApiKey(key, once, MAX_LIVE_API_KEYS, created)]);
+          return minted;
+        },
+        { commitAhead: true },
+      );
       switch (out.kind) {
         case "minted":
           res.written();

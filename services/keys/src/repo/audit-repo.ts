@@ -24,26 +24,39 @@ export function auditRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
   return {
     /** Held until the transaction ends: appends to one organization's chain go one at a time. */
     async lockHead(orgId: string, genesis: string): Promise<ChainHead> {
-      await sql`insert into audit_heads (organization_id, sequence, hash) values (${orgId}, 0, ${genesis}) on conflict do nothing`;
-      const [row] = await sql<{ sequence: string; hash: string }[]>`
+      const head = () => sql<{ sequence: string; hash: string }[]>`
         select sequence::text, hash from audit_heads where organization_id = ${orgId} for update`;
+      // The head exists after an organization's first event: one statement then, not an insert that conflicts every time.
+      let [row] = await head();
+      if (!row) {
+        await sql`insert into audit_heads (organization_id, sequence, hash) values (${orgId}, 0, ${genesis}) on conflict do nothing`;
+        [row] = await head();
+      }
       if (!row) throw new Error("the chain head was not found after its insert");
       return { sequence: Number(row.sequence), hash: row.hash };
     },
 
-    async stored(id: string): Promise<boolean> {
-      const [row] = await sql`select 1 from audit_events where id = ${id}`;
-      return row !== undefined;
+    /**
+     * One statement after lockHead(), so its snapshot sees every event stored before the lock was
+     * granted: an event already stored (a redelivery) is neither appended again nor moves the head.
+     */
+    async appendUnlessStored(e: StoredAuditEvent, hash: string): Promise<"stored" | "duplicate"> {
+      const [row] = await sql<{ duplicate: boolean }[]>`
+        with dup as (
+          select 1 from audit_events where id = ${e.id}
+        ), appended as (
+          insert into audit_events (organization_id, sequence, id, action, actor_id, target_id, created_at, body)
+          select ${e.organizationId}, ${e.sequence}, ${e.id}, ${e.action}, ${e.actorId}, ${e.targetId}, ${e.createdAt}::timestamptz, ${e.body}
+          where not exists (select 1 from dup)
+          returning 1
+        ), moved as (
+          update audit_heads set sequence = ${e.sequence}, hash = ${hash}
+          where organization_id = ${e.organizationId} and exists (select 1 from appended)
+        )
+        select exists (select 1 from dup) as duplicate`;
+      return row?.duplicate ? "duplicate" : "stored";
     },
 
-    async append(e: StoredAuditEvent, hash: string): Promise<void> {
-      await sql`
-        insert into audit_events (organization_id, sequence, id, action, actor_id, target_id, created_at, body)
-        values (${e.organizationId}, ${e.sequence}, ${e.id}, ${e.action}, ${e.actorId}, ${e.targetId}, ${e.createdAt}::timestamptz, ${e.body})`;
-      await sql`update audit_heads set sequence = ${e.sequence}, hash = ${hash} where organization_id = ${e.organizationId}`;
-    },
-
-    /** Newest first; the page is the stored texts joined, never parsed again, and cut at the byte budget. */
     async list(orgId: string, q: ListAuditEventsQuery): Promise<RawJson<Page<AuditEvent>>> {
       const page = sql`
         select sequence, sequence::text as cursor_sequence, body as json, octet_length(body) + 1 as bytes

@@ -1,5 +1,5 @@
 import type { Sql } from "@tasksvc/db";
-import { array, auditOutbox, idempotencyRecords, jsonb, KEYSET_TIME, keyset, keysetAfter, pageOf } from "@tasksvc/db";
+import { type AuditEntry, array, auditOutbox, idempotencyRecords, jsonb, KEYSET_TIME, keyset, keysetAfter, pageOf } from "@tasksvc/db";
 import type { ApiKey, Member, Organization, Page, Plan, Role, Scope } from "@tasksvc/contracts";
 import { membersRepo } from "./members-repo.js";
 import type { OrgRow } from "./org-row.js";
@@ -65,12 +65,13 @@ const KEY_PAGES = keyset("desc", ["created_at", "timestamp"], ["id", "text"]);
 const MEMBER_PAGES = keyset("asc", ["m.created_at", "timestamp"], ["m.user_id", "text"]);
 
 export function keysRepo(sql: Sql) {
+  const audit = auditOutbox(sql);
   return {
     ...membersRepo(sql),
     ...oauthClientsRepo(sql),
     idempotency: idempotencyRecords(sql),
     /** Written in the transaction of the change it records. */
-    audit: auditOutbox(sql),
+    audit,
 
     async identityByKeyHash(keyHash: string): Promise<KeyIdentityRow | undefined> {
       // A key acts as its creator: no current membership, no identity (a removed user's keys stop).
@@ -219,12 +220,14 @@ export function keysRepo(sql: Sql) {
      * One statement (decision 0020). `limitReached` is exact only under lockOrganizationKeys()
      * taken by an earlier statement of the transaction: a statement's snapshot predates any lock it
      * takes itself. `recordedMeanwhile`: a twin recorded the key after this snapshot; its record is
-     * the answer.
+     * the answer. `created`, the key's audit event, is written only with the key. Sent at the call
+     * (a transaction may commit ahead).
      */
     async mintApiKey(
       k: NewKey & { createdAt: Date },
       once: { credentialId: string; key: string; result: unknown } | null,
       maxLive: number,
+      created?: AuditEntry,
     ): Promise<
       | { kind: "replay"; operation: string; result: unknown }
       | { kind: "forbidden"; role: Role | null }
@@ -260,9 +263,11 @@ export function keysRepo(sql: Sql) {
                  ${array(sql, k.scopes)}, ${k.legacy}, ${k.testMode}, ${k.expiresAt}, ${k.createdAt}
           from go
           returning id
+        ), audited as (
+          ${created === undefined ? sql`select` : sql`${audit.insert([created], sql`exists (select 1 from inserted)`)} returning 1`}
         )
         select (select operation from prior) as prior_operation, (select result from prior) as prior_result,
-          (select role from member) as role, (select n from live) as live, (select count(*) from inserted)::int as inserted`;
+          (select role from member) as role, (select n from live) as live, (select count(*) from inserted)::int as inserted`.execute();
       if (!row) throw new Error("the mint statement returned no row");
       if (row.prior_operation !== null) return { kind: "replay", operation: row.prior_operation, result: row.prior_result };
       if (row.role !== "owner" && row.role !== "admin") return { kind: "forbidden", role: row.role };
@@ -270,9 +275,9 @@ export function keysRepo(sql: Sql) {
       return row.inserted === 1 ? { kind: "minted" } : { kind: "recordedMeanwhile" };
     },
 
-    /** So that a count of the organization's live keys stays true until the new key is in. */
+    /** So that a count of the organization's live keys stays true until the new key is in. Sent at the call (a transaction may commit ahead). */
     async lockOrganizationKeys(orgId: string): Promise<void> {
-      await sql`select pg_advisory_xact_lock(hashtextextended(${`keys.api_keys:${orgId}`}, 0))`;
+      await sql`select pg_advisory_xact_lock(hashtextextended(${`keys.api_keys:${orgId}`}, 0))`.execute();
     },
 
     /** Keys that still authenticate (legacy and sandbox keys included). */
