@@ -65,9 +65,18 @@ export function idempotencyRecords(sql: Sql) {
       throw new AppError("internal_error", "The Idempotency-Key was recorded but its result could not be read back.");
     },
 
-    /** Before a plain insert of the key. */
-    async dropExpired(credentialId: string, key: string): Promise<void> {
-      await sql`delete from idempotency where credential_id = ${credentialId} and key = ${key} and created_at <= now() - interval '24 hours'`;
+    /**
+     * Before a plain insert of the key: a record past its 24 hours is deleted, a live one replayed,
+     * in one round trip (the statement's delete and select see one snapshot, so the select tells the
+     * live record by its age).
+     */
+    async replayOrDropExpired<T>(credentialId: string, key: string, operation: string): Promise<T | undefined> {
+      const [row] = await sql<{ operation: string; result: T }[]>`
+        with dropped as (
+          delete from idempotency where credential_id = ${credentialId} and key = ${key} and created_at <= now() - interval '24 hours'
+        )
+        select operation, result from idempotency where credential_id = ${credentialId} and key = ${key} and created_at > now() - interval '24 hours'`;
+      return row && storedResult<T>(row, operation);
     },
 
     async sweep(): Promise<void> {

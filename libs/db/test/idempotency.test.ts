@@ -40,8 +40,13 @@ describe("service idempotency records", () => {
     await records.recordOnce("key_old", "k", "op", { n: 2 });
     expect(await records.replay("key_old", "k", "op")).toEqual({ n: 2 });
     await sql`update idempotency set created_at = now() - interval '25 hours' where credential_id = 'key_old'`;
-    await records.dropExpired("key_old", "k");
+    expect(await records.replayOrDropExpired("key_old", "k", "op")).toBeUndefined();
     expect((await sql`select 1 from idempotency where credential_id = 'key_old'`).length).toBe(0);
+    // A live record is replayed by the same call, and left in place.
+    await records.recordOnce("key_old", "k", "op", { n: 3 });
+    expect(await records.replayOrDropExpired("key_old", "k", "op")).toEqual({ n: 3 });
+    const reused = await records.replayOrDropExpired("key_old", "k", "other").catch((e: unknown) => e);
+    expect(isAppError(reused) && reused.code).toBe("idempotency_key_reused");
   });
 
   it("when a retry of a keyed write runs while its first attempt is still in flight, then it waits and answers the first one's result, not a 400 from the twin's checks", async () => {

@@ -72,8 +72,7 @@ export function createBatcher(res: TasksResources, prepare: Prepare) {
     if (alone && key !== undefined) {
       const { credentialId } = alone.caller;
       // The statement inserts the key plainly (no upsert): a record past its 24 h goes first.
-      await r.idempotency.dropExpired(credentialId, key);
-      const stored = await r.idempotency.replay<Task>(credentialId, key, "createTask");
+      const stored = await r.idempotency.replayOrDropExpired<Task>(credentialId, key, "createTask");
       if (stored) {
         alone.resolve(stored);
         return;
