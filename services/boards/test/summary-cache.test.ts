@@ -49,8 +49,12 @@ describe("the summary cache", () => {
     );
     expect([1, 2, 3, 4].map((n) => c.get("o", n)?.task_id)).toEqual([undefined, "T-2", "T-3", "T-4"]);
     expect(c.bytes).toBeLessThanOrEqual(3 * summaryBytes(summary(1, long)));
+    const found = new Map<number, TaskSummary>();
+    expect(c.take("o", [1, 3, 4], found)).toEqual([1]);
+    expect([...found.keys()]).toEqual([3, 4]);
     clock += 30;
     expect(c.get("o", 4)).toBeUndefined();
+    expect(c.take("o", [3], new Map())).toEqual([3]);
     const few = summaryCache({ maxEntries: 2 });
     few.put("o", [summary(1, "1"), summary(2, "2"), summary(3, "3")], few.epoch());
     expect(few.size).toBe(2);

@@ -43,12 +43,7 @@ export function boardsService(res: BoardsResources) {
   const summariesOf = async (c: Caller, numbers: number[]): Promise<Map<number, TaskSummary>> => {
     const found = new Map<number, TaskSummary>();
     const copies = res.servesCopies();
-    const missing = [];
-    for (const n of numbers) {
-      const hit = copies ? res.summaries.get(c.organizationId, n) : undefined;
-      if (hit) found.set(n, hit);
-      else missing.push(n);
-    }
+    const missing = copies ? res.summaries.take(c.organizationId, numbers, found) : numbers;
     if (missing.length === 0) return found;
     const epoch = res.summaries.epoch();
     const read = await res.tasks.lookup(c.ctx, missing);

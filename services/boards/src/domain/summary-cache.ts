@@ -44,6 +44,21 @@ export function summaryCache(opts: SummaryCacheOptions = {}) {
       }
       return e.summary;
     },
+    /** The copies of `numbers` go into `found`; answers the numbers that have none. */
+    take(org: string, numbers: readonly number[], found: Map<number, TaskSummary>): number[] {
+      const at = now();
+      const missing = [];
+      for (const n of numbers) {
+        const k = key(org, n);
+        const e = entries.get(k);
+        if (e && e.expires > at) found.set(n, e.summary);
+        else {
+          if (e) remove(k);
+          missing.push(n);
+        }
+      }
+      return missing;
+    },
     epoch: () => epoch,
     /** Copies read since `readEpoch`; none is kept when a change was heard meanwhile. */
     put(org: string, summaries: readonly TaskSummary[], readEpoch: number): void {
