@@ -223,13 +223,55 @@ describe("the board over time and between users", () => {
     expect(r.body.sections.map((s: { entries: unknown[] }) => s.entries.length)).toEqual([6, 6]);
     const empty = await gw.get("/v1/daily-plan?date=2030-01-01", { token: t.apiKey });
     expect(empty.status).toBe(200);
-    // A later read with entries is the sentinel: the (one) boards replica sends its lookups in
-    // order on one connection, and NATS keeps one publisher's order, so once the sentinel's lookup
-    // is here every lookup of the two reads above has arrived too. No sleep, no guess.
-    const sentinel = await gw.get(`/v1/daily-plan?date=${DAY}`, { token: t.apiKey });
+    const again = await gw.get(`/v1/daily-plan?date=${DAY}`, { token: t.apiKey });
+    expect(again.body).toEqual(r.body);
+    // A later read of a task not read before is the sentinel: the (one) boards replica sends its
+    // lookups in order on one connection, and NATS keeps one publisher's order, so once the
+    // sentinel's lookup is here every lookup of the reads above has arrived too. No sleep, no guess.
+    await plan(t.apiKey, await task(t.apiKey, { title: "sentinel" }), "TODO", "2030-01-02");
+    const sentinel = await gw.get("/v1/daily-plan?date=2030-01-02", { token: t.apiKey });
     const sentinelId = sentinel.headers.get("x-request-id");
     await eventually(() => expect(lookupRequestIds).toContain(sentinelId), { intervalMs: 10, what: "the sentinel's lookup" });
     expect(lookupRequestIds.filter((id) => id === r.headers.get("x-request-id"))).toHaveLength(1);
     expect(lookupRequestIds.filter((id) => id === empty.headers.get("x-request-id"))).toHaveLength(0);
+    // The second read of the same tasks, unchanged since, is answered from the boards replica's copies.
+    expect(lookupRequestIds.filter((id) => id === again.headers.get("x-request-id"))).toHaveLength(0);
+  });
+
+  it("when a board was read and its tasks then change through the other gateway, then the next read shows every change at once", async () => {
+    const t = await f.tenant();
+    const other = await f.tenant();
+    const ids = [];
+    for (const title of ["draft", "review", "ship", "bin"]) ids.push(await task(t.apiKey, { title }));
+    const [a, b, c, d] = ids;
+    for (const id of ids) await plan(t.apiKey, id);
+    // Another organization's tasks with the same numbers, read in between: its copies are its own.
+    for (const title of ["theirs 1", "theirs 2"]) await plan(other.apiKey, await task(other.apiKey, { title }));
+    const view = async (token: string) =>
+      (await board(token)).sections[0].entries.map((e: { task_id: string; title: string; status: string }) => [e.task_id, e.title, e.status]);
+    for (let round = 0; round < 3; round++) {
+      expect(await view(t.apiKey)).toEqual([
+        [a, round ? `draft ${round}` : "draft", "TODO"],
+        [b, "review", round % 2 ? "COMPLETED" : "TODO"],
+        [c, "ship", "TODO"],
+        [d, "bin", "TODO"],
+      ]);
+      expect((await view(other.apiKey)).map((e: string[]) => e[1])).toEqual(["theirs 1", "theirs 2"]);
+      await gw2.patch(`/v1/tasks/${a}`, { title: `draft ${round + 1}` }, { token: t.apiKey });
+      await gw2.patch(`/v1/tasks/${b}`, { status: round % 2 ? "TODO" : "COMPLETED" }, { token: t.apiKey });
+      if (round === 2) break;
+      await gw2.post(`/v1/tasks/${c}/archive`, undefined, { token: t.apiKey });
+      expect((await view(t.apiKey)).map((e: string[]) => e[0])).toEqual([a, b, d]);
+      await gw2.post(`/v1/tasks/${c}/unarchive`, undefined, { token: t.apiKey });
+    }
+    expect(await view(t.apiKey)).toEqual([
+      [a, "draft 3", "TODO"],
+      [b, "review", "COMPLETED"],
+      [c, "ship", "TODO"],
+      [d, "bin", "TODO"],
+    ]);
+    const trashed = await gw2.delete(`/v1/tasks/${d}`, { token: t.apiKey });
+    expect(trashed.status, trashed.text).toBe(200);
+    expect((await view(t.apiKey)).map((e: string[]) => e[0])).toEqual([a, b, c]);
   });
 });

@@ -39,16 +39,27 @@ export function boardsService(res: BoardsResources) {
     created_at: row.created_at,
   });
 
+  /** Copies where they may be served, the rest in one request; a task in the trash or erased is absent. */
+  const summariesOf = async (c: Caller, numbers: number[]): Promise<Map<number, TaskSummary>> => {
+    const found = new Map<number, TaskSummary>();
+    const copies = res.servesCopies();
+    const missing = copies ? res.summaries.take(c.organizationId, numbers, found) : numbers;
+    if (missing.length === 0) return found;
+    const epoch = res.summaries.epoch();
+    const read = await res.tasks.lookup(c.ctx, missing);
+    if (copies) res.summaries.put(c.organizationId, read, epoch);
+    for (const t of read) found.set(numberOf(t), t);
+    return found;
+  };
+
   return {
     /**
-     * Titles and statuses are the tasks' current ones, in one request however many entries there are.
+     * Titles and statuses are the tasks' current ones, in at most one request however many entries there are.
      * An entry whose task was archived after planning is hidden (it could not be planned now).
      */
     async board(c: Caller, date: string): Promise<Board> {
       const { sections, entries } = await repo.day(c.organizationId, c.userId, date);
-      const numbers = [...new Set(entries.map((e) => Number(e.task_number)))];
-      const tasks = numbers.length ? await res.tasks.lookup(c.ctx, numbers) : [];
-      const byNumber = new Map(tasks.map((t) => [numberOf(t), t]));
+      const byNumber = await summariesOf(c, [...new Set(entries.map((e) => Number(e.task_number)))]);
       const status = new Map(sections.map((s) => [s.section, s.status]));
       return {
         date,

@@ -9,7 +9,8 @@ export interface EntryRow {
 }
 
 /** An entry's created_at as Date#toISOString() renders it, by Postgres: no Date per row (decision 0020). */
-const ENTRY_CREATED_AT = `to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as created_at`;
+const CREATED_AT_VALUE = `to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+const ENTRY_CREATED_AT = `${CREATED_AT_VALUE} as created_at`;
 
 /** The task already has an entry on the user's day (entries_task_key): placed by a concurrent request. */
 export class AlreadyPlaced extends Error {
@@ -24,26 +25,21 @@ const ENTRY_RULES: readonly PgErrorRule[] = [{ code: PG.uniqueViolation, constra
 export function boardsRepo(sql: Sql) {
   const idempotency = idempotencyRecords(sql);
   const createdAt = sql.unsafe(ENTRY_CREATED_AT);
+  const createdAtValue = sql.unsafe(CREATED_AT_VALUE);
   return {
-    /** One statement, so one round trip per board read (decision 0020). */
+    /**
+     * One statement, so one round trip per board read (decision 0020), and one row: the entries come
+     * as one JSON array, parsed once, instead of a row each that repeated the sections' JSON.
+     */
     async day(org: string, user: string, date: string): Promise<{ sections: Array<{ section: DailySection; status: DailyStatus }>; entries: EntryRow[] }> {
-      const rows = await sql<Array<{ sections: Array<{ section: DailySection; status: DailyStatus }> } & { [K in keyof EntryRow]: EntryRow[K] | null }>>`
-        select s.sections, e.id, e.section, e.task_number, e.created_at
-        from (
-          select coalesce(json_agg(json_build_object('section', section, 'status', status)), '[]') as sections
-          from sections where organization_id = ${org} and user_id = ${user} and date = ${date}::date
-        ) s
-        left join lateral (
-          select id, section, task_number::text as task_number, ${createdAt}, created_at as placed_at from entries
-          where organization_id = ${org} and user_id = ${user} and date = ${date}::date
-        ) e on true
-        order by e.placed_at, e.id`;
-      const entries: EntryRow[] = [];
-      for (const r of rows) {
-        if (r.id !== null && r.section !== null && r.task_number !== null && r.created_at !== null)
-          entries.push({ id: r.id, section: r.section, task_number: r.task_number, created_at: r.created_at });
-      }
-      return { sections: rows[0]?.sections ?? [], entries };
+      const [row] = await sql<Array<{ sections: Array<{ section: DailySection; status: DailyStatus }>; entries: EntryRow[] }>>`
+        select
+          (select coalesce(json_agg(json_build_object('section', section, 'status', status)), '[]')
+            from sections where organization_id = ${org} and user_id = ${user} and date = ${date}::date) as sections,
+          (select coalesce(json_agg(json_build_object('id', id, 'section', section, 'task_number', task_number::text, 'created_at', ${createdAtValue})
+              order by created_at, id), '[]')
+            from entries where organization_id = ${org} and user_id = ${user} and date = ${date}::date) as entries`;
+      return { sections: row?.sections ?? [], entries: row?.entries ?? [] };
     },
 
     async setStatus(org: string, user: string, date: string, section: DailySection, status: DailyStatus): Promise<void> {
