@@ -104,8 +104,7 @@ export function exportsSystem(res: TasksResources, o: ExportsOptions) {
     const attempt = row.attempts;
     let progress = { done: 0, total: 0 };
     let ended: RunEnded | undefined;
-    // Also while the file is sent: the lease and the message's ack timer stay alive however long a step takes.
-    const heartbeat = setInterval(() => {
+    const record = () => {
       working();
       repo.renew(row.id, attempt, progress.done, progress.total, o.leaseMs).then(
         (held) => {
@@ -113,11 +112,19 @@ export function exportsSystem(res: TasksResources, o: ExportsOptions) {
         },
         (err: unknown) => res.log.warn({ err, export_id: row.id }, "export progress not recorded"),
       );
-    }, o.heartbeatMs);
+    };
+    // Also while the file is sent: the lease and the message's ack timer stay alive however long a step takes.
+    const heartbeat = setInterval(record, o.heartbeatMs);
+    // The first tasks written are recorded at once, so a poll sees the run under way before its first beat.
+    let started = false;
     let written: Written | undefined;
     try {
       const tick = async (done: number, total: number) => {
         progress = { done, total };
+        if (!started && done > 0 && done < total) {
+          started = true;
+          record();
+        }
         if (stopping.aborted) ended ??= new RunEnded("stopping");
         if (ended) throw ended;
       };
