@@ -68,8 +68,11 @@ const content = (b) => ({
   custom_fields: b.custom_fields ?? {},
   parent_number: null,
 });
+// As the service stamps a create (its user, the version's actor and request), so the statement writes the same row.
 const newTask = (body, fieldsSeen = []) => ({
   owner: user,
+  actor: user,
+  by: { actor: { type: "api_key", id: "cred_matched", user_id: user }, requestId: `req_${randomUUID().replaceAll("-", "")}`, batchKey: null },
   content: content(body),
   versionId: `ver_${randomUUID()}`,
   eventId: `evt_${randomUUID()}`,

@@ -438,6 +438,8 @@ async function yardsticks(s, req, url, matchedUrl) {
   const revoker = s.matched === "apikey" ? revokeBenchKeys() : null;
   try {
     const base = await measure(`matched baseline of ${s.name}`, matchedUrl, mreq, connections, { cpu: true });
+    // A baseline that fails answers fast: its figures would be a refusal's, and every ratio to it wrong.
+    if (base.non2xx > 0) throw new Error(`the matched baseline of ${s.name} answered ${base.non2xx} non-2xx responses: fix the matched responder`);
     const row = await measure(s.name, url, req, connections, { cpu: true });
     const baseSteady = await steady(`matched baseline of ${s.name}`, matchedUrl, mreq, rate);
     const rowSteady = await steady(s.name, url, req, rate);
