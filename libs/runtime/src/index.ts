@@ -1,3 +1,4 @@
 export * from "./definition.js";
 export * from "./start.js";
 export * from "./main.js";
+export * from "./copies.js";

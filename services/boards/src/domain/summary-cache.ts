@@ -1,4 +1,5 @@
 import type { TaskSummary } from "@tasksvc/contracts";
+import { copies } from "@tasksvc/runtime";
 
 export interface SummaryCacheOptions {
   maxEntries?: number;
@@ -18,80 +19,32 @@ export interface SummaryCacheOptions {
  * while it ran (the epoch); losing the connection could lose broadcasts, so it clears the cache.
  */
 export function summaryCache(opts: SummaryCacheOptions = {}) {
-  const max = opts.maxEntries ?? 50_000;
-  const ttl = opts.ttlMs ?? 30_000;
-  const now = opts.now ?? Date.now;
-  const maxBytes = opts.maxBytes ?? 32 * 1024 * 1024;
-  const entries = new Map<string, { summary: TaskSummary; expires: number; bytes: number }>();
-  let bytes = 0;
-  let epoch = 0;
-  const remove = (k: string): void => {
-    const e = entries.get(k);
-    if (!e) return;
-    bytes -= e.bytes;
-    entries.delete(k);
-  };
-  const key = (org: string, n: number) => `${org}\u0000${n}`;
-
+  const c = copies<TaskSummary>({
+    maxEntries: opts.maxEntries ?? 50_000,
+    maxBytes: opts.maxBytes ?? 32 * 1024 * 1024,
+    ttlMs: opts.ttlMs,
+    now: opts.now,
+    sizeOf: summaryBytes,
+  });
   return {
-    get(org: string, n: number): TaskSummary | undefined {
-      const k = key(org, n);
-      const e = entries.get(k);
-      if (!e) return undefined;
-      if (e.expires <= now()) {
-        remove(k);
-        return undefined;
-      }
-      return e.summary;
-    },
-    /** The copies of `numbers` go into `found`; answers the numbers that have none. */
-    take(org: string, numbers: readonly number[], found: Map<number, TaskSummary>): number[] {
-      const at = now();
-      const missing = [];
-      for (const n of numbers) {
-        const k = key(org, n);
-        const e = entries.get(k);
-        if (e && e.expires > at) found.set(n, e.summary);
-        else {
-          if (e) remove(k);
-          missing.push(n);
-        }
-      }
-      return missing;
-    },
-    epoch: () => epoch,
+    get: c.get,
+    take: c.take,
+    epoch: c.epoch,
     /** Copies read since `readEpoch`; none is kept when a change was heard meanwhile. */
     put(org: string, summaries: readonly TaskSummary[], readEpoch: number): void {
-      if (readEpoch !== epoch) return;
-      for (const s of summaries) {
-        const k = key(org, Number(s.task_id.slice(2)));
-        remove(k);
-        const size = summaryBytes(s);
-        if (size > maxBytes) continue;
-        entries.set(k, { summary: s, expires: now() + ttl, bytes: size });
-        bytes += size;
-      }
-      // Maps iterate in insertion order: the first key is the least recently put.
-      while (entries.size > max || bytes > maxBytes) {
-        const oldest = entries.keys().next();
-        if (oldest.done) break;
-        remove(oldest.value);
-      }
+      c.put(
+        org,
+        summaries.map((s) => [Number(s.task_id.slice(2)), s] as const),
+        readEpoch,
+      );
     },
-    invalidate(org: string, numbers: readonly number[]): void {
-      epoch += 1;
-      for (const n of numbers) remove(key(org, n));
-    },
-    clear(): void {
-      epoch += 1;
-      entries.clear();
-      bytes = 0;
-    },
+    invalidate: c.invalidate,
+    clear: c.clear,
     get size() {
-      return entries.size;
+      return c.size;
     },
     get bytes() {
-      return bytes;
+      return c.bytes;
     },
   };
 }

@@ -1,4 +1,5 @@
 import type { Task } from "@tasksvc/contracts";
+import { copies } from "@tasksvc/runtime";
 
 export interface TaskCacheOptions {
   maxEntries?: number;
@@ -22,65 +23,27 @@ export interface CachedTask {
  * while it ran (the epoch); losing the NATS connection could lose broadcasts, so it clears the cache.
  */
 export function taskCache(opts: TaskCacheOptions = {}) {
-  const max = opts.maxEntries ?? 20_000;
-  const ttl = opts.ttlMs ?? 30_000;
-  const now = opts.now ?? Date.now;
-  const maxBytes = opts.maxBytes ?? 64 * 1024 * 1024;
-  const entries = new Map<string, CachedTask & { expires: number; bytes: number }>();
-  let bytes = 0;
-  let epoch = 0;
-  const remove = (k: string): void => {
-    const e = entries.get(k);
-    if (!e) return;
-    bytes -= e.bytes;
-    entries.delete(k);
-  };
-  const key = (org: string, n: number) => `${org}\u0000${n}`;
-
+  const c = copies<CachedTask>({
+    maxEntries: opts.maxEntries ?? 20_000,
+    maxBytes: opts.maxBytes ?? 64 * 1024 * 1024,
+    ttlMs: opts.ttlMs,
+    now: opts.now,
+    sizeOf: (e) => taskBytes(e.task),
+  });
   return {
-    get(org: string, n: number): CachedTask | undefined {
-      const k = key(org, n);
-      const e = entries.get(k);
-      if (!e) return undefined;
-      if (e.expires <= now()) {
-        remove(k);
-        return undefined;
-      }
-      return e;
-    },
-    epoch: () => epoch,
+    get: c.get,
+    epoch: c.epoch,
     put(org: string, n: number, task: Task, version: string, readEpoch: number): void {
-      if (readEpoch !== epoch) return;
-      const k = key(org, n);
-      remove(k);
-      const size = taskBytes(task);
-      if (size > maxBytes) return;
-      entries.set(k, { task, version, expires: now() + ttl, bytes: size });
-      bytes += size;
-      // Maps iterate in insertion order: the first key is the least recently put.
-      while (entries.size > max || bytes > maxBytes) {
-        const oldest = entries.keys().next();
-        if (oldest.done) break;
-        remove(oldest.value);
-      }
+      c.put(org, [[n, { task, version }]], readEpoch);
     },
-    drop(org: string, n: number): void {
-      remove(key(org, n));
-    },
-    invalidate(org: string, numbers: readonly number[]): void {
-      epoch += 1;
-      for (const n of numbers) remove(key(org, n));
-    },
-    clear(): void {
-      epoch += 1;
-      entries.clear();
-      bytes = 0;
-    },
+    drop: c.drop,
+    invalidate: c.invalidate,
+    clear: c.clear,
     get size() {
-      return entries.size;
+      return c.size;
     },
     get bytes() {
-      return bytes;
+      return c.bytes;
     },
   };
 }
