@@ -42,9 +42,11 @@ export function innerRequests(): InnerRequests {
   let next = 0;
 
   function mark(raw: IncomingMessage): Marked | undefined {
+    const value = raw.headers[INNER_HEADER];
+    // Every request from the network ends here, remembered nowhere.
+    if (value === undefined) return undefined;
     const seen = marked.get(raw);
     if (seen !== undefined) return seen ?? undefined;
-    const value = raw.headers[INNER_HEADER];
     let found: Marked | null = null;
     if (typeof value === "string") {
       // <secret>.<ticket>.<request id>: the request id may itself hold dots, the first two parts never.
