@@ -9,7 +9,7 @@ import { randomUUID } from "node:crypto";
 import { MAX_LIVE_API_KEYS } from "@tasksvc/contracts";
 import { connect } from "@nats-io/transport-node";
 import postgres from "postgres";
-import { migrate, POOL_OPTIONS } from "@tasksvc/db";
+import { createDb, migrate, POOL_OPTIONS } from "@tasksvc/db";
 import { boardsRepo } from "@tasksvc/boards";
 import { MIGRATIONS_DIR as KEYS_MIGRATIONS, keysRepo } from "@tasksvc/keys";
 import { customFieldsRepo, MIGRATIONS_DIR as TASKS_MIGRATIONS, removalsRepo, TASK_INDEXES, taskSearch, tasksRepo } from "@tasksvc/tasks";
@@ -44,11 +44,13 @@ await keysCopy`insert into memberships select * from keys.memberships where orga
 await tasksCopy`insert into labels select * from tasks.labels where organization_id = ${org} on conflict do nothing`;
 await tasksCopy`insert into custom_fields select * from tasks.custom_fields where organization_id = ${org} on conflict do nothing`;
 
+// The mint runs in a transaction as the service's does (its organization's lock, then the mint),
+// on a transaction connection of the service's own kind.
+const keysCopyDb = createDb({ url: DATABASE_URL, schema: "matched_keys", statementTimeoutMs: 5000 });
 const keys = keysRepo(keysSql);
 const tasks = tasksRepo(tasksSql);
 const search = taskSearch(tasksSql);
 const boards = boardsRepo(boardsSql);
-const mint = keysRepo(keysCopy);
 const create = tasksRepo(tasksCopy);
 const labelLocks = removalsRepo(tasksCopy);
 const definitions = customFieldsRepo(tasksCopy);
@@ -120,7 +122,9 @@ const handlers = {
       ])
     )[0];
   },
-  // POST /v1/api-keys + Idempotency-Key: the mint's one statement (replay check, role, record, key), on the copy.
+  // POST /v1/api-keys + Idempotency-Key: the mint's transaction as the service sends it in one round
+  // trip (BEGIN, the organization's lock, the mint statement with its replay check, role, record,
+  // key and audit row, COMMIT), on the copy.
   apikey: async (body) => {
     const id = `key_${randomUUID()}`;
     const k = {
@@ -136,7 +140,25 @@ const handlers = {
       expiresAt: null,
       createdAt: new Date(),
     };
-    return { ...(await mint.mintApiKey(k, { credentialId: "cred_matched", key: randomUUID(), result: { id } }, MAX_LIVE_API_KEYS)), id };
+    const created = {
+      organizationId: org,
+      action: "api_key.created",
+      actor: { type: "api_key", id: "cred_matched", user_id: user },
+      ctx: { request_id: `req_${randomUUID().replaceAll("-", "")}`, ip: "127.0.0.1", user_agent: "wrk" },
+      target: { type: "api_key", id },
+      changes: { name: { from: null, to: body.name }, scopes: { from: null, to: [] }, test_mode: { from: null, to: false }, legacy: { from: null, to: false } },
+    };
+    const once = { credentialId: "cred_matched", key: randomUUID(), result: { id } };
+    const minted = await keysCopyDb.tx(
+      async (t) => {
+        const r = keysRepo(t);
+        const [, out] = await Promise.all([r.lockOrganizationKeys(org), r.mintApiKey(k, once, MAX_LIVE_API_KEYS, created)]);
+        return out;
+      },
+      { commitAhead: true },
+    );
+    if (minted.kind !== "minted") throw new Error(`the matched mint was ${minted.kind}`);
+    return { ...minted, id };
   },
 };
 

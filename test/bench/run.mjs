@@ -29,7 +29,7 @@ import { FIELDS, printSearch, searchScenarios } from "./search.mjs";
 import { printStreams, streamScenarios } from "./streams.mjs";
 import { uploadScenarios } from "./uploads.mjs";
 import { webhookScenarios } from "./webhooks.mjs";
-import { cpuPerRequest, cpuSnapshot, steadyLoad } from "./yardsticks.mjs";
+import { cpuPerRequest, cpuSnapshot, steadyLoad, writesSnapshot } from "./yardsticks.mjs";
 import { adminCli } from "./admin-cli.mjs";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -357,12 +357,22 @@ async function settleEvents() {
   try {
     const jsm = await jetstreamManager(nc);
     await until(
-      "the outbox, the webhook fan-out and the notifications consumer to catch up",
+      "the outboxes, the webhook fan-out, the notifications consumer and the audit chain to catch up",
       async () => {
-        const [{ n }] = await sql`select count(*)::int as n from tasks.outbox`;
-        if (n > 0) return false;
-        for (const durable of ["webhooks_fanout", "notifications"]) {
-          const info = await jsm.consumers.info(`${NAMESPACE}_task_events`, `${NAMESPACE}_${durable}`);
+        // The audit events of a write (a key's mint, a task's change) are the write's own work
+        // too: left in flight, they would be counted against the next scenario.
+        const [{ n }] = await sql`
+          select (select count(*) from tasks.outbox) + (select count(*) from tasks.audit_outbox)
+            + (select count(*) from keys.audit_outbox) + (select count(*) from webhooks.audit_outbox)
+            + (select count(*) from webhooks.outbox) as n`;
+        if (Number(n) > 0) return false;
+        const consumers = [
+          [`${NAMESPACE}_task_events`, `${NAMESPACE}_webhooks_fanout`],
+          [`${NAMESPACE}_task_events`, `${NAMESPACE}_notifications`],
+          [`${NAMESPACE}_audit`, "keys-audit-chain"],
+        ];
+        for (const [stream, durable] of consumers) {
+          const info = await jsm.consumers.info(stream, durable);
           if (info.num_pending !== 0 || info.num_ack_pending !== 0) return false;
         }
         return true;
@@ -407,10 +417,12 @@ async function measure(name, url, req, connections = CONNECTIONS, { cpu = false 
   const run = WRK ? runWrk : runAutocannon;
   await run(url, req, WARMUP, connections);
   const before = cpu ? cpuSnapshot(liveProcesses()) : null;
+  const writesBefore = cpu ? writesSnapshot(liveProcesses()) : null;
   const result = { name, ...(await run(url, req, DURATION, connections)) };
   if (cpu) {
     if (req.method !== "GET") await settleEvents();
     result.cpu = cpuPerRequest(before, cpuSnapshot(liveProcesses()), result.requests);
+    result.writes = cpuPerRequest(writesBefore, writesSnapshot(liveProcesses()), result.requests);
   }
   return result;
 }
@@ -419,9 +431,11 @@ async function measure(name, url, req, connections = CONNECTIONS, { cpu = false 
 async function steady(name, url, req, rate) {
   process.stderr.write(`bench: ${name} at a steady ${rate} req/s …\n`);
   const before = cpuSnapshot(liveProcesses());
+  const writesBefore = writesSnapshot(liveProcesses());
   const r = await steadyLoad(url, req, rate, DURATION, WARMUP);
   if (req.method !== "GET") await settleEvents();
-  return { ...r, cpu: cpuPerRequest(before, cpuSnapshot(liveProcesses()), Math.round(rate * (DURATION + WARMUP))) };
+  const n = Math.round(rate * (DURATION + WARMUP));
+  return { ...r, cpu: cpuPerRequest(before, cpuSnapshot(liveProcesses()), n), writes: cpuPerRequest(writesBefore, writesSnapshot(liveProcesses()), n) };
 }
 
 /**
@@ -470,7 +484,7 @@ function revokeBenchKeys() {
 }
 
 function yardstickRow(rate, base, row, baseSteady, rowSteady) {
-  const { cpu, ...saturated } = row;
+  const { cpu, writes, ...saturated } = row;
   const pick = (r) => ({ p50_ms: r.p50, p99_ms: r.p99, max_ms: r.max, completed: r.completed, non2xx: r.non2xx, errors: r.errors, lost: r.lost });
   return {
     ...saturated,
@@ -480,7 +494,8 @@ function yardstickRow(rate, base, row, baseSteady, rowSteady) {
     steady_p50_ms: rowSteady.p50,
     steady_p99_ms: rowSteady.p99,
     cpu_ms_per_request: cpu,
-    steady: { ...pick(rowSteady), cpu_ms_per_request: rowSteady.cpu },
+    writes_per_request: writes,
+    steady: { ...pick(rowSteady), cpu_ms_per_request: rowSteady.cpu, writes_per_request: rowSteady.writes },
     baseline: {
       rps: base.rps,
       p50_ms: base.p50,
@@ -488,7 +503,8 @@ function yardstickRow(rate, base, row, baseSteady, rowSteady) {
       non2xx: base.non2xx,
       errors: base.errors,
       cpu_ms_per_request: base.cpu,
-      steady: { ...pick(baseSteady), cpu_ms_per_request: baseSteady.cpu },
+      writes_per_request: base.writes,
+      steady: { ...pick(baseSteady), cpu_ms_per_request: baseSteady.cpu, writes_per_request: baseSteady.writes },
     },
   };
 }
@@ -951,9 +967,10 @@ if (yard.length) {
     const procs = [
       ...new Set([r.cpu_ms_per_request, r.steady.cpu_ms_per_request, r.baseline.cpu_ms_per_request, r.baseline.steady.cpu_ms_per_request].flatMap(Object.keys)),
     ];
-    const c = (o, k) => (o[k] === undefined ? "-" : fmt(o[k], 3));
+    const c = (o, k) => (o?.[k] === undefined ? "-" : fmt(o[k], 3));
+    const w = (o, k) => (o?.[k] === undefined ? "-" : fmt(o[k], 1));
     printTable(
-      ["process", "saturated", "steady", "matched saturated", "matched steady"],
+      ["process", "saturated", "steady", "matched saturated", "matched steady", "writes/req steady", "matched writes/req steady"],
       procs
         .sort((a, b) => (a === "total") - (b === "total"))
         .map((k) => [
@@ -962,6 +979,8 @@ if (yard.length) {
           c(r.steady.cpu_ms_per_request, k),
           c(r.baseline.cpu_ms_per_request, k),
           c(r.baseline.steady.cpu_ms_per_request, k),
+          w(r.steady.writes_per_request, k),
+          w(r.baseline.steady.writes_per_request, k),
         ]),
     );
   }

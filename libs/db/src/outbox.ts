@@ -143,23 +143,31 @@ export function startOutboxRelay<R extends OutboxRow>(opts: OutboxRelayOptions<R
     );
   };
 
+  /** Its statements are sent at the call, before it yields. */
   async function setAside(t: Sql, aside: readonly SetAside<R>[]): Promise<void> {
-    for (const a of aside)
-      await t`
+    await Promise.all(
+      aside.map((a) =>
+        t`
         insert into ${t(deadLetterTable)} (event_id, outbox_seq, subject, payload, bytes, reason, detail, written_at)
         select event_id, seq, ${a.subject}, payload, ${a.bytes}, ${a.reason}, ${a.detail}, ${a.row.created_at ?? null}::timestamptz
         from ${t(opts.table)} where seq = ${a.row.seq}
-        on conflict (event_id) do nothing`;
+        on conflict (event_id) do nothing`.execute(),
+      ),
+    );
   }
 
   /** Rows handled (published or set aside), -1 when another relay holds the lock. */
   async function drainOnce(): Promise<{ n: number; aside: SetAside<R>[] }> {
     return opts.db.tx(async (t) => {
-      // Two statements: a statement's snapshot is taken before it runs, so rows read in the statement
-      // that took the lock could include rows the previous holder deleted just before releasing it.
-      const [lock] = await t<Array<{ relay_holds_lock: boolean }>>`select pg_try_advisory_xact_lock(hashtextextended(${opts.lock}, 0)) as relay_holds_lock`;
+      // Two statements, sent together (one round trip): a statement's snapshot is taken before it
+      // runs, so rows read in the statement that took the lock could include rows the previous
+      // holder deleted just before releasing it. The second reads rows only if it holds the lock
+      // itself (a lock held already is taken again), and counts only if the first took it.
+      const [[lock], found] = await Promise.all([
+        t<Array<{ relay_holds_lock: boolean }>>`select pg_try_advisory_xact_lock(hashtextextended(${opts.lock}, 0)) as relay_holds_lock`,
+        t<R[]>`select * from ${t(opts.table)} where (select pg_try_advisory_xact_lock(hashtextextended(${opts.lock}, 0))) order by seq limit ${batch}`,
+      ]);
       if (!lock?.relay_holds_lock) return { n: -1, aside: [] };
-      const found = await t<R[]>`select * from ${t(opts.table)} order by seq limit ${batch}`;
       if (found.length === 0) return { n: 0, aside: [] };
       const limit = opts.maxPayload?.();
       const aside: SetAside<R>[] = [];
@@ -196,12 +204,15 @@ export function startOutboxRelay<R extends OutboxRow>(opts: OutboxRelayOptions<R
       const now = Date.now();
       for (const r of sent) if (r.created_at) delay.observe(Math.max(0, now - r.created_at.getTime()) / 1000);
       published.inc(sent.length);
-      if (opts.onPublished && sent.length > 0) await opts.onPublished(t, sent, stored);
-      await setAside(t, aside);
-      // Committed asynchronously: a lost delete only re-sends rows the stream drops as duplicates.
-      await t`
-        delete from ${t(opts.table)} using (select set_config('synchronous_commit', 'off', true)) as commit_mode
-        where seq = any(${found.map((r) => r.seq)}::bigint[])`;
+      // Sent together (one round trip), in this order.
+      await Promise.all([
+        opts.onPublished && sent.length > 0 ? opts.onPublished(t, sent, stored) : undefined,
+        setAside(t, aside),
+        // Committed asynchronously: a lost delete only re-sends rows the stream drops as duplicates.
+        t`
+          delete from ${t(opts.table)} using (select set_config('synchronous_commit', 'off', true)) as commit_mode
+          where seq = any(${found.map((r) => r.seq)}::bigint[])`.execute(),
+      ]);
       return { n: found.length, aside };
     });
   }

@@ -4,7 +4,7 @@ import { AuditMessage, auditStream, keysInvalidationSubject, keysRpc } from "@ta
 import { startAuditRelay } from "@tasksvc/db";
 import { auditStreamSpec, consume, encodeJson, jetstream, outboxPublisher, pageBudget } from "@tasksvc/nats";
 import { sealingKeySetting, secretBox } from "@tasksvc/secrets";
-import { defineService } from "@tasksvc/runtime";
+import { defineService, turnBatches } from "@tasksvc/runtime";
 import { z } from "zod";
 import { auditSystem } from "./domain/audit.js";
 import { devIssuer } from "./domain/dev-issuer.js";
@@ -26,6 +26,9 @@ export const KeysConfig = z.object({
   AUDIT_SWEEP_INTERVAL: settings.duration("1h").refine((ms) => ms >= 100 && ms <= 86_400_000, "expected a duration between 100ms and 1d"),
 });
 export type KeysConfig = z.output<typeof KeysConfig>;
+
+/** Audit events chained per transaction, and the chain consumer's messages in flight per replica. */
+const AUDIT_CHAIN_BATCH = 64;
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL("../migrations", import.meta.url));
 
@@ -71,16 +74,20 @@ export const service = defineService({
     if (sealed > 0) log.info({ sealed }, "sealed the development issuer's signing key under KEYS_SECRET_KEY");
     const audit = auditSystem(db, res, { pageBytes: pageBudget(nc) });
     // The one place audit events are numbered and chained; its replicas share the durable consumer.
+    // The events of one fetch are chained in one transaction (two round trips for the lot).
+    const store = turnBatches<AuditMessage, "stored" | "duplicate">(AUDIT_CHAIN_BATCH, (ms) => audit.storeAll(ms));
     const chain = await consume(nc, {
       stream: auditStream(namespace),
       durable: "keys-audit-chain",
       schema: AuditMessage,
-      concurrency: 4,
+      concurrency: AUDIT_CHAIN_BATCH,
       ackWaitMs: 30_000,
+      // Idempotent: an ack the server never got brings back an event that is found stored.
+      confirmAcks: false,
       log,
       health,
       handle: async (m) => {
-        await audit.store(m);
+        await store(m);
         return "ack";
       },
     });

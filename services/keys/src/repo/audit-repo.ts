@@ -1,5 +1,5 @@
 import type { AuditEvent, ListAuditEventsQuery, Page, RawJson } from "@tasksvc/contracts";
-import { type Budgeted, DEFAULT_PAGE_BYTES, keyset, keysetAfter, rawPageOf, type Sql, withinBudget } from "@tasksvc/db";
+import { type Budgeted, DEFAULT_PAGE_BYTES, jsonb, keyset, keysetAfter, rawPageOf, type Sql, withinBudget } from "@tasksvc/db";
 
 export interface ChainHead {
   sequence: number;
@@ -22,39 +22,61 @@ const AUDIT_PAGES = keyset("desc", ["sequence", "bigint"]);
 /** The audit log: each organization's chain head and its events, stored as served. */
 export function auditRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
   return {
-    /** Held until the transaction ends: appends to one organization's chain go one at a time. */
-    async lockHead(orgId: string, genesis: string): Promise<ChainHead> {
-      const head = () => sql<{ sequence: string; hash: string }[]>`
-        select sequence::text, hash from audit_heads where organization_id = ${orgId} for update`;
-      // The head exists after an organization's first event: one statement then, not an insert that conflicts every time.
-      let [row] = await head();
-      if (!row) {
-        await sql`insert into audit_heads (organization_id, sequence, hash) values (${orgId}, 0, ${genesis}) on conflict do nothing`;
-        [row] = await head();
+    /**
+     * The heads of the organizations, locked until the transaction ends (appends to one
+     * organization's chain go one batch at a time), and which of the events are already stored.
+     * The lock is taken in organization order, so two replicas' batches wait rather than deadlock;
+     * the stored ids are read after it, so they include every event appended before the lock was
+     * granted. An organization's first event creates its head at the genesis hash.
+     */
+    async lockHeads(orgIds: readonly string[], eventIds: readonly string[], genesis: string): Promise<{ heads: Map<string, ChainHead>; stored: Set<string> }> {
+      const orgs = [...new Set(orgIds)].sort();
+      const lock = () => sql<{ organization_id: string; sequence: string; hash: string }[]>`
+        select organization_id, sequence::text, hash from audit_heads
+        where organization_id = any(${orgs}::text[]) order by organization_id for update`;
+      const storedIds = () => sql<{ id: string }[]>`select id from audit_events where id = any(${[...eventIds]}::text[])`;
+      // Sent together: the second statement's snapshot is taken once the first has its locks.
+      let [rows, stored] = await Promise.all([lock(), storedIds()]);
+      if (rows.length < orgs.length) {
+        const have = new Set(rows.map((r) => r.organization_id));
+        const missing = orgs.filter((o) => !have.has(o));
+        await sql`
+          insert into audit_heads (organization_id, sequence, hash)
+          select o, 0, ${genesis} from unnest(${missing}::text[]) as o order by o
+          on conflict do nothing`;
+        [rows, stored] = await Promise.all([lock(), storedIds()]);
       }
-      if (!row) throw new Error("the chain head was not found after its insert");
-      return { sequence: Number(row.sequence), hash: row.hash };
+      if (rows.length < orgs.length) throw new Error("a chain head was not found after its insert");
+      return {
+        heads: new Map(rows.map((r) => [r.organization_id, { sequence: Number(r.sequence), hash: r.hash }])),
+        stored: new Set(stored.map((r) => r.id)),
+      };
     },
 
-    /**
-     * One statement after lockHead(), so its snapshot sees every event stored before the lock was
-     * granted: an event already stored (a redelivery) is neither appended again nor moves the head.
-     */
-    async appendUnlessStored(e: StoredAuditEvent, hash: string): Promise<"stored" | "duplicate"> {
-      const [row] = await sql<{ duplicate: boolean }[]>`
-        with dup as (
-          select 1 from audit_events where id = ${e.id}
-        ), appended as (
+    /** One statement: the events, and each organization's head moved to its last one. Only under lockHeads(). */
+    async append(events: readonly StoredAuditEvent[], heads: ReadonlyMap<string, ChainHead>): Promise<void> {
+      if (events.length === 0) return;
+      const rows = events.map((e) => ({
+        organization_id: e.organizationId,
+        sequence: e.sequence,
+        id: e.id,
+        action: e.action,
+        actor_id: e.actorId,
+        target_id: e.targetId,
+        created_at: e.createdAt,
+        body: e.body,
+      }));
+      const moved = [...heads].map(([organization_id, h]) => ({ organization_id, sequence: h.sequence, hash: h.hash }));
+      await sql`
+        with appended as (
           insert into audit_events (organization_id, sequence, id, action, actor_id, target_id, created_at, body)
-          select ${e.organizationId}, ${e.sequence}, ${e.id}, ${e.action}, ${e.actorId}, ${e.targetId}, ${e.createdAt}::timestamptz, ${e.body}
-          where not exists (select 1 from dup)
-          returning 1
-        ), moved as (
-          update audit_heads set sequence = ${e.sequence}, hash = ${hash}
-          where organization_id = ${e.organizationId} and exists (select 1 from appended)
+          select organization_id, sequence, id, action, actor_id, target_id, created_at, body
+          from jsonb_to_recordset(${jsonb(sql, rows)}) as r (organization_id text, sequence bigint, id text, action text,
+            actor_id text, target_id text, created_at timestamptz, body text)
         )
-        select exists (select 1 from dup) as duplicate`;
-      return row?.duplicate ? "duplicate" : "stored";
+        update audit_heads a set sequence = h.sequence, hash = h.hash
+        from jsonb_to_recordset(${jsonb(sql, moved)}) as h (organization_id text, sequence bigint, hash text)
+        where a.organization_id = h.organization_id`;
     },
 
     async list(orgId: string, q: ListAuditEventsQuery): Promise<RawJson<Page<AuditEvent>>> {
