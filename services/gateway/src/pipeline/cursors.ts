@@ -27,17 +27,40 @@ function canonicalParam(name: string, value: unknown): unknown {
   return n === null ? value : taskId(n);
 }
 
+/** Bindings remembered per replica; the map is emptied when full, so it is bounded whatever the queries. */
+const REMEMBERED_BINDINGS = 1024;
+/** Keys longer than this are hashed every time rather than kept (a query of long filters). */
+const REMEMBERED_KEY_CHARS = 512;
+
+function hashedOnce(): (key: string, hash: () => string) => string {
+  const known = new Map<string, string>();
+  return (key, hash) => {
+    const found = known.get(key);
+    if (found !== undefined) return found;
+    const value = hash();
+    if (key.length <= REMEMBERED_KEY_CHARS) {
+      if (known.size >= REMEMBERED_BINDINGS) known.clear();
+      known.set(key, value);
+    }
+    return value;
+  };
+}
+
 /**
  * The query's binding is checked with the signature, before the path is parsed, so a request with
  * several faults keeps the first error it had; the owner's once the path is parsed.
  */
 export function cursorCodec(secret: string) {
   const sign = (payload: string) => createHmac("sha256", secret).update(payload).digest().subarray(0, 16);
+  // Pages of one list repeat the same query and owner: their bindings are hashed once.
+  const queries = hashedOnce();
+  const owners = hashedOnce();
   const queryBinding = (route: string, query: Record<string, unknown>) => {
     const rest = Object.entries(query)
       .filter(([k, v]) => k !== "after" && v !== undefined)
       .sort(([a], [b]) => (a < b ? -1 : 1));
-    return createHash("sha256").update(route).update(JSON.stringify(rest)).digest("base64url").slice(0, 22);
+    const text = JSON.stringify(rest);
+    return queries(`${route}\u0000${text}`, () => createHash("sha256").update(route).update(text).digest("base64url").slice(0, 22));
   };
   // Only the organization is bound, not the credential: every key of it may read the same list
   // from its first page, so a cursor handed from one key to another gives nothing new.
@@ -48,10 +71,8 @@ export function cursorCodec(secret: string) {
           .map(([k, v]): [string, unknown] => [k, canonicalParam(k, v)])
           .sort(([a], [b]) => (a < b ? -1 : 1))
       : [];
-    return createHash("sha256")
-      .update(JSON.stringify([owner.organization, params]))
-      .digest("base64url")
-      .slice(0, 22);
+    const text = JSON.stringify([owner.organization, params]);
+    return owners(text, () => createHash("sha256").update(text).digest("base64url").slice(0, 22));
   };
 
   return {
