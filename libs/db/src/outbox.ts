@@ -32,24 +32,39 @@ export interface Stored {
   seq: number;
 }
 
-export interface OutboxRelayOptions<R extends OutboxRow> {
+interface RelayBasics {
   db: Pick<Database, "tx" | "sql">;
-  publisher: OutboxPublisher;
   /** Quoted by the driver; bare, it resolves through the search_path (the service's schema). */
   table: string;
   /** The same name in every replica and version of a service: only one relay may work the table. */
   lock: string;
-  subject(row: R): string;
   log: Logger;
   /** Looks for rows no local write announced (other replicas, a crashed relay). Default 500 ms. */
   pollMs?: number;
   batch?: number;
+}
+
+/** Rows published to JetStream. */
+export interface PublishingRelayOptions<R extends OutboxRow> extends RelayBasics {
+  publisher: OutboxPublisher;
+  subject(row: R): string;
   /** In the batch's transaction, before its rows are deleted; batches go one after the other, so what it records covers a prefix of the stream. */
   onPublished?: (t: Sql, rows: readonly R[], seqs: readonly number[]) => Promise<unknown>;
   /** Read per batch, since a reconnect may reach another server; a row that would not fit is set aside rather than refused by the client. */
   maxPayload?: () => number | undefined;
   deadLetters?: string;
+  deliver?: undefined;
 }
+
+/**
+ * Rows whose destination is in the same database: `deliver` writes them there in the batch's
+ * transaction, in `seq` order, and they are deleted in it too; nothing crosses NATS.
+ */
+export interface LocalRelayOptions<R extends OutboxRow> extends RelayBasics {
+  deliver(t: Sql, rows: readonly R[]): Promise<void>;
+}
+
+export type OutboxRelayOptions<R extends OutboxRow> = PublishingRelayOptions<R> | LocalRelayOptions<R>;
 
 export const DEAD_LETTER_REASONS = ["max_payload", "max_msg_size", "refused"] as const;
 export type DeadLetterReason = (typeof DEAD_LETTER_REASONS)[number];
@@ -111,7 +126,7 @@ export function startOutboxRelay<R extends OutboxRow>(opts: OutboxRelayOptions<R
   const label = { outbox: opts.table };
   const published = outboxPublished.labels(label);
   const delay = outboxRelayDelay.labels(label);
-  const deadLetterTable = opts.deadLetters ?? `${opts.table}_dead_letters`;
+  const deadLetterTable = (opts.deliver === undefined ? opts.deadLetters : undefined) ?? `${opts.table}_dead_letters`;
   // Every reason's series exists at 0, so an alert's increase() sees the first one.
   for (const reason of DEAD_LETTER_REASONS) outboxDeadLetters.inc({ ...label, reason }, 0);
   // Counted up to 100000 rows so the scrape stays an index-only walk.
@@ -129,9 +144,9 @@ export function startOutboxRelay<R extends OutboxRow>(opts: OutboxRelayOptions<R
     sampled.outboxOldestAge(async () => [{ labels: label, value: (await readBacklog())[0]?.age ?? 0 }]),
   ];
 
-  const publish = (r: R, data: Uint8Array): Promise<Stored> => {
-    if (!tracingEnabled() || !r.traceparent) return opts.publisher.publish(opts.subject(r), data, { msgID: r.event_id });
-    const subject = opts.subject(r);
+  const publish = (p: PublishingRelayOptions<R>, r: R, data: Uint8Array): Promise<Stored> => {
+    if (!tracingEnabled() || !r.traceparent) return p.publisher.publish(p.subject(r), data, { msgID: r.event_id });
+    const subject = p.subject(r);
     return inSpan(
       `${subject} publish`,
       {
@@ -139,7 +154,7 @@ export function startOutboxRelay<R extends OutboxRow>(opts: OutboxRelayOptions<R
         parent: contextFromTraceparent(r.traceparent),
         attributes: { "messaging.system": "nats", "messaging.destination.name": subject, "messaging.message.id": r.event_id },
       },
-      () => opts.publisher.publish(subject, data, { msgID: r.event_id, traceparent: currentTraceparent() ?? r.traceparent ?? undefined }),
+      () => p.publisher.publish(subject, data, { msgID: r.event_id, traceparent: currentTraceparent() ?? r.traceparent ?? undefined }),
     );
   };
 
@@ -156,6 +171,21 @@ export function startOutboxRelay<R extends OutboxRow>(opts: OutboxRelayOptions<R
     );
   }
 
+  /**
+   * Committed asynchronously: a lost delete only re-sends rows the stream drops as duplicates, or,
+   * delivered locally, loses the delivery with it (one transaction), so the rows go again.
+   */
+  const deleteRows = (t: Sql, rows: readonly R[]) =>
+    t`
+      delete from ${t(opts.table)} using (select set_config('synchronous_commit', 'off', true)) as commit_mode
+      where seq = any(${rows.map((r) => r.seq)}::bigint[])`.execute();
+
+  function carried(rows: readonly R[]): void {
+    const now = Date.now();
+    for (const r of rows) if (r.created_at) delay.observe(Math.max(0, now - r.created_at.getTime()) / 1000);
+    published.inc(rows.length);
+  }
+
   /** Rows handled (published or set aside), -1 when another relay holds the lock. */
   async function drainOnce(): Promise<{ n: number; aside: SetAside<R>[] }> {
     return opts.db.tx(async (t) => {
@@ -169,7 +199,14 @@ export function startOutboxRelay<R extends OutboxRow>(opts: OutboxRelayOptions<R
       ]);
       if (!lock?.relay_holds_lock) return { n: -1, aside: [] };
       if (found.length === 0) return { n: 0, aside: [] };
-      const limit = opts.maxPayload?.();
+      if (opts.deliver !== undefined) {
+        await opts.deliver(t, found);
+        await deleteRows(t, found);
+        carried(found);
+        return { n: found.length, aside: [] };
+      }
+      const p = opts;
+      const limit = p.maxPayload?.();
       const aside: SetAside<R>[] = [];
       const sending: Array<{ row: R; data: Uint8Array }> = [];
       for (const row of found) {
@@ -177,7 +214,7 @@ export function startOutboxRelay<R extends OutboxRow>(opts: OutboxRelayOptions<R
         if (limit !== undefined && data.byteLength + HEADER_ALLOWANCE_BYTES > limit)
           aside.push({
             row,
-            subject: opts.subject(row),
+            subject: p.subject(row),
             bytes: data.byteLength,
             reason: "max_payload",
             detail: `${data.byteLength} bytes, with ${HEADER_ALLOWANCE_BYTES} for headers, exceed the connection's max_payload of ${limit}`,
@@ -185,7 +222,7 @@ export function startOutboxRelay<R extends OutboxRow>(opts: OutboxRelayOptions<R
         else sending.push({ row, data });
       }
       // Sent in outbox order on one connection, so the stream stores them in that order.
-      const outcomes = await Promise.allSettled(sending.map((s) => publish(s.row, s.data)));
+      const outcomes = await Promise.allSettled(sending.map((s) => publish(p, s.row, s.data)));
       const sent: R[] = [];
       const stored: number[] = [];
       for (const [i, o] of outcomes.entries()) {
@@ -199,20 +236,11 @@ export function startOutboxRelay<R extends OutboxRow>(opts: OutboxRelayOptions<R
         const reason = permanentFailure(o.reason);
         if (reason === undefined) throw o.reason;
         const detail = o.reason instanceof Error ? `${o.reason.name}: ${o.reason.message}` : String(o.reason);
-        aside.push({ row: s.row, subject: opts.subject(s.row), bytes: s.data.byteLength, reason, detail });
+        aside.push({ row: s.row, subject: p.subject(s.row), bytes: s.data.byteLength, reason, detail });
       }
-      const now = Date.now();
-      for (const r of sent) if (r.created_at) delay.observe(Math.max(0, now - r.created_at.getTime()) / 1000);
-      published.inc(sent.length);
+      carried(sent);
       // Sent together (one round trip), in this order.
-      await Promise.all([
-        opts.onPublished && sent.length > 0 ? opts.onPublished(t, sent, stored) : undefined,
-        setAside(t, aside),
-        // Committed asynchronously: a lost delete only re-sends rows the stream drops as duplicates.
-        t`
-          delete from ${t(opts.table)} using (select set_config('synchronous_commit', 'off', true)) as commit_mode
-          where seq = any(${found.map((r) => r.seq)}::bigint[])`.execute(),
-      ]);
+      await Promise.all([p.onPublished && sent.length > 0 ? p.onPublished(t, sent, stored) : undefined, setAside(t, aside), deleteRows(t, found)]);
       return { n: found.length, aside };
     });
   }

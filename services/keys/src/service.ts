@@ -1,12 +1,12 @@
 import { fileURLToPath } from "node:url";
 import { serviceSettings, settings } from "@tasksvc/config";
 import { AuditMessage, auditStream, keysInvalidationSubject, keysRpc } from "@tasksvc/contracts";
-import { startAuditRelay } from "@tasksvc/db";
-import { auditStreamSpec, consume, encodeJson, jetstream, outboxPublisher, pageBudget } from "@tasksvc/nats";
+import { type OutboxRow, startOutboxRelay } from "@tasksvc/db";
+import { auditStreamSpec, consume, encodeJson, pageBudget } from "@tasksvc/nats";
 import { sealingKeySetting, secretBox } from "@tasksvc/secrets";
 import { defineService, turnBatches } from "@tasksvc/runtime";
 import { z } from "zod";
-import { auditSystem } from "./domain/audit.js";
+import { auditSystem, chainIn } from "./domain/audit.js";
 import { devIssuer } from "./domain/dev-issuer.js";
 import { keysService } from "./domain/keys-service.js";
 import { keysResources } from "./domain/resources.js";
@@ -48,13 +48,19 @@ export const service = defineService({
         "OAUTH_JWKS_URL is not set: admin issue-token signs access tokens with the development issuer, whose key is kept in the database; set OAUTH_JWKS_URL (your OAuth issuer's JWKS) or OAUTH_PUBLIC_KEY outside development",
       );
     }
-    const auditRelay = startAuditRelay({
+    // The chain is this service's: its own audit events go from its outbox straight into it, in
+    // the relay's transaction, instead of out to the audit stream and back. The lock is the one
+    // the publishing relay took, so a replica of an earlier version never works the table at once.
+    const auditRelay = startOutboxRelay<OutboxRow>({
       db,
-      publisher: outboxPublisher(jetstream(nc)),
-      service: "keys",
-      namespace,
+      table: "audit_outbox",
+      lock: "keys.audit_outbox.relay",
       log,
-      maxPayload: () => nc.info?.max_payload,
+      deliver: (t, rows) =>
+        chainIn(
+          t,
+          rows.map((r) => AuditMessage.parse(r.payload)),
+        ).then(() => undefined),
     });
     onStop(() => auditRelay.stop());
     const res = keysResources(db, {

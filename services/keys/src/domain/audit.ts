@@ -1,5 +1,5 @@
 import { AUDIT_GENESIS_HASH, AUDIT_RETENTION_DAYS, type AuditMessage, type Caller, type ListAuditEventsQuery } from "@tasksvc/contracts";
-import { deleteInBatches, type Database, scanGate } from "@tasksvc/db";
+import { deleteInBatches, type Database, scanGate, type Sql } from "@tasksvc/db";
 import { AppError } from "@tasksvc/errors";
 import { auditRepo, type ChainHead, type StoredAuditEvent } from "../repo/audit-repo.js";
 import type { KeysResources } from "./resources.js";
@@ -10,6 +10,44 @@ const LIST_SCAN = { operation: "audit log page", narrow: "narrow it with action,
 const SWEEP_BATCH = 1000;
 
 /**
+ * Events in the order given, in the transaction `t`: each organization's run of them numbered and
+ * chained from its locked head. A redelivered event is found stored and skipped. The chain
+ * consumer's batches and the keys service's own outbox both come here.
+ */
+export async function chainIn(t: Sql, ms: readonly AuditMessage[]): Promise<("stored" | "duplicate")[]> {
+  const r = auditRepo(t);
+  const { heads, stored } = await r.lockHeads(
+    ms.map((m) => m.organization_id),
+    ms.map((m) => m.id),
+    AUDIT_GENESIS_HASH,
+  );
+  const moved = new Map<string, ChainHead>();
+  const appended: StoredAuditEvent[] = [];
+  const out = ms.map((m) => {
+    if (stored.has(m.id)) return "duplicate" as const;
+    stored.add(m.id);
+    const head = moved.get(m.organization_id) ?? heads.get(m.organization_id);
+    if (!head) throw new Error(`no chain head for organization ${m.organization_id}`);
+    const sequence = head.sequence + 1;
+    const { hash, body } = sealedEvent(m, sequence, head.hash);
+    moved.set(m.organization_id, { sequence, hash });
+    appended.push({
+      organizationId: m.organization_id,
+      sequence,
+      id: m.id,
+      action: m.action,
+      actorId: m.actor.id,
+      targetId: m.target.id,
+      createdAt: m.created_at,
+      body,
+    });
+    return "stored" as const;
+  });
+  await r.append(appended, moved);
+  return out;
+}
+
+/**
  * The audit log's one writer: the chain consumer stores events under their organizations' head
  * locks, so replicas consuming at once still number without gap and link each hash to the one before.
  */
@@ -18,44 +56,9 @@ export function auditSystem(db: Pick<Database, "sql" | "tx" | "connections">, re
   // A year of a large organization's log is a long scan: it takes at most its share of the connections.
   const scans = scanGate({ service: "keys", connections: db.connections });
   return {
-    /**
-     * Events in the order given, in one transaction: each organization's run of them numbered and
-     * chained from its locked head. A redelivered event is found stored and skipped; the acks come
-     * after the commit, so a crash only brings events back.
-     */
-    async storeAll(ms: readonly AuditMessage[]): Promise<("stored" | "duplicate")[]> {
-      return db.tx(async (t) => {
-        const r = auditRepo(t);
-        const { heads, stored } = await r.lockHeads(
-          ms.map((m) => m.organization_id),
-          ms.map((m) => m.id),
-          AUDIT_GENESIS_HASH,
-        );
-        const moved = new Map<string, ChainHead>();
-        const appended: StoredAuditEvent[] = [];
-        const out = ms.map((m) => {
-          if (stored.has(m.id)) return "duplicate" as const;
-          stored.add(m.id);
-          const head = moved.get(m.organization_id) ?? heads.get(m.organization_id);
-          if (!head) throw new Error(`no chain head for organization ${m.organization_id}`);
-          const sequence = head.sequence + 1;
-          const { hash, body } = sealedEvent(m, sequence, head.hash);
-          moved.set(m.organization_id, { sequence, hash });
-          appended.push({
-            organizationId: m.organization_id,
-            sequence,
-            id: m.id,
-            action: m.action,
-            actorId: m.actor.id,
-            targetId: m.target.id,
-            createdAt: m.created_at,
-            body,
-          });
-          return "stored" as const;
-        });
-        await r.append(appended, moved);
-        return out;
-      });
+    /** chainIn() in a transaction of its own; the consumer acks after the commit, so a crash only brings events back. */
+    storeAll(ms: readonly AuditMessage[]): Promise<("stored" | "duplicate")[]> {
+      return db.tx((t) => chainIn(t, ms));
     },
 
     /** Whatever the credential's scopes, the user it acts as must be an owner or admin now. */
