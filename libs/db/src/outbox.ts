@@ -200,8 +200,8 @@ export function startOutboxRelay<R extends OutboxRow>(opts: OutboxRelayOptions<R
       if (!lock?.relay_holds_lock) return { n: -1, aside: [] };
       if (found.length === 0) return { n: 0, aside: [] };
       if (opts.deliver !== undefined) {
-        await opts.deliver(t, found);
-        await deleteRows(t, found);
+        // The delete goes out with the delivery's first statements.
+        await Promise.all([deleteRows(t, found), opts.deliver(t, found)]);
         carried(found);
         return { n: found.length, aside: [] };
       }

@@ -1,5 +1,5 @@
 import type { Caller, CreateTaskBody, Task } from "@tasksvc/contracts";
-import { newId } from "@tasksvc/db";
+import { KeyRecordedMeanwhile, newId } from "@tasksvc/db";
 import { fieldError, isAppError } from "@tasksvc/errors";
 import { contextFromTraceparent, currentTraceparent, inSpan, SpanKind, trace } from "@tasksvc/telemetry";
 import type { Repositories } from "../repo/repositories.js";
@@ -48,13 +48,32 @@ export function createBatcher(res: TasksResources, prepare: Prepare) {
     queues.delete(org);
   }
 
+  /**
+   * A keyed create goes straight to its statement, whose plain insert of the key fails when the key
+   * is recorded: a first execution (nearly every one) is one round trip, and only a retry (or a
+   * refusal) pays a second. A record found live is the answer; one past its 24 hours is dropped
+   * and the create runs again, once.
+   */
   async function executeAlone(p: Pending): Promise<void> {
+    const { organizationId, credentialId, idempotencyKey: key } = p.caller;
+    const records = res.repos.idempotency;
+    let refused: unknown;
     try {
-      await execute(p.caller.organizationId, [p]);
+      await execute(organizationId, [p]);
+      return;
+    } catch (e) {
+      if (key === undefined || !(e instanceof KeyRecordedMeanwhile || isAppError(e))) return p.reject(e);
+      if (isAppError(e)) refused = e;
+    }
+    try {
+      const stored = await records.replayOrDropExpired<Task>(credentialId, key, "createTask");
+      if (stored !== undefined) return p.resolve(stored);
+      if (refused !== undefined) return p.reject(refused);
+      await execute(organizationId, [p]);
     } catch (e) {
       // Another execution recorded this key while ours ran: its result is the answer.
       try {
-        p.resolve(await res.repos.idempotency.replayRecordedMeanwhile<Task>(e, p.caller.credentialId, p.caller.idempotencyKey, "createTask"));
+        p.resolve(await records.replayRecordedMeanwhile<Task>(e, credentialId, key, "createTask"));
       } catch (err) {
         p.reject(err);
       }
@@ -65,26 +84,18 @@ export function createBatcher(res: TasksResources, prepare: Prepare) {
   async function execute(org: string, batch: Pending[]): Promise<void> {
     const r = res.repos;
     const settled: Array<() => void> = [];
-    // Only a create alone looks for its stored result: in a batch, a key recorded meanwhile fails the
-    // statement, after which each create runs alone.
-    const alone = batch.length === 1 ? batch[0] : undefined;
-    const key = alone?.caller.idempotencyKey;
-    if (alone && key !== undefined) {
-      const { credentialId } = alone.caller;
-      // The statement inserts the key plainly (no upsert): a record past its 24 h goes first.
-      const stored = await r.idempotency.replayOrDropExpired<Task>(credentialId, key, "createTask");
-      if (stored) {
-        alone.resolve(stored);
-        return;
-      }
-    }
     const accepted: Array<{ p: Pending; content: Content; fieldsSeen: FieldStamp[] }> = [];
     for (const p of batch) {
       try {
         accepted.push({ p, ...(await prepare(r, p.caller, p.body)) });
       } catch (e) {
         if (!isAppError(e)) throw e;
-        settled.push(() => p.reject(e));
+        // A keyed create refused by a check may be the retry of one that passed it: alone, its
+        // record is looked for before the refusal is the answer.
+        if (p.caller.idempotencyKey !== undefined) {
+          if (batch.length === 1) throw e;
+          settled.push(() => void executeAlone(p));
+        } else settled.push(() => p.reject(e));
       }
     }
     if (accepted.length > 0) {
