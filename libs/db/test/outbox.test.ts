@@ -161,6 +161,35 @@ describe("startOutboxRelay()", () => {
     expect(ids.map((id) => calls.get(id))).toEqual(ids.map(() => 1));
   });
 
+  it("when the relay delivers locally, then rows reach their table in seq order and are deleted in one transaction; a failed delivery leaves them to the next batch, nothing published", async () => {
+    await db.sql`create table if not exists delivered (event_id text primary key, n int not null, at bigserial)`;
+    await db.sql`delete from delivered`;
+    let failures = 1;
+    const local = startOutboxRelay<TestRow>({
+      db,
+      table: TABLE,
+      lock: LOCK,
+      log,
+      pollMs: 20,
+      batch: 7,
+      async deliver(t, rows) {
+        await t`insert into delivered (event_id, n) select * from unnest(${rows.map((r) => r.event_id)}::text[], ${rows.map((r) => Payload.parse(r.payload).n)}::int[])`;
+        // After the insert: the batch's transaction must take it back.
+        if (failures-- > 0) throw new Error("the destination refused the batch");
+      },
+    });
+    try {
+      const sent = await enqueue(20);
+      local.notify();
+      await eventually(async () => expect(await rowsLeft()).toBe(0));
+      const rows = await db.sql<{ event_id: string }[]>`select event_id from delivered order by at`;
+      expect(rows.map((r) => r.event_id)).toEqual(sent.map((p) => p.id));
+      expect(await streamed()).toEqual([]);
+    } finally {
+      await local.stop();
+    }
+  });
+
   it("when rows are published, then onPublished gets each row's stream sequence in the batch's own transaction, and a re-sent row keeps its first one", async () => {
     const payloads = await enqueue(12);
     await db.sql`create table if not exists recorded (event_id text primary key, seq bigint not null)`;

@@ -25,10 +25,9 @@ export interface ChargerOptions {
 
 /**
  * State lives in Postgres, so the limits hold across replicas; a replica whose requests for one
- * credential queue, or spend a reservation before it expires, reserves a batch of calls in one
- * round trip and spends it locally (the database grants at most an eighth of what remains, so
- * near a limit every call counts one by one); a request that comes alone reserves exactly one
- * (decisions 0005, 0007).
+ * credential queue reserves a batch of calls in one round trip and spends it locally (the
+ * database grants at most an eighth of what remains, so near a limit every call counts one by
+ * one); a request that comes alone reserves exactly one (decisions 0005, 0007).
  */
 export function createCharger(opts: ChargerOptions) {
   const holdMs = opts.holdMs ?? 500;
@@ -131,10 +130,7 @@ export function createCharger(opts: ChargerOptions) {
           await r.refill.catch(() => undefined);
           continue;
         }
-        // Queued behind a refill, or spent before it expired: this credential's calls come faster
-        // than one reservation a round trip, so the next is twice as large (up to the cap).
-        const outrun = r.row !== undefined && r.tokens === 0 && Date.now() < r.expiresAt;
-        if (r.contended || outrun) r.want = Math.min(MAX_BATCH, r.want * 2);
+        if (r.contended) r.want = Math.min(MAX_BATCH, r.want * 2);
         r.contended = false;
         if (exact) r.want = 1;
         let row!: ReserveRow;
