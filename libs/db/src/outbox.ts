@@ -42,6 +42,8 @@ interface RelayBasics {
   /** Looks for rows no local write announced (other replicas, a crashed relay). Default 500 ms. */
   pollMs?: number;
   batch?: number;
+  /** How long a relay that found rows while more were announced waits before its next batch. Default 5 ms. */
+  lingerMs?: number;
 }
 
 /** Rows published to JetStream. */
@@ -120,6 +122,7 @@ interface SetAside<R> {
 export function startOutboxRelay<R extends OutboxRow>(opts: OutboxRelayOptions<R>): OutboxRelay {
   const pollMs = opts.pollMs ?? 500;
   const batch = opts.batch ?? 256;
+  const lingerMs = opts.lingerMs ?? 5;
   let stopped = false;
   let wake: (() => void) | undefined;
   let pending = false;
@@ -271,7 +274,14 @@ export function startOutboxRelay<R extends OutboxRow>(opts: OutboxRelayOptions<R
         opts.log.warn({ err, table: opts.table }, "outbox relay failed; retrying");
       }
       attemptSince = undefined;
-      if (n >= batch || (n >= 0 && pending)) continue;
+      if (n >= batch) continue;
+      if (n >= 0 && pending) {
+        // Rows keep coming while batches go out: a moment's wait lets the next carry several, its
+        // round trips shared, and the consumers downstream receive them together. A row after a
+        // quiet spell goes at once.
+        if (n > 0 && lingerMs > 0) await new Promise((res) => setTimeout(res, lingerMs));
+        continue;
+      }
       if (n < 0 && pending) {
         await new Promise((res) => setTimeout(res, 25));
         continue;
