@@ -1,4 +1,4 @@
-import { type Actor, type AuditAction, type AuditChanges, type AuditTarget, auditSubject, type RpcContext } from "@tasksvc/contracts";
+import { type Actor, type AuditAction, type AuditChanges, AuditMessage, type AuditTarget, auditSubject, type RpcContext } from "@tasksvc/contracts";
 import type { Logger } from "@tasksvc/logger";
 import { newId } from "@tasksvc/secrets";
 import { type OutboxPublisher, type OutboxRelay, type OutboxRow, startOutboxRelay } from "./outbox.js";
@@ -80,6 +80,9 @@ export interface AuditRelayOptions {
   maxPayload?: () => number | undefined;
 }
 
+/** One name in every replica and version of a service, whether its relay publishes or chains: only one works the table. */
+const auditRelayLock = (service: string) => `${service}.audit_outbox.relay`;
+
 /** Each service relays its own audit outbox, under a lock of its own, setting aside what cannot be sent in its own dead-letter table. */
 export function startAuditRelay(o: AuditRelayOptions): OutboxRelay {
   const subject = auditSubject(o.namespace, o.service);
@@ -87,10 +90,41 @@ export function startAuditRelay(o: AuditRelayOptions): OutboxRelay {
     db: o.db,
     publisher: o.publisher,
     table: "audit_outbox",
-    lock: `${o.service}.audit_outbox.relay`,
+    lock: auditRelayLock(o.service),
     subject: () => subject,
     log: o.log,
     maxPayload: o.maxPayload,
     deadLetters: "audit_outbox_dead_letters",
+  });
+}
+
+export interface LocalAuditRelayOptions {
+  db: Pick<Database, "tx" | "sql">;
+  /** The service that keeps the chain in its own schema. */
+  service: string;
+  log: Logger;
+  /** Stores the messages in the chain, in the relay's transaction. */
+  chain(t: Sql, messages: readonly AuditMessage[]): Promise<unknown>;
+}
+
+/**
+ * The relay of the service that keeps the chain: its own audit events go from its outbox into the
+ * chain in one transaction, without the audit stream. A row outside the message's schema is set
+ * aside in the dead-letter table, as the publishing relay sets aside what it cannot send.
+ */
+export function startLocalAuditRelay(o: LocalAuditRelayOptions): OutboxRelay {
+  return startOutboxRelay<OutboxRow, AuditMessage>({
+    db: o.db,
+    table: "audit_outbox",
+    lock: auditRelayLock(o.service),
+    log: o.log,
+    deadLetters: "audit_outbox_dead_letters",
+    decode(row) {
+      const parsed = AuditMessage.safeParse(row.payload);
+      return parsed.success ? { value: parsed.data } : { refused: `outside the audit message schema: ${parsed.error.issues[0]?.message ?? "invalid"}` };
+    },
+    async deliver(t, messages) {
+      await o.chain(t, messages);
+    },
   });
 }

@@ -59,14 +59,18 @@ export interface PublishingRelayOptions<R extends OutboxRow> extends RelayBasics
 }
 
 /**
- * Rows whose destination is in the same database: `deliver` writes them there in the batch's
- * transaction, in `seq` order, and they are deleted in it too; nothing crosses NATS.
+ * Rows whose destination is in the same database: `deliver` writes what they carry there in the
+ * batch's transaction, in `seq` order, and they are deleted in it too; nothing crosses NATS. A row
+ * `decode` refuses can never be delivered: it is set aside in the dead-letter table (reason
+ * `refused`) and the rows behind it go on.
  */
-export interface LocalRelayOptions<R extends OutboxRow> extends RelayBasics {
-  deliver(t: Sql, rows: readonly R[]): Promise<void>;
+export interface LocalRelayOptions<R extends OutboxRow, M> extends RelayBasics {
+  decode(row: R): { value: M } | { refused: string };
+  deliver(t: Sql, items: readonly M[]): Promise<void>;
+  deadLetters?: string;
 }
 
-export type OutboxRelayOptions<R extends OutboxRow> = PublishingRelayOptions<R> | LocalRelayOptions<R>;
+export type OutboxRelayOptions<R extends OutboxRow, M = never> = PublishingRelayOptions<R> | LocalRelayOptions<R, M>;
 
 export const DEAD_LETTER_REASONS = ["max_payload", "max_msg_size", "refused"] as const;
 export type DeadLetterReason = (typeof DEAD_LETTER_REASONS)[number];
@@ -119,7 +123,7 @@ interface SetAside<R> {
  * Publishes outbox rows in `seq` order, then deletes them in the transaction that read them, so a crash re-sends with the same
  * Nats-Msg-Id and the stream drops the duplicate (decisions 0008, 0031).
  */
-export function startOutboxRelay<R extends OutboxRow>(opts: OutboxRelayOptions<R>): OutboxRelay {
+export function startOutboxRelay<R extends OutboxRow, M = never>(opts: OutboxRelayOptions<R, M>): OutboxRelay {
   const pollMs = opts.pollMs ?? 500;
   const batch = opts.batch ?? 256;
   const lingerMs = opts.lingerMs ?? 5;
@@ -129,7 +133,7 @@ export function startOutboxRelay<R extends OutboxRow>(opts: OutboxRelayOptions<R
   const label = { outbox: opts.table };
   const published = outboxPublished.labels(label);
   const delay = outboxRelayDelay.labels(label);
-  const deadLetterTable = (opts.deliver === undefined ? opts.deadLetters : undefined) ?? `${opts.table}_dead_letters`;
+  const deadLetterTable = opts.deadLetters ?? `${opts.table}_dead_letters`;
   // Every reason's series exists at 0, so an alert's increase() sees the first one.
   for (const reason of DEAD_LETTER_REASONS) outboxDeadLetters.inc({ ...label, reason }, 0);
   // Counted up to 100000 rows so the scrape stays an index-only walk.
@@ -203,10 +207,23 @@ export function startOutboxRelay<R extends OutboxRow>(opts: OutboxRelayOptions<R
       if (!lock?.relay_holds_lock) return { n: -1, aside: [] };
       if (found.length === 0) return { n: 0, aside: [] };
       if (opts.deliver !== undefined) {
-        // The delete goes out with the delivery's first statements.
-        await Promise.all([deleteRows(t, found), opts.deliver(t, found)]);
-        carried(found);
-        return { n: found.length, aside: [] };
+        const items: M[] = [];
+        const delivered: R[] = [];
+        const aside: SetAside<R>[] = [];
+        for (const row of found) {
+          const d = opts.decode(row);
+          if ("value" in d) {
+            items.push(d.value);
+            delivered.push(row);
+          } else {
+            const bytes = encoder.encode(JSON.stringify(row.payload)).byteLength;
+            aside.push({ row, subject: `(delivered locally) ${opts.table}`, bytes, reason: "refused", detail: d.refused });
+          }
+        }
+        // Set aside before the delete, which goes out with the delivery's first statements.
+        await Promise.all([setAside(t, aside), deleteRows(t, found), items.length > 0 ? opts.deliver(t, items) : undefined]);
+        carried(delivered);
+        return { n: found.length, aside };
       }
       const p = opts;
       const limit = p.maxPayload?.();

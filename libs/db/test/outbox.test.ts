@@ -161,29 +161,38 @@ describe("startOutboxRelay()", () => {
     expect(ids.map((id) => calls.get(id))).toEqual(ids.map(() => 1));
   });
 
-  it("when the relay delivers locally, then rows reach their table in seq order and are deleted in one transaction; a failed delivery leaves them to the next batch, nothing published", async () => {
+  it("when the relay delivers locally, then rows reach their table in seq order and are deleted in one transaction, a row it cannot decode is set aside, and a failed delivery leaves them to the next batch, nothing published", async () => {
     await db.sql`create table if not exists delivered (event_id text primary key, n int not null, at bigserial)`;
     await db.sql`delete from delivered`;
     let failures = 1;
-    const local = startOutboxRelay<TestRow>({
+    const local = startOutboxRelay<TestRow, Payload>({
       db,
       table: TABLE,
       lock: LOCK,
       log,
       pollMs: 20,
       batch: 7,
-      async deliver(t, rows) {
-        await t`insert into delivered (event_id, n) select * from unnest(${rows.map((r) => r.event_id)}::text[], ${rows.map((r) => Payload.parse(r.payload).n)}::int[])`;
+      decode(row) {
+        const p = Payload.safeParse(row.payload);
+        return p.success ? { value: p.data } : { refused: "not a payload" };
+      },
+      async deliver(t, items) {
+        await t`insert into delivered (event_id, n) select * from unnest(${items.map((p) => p.id)}::text[], ${items.map((p) => p.n)}::int[])`;
         // After the insert: the batch's transaction must take it back.
         if (failures-- > 0) throw new Error("the destination refused the batch");
       },
     });
     try {
-      const sent = await enqueue(20);
+      const before = await enqueue(10);
+      const odd = `evt_${randomUUID()}`;
+      await db.sql`insert into ${db.sql(TABLE)} (event_id, topic, payload) values (${odd}, 'odd', ${db.sql.json({ id: odd })})`;
+      const after = await enqueue(10);
       local.notify();
       await eventually(async () => expect(await rowsLeft()).toBe(0));
       const rows = await db.sql<{ event_id: string }[]>`select event_id from delivered order by at`;
-      expect(rows.map((r) => r.event_id)).toEqual(sent.map((p) => p.id));
+      expect(rows.map((r) => r.event_id)).toEqual([...before, ...after].map((p) => p.id));
+      const dead = await db.sql<{ event_id: string; reason: string }[]>`select event_id, reason from ${db.sql(DEAD)}`;
+      expect(dead).toEqual([{ event_id: odd, reason: "refused" }]);
       expect(await streamed()).toEqual([]);
     } finally {
       await local.stop();

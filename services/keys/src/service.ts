@@ -1,7 +1,7 @@
 import { fileURLToPath } from "node:url";
 import { serviceSettings, settings } from "@tasksvc/config";
 import { AuditMessage, auditStream, keysInvalidationSubject, keysRpc } from "@tasksvc/contracts";
-import { type OutboxRow, startOutboxRelay } from "@tasksvc/db";
+import { startLocalAuditRelay } from "@tasksvc/db";
 import { auditStreamSpec, consume, encodeJson, pageBudget } from "@tasksvc/nats";
 import { sealingKeySetting, secretBox } from "@tasksvc/secrets";
 import { defineService, turnBatches } from "@tasksvc/runtime";
@@ -49,19 +49,8 @@ export const service = defineService({
       );
     }
     // The chain is this service's: its own audit events go from its outbox straight into it, in
-    // the relay's transaction, instead of out to the audit stream and back. The lock is the one
-    // the publishing relay took, so a replica of an earlier version never works the table at once.
-    const auditRelay = startOutboxRelay<OutboxRow>({
-      db,
-      table: "audit_outbox",
-      lock: "keys.audit_outbox.relay",
-      log,
-      deliver: (t, rows) =>
-        chainIn(
-          t,
-          rows.map((r) => AuditMessage.parse(r.payload)),
-        ).then(() => undefined),
-    });
+    // the relay's transaction, instead of out to the audit stream and back.
+    const auditRelay = startLocalAuditRelay({ db, service: "keys", log, chain: chainIn });
     onStop(() => auditRelay.stop());
     const res = keysResources(db, {
       written: () => auditRelay.notify(),
