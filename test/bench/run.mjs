@@ -151,8 +151,8 @@ const SCENARIOS = [
   {
     name: "GET /v1/tasks (page of 25)",
     matched: "page",
-    // One organization's scans are 2 in flight and 32 waiting per tasks replica (its share of the
-    // connections); a 33rd at once is refused 429. The bench measures pages, not refusals.
+    // The bench tenant's scans are 7 in flight and 32 waiting per tasks replica (its share of the
+    // connections, set with set-limits); a 40th at once is refused 429. The bench measures pages, not refusals.
     connections: 32,
     request: ({ key }) => ({ method: "GET", path: "/v1/tasks?limit=25", headers: { authorization: `Bearer ${key}` } }),
   },
@@ -687,8 +687,9 @@ try {
   // What autovacuum would do on a production server (this machine's has it off): BENCH_AUTOVACUUM=off measures without it.
   if (process.env.BENCH_AUTOVACUUM !== "off") autovacuum = startAutovacuum(DATABASE_URL, { log: (m) => process.stderr.write(`bench: ${m}\n`) });
   const tenant = admin("bootstrap", "--org", "Bench", "--plan", "team", "--email", "bench@example.test");
-  // The benchmark measures throughput, not the limiter's refusals.
-  admin("set-limits", "--org", tenant.organization_id, "--burst", "1000000000", "--quota", "2000000000");
+  // The benchmark measures throughput, not the limiter's refusals. Its lists and searches may run 7 at
+  // once, as the matched responder's 7 read connections do (the fair share of a lone tenant is 2).
+  admin("set-limits", "--org", tenant.organization_id, "--burst", "1000000000", "--quota", "2000000000", "--scans", "7");
   const ctx = { key: tenant.api_key, organizationId: tenant.organization_id };
   // Tasks to read (T-1 … T-50) before the write scenario adds its own; all 50 on one day's board.
   const post = async (path, body) => {

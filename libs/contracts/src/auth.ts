@@ -82,6 +82,11 @@ export const Limits = z.object({
   max_file_size: z.number().int().positive(),
   storage: z.number().int().positive(),
   webhook_endpoints: z.number().int().min(0),
+  /**
+   * Lists, searches and feed pages the organization may run at once on each tasks replica, when an
+   * operator set it (`set-limits --scans`); null or absent: a quarter of the replica's connections.
+   */
+  scans: z.number().int().positive().nullable().optional(),
 });
 export type Limits = z.infer<typeof Limits>;
 

@@ -183,6 +183,7 @@ export const keysRpc = {
         max_file_size: z.number().int().positive().optional(),
         storage: z.number().int().positive().optional(),
         webhook_endpoints: z.number().int().positive().optional(),
+        scans: z.number().int().positive().optional(),
       }),
       output: EffectiveLimits,
     },

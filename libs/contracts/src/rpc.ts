@@ -23,6 +23,8 @@ export const RpcContext = z.object({
   user_agent: z.string().max(512).optional(),
   /** Unix ms, set by the RPC client from its timeout: a request received later is not started. */
   deadline_at: z.number().int().optional(),
+  /** The organization's scans at once per replica, when an operator set them; absent: the service's fair share. */
+  scan_share: z.number().int().positive().optional(),
 });
 export type RpcContext = z.infer<typeof RpcContext>;
 

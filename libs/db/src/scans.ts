@@ -65,9 +65,13 @@ export function scanGate(opts: ScanGateOptions) {
     return new AppError("rate_limited", "This organization already runs as many lists and searches at once as it may; retry shortly.", { retryAfter: 1 });
   };
 
-  const acquire = (org: string, deadline: number | undefined): Promise<void> => {
+  // An operator's override for one organization (set-limits --scans), never above the replica's connections.
+  const limitOf = (share: number | undefined) => (share === undefined ? perOrg : Math.max(1, Math.min(share, opts.connections)));
+
+  const acquire = (org: string, deadline: number | undefined, limit: number): Promise<void> => {
     const n = running.get(org) ?? 0;
-    if (n < perOrg) {
+    // Behind its own waiting scans even when its share was raised since they queued: never overtaken.
+    if (n < limit && !queued.has(org)) {
       running.set(org, n + 1);
       return Promise.resolve();
     }
@@ -107,9 +111,9 @@ export function scanGate(opts: ScanGateOptions) {
 
   return {
     perOrg,
-    /** `fn` sends its statements with `cancelAt(…, until)`. */
-    async run<T>(org: string, deadline: number | undefined, what: ScanWhat, fn: (until: number | undefined) => Promise<T>): Promise<T> {
-      await acquire(org, deadline);
+    /** `fn` sends its statements with `cancelAt(…, until)`; `share` is the organization's own, when an operator set one. */
+    async run<T>(org: string, deadline: number | undefined, what: ScanWhat, fn: (until: number | undefined) => Promise<T>, share?: number): Promise<T> {
+      await acquire(org, deadline, limitOf(share));
       inFlight.inc();
       try {
         return await fn(deadline);

@@ -77,6 +77,26 @@ describe("scanGate", () => {
     expect(await a2).toBe("ok");
   });
 
+  it("when an operator set an organization's own share, then that many of its scans run at once, never more than the connections", async () => {
+    const gate = scanGate({ service: "scans-test", connections: 4, maxWaitMs: 2000 });
+    expect(gate.perOrg).toBe(1);
+    const what = { operation: "list", narrow: "narrow it" };
+    const slow = (until: number | undefined) => cancelAt(db.sql`select pg_sleep(0.6)`, until);
+    // Three of org_s at its share of 3 sleep together, while org_t's fair share of 1 holds its second back.
+    const runs = [1, 2, 3].map(() => outcome(gate.run("org_s", undefined, what, slow, 3)));
+    const fair = [1, 2].map(() => outcome(gate.run("org_t", undefined, what, slow)));
+    await expect.poll(sleeping, { timeout: 2000, interval: 25 }).toBe(4);
+    await new Promise((r) => setTimeout(r, 150));
+    expect(await sleeping()).toBe(4);
+    expect(await Promise.all([...runs, ...fair])).toEqual(["ok", "ok", "ok", "ok", "ok"]);
+    // A share above the replica's connections is the connections.
+    const capped = [1, 2, 3, 4, 5].map(() => outcome(gate.run("org_u", undefined, what, slow, 50)));
+    await expect.poll(sleeping, { timeout: 2000, interval: 25 }).toBe(4);
+    await new Promise((r) => setTimeout(r, 150));
+    expect(await sleeping()).toBe(4);
+    expect(await Promise.all(capped)).toEqual(["ok", "ok", "ok", "ok", "ok"]);
+  });
+
   it("when a place frees within the wait, then the waiting scan of the same organization takes it", async () => {
     const gate = scanGate({ service: "scans-test", connections: 4, maxWaitMs: 3000 });
     expect(gate.perOrg).toBe(1);

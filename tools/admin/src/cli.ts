@@ -122,7 +122,7 @@ export const COMMANDS: Record<string, Command> = {
   },
   "set-limits": {
     description: "Override an organization's plan limits (each flag given replaces that limit; the others stay; each plan's defaults: docs/plans.md).",
-    prints: "{ organization_id, plan, limits: { burst, burst_window_seconds, quota, max_file_size, storage, webhook_endpoints } }",
+    prints: "{ organization_id, plan, limits: { burst, burst_window_seconds, quota, max_file_size, storage, webhook_endpoints, scans } }",
     flags: {
       org: ORG_ID,
       burst: { value: "N", description: "requests per credential per burst window" },
@@ -130,6 +130,10 @@ export const COMMANDS: Record<string, Command> = {
       "max-file-size": { value: "BYTES", description: "largest attachment" },
       storage: { value: "BYTES", description: "attachment storage allowance" },
       "webhook-endpoints": { value: "N", description: "webhook endpoints the organization may have (every one gets each event)" },
+      scans: {
+        value: "N",
+        description: "lists, searches and feed pages it may run at once on each tasks replica (default: a quarter of the replica's connections)",
+      },
     },
     ...adminOp("setLimits", (v) => ({
       org: v["org"],
@@ -138,6 +142,7 @@ export const COMMANDS: Record<string, Command> = {
       max_file_size: num(v["max-file-size"], "max-file-size"),
       storage: num(v["storage"], "storage"),
       webhook_endpoints: num(v["webhook-endpoints"], "webhook-endpoints"),
+      scans: num(v["scans"], "scans"),
     })),
   },
   "legacy-key": {

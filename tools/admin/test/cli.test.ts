@@ -62,10 +62,10 @@ describe("admin CLI", () => {
     expect(limits).toEqual({
       organization_id: org,
       plan: "team",
-      limits: { burst: 7, burst_window_seconds: 60, quota: 500_000, max_file_size: 2048, storage: 100 * 1024 ** 3, webhook_endpoints: 16 },
+      limits: { burst: 7, burst_window_seconds: 60, quota: 500_000, max_file_size: 2048, storage: 100 * 1024 ** 3, webhook_endpoints: 16, scans: null },
     });
-    const endpoints = admin("set-limits", "--org", org, "--webhook-endpoints", "40", "--json").json();
-    expect(endpoints.limits).toMatchObject({ burst: 7, max_file_size: 2048, webhook_endpoints: 40 });
+    const endpoints = admin("set-limits", "--org", org, "--webhook-endpoints", "40", "--scans", "5", "--json").json();
+    expect(endpoints.limits).toMatchObject({ burst: 7, max_file_size: 2048, webhook_endpoints: 40, scans: 5 });
     const legacy = admin("legacy-key", "--org", org, "--user", user, "--json").json();
     expect(Object.keys(legacy).sort()).toEqual(["api_key", "id"]);
     expect((await gw.get("/v1/organizations", { token: legacy.api_key })).status).toBe(200);

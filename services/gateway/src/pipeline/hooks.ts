@@ -133,6 +133,7 @@ export async function admission(
     ...a.origin,
     ...(a.key === undefined ? {} : { idempotency_key: a.key }),
     ...(ifMatch === undefined ? {} : { if_match: ifMatch }),
+    ...(typeof identity.limits.scans === "number" ? { scan_share: identity.limits.scans } : {}),
     // On a write, If-None-Match is the service's to check under the row lock, as If-Match is.
     ...(op.preconditions === "if-match" && ifNoneMatch !== undefined ? { if_none_match: ifNoneMatch } : {}),
   };

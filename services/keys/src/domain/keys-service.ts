@@ -25,22 +25,11 @@ import type { DevIssuer } from "./dev-issuer.js";
 import { type By, lastOwner, membersSystem } from "./members.js";
 import { oauthClientsSystem } from "./oauth-clients.js";
 import type { KeysResources } from "./resources.js";
+import { effectiveLimits, type LimitOverrides, OVERRIDABLE } from "./limits.js";
 import { hashKey, keyPrefix, mintKeySecret } from "./secrets.js";
 
 /** The secret sealed, so no table holds a usable API key; a replay opens it again (decision 0022). */
 type RecordedKey = Omit<CreatedApiKey, "key"> & { key_sealed: string };
-
-export function effectiveLimits(org: OrgRow): Limits {
-  const d = PLAN_DEFAULTS[org.plan];
-  return {
-    burst: org.burst ?? d.burst,
-    burst_window_seconds: d.burstWindowSeconds,
-    quota: org.quota ?? d.quota,
-    max_file_size: Number(org.max_file_size ?? d.maxFileSize),
-    storage: Number(org.storage ?? d.storage),
-    webhook_endpoints: org.webhook_endpoints ?? d.webhookEndpoints,
-  };
-}
 
 function identity(kind: Identity["kind"], credentialId: string, org: OrgRow, userId: string, role: Role, scopes: Scope[], expiresAt: Date | null): Identity {
   return {
@@ -362,13 +351,13 @@ export function keysService(res: KeysResources, { issuer }: { issuer: DevIssuer 
     },
 
     /** The change is recorded as the effective limits before and after, so a client need not know the plans' defaults. */
-    async setLimits(a: { org: string; burst?: number; quota?: number; max_file_size?: number; storage?: number; webhook_endpoints?: number }, ctx: RpcContext) {
+    async setLimits(a: { org: string } & LimitOverrides, ctx: RpcContext) {
       const { org, changed } = await res.tx(async (r) => {
         const before = await r.lockOrganization(a.org);
         if (!before) throw notFound("organization", a.org);
         const after = await r.setLimits(a.org, a);
         if (!after) throw notFound("organization", a.org);
-        const changes = changesOf<Limits>(effectiveLimits(before), effectiveLimits(after), ["burst", "quota", "max_file_size", "storage", "webhook_endpoints"]);
+        const changes = changesOf<Limits>(effectiveLimits(before), effectiveLimits(after), OVERRIDABLE);
         const target = { type: "organization", id: a.org } as const;
         const any = Object.keys(changes).length > 0;
         if (any) await r.audit.write({ organizationId: a.org, action: "organization.limits_changed", ...system(ctx), target, changes });

@@ -77,7 +77,7 @@ export function keysRepo(sql: Sql) {
       // A key acts as its creator: no current membership, no identity (a removed user's keys stop).
       const [row] = await sql<KeyIdentityRow[]>`
         select k.id as key_id, k.user_id, k.scopes, k.expires_at, m.role,
-               o.id, o.name, o.plan, o.burst, o.quota, o.max_file_size, o.storage, o.webhook_endpoints, o.created_at
+               o.id, o.name, o.plan, o.burst, o.quota, o.max_file_size, o.storage, o.webhook_endpoints, o.scans, o.created_at
         from api_keys k
         join organizations o on o.id = k.organization_id
         join memberships m on m.organization_id = k.organization_id and m.user_id = k.user_id
@@ -202,7 +202,7 @@ export function keysRepo(sql: Sql) {
 
     async setLimits(
       orgId: string,
-      l: { burst?: number; quota?: number; max_file_size?: number; storage?: number; webhook_endpoints?: number },
+      l: { burst?: number; quota?: number; max_file_size?: number; storage?: number; webhook_endpoints?: number; scans?: number },
     ): Promise<OrgRow | undefined> {
       const [row] = await sql<OrgRow[]>`
         update organizations set
@@ -210,7 +210,8 @@ export function keysRepo(sql: Sql) {
           quota = coalesce(${l.quota ?? null}::integer, quota),
           max_file_size = coalesce(${l.max_file_size ?? null}::bigint, max_file_size),
           storage = coalesce(${l.storage ?? null}::bigint, storage),
-          webhook_endpoints = coalesce(${l.webhook_endpoints ?? null}::integer, webhook_endpoints)
+          webhook_endpoints = coalesce(${l.webhook_endpoints ?? null}::integer, webhook_endpoints),
+          scans = coalesce(${l.scans ?? null}::integer, scans)
         where id = ${orgId}
         returning *`;
       return row;

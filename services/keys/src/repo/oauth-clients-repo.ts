@@ -93,7 +93,7 @@ export function oauthClientsRepo(sql: Sql) {
     async clientToken(a: { clientId: string; orgId: string; userId: string; jti: string }): Promise<ClientTokenRow | undefined> {
       const [row] = await sql<ClientTokenRow[]>`
         select c.id as client_key, c.scopes as client_scopes, m.role,
-               o.id, o.name, o.plan, o.burst, o.quota, o.max_file_size, o.storage, o.webhook_endpoints, o.created_at
+               o.id, o.name, o.plan, o.burst, o.quota, o.max_file_size, o.storage, o.webhook_endpoints, o.scans, o.created_at
         from oauth_clients c
         join memberships m on m.organization_id = c.organization_id and m.user_id = c.created_by
         join organizations o on o.id = c.organization_id

@@ -10,5 +10,6 @@ export interface OrgRow {
   max_file_size: string | null;
   storage: string | null;
   webhook_endpoints: number | null;
+  scans: number | null;
   created_at: Date;
 }
