@@ -28,8 +28,8 @@ const ops: Array<{ name: string; url: string }> = [];
 
 beforeAll(async () => {
   cluster = await startPrivateFailover();
-  // Below the ephemeral range (serverPort), where startProcessStack's gateway ports (freePort)
-  // are never taken, and distinct: none of these is bound until its replica starts.
+  // Below the ephemeral range (serverPort), and distinct: none of these is bound until its replica
+  // starts (startProcessStack chooses its gateway ports around them).
   const ports = new Map<string, number>();
   for (const service of SERVICES) {
     for (let index = 0; index < (REPLICAS[service] ?? 1); index++) {

@@ -1,29 +1,16 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import { SERVICES as REGISTRY, type ServiceName } from "@tasksvc/contracts";
 import { ensureDatabase, withDefaultUser } from "@tasksvc/db";
 import { dropDatabase, dropNamespace, eventually } from "@tasksvc/testing";
+import { serverPort } from "./private-services.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 
 /** Every registered service, in the registry's start order (the gateway last). */
 export const SERVICES: readonly ServiceName[] = REGISTRY.map((s) => s.name);
 export type { ServiceName };
-
-/** A port nobody listens on right now (the kernel picks it; the socket is closed again). */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      const port = typeof addr === "object" && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 interface Replica {
   service: ServiceName;
@@ -134,19 +121,30 @@ export async function startProcessStack(opts: ProcessStackOptions = {}) {
   // One replica of each service unless a test asks for more.
   const counts: Partial<Record<ServiceName, number>> = opts.replicas ?? {};
   // Services first (their migrations run under a lock), then the gateways.
+  const planned: Array<{ service: ServiceName; index: number; env: Record<string, string> }> = [];
   for (const service of SERVICES) {
     for (let index = 0; index < (counts[service] ?? 1); index++) {
-      const env: Record<string, string> = {
-        ...(opts.serviceEnv?.[service] ?? {}),
-        ...(opts.replicaEnv?.(service, index) ?? {}),
-      };
-      if (service === "gateway") {
-        const port = await freePort();
-        env["PORT"] = String(port);
-        gatewayUrls.push(`http://127.0.0.1:${port}`);
-      }
-      replicas.push(spawnReplica({ service, index, env }));
+      planned.push({ service, index, env: { ...(opts.serviceEnv?.[service] ?? {}), ...(opts.replicaEnv?.(service, index) ?? {}) } });
     }
+  }
+  // A gateway's port is chosen below the ephemeral range: one chosen in it (a port the kernel
+  // picked) could be taken as the source port of any outgoing connection before the gateway,
+  // seconds later, binds it. Ports a test chose for its replicas are not bound yet either.
+  const taken = new Set(
+    planned
+      .flatMap((p) => [p.env["PORT"], p.env["OPS_PORT"]])
+      .filter((v) => v !== undefined && v !== "0")
+      .map(Number),
+  );
+  for (const p of planned) {
+    if (p.service === "gateway") {
+      let port = await serverPort();
+      while (taken.has(port)) port = await serverPort();
+      taken.add(port);
+      p.env["PORT"] = String(port);
+      gatewayUrls.push(`http://127.0.0.1:${port}`);
+    }
+    replicas.push(spawnReplica(p));
   }
 
   const find = (service: ServiceName, index: number): Replica => {
