@@ -46,10 +46,13 @@ describe("an organization's share of scans", () => {
     await eventually(async () => (await sentContext(raised)).scan_share === 1);
   });
 
-  it("when set-limits is given a share of 0, then it is refused naming the field and nothing changes", async () => {
+  it("when set-limits is given a share of 0 or past any replica's connections, then it is refused naming the field and nothing changes", async () => {
     const t = await f.tenant("team");
     const refused = await f.admin("setLimits", { org: t.organizationId, scans: 0 }).catch((e: unknown) => e);
     expect(String(refused)).toContain("scans");
+    // More than any replica's connections is refused too, rather than stored and capped unseen.
+    const tooMany = await f.admin("setLimits", { org: t.organizationId, scans: 201 }).catch((e: unknown) => e);
+    expect(String(tooMany)).toContain("scans");
     expect((await sentContext(t)).scan_share).toBeUndefined();
   });
 });

@@ -183,7 +183,8 @@ export const keysRpc = {
         max_file_size: z.number().int().positive().optional(),
         storage: z.number().int().positive().optional(),
         webhook_endpoints: z.number().int().positive().optional(),
-        scans: z.number().int().positive().optional(),
+        // No replica has more connections than this (DATABASE_POOL_SIZE's most).
+        scans: z.number().int().positive().max(200).optional(),
       }),
       output: EffectiveLimits,
     },

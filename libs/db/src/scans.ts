@@ -1,3 +1,4 @@
+import type { Caller } from "@tasksvc/contracts";
 import { AppError } from "@tasksvc/errors";
 import { dbScanRefused, dbScansInFlight, dbScanTooExpensive } from "@tasksvc/telemetry";
 import type postgres from "postgres";
@@ -109,29 +110,34 @@ export function scanGate(opts: ScanGateOptions) {
     else running.set(org, n);
   };
 
+  /** `fn` sends its statements with `cancelAt(…, until)`; `share` is the organization's own, when an operator set one. */
+  async function run<T>(org: string, deadline: number | undefined, what: ScanWhat, fn: (until: number | undefined) => Promise<T>, share?: number): Promise<T> {
+    await acquire(org, deadline, limitOf(share));
+    inFlight.inc();
+    try {
+      return await fn(deadline);
+    } catch (e) {
+      if (!isStatementCancelled(e)) throw e;
+      dbScanTooExpensive.labels({ service: opts.service, operation: what.operation }).inc();
+      throw new AppError(
+        "query_too_expensive",
+        `This ${what.operation} takes longer than the time limit allows; ${what.narrow}. Retrying it unchanged costs the same.`,
+        {
+          cause: e,
+        },
+      );
+    } finally {
+      inFlight.dec();
+      release(org);
+    }
+  }
+
   return {
     perOrg,
-    /** `fn` sends its statements with `cancelAt(…, until)`; `share` is the organization's own, when an operator set one. */
-    async run<T>(org: string, deadline: number | undefined, what: ScanWhat, fn: (until: number | undefined) => Promise<T>, share?: number): Promise<T> {
-      await acquire(org, deadline, limitOf(share));
-      inFlight.inc();
-      try {
-        return await fn(deadline);
-      } catch (e) {
-        if (!isStatementCancelled(e)) throw e;
-        dbScanTooExpensive.labels({ service: opts.service, operation: what.operation }).inc();
-        throw new AppError(
-          "query_too_expensive",
-          `This ${what.operation} takes longer than the time limit allows; ${what.narrow}. Retrying it unchanged costs the same.`,
-          {
-            cause: e,
-          },
-        );
-      } finally {
-        inFlight.dec();
-        release(org);
-      }
-    },
+    run,
+    /** A caller's scan: its organization, its deadline and the organization's own share, if an operator set one. */
+    runFor: <T>(c: Pick<Caller, "organizationId" | "deadline" | "ctx">, what: ScanWhat, fn: (until: number | undefined) => Promise<T>): Promise<T> =>
+      run(c.organizationId, c.deadline, what, fn, c.ctx.scan_share),
   };
 }
 

@@ -132,7 +132,7 @@ export const COMMANDS: Record<string, Command> = {
       "webhook-endpoints": { value: "N", description: "webhook endpoints the organization may have (every one gets each event)" },
       scans: {
         value: "N",
-        description: "lists, searches and feed pages it may run at once on each tasks replica (default: a quarter of the replica's connections)",
+        description: "lists, searches and feed pages it may run at once on each tasks replica, 1-200 (default: a quarter of the replica's connections)",
       },
     },
     ...adminOp("setLimits", (v) => ({

@@ -25,7 +25,8 @@ import type { DevIssuer } from "./dev-issuer.js";
 import { type By, lastOwner, membersSystem } from "./members.js";
 import { oauthClientsSystem } from "./oauth-clients.js";
 import type { KeysResources } from "./resources.js";
-import { effectiveLimits, type LimitOverrides, OVERRIDABLE } from "./limits.js";
+import { type LimitOverrides, OVERRIDABLE } from "../repo/org-row.js";
+import { effectiveLimits } from "./limits.js";
 import { hashKey, keyPrefix, mintKeySecret } from "./secrets.js";
 
 /** The secret sealed, so no table holds a usable API key; a replay opens it again (decision 0022). */

@@ -1,10 +1,6 @@
 import { type Limits, PLAN_DEFAULTS } from "@tasksvc/contracts";
 import type { OrgRow } from "../repo/org-row.js";
 
-/** What `set-limits` may override, each left as it is when not given. */
-export type LimitOverrides = { [K in (typeof OVERRIDABLE)[number]]?: number };
-export const OVERRIDABLE = ["burst", "quota", "max_file_size", "storage", "webhook_endpoints", "scans"] as const;
-
 export function effectiveLimits(org: OrgRow): Limits {
   const d = PLAN_DEFAULTS[org.plan];
   return {

@@ -2,7 +2,7 @@ import type { Sql } from "@tasksvc/db";
 import { type AuditEntry, array, auditOutbox, idempotencyRecords, jsonb, KEYSET_TIME, keyset, keysetAfter, pageOf } from "@tasksvc/db";
 import type { ApiKey, Member, Organization, Page, Plan, Role, Scope } from "@tasksvc/contracts";
 import { membersRepo } from "./members-repo.js";
-import type { OrgRow } from "./org-row.js";
+import type { LimitOverrides, OrgRow } from "./org-row.js";
 import { oauthClientsRepo } from "./oauth-clients-repo.js";
 
 export type { OrgRow } from "./org-row.js";
@@ -200,10 +200,7 @@ export function keysRepo(sql: Sql) {
       return r.count === 1;
     },
 
-    async setLimits(
-      orgId: string,
-      l: { burst?: number; quota?: number; max_file_size?: number; storage?: number; webhook_endpoints?: number; scans?: number },
-    ): Promise<OrgRow | undefined> {
+    async setLimits(orgId: string, l: LimitOverrides): Promise<OrgRow | undefined> {
       const [row] = await sql<OrgRow[]>`
         update organizations set
           burst = coalesce(${l.burst ?? null}::integer, burst),

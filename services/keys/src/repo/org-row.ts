@@ -13,3 +13,7 @@ export interface OrgRow {
   scans: number | null;
   created_at: Date;
 }
+
+/** What `set-limits` may override, each left as it is when not given. */
+export const OVERRIDABLE = ["burst", "quota", "max_file_size", "storage", "webhook_endpoints", "scans"] as const;
+export type LimitOverrides = { [K in (typeof OVERRIDABLE)[number]]?: number };

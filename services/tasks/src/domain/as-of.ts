@@ -26,22 +26,17 @@ export function asOfReads(res: TasksResources) {
       if (!AS_OF_SORTS.has(q.sort)) throw fieldError("/sort", "with as_of, the order is by updated_at only: -updated_at (the default) or updated_at");
       const org = c.organizationId;
       if (q.project_id !== undefined && !(await repos.projects.get(org, q.project_id))) throw notFound("project");
-      return scans.run(
-        org,
-        c.deadline,
-        LIST_SCAN,
-        (until) =>
-          repos.asOf.list(org, {
-            asOf: q.as_of,
-            archived: q.archived,
-            status: q.status,
-            projectId: q.project_id,
-            desc: q.sort === "-updated_at",
-            limit: q.limit,
-            after: q.after,
-            until,
-          }),
-        c.ctx.scan_share,
+      return scans.runFor(c, LIST_SCAN, (until) =>
+        repos.asOf.list(org, {
+          asOf: q.as_of,
+          archived: q.archived,
+          status: q.status,
+          projectId: q.project_id,
+          desc: q.sort === "-updated_at",
+          limit: q.limit,
+          after: q.after,
+          until,
+        }),
       );
     },
   };

@@ -101,25 +101,16 @@ export function tasksSystem(res: TasksResources) {
       const series = await filterTask(repos, org, q.series_task_id, "series task");
       if (q.project_id !== undefined && !(await repos.projects.get(org, q.project_id))) throw notFound("project");
       const { sortType } = await resolveCustom(repos, c, undefined, q.sort, { filter: "", sort: "/sort" });
-      return scans.run(
-        org,
-        c.deadline,
-        LIST_SCAN,
-        (until) =>
-          repos.search.page(org, { filter: withMe(listFilter(q, parent), c.userId), series, sort: q.sort, sortType, limit: q.limit, after: q.after, until }),
-        c.ctx.scan_share,
+      return scans.runFor(c, LIST_SCAN, (until) =>
+        repos.search.page(org, { filter: withMe(listFilter(q, parent), c.userId), series, sort: q.sort, sortType, limit: q.limit, after: q.after, until }),
       );
     },
 
     /** Ids that name nothing match nothing: a condition, not a reference to check. */
     async searchTasks(c: Caller, body: SearchTasksBody): Promise<RawJson<Page<Task>>> {
       const { filter, sortType } = await resolveCustom(repos, c, withMe(body.filter, c.userId), body.sort, { filter: "/filter", sort: "/sort" });
-      return scans.run(
-        c.organizationId,
-        c.deadline,
-        SEARCH_SCAN,
-        (until) => repos.search.page(c.organizationId, { filter, sort: body.sort, sortType, limit: body.limit, after: body.after, until }),
-        c.ctx.scan_share,
+      return scans.runFor(c, SEARCH_SCAN, (until) =>
+        repos.search.page(c.organizationId, { filter, sort: body.sort, sortType, limit: body.limit, after: body.after, until }),
       );
     },
 

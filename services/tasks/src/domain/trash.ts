@@ -82,7 +82,7 @@ export function trashSystem(res: TasksResources, o: TrashOptions) {
 
     /** A walk of the organization's trash, so it takes its share of the scan connections like every list. */
     listTrash: (c: Caller, limit: number, after: string | undefined): Promise<Page<TrashItem>> =>
-      res.scans.run(c.organizationId, c.deadline, TRASH_SCAN, () => repos.trash.list(c.organizationId, limit, after), c.ctx.scan_share),
+      res.scans.runFor(c, TRASH_SCAN, () => repos.trash.list(c.organizationId, limit, after)),
 
     /** At once, by an owner or admin: the task and every task below it, all in the trash. */
     async purgeTask(c: Caller, ref: string): Promise<PurgedTask> {

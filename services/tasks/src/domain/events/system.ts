@@ -33,13 +33,7 @@ export function eventsSystem(res: TasksResources) {
       const n = q.task_id === undefined ? undefined : taskNumber(q.task_id);
       if (n === null || (n !== undefined && !(await repos.trash.known(c.organizationId, n)))) throw notFound("task");
       // Matched as events carry it (`T-<n>`), whatever spelling the query used.
-      return scans.run(
-        c.organizationId,
-        c.deadline,
-        FEED_SCAN,
-        (until) => repos.events.list(c.organizationId, { ...q, task_id: n === undefined ? undefined : taskId(n) }, until),
-        c.ctx.scan_share,
-      );
+      return scans.runFor(c, FEED_SCAN, (until) => repos.events.list(c.organizationId, { ...q, task_id: n === undefined ? undefined : taskId(n) }, until));
     },
 
     /** An event of a type the caller may not see is as absent as one that does not exist. */
