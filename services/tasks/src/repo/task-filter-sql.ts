@@ -214,17 +214,32 @@ export function indexedText(f: TaskFilter): string | undefined {
   return undefined;
 }
 
-export function namesArchived(f: TaskFilter): boolean {
-  if ("and" in f) return f.and.some(namesArchived);
-  if ("or" in f) return f.or.some(namesArchived);
-  if ("not" in f) return namesArchived(f.not);
-  return f.field === "archived";
+/** Whether a condition that `test` picks is anywhere in the filter. */
+function anyCondition(f: TaskFilter, test: (c: Extract<TaskFilter, { field: unknown }>) => boolean): boolean {
+  if ("and" in f) return f.and.some((c) => anyCondition(c, test));
+  if ("or" in f) return f.or.some((c) => anyCondition(c, test));
+  if ("not" in f) return anyCondition(f.not, test);
+  return test(f);
 }
 
-/** Whether a custom field's condition is anywhere in the filter. */
-export function hasCustom(f: TaskFilter): boolean {
-  if ("and" in f) return f.and.some(hasCustom);
-  if ("or" in f) return f.or.some(hasCustom);
-  if ("not" in f) return hasCustom(f.not);
-  return isCustomCondition(f);
+export function namesArchived(f: TaskFilter): boolean {
+  return anyCondition(f, (c) => c.field === "archived");
+}
+
+/** The value every match must have in `archived`, when the filter says so at its top (GET's lists always do). */
+export function archivedAtTop(f: TaskFilter): boolean | undefined {
+  const top = "and" in f ? f.and : [f];
+  for (const c of top) if ("field" in c && c.field === "archived" && c.op === "eq" && typeof c.value === "boolean") return c.value;
+  return undefined;
+}
+
+const GUESSED: ReadonlySet<string> = new Set(["projects", "assignees", "labels"]);
+
+/**
+ * Whether the planner may guess the filter's share of tasks blind: a custom field's (Postgres keeps
+ * no statistics of a jsonb key's values), or an array column's in a prepared statement's generic
+ * plan (one constant share for every label, assignee or project, whatever its values' statistics).
+ */
+export function selectivityGuessed(f: TaskFilter): boolean {
+  return anyCondition(f, (c) => isCustomCondition(c) || GUESSED.has(FILTER_SQL[c.field].kind));
 }

@@ -14,7 +14,7 @@ import {
 import { type CustomSortType, customSortedRows } from "./custom-sort-sql.js";
 
 export type { CustomSortType };
-import { compileFilter, hasCustom, indexedText, namesArchived, TEXT_QUERY, TEXT_VECTOR, textConditions } from "./task-filter-sql.js";
+import { archivedAtTop, compileFilter, indexedText, namesArchived, selectivityGuessed, TEXT_QUERY, TEXT_VECTOR, textConditions } from "./task-filter-sql.js";
 import { compactJson, TASK_JSON, TASK_JSON_REENCODE } from "./task-json.js";
 
 const rank = (missing: number) => `(case priority when 'LOW' then 1 when 'MEDIUM' then 2 when 'HIGH' then 3 when 'URGENT' then 4 else ${missing} end)`;
@@ -103,7 +103,7 @@ interface PlainParts {
   matched: Fragment;
   textJoin: Fragment;
   cursor: [string, string] | undefined;
-  /** Whether the filter's selectivity is unknown to the planner (custom fields' jsonb). */
+  /** Whether the planner may guess the filter's selectivity blind (selectivityGuessed). */
   walkFirst: boolean;
 }
 
@@ -111,8 +111,9 @@ interface PlainParts {
  * A page in the order of a task's own column, walked on the index of that order (indexes.ts). With
  * walkFirst, the first rows of the order are read and filtered before any index is chosen: Postgres
  * has no statistics of a jsonb key's values, guessed that 5% of tasks was 0.01%, and read and sorted
- * all 50,000 matches (280 ms at a million tasks) instead of passing over 500 rows. Only when the
- * walk does not fill the page does the planner choose; those matches are then rare, as it guesses.
+ * all 50,000 matches (280 ms at a million tasks) instead of passing over 500 rows; a label's page
+ * did the same once a connection's prepared statement went to its generic plan. Only when the walk
+ * does not fill the page does the planner choose; those matches are then rare, as it guesses.
  */
 function plainRows(sql: Sql, org: string, q: TaskQuery, p: PlainParts): Fragment {
   const s = sortOf(q.sort);
@@ -159,7 +160,9 @@ export function taskSearch(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
       const indexed = several && q.filter !== undefined ? indexedText(q.filter) : undefined;
       const textJoin = several ? sql`${sql.unsafe(TEXT_JOIN)}` : sql``;
       const textIndex = indexed === undefined ? sql`` : sql`and ${sql.unsafe(TEXT_VECTOR)} @@ ${sql.unsafe(TEXT_QUERY)}${indexed})`;
-      const archived = q.filter !== undefined && namesArchived(q.filter) ? sql`` : sql`and archived = false`;
+      // In the conditions the order's index serves, so that a walk of that order reads it (the index leads with archived).
+      const atTop = q.filter === undefined ? false : namesArchived(q.filter) ? archivedAtTop(q.filter) : false;
+      const archived = atTop === undefined ? sql`` : sql`and archived = ${sql.unsafe(atTop ? "true" : "false")}`;
       let horizon = sql``;
       if (q.sort === "updated_at") {
         // An aggregate without GROUP BY answers one row, never null (least() skips a null min).
@@ -173,7 +176,7 @@ export function taskSearch(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
       const where = sql`true ${base} and ${matched}`;
       const raw =
         q.sortType === undefined
-          ? plainRows(sql, org, q, { base, matched, textJoin, cursor, walkFirst: q.filter !== undefined && hasCustom(q.filter) })
+          ? plainRows(sql, org, q, { base, matched, textJoin, cursor, walkFirst: q.filter !== undefined && selectivityGuessed(q.filter) })
           : customSortedRows(sql, {
               org,
               key: q.sort.replace(/^-?custom\./, ""),
