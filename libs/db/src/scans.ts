@@ -24,6 +24,18 @@ export async function cancelAt<T>(query: postgres.PendingQuery<T extends readonl
   }
 }
 
+/**
+ * The statement planned for its own values each time it runs, never on the generic plan Postgres
+ * may switch a prepared statement to after five runs: for one whose best plan depends on its values
+ * (a text search's words, a range on a custom field). It is sent unprepared, and the driver asks for
+ * its parameters' types first: one more round trip. postgres.js honours a query's own `prepare`
+ * option, which only `unsafe()` takes as an argument.
+ */
+export function plannedEachRun<T extends readonly postgres.MaybeRow[]>(query: postgres.PendingQuery<T>): postgres.PendingQuery<T> {
+  (query as unknown as { options: { prepare?: boolean } }).options.prepare = false;
+  return query;
+}
+
 export interface ScanGateOptions {
   service: string;
   connections: number;

@@ -86,6 +86,17 @@ describe("a list's filtered page on its generic plan", () => {
     },
   );
 
+  it("when the filter searches text, then its statement is not prepared, so every run is planned for its words", async () => {
+    const got = await page({ field: "text", op: "matches", value: "task" });
+    expect(got.ids).toEqual(Array.from({ length: 25 }, (_x, i) => i + 1));
+    const [row] = await sql`select count(*)::int as n from pg_prepared_statements where statement like '%websearch_to_tsquery%'
+      and statement not like '%pg_prepared_statements%'`;
+    expect(row?.["n"]).toBe(0);
+    await page({ field: "label_ids", op: "in", value: ["lbl_common"] });
+    const [labels] = await sql`select count(*)::int as n from pg_prepared_statements where statement like '%label_ids &&%'`;
+    expect(labels?.["n"]).toBeGreaterThan(0);
+  });
+
   it("when the label is rare, then the page still holds every match, in order", async () => {
     const got = await page({ field: "label_ids", op: "in", value: ["lbl_rare"] });
     expect(got.ids).toEqual(Array.from({ length: 20 }, (_x, i) => 1000 * (i + 1)));

@@ -226,11 +226,17 @@ export function namesArchived(f: TaskFilter): boolean {
   return anyCondition(f, (c) => c.field === "archived");
 }
 
-/** The value every match must have in `archived`, when the filter says so at its top (GET's lists always do). */
-export function archivedAtTop(f: TaskFilter): boolean | undefined {
+/**
+ * An `archived` equality at the filter's top (GET's lists always have one), taken out of it: the
+ * value every match has there, and the rest of the filter (undefined when nothing is left).
+ */
+export function liftArchived(f: TaskFilter): { archived: boolean | undefined; rest: TaskFilter | undefined } {
   const top = "and" in f ? f.and : [f];
-  for (const c of top) if ("field" in c && c.field === "archived" && c.op === "eq" && typeof c.value === "boolean") return c.value;
-  return undefined;
+  const at = top.findIndex((c) => "field" in c && c.field === "archived" && c.op === "eq" && typeof c.value === "boolean");
+  const found = top[at];
+  if (found === undefined || !("field" in found)) return { archived: undefined, rest: f };
+  const left = top.filter((_c, i) => i !== at);
+  return { archived: found.value === true, rest: left.length === 0 ? undefined : left.length === 1 ? left[0] : { and: left } };
 }
 
 const GUESSED: ReadonlySet<string> = new Set(["projects", "assignees", "labels"]);

@@ -2,6 +2,7 @@ import type { Page, RawJson, Task, TaskFilter, TaskSort, TaskSortKey } from "@ta
 import {
   type Budgeted,
   cancelAt,
+  plannedEachRun,
   DEFAULT_PAGE_BYTES,
   decodeKeyset,
   type Fragment,
@@ -14,7 +15,7 @@ import {
 import { type CustomSortType, customSortedRows } from "./custom-sort-sql.js";
 
 export type { CustomSortType };
-import { archivedAtTop, compileFilter, indexedText, namesArchived, selectivityGuessed, TEXT_QUERY, TEXT_VECTOR, textConditions } from "./task-filter-sql.js";
+import { compileFilter, liftArchived, indexedText, namesArchived, selectivityGuessed, TEXT_QUERY, TEXT_VECTOR, textConditions } from "./task-filter-sql.js";
 import { compactJson, TASK_JSON, TASK_JSON_REENCODE } from "./task-json.js";
 
 const rank = (missing: number) => `(case priority when 'LOW' then 1 when 'MEDIUM' then 2 when 'HIGH' then 3 when 'URGENT' then 4 else ${missing} end)`;
@@ -153,16 +154,20 @@ export function taskSearch(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
     async page(org: string, q: TaskQuery): Promise<RawJson<Page<Task>>> {
       const desc = q.sort.startsWith("-");
       const cursor = q.after === undefined ? undefined : (decodeKeyset(q.after, 2).map(String) as [string, string]);
+      // An archived equality at the filter's top is one of the list's own conditions, which the
+      // order's index serves (it leads with archived), so that a walk of that order reads it.
+      const lifted = q.filter === undefined ? { archived: false, rest: undefined } : liftArchived(q.filter);
+      const f = lifted.rest;
+      const archivedIs = lifted.archived ?? (f !== undefined && namesArchived(f) ? undefined : false);
+      const archived = archivedIs === undefined ? sql`` : sql`and archived = ${sql.unsafe(archivedIs ? "true" : "false")}`;
       // One text condition is written on the indexed expression; several read the row's vector
       // computed once (TEXT_JOIN), one repeated on the expression, for the index.
-      const several = q.filter !== undefined && textConditions(q.filter) > 1;
-      const filter = q.filter === undefined ? sql`true` : compileFilter(sql, q.filter, false, several ? "task_text.vector" : TEXT_VECTOR);
-      const indexed = several && q.filter !== undefined ? indexedText(q.filter) : undefined;
+      const texts = f === undefined ? 0 : textConditions(f);
+      const several = texts > 1;
+      const filter = f === undefined ? sql`true` : compileFilter(sql, f, false, several ? "task_text.vector" : TEXT_VECTOR);
+      const indexed = several && f !== undefined ? indexedText(f) : undefined;
       const textJoin = several ? sql`${sql.unsafe(TEXT_JOIN)}` : sql``;
       const textIndex = indexed === undefined ? sql`` : sql`and ${sql.unsafe(TEXT_VECTOR)} @@ ${sql.unsafe(TEXT_QUERY)}${indexed})`;
-      // In the conditions the order's index serves, so that a walk of that order reads it (the index leads with archived).
-      const atTop = q.filter === undefined ? false : namesArchived(q.filter) ? archivedAtTop(q.filter) : false;
-      const archived = atTop === undefined ? sql`` : sql`and archived = ${sql.unsafe(atTop ? "true" : "false")}`;
       let horizon = sql``;
       if (q.sort === "updated_at") {
         // An aggregate without GROUP BY answers one row, never null (least() skips a null min).
@@ -176,7 +181,7 @@ export function taskSearch(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
       const where = sql`true ${base} and ${matched}`;
       const raw =
         q.sortType === undefined
-          ? plainRows(sql, org, q, { base, matched, textJoin, cursor, walkFirst: q.filter !== undefined && selectivityGuessed(q.filter) })
+          ? plainRows(sql, org, q, { base, matched, textJoin, cursor, walkFirst: f !== undefined && selectivityGuessed(f) })
           : customSortedRows(sql, {
               org,
               key: q.sort.replace(/^-?custom\./, ""),
@@ -187,7 +192,7 @@ export function taskSearch(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
               where,
               textJoin,
               extra: `${LEAST_BYTES} as least_bytes`,
-              filter: q.filter,
+              filter: f,
             });
       const order = `item.sort_value ${desc ? "desc" : "asc"}, item.sort_number ${desc ? "desc" : "asc"}`;
       // Cut first by a lower bound read without unpacking the text, so the JSON is built only for tasks
@@ -197,16 +202,16 @@ export function taskSearch(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
         select ${taskJson} as json, ${reencode} as reencode, cursor_at, cursor_number, sort_value, sort_number
         from (${mayFit}) may_fit
         offset 0`; // A fence: the JSON is built once per row, not again for each use of it in the budget's window.
-      const rows = await cancelAt(
-        sql<({ json: string; reencode: boolean; cursor_at: string; cursor_number: string } & Budgeted)[]>`${withinBudget(
-          sql,
-          built,
-          "octet_length(item.json)",
-          order,
-          pageBytes,
-        )}`,
-        q.until,
-      );
+      const statement = sql<({ json: string; reencode: boolean; cursor_at: string; cursor_number: string } & Budgeted)[]>`${withinBudget(
+        sql,
+        built,
+        "octet_length(item.json)",
+        order,
+        pageBytes,
+      )}`;
+      // A text query's share of tasks is its words', and a custom field's values are read by a range
+      // whose bounds decide between walking and searching: a generic plan guesses both blind.
+      const rows = await cancelAt(texts > 0 || q.sortType !== undefined ? plannedEachRun(statement) : statement, q.until);
       for (const r of rows) if (r.reencode) r.json = compactJson(r.json);
       return rawPageOf<Task, (typeof rows)[number]>(rows, q.limit, (r) => [r.cursor_at, r.cursor_number]);
     },
