@@ -5,6 +5,8 @@ import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { TASK_INDEXES } from "../src/repo/indexes.js";
 import { taskSearch } from "../src/repo/task-search.js";
+import { rewindsRepo } from "../src/repo/rewinds-repo.js";
+import { tasksRepo } from "../src/repo/tasks-repo.js";
 import { MIGRATIONS_DIR } from "../src/service.js";
 
 // A connection's prepared statement goes to its generic plan after five runs when Postgres finds
@@ -97,8 +99,23 @@ describe("a list's filtered page on its generic plan", () => {
     expect(labels?.["n"]).toBeGreaterThan(0);
   });
 
+  it("when a removal looks for the tasks that carry a label, then its statement is not prepared, so each batch is planned for that label", async () => {
+    const rows = await tasksRepo(sql).carrying(org, { kind: "label", ref: "lbl_common" }, 100);
+    expect(rows.map((r) => Number(r.number))).toEqual(Array.from({ length: 100 }, (_x, i) => 5 * (i + 1)));
+    const [row] = await sql`select count(*)::int as n from pg_prepared_statements where statement like '%skip locked%'
+      and statement not like '%pg_prepared_statements%'`;
+    expect(row?.["n"]).toBe(0);
+  });
+
   it("when the label is rare, then the page still holds every match, in order", async () => {
     const got = await page({ field: "label_ids", op: "in", value: ["lbl_rare"] });
     expect(got.ids).toEqual(Array.from({ length: 20 }, (_x, i) => 1000 * (i + 1)));
+  });
+});
+
+describe("tasks read in the order of their numbers", () => {
+  it("when an undo reads tasks 9, 10 and 100 to lock them, then they come (and are locked) in that order, not as text", async () => {
+    const rows = await rewindsRepo(sql).rows(org, [100, 10, 9], false);
+    expect(rows.map((r) => Number(r.number))).toEqual([9, 10, 100]);
   });
 });

@@ -86,7 +86,10 @@ export function rewindsRepo(sql: Sql) {
         order by v.task_number, v.seq`;
     },
 
-    /** The tasks' rows, trashed ones too (locked inside an undo, so the plan holds until the commit). */
+    /**
+     * The tasks' rows, trashed ones too (locked inside an undo, so the plan holds until the commit),
+     * locked in the order of their numbers (the output column `number` is text: 10 came before 9).
+     */
     async rows(org: string, numbers: readonly number[], lock: boolean): Promise<(TaskRow & { in_trash: boolean })[]> {
       if (numbers.length === 0) return [];
       return sql<(TaskRow & { in_trash: boolean })[]>`
@@ -95,7 +98,7 @@ export function rewindsRepo(sql: Sql) {
           project_ids, assignee_ids, label_ids, custom_fields, series_head::text as series_head, series_slot::text as series_slot,
           created_at, updated_at, '' as cursor_at, deleted_at is not null as in_trash
         from tasks where organization_id = ${org} and number = any(${numbers}::bigint[])
-        order by number ${lock ? sql`for no key update` : sql``}`;
+        order by tasks.number ${lock ? sql`for no key update` : sql``}`;
     },
 
     /** Of the tasks, those with a live subtask that no write of the match created. */

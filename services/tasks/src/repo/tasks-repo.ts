@@ -1,6 +1,6 @@
 import type { TaskStatus, TaskSummary, TaskVersion } from "@tasksvc/contracts";
 import { taskId } from "@tasksvc/contracts";
-import { type Budgeted, DEFAULT_PAGE_BYTES, jsonb, keyset, keysetAfter, pageOf, type Sql, withinBudget } from "@tasksvc/db";
+import { type Budgeted, DEFAULT_PAGE_BYTES, jsonb, keyset, keysetAfter, pageOf, plannedEachRun, type Sql, withinBudget } from "@tasksvc/db";
 import { createTasks, type NewTask } from "./task-create.js";
 import { type Content, type ContentColumns, iso, shownVersion, TASK_COLUMNS, type TaskRow } from "./task-json.js";
 import { type ActorColumns, actorOfRow, stampColumns, type VersionStamp } from "./version-stamp.js";
@@ -190,13 +190,19 @@ export function tasksRepo(sql: Sql, pageBytes = DEFAULT_PAGE_BYTES) {
       return sql<TaskRow[]>`select ${cols} from tasks where organization_id = ${org} and number = any(${numbers}::bigint[]) and deleted_at is null`;
     },
 
-    /** Tasks that still carry something being removed, locked; those a writer holds are left for a later batch. */
+    /**
+     * Tasks that still carry something being removed, locked; those a writer holds are left for a
+     * later batch. Planned at each run: a label on half the tasks is best found by walking them in
+     * order, a rare one by its index, and a generic plan would guess one share for both. In ORDER BY,
+     * `number` alone is the text output column: sorted as text, every batch read and sorted all the
+     * tasks that carry it, where the table's number walks the organization's key.
+     */
     async carrying(org: string, what: Carried, limit: number): Promise<CarryingRow[]> {
-      return sql<CarryingRow[]>`
+      return plannedEachRun(sql<CarryingRow[]>`
         select ${cols}, label_ids as stored_label_ids, custom_fields as stored_custom_fields from tasks
         where organization_id = ${org} and ${carries(sql, what)}
-        order by number limit ${limit}
-        for no key update skip locked`;
+        order by tasks.number limit ${limit}
+        for no key update skip locked`);
     },
 
     async anyCarrying(org: string, what: Carried): Promise<boolean> {
