@@ -239,7 +239,7 @@ export function liftArchived(f: TaskFilter): { archived: boolean | undefined; re
   return { archived: found.value === true, rest: left.length === 0 ? undefined : left.length === 1 ? left[0] : { and: left } };
 }
 
-const GUESSED: ReadonlySet<string> = new Set(["projects", "assignees", "labels"]);
+const GUESSED: ReadonlySet<FilterSql[FilterField]["kind"]> = new Set(["projects", "assignees", "labels"] as const);
 
 /**
  * Whether the planner may guess the filter's share of tasks blind: a custom field's (Postgres keeps
