@@ -29,7 +29,7 @@ import { FIELDS, printSearch, searchScenarios } from "./search.mjs";
 import { printStreams, streamScenarios } from "./streams.mjs";
 import { uploadScenarios } from "./uploads.mjs";
 import { webhookScenarios } from "./webhooks.mjs";
-import { cpuPerRequest, cpuSnapshot, steadyLoad, writesSnapshot } from "./yardsticks.mjs";
+import { cpuPerRequest, cpuSnapshot, namePostgresBackends, POSTGRES_PART, steadyLoad, writesSnapshot } from "./yardsticks.mjs";
 import { adminCli } from "./admin-cli.mjs";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -241,9 +241,12 @@ mkdirSync(scratch, { recursive: true });
 
 /** The autovacuum stand-in, once the stack runs. */
 let autovacuum = null;
+/** One connection that reads pg_stat_activity before CPU snapshots, opened at the first. */
+let whoSql = null;
 async function cleanup() {
   cleaningUp = true;
   await autovacuum?.stop();
+  await whoSql?.end({ timeout: 1 });
   for (const c of children) c.kill("SIGTERM");
   // A child ended by a signal has a signalCode and no exitCode.
   await Promise.all(children.map((c) => (c.exitCode !== null || c.signalCode !== null ? null : new Promise((r) => c.once("exit", r)))));
@@ -412,15 +415,19 @@ async function analyze() {
   }
 }
 
+const namePostgres = () => namePostgresBackends((whoSql ??= postgres(DATABASE_URL, { max: 1, onnotice: () => {} })));
+
 async function measure(name, url, req, connections = CONNECTIONS, { cpu = false } = {}) {
   process.stderr.write(`bench: ${name} …\n`);
   const run = WRK ? runWrk : runAutocannon;
   await run(url, req, WARMUP, connections);
+  if (cpu) await namePostgres();
   const before = cpu ? cpuSnapshot(liveProcesses()) : null;
   const writesBefore = cpu ? writesSnapshot(liveProcesses()) : null;
   const result = { name, ...(await run(url, req, DURATION, connections)) };
   if (cpu) {
     if (req.method !== "GET") await settleEvents();
+    await namePostgres();
     result.cpu = cpuPerRequest(before, cpuSnapshot(liveProcesses()), result.requests);
     result.writes = cpuPerRequest(writesBefore, writesSnapshot(liveProcesses()), result.requests);
   }
@@ -430,10 +437,12 @@ async function measure(name, url, req, connections = CONNECTIONS, { cpu = false 
 /** Latency at a steady offered rate (open-loop), and the CPU per request at that rate. */
 async function steady(name, url, req, rate) {
   process.stderr.write(`bench: ${name} at a steady ${rate} req/s …\n`);
+  await namePostgres();
   const before = cpuSnapshot(liveProcesses());
   const writesBefore = writesSnapshot(liveProcesses());
   const r = await steadyLoad(url, req, rate, DURATION, WARMUP);
   if (req.method !== "GET") await settleEvents();
+  await namePostgres();
   const n = Math.round(rate * (DURATION + WARMUP));
   return { ...r, cpu: cpuPerRequest(before, cpuSnapshot(liveProcesses()), n), writes: cpuPerRequest(writesBefore, writesSnapshot(liveProcesses()), n) };
 }
@@ -623,6 +632,9 @@ async function explainOn100k() {
 
 const results = [];
 const floors = [];
+/** CPU ms per second of every process with the stack up and idle, measured before the yardsticks. */
+let idleCpu = null;
+const IDLE_SECONDS = 5;
 let explainList = null;
 let webhooks = null;
 let uploads = null;
@@ -736,6 +748,14 @@ try {
     const server = start("matched server", "test/bench/matched-server.mjs", { PORT: "0" });
     await Promise.all([ready(responder), ready(server)]);
     matchedUrl = `http://127.0.0.1:${/ready (\d+)/.exec(server.output)[1]}`;
+    // What every process burns with nothing asked of it (pollers, timers, the autovacuum stand-in):
+    // at a steady rate it is spread over fewer requests than when saturated.
+    process.stderr.write("bench: the stack up and idle …\n");
+    await namePostgres();
+    const before = cpuSnapshot(liveProcesses());
+    await new Promise((r) => setTimeout(r, IDLE_SECONDS * 1000));
+    await namePostgres();
+    idleCpu = cpuPerRequest(before, cpuSnapshot(liveProcesses()), IDLE_SECONDS);
   }
   for (const s of SCENARIOS.filter((x) => picked(x.name))) {
     const req = s.request(ctx);
@@ -963,26 +983,40 @@ if (yard.length) {
     console.log(
       `steady floor at ${fmt(f.rate)} req/s, the stack up and idle: ${f.name} p50 ${ms(f.p50_ms)} ms, p99 ${ms(f.p99_ms)} ms, max ${ms(f.max_ms)} ms`,
     );
+  // Postgres's parts follow its row, the total comes last.
+  const inOrder = (keys) => {
+    const parts = keys.filter((k) => k.startsWith(POSTGRES_PART)).sort();
+    const rest = keys.filter((k) => !k.startsWith(POSTGRES_PART) && k !== "total");
+    const at = rest.indexOf("postgres") + 1;
+    return [...rest.slice(0, at), ...parts, ...rest.slice(at), ...(keys.includes("total") ? ["total"] : [])];
+  };
+  if (idleCpu) {
+    console.log(
+      `\nCPU ms per second, the stack up and idle (${IDLE_SECONDS} s, before the yardsticks): at a steady rate of N req/s, each request carries 1/N of it`,
+    );
+    printTable(
+      ["process", "ms/s"],
+      inOrder(Object.keys(idleCpu)).map((k) => [k, fmt(idleCpu[k], 1)]),
+    );
+  }
   for (const r of yard) {
     console.log(`\nCPU ms per request · ${r.name} (saturated at ${fmt(r.rps)} req/s · steady at ${fmt(r.steady_rate)}) against its matched baseline`);
-    const procs = [
+    const procs = inOrder([
       ...new Set([r.cpu_ms_per_request, r.steady.cpu_ms_per_request, r.baseline.cpu_ms_per_request, r.baseline.steady.cpu_ms_per_request].flatMap(Object.keys)),
-    ];
+    ]);
     const c = (o, k) => (o?.[k] === undefined ? "-" : fmt(o[k], 3));
     const w = (o, k) => (o?.[k] === undefined ? "-" : fmt(o[k], 1));
     printTable(
       ["process", "saturated", "steady", "matched saturated", "matched steady", "writes/req steady", "matched writes/req steady"],
-      procs
-        .sort((a, b) => (a === "total") - (b === "total"))
-        .map((k) => [
-          k,
-          c(r.cpu_ms_per_request, k),
-          c(r.steady.cpu_ms_per_request, k),
-          c(r.baseline.cpu_ms_per_request, k),
-          c(r.baseline.steady.cpu_ms_per_request, k),
-          w(r.steady.writes_per_request, k),
-          w(r.baseline.steady.writes_per_request, k),
-        ]),
+      procs.map((k) => [
+        k,
+        c(r.cpu_ms_per_request, k),
+        c(r.steady.cpu_ms_per_request, k),
+        c(r.baseline.cpu_ms_per_request, k),
+        c(r.baseline.steady.cpu_ms_per_request, k),
+        w(r.steady.writes_per_request, k),
+        w(r.baseline.steady.writes_per_request, k),
+      ]),
     );
   }
 }
@@ -1034,5 +1068,5 @@ if (explainList) console.log(`\nEXPLAIN ANALYZE, GET /v1/tasks on 100,000 tasks 
 mkdirSync(new URL("./results", import.meta.url), { recursive: true });
 writeFileSync(
   new URL("./results/latest.json", import.meta.url),
-  `${JSON.stringify({ at: new Date().toISOString(), tool, node: process.version, cores: cpus().length, connections: CONNECTIONS, duration: DURATION, results: rows, steady_floors: floors, webhooks, uploads, imports, recurrence, search, exports: exportsResult, rewinds, streams, notifications, comments, mcp, metrics, explain: explainList }, null, 2)}\n`,
+  `${JSON.stringify({ at: new Date().toISOString(), tool, node: process.version, cores: cpus().length, connections: CONNECTIONS, duration: DURATION, results: rows, steady_floors: floors, idle_cpu_ms_per_s: idleCpu, webhooks, uploads, imports, recurrence, search, exports: exportsResult, rewinds, streams, notifications, comments, mcp, metrics, explain: explainList }, null, 2)}\n`,
 );

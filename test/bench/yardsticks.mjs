@@ -32,9 +32,34 @@ function procWrites(pid) {
   }
 }
 
+/** Who each Postgres process works for, by pid, as last read from pg_stat_activity. */
+let postgresWho = new Map();
+
+/** A backend is named by the pool that opened it (its application_name); others by their kind. */
+function whoOf({ application_name: app, backend_type: type }) {
+  if (type !== "client backend") return type;
+  if (!app?.startsWith("tasksvc-")) return "the bench itself";
+  const rest = app.slice("tasksvc-".length);
+  return rest.includes("matched") ? "matched responder" : rest.split("-")[0];
+}
+
+/**
+ * Names the Postgres processes before a snapshot, so Postgres's CPU splits by who asked for it (a
+ * service's pools, the matched responder, the bench's own statements, the server's background
+ * processes). A backend that ended meanwhile is counted in the postmaster's figure ("other").
+ */
+export async function namePostgresBackends(sql) {
+  const rows = await sql`select pid, application_name, backend_type from pg_stat_activity`;
+  postgresWho = new Map(rows.map((r) => [String(r.pid), whoOf(r)]));
+}
+
+/** The rows that split "postgres": left out of the total, which counts "postgres" already. */
+export const POSTGRES_PART = "postgres · ";
+
 /**
  * A figure so far of each named process (a pid, or a list of them), plus "postgres" (every
- * Postgres process: backends, writers, WAL) and "nats-server" (every nats-server on the machine).
+ * Postgres process: backends, writers, WAL), split by who each works for, and "nats-server"
+ * (every nats-server on the machine).
  */
 function snapshot(named, read) {
   const out = {};
@@ -46,7 +71,13 @@ function snapshot(named, read) {
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     const name = procStat(entry)?.name;
-    if (name === "postgres" || name === "nats-server") out[name] += read(entry);
+    if (name !== "postgres" && name !== "nats-server") continue;
+    const v = read(entry);
+    out[name] += v;
+    if (name === "postgres") {
+      const part = `${POSTGRES_PART}${postgresWho.get(entry) ?? "other"}`;
+      out[part] = (out[part] ?? 0) + v;
+    }
   }
   return out;
 }
@@ -69,7 +100,7 @@ export function cpuPerRequest(before, after, requests) {
     const ms = after[name] - (before[name] ?? 0);
     if (ms <= 0) continue;
     out[name] = Number((ms / requests).toFixed(3));
-    total += ms;
+    if (!name.startsWith(POSTGRES_PART)) total += ms;
   }
   out.total = Number((total / requests).toFixed(3));
   return out;
