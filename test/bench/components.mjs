@@ -53,7 +53,14 @@ async function gatewayChild(tree) {
     clients: { keys: stub, tasks: stub, boards: stub, webhooks: stub },
     sql: {},
     nc: {},
-    repo: { claimIdempotencyKey: async () => true, storeIdempotentOutcome: async () => {}, releaseIdempotencyKey: async () => {} },
+    // Both shapes of the records' writes, so that a tree from before their batching runs too.
+    repo: {
+      claimIdempotencyKey: async () => true,
+      claimIdempotencyKeys: async (claims) => claims.map(() => true),
+      storeIdempotentOutcome: async () => {},
+      storeIdempotentOutcomes: async () => {},
+      releaseIdempotencyKey: async () => {},
+    },
     cursors: { wrap: (_r, _q, raw) => raw, unwrap: (_r, _q, c) => c },
     charger: { charge: async () => charge, close: async () => {} },
     bodyLimit: 1 << 20,

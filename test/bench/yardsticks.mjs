@@ -46,7 +46,8 @@ function whoOf({ application_name: app, backend_type: type }) {
 /**
  * Names the Postgres processes before a snapshot, so Postgres's CPU splits by who asked for it (a
  * service's pools, the matched responder, the bench's own statements, the server's background
- * processes). A backend that ended meanwhile is counted in the postmaster's figure ("other").
+ * processes). A backend that ended in between (a pool's connection idle for 30 s) is counted in
+ * the postmaster's figure, its whole life.
  */
 export async function namePostgresBackends(sql) {
   const rows = await sql`select pid, application_name, backend_type from pg_stat_activity`;
@@ -75,7 +76,8 @@ function snapshot(named, read) {
     const v = read(entry);
     out[name] += v;
     if (name === "postgres") {
-      const part = `${POSTGRES_PART}${postgresWho.get(entry) ?? "other"}`;
+      // The postmaster's figure holds the whole life of every backend that ended (its children's times).
+      const part = `${POSTGRES_PART}${postgresWho.get(entry) ?? "ended backends, postmaster"}`;
       out[part] = (out[part] ?? 0) + v;
     }
   }
@@ -96,11 +98,18 @@ export const writesSnapshot = (named) => snapshot(named, procWrites);
 export function cpuPerRequest(before, after, requests) {
   const out = {};
   let total = 0;
-  for (const name of Object.keys(after)) {
-    const ms = after[name] - (before[name] ?? 0);
+  for (const name of new Set([...Object.keys(after), ...Object.keys(before)])) {
+    const ms = (after[name] ?? 0) - (before[name] ?? 0);
+    // A part of Postgres may be negative: a backend that ended in between took its time before the
+    // first snapshot away from its owner's part, and its whole life is in the postmaster's part.
+    // The parts add up to "postgres", which is exact.
+    if (name.startsWith(POSTGRES_PART)) {
+      if (ms !== 0) out[name] = Number((ms / requests).toFixed(3));
+      continue;
+    }
     if (ms <= 0) continue;
     out[name] = Number((ms / requests).toFixed(3));
-    if (!name.startsWith(POSTGRES_PART)) total += ms;
+    total += ms;
   }
   out.total = Number((total / requests).toFixed(3));
   return out;

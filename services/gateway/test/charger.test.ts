@@ -86,15 +86,46 @@ describe("charge reservations", () => {
     expect(await counters(id)).toEqual({ burst: 60, quota: 60 });
   });
 
-  it("when calls come one at a time, then each is counted as it arrives (nothing is held back)", async () => {
-    const { repo } = countingRepo();
-    const charger = createCharger({ repo, log });
+  it("when calls come one at a time, slower than one per busyMs, then each is counted as it arrives (nothing is held back)", async () => {
+    const { repo, calls } = countingRepo();
+    const charger = createCharger({ repo, log, busyMs: 20 });
     const id = identity(100_000, 1_000_000);
     for (let i = 1; i <= 5; i++) {
       const c = await charger.charge(id);
       expect(c.quota.used).toBe(i);
       expect(await counters(id)).toEqual({ burst: i, quota: i });
+      await new Promise((r) => setTimeout(r, 40));
     }
+    expect(calls.reserve).toBe(5);
+    await charger.close();
+  });
+
+  it("when calls come one after another faster than one per busyMs, then reservations grow, round trips thin out and, once closed, the counters are exact", async () => {
+    const { repo, calls } = countingRepo();
+    // A day-long busyMs: every reservation is spent "soon", so each one doubles the next.
+    const charger = createCharger({ repo, log, holdMs: 10_000, busyMs: 86_400_000 });
+    const id = identity(100_000, 1_000_000);
+    for (let i = 1; i <= 63; i++) await charger.charge(id);
+    // 1 + 2 + 4 + 8 + 16 + 32 = 63: six reservations, where one a call made 63.
+    expect(calls.reserve).toBe(6);
+    await charger.close();
+    expect(await counters(id)).toEqual({ burst: 63, quota: 63 });
+  });
+
+  it("when a busy credential pauses longer than holdMs, then its next call reserves exactly one again", async () => {
+    const { repo, calls } = countingRepo();
+    const charger = createCharger({ repo, log, holdMs: 100, busyMs: 86_400_000 });
+    const id = identity(100_000, 1_000_000);
+    // Reservations of 1, 2, 4 and 8: seven of the last are left unspent.
+    for (let i = 0; i < 8; i++) await charger.charge(id);
+    expect(calls.reserve).toBe(4);
+    // The sweeper gives them back once the hold ends.
+    await eventually(async () => expect((await counters(id)).quota).toBe(8), { what: "the unspent calls given back" });
+    await new Promise((r) => setTimeout(r, 150));
+    const before = calls.reserve;
+    await charger.charge(id);
+    expect(calls.reserve).toBe(before + 1);
+    expect(await counters(id)).toEqual({ burst: 9, quota: 9 });
     await charger.close();
   });
 

@@ -78,7 +78,7 @@ beforeAll(async () => {
     const real = gatewayRepo(sql);
     // The gateway's database going away just as an outcome is stored (seen in the fault suite).
     const lost = () => Promise.reject(Object.assign(new Error("connection closed"), { code: "CONNECTION_CLOSED" }));
-    const repo = storeFails ? { ...real, storeIdempotentOutcome: lost } : real;
+    const repo = storeFails ? { ...real, storeIdempotentOutcomes: lost } : real;
     return buildGateway({
       log,
       auth,

@@ -12,6 +12,8 @@ interface Reservation {
   /** Grows while requests queue for a refill, shrinks when unspent. */
   want: number;
   contended: boolean;
+  /** When the last reservation was granted (ms since the epoch), 0 before the first. */
+  grantedAt: number;
   expiresAt: number;
   row: ReserveRow | undefined;
   refill: Promise<void> | undefined;
@@ -21,16 +23,23 @@ export interface ChargerOptions {
   repo: GatewayRepo;
   log: Logger;
   holdMs?: number;
+  /**
+   * A reservation spent within this long of its grant means the credential's calls come at least
+   * that fast one after another: the next reservation is twice as big. Default 50 ms.
+   */
+  busyMs?: number;
 }
 
 /**
  * State lives in Postgres, so the limits hold across replicas; a replica whose requests for one
  * credential queue reserves a batch of calls in one round trip and spends it locally (the
  * database grants at most an eighth of what remains, so near a limit every call counts one by
- * one); a request that comes alone reserves exactly one (decisions 0005, 0007).
+ * one); a request that comes alone reserves exactly one, and so do calls that come one after
+ * another slower than one per `busyMs` (decisions 0005, 0007, 0050).
  */
 export function createCharger(opts: ChargerOptions) {
   const holdMs = opts.holdMs ?? 500;
+  const busyMs = opts.busyMs ?? 50;
   const reservations = new Map<string, Reservation>();
   const releases = new Set<Promise<void>>();
 
@@ -85,7 +94,8 @@ export function createCharger(opts: ChargerOptions) {
     if (row.outcome === "ok") {
       r.row = row;
       r.tokens = row.granted;
-      r.expiresAt = Date.now() + holdMs;
+      r.grantedAt = Date.now();
+      r.expiresAt = r.grantedAt + holdMs;
     }
     return row;
   }
@@ -114,7 +124,7 @@ export function createCharger(opts: ChargerOptions) {
       const key = keyOf(id);
       let r = reservations.get(key);
       if (!r) {
-        r = { tokens: 0, want: 1, contended: false, expiresAt: 0, row: undefined, refill: undefined };
+        r = { tokens: 0, want: 1, contended: false, grantedAt: 0, expiresAt: 0, row: undefined, refill: undefined };
         reservations.set(key, r);
       }
       if (exact) {
@@ -130,7 +140,13 @@ export function createCharger(opts: ChargerOptions) {
           await r.refill.catch(() => undefined);
           continue;
         }
+        // Calls that queued behind a refill, or that spent the last reservation soon after its grant,
+        // come faster than one round trip each: the next reservation serves more of them. A quiet
+        // spell starts again from one, so that sparse traffic is counted as it arrives.
+        const sinceGrant = Date.now() - r.grantedAt;
         if (r.contended) r.want = Math.min(MAX_BATCH, r.want * 2);
+        else if (sinceGrant >= holdMs) r.want = 1;
+        else if (r.tokens === 0 && sinceGrant < busyMs) r.want = Math.min(MAX_BATCH, r.want * 2);
         r.contended = false;
         if (exact) r.want = 1;
         let row!: ReserveRow;

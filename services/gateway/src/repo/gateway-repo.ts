@@ -29,6 +29,25 @@ export interface ExactChargeRow {
   period_end: Date;
 }
 
+/** A key to claim for one request. */
+export interface Claimed {
+  credentialId: string;
+  key: string;
+  fingerprint: string;
+}
+
+/** A request's outcome, stored under its key. */
+export interface Outcome {
+  credentialId: string;
+  key: string;
+  status: number;
+  body: string;
+  headers: Record<string, string>;
+  replayFromService?: boolean;
+}
+
+const idOf = (c: { credentialId: string; key: string }) => `${c.credentialId}\u0000${c.key}`;
+
 export interface StoredOutcome {
   fingerprint: string;
   status: number | null;
@@ -53,6 +72,67 @@ export function gatewayRepo(sql: Sql) {
   /** Every idempotent operation's service records the key with its result itself, so a record lost in a crash lets a retry through to it (decision 0008). */
   const asyncCommit = () => sql`(select set_config('synchronous_commit', 'off', true)) as commit_mode`;
 
+  /** Taken again only from a claim whose day is over, or from the same request whose lease ran out unanswered. */
+  const onClaimedAlready = () => sql`
+    on conflict (credential_id, key) do update
+      set fingerprint = excluded.fingerprint, status = null, response_body = null,
+          response_headers = null, replay_from_service = false, locked_until = excluded.locked_until, created_at = now()
+      where k.created_at < now() - interval '24 hours'
+         or (k.status is null and k.locked_until < now() and k.fingerprint = excluded.fingerprint)
+    returning k.credential_id, k.key`;
+
+  /**
+   * Claims several keys in one statement, each answered in order: true when this claim holds it.
+   * A key given twice is claimed once, by its first; the rows are written in key order, so two
+   * replicas' statements that meet on the same keys wait for each other rather than deadlock. One
+   * key alone goes in a plain statement, cheaper than unnesting arrays of one.
+   */
+  async function claimIdempotencyKeys(claims: readonly Claimed[], leaseMs: number): Promise<boolean[]> {
+    const first = new Map<string, number>();
+    for (const [i, c] of claims.entries()) if (!first.has(idOf(c))) first.set(idOf(c), i);
+    const unique = [...first.values()].map((i) => claims[i] as Claimed).sort((a, b) => (idOf(a) < idOf(b) ? -1 : 1));
+    const [one] = unique;
+    const rows =
+      unique.length === 1 && one
+        ? await sql<{ credential_id: string; key: string }[]>`
+          insert into idempotency_keys as k (credential_id, key, fingerprint, locked_until)
+          select ${one.credentialId}, ${one.key}, ${one.fingerprint}, now() + ${leaseMs} * interval '1 millisecond'
+          from ${asyncCommit()}
+          ${onClaimedAlready()}`
+        : await sql<{ credential_id: string; key: string }[]>`
+          insert into idempotency_keys as k (credential_id, key, fingerprint, locked_until)
+          select v.credential_id, v.key, v.fingerprint, now() + ${leaseMs} * interval '1 millisecond'
+          from unnest(${unique.map((c) => c.credentialId)}::text[], ${unique.map((c) => c.key)}::text[], ${unique.map((c) => c.fingerprint)}::text[])
+                 with ordinality as v(credential_id, key, fingerprint, n),
+               ${asyncCommit()}
+          order by v.n
+          ${onClaimedAlready()}`;
+    const won = new Set(rows.map((r) => idOf({ credentialId: r.credential_id, key: r.key })));
+    return claims.map((c, i) => first.get(idOf(c)) === i && won.has(idOf(c)));
+  }
+
+  /** Several outcomes in one statement (one alone in a plain one); a body held for the service is not stored, only its status. */
+  async function storeIdempotentOutcomes(outcomes: readonly Outcome[]): Promise<void> {
+    const [one] = outcomes;
+    if (outcomes.length === 1 && one) {
+      await sql`
+        update idempotency_keys set status = ${one.status}, response_body = ${one.replayFromService ? "" : one.body},
+          response_headers = ${sql.json(one.headers)}, locked_until = null, replay_from_service = ${one.replayFromService === true}
+        from ${asyncCommit()}
+        where credential_id = ${one.credentialId} and key = ${one.key}`;
+      return;
+    }
+    await sql`
+      update idempotency_keys as k set status = v.status, response_body = v.body,
+        response_headers = v.headers::jsonb, locked_until = null, replay_from_service = v.from_service::boolean
+      from unnest(${outcomes.map((o) => o.credentialId)}::text[], ${outcomes.map((o) => o.key)}::text[], ${outcomes.map((o) => o.status)}::int[],
+                  ${outcomes.map((o) => (o.replayFromService ? "" : o.body))}::text[], ${outcomes.map((o) => JSON.stringify(o.headers))}::text[],
+                  ${outcomes.map((o) => (o.replayFromService === true ? "true" : "false"))}::text[])
+             as v(credential_id, key, status, body, headers, from_service),
+           ${asyncCommit()}
+      where k.credential_id = v.credential_id and k.key = v.key`;
+  }
+
   return {
     /** Decision 0007. */
     async reserve(a: ChargeLimits & { want: number }): Promise<ReserveRow> {
@@ -75,19 +155,7 @@ export function gatewayRepo(sql: Sql) {
     },
 
     /** A gateway that died mid-request blocks the key only until its lease ends. */
-    async claimIdempotencyKey(credentialId: string, key: string, fingerprint: string, leaseMs: number): Promise<boolean> {
-      const rows = await sql`
-        insert into idempotency_keys as k (credential_id, key, fingerprint, locked_until)
-        select ${credentialId}, ${key}, ${fingerprint}, now() + ${leaseMs} * interval '1 millisecond'
-        from ${asyncCommit()}
-        on conflict (credential_id, key) do update
-          set fingerprint = excluded.fingerprint, status = null, response_body = null,
-              response_headers = null, replay_from_service = false, locked_until = excluded.locked_until, created_at = now()
-          where k.created_at < now() - interval '24 hours'
-             or (k.status is null and k.locked_until < now() and k.fingerprint = excluded.fingerprint)
-        returning 1`;
-      return rows.length === 1;
-    },
+    claimIdempotencyKeys,
 
     async idempotencyRecord(credentialId: string, key: string): Promise<StoredOutcome | undefined> {
       const [row] = await sql<StoredOutcome[]>`
@@ -96,20 +164,7 @@ export function gatewayRepo(sql: Sql) {
       return row;
     },
 
-    async storeIdempotentOutcome(
-      credentialId: string,
-      key: string,
-      status: number,
-      body: string,
-      headers: Record<string, string>,
-      replayFromService = false,
-    ): Promise<void> {
-      await sql`
-        update idempotency_keys set status = ${status}, response_body = ${replayFromService ? "" : body},
-          response_headers = ${sql.json(headers)}, locked_until = null, replay_from_service = ${replayFromService}
-        from ${asyncCommit()}
-        where credential_id = ${credentialId} and key = ${key}`;
-    },
+    storeIdempotentOutcomes,
 
     /** The outcome is unknown (5xx) or the request was never executed (429). */
     async releaseIdempotencyKey(credentialId: string, key: string): Promise<void> {
