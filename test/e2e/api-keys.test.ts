@@ -211,6 +211,35 @@ describe("POST /v1/api-keys", () => {
   });
 });
 
+describe("mints of one organization at once", () => {
+  it("when 12 mints of one organization reach the keys service together, then they share transactions (their rows share a transaction id), and each gets its own key", async () => {
+    const t = await f.tenant();
+    const nc = await connectNats({ url: stack.natsUrl, name: "test-mints-together" });
+    try {
+      const keys = client(nc, keysRpc, { namespace: stack.namespace, timeoutMs: 10_000 });
+      const ctx = (i: number) => ({
+        request_id: `req_together_${i}`,
+        organization_id: t.organizationId,
+        user_id: t.userId,
+        credential_id: "key_together_credential",
+        scopes: [...SCOPES],
+        plan: "pro" as const,
+        idempotency_key: `together-${i}`,
+      });
+      const answers = await Promise.all(Array.from({ length: 12 }, (_x, i) => keys.call("createApiKey", { name: "together" }, ctx(i))));
+      expect(new Set(answers.map((a) => a.key)).size).toBe(12);
+      const rows = await db<{ id: string; tx: string }[]>`
+        select id, xmin::text as tx from keys.api_keys where organization_id = ${t.organizationId} and name = 'together'`;
+      expect(rows.map((r) => r.id).sort()).toEqual(answers.map((a) => a.id).sort());
+      // One transaction each would be 12; the first goes alone, the rest wait for it and go together
+      // (on each keys replica).
+      expect(new Set(rows.map((r) => r.tx)).size).toBeLessThanOrEqual(6);
+    } finally {
+      await nc.close();
+    }
+  });
+});
+
 describe("GET /v1/api-keys", () => {
   it("when listing, then only this organization's keys appear, newest first, paginated", async () => {
     const t = await f.tenant();

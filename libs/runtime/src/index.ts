@@ -3,3 +3,4 @@ export * from "./start.js";
 export * from "./main.js";
 export * from "./copies.js";
 export * from "./turn-batches.js";
+export * from "./key-batches.js";

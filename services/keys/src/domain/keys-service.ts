@@ -20,6 +20,7 @@ import {
 } from "@tasksvc/contracts";
 import { type AuditEntry, changesOf, newId, storedResult } from "@tasksvc/db";
 import { AppError } from "@tasksvc/errors";
+import { keyBatches } from "@tasksvc/runtime";
 import { toApiKey, toOrganization, type KeysRepo, type NewKey, type OrgRow } from "../repo/keys-repo.js";
 import type { DevIssuer } from "./dev-issuer.js";
 import { type By, lastOwner, membersSystem } from "./members.js";
@@ -31,6 +32,17 @@ import { hashKey, keyPrefix, mintKeySecret } from "./secrets.js";
 
 /** The secret sealed, so no table holds a usable API key; a replay opens it again (decision 0022). */
 type RecordedKey = Omit<CreatedApiKey, "key"> & { key_sealed: string };
+
+/** One POST /v1/api-keys: its key, its Idempotency-Key record (if any) and its audit event. */
+interface Mint {
+  key: NewKey & { createdAt: Date };
+  once: { credentialId: string; key: string; result: unknown } | null;
+  created: AuditEntry;
+}
+type Minted = Awaited<ReturnType<KeysRepo["mintApiKey"]>>;
+
+/** At most this many mints of one organization in one transaction (the live keys it may hold are fewer). */
+const MINTS_PER_TRANSACTION = 32;
 
 function identity(kind: Identity["kind"], credentialId: string, org: OrgRow, userId: string, role: Role, scopes: Scope[], expiresAt: Date | null): Identity {
   return {
@@ -121,6 +133,27 @@ export function keysService(res: KeysResources, { issuer }: { issuer: DevIssuer 
 
   const system = (ctx: RpcContext): By => ({ actor: actorOf(ctx), ctx });
 
+  /**
+   * Concurrent mints of one organization queue on its lock, each counting what the ones before it
+   * wrote; this replica sends those that arrive while one runs together, in one transaction: one
+   * lock, one commit, each mint still its own statement, which sees the ones before it in the same
+   * transaction (decision 0050). BEGIN, the lock, the mints (each with its audit event) and COMMIT
+   * go out together: the server runs them in order, so each snapshot is taken under the lock, and
+   * the lock is held only while the server works; nothing here waits on an answer first.
+   */
+  const mintTogether = keyBatches<Mint, Minted>(MINTS_PER_TRANSACTION, (orgId, mints) =>
+    res.tx(
+      async (r) => {
+        const [, out] = await Promise.all([
+          r.lockOrganizationKeys(orgId),
+          Promise.all(mints.map((m) => r.mintApiKey(m.key, m.once, MAX_LIVE_API_KEYS, m.created))),
+        ]);
+        return out;
+      },
+      { commitAhead: true },
+    ),
+  );
+
   const members = membersSystem(res, async (r, a, by) => (await mintKey(r, { ...a, kind: "live", expiresAt: null }, by)).key);
 
   return {
@@ -207,18 +240,7 @@ export function keysService(res: KeysResources, { issuer }: { issuer: DevIssuer 
         legacy: key.legacy,
       });
       const once = idemKey === undefined ? null : { credentialId, key: idemKey, result: { ...shown, key_sealed: res.box.seal(secret) } satisfies RecordedKey };
-      // Concurrent mints queue on the organization's lock, each counting what the previous one committed.
-      // BEGIN, the lock, the mint (with its audit event) and COMMIT go out together: the server runs
-      // them in order, so the mint's snapshot is still taken under the lock, and the lock is held
-      // only while the server works, not across round trips; nothing here waits on an answer first.
-      const created = keyCreated(key, t);
-      const out = await res.tx(
-        async (r) => {
-          const [, minted] = await Promise.all([r.lockOrganizationKeys(t.organizationId), r.mintApiKey(key, once, MAX_LIVE_API_KEYS, created)]);
-          return minted;
-        },
-        { commitAhead: true },
-      );
+      const out = await mintTogether(t.organizationId, { key, once, created: keyCreated(key, t) });
       switch (out.kind) {
         case "minted":
           res.written();
