@@ -108,9 +108,9 @@ interface RywFigures {
  * Read-your-writes across gateways and servers: `loops` tasks, each its own loop: warm the caches
  * (a GET through the reading gateway, twice, so both tasks replicas likely hold a copy), PATCH the
  * title through one gateway, then at once GET through the other; the read must show that title.
- * The writing and reading gateways swap every round. Runs until `stopAt()` says so.
+ * The writing and reading gateways swap every round. Runs until `stopAt(figures so far)` says so.
  */
-async function readYourWrites(tenant: LoadTenant, loops: number, stopAt: () => boolean): Promise<RywFigures> {
+async function readYourWrites(tenant: LoadTenant, loops: number, stopAt: (f: RywFigures) => boolean): Promise<RywFigures> {
   const f: RywFigures = { writes: 0, reads: 0, stale: 0, failed: 0, samples: [] };
   const ids: string[] = [];
   for (let i = 0; i < loops; i++) {
@@ -129,7 +129,7 @@ async function readYourWrites(tenant: LoadTenant, loops: number, stopAt: () => b
   }
   await Promise.all(
     ids.map(async (id, loop) => {
-      for (let round = 0; !stopAt(); round++) {
+      for (let round = 0; !stopAt(f); round++) {
         const [w, r] = round % 2 === 0 ? [0, 1] : [1, 0];
         const title = `ryw ${loop} round ${round}`;
         try {
@@ -213,7 +213,9 @@ describe("a three-server NATS cluster with streams at 3 replicas", () => {
   it("when a task is written through one gateway and read at once through the other, with the tasks replicas on different servers, then every read shows the version just written", async () => {
     const [tenant] = (await prepareLoadTenants(stack, 1)) as [LoadTenant];
     const started = Date.now();
-    const f = await readYourWrites(tenant, 8, () => Date.now() - started > 8_000);
+    // At least 8 s and 250 reads: on a busy machine the rounds are slower, and the probe runs longer
+    // rather than reading less (at most a minute).
+    const f = await readYourWrites(tenant, 8, (so) => (Date.now() - started > 8_000 && so.reads >= 250) || Date.now() - started > 60_000);
     console.log(
       `fault: read-your-writes across servers — ${f.writes} writes each read at once through the other gateway: ${f.reads} reads, stale ${f.stale}, failed attempts ${f.failed} in ${s(Date.now() - started)}` +
         (f.samples.length ? `\n  ${f.samples.join("\n  ")}` : ""),

@@ -20,29 +20,18 @@ import {
 } from "@tasksvc/contracts";
 import { type AuditEntry, changesOf, newId, storedResult } from "@tasksvc/db";
 import { AppError } from "@tasksvc/errors";
-import { keyBatches } from "@tasksvc/runtime";
 import { toApiKey, toOrganization, type KeysRepo, type NewKey, type OrgRow } from "../repo/keys-repo.js";
 import type { DevIssuer } from "./dev-issuer.js";
 import { type By, lastOwner, membersSystem } from "./members.js";
 import { oauthClientsSystem } from "./oauth-clients.js";
 import type { KeysResources } from "./resources.js";
+import { mintsTogether } from "./mints-together.js";
 import { type LimitOverrides, OVERRIDABLE } from "../repo/org-row.js";
 import { effectiveLimits } from "./limits.js";
 import { hashKey, keyPrefix, mintKeySecret } from "./secrets.js";
 
 /** The secret sealed, so no table holds a usable API key; a replay opens it again (decision 0022). */
 type RecordedKey = Omit<CreatedApiKey, "key"> & { key_sealed: string };
-
-/** One POST /v1/api-keys: its key, its Idempotency-Key record (if any) and its audit event. */
-interface Mint {
-  key: NewKey & { createdAt: Date };
-  once: { credentialId: string; key: string; result: unknown } | null;
-  created: AuditEntry;
-}
-type Minted = Awaited<ReturnType<KeysRepo["mintApiKey"]>>;
-
-/** At most this many mints of one organization in one transaction (the live keys it may hold are fewer). */
-const MINTS_PER_TRANSACTION = 32;
 
 function identity(kind: Identity["kind"], credentialId: string, org: OrgRow, userId: string, role: Role, scopes: Scope[], expiresAt: Date | null): Identity {
   return {
@@ -133,26 +122,7 @@ export function keysService(res: KeysResources, { issuer }: { issuer: DevIssuer 
 
   const system = (ctx: RpcContext): By => ({ actor: actorOf(ctx), ctx });
 
-  /**
-   * Concurrent mints of one organization queue on its lock, each counting what the ones before it
-   * wrote; this replica sends those that arrive while one runs together, in one transaction: one
-   * lock, one commit, each mint still its own statement, which sees the ones before it in the same
-   * transaction (decision 0050). BEGIN, the lock, the mints (each with its audit event) and COMMIT
-   * go out together: the server runs them in order, so each snapshot is taken under the lock, and
-   * the lock is held only while the server works; nothing here waits on an answer first.
-   */
-  const mintTogether = keyBatches<Mint, Minted>(MINTS_PER_TRANSACTION, (orgId, mints) =>
-    res.tx(
-      async (r) => {
-        const [, out] = await Promise.all([
-          r.lockOrganizationKeys(orgId),
-          Promise.all(mints.map((m) => r.mintApiKey(m.key, m.once, MAX_LIVE_API_KEYS, m.created))),
-        ]);
-        return out;
-      },
-      { commitAhead: true },
-    ),
-  );
+  const mintTogether = mintsTogether(res);
 
   const members = membersSystem(res, async (r, a, by) => (await mintKey(r, { ...a, kind: "live", expiresAt: null }, by)).key);
 
