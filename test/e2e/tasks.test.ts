@@ -196,6 +196,27 @@ describe("POST /v1/tasks", () => {
     expect(again.body).toEqual(one.status === 201 ? one.body : two.body);
     expect(await rowCount("tasks", t.organizationId)).toBe(1);
   });
+
+  it("when keyed creates of two organizations arrive at once, one with 100,000 characters of notes, then each retry replays its own first answer, the largest too", async () => {
+    const [a, b] = [await f.tenant(), await f.tenant()];
+    // Outcomes of one moment share a statement; one over 16 KiB is stored in a statement of its own.
+    const bodies = [
+      { t: a, body: { title: "large", notes: "n".repeat(100_000) }, key: "mixed-large" },
+      ...[0, 1, 2, 3, 4].map((i) => ({ t: a, body: { title: `small ${i}` }, key: `mixed-small-${i}` })),
+      ...[0, 1, 2, 3, 4].map((i) => ({ t: b, body: { title: `other ${i}` }, key: `mixed-other-${i}` })),
+    ];
+    const firsts = await Promise.all(bodies.map((x) => create(x.t, x.body, { "idempotency-key": x.key })));
+    for (const r of firsts) expect(r.status, r.text).toBe(201);
+    const replays = await Promise.all(bodies.map((x) => gw2.post("/v1/tasks", x.body, { token: x.t.apiKey, headers: { "idempotency-key": x.key } })));
+    for (const [i, r] of replays.entries()) {
+      expect(r.status, r.text).toBe(201);
+      expect(r.headers.get("idempotency-replayed")).toBe("true");
+      expect(r.body).toEqual(firsts[i]?.body);
+    }
+    expect(replays[0]?.body.notes).toHaveLength(100_000);
+    expect(await rowCount("tasks", a.organizationId)).toBe(6);
+    expect(await rowCount("tasks", b.organizationId)).toBe(5);
+  });
 });
 
 describe("GET /v1/tasks/{task_id}", () => {

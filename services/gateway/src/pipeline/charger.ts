@@ -9,7 +9,7 @@ const MAX_BATCH = 64;
 /** The counters in the database already include them. */
 interface Reservation {
   tokens: number;
-  /** Grows while requests queue for a refill, shrinks when unspent. */
+  /** Grows while requests queue for a refill or spend it soon after its grant, shrinks when unspent. */
   want: number;
   contended: boolean;
   /** When the last reservation was granted (ms since the epoch), 0 before the first. */
