@@ -2,6 +2,7 @@ import type { Caller, CreateTaskBody, Task } from "@tasksvc/contracts";
 import { KeyRecordedMeanwhile, newId } from "@tasksvc/db";
 import { fieldError, isAppError } from "@tasksvc/errors";
 import { contextFromTraceparent, currentTraceparent, inSpan, SpanKind, trace } from "@tasksvc/telemetry";
+import { keyBatches } from "@tasksvc/runtime";
 import type { Repositories } from "../repo/repositories.js";
 import { type Content, type TaskRow, toTask } from "../repo/task-json.js";
 import { type FieldStamp, ReferenceVanished } from "../repo/task-create.js";
@@ -15,9 +16,10 @@ interface Pending {
   caller: WriteCaller;
   body: CreateTaskBody;
   traceparent: string | null;
-  resolve(t: Task): void;
-  reject(e: unknown): void;
 }
+
+/** What a create of a batch came to: its task, its refusal, or (a keyed create a check refused) a run of its own. */
+type Outcome = { task: Task } | { refused: unknown } | { alone: true };
 
 const MAX_BATCH = 64;
 const VANISHED_AT = { project: "/project_id", parent: "/parent_task_id", label: "/label_ids", "custom field": "/custom_fields" } as const;
@@ -25,28 +27,15 @@ const VANISHED_AT = { project: "/project_id", parent: "/parent_task_id", label: 
 /**
  * Group commit (decision 0008): a create holds its organization's number counter to the commit,
  * so instead of queueing transactions on that lock each replica runs one create statement per
- * organization at a time, holding every create that arrived meanwhile. A create that fails its
- * own checks is left out; anything else re-runs the batch's creates one by one, so one bad create
- * never fails its neighbours.
+ * organization at a time (`keyBatches`), holding every create that arrived meanwhile. A create
+ * that fails its own checks is left out; anything else re-runs the batch's creates one by one, so
+ * one bad create never fails its neighbours.
  */
 export function createBatcher(res: TasksResources, prepare: Prepare) {
-  const queues = new Map<string, Pending[]>();
-
-  async function run(org: string, queue: Pending[]): Promise<void> {
-    while (queue.length > 0) {
-      const batch = queue.splice(0, MAX_BATCH);
-      const alone = batch.length === 1 ? batch[0] : undefined;
-      if (alone) await executeAlone(alone);
-      else {
-        try {
-          await execute(org, batch);
-        } catch {
-          for (const p of batch) await executeAlone(p);
-        }
-      }
-    }
-    queues.delete(org);
-  }
+  const batches = keyBatches<Pending, Outcome>(MAX_BATCH, async (org, batch) => {
+    const [first] = batch;
+    return batch.length === 1 && first ? [{ task: await executeAlone(first) }] : execute(org, batch);
+  });
 
   /**
    * A keyed create goes straight to its statement, whose plain insert of the key fails when the key
@@ -54,48 +43,52 @@ export function createBatcher(res: TasksResources, prepare: Prepare) {
    * refusal) pays a second. A record found live is the answer; one past its 24 hours is dropped
    * and the create runs again, once.
    */
-  async function executeAlone(p: Pending): Promise<void> {
+  async function executeAlone(p: Pending): Promise<Task> {
     const { organizationId, credentialId, idempotencyKey: key } = p.caller;
     const records = res.repos.idempotency;
     let refused: unknown;
     try {
-      await execute(organizationId, [p]);
-      return;
+      return await only(execute(organizationId, [p]));
     } catch (e) {
-      if (key === undefined || !(e instanceof KeyRecordedMeanwhile || isAppError(e))) return p.reject(e);
+      if (key === undefined || !(e instanceof KeyRecordedMeanwhile || isAppError(e))) throw e;
       if (isAppError(e)) refused = e;
     }
     try {
       const stored = await records.replayOrDropExpired<Task>(credentialId, key, "createTask");
-      if (stored !== undefined) return p.resolve(stored);
-      if (refused !== undefined) return p.reject(refused);
-      await execute(organizationId, [p]);
+      if (stored !== undefined) return stored;
+      if (refused !== undefined) throw refused;
+      return await only(execute(organizationId, [p]));
     } catch (e) {
+      if (e === refused) throw e;
       // Another execution recorded this key while ours ran: its result is the answer.
-      try {
-        p.resolve(await records.replayRecordedMeanwhile<Task>(e, credentialId, key, "createTask"));
-      } catch (err) {
-        p.reject(err);
-      }
+      return records.replayRecordedMeanwhile<Task>(e, credentialId, key, "createTask");
     }
   }
 
-  /** Settles every create, or throws with none settled. */
-  async function execute(org: string, batch: Pending[]): Promise<void> {
+  /** The task of a batch of one, or its refusal thrown. */
+  async function only(outcomes: Promise<Outcome[]>): Promise<Task> {
+    const [o] = await outcomes;
+    if (o !== undefined && "task" in o) return o.task;
+    if (o !== undefined && "refused" in o) throw o.refused;
+    throw new Error("a create run alone came to no task");
+  }
+
+  /** One outcome per create, in order, or throws with none of them written. */
+  async function execute(org: string, batch: readonly Pending[]): Promise<Outcome[]> {
     const r = res.repos;
-    const settled: Array<() => void> = [];
-    const accepted: Array<{ p: Pending; content: Content; fieldsSeen: FieldStamp[] }> = [];
-    for (const p of batch) {
+    const outcomes: Outcome[] = [];
+    const accepted: Array<{ p: Pending; at: number; content: Content; fieldsSeen: FieldStamp[] }> = [];
+    for (const [at, p] of batch.entries()) {
       try {
-        accepted.push({ p, ...(await prepare(r, p.caller, p.body)) });
+        accepted.push({ p, at, ...(await prepare(r, p.caller, p.body)) });
       } catch (e) {
         if (!isAppError(e)) throw e;
         // A keyed create refused by a check may be the retry of one that passed it: alone, its
         // record is looked for before the refusal is the answer.
         if (p.caller.idempotencyKey !== undefined) {
           if (batch.length === 1) throw e;
-          settled.push(() => void executeAlone(p));
-        } else settled.push(() => p.reject(e));
+          outcomes[at] = { alone: true };
+        } else outcomes[at] = { refused: e };
       }
     }
     if (accepted.length > 0) {
@@ -141,25 +134,20 @@ export function createBatcher(res: TasksResources, prepare: Prepare) {
         const row = rows[i];
         // One row per create, in order (the statement's contract): a missing one settles nothing.
         if (!row) throw new Error(`the create statement returned ${rows.length} rows for ${accepted.length} creates`);
-        settled.push(() => a.p.resolve(toTask(row)));
+        outcomes[a.at] = { task: toTask(row) };
       }
     }
-    for (const s of settled) s();
+    return outcomes;
   }
 
   return {
-    submit(caller: WriteCaller, body: CreateTaskBody): Promise<Task> {
-      return new Promise<Task>((resolve, reject) => {
-        const org = caller.organizationId;
-        const queue = queues.get(org);
-        const p = { caller, body, resolve, reject, traceparent: currentTraceparent() };
-        if (queue) queue.push(p);
-        else {
-          const q = [p];
-          queues.set(org, q);
-          void run(org, q);
-        }
-      });
+    async submit(caller: WriteCaller, body: CreateTaskBody): Promise<Task> {
+      const p = { caller, body, traceparent: currentTraceparent() };
+      const o = await batches(caller.organizationId, p);
+      if ("task" in o) return o.task;
+      if ("refused" in o) throw o.refused;
+      // Alone, its record is looked for before the refusal is the answer.
+      return executeAlone(p);
     },
   };
 }
