@@ -19,7 +19,7 @@ import {
   rpcDeadlineExpired,
   rpcReplyTooLarge,
   rpcServerDuration,
-  rpcServerInFlight,
+  countRpcInFlight,
   seriesCache,
   SpanKind,
   SpanStatusCode,
@@ -60,7 +60,7 @@ export function serve<C extends RpcCatalog>(nc: NatsConnection, catalog: C, hand
   const inFlight = new Set<Promise<void>>();
   const debug = opts.log.isLevelEnabled("debug");
   const service = catalog.service;
-  const gauge = rpcServerInFlight.labels({ service });
+  const uncount = countRpcInFlight(service, () => inFlight.size);
   const series = seriesCache(rpcServerDuration);
   subs.push(
     nc.subscribe(rpcSubject(opts.namespace, service, PING_OP), {
@@ -79,7 +79,6 @@ export function serve<C extends RpcCatalog>(nc: NatsConnection, catalog: C, hand
           opts.log.error({ err, op }, "subscription error");
           return;
         }
-        gauge.inc();
         const started = performance.now();
         const run = tracingEnabled()
           ? inSpan(
@@ -98,10 +97,7 @@ export function serve<C extends RpcCatalog>(nc: NatsConnection, catalog: C, hand
             () => undefined,
             (e: unknown) => opts.log.error({ err: e, op }, "could not answer a request"),
           )
-          .finally(() => {
-            gauge.dec();
-            inFlight.delete(p);
-          });
+          .finally(() => inFlight.delete(p));
         inFlight.add(p);
       },
     });
@@ -194,6 +190,7 @@ export function serve<C extends RpcCatalog>(nc: NatsConnection, catalog: C, hand
     async drain() {
       await Promise.all(subs.map((s) => s.drain()));
       await Promise.allSettled([...inFlight]);
+      uncount();
     },
   };
 }

@@ -4,7 +4,8 @@ import { createLogger } from "@tasksvc/logger";
 import { z } from "zod";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { client, connectNats, headerSafe, serve, type NatsConnection } from "../src/index.js";
-import { rejectionOf } from "@tasksvc/testing";
+import { eventually, rejectionOf } from "@tasksvc/testing";
+import { rpcServerInFlight } from "@tasksvc/telemetry";
 
 const stack = inject("stack");
 const namespace = `${stack.namespace}_serve_${randomUUID().slice(0, 8)}`;
@@ -64,5 +65,47 @@ describe("headerSafe", () => {
     expect(headerSafe("x\ud800y")).toBe("x%EF%BF%BDy");
     expect(headerSafe("y".repeat(1000))).toHaveLength(256);
     for (const v of ["a\r\nb", "é".repeat(300), "\ud800".repeat(300)]) expect(headerSafe(v)).toMatch(/^[\x20-\x7e]{0,256}$/);
+  });
+});
+
+describe("serve() and the in-flight gauge", () => {
+  it("when requests are in hand, then tasksvc_rpc_server_in_flight counts them at scrape time, back to 0 once answered, and a drained catalog no longer counts", async () => {
+    const nc = await connectNats({ url: stack.natsUrl, name: "serve-gauge-test" });
+    const ns = `${namespace}_gauge`;
+    const gated = { service: `gaugetest_${randomUUID().slice(0, 8)}`, ops: { wait: { input: z.object({}), output: z.object({}) } } } as const;
+    let open!: () => void;
+    const gate = new Promise<void>((r) => {
+      open = r;
+    });
+    let arrived = 0;
+    const served = serve(
+      nc,
+      gated,
+      {
+        wait: async () => {
+          arrived++;
+          await gate;
+          return {};
+        },
+      },
+      { namespace: ns, log: createLogger({ service: "test", level: "silent" }) },
+    );
+    const inFlight = async () => (await rpcServerInFlight.get()).values.find((v) => v.labels.service === gated.service)?.value;
+    try {
+      const rpc = client(nc, gated, { namespace: ns, timeoutMs: 10_000 });
+      const calls = [rpc.call("wait", {}, ctx), rpc.call("wait", {}, ctx), rpc.call("wait", {}, ctx)];
+      await eventually(() => expect(arrived).toBe(3));
+      expect(await inFlight()).toBe(3);
+      open();
+      await Promise.all(calls);
+      await eventually(async () => expect(await inFlight()).toBe(0));
+    } finally {
+      open();
+      await served.drain();
+      await nc.close();
+    }
+    // Its last value stays, but no scrape moves it any more.
+    rpcServerInFlight.reset();
+    expect(await inFlight()).toBeUndefined();
   });
 });

@@ -78,12 +78,33 @@ export const rpcServerDuration = new Histogram({
   registers,
 });
 
+/** Each served catalog's count of requests in hand, read when the gauge is scraped rather than moved twice per request. */
+const rpcInFlightSources = new Map<string, Set<() => number>>();
+
 export const rpcServerInFlight = new Gauge({
   name: "tasksvc_rpc_server_in_flight",
   help: "NATS requests being handled now, by service.",
   labelNames: ["service"] as const,
   registers,
+  collect() {
+    for (const [service, sources] of rpcInFlightSources) {
+      let n = 0;
+      for (const size of sources) n += size();
+      this.set({ service }, n);
+    }
+  },
 });
+
+/** Counted into tasksvc_rpc_server_in_flight until the returned function is called. */
+export function countRpcInFlight(service: string, size: () => number): () => void {
+  let sources = rpcInFlightSources.get(service);
+  if (!sources) rpcInFlightSources.set(service, (sources = new Set()));
+  sources.add(size);
+  return () => {
+    sources.delete(size);
+    if (sources.size === 0) rpcInFlightSources.delete(service);
+  };
+}
 
 export const outboxPublished = new Counter({
   name: "tasksvc_outbox_published_total",

@@ -103,9 +103,9 @@ export function buildGateway(opts: BuildOptions): FastifyInstance {
   const refusedCredential = limitAnonymous(app, opts.anonRate);
   // `GET /v1/tasks/` matches `/v1/tasks/:task_id` with an empty id: answered as the unknown route it
   // is (404, before authentication and charging), not as a charged 400 about a parameter.
-  app.addHook("onRequest", async (req) => {
+  app.addHook("onRequest", (req, _reply, done) => {
     const empty = emptyPathParameter(req);
-    if (empty !== undefined) throw new AppError("route_not_found", `No route ${req.method} ${req.url.split("?")[0] ?? ""}.`);
+    done(empty === undefined ? undefined : new AppError("route_not_found", `No route ${req.method} ${req.url.split("?")[0] ?? ""}.`));
   });
   if (opts.corsOrigins !== undefined) registerCors(app, opts.corsOrigins);
   registerProblemHandling(app);

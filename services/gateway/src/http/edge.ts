@@ -172,27 +172,30 @@ export function edgeHandling(log: Logger, publicBaseUrl: () => string) {
       if (abandoned.has(req.raw)) reply.hijack();
       done();
     });
-    app.addHook("onRequest", async (req: FastifyRequest) => {
+    // A callback hook: no promise per request for checks that never wait.
+    app.addHook("onRequest", (req, _reply, done) => done(edgeRefusal(req)));
+    function edgeRefusal(req: FastifyRequest): AppError | undefined {
       if (closing) {
         // Fastify's own answer here would be a bare JSON 503; fastify already set Connection: close.
-        throw new AppError("service_unavailable", "This gateway replica is shutting down; retry, another replica will answer.", { retryAfter: 1 });
+        return new AppError("service_unavailable", "This gateway replica is shutting down; retry, another replica will answer.", { retryAfter: 1 });
       }
       // Node's own check answers 400 with no body: the server is built with requireHostHeader off.
       if (req.raw.httpVersionMajor === 1 && req.raw.httpVersionMinor === 1 && req.headers.host === undefined) {
-        throw new AppError("malformed_request", "An HTTP/1.1 request must carry a Host header (RFC 9112 section 3.2).");
+        return new AppError("malformed_request", "An HTTP/1.1 request must carry a Host header (RFC 9112 section 3.2).");
       }
       // Node keeps the first Authorization field and drops the others: which credential a request
       // carries must not depend on which one a proxy or a server happens to read.
       if (fieldCount(req.raw.rawHeaders, "authorization") > 1) {
         httpEdgeRefused.labels({ reason: "malformed" }).inc();
-        throw new AppError("malformed_request", "The request carries more than one Authorization header field; send exactly one credential.");
+        return new AppError("malformed_request", "The request carries more than one Authorization header field; send exactly one credential.");
       }
       // The router refuses a malformed path, but the query parser keeps an undecodable value as its raw text.
       const q = req.url.indexOf("?");
       if (q !== -1 && !isPercentEncodedUtf8(req.url.slice(q + 1))) {
-        throw new AppError("malformed_request", "The query string is not valid percent-encoded UTF-8.");
+        return new AppError("malformed_request", "The query string is not valid percent-encoded UTF-8.");
       }
-    });
+      return undefined;
+    }
 
     // An Expect other than 100-continue: Node would answer 417 with no body, and RFC 9110 section 10.1.1
     // lets a server ignore an expectation it does not support.

@@ -12,7 +12,8 @@ import {
   tracingEnabled,
   type Span,
 } from "@tasksvc/telemetry";
-import type { FastifyInstance } from "fastify";
+import type { Logger } from "@tasksvc/logger";
+import type { FastifyBaseLogger, FastifyInstance } from "fastify";
 import { EVERY_ANSWER_HEADERS, loggedUrl } from "./requests.js";
 
 declare module "fastify" {
@@ -24,6 +25,9 @@ declare module "fastify" {
 const firstHeader = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v[0] : v);
 
 const httpSeries = seriesCache(httpRequestDuration);
+
+/** Fastify types its logger without pino's level check; one without it is taken to log everything. */
+const infoEnabled = (log: FastifyBaseLogger): boolean => (log as Partial<Pick<Logger, "isLevelEnabled">>).isLevelEnabled?.("info") ?? true;
 
 export function observeRequests(app: FastifyInstance): void {
   app.addHook("onRequest", (req, reply, done) => {
@@ -48,7 +52,8 @@ export function observeRequests(app: FastifyInstance): void {
     if (traceparent) reply.header("traceparent", traceparent);
     context.with(active, done);
   });
-  app.addHook("onResponse", async (req, reply) => {
+  // A callback hook: no promise per request for a step that never waits.
+  app.addHook("onResponse", (req, reply, done) => {
     const route = req.routeOptions.url ?? "unmatched";
     const status = reply.statusCode;
     httpSeries(`${req.method} ${route} ${status}`, { method: req.method, route, status_code: String(status) }).observe(reply.elapsedTime / 1000);
@@ -57,10 +62,14 @@ export function observeRequests(app: FastifyInstance): void {
       if (reply.statusCode >= 500) req.span.setStatus({ code: SpanStatusCode.ERROR });
       req.span.end();
     }
-    const org = req.pipeline?.identity.organization_id;
-    req.log.info(
-      { method: req.method, url: loggedUrl(req), status: reply.statusCode, ms: Math.round(reply.elapsedTime), ...(org ? { organization_id: org } : {}) },
-      "request",
-    );
+    // The line's fields (its URL decoded and checked for a link) are built only when it is written.
+    if (infoEnabled(req.log)) {
+      const org = req.pipeline?.identity.organization_id;
+      req.log.info(
+        { method: req.method, url: loggedUrl(req), status: reply.statusCode, ms: Math.round(reply.elapsedTime), ...(org ? { organization_id: org } : {}) },
+        "request",
+      );
+    }
+    done();
   });
 }
