@@ -4,7 +4,7 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 // The registry (libs/contracts/src/services.ts), built: `npm start` and `make run` build first.
-import { SERVICES } from "@tasksvc/contracts";
+import { SERVICE_NODE_FLAGS, SERVICES } from "@tasksvc/contracts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 // Registry order matters only for readability of the first lines; each service waits for nothing.
@@ -51,8 +51,9 @@ if (!env.LOG_FORMAT && process.stdout.isTTY) {
   env.LOG_FORMAT = "pretty";
   if (env.FORCE_COLOR === undefined && env.NO_COLOR === undefined) env.FORCE_COLOR = "1";
 }
-// Stack traces point at the TypeScript sources (tsc emits source maps next to dist/).
-const nodeArgs = ["--enable-source-maps"];
+// Stack traces point at the TypeScript sources (tsc emits source maps next to dist/); the rest are
+// the flags every service runs with in production.
+const nodeArgs = ["--enable-source-maps", ...SERVICE_NODE_FLAGS];
 
 for (const name of services) {
   const child = spawn(process.execPath, [...nodeArgs, `services/${name}/dist/main.js`], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] });

@@ -12,7 +12,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { PrometheusRule } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule";
 import { ServiceMonitor } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor";
-import { SERVICES } from "@tasksvc/contracts";
+import { SERVICE_NODE_FLAGS, SERVICES } from "@tasksvc/contracts";
 import { Deployment } from "kubernetes-models/apps/v1/Deployment";
 import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler";
 import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
@@ -176,7 +176,7 @@ describe.each(OVERLAYS)("deploy/k8s/overlays/%s", (overlay) => {
     for (const d of deployments) {
       const containers = d.spec.template.spec.containers;
       expect(containers, nameOf(d)).toHaveLength(1);
-      expect(containers[0].command, nameOf(d)).toEqual(["node", `services/${d.metadata.name}/dist/main.js`]);
+      expect(containers[0].command, nameOf(d)).toEqual(["node", ...SERVICE_NODE_FLAGS, `services/${d.metadata.name}/dist/main.js`]);
       expect(existsSync(join(root, "services", d.metadata.name, "src/main.ts")), `${nameOf(d)}: services/${d.metadata.name}/src/main.ts`).toBe(true);
       images.add(containers[0].image);
     }
@@ -361,13 +361,13 @@ const readYaml = (file: string) => parse(readFileSync(join(root, file), "utf8"),
 describe("docker-compose.yml", () => {
   const compose = readYaml("docker-compose.yml");
   const services = compose.services as Record<string, Obj>;
-  const processOf = (s: Obj) => /^services\/([a-z0-9-]+)\/dist\/main\.js$/.exec(s.command?.[1] ?? "")?.[1];
+  const processOf = (s: Obj) => /^services\/([a-z0-9-]+)\/dist\/main\.js$/.exec(s.command?.at(-1) ?? "")?.[1];
 
   it("runs every registered process, each with a /readyz healthcheck, a grace period and the image's entry", () => {
     const procs = Object.entries(services).filter(([, s]) => processOf(s));
     expect(procs.map(([, s]) => processOf(s)).sort()).toEqual([...PROCESSES].sort());
     for (const [name, s] of procs) {
-      expect(s.command, name).toEqual(["node", `services/${processOf(s)}/dist/main.js`]);
+      expect(s.command, name).toEqual(["node", ...SERVICE_NODE_FLAGS, `services/${processOf(s)}/dist/main.js`]);
       expect(s.healthcheck?.disable, name).not.toBe(true);
       expect(s.healthcheck?.test, `${name} healthcheck`).toEqual(["CMD", "node", "deploy/healthcheck.mjs", "/readyz"]);
       expect(s.stop_grace_period, `${name} stop_grace_period`).toMatch(/^\d+s$/);
@@ -429,6 +429,8 @@ describe("deploy/Dockerfile", () => {
     expect(text).toMatch(/^USER node$/m);
     expect(text).toMatch(/NODE_OPTIONS=--enable-source-maps/);
     expect(text).toMatch(/^HEALTHCHECK .*deploy\/healthcheck\.mjs/m);
+    // The image's own command runs a service with the flags every service runs with.
+    expect(text).toContain(`CMD ${JSON.stringify(["node", ...SERVICE_NODE_FLAGS, "services/gateway/dist/main.js"]).replaceAll(",", ", ")}`);
     expect(text).toMatch(/npm prune --omit=dev/);
     for (const l of ["title", "description", "source", "licenses", "version"]) expect(text).toContain(`org.opencontainers.image.${l}=`);
     // --enable-source-maps needs the maps: tsconfig.base.json emits them.

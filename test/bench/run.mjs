@@ -16,6 +16,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import postgres from "postgres";
+import { SERVICE_NODE_FLAGS } from "@tasksvc/contracts";
 import { connectNats, deleteNamespaceStreams, jetstreamManager } from "@tasksvc/nats";
 import { mcpScenarios, printMcp } from "./mcp.mjs";
 import { metricsSnapshot, printMetricsSnapshot } from "./metrics.mjs";
@@ -196,8 +197,10 @@ async function defineCustomFields(post, userId) {
 const children = [];
 let cleaningUp = false;
 function start(name, script, env) {
-  // BENCH_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", goes to every process started here.
-  const nodeArgs = process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(" ") : [];
+  // Every process runs with the flags the services run with in production, the baselines too, so
+  // that the figures compare code, not runtimes; BENCH_NODE_ARGS, e.g. "--cpu-prof
+  // --cpu-prof-dir=/tmp/prof", goes to every process started here as well.
+  const nodeArgs = [...SERVICE_NODE_FLAGS, ...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(" ") : [])];
   const child = spawn(process.execPath, [...nodeArgs, script], {
     cwd: root,
     env: { ...process.env, LOG_LEVEL: "warn", NATS_URL, NATS_NAMESPACE: NAMESPACE, ...env },

@@ -28,6 +28,15 @@ export const SERVICES = [
   { name: "gateway", testReplicas: 2, opsPort: 9106 },
 ] as const satisfies readonly ServiceEntry[];
 
+/**
+ * The Node flags every service process runs with, wherever it is started (the image, compose,
+ * Kubernetes, `make run`, the bench). V8's memory reducer shrinks an idle process's heap limit
+ * to its live size, so the first seconds of load after a quiet spell run a full collection every
+ * second or two, each a pause and a core's worth of marking: a service's heap is bounded by its
+ * own caches, and holding on to it costs less than those pauses.
+ */
+export const SERVICE_NODE_FLAGS = ["--no-memory-reducer"] as const;
+
 export type ServiceName = (typeof SERVICES)[number]["name"];
 
 type RpcEntry = Extract<(typeof SERVICES)[number], { rpc: RpcCatalog }>;
