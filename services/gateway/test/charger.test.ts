@@ -106,10 +106,50 @@ describe("charge reservations", () => {
     const charger = createCharger({ repo, log, holdMs: 10_000, busyMs: 86_400_000 });
     const id = identity(100_000, 1_000_000);
     for (let i = 1; i <= 63; i++) await charger.charge(id);
-    // 1 + 2 + 4 + 8 + 16 + 32 = 63: six reservations, where one a call made 63.
-    expect(calls.reserve).toBe(6);
+    // 1 + 2 + 4 + 8 + 16 + 32 = 63, each reserved while a quarter of the one before was left, and a
+    // seventh (64, the cap) once a quarter of the 32 was left: seven, where one a call made 63.
+    expect(calls.reserve).toBe(7);
     await charger.close();
     expect(await counters(id)).toEqual({ burst: 63, quota: 63 });
+  });
+
+  it("when a busy credential has spent three quarters of a reservation, then the next is reserved meanwhile and its calls go on without waiting for it", async () => {
+    const repo = gatewayRepo(sql);
+    let reserves = 0;
+    let hold = false;
+    const held: Array<() => void> = [];
+    const gated = {
+      ...repo,
+      reserve: async (a: Parameters<typeof repo.reserve>[0]) => {
+        reserves += 1;
+        if (hold) await new Promise<void>((resolve) => held.push(resolve));
+        return repo.reserve(a);
+      },
+    };
+    const charger = createCharger({ repo: gated, log, holdMs: 10_000, busyMs: 86_400_000 });
+    const id = identity(100_000, 1_000_000);
+    // Reservations of 1, 2, 4 and 8 (the last asked for while one call of the 4 was left).
+    for (let i = 0; i < 7; i++) await charger.charge(id);
+    expect(reserves).toBe(4);
+    // The 8 arrives; its calls are spent until a quarter is left, when the next is asked for and held.
+    await charger.charge(id);
+    hold = true;
+    let spent = 0;
+    while (reserves === 4) {
+      await charger.charge(id);
+      spent += 1;
+      expect(spent).toBeLessThanOrEqual(8);
+    }
+    // With the top-up held, the calls left are spent at once: none waits for a round trip.
+    let answered = 0;
+    const left = [charger.charge(id), charger.charge(id)].map((p) => p.then(() => (answered += 1)));
+    await new Promise((r) => setImmediate(r));
+    expect(answered).toBe(2);
+    await Promise.all(left);
+    hold = false;
+    for (const release of held) release();
+    await charger.close();
+    expect(await counters(id)).toEqual({ burst: 7 + 1 + spent + 2, quota: 7 + 1 + spent + 2 });
   });
 
   it("when a busy credential pauses longer than holdMs, then its next call reserves exactly one again", async () => {

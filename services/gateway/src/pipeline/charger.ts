@@ -35,7 +35,8 @@ export interface ChargerOptions {
  * credential queue reserves a batch of calls in one round trip and spends it locally (the
  * database grants at most an eighth of what remains, so near a limit every call counts one by
  * one); a request that comes alone reserves exactly one, and so do calls that come one after
- * another slower than one per `busyMs` (decisions 0005, 0007, 0050).
+ * another slower than one per `busyMs`; a busy credential's next reservation is asked for while a
+ * quarter of the last is left, so its calls do not wait for it (decisions 0005, 0007, 0050, 0052).
  */
 export function createCharger(opts: ChargerOptions) {
   const holdMs = opts.holdMs ?? 500;
@@ -100,6 +101,41 @@ export function createCharger(opts: ChargerOptions) {
     return row;
   }
 
+  /**
+   * A busy credential's next reservation, asked for while a quarter of this one is left, so that its
+   * calls do not wait for the round trip when this one runs out. Calls of the same window and period
+   * add to what is left; otherwise what is left goes back first. A refusal or failure changes
+   * nothing: the call that finds no calls left refills and meets it itself.
+   */
+  function topUp(r: Reservation, id: Identity, now: number): void {
+    // Grown as the blocking refill grows it: when calls still waited for the last top-up, or this
+    // reservation went within busyMs.
+    if (r.contended || now - r.grantedAt < busyMs) r.want = Math.min(MAX_BATCH, r.want * 2);
+    r.contended = false;
+    const pending = (async () => {
+      try {
+        const row = await opts.repo.reserve({ ...countersOf(id), want: r.want });
+        if (row.outcome !== "ok") return;
+        const held = r.row;
+        if (!held || held.window_key !== row.window_key || held.period_key !== row.period_key) giveBack(r);
+        r.row = row;
+        r.tokens += row.granted;
+        r.grantedAt = Date.now();
+        r.expiresAt = r.grantedAt + holdMs;
+      } catch (err) {
+        opts.log.warn({ err, credential_id: id.credential_id }, "could not reserve calls ahead; the next call reserves them itself");
+      }
+    })();
+    r.refill = pending;
+    void pending.finally(() => {
+      if (r.refill === pending) r.refill = undefined;
+    });
+  }
+
+  /** Spent faster than half the hold, with a quarter or less left: the credential's calls come steadily. */
+  const runningLow = (r: Reservation, now: number) =>
+    r.want > 1 && r.refill === undefined && r.tokens <= r.want >> 2 && now < r.expiresAt && now - r.grantedAt < holdMs >> 1;
+
   // Unspent reservations go back once they expire, so other replicas (and GET /v1/usage) see them.
   const sweeper = setInterval(
     () => {
@@ -133,7 +169,12 @@ export function createCharger(opts: ChargerOptions) {
         await Promise.all(releases);
       }
       for (;;) {
-        if (!exact && usable(r, Date.now())) return spend(r, id);
+        const now = Date.now();
+        if (!exact && usable(r, now)) {
+          const charge = spend(r, id);
+          if (runningLow(r, now)) topUp(r, id, now);
+          return charge;
+        }
         if (r.refill) {
           r.contended = true;
           // A failed refill fails the request that made it; the others try again themselves.
@@ -142,10 +183,11 @@ export function createCharger(opts: ChargerOptions) {
         }
         // Calls that queued behind a refill, or that spent the last reservation soon after its grant,
         // come faster than one round trip each: the next reservation serves more of them. A quiet
-        // spell starts again from one, so that sparse traffic is counted as it arrives.
+        // spell starts again from one, so that sparse traffic is counted as it arrives, whatever
+        // queued before it (calls that waited for a top-up leave their mark until the next one).
         const sinceGrant = Date.now() - r.grantedAt;
-        if (r.contended) r.want = Math.min(MAX_BATCH, r.want * 2);
-        else if (sinceGrant >= holdMs) r.want = 1;
+        if (sinceGrant >= holdMs) r.want = 1;
+        else if (r.contended) r.want = Math.min(MAX_BATCH, r.want * 2);
         else if (r.tokens === 0 && sinceGrant < busyMs) r.want = Math.min(MAX_BATCH, r.want * 2);
         r.contended = false;
         if (exact) r.want = 1;
