@@ -152,6 +152,49 @@ describe("charge reservations", () => {
     expect(await counters(id)).toEqual({ burst: 7 + 1 + spent + 2, quota: 7 + 1 + spent + 2 });
   });
 
+  it("when the burst window turns while a top-up is on its way, then the calls left of the old window go back to it and each window counts exactly the calls spent in it", async () => {
+    const repo = gatewayRepo(sql);
+    let reserves = 0;
+    let hold = false;
+    const held: Array<() => void> = [];
+    const gated = {
+      ...repo,
+      reserve: async (a: Parameters<typeof repo.reserve>[0]) => {
+        reserves += 1;
+        if (hold) await new Promise<void>((resolve) => held.push(resolve));
+        return repo.reserve(a);
+      },
+    };
+    const charger = createCharger({ repo: gated, log, holdMs: 10_000, busyMs: 86_400_000 });
+    const base = identity(100_000, 1_000_000);
+    const id: Identity = { ...base, limits: { ...base.limits, burst_window_seconds: 1 } };
+    const spentIn = new Map<string, number>();
+    const charge = async () => {
+      const c = await charger.charge(id);
+      spentIn.set(c.counted.windowKey, (spentIn.get(c.counted.windowKey) ?? 0) + 1);
+    };
+    await awayFromWindowEdge(1, 300);
+    // Busy enough for a reservation of 8, then spent until a quarter is left and the next one is held.
+    for (let i = 0; i < 8; i++) await charge();
+    hold = true;
+    const before = reserves;
+    while (reserves === before) await charge();
+    // The window turns with calls of the old one left; the next call waits for the held top-up.
+    await awayFromWindowEdge(1, 1000);
+    const late = charge();
+    for (const release of held) release();
+    hold = false;
+    await late;
+    await charger.close();
+    const rows = await sql<{ window_key: string; count: number }[]>`
+      select window_start::text as window_key, count from burst_counters where credential_id = ${id.credential_id}`;
+    const counted = new Map(rows.filter((w) => w.count > 0).map((w) => [w.window_key, w.count]));
+    expect(counted.size).toBeGreaterThanOrEqual(2);
+    expect(counted).toEqual(spentIn);
+    const calls = [...spentIn.values()].reduce((a, b) => a + b, 0);
+    expect((await counters(id)).quota).toBe(calls);
+  });
+
   it("when a busy credential pauses longer than holdMs, then its next call reserves exactly one again", async () => {
     const { repo, calls } = countingRepo();
     const charger = createCharger({ repo, log, holdMs: 100, busyMs: 86_400_000 });

@@ -89,22 +89,29 @@ export function createCharger(opts: ChargerOptions) {
     await Promise.all(releases);
   }
 
+  /**
+   * Adds a granted reservation to what is left, which goes back first when it belongs to another
+   * burst window or quota period; the row is the newer one, whose counts include every reserved call.
+   */
+  function take(r: Reservation, row: ReserveRow): void {
+    const held = r.row;
+    if (!held || held.window_key !== row.window_key || held.period_key !== row.period_key) giveBack(r);
+    r.row = row;
+    r.tokens += row.granted;
+    r.grantedAt = Date.now();
+    r.expiresAt = r.grantedAt + holdMs;
+  }
+
   async function refill(r: Reservation, id: Identity): Promise<ReserveRow> {
     if (r.tokens > 0) giveBack(r); // expired or out of its window
     const row = await opts.repo.reserve({ ...countersOf(id), want: r.want });
-    if (row.outcome === "ok") {
-      r.row = row;
-      r.tokens = row.granted;
-      r.grantedAt = Date.now();
-      r.expiresAt = r.grantedAt + holdMs;
-    }
+    if (row.outcome === "ok") take(r, row);
     return row;
   }
 
   /**
    * A busy credential's next reservation, asked for while a quarter of this one is left, so that its
-   * calls do not wait for the round trip when this one runs out. Calls of the same window and period
-   * add to what is left; otherwise what is left goes back first. A refusal or failure changes
+   * calls do not wait for the round trip when this one runs out. A refusal or failure changes
    * nothing: the call that finds no calls left refills and meets it itself.
    */
   function topUp(r: Reservation, id: Identity, now: number): void {
@@ -115,13 +122,7 @@ export function createCharger(opts: ChargerOptions) {
     const pending = (async () => {
       try {
         const row = await opts.repo.reserve({ ...countersOf(id), want: r.want });
-        if (row.outcome !== "ok") return;
-        const held = r.row;
-        if (!held || held.window_key !== row.window_key || held.period_key !== row.period_key) giveBack(r);
-        r.row = row;
-        r.tokens += row.granted;
-        r.grantedAt = Date.now();
-        r.expiresAt = r.grantedAt + holdMs;
+        if (row.outcome === "ok") take(r, row);
       } catch (err) {
         opts.log.warn({ err, credential_id: id.credential_id }, "could not reserve calls ahead; the next call reserves them itself");
       }
