@@ -47,12 +47,14 @@ describe("rows read through the driver", () => {
   it("when a promise is settled through a function made for it and kept on it, then the measurement sees its rows promoted", async () => {
     const kept = await promotedPerPage("kept-closure");
     expect(kept.scavenges).toBeGreaterThan(0);
-    expect(kept.perPage).toBeGreaterThan(8 * 1024);
+    // Measured on Node 20. If a later V8 no longer keeps such values, this fails: the driver's
+    // patch may then no longer be needed, and this case needs another pattern to prove it can see.
+    expect(kept.perPage, `bytes promoted per page, on Node ${process.versions.node}`).toBeGreaterThan(8 * 1024);
   });
 
   it("when pages of rows are read one after another, then the young generation's collections promote almost none of them", async () => {
     const driver = await promotedPerPage("driver");
     expect(driver.scavenges).toBeGreaterThan(0);
-    expect(driver.perPage).toBeLessThan(4 * 1024);
+    expect(driver.perPage, "bytes promoted per page read through the driver").toBeLessThan(4 * 1024);
   });
 });
