@@ -35,15 +35,26 @@ function identity(burst: number, quota: number): Identity {
 }
 
 /** The repo, counting reservation round trips. */
+/** Counts the reservations; while `gate.hold` is set, each one waits until `gate.release()`. */
 function countingRepo() {
   const repo = gatewayRepo(sql);
   const calls = { reserve: 0 };
+  const held: Array<() => void> = [];
+  const gate = {
+    hold: false,
+    release() {
+      gate.hold = false;
+      for (const go of held.splice(0)) go();
+    },
+  };
   return {
     calls,
+    gate,
     repo: {
       ...repo,
-      reserve: (a: Parameters<typeof repo.reserve>[0]) => {
+      reserve: async (a: Parameters<typeof repo.reserve>[0]) => {
         calls.reserve += 1;
+        if (gate.hold) await new Promise<void>((resolve) => held.push(resolve));
         return repo.reserve(a);
       },
     },
@@ -114,28 +125,17 @@ describe("charge reservations", () => {
   });
 
   it("when a busy credential has spent three quarters of a reservation, then the next is reserved meanwhile and its calls go on without waiting for it", async () => {
-    const repo = gatewayRepo(sql);
-    let reserves = 0;
-    let hold = false;
-    const held: Array<() => void> = [];
-    const gated = {
-      ...repo,
-      reserve: async (a: Parameters<typeof repo.reserve>[0]) => {
-        reserves += 1;
-        if (hold) await new Promise<void>((resolve) => held.push(resolve));
-        return repo.reserve(a);
-      },
-    };
-    const charger = createCharger({ repo: gated, log, holdMs: 10_000, busyMs: 86_400_000 });
+    const { repo, calls, gate } = countingRepo();
+    const charger = createCharger({ repo, log, holdMs: 10_000, busyMs: 86_400_000 });
     const id = identity(100_000, 1_000_000);
     // Reservations of 1, 2, 4 and 8 (the last asked for while one call of the 4 was left).
     for (let i = 0; i < 7; i++) await charger.charge(id);
-    expect(reserves).toBe(4);
+    expect(calls.reserve).toBe(4);
     // The 8 arrives; its calls are spent until a quarter is left, when the next is asked for and held.
     await charger.charge(id);
-    hold = true;
+    gate.hold = true;
     let spent = 0;
-    while (reserves === 4) {
+    while (calls.reserve === 4) {
       await charger.charge(id);
       spent += 1;
       expect(spent).toBeLessThanOrEqual(8);
@@ -146,26 +146,14 @@ describe("charge reservations", () => {
     await new Promise((r) => setImmediate(r));
     expect(answered).toBe(2);
     await Promise.all(left);
-    hold = false;
-    for (const release of held) release();
+    gate.release();
     await charger.close();
     expect(await counters(id)).toEqual({ burst: 7 + 1 + spent + 2, quota: 7 + 1 + spent + 2 });
   });
 
   it("when the burst window turns while a top-up is on its way, then the calls left of the old window go back to it and each window counts exactly the calls spent in it", async () => {
-    const repo = gatewayRepo(sql);
-    let reserves = 0;
-    let hold = false;
-    const held: Array<() => void> = [];
-    const gated = {
-      ...repo,
-      reserve: async (a: Parameters<typeof repo.reserve>[0]) => {
-        reserves += 1;
-        if (hold) await new Promise<void>((resolve) => held.push(resolve));
-        return repo.reserve(a);
-      },
-    };
-    const charger = createCharger({ repo: gated, log, holdMs: 10_000, busyMs: 86_400_000 });
+    const { repo, calls, gate } = countingRepo();
+    const charger = createCharger({ repo, log, holdMs: 10_000, busyMs: 86_400_000 });
     const base = identity(100_000, 1_000_000);
     const id: Identity = { ...base, limits: { ...base.limits, burst_window_seconds: 1 } };
     const spentIn = new Map<string, number>();
@@ -176,14 +164,13 @@ describe("charge reservations", () => {
     await awayFromWindowEdge(1, 300);
     // Busy enough for a reservation of 8, then spent until a quarter is left and the next one is held.
     for (let i = 0; i < 8; i++) await charge();
-    hold = true;
-    const before = reserves;
-    while (reserves === before) await charge();
+    gate.hold = true;
+    const before = calls.reserve;
+    while (calls.reserve === before) await charge();
     // The window turns with calls of the old one left; the next call waits for the held top-up.
     await awayFromWindowEdge(1, 1000);
     const late = charge();
-    for (const release of held) release();
-    hold = false;
+    gate.release();
     await late;
     await charger.close();
     const rows = await sql<{ window_key: string; count: number }[]>`
@@ -191,8 +178,8 @@ describe("charge reservations", () => {
     const counted = new Map(rows.filter((w) => w.count > 0).map((w) => [w.window_key, w.count]));
     expect(counted.size).toBeGreaterThanOrEqual(2);
     expect(counted).toEqual(spentIn);
-    const calls = [...spentIn.values()].reduce((a, b) => a + b, 0);
-    expect((await counters(id)).quota).toBe(calls);
+    const charged = [...spentIn.values()].reduce((a, b) => a + b, 0);
+    expect((await counters(id)).quota).toBe(charged);
   });
 
   it("when a busy credential pauses longer than holdMs, then its next call reserves exactly one again", async () => {

@@ -89,6 +89,11 @@ export function createCharger(opts: ChargerOptions) {
     await Promise.all(releases);
   }
 
+  /** The next reservation asks for twice as many calls, up to the cap. */
+  const grow = (r: Reservation): void => {
+    r.want = Math.min(MAX_BATCH, r.want * 2);
+  };
+
   /**
    * Adds a granted reservation to what is left, which goes back first when it belongs to another
    * burst window or quota period; the row is the newer one, whose counts include every reserved call.
@@ -117,7 +122,7 @@ export function createCharger(opts: ChargerOptions) {
   function topUp(r: Reservation, id: Identity, now: number): void {
     // Grown as the blocking refill grows it: when calls still waited for the last top-up, or this
     // reservation went within busyMs.
-    if (r.contended || now - r.grantedAt < busyMs) r.want = Math.min(MAX_BATCH, r.want * 2);
+    if (r.contended || now - r.grantedAt < busyMs) grow(r);
     r.contended = false;
     const pending = (async () => {
       try {
@@ -188,8 +193,8 @@ export function createCharger(opts: ChargerOptions) {
         // queued before it (calls that waited for a top-up leave their mark until the next one).
         const sinceGrant = Date.now() - r.grantedAt;
         if (sinceGrant >= holdMs) r.want = 1;
-        else if (r.contended) r.want = Math.min(MAX_BATCH, r.want * 2);
-        else if (r.tokens === 0 && sinceGrant < busyMs) r.want = Math.min(MAX_BATCH, r.want * 2);
+        else if (r.contended) grow(r);
+        else if (r.tokens === 0 && sinceGrant < busyMs) grow(r);
         r.contended = false;
         if (exact) r.want = 1;
         let row!: ReserveRow;
