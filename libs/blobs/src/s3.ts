@@ -14,7 +14,7 @@ import {
 } from "@aws-sdk/client-s3";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import type { BlobStoreSetting } from "./setting.js";
-import { exactly, type BlobInfo, type BlobStore, type PutOptions } from "./store.js";
+import { attachmentDisposition, exactly, type BlobInfo, type BlobStore, type PutOptions } from "./store.js";
 
 export type S3Setting = Extract<BlobStoreSetting, { kind: "s3" }>;
 
@@ -23,21 +23,13 @@ export interface S3BlobStoreOptions {
   credentials?: { accessKeyId: string; secretAccessKey: string };
 }
 
-/** RFC 6266: `filename` an ASCII fallback needing no escaping, `filename*` the exact name in UTF-8. */
-export function attachmentDisposition(fileName: string): string {
-  const fallback = fileName.replace(/[^\x20-\x7e]|["\\%]/g, "_");
-  // encodeURIComponent leaves ' ( ) * ! unescaped; RFC 5987's attr-char does not allow ' ( ) *.
-  const encoded = encodeURIComponent(fileName).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
-  return `attachment; filename="${fallback}"; filename*=UTF-8''${encoded}`;
-}
-
 /** HeadObject answers a bare 404 with no error code. */
 function isNotFound(e: unknown): boolean {
   return e instanceof NotFound || (e instanceof S3ServiceException && e.$metadata.httpStatusCode === 404);
 }
 
 /** Puts stream the body with its declared length in a single PutObject, so nothing is buffered. */
-export function s3BlobStore(setting: S3Setting, opts: S3BlobStoreOptions = {}): BlobStore {
+export function createS3BlobStore(setting: S3Setting, opts: S3BlobStoreOptions = {}): BlobStore {
   const client = new S3Client({
     region: setting.region,
     endpoint: setting.endpoint,

@@ -3,7 +3,7 @@ import { Readable } from "node:stream";
 import { eventually, startS3Server, type S3Server } from "@tasksvc/testing";
 import { pieces, read, sha } from "./bodies.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { s3BlobStore } from "../src/s3.js";
+import { s3BlobStore } from "../src/index.js";
 import { BlobSizeMismatch, type BlobInfo, type BlobStore } from "../src/store.js";
 
 // A real S3-API server (s3rver, libs/testing) on a free port, in a directory of its own.
@@ -12,7 +12,7 @@ let store: BlobStore;
 
 beforeAll(async () => {
   server = await startS3Server();
-  store = s3BlobStore(
+  store = await s3BlobStore(
     { kind: "s3", bucket: server.bucket, endpoint: server.endpoint, region: "us-east-1", forcePathStyle: true },
     { credentials: server.credentials },
   );

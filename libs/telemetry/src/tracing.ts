@@ -13,11 +13,8 @@ import {
   type TextMapGetter,
   type TextMapSetter,
 } from "@opentelemetry/api";
-import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
-import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
-import { resourceFromAttributes } from "@opentelemetry/resources";
-import { BatchSpanProcessor, TracerProvider } from "@opentelemetry/sdk-trace";
+import type { TracerProvider } from "@opentelemetry/sdk-trace";
 
 export { SpanKind, SpanStatusCode, context, trace, ROOT_CONTEXT };
 export type { Context, Span, Attributes, Link };
@@ -37,13 +34,24 @@ export interface TracingOptions {
   version?: string;
 }
 
-/** Once per process, from its main. */
-export function initTracing(opts: TracingOptions): { shutdown(): Promise<void> } {
+/**
+ * Once per process, from its main. The SDK and its exporter are loaded only here, when tracing is
+ * on: a process that does not trace keeps their modules out of the heap its collections mark.
+ */
+export async function initTracing(opts: TracingOptions): Promise<{ shutdown(): Promise<void> }> {
   if (!opts.endpoint || provider) return { shutdown: async () => {} };
   const url = `${opts.endpoint.replace(/\/+$/, "")}/v1/traces`;
-  provider = new TracerProvider({
+  const [{ AsyncLocalStorageContextManager }, { OTLPTraceExporter }, { resourceFromAttributes }, sdk] = await Promise.all([
+    import("@opentelemetry/context-async-hooks"),
+    import("@opentelemetry/exporter-trace-otlp-http"),
+    import("@opentelemetry/resources"),
+    import("@opentelemetry/sdk-trace"),
+  ]);
+  // Two mains starting at once would otherwise both pass the check above.
+  if (provider) return { shutdown: async () => {} };
+  provider = new sdk.TracerProvider({
     resource: resourceFromAttributes({ "service.name": opts.serviceName, "service.namespace": "tasksvc", "service.version": opts.version ?? "0.1.0" }),
-    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url }), scheduledDelayMillis: 1000 })],
+    spanProcessors: [new sdk.BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url }), scheduledDelayMillis: 1000 })],
   });
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   trace.setGlobalTracerProvider(provider);

@@ -248,7 +248,7 @@ export const service = defineService({
     every(cfg.DUE_TICK, "due dates", () => dueDates.tick(new Date()));
 
     const store: BlobStore =
-      cfg.BLOB_STORE.kind === "nats" ? await natsBlobStore(nc, namespace, { replicas: cfg.NATS_STREAM_REPLICAS }) : s3BlobStore(cfg.BLOB_STORE);
+      cfg.BLOB_STORE.kind === "nats" ? await natsBlobStore(nc, namespace, { replicas: cfg.NATS_STREAM_REPLICAS }) : await s3BlobStore(cfg.BLOB_STORE);
     onStop(() => store.close());
     if (cfg.LINK_SIGNING_KEYS.isDevKey) {
       log.warn("LINK_SIGNING_KEYS is not set: upload and download links are signed with the public development key; set it outside development");
