@@ -34,8 +34,7 @@ function identity(burst: number, quota: number): Identity {
   };
 }
 
-/** The repo, counting reservation round trips. */
-/** Counts the reservations; while `gate.hold` is set, each one waits until `gate.release()`. */
+/** The repo, counting reservation round trips; while `gate.hold` is set, each one waits until `gate.release()`. */
 function countingRepo() {
   const repo = gatewayRepo(sql);
   const calls = { reserve: 0 };

@@ -193,8 +193,7 @@ export function createCharger(opts: ChargerOptions) {
         // queued before it (calls that waited for a top-up leave their mark until the next one).
         const sinceGrant = Date.now() - r.grantedAt;
         if (sinceGrant >= holdMs) r.want = 1;
-        else if (r.contended) grow(r);
-        else if (r.tokens === 0 && sinceGrant < busyMs) grow(r);
+        else if (r.contended || (r.tokens === 0 && sinceGrant < busyMs)) grow(r);
         r.contended = false;
         if (exact) r.want = 1;
         let row!: ReserveRow;
