@@ -33,9 +33,11 @@ export const SERVICES = [
  * Kubernetes, `make run`, the bench). V8's memory reducer shrinks an idle process's heap limit
  * to its live size, so the first seconds of load after a quiet spell run a full collection every
  * second or two, each a pause and a core's worth of marking: a service's heap is bounded by its
- * own caches, and holding on to it costs less than those pauses.
+ * own caches, and holding on to it costs less than those pauses. For the same reason the old
+ * generation may grow to twice what a full collection left before the next one starts: V8's own
+ * factor for a process that promotes slowly is 1.1, a full collection every few megabytes.
  */
-export const SERVICE_NODE_FLAGS = ["--no-memory-reducer"] as const;
+export const SERVICE_NODE_FLAGS = ["--no-memory-reducer", "--heap-growing-percent=100"] as const;
 
 export type ServiceName = (typeof SERVICES)[number]["name"];
 
