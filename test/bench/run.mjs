@@ -470,7 +470,7 @@ async function yardsticks(s, req, url, matchedUrl) {
     if (base.non2xx > base.requests / 1000) {
       throw new Error(`the matched baseline of ${s.name} answered ${base.non2xx} non-2xx responses: fix the matched responder`);
     }
-    if (base.non2xx > 0) process.stderr.write(`bench: the matched baseline of ${s.name} answered ${base.non2xx} of ${base.requests} with a refusal\n`);
+    if (base.non2xx > 0) process.stderr.write(`bench: the matched baseline of ${s.name} answered ${base.non2xx} of ${base.requests} with a non-2xx response\n`);
     const row = await measure(s.name, url, req, connections, { cpu: true });
     const baseSteady = await steady(`matched baseline of ${s.name}`, matchedUrl, mreq, rate);
     const rowSteady = await steady(s.name, url, req, rate);
