@@ -4,6 +4,7 @@ import { createLogger } from "@tasksvc/logger";
 import { apiTask } from "@tasksvc/testing";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { fanOutService } from "../src/domain/fanout.js";
+import { deliveriesRepo } from "../src/repo/deliveries-repo.js";
 import { endpointsRepo } from "../src/repo/endpoints-repo.js";
 import { MIGRATIONS_DIR } from "../src/service.js";
 
@@ -124,6 +125,46 @@ describe("fan-out of a task event into deliveries", () => {
     const events = [event(o), event(o)];
     expect(await Promise.all(events.map((e) => svc.fanOut(e)))).toEqual([40, 40]);
     for (const e of events) expect(new Set((await rowsOf(e.id)).map((r) => r.endpoint_id)).size).toBe(40);
+  });
+
+  it("when an organization has no endpoint, then its events skip the fan-out statement, and an endpoint made later receives the next one", async () => {
+    const repo = deliveriesRepo(sql);
+    const carried: string[][] = [];
+    const counted = fanOutService(
+      { db },
+      {
+        ...repo,
+        fanOut: (events, id) => {
+          carried.push(events.map((e) => e.eventId));
+          return repo.fanOut(events, id);
+        },
+      },
+    );
+    const lone = org();
+    const served = org();
+    await endpoint(served);
+    const [a, b] = [event(lone), event(served)];
+    expect(await Promise.all([counted.fanOut(a), counted.fanOut(b)])).toEqual([0, 1]);
+    expect(carried).toEqual([[b.id]]);
+    expect(await counted.fanOut(event(lone))).toBe(0);
+    expect(carried).toHaveLength(1);
+
+    // "None" is never remembered: the endpoint (as if made on another replica) gets the next event.
+    await endpoint(lone);
+    const next = event(lone);
+    expect(await counted.fanOut(next)).toBe(1);
+    expect(carried.at(-1)).toEqual([next.id]);
+    expect(await rowsOf(next.id)).toHaveLength(1);
+  });
+
+  it("when a remembered organization's endpoints are all deleted, then its events make no delivery", async () => {
+    const o = org();
+    const ep = await endpoint(o);
+    expect(await svc.fanOut(event(o))).toBe(1);
+    await endpoints.remove(o, ep.id);
+    const e = event(o);
+    expect(await svc.fanOut(e)).toBe(0);
+    expect(await rowsOf(e.id)).toHaveLength(0);
   });
 
   it("when an endpoint is deleted, then its deliveries go with it", async () => {

@@ -77,6 +77,14 @@ export function deliveriesRepo(sql: Sql) {
       });
     },
 
+    /** Those of `organizationIds` with an endpoint, enabled or not: an index probe each. */
+    async organizationsWithEndpoints(organizationIds: readonly string[]): Promise<string[]> {
+      const rows = await sql<{ organization_id: string }[]>`
+        select o as organization_id from unnest(${organizationIds as string[]}::text[]) o
+        where exists (select 1 from endpoints e where e.organization_id = o)`;
+      return rows.map((r) => r.organization_id);
+    },
+
     /**
      * Safe to repeat and to run concurrently: the fan-out's unique key drops every second row (no
      * conflict target: a collision on the live-delivery key also means the row exists). Rows go in in
