@@ -506,7 +506,17 @@ function revokeBenchKeys() {
 
 function yardstickRow(rate, base, row, baseSteady, rowSteady) {
   const { cpu, writes, ...saturated } = row;
-  const pick = (r) => ({ p50_ms: r.p50, p99_ms: r.p99, max_ms: r.max, completed: r.completed, non2xx: r.non2xx, errors: r.errors, lost: r.lost });
+  const pick = (r) => ({
+    p50_ms: r.p50,
+    p99_ms: r.p99,
+    max_ms: r.max,
+    completed: r.completed,
+    non2xx: r.non2xx,
+    errors: r.errors,
+    lost: r.lost,
+    generator_stalls: r.generator_stalls,
+    generator_stall_max_ms: r.generator_stall_max,
+  });
   return {
     ...saturated,
     baseline_rps: base.rps,
@@ -991,6 +1001,11 @@ if (yard.length) {
         `${ratio(rich.baseline.steady.cpu_ms_per_request, plain.baseline.steady.cpu_ms_per_request)} steady`,
     );
   }
+  // The generator's own stalls delay the requests due meanwhile: a tail with many of them is partly the generator's.
+  for (const r of yard)
+    console.log(
+      `steady generator's own stalls over 10 ms · ${r.name}: ${r.steady.generator_stalls} (longest ${ms(r.steady.generator_stall_max_ms)} ms), its matched baseline's ${r.baseline.steady.generator_stalls} (longest ${ms(r.baseline.steady.generator_stall_max_ms)} ms)`,
+    );
   for (const f of floors)
     console.log(
       `steady floor at ${fmt(f.rate)} req/s, the stack up and idle: ${f.name} p50 ${ms(f.p50_ms)} ms, p99 ${ms(f.p99_ms)} ms, max ${ms(f.max_ms)} ms`,

@@ -45,9 +45,17 @@ function send(dueAt, measured) {
 const total = Math.round(rate * (warmup + seconds));
 const warm = Math.round(rate * warmup);
 const start = performance.now() + 50;
+// The generator's own stalls (a collection, a core taken by another process): the requests due
+// meanwhile go out late, and their latency counts from when they were due, so a stall here reads
+// as a stall of the stack. Ticks come every 1-2 ms; a gap over 10 ms is counted.
+const STALL_MS = 10;
+const stalls = [];
+let lastTick;
 await new Promise((resolve) => {
   const tick = () => {
     const now = performance.now();
+    if (lastTick !== undefined && now - lastTick > STALL_MS && now - start > warmup * 1000) stalls.push({ at: lastTick - start, ms: now - lastTick });
+    lastTick = now;
     const due = Math.min(total, Math.floor(((now - start) * rate) / 1000) + 1);
     while (sent < due) {
       send(start + (sent * 1000) / rate, sent >= warm);
@@ -65,10 +73,24 @@ while (inFlight > 0 && performance.now() < deadline) await new Promise((r) => se
 if (process.env.BENCH_STEADY_TRACE) {
   const origin = Math.round(performance.timeOrigin + start);
   writeFileSync(`${process.env.BENCH_STEADY_TRACE}.${origin}`, dues.map((d, i) => `${d.toFixed(1)} ${latencies[i].toFixed(2)}`).join("\n"));
+  writeFileSync(`${process.env.BENCH_STEADY_TRACE}.${origin}.stalls`, stalls.map((x) => `${x.at.toFixed(1)} ${x.ms.toFixed(2)}`).join("\n"));
 }
 latencies.sort((a, b) => a - b);
 const q = (p) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? NaN;
 console.log(
-  JSON.stringify({ rate, seconds, offered: total - warm, completed, non2xx, errors, lost: inFlight, p50: q(0.5), p99: q(0.99), max: latencies.at(-1) ?? NaN }),
+  JSON.stringify({
+    rate,
+    seconds,
+    offered: total - warm,
+    completed,
+    non2xx,
+    errors,
+    lost: inFlight,
+    p50: q(0.5),
+    p99: q(0.99),
+    max: latencies.at(-1) ?? NaN,
+    generator_stalls: stalls.length,
+    generator_stall_max: Math.max(0, ...stalls.map((x) => x.ms)),
+  }),
 );
 agent.destroy();
